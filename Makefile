@@ -1,0 +1,25 @@
+# Two commands on a fresh clone: `make demo` and `make test`. Both bootstrap what they need.
+SHELL := /bin/bash
+VENV ?= $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+export ROS_HOME := $(CURDIR)/.ros
+export ROS_LOG_DIR := $(CURDIR)/.ros/log
+export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
+export QT_QPA_PLATFORM ?= offscreen
+
+.PHONY: setup demo test bench clean
+
+setup:
+	@VENV=$(VENV) bash scripts/bootstrap.sh
+
+demo: setup
+	@$(VENV)/bin/task-learning demo
+
+test: setup
+	@$(PY) -m pytest -q test
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf build .ros artifacts

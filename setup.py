@@ -1,0 +1,56 @@
+"""ament_python package `task_learning`: the core library, the rclpy nodes and the CLI.
+
+On a ROS 2 install `colcon build` uses this file; on a machine without ROS the Makefile installs
+it (editable) into the project venv. The nodes live in the `nodes/` folder and import as
+`task_learning_nodes`, so the core package `task_learning` never imports rclpy.
+"""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "task_learning"
+NODE_EXECUTABLES = {
+    "perception_node": "task_learning_nodes.perception:main",
+    "grounding_node": "task_learning_nodes.grounding:main",
+    "goal_elicitation_node": "task_learning_nodes.goal_elicitation:main",
+    "oversight_node": "task_learning_nodes.oversight:main",
+    "action_selector_node": "task_learning_nodes.action_selector:main",
+    "planner_node": "task_learning_nodes.planner:main",
+}
+
+
+def data_tree(folder: str) -> list[tuple[str, list[str]]]:
+    """Install a config folder under share/ keeping its sub-folders."""
+    entries: dict[str, list[str]] = {}
+    for path in glob(f"{folder}/**/*", recursive=True):
+        if path.endswith((".yaml", ".yml", ".txt", ".jsonl", ".json")):
+            target = f"share/{PACKAGE}/" + path.rsplit("/", 1)[0]
+            entries.setdefault(target, []).append(path)
+    return sorted(entries.items())
+
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(include=["task_learning", "task_learning.*"])
+    + ["task_learning_nodes"],
+    package_dir={"task_learning_nodes": "nodes"},
+    include_package_data=True,
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml", "plugin.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+    ]
+    + data_tree("config"),
+    install_requires=["setuptools", "PyYAML", "networkx"],
+    zip_safe=True,
+    maintainer="task_learning developers",
+    maintainer_email="maintainers@task-learning.dev",
+    description="A robot learns household tasks by asking an LLM and a human (STARS, BCR) on ROS 2.",
+    license="BSD-3-Clause",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": ["task-learning = task_learning.cli:main"]
+        + [f"{name} = {target}" for name, target in NODE_EXECUTABLES.items()],
+    },
+)

@@ -1,0 +1,103 @@
+"""The request/response contract every provider implements and every caller uses.
+
+Callers (STARS, BCR) build an `LLMRequest` and hand it to `LLMClient.complete` (llm/client.py),
+which does accounting, caching, retries, timeouts and budgets; providers only talk to a model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One model call. Completion style sets `prompt`; chat style sets `messages`.
+
+    `context` carries the structured facts the prompt was built from (task, object, location, the
+    branch prefix, the options of a selection...). Real endpoints never see it; the offline model
+    reads it instead of parsing prompt text, and it keys the cache with the rest.
+    """
+
+    prompt_type: str  # initial | recurse | repair | repair_recurse | selection | bcr_selection
+    prompt: str = ""
+    messages: tuple[tuple[str, str], ...] = ()  # (role, content) for chat
+    max_tokens: int = 50
+    temperature: float = 0.0
+    logprobs: int = 0  # top alternatives per token (0: none)
+    stop: tuple[str, ...] = ()
+    context: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    scope: str = ""  # what the per-object request cap counts against (e.g. the object id)
+
+    @property
+    def is_chat(self) -> bool:
+        return bool(self.messages)
+
+    def cache_key(self, provider: str, model: str = "") -> str:
+        payload = {
+            "provider": provider,
+            "model": model,
+            "type": self.prompt_type,
+            "prompt": self.prompt,
+            "messages": [list(m) for m in self.messages],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "logprobs": self.logprobs,
+            "stop": list(self.stop),
+            "context": self.context,
+        }
+        blob = json.dumps(payload, sort_keys=True, default=str).encode("utf-8")
+        return hashlib.sha256(blob).hexdigest()
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """A generated token, its log probability, and the top alternatives at that position
+    (token, logprob), best first, the chosen token included when the provider lists it."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def prob(self) -> float:
+        return math.exp(self.logprob)
+
+
+@dataclass
+class LLMResponse:
+    """A completion. On failure `error` says why and `text` is empty: callers never see a raise
+    for a dead endpoint, garbage or a spent budget, only a clear outcome."""
+
+    text: str
+    tokens: list[TokenLogprob] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = ""
+    cached: bool = False
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+class ProviderError(Exception):
+    """A provider failed for good (bad request, auth, malformed answer): not retried."""
+
+
+class TransientProviderError(ProviderError):
+    """Rate limit, 5xx or timeout: worth retrying with backoff."""
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """A model behind an endpoint (or a recording, or the offline twin). May raise ProviderError."""
+
+    name: str
+    model: str
+
+    def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
+        ...

@@ -1,0 +1,44 @@
+"""Typed views of AI2-THOR metadata: what perception publishes and grounding reads."""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from task_learning.types import WorldObject, WorldState
+
+
+def _vec(value: Any) -> tuple[float, float, float]:
+    if isinstance(value, Mapping):
+        return (float(value.get("x", 0.0)), float(value.get("y", 0.0)), float(value.get("z", 0.0)))
+    return (0.0, 0.0, 0.0)
+
+
+def object_from_metadata(record: Mapping[str, Any]) -> WorldObject:
+    """One AI2-THOR object dict -> WorldObject. null lists (seen in real metadata) become []."""
+    return WorldObject(
+        object_id=str(record["objectId"]),
+        object_type=str(record["objectType"]),
+        name=str(record.get("name") or record["objectType"]),
+        parent_receptacles=list(record.get("parentReceptacles") or []),
+        receptacle_object_ids=list(record.get("receptacleObjectIds") or []),
+        position=_vec(record.get("position")),
+        rotation=_vec(record.get("rotation")),
+        distance=float(record.get("distance") or 0.0),
+        visible=bool(record.get("visible", True)),
+        properties=dict(record),
+    )
+
+
+def world_state_from_metadata(metadata: Mapping[str, Any], stamp: float | None = None) -> WorldState:
+    """The whole event metadata -> WorldState (scene, objects, agent, held objects)."""
+    agent = metadata.get("agent") or {}
+    held = [str(o["objectId"]) for o in (metadata.get("inventoryObjects") or [])]
+    return WorldState(
+        scene=str(metadata.get("sceneName", "")),
+        objects=[object_from_metadata(o) for o in (metadata.get("objects") or [])],
+        robot_location=str(agent.get("location", "")),
+        robot_position=_vec(agent.get("position")),
+        robot_rotation=_vec(agent.get("rotation")),
+        held_object_ids=held,
+        stamp=time.time() if stamp is None else stamp,
+    )
