@@ -1,0 +1,470 @@
+"""The robot's long-term memory: learned goals, policies, questions and answers, in SQLite.
+
+Why SQLite: one file, atomic transactions, readable by any tool. Every write is one transaction
+committed before the call returns (WAL journal, synchronous=FULL), so a node killed mid-run loses
+nothing it had confirmed, and a restarted run finds the answers it already got and does not ask
+again.
+
+Goals are keyed by (task, context): the context is the object in its gross location as the paper
+learns it ("mug in dish rack"), so two mugs in different places learn different goals. Literals are
+stored lifted: the object itself becomes `?object` and other arguments their object type, so a
+goal learned once grounds again in a world whose ids differ.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from task_learning.errors import TaskLearningError
+from task_learning.types import (
+    ActionCall,
+    AnswerKind,
+    ConfirmationAnswer,
+    ConfirmationRequest,
+    GoalLiteral,
+    Truth,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+OBJECT_VAR = "?object"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS questions (
+    request_id TEXT PRIMARY KEY,
+    asked_at REAL NOT NULL,
+    task TEXT NOT NULL DEFAULT '',
+    context TEXT NOT NULL DEFAULT '',
+    object_id TEXT NOT NULL DEFAULT '',
+    object_description TEXT NOT NULL DEFAULT '',
+    question TEXT NOT NULL,
+    candidate_text TEXT NOT NULL DEFAULT '',
+    candidate_json TEXT NOT NULL DEFAULT '{}',
+    wants_description INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS questions_by_context ON questions (task, context, question);
+CREATE TABLE IF NOT EXISTS answers (
+    request_id TEXT PRIMARY KEY REFERENCES questions (request_id),
+    answered_at REAL NOT NULL,
+    answer TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    operator TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS goals (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task TEXT NOT NULL,
+    context TEXT NOT NULL,
+    object_type TEXT NOT NULL,
+    text TEXT NOT NULL,
+    literals_json TEXT NOT NULL,
+    condition TEXT NOT NULL DEFAULT '',
+    confirmed INTEGER NOT NULL DEFAULT 0,
+    provenance_json TEXT NOT NULL DEFAULT '{}',
+    created_at REAL NOT NULL,
+    UNIQUE (task, context)
+);
+CREATE TABLE IF NOT EXISTS policies (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task TEXT NOT NULL,
+    object_type TEXT NOT NULL,
+    location TEXT NOT NULL,
+    goal_key TEXT NOT NULL,
+    actions_json TEXT NOT NULL,
+    successes INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    updated_at REAL NOT NULL,
+    UNIQUE (task, object_type, location, goal_key)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT PRIMARY KEY,
+    value REAL NOT NULL
+);
+"""
+
+
+class KnowledgeBaseError(TaskLearningError):
+    """The knowledge base file is unusable (not SQLite, newer schema, unreadable)."""
+
+
+@dataclass
+class LearnedGoal:
+    """A goal learned for an object in context, with what it came from."""
+
+    task: str
+    context: str  # "mug in dish rack"
+    object_type: str
+    text: str
+    literals: list[GoalLiteral]  # lifted: ?object and object types
+    condition: str = ""
+    confirmed: bool = False  # an operator said yes (or described it)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "context": self.context,
+            "object_type": self.object_type,
+            "text": self.text,
+            "literals": [lit.to_dict() for lit in self.literals],
+            "condition": self.condition,
+            "confirmed": self.confirmed,
+            "provenance": self.provenance,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LearnedGoal":
+        return cls(
+            task=str(data["task"]),
+            context=str(data["context"]),
+            object_type=str(data["object_type"]),
+            text=str(data["text"]),
+            literals=[GoalLiteral.from_dict(d) for d in data.get("literals", [])],
+            condition=str(data.get("condition", "")),
+            confirmed=bool(data.get("confirmed", False)),
+            provenance=dict(data.get("provenance") or {}),
+            created_at=float(data.get("created_at") or 0.0),
+        )
+
+
+@dataclass
+class Policy:
+    """A successful action sequence for (task, object type, gross location), lifted like goals."""
+
+    task: str
+    object_type: str
+    location: str
+    goal_key: str  # the lifted goal it achieves, as text
+    actions: list[ActionCall]
+    successes: int = 0
+    failures: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "object_type": self.object_type,
+            "location": self.location,
+            "goal_key": self.goal_key,
+            "actions": [action_to_dict(a) for a in self.actions],
+            "successes": self.successes,
+            "failures": self.failures,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Policy":
+        return cls(
+            task=str(data["task"]),
+            object_type=str(data["object_type"]),
+            location=str(data["location"]),
+            goal_key=str(data["goal_key"]),
+            actions=[action_from_dict(a) for a in data.get("actions", [])],
+            successes=int(data.get("successes", 0)),
+            failures=int(data.get("failures", 0)),
+        )
+
+
+def action_to_dict(call: ActionCall) -> dict[str, Any]:
+    return {"action": call.action, "object_id": call.object_id, "params": [list(p) for p in call.params]}
+
+
+def action_from_dict(data: dict[str, Any]) -> ActionCall:
+    return ActionCall(
+        action=str(data["action"]),
+        object_id=str(data.get("object_id", "")),
+        params=tuple((str(k), v) for k, v in data.get("params", [])),
+    )
+
+
+def lift_literals(literals: list[GoalLiteral], object_id: str, type_of: dict[str, str]) -> list[GoalLiteral]:
+    """Replace the object by ?object and other ids by their type, so the goal transfers."""
+    lifted = []
+    for lit in literals:
+        args = tuple(OBJECT_VAR if a == object_id else type_of.get(a, a) for a in lit.args)
+        lifted.append(GoalLiteral(lit.predicate, args, lit.truth))
+    return lifted
+
+
+def ground_lifted(
+    literals: list[GoalLiteral], object_id: str, ids_by_type: dict[str, list[str]]
+) -> list[GoalLiteral] | None:
+    """The inverse of lift_literals in a given world: ?object becomes the object, a type becomes
+    the one object of that type (the first by id when several). None when a type is absent: the
+    goal no longer applies in this world (e.g. its destination disappeared)."""
+    grounded = []
+    for lit in literals:
+        args = []
+        for arg in lit.args:
+            if arg == OBJECT_VAR:
+                args.append(object_id)
+            elif "|" in arg:
+                args.append(arg)  # already an id
+            else:
+                candidates = sorted(ids_by_type.get(arg, []))
+                if not candidates:
+                    return None
+                args.append(candidates[0])
+        grounded.append(GoalLiteral(lit.predicate, tuple(args), lit.truth))
+    return grounded
+
+
+def goal_key(literals: list[GoalLiteral]) -> str:
+    return " & ".join(sorted(str(lit) for lit in literals))
+
+
+class KnowledgeBase:
+    """Thread-safe access to one SQLite file (or ":memory:")."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0,
+                                         isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.executescript(_SCHEMA)
+            self._check_version()
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeBaseError(f"{self.path}: not a usable knowledge base: {exc}") from None
+
+    def _check_version(self) -> None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            with self._transaction() as cur:
+                cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise KnowledgeBaseError(
+                f"{self.path}: schema version {row[0]} is newer than this software ({SCHEMA_VERSION})")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        """BEGIN IMMEDIATE ... COMMIT: all of a write lands, or none of it."""
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            else:
+                cur.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "KnowledgeBase":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- questions and answers -------------------------------------------------------------
+
+    def record_question(self, request: ConfirmationRequest, *, task: str = "", context: str = "") -> None:
+        candidate = request.candidate
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT OR REPLACE INTO questions VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    request.request_id,
+                    time.time(),
+                    task,
+                    context or request.object_description,
+                    request.object_id,
+                    request.object_description,
+                    request.question,
+                    candidate.text if candidate else "",
+                    json.dumps(candidate.to_dict() if candidate else {}),
+                    int(request.wants_description),
+                ),
+            )
+
+    def record_answer(self, answer: ConfirmationAnswer) -> None:
+        with self._transaction() as cur:
+            known = cur.execute("SELECT 1 FROM questions WHERE request_id=?", (answer.request_id,)).fetchone()
+            if not known:
+                raise KnowledgeBaseError(f"no question with request id {answer.request_id!r}")
+            cur.execute(
+                "INSERT OR REPLACE INTO answers VALUES (?,?,?,?,?)",
+                (answer.request_id, answer.stamp or time.time(), answer.answer.value,
+                 answer.description, answer.operator),
+            )
+
+    def previous_answer(self, *, task: str, context: str, question: str) -> ConfirmationAnswer | None:
+        """The answer already given to this very question, so a restarted run does not ask again.
+        Timeouts are not answers: a question that timed out is asked again."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT a.request_id, a.answer, a.description, a.operator, a.answered_at "
+                "FROM questions q JOIN answers a ON a.request_id = q.request_id "
+                "WHERE q.task=? AND q.context=? AND q.question=? AND a.answer != ? "
+                "ORDER BY a.answered_at DESC LIMIT 1",
+                (task, context, question, AnswerKind.TIMEOUT.value),
+            ).fetchone()
+        if row is None:
+            return None
+        return ConfirmationAnswer(row[0], AnswerKind(row[1]), row[2], row[3], row[4])
+
+    def question_log(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT q.request_id, q.asked_at, q.task, q.context, q.object_id, q.question, "
+                "q.candidate_text, q.wants_description, a.answer, a.description, a.operator, "
+                "a.answered_at FROM questions q LEFT JOIN answers a ON a.request_id = q.request_id "
+                "ORDER BY q.asked_at"
+            ).fetchall()
+        keys = ("request_id", "asked_at", "task", "context", "object_id", "question", "candidate_text",
+                "wants_description", "answer", "description", "operator", "answered_at")
+        return [dict(zip(keys, row)) for row in rows]
+
+    # --- goals -------------------------------------------------------------------------------
+
+    def learn_goal(self, goal: LearnedGoal) -> None:
+        """Store (or replace) the goal for (task, context) in one transaction."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO goals (task, context, object_type, text, literals_json, condition, "
+                "confirmed, provenance_json, created_at) VALUES (?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT (task, context) DO UPDATE SET object_type=excluded.object_type, "
+                "text=excluded.text, literals_json=excluded.literals_json, "
+                "condition=excluded.condition, confirmed=excluded.confirmed, "
+                "provenance_json=excluded.provenance_json, created_at=excluded.created_at",
+                (goal.task, goal.context, goal.object_type, goal.text,
+                 json.dumps([lit.to_dict() for lit in goal.literals]), goal.condition,
+                 int(goal.confirmed), json.dumps(goal.provenance, default=str),
+                 goal.created_at or time.time()),
+            )
+
+    def goal_for(self, task: str, context: str) -> LearnedGoal | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT task, context, object_type, text, literals_json, condition, confirmed, "
+                "provenance_json, created_at FROM goals WHERE task=? AND context=?", (task, context)
+            ).fetchone()
+        return self._goal_from_row(row) if row else None
+
+    def goals(self) -> list[LearnedGoal]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT task, context, object_type, text, literals_json, condition, confirmed, "
+                "provenance_json, created_at FROM goals ORDER BY id"
+            ).fetchall()
+        return [self._goal_from_row(r) for r in rows]
+
+    @staticmethod
+    def _goal_from_row(row: tuple) -> LearnedGoal:
+        return LearnedGoal(
+            task=row[0], context=row[1], object_type=row[2], text=row[3],
+            literals=[GoalLiteral.from_dict(d) for d in json.loads(row[4])],
+            condition=row[5], confirmed=bool(row[6]), provenance=json.loads(row[7]),
+            created_at=row[8],
+        )
+
+    # --- policies ----------------------------------------------------------------------------
+
+    def save_policy(self, policy: Policy) -> None:
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO policies (task, object_type, location, goal_key, actions_json, "
+                "successes, failures, updated_at) VALUES (?,?,?,?,?,?,?,?) "
+                "ON CONFLICT (task, object_type, location, goal_key) DO UPDATE SET "
+                "actions_json=excluded.actions_json, successes=excluded.successes, "
+                "failures=excluded.failures, updated_at=excluded.updated_at",
+                (policy.task, policy.object_type, policy.location, policy.goal_key,
+                 json.dumps([action_to_dict(a) for a in policy.actions]), policy.successes,
+                 policy.failures, time.time()),
+            )
+
+    def policy_for(self, task: str, object_type: str, location: str, goal_key_text: str) -> Policy | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT task, object_type, location, goal_key, actions_json, successes, failures "
+                "FROM policies WHERE task=? AND object_type=? AND location=? AND goal_key=?",
+                (task, object_type, location, goal_key_text),
+            ).fetchone()
+        if row is None:
+            return None
+        return Policy(row[0], row[1], row[2], row[3],
+                      [action_from_dict(a) for a in json.loads(row[4])], row[5], row[6])
+
+    def policies(self) -> list[Policy]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT task, object_type, location, goal_key, actions_json, successes, failures "
+                "FROM policies ORDER BY id").fetchall()
+        return [Policy(r[0], r[1], r[2], r[3], [action_from_dict(a) for a in json.loads(r[4])],
+                       r[5], r[6]) for r in rows]
+
+    # --- counters ----------------------------------------------------------------------------
+
+    def add_to_counter(self, name: str, amount: float) -> None:
+        with self._transaction() as cur:
+            cur.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+                        "value = value + excluded.value", (name, amount))
+
+    def counters(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._conn.execute("SELECT name, value FROM counters").fetchall())
+
+    # --- export / import ---------------------------------------------------------------------
+
+    def export_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "goals": [g.to_dict() for g in self.goals()],
+            "policies": [p.to_dict() for p in self.policies()],
+            "questions": self.question_log(),
+            "counters": self.counters(),
+        }
+
+    def import_dict(self, data: dict[str, Any], *, source: str = "<import>") -> tuple[int, int]:
+        """Merge goals and policies from an export; returns (goals, policies) imported."""
+        from task_learning.errors import ConfigError
+
+        if not isinstance(data, dict):
+            raise ConfigError(source, None, "expected a mapping with 'goals' and 'policies'")
+        goals, policies = data.get("goals") or [], data.get("policies") or []
+        parsed_goals, parsed_policies = [], []
+        for i, item in enumerate(goals):
+            try:
+                parsed_goals.append(LearnedGoal.from_dict(item))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(source, f"goals[{i}]", f"invalid goal: {exc}") from None
+        for i, item in enumerate(policies):
+            try:
+                parsed_policies.append(Policy.from_dict(item))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(source, f"policies[{i}]", f"invalid policy: {exc}") from None
+        for goal in parsed_goals:
+            self.learn_goal(goal)
+        for policy in parsed_policies:
+            self.save_policy(policy)
+        return len(parsed_goals), len(parsed_policies)
+
+
+__all__ = [
+    "KnowledgeBase",
+    "KnowledgeBaseError",
+    "LearnedGoal",
+    "Policy",
+    "OBJECT_VAR",
+    "lift_literals",
+    "ground_lifted",
+    "goal_key",
+    "Truth",
+]

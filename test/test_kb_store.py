@@ -1,0 +1,114 @@
+"""Knowledge base: round trips, atomicity and survival of a killed writer."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from task_learning.errors import ConfigError
+from task_learning.kb import KnowledgeBase, KnowledgeBaseError, LearnedGoal, Policy, lift_literals
+from task_learning.types import (
+    ActionCall,
+    AnswerKind,
+    ConfirmationAnswer,
+    ConfirmationRequest,
+    GoalLiteral,
+    Truth,
+)
+
+
+def _goal(context: str = "mug in dish rack") -> LearnedGoal:
+    lits = lift_literals(
+        [GoalLiteral("inside", ("Mug|2", "Cupboard|1")), GoalLiteral("open", ("Cupboard|1",), Truth.FALSE)],
+        "Mug|2",
+        {"Mug|2": "Mug", "Cupboard|1": "Cupboard"},
+    )
+    return LearnedGoal("tidy kitchen", context, "Mug", "the mug is in the cupboard", lits,
+                       condition="STARS+O", confirmed=True, provenance={"candidates": 6})
+
+
+def test_goal_round_trip_and_lifting(tmp_path):
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeBase(db) as kb:
+        kb.learn_goal(_goal())
+    with KnowledgeBase(db) as kb:
+        goal = kb.goal_for("tidy kitchen", "mug in dish rack")
+        assert goal is not None and goal.confirmed
+        assert [str(l) for l in goal.literals] == ["inside(?object, Cupboard)", "false:open(Cupboard)"]
+        assert kb.goal_for("tidy kitchen", "mug on counter") is None
+
+
+def test_policy_upsert(tmp_path):
+    with KnowledgeBase(tmp_path / "kb.sqlite") as kb:
+        policy = Policy("tidy kitchen", "Mug", "DishRack", "k", [ActionCall("PickupObject", "?object")], 1)
+        kb.save_policy(policy)
+        policy.successes = 2
+        kb.save_policy(policy)
+        assert len(kb.policies()) == 1
+        assert kb.policy_for("tidy kitchen", "Mug", "DishRack", "k").successes == 2
+
+
+def test_answers_are_remembered_but_timeouts_are_not(tmp_path):
+    with KnowledgeBase(tmp_path / "kb.sqlite") as kb:
+        q = "For a mug in the dish rack is the goal that the mug is in the cupboard?"
+        kb.record_question(ConfirmationRequest("r1", q, "Mug|2", "mug in the dish rack"),
+                           task="t", context="mug in dish rack")
+        kb.record_answer(ConfirmationAnswer("r1", AnswerKind.TIMEOUT, operator="timeout"))
+        assert kb.previous_answer(task="t", context="mug in dish rack", question=q) is None
+        kb.record_question(ConfirmationRequest("r2", q, "Mug|2"), task="t", context="mug in dish rack")
+        kb.record_answer(ConfirmationAnswer("r2", AnswerKind.YES, operator="panel"))
+        answer = kb.previous_answer(task="t", context="mug in dish rack", question=q)
+        assert answer is not None and answer.answer is AnswerKind.YES
+        with pytest.raises(KnowledgeBaseError):
+            kb.record_answer(ConfirmationAnswer("nope", AnswerKind.YES))
+
+
+def test_export_import_and_bad_import(tmp_path):
+    with KnowledgeBase(tmp_path / "a.sqlite") as kb:
+        kb.learn_goal(_goal())
+        data = kb.export_dict()
+    with KnowledgeBase(tmp_path / "b.sqlite") as kb:
+        assert kb.import_dict(data) == (1, 0)
+        assert kb.goal_for("tidy kitchen", "mug in dish rack").text == "the mug is in the cupboard"
+        with pytest.raises(ConfigError, match=r"goals\[0\]"):
+            kb.import_dict({"goals": [{"task": "x"}]})
+
+
+def test_not_a_database(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("this is not sqlite" * 100)
+    with pytest.raises(KnowledgeBaseError, match="bad.sqlite"):
+        KnowledgeBase(bad)
+
+
+def test_killed_writer_loses_nothing_committed(tmp_path):
+    """A writer killed with SIGKILL mid-loop: every goal it reported as written is there."""
+    db = tmp_path / "kb.sqlite"
+    script = textwrap.dedent(f"""
+        import sys, time
+        from task_learning.kb import KnowledgeBase, LearnedGoal
+        kb = KnowledgeBase({str(db)!r})
+        i = 0
+        while True:
+            kb.learn_goal(LearnedGoal("t", f"obj {{i}}", "Mug", "text", []))
+            print(i, flush=True)
+            i += 1
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    written = -1
+    deadline = time.time() + 20
+    while written < 30 and time.time() < deadline:
+        line = proc.stdout.readline()
+        if line:
+            written = int(line)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert written >= 30
+    with KnowledgeBase(db) as kb:
+        contexts = {g.context for g in kb.goals()}
+    assert all(f"obj {i}" in contexts for i in range(written + 1))
