@@ -36,7 +36,7 @@ if [ -n "$IFACE_INPUTS" ]; then
   if [ "$(cat "$STAMPS/interfaces" 2>/dev/null)" != "$want" ]; then
     log "building task_learning_interfaces with cmake"
     BUILD="$ROOT/build/task_learning_interfaces"
-    rm -rf "$BUILD"
+    rm -rf "$BUILD"; mkdir -p "$ROOT/build"
     export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
     PATH="$VENV/bin:$PATH" cmake -S "$ROOT/interfaces" -B "$BUILD" \
       -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$VENV/bin/python" \
@@ -62,6 +62,11 @@ if [ "$(cat "$STAMPS/project" 2>/dev/null)" != "$want" ]; then
 else
   log "project up to date"
 fi
+# A legacy editable install puts the repo root on sys.path, which serves `task_learning` but not
+# the `nodes/` folder under its package name `task_learning_nodes` (setup.py's package_dir):
+# link it into site-packages so `import task_learning_nodes` finds the live source.
+SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+ln -sfn "$ROOT/nodes" "$SITE/task_learning_nodes"
 # setup.cfg puts executables where `ros2 run` expects them (lib/task_learning); put them on PATH too.
 for exe in "$VENV"/lib/task_learning/*; do
   [ -f "$exe" ] && ln -sf "$exe" "$VENV/bin/$(basename "$exe")"

@@ -1,1 +1,14 @@
-"""One LLM interface for the whole project: providers (openai, replay, offline) behind `LLMClient`."""
+"""One LLM interface for the whole project: providers (openai, replay, offline) behind `LLMClient`.
+
+- base.py: LLMRequest / LLMResponse / TokenLogprob, the LLMProvider protocol, provider errors.
+- client.py: LLMClient (accounting, cache, retries, timeouts, scope cap, token budget,
+  recording; never raises for provider failures) and make_client("offline" | "openai" |
+  "replay:FILE" | "record:FILE", **options).
+- settings.py: config/llm.yaml. openai_provider.py: any OpenAI-compatible endpoint.
+- replay.py: cassettes (CassetteRecorder, ReplayProvider, cassette_entry, match_entry,
+  write_cassette). cache.py: ResponseCache. latency.py: FixedLatencyProvider (benches).
+- fake_server.py: a scripted OpenAI-compatible server on loopback (tests, demos).
+- offline/: the deterministic offline stand-in (not a language model; separate owner).
+
+Nothing here is imported eagerly: importing `task_learning.llm` does not load `openai`.
+"""

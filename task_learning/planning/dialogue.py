@@ -3,30 +3,27 @@
 The paper's text of the dialogue is cut short, but its counts are given: every condition starts
 from a floor of 14 instructions / 76 words (tidy kitchen) and 6 / 28 (store groceries, organize
 office). One regular dialogue reproduces all three floors: the task name; per subtask "Repeat the
-following tasks while an object is <rel> the <place>.", "<Verb> an object that is <rel> the
-<place>.", "You are done." (ends the body) and "Done." (ends the loop); then "You are done."
+following tasks while an object is <rel> the <place>.", the subtask's own instruction ("Clear an
+object that is on the table."), "You are done." (ends its body) and "Done." (ends the loop); then
+"You are done." for the task.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
-
-@dataclass(frozen=True)
-class SubtaskSpec:
-    verb: str  # "clear", "store", "unload"
-    relation: str  # "on" | "in"
-    place: str  # spoken place: "table", "dish rack", "bag"
-    article: str = "the"
+from task_learning.errors import TaskLearningError
 
 
-def teaching_dialogue(task: str, subtasks: Sequence[SubtaskSpec]) -> list[str]:
+def teaching_dialogue(task: str, instructions: Sequence[str]) -> list[str]:
     lines = [f"{task[:1].upper()}{task[1:]}."]
-    for sub in subtasks:
-        where = f"{sub.relation} {sub.article} {sub.place}"
+    for instruction in instructions:
+        head, sep, where = instruction.rstrip(".").partition(" that is ")
+        if not sep:
+            raise TaskLearningError(
+                f"subtask instruction {instruction!r} must read '<Verb> an object that is <rel> <place>.'")
         lines += [
             f"Repeat the following tasks while an object is {where}.",
-            f"{sub.verb[:1].upper()}{sub.verb[1:]} an object that is {where}.",
+            f"{head} that is {where}.",
             "You are done.",
             "Done.",
         ]

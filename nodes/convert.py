@@ -1,0 +1,555 @@
+"""Conversions between the core's plain data (task_learning.types, AI2-THOR metadata dicts) and the
+ROS messages of task_learning_interfaces, both directions.
+
+Nodes stay thin: they receive a message, convert it with a `*_from_msg`, call the core, and send
+back a `*_to_msg`. Every message has exactly one mapping here, so a field added to a message is
+added in one place.
+
+Conventions:
+- Free-form values (ActionCall params, unknown AI2-THOR keys) travel as KeyValue with a JSON value.
+- AI2-THOR's Euler rotation (degrees, applied Z, then X, then Y as Unity does) becomes the
+  quaternion of a geometry_msgs/Pose and back; angles come back in [0, 360).
+- Timestamps: float seconds since the epoch in the core, builtin_interfaces/Time in messages.
+- GoalCandidate.viable None (not analysed) is `analyzed = false` in the message.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any, Iterable, Mapping, Sequence
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Pose
+
+from task_learning.types import (
+    ActionCall,
+    ActionOutcome,
+    AnswerKind,
+    CandidateSource,
+    ConfirmationAnswer,
+    ConfirmationRequest,
+    GoalCandidate,
+    GoalLiteral,
+    LLMUsage,
+    Mismatch,
+    MismatchKind,
+    PromptTypeUsage,
+    Truth,
+    WorldObject,
+    WorldState,
+)
+from task_learning_interfaces import msg as m
+
+# ---------------------------------------------------------------------------------------------
+# Scalars: time, JSON values, rotations
+
+
+def time_to_msg(stamp: float) -> Time:
+    sec = math.floor(stamp)
+    nanosec = int(round((stamp - sec) * 1e9))
+    if nanosec >= 1_000_000_000:
+        sec, nanosec = sec + 1, nanosec - 1_000_000_000
+    return Time(sec=int(sec), nanosec=nanosec)
+
+
+def time_from_msg(msg: Time) -> float:
+    return msg.sec + msg.nanosec * 1e-9
+
+
+def json_value(value: Any) -> str:
+    """Any value as JSON text; values JSON cannot express are sent as their str()."""
+    return json.dumps(value, default=str, separators=(",", ":"))
+
+
+def parse_json_value(text: str) -> Any:
+    """JSON text back to a value; text that is not JSON (a hand-written param) stays a string."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def key_value_to_msg(key: str, value: Any) -> m.KeyValue:
+    return m.KeyValue(key=str(key), value=json_value(value))
+
+
+def key_value_from_msg(msg: m.KeyValue) -> tuple[str, Any]:
+    return msg.key, parse_json_value(msg.value)
+
+
+def euler_deg_to_quaternion(x: float, y: float, z: float) -> tuple[float, float, float, float]:
+    """AI2-THOR/Unity Euler angles (degrees, rotation Z then X then Y) -> (qx, qy, qz, qw)."""
+    hx, hy, hz = (math.radians(a) / 2.0 for a in (x, y, z))
+    cx, sx, cy, sy, cz, sz = math.cos(hx), math.sin(hx), math.cos(hy), math.sin(hy), math.cos(hz), math.sin(hz)
+    # q = qy * qx * qz
+    qw = cy * cx * cz + sy * sx * sz
+    qx = cy * sx * cz + sy * cx * sz
+    qy = sy * cx * cz - cy * sx * sz
+    qz = cy * cx * sz - sy * sx * cz
+    return qx, qy, qz, qw
+
+
+def quaternion_to_euler_deg(qx: float, qy: float, qz: float, qw: float) -> tuple[float, float, float]:
+    """Inverse of euler_deg_to_quaternion; each angle in [0, 360)."""
+    norm = math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw) or 1.0
+    qx, qy, qz, qw = qx / norm, qy / norm, qz / norm, qw / norm
+    r02 = 2.0 * (qx * qz + qw * qy)
+    r12 = 2.0 * (qy * qz - qw * qx)
+    r22 = 1.0 - 2.0 * (qx * qx + qy * qy)
+    r10 = 2.0 * (qx * qy + qw * qz)
+    r11 = 1.0 - 2.0 * (qx * qx + qz * qz)
+    ax = math.asin(max(-1.0, min(1.0, -r12)))
+    ay = math.atan2(r02, r22)
+    az = math.atan2(r10, r11)
+    return tuple(_wrap_degrees(math.degrees(a)) for a in (ax, ay, az))  # type: ignore[return-value]
+
+
+def _wrap_degrees(angle: float) -> float:
+    wrapped = angle % 360.0
+    return 0.0 if abs(wrapped - 360.0) < 1e-9 else wrapped
+
+
+def _vec3(value: Any) -> tuple[float, float, float]:
+    if isinstance(value, Mapping):
+        return (float(value.get("x") or 0.0), float(value.get("y") or 0.0), float(value.get("z") or 0.0))
+    if isinstance(value, Sequence) and len(value) == 3:
+        return (float(value[0]), float(value[1]), float(value[2]))
+    return (0.0, 0.0, 0.0)
+
+
+def pose_to_msg(position: Any, rotation: Any) -> Pose:
+    """AI2-THOR position/rotation ({x, y, z} dicts or 3-tuples) -> geometry_msgs/Pose."""
+    pose = Pose()
+    p = pose.position
+    p.x, p.y, p.z = _vec3(position)
+    rx, ry, rz = _vec3(rotation)
+    if rx or ry or rz:
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = euler_deg_to_quaternion(rx, ry, rz)
+    return pose
+
+
+def pose_from_msg(pose: Pose) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """geometry_msgs/Pose -> (position, Euler rotation in degrees) as 3-tuples."""
+    p, o = pose.position, pose.orientation
+    return (p.x, p.y, p.z), quaternion_to_euler_deg(o.x, o.y, o.z, o.w)
+
+
+def _vec_dict(v: tuple[float, float, float]) -> dict[str, float]:
+    return {"x": v[0], "y": v[1], "z": v[2]}
+
+
+# ---------------------------------------------------------------------------------------------
+# World: AI2-THOR object dicts and metadata <-> ObjectState / WorldState
+
+# AI2-THOR boolean keys and the ObjectState fields that carry them.
+BOOL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("isInteractable", "is_interactable"),
+    ("isMoving", "is_moving"),
+    ("pickupable", "pickupable"),
+    ("isPickedUp", "is_picked_up"),
+    ("moveable", "moveable"),
+    ("receptacle", "receptacle"),
+    ("openable", "openable"),
+    ("isOpen", "is_open"),
+    ("toggleable", "toggleable"),
+    ("isToggled", "is_toggled"),
+    ("sliceable", "sliceable"),
+    ("isSliced", "is_sliced"),
+    ("breakable", "breakable"),
+    ("isBroken", "is_broken"),
+    ("dirtyable", "dirtyable"),
+    ("isDirty", "is_dirty"),
+    ("cookable", "cookable"),
+    ("isCooked", "is_cooked"),
+    ("canFillWithLiquid", "can_fill_with_liquid"),
+    ("isFilledWithLiquid", "is_filled_with_liquid"),
+    ("canBeUsedUp", "can_be_used_up"),
+    ("isUsedUp", "is_used_up"),
+    ("isHeatSource", "is_heat_source"),
+    ("isColdSource", "is_cold_source"),
+)
+# Keys with a typed field of their own (handled explicitly below).
+TYPED_KEYS = frozenset(
+    [k for k, _ in BOOL_FIELDS]
+    + ["objectId", "objectType", "name", "assetId", "parentReceptacles", "receptacleObjectIds",
+       "position", "rotation", "distance", "visible", "openness", "fillLiquid", "temperature",
+       "mass", "salientMaterials"]
+)
+# Keys of AI2-THOR's schema without a typed field: sent in `extra` unless null, restored as null.
+NULLABLE_SCHEMA_KEYS = ("controlledObjects", "axisAlignedBoundingBox", "objectOrientedBoundingBox")
+
+
+def object_state_to_msg(record: Mapping[str, Any]) -> m.ObjectState:
+    """One AI2-THOR object dict -> ObjectState. Missing keys take AI2-THOR's resting defaults;
+    null lists become empty. Raises KeyError when objectId or objectType is missing."""
+    msg = m.ObjectState()
+    get = record.get
+    msg.object_id = str(record["objectId"])
+    msg.object_type = str(record["objectType"])
+    msg.name = str(get("name") or "")
+    msg.asset_id = str(get("assetId") or "")
+    msg.parent_receptacles = [str(x) for x in (get("parentReceptacles") or ())]
+    msg.receptacle_object_ids = [str(x) for x in (get("receptacleObjectIds") or ())]
+    msg.pose = pose_to_msg(get("position"), get("rotation"))
+    msg.distance = float(get("distance") or 0.0)
+    visible = get("visible", True)
+    msg.visible = bool(visible)
+    for key, field in BOOL_FIELDS:
+        value = get(key)
+        if value:
+            setattr(msg, field, True)
+    if "isInteractable" not in record:
+        msg.is_interactable = msg.visible
+    msg.openness = float(get("openness") or 0.0)
+    msg.fill_liquid = str(get("fillLiquid") or "")
+    msg.temperature = str(get("temperature") or "RoomTemp")
+    msg.mass = float(get("mass") or 0.0)
+    msg.salient_materials = [str(x) for x in (get("salientMaterials") or ())]
+    extra = []
+    for key, value in record.items():
+        if key in TYPED_KEYS or (value is None and key in NULLABLE_SCHEMA_KEYS):
+            continue
+        extra.append(m.KeyValue(key=str(key), value=json_value(value)))
+    msg.extra = extra
+    return msg
+
+
+def object_state_from_msg(msg: m.ObjectState) -> dict[str, Any]:
+    """ObjectState -> an AI2-THOR object dict with every key of the 42-key schema (plus extras)."""
+    position, rotation = pose_from_msg(msg.pose)
+    record: dict[str, Any] = {
+        "objectId": msg.object_id,
+        "objectType": msg.object_type,
+        "name": msg.name,
+        "assetId": msg.asset_id,
+        "parentReceptacles": list(msg.parent_receptacles),
+        "receptacleObjectIds": list(msg.receptacle_object_ids),
+        "position": _vec_dict(position),
+        "rotation": _vec_dict(rotation),
+        "distance": msg.distance,
+        "visible": msg.visible,
+        "openness": msg.openness,
+        "fillLiquid": msg.fill_liquid or None,
+        "temperature": msg.temperature,
+        "mass": msg.mass,
+        "salientMaterials": list(msg.salient_materials),
+    }
+    for key, field in BOOL_FIELDS:
+        record[key] = bool(getattr(msg, field))
+    for key in NULLABLE_SCHEMA_KEYS:
+        record[key] = None
+    for kv in msg.extra:
+        record[kv.key] = parse_json_value(kv.value)
+    return record
+
+
+def world_state_msg_from_metadata(
+    metadata: Mapping[str, Any],
+    *,
+    stamp: float | None = None,
+    frame_id: str = "world",
+    backend: str = "",
+    scene: str | None = None,
+) -> m.WorldState:
+    """A backend's event metadata (AI2-THOR shape) -> WorldState message: what perception publishes."""
+    msg = m.WorldState()
+    msg.header.stamp = time_to_msg(time.time() if stamp is None else stamp)
+    msg.header.frame_id = frame_id
+    msg.scene = str(scene if scene is not None else metadata.get("sceneName", ""))
+    msg.backend = backend
+    agent = metadata.get("agent") or {}
+    msg.robot_location = str(agent.get("location") or "")
+    msg.robot_pose = pose_to_msg(agent.get("position"), agent.get("rotation"))
+    msg.held_object_ids = [str(o["objectId"]) for o in (metadata.get("inventoryObjects") or ())]
+    msg.objects = [object_state_to_msg(o) for o in (metadata.get("objects") or ())]
+    return msg
+
+
+def metadata_from_world_state_msg(msg: m.WorldState) -> dict[str, Any]:
+    """WorldState message -> AI2-THOR-shaped metadata (what WorldBackend.metadata returns), so
+    core code written against metadata (resolve_object, completion, grounding) runs in a node."""
+    objects = [object_state_from_msg(o) for o in msg.objects]
+    types = {o["objectId"]: o["objectType"] for o in objects}
+    position, rotation = pose_from_msg(msg.robot_pose)
+    return {
+        "sceneName": msg.scene,
+        "objects": objects,
+        "agent": {"position": _vec_dict(position), "rotation": _vec_dict(rotation),
+                  "location": msg.robot_location},
+        "inventoryObjects": [{"objectId": i, "objectType": types.get(i, i.split("|", 1)[0])}
+                             for i in msg.held_object_ids],
+    }
+
+
+def world_object_to_msg(obj: WorldObject) -> m.ObjectState:
+    """WorldObject -> ObjectState: its AI2-THOR properties, with the typed fields taking precedence."""
+    record = dict(obj.properties)
+    record.update({
+        "objectId": obj.object_id,
+        "objectType": obj.object_type,
+        "name": obj.name,
+        "parentReceptacles": list(obj.parent_receptacles),
+        "receptacleObjectIds": list(obj.receptacle_object_ids),
+        "position": _vec_dict(obj.position),
+        "rotation": _vec_dict(obj.rotation),
+        "distance": obj.distance,
+        "visible": obj.visible,
+    })
+    return object_state_to_msg(record)
+
+
+def world_object_from_msg(msg: m.ObjectState) -> WorldObject:
+    from task_learning.world.state import object_from_metadata
+
+    return object_from_metadata(object_state_from_msg(msg))
+
+
+def world_state_to_msg(state: WorldState, *, frame_id: str = "world", backend: str = "") -> m.WorldState:
+    msg = m.WorldState()
+    msg.header.stamp = time_to_msg(state.stamp)
+    msg.header.frame_id = frame_id
+    msg.scene = state.scene
+    msg.backend = backend
+    msg.robot_location = state.robot_location
+    msg.robot_pose = pose_to_msg(state.robot_position, state.robot_rotation)
+    msg.held_object_ids = list(state.held_object_ids)
+    msg.objects = [world_object_to_msg(o) for o in state.objects]
+    return msg
+
+
+def world_state_from_msg(msg: m.WorldState) -> WorldState:
+    position, rotation = pose_from_msg(msg.robot_pose)
+    return WorldState(
+        scene=msg.scene,
+        objects=[world_object_from_msg(o) for o in msg.objects],
+        robot_location=msg.robot_location,
+        robot_position=position,
+        robot_rotation=rotation,
+        held_object_ids=list(msg.held_object_ids),
+        stamp=time_from_msg(msg.header.stamp),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Goals
+
+
+def goal_literal_to_msg(literal: GoalLiteral) -> m.GoalLiteral:
+    return m.GoalLiteral(predicate=literal.predicate, args=[str(a) for a in literal.args],
+                         truth=literal.truth.value)
+
+
+def goal_literal_from_msg(msg: m.GoalLiteral) -> GoalLiteral:
+    """Raises ValueError naming the value when `truth` is not one of the four constants."""
+    try:
+        truth = Truth(msg.truth or Truth.TRUE.value)
+    except ValueError:
+        raise ValueError(f"goal literal {msg.predicate}({', '.join(msg.args)}): unknown truth "
+                         f"{msg.truth!r} (expected one of {[t.value for t in Truth]})") from None
+    return GoalLiteral(msg.predicate, tuple(msg.args), truth)
+
+
+def mismatch_to_msg(mismatch: Mismatch) -> m.Mismatch:
+    return m.Mismatch(kind=mismatch.kind.value, detail=mismatch.detail, feedback=mismatch.feedback,
+                      subject=mismatch.subject)
+
+
+def mismatch_from_msg(msg: m.Mismatch) -> Mismatch:
+    try:
+        kind = MismatchKind(msg.kind)
+    except ValueError:
+        raise ValueError(f"mismatch: unknown kind {msg.kind!r} "
+                         f"(expected one of {[k.value for k in MismatchKind]})") from None
+    return Mismatch(kind, msg.detail, msg.feedback, msg.subject)
+
+
+def goal_candidate_to_msg(candidate: GoalCandidate) -> m.GoalCandidate:
+    return m.GoalCandidate(
+        id=int(candidate.candidate_id),
+        text=candidate.text,
+        score=float(candidate.score),
+        source=candidate.source.value,
+        parent_id=int(candidate.parent_id),
+        analyzed=candidate.viable is not None,
+        viable=bool(candidate.viable),
+        mismatches=[mismatch_to_msg(x) for x in candidate.mismatches],
+        literals=[goal_literal_to_msg(x) for x in candidate.literals],
+        repair_feedback=candidate.repair_feedback,
+    )
+
+
+def goal_candidate_from_msg(msg: m.GoalCandidate) -> GoalCandidate:
+    try:
+        source = CandidateSource(msg.source or CandidateSource.INITIAL.value)
+    except ValueError:
+        raise ValueError(f"goal candidate {msg.id}: unknown source {msg.source!r} "
+                         f"(expected one of {[s.value for s in CandidateSource]})") from None
+    return GoalCandidate(
+        text=msg.text,
+        score=msg.score,
+        source=source,
+        candidate_id=msg.id,
+        parent_id=msg.parent_id,
+        viable=msg.viable if msg.analyzed else None,
+        mismatches=[mismatch_from_msg(x) for x in msg.mismatches],
+        literals=[goal_literal_from_msg(x) for x in msg.literals],
+        repair_feedback=msg.repair_feedback,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Actions
+
+
+def action_call_to_msg(call: ActionCall) -> m.ActionCall:
+    return m.ActionCall(action=call.action, object_id=call.object_id,
+                        params=[key_value_to_msg(k, v) for k, v in call.params])
+
+
+def action_call_from_msg(msg: m.ActionCall) -> ActionCall:
+    return ActionCall(msg.action, msg.object_id, tuple(key_value_from_msg(kv) for kv in msg.params))
+
+
+def action_outcome_to_msg(outcome: ActionOutcome) -> m.ActionOutcome:
+    return m.ActionOutcome(call=action_call_to_msg(outcome.call), success=bool(outcome.success),
+                           error_message=outcome.error_message,
+                           blocking_condition=outcome.blocking_condition)
+
+
+def action_outcome_from_msg(msg: m.ActionOutcome) -> ActionOutcome:
+    return ActionOutcome(action_call_from_msg(msg.call), msg.success, msg.error_message,
+                         msg.blocking_condition)
+
+
+# ---------------------------------------------------------------------------------------------
+# LLM usage and interaction counts
+
+
+def llm_usage_to_msg(usage: LLMUsage) -> m.LLMUsage:
+    return m.LLMUsage(
+        calls=usage.calls,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cache_hits=usage.cache_hits,
+        failures=usage.failures,
+        by_type=[
+            m.PromptTypeUsage(prompt_type=kind, calls=u.calls, prompt_tokens=u.prompt_tokens,
+                              completion_tokens=u.completion_tokens, cache_hits=u.cache_hits,
+                              failures=u.failures)
+            for kind, u in sorted(usage.by_type.items())
+        ],
+    )
+
+
+def llm_usage_from_msg(msg: m.LLMUsage) -> LLMUsage:
+    """The totals are derived from by_type in the core, so only by_type is read."""
+    return LLMUsage(by_type={
+        u.prompt_type: PromptTypeUsage(u.calls, u.prompt_tokens, u.completion_tokens, u.cache_hits,
+                                       u.failures)
+        for u in msg.by_type
+    })
+
+
+COUNT_FIELDS = ("retrieved", "proposed", "sourced", "instructions", "yes_no", "words")
+
+
+def elicitation_counts_to_msg(counts: Mapping[str, int] | Any) -> m.ElicitationCounts:
+    """Counts as a mapping or any object with the six attributes -> ElicitationCounts; missing = 0."""
+    get = counts.get if isinstance(counts, Mapping) else (lambda k, d=0: getattr(counts, k, d))
+    return m.ElicitationCounts(**{k: int(get(k, 0) or 0) for k in COUNT_FIELDS})
+
+
+def elicitation_counts_from_msg(msg: m.ElicitationCounts) -> dict[str, int]:
+    return {k: int(getattr(msg, k)) for k in COUNT_FIELDS}
+
+
+# ---------------------------------------------------------------------------------------------
+# Operator confirmation
+
+
+def confirmation_request_to_msg(request: ConfirmationRequest) -> m.ConfirmationRequest:
+    return m.ConfirmationRequest(
+        request_id=request.request_id,
+        question=request.question,
+        object_id=request.object_id,
+        object_description=request.object_description,
+        candidate=[goal_candidate_to_msg(request.candidate)] if request.candidate is not None else [],
+        candidates=[goal_candidate_to_msg(c) for c in request.candidates],
+        wants_description=bool(request.wants_description),
+        timeout_s=float(request.timeout_s),
+    )
+
+
+def confirmation_request_from_msg(msg: m.ConfirmationRequest) -> ConfirmationRequest:
+    return ConfirmationRequest(
+        request_id=msg.request_id,
+        question=msg.question,
+        object_id=msg.object_id,
+        object_description=msg.object_description,
+        candidate=goal_candidate_from_msg(msg.candidate[0]) if msg.candidate else None,
+        candidates=[goal_candidate_from_msg(c) for c in msg.candidates],
+        wants_description=msg.wants_description,
+        timeout_s=msg.timeout_s,
+    )
+
+
+def confirmation_answer_to_msg(answer: ConfirmationAnswer) -> m.ConfirmationAnswer:
+    return m.ConfirmationAnswer(request_id=answer.request_id, answer=answer.answer.value,
+                                description=answer.description, answered_by=answer.operator,
+                                stamp=time_to_msg(answer.stamp))
+
+
+def confirmation_answer_from_msg(msg: m.ConfirmationAnswer) -> ConfirmationAnswer:
+    """Raises ValueError naming the value when `answer` is not yes/no/description/timeout."""
+    try:
+        kind = AnswerKind(msg.answer.strip().lower())
+    except ValueError:
+        raise ValueError(f"confirmation {msg.request_id!r}: unknown answer {msg.answer!r} "
+                         f"(expected one of {[a.value for a in AnswerKind]})") from None
+    return ConfirmationAnswer(msg.request_id, kind, msg.description, msg.answered_by,
+                              time_from_msg(msg.stamp))
+
+
+# ---------------------------------------------------------------------------------------------
+# Trees for the operator panel (BCR action trees, STARS candidate trees)
+
+TREE_NODE_KEYS = ("id", "parent_id", "label", "kind", "status", "detail")
+
+
+def candidate_tree_to_msg(
+    nodes: Iterable[Mapping[str, Any]],
+    edges: Iterable[Mapping[str, Any]] = (),
+    *,
+    kind: str = "",
+    goal: str = "",
+    dot: str = "",
+    stamp: float | None = None,
+) -> m.CandidateTree:
+    """Plain dicts (keys of TreeNode / TreeEdge) -> CandidateTree. Without explicit edges, one edge
+    per node with a parent is derived, so a caller can send nodes only."""
+    node_msgs = [
+        m.TreeNode(id=int(n["id"]), parent_id=int(n.get("parent_id", -1)), label=str(n.get("label", "")),
+                   kind=str(n.get("kind", "")), status=str(n.get("status", "")),
+                   detail=str(n.get("detail", "")))
+        for n in nodes
+    ]
+    edge_list = list(edges)
+    if not edge_list:
+        edge_list = [{"parent_id": n.parent_id, "child_id": n.id} for n in node_msgs if n.parent_id >= 0]
+    msg = m.CandidateTree(kind=kind, goal=goal, dot=dot, nodes=node_msgs,
+                          edges=[m.TreeEdge(parent_id=int(e["parent_id"]), child_id=int(e["child_id"]),
+                                            label=str(e.get("label", ""))) for e in edge_list])
+    msg.header.stamp = time_to_msg(time.time() if stamp is None else stamp)
+    return msg
+
+
+def candidate_tree_from_msg(msg: m.CandidateTree) -> dict[str, Any]:
+    return {
+        "kind": msg.kind,
+        "goal": msg.goal,
+        "dot": msg.dot,
+        "nodes": [{k: getattr(n, k) for k in TREE_NODE_KEYS} for n in msg.nodes],
+        "edges": [{"parent_id": e.parent_id, "child_id": e.child_id, "label": e.label} for e in msg.edges],
+    }

@@ -1,0 +1,214 @@
+"""goal_elicitation_node: the LearnGoal action server (STARS goal elicitation for one object).
+
+Goal: task, object_id, context (STARS* user-context sentences), condition ("" = the node's
+default; "STARS", "stars_plus_o", "TBP+O", ...). Feedback: the stage just finished (retrieve |
+recurse | analyze | repair | select | confirm | done) with the candidates so far. Result: the
+chosen goal, every candidate with its provenance, the LLM usage of this object and the counts.
+
+Grounding runs in-process (`task_learning.grounding.analyze_goal`, the same core function the
+grounding node serves): analysis is called once per distinct response, dozens of times per object,
+and a service round trip each time would only add latency and a failure mode.
+
+The world comes from the `world_state` topic (perception); until something arrives, from the
+`scene` parameter's initial state. The +O conditions ask the operator through the oversight node
+(`OversightClient`). Bad LLM output or a dead endpoint ends as a failed result with a clear
+message, counted in the usage; the node keeps serving. One elicitation runs at a time so the
+usage attributed to an object is that object's alone.
+"""
+from __future__ import annotations
+
+import threading
+import traceback
+from typing import Any
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.exceptions import InvalidParameterTypeException
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from task_learning.errors import TaskLearningError
+from task_learning.stars.conditions import flags, parse_condition
+from task_learning.stars.elicit import ElicitationResult, elicit_goal
+from task_learning.stars.prompts import load_templates
+from task_learning.stars.tree import TreeSettings
+from task_learning.types import WorldState
+from task_learning_interfaces.action import LearnGoal
+from task_learning_interfaces.msg import WorldState as WorldStateMsg
+from task_learning_nodes import convert
+from task_learning_nodes.node_base import run_node
+
+NODE_NAME = "goal_elicitation"
+DEFAULT_ACTION = "learn_goal"
+DEFAULT_TOPIC = "world_state"
+STAGE_NAMES = {
+    "template_prompt": "retrieve", "search_tree": "recurse", "analysis": "analyze",
+    "repair_1": "repair", "repair_2": "repair", "selection": "select", "highest_score": "select",
+    "oversight": "confirm",
+}
+
+
+class GoalElicitationNode(Node):
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        for name, default in (("action_name", DEFAULT_ACTION), ("llm", "offline"),
+                              ("condition", "STARS"), ("max_workers", 8), ("max_requests", 1500),
+                              ("scene", ""), ("location", ""), ("world_state_topic", DEFAULT_TOPIC),
+                              ("world_state_transient_local", False), ("llm_cache", "memory"),
+                              ("oversight_timeout_s", 120.0)):
+            try:
+                self.declare_parameter(name, default)
+            except InvalidParameterTypeException as exc:
+                raise TaskLearningError(f"parameter {name}: expected {type(default).__name__} "
+                                        f"(quote strings like \"off\"): {exc}") from None
+        get = lambda name: self.get_parameter(name).value  # noqa: E731
+
+        from task_learning.llm.client import make_client
+
+        self.default_condition = parse_condition(str(get("condition")))  # bad value: exit 2
+        self.settings = TreeSettings(max_workers=int(get("max_workers")), max_requests=int(get("max_requests")))
+        if self.settings.max_workers < 1 or self.settings.max_requests < 1:
+            raise TaskLearningError("max_workers and max_requests must be at least 1")
+        self.templates = load_templates()  # ConfigError names the file and key
+        self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None)
+        self.location = str(get("location") or "")
+        self.oversight_timeout_s = float(get("oversight_timeout_s"))
+        self._scene: Any = None
+        self._world: WorldState | dict[str, Any] | None = None
+        self._world_source = "none"
+        scene = str(get("scene") or "")
+        if scene:
+            from task_learning.world.scene import load_scene
+
+            self._scene = load_scene(scene)
+            self._world = {"sceneName": self._scene.name, "objects": self._scene.objects}
+            self._world_source = f"scene {scene}"
+            self.location = self.location or self._scene.location
+        self._world_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._operator: Any = None
+
+        durability = (DurabilityPolicy.TRANSIENT_LOCAL if get("world_state_transient_local")
+                      else DurabilityPolicy.VOLATILE)
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
+        self.create_subscription(WorldStateMsg, str(get("world_state_topic")), self._on_world_state, qos,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self._server = ActionServer(self, LearnGoal, str(get("action_name")), self._execute,
+                                    goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                                    cancel_callback=lambda _goal: CancelResponse.REJECT,
+                                    callback_group=ReentrantCallbackGroup())
+        self.get_logger().info(
+            f"serving {get('action_name')}: llm {get('llm')}, default condition "
+            f"{self.default_condition.value}, world from {get('world_state_topic')} "
+            f"({self._world_source} until then), grounding in-process")
+
+    # ------------------------------------------------------------------ inputs
+    def _on_world_state(self, msg: WorldStateMsg) -> None:
+        try:
+            state = convert.world_state_from_msg(msg)
+        except (ValueError, KeyError, TypeError) as exc:
+            self.get_logger().warning(f"ignoring a malformed world_state message: {exc}")
+            return
+        with self._world_lock:
+            self._world = state
+            self._world_source = "world_state topic"
+
+    def _operator_for(self) -> Any:
+        if self._operator is None:
+            from task_learning_nodes.oversight_client import OversightClient
+
+            self._operator = OversightClient(self, name="goal_elicitation",
+                                             default_timeout_s=self.oversight_timeout_s)
+        return self._operator
+
+    # ------------------------------------------------------------------ the action
+    def _execute(self, goal_handle: Any) -> LearnGoal.Result:
+        goal = goal_handle.request
+        result = LearnGoal.Result()
+        with self._run_lock:
+            try:
+                outcome = self._elicit(goal, goal_handle)
+            except TaskLearningError as exc:
+                result.success = False
+                result.message = f"error: {exc}"
+                self.get_logger().warning(f"LearnGoal {goal.object_id!r}: {exc}")
+                goal_handle.abort()
+                return result
+            except Exception as exc:  # a bug must not take the server down
+                result.success = False
+                result.message = f"internal error: {type(exc).__name__}: {exc}"
+                self.get_logger().error(f"LearnGoal {goal.object_id!r} failed:\n{traceback.format_exc()}")
+                goal_handle.abort()
+                return result
+        self._fill(result, outcome)
+        self._feedback(goal_handle, "done", len(outcome.candidates), outcome)
+        if result.success:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return result
+
+    def _elicit(self, goal: Any, goal_handle: Any) -> ElicitationResult:
+        condition = parse_condition(goal.condition) if goal.condition.strip() else self.default_condition
+        with self._world_lock:
+            world = self._world
+        if world is None:
+            raise TaskLearningError("no world state yet: nothing on the world_state topic and no scene parameter")
+        object_id = goal.object_id.strip()
+        if not object_id:
+            raise TaskLearningError("the goal names no object (object_id is empty)")
+        context = [s for s in goal.context if s.strip()]
+        if not context and flags(condition).user_context and self._scene is not None:
+            context = list(self._scene.context)
+        operator = self._operator_for() if flags(condition).oversight else None
+
+        def on_stage(stage: str, counts: Any) -> None:
+            self._feedback(goal_handle, STAGE_NAMES.get(stage, stage), int(counts.get("candidates", 0)), None)
+
+        self._feedback(goal_handle, "retrieve", 0, None)
+        return elicit_goal(goal.task or getattr(self._scene, "task", ""), object_id, world, self._scene,
+                           condition, self.client, location=self.location or None,
+                           system_context=context if flags(condition).user_context else [],
+                           templates=self.templates, settings=self.settings, operator=operator,
+                           on_stage=on_stage)
+
+    def _feedback(self, goal_handle: Any, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
+        msg = LearnGoal.Feedback()
+        msg.stage = stage
+        msg.candidates_so_far = candidates
+        if outcome is not None:
+            msg.counts = convert.elicitation_counts_to_msg(_counts(outcome))
+        else:
+            msg.counts = convert.elicitation_counts_to_msg({"retrieved": candidates})
+        goal_handle.publish_feedback(msg)
+
+    def _fill(self, result: Any, outcome: ElicitationResult) -> None:
+        result.success = outcome.chosen is not None
+        detail = f"; {'; '.join(outcome.errors[:3])}" if outcome.errors else ""
+        chosen = f": {outcome.chosen.text}" if outcome.chosen else ""
+        result.message = (f"{outcome.condition.value} {outcome.object_id}: {outcome.outcome}{chosen} "
+                          f"({len(outcome.candidates)} candidates, {outcome.usage.calls} calls, "
+                          f"{outcome.usage.failures} failures){detail}")
+        if outcome.chosen is not None:
+            result.chosen = convert.goal_candidate_to_msg(outcome.chosen)
+        result.candidates = [convert.goal_candidate_to_msg(c) for c in outcome.candidates]
+        result.usage = convert.llm_usage_to_msg(outcome.usage)
+        result.counts = convert.elicitation_counts_to_msg(_counts(outcome))
+
+
+def _counts(outcome: ElicitationResult) -> dict[str, int]:
+    """Seed 000's per-object counts: goals retrieved; proposed/sourced/user effort from oversight."""
+    counts = {"retrieved": len(outcome.candidates)}
+    if outcome.oversight is not None:
+        counts.update(outcome.oversight.counts.to_dict())
+    else:
+        counts["sourced"] = 1 if outcome.chosen is not None else 0
+    return counts
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(GoalElicitationNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""grounding_node: STARS's Analysis as a ROS service (seed 000 §4.2, appendix B.4).
+
+- serves `grounding/analyze_goal` (task_learning_interfaces/srv/AnalyzeGoal): the candidate's text
+  is analysed against the latest world state with `object_id` as the object in context; the
+  response carries the candidate with analyzed/viable/mismatches/literals filled.
+- world state: the latest message on `world_state` (perception). When no perception runs, set the
+  `scene` parameter: the node then analyses against that scene's symbolic world at its start until
+  a world_state message arrives (and keeps using messages from then on).
+- bad requests (empty, oversized, non-ASCII or control characters in the text) get an analysis
+  with an `uninterpretable`/`unknown_word` verdict; an unknown object id, or no world state yet,
+  gets success=false with a message. The node keeps serving either way.
+
+    grounding_node --ros-args --params-file config/nodes/grounding.yaml -p scene:=tidy_kitchen
+
+All analysis is `task_learning.grounding.analyze_goal`; this file is only the ROS wiring.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from task_learning.errors import TaskLearningError
+from task_learning.grounding import GroundingKnowledge, analyze_goal
+from task_learning.grounding.scene_state import resolve_object, scene_world_state
+from task_learning.types import WorldState
+from task_learning_interfaces.msg import WorldState as WorldStateMsg
+from task_learning_interfaces.srv import AnalyzeGoal
+from task_learning_nodes import convert
+from task_learning_nodes.node_base import run_node
+
+NODE_NAME = "grounding"
+DEFAULT_SERVICE = "grounding/analyze_goal"
+DEFAULT_TOPIC = "world_state"
+
+
+class GroundingNode(Node):
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        self.declare_parameter("service_name", DEFAULT_SERVICE)
+        self.declare_parameter("world_state_topic", DEFAULT_TOPIC)
+        self.declare_parameter("world_state_transient_local", False)
+        self.declare_parameter("scene", "")
+        get = lambda name: self.get_parameter(name).value  # noqa: E731
+
+        self.knowledge = GroundingKnowledge.load()  # raises ConfigError: exit 2, one line
+        self._lock = threading.Lock()
+        self._state: WorldState | None = None
+        self._state_source = "none"
+        scene = str(get("scene") or "")
+        if scene:
+            self._state = scene_world_state(scene)  # TaskLearningError for an unknown scene
+            self._state_source = f"scene {scene}"
+            self.knowledge.index(self._state)
+
+        group = MutuallyExclusiveCallbackGroup()
+        durability = (DurabilityPolicy.TRANSIENT_LOCAL if get("world_state_transient_local")
+                      else DurabilityPolicy.VOLATILE)
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
+        self.create_subscription(WorldStateMsg, str(get("world_state_topic")), self._on_world_state,
+                                 qos, callback_group=group)
+        self.create_service(AnalyzeGoal, str(get("service_name")), self._on_analyze,
+                            callback_group=group)
+        self.get_logger().info(f"serving {get('service_name')}; world state from "
+                               f"{get('world_state_topic')} ({self._state_source} until then)")
+
+    def _on_world_state(self, msg: WorldStateMsg) -> None:
+        try:
+            state = convert.world_state_from_msg(msg)
+        except (ValueError, KeyError, TypeError) as exc:
+            self.get_logger().warning(f"ignoring a malformed world_state message: {exc}")
+            return
+        with self._lock:
+            self._state = state
+            self._state_source = "world_state topic"
+
+    def _resolve_context(self, state: WorldState, name: str) -> str:
+        if not name or any(o.object_id == name for o in state.objects):
+            return name
+        metadata: dict[str, Any] = {"sceneName": state.scene,
+                                    "objects": [o.properties for o in state.objects]}
+        return resolve_object(metadata, name)
+
+    def _on_analyze(self, request: AnalyzeGoal.Request,
+                    response: AnalyzeGoal.Response) -> AnalyzeGoal.Response:
+        response.candidate = request.candidate
+        with self._lock:
+            state = self._state
+        if state is None:
+            response.success = False
+            response.message = ("no world state yet: nothing published on the world_state topic "
+                                "and no scene parameter")
+            return response
+        try:
+            candidate = convert.goal_candidate_from_msg(request.candidate)
+            context = self._resolve_context(state, request.object_id.strip())
+            analysis = analyze_goal(candidate.text, state, context or None, self.knowledge)
+        except (TaskLearningError, ValueError) as exc:
+            response.success = False
+            response.message = str(exc)
+            self.get_logger().warning(f"bad AnalyzeGoal request: {exc}")
+            return response
+        except Exception as exc:  # noqa: BLE001 - one bad request must not stop the service
+            response.success = False
+            response.message = f"internal error: {exc!r}"
+            self.get_logger().error(f"analysis failed for {request.candidate.text[:80]!r}: {exc!r}")
+            return response
+        candidate.viable = analysis.viable
+        candidate.mismatches = list(analysis.mismatches)
+        candidate.literals = list(analysis.literals)
+        response.candidate = convert.goal_candidate_to_msg(candidate)
+        response.success = True
+        response.message = analysis.feedback
+        return response
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(GroundingNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

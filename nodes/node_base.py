@@ -1,0 +1,112 @@
+"""What every node's main() shares: init, spin a MultiThreadedExecutor, stop cleanly.
+
+    def main(args=None):
+        return run_node(PerceptionNode, args)
+
+- Parameters come from the command line as usual (`--ros-args --params-file x.yaml -p k:=v`);
+  rclpy.init parses them, the node declares them.
+- The executor spins in a worker thread while the main thread waits for SIGINT/SIGTERM (or for
+  the node to call `request_shutdown()`), so a signal is seen at once and not only when the
+  executor wakes up.
+- Shutdown order matters (an executor thread still spinning at exit aborts the process):
+  shut the executor down, join its thread, destroy the node, then rclpy.shutdown().
+- A node that cannot start because of bad parameters or configuration raises TaskLearningError
+  (or ValueError) from its constructor: one clear error line, exit code 2, no traceback.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import Callable, Sequence
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from task_learning.errors import TaskLearningError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_CONFIG = 2
+
+_stop_event = threading.Event()
+
+
+def request_shutdown() -> None:
+    """Ask run_node to stop the node (from a callback, e.g. after a fatal backend error)."""
+    _stop_event.set()
+
+
+def _install_signal_handlers(stop: threading.Event) -> dict[int, object]:
+    previous = {}
+
+    def handler(signum: int, _frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def run_node(
+    factory: Callable[[], Node],
+    args: Sequence[str] | None = None,
+    *,
+    name: str = "",
+    num_threads: int | None = None,
+) -> int:
+    """Create the node with `factory` (`name` names it in a start-up error), spin it until a signal or request_shutdown(), clean up.
+
+    Returns the process exit code: 0 after a signal, 1 if the executor failed, 2 if the node
+    could not be created (bad parameters or configuration)."""
+    stop = _stop_event
+    stop.clear()
+    previous = _install_signal_handlers(stop)
+    rclpy.init(args=list(args) if args is not None else sys.argv,
+               signal_handler_options=SignalHandlerOptions.NO)
+    node: Node | None = None
+    executor: MultiThreadedExecutor | None = None
+    worker: threading.Thread | None = None
+    failure: list[BaseException] = []
+    code = EXIT_OK
+    try:
+        try:
+            node = factory()
+        except (TaskLearningError, ValueError) as exc:
+            logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
+            logger.error(f"cannot start: {exc}")
+            return EXIT_BAD_CONFIG
+        executor = MultiThreadedExecutor(num_threads=num_threads)
+        executor.add_node(node)
+
+        def spin() -> None:
+            try:
+                executor.spin()
+            except ExternalShutdownException:
+                pass
+            except BaseException as exc:  # reported by the main thread, then we stop
+                failure.append(exc)
+            finally:
+                stop.set()
+
+        worker = threading.Thread(target=spin, name="executor", daemon=True)
+        worker.start()
+        while not stop.wait(0.2):
+            pass
+        if failure:
+            node.get_logger().error(f"executor failed: {failure[0]!r}")
+            code = EXIT_FAILED
+    finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=5.0)
+        if worker is not None:
+            worker.join(timeout=5.0)
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+        for sig, old in previous.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+    return code

@@ -1,0 +1,149 @@
+"""oversight_node: the operator's side of STARS+O as ROS services.
+
+- `oversight/confirm` (Confirm): goal elicitation asks; the call blocks until a panel, the terminal
+  or a service call answers, or until the question's timeout, which answers with the configured
+  safe default (never "yes").
+- `oversight/answer` (AnswerConfirmation): a panel or terminal answers a pending question; bad
+  answers (unknown/expired id, empty or oversized description) are refused with a message and
+  leave the queue as it was.
+- `oversight/list_pending` (ListPendingConfirmations), and the pending questions published
+  (latched) on `oversight/pending` whenever the queue changes.
+
+Every question and its answer are persisted in the SQLite knowledge base (`db_path`). The logic is
+`task_learning.oversight.pending.QueueOperator`; this file is only the ROS wiring. A blocking
+Confirm needs its own executor thread, hence a MultiThreadedExecutor and a reentrant group.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rcl_interfaces.msg import ParameterDescriptor
+
+from task_learning.errors import TaskLearningError
+from task_learning.oversight.pending import QueueOperator, parse_safe_default
+from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
+from task_learning_nodes import convert
+
+CONFIRM_SERVICE = "oversight/confirm"
+ANSWER_SERVICE = "oversight/answer"
+LIST_SERVICE = "oversight/list_pending"
+PENDING_TOPIC = "oversight/pending"
+# The pending list is published as the List service's response message: the same data a panel
+# would fetch, with no extra message definition.
+PendingMsg = ListPendingConfirmations.Response
+
+
+def pending_qos() -> QoSProfile:
+    """Latched: a panel that starts late still gets the current list."""
+    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class OversightNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("oversight", **kwargs)
+        self.declare_parameter("timeout_s", 120.0)
+        # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
+        self.declare_parameter("safe_default", "no", ParameterDescriptor(dynamic_typing=True))
+        self.declare_parameter("db_path", "")
+        self.declare_parameter("task", "")
+        self.declare_parameter("max_description_chars", 2000)
+        self.declare_parameter("pending_topic", PENDING_TOPIC)
+        self.declare_parameter("threads", 8)
+        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        safe_default = parse_safe_default(get("safe_default"), file="oversight parameters")
+        self.kb = None
+        db_path = str(get("db_path") or "")
+        if db_path:
+            from task_learning.kb.store import KnowledgeBase
+
+            self.kb = KnowledgeBase(db_path)
+        self.threads = max(2, int(get("threads")))
+        self.queue = QueueOperator(
+            timeout_s=float(get("timeout_s")), safe_default=safe_default, kb=self.kb,
+            task=str(get("task")), max_description_chars=int(get("max_description_chars")),
+            on_change=self._publish_pending)
+        group = ReentrantCallbackGroup()
+        self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), pending_qos())
+        self.create_service(Confirm, CONFIRM_SERVICE, self._on_confirm, callback_group=group)
+        self.create_service(AnswerConfirmation, ANSWER_SERVICE, self._on_answer, callback_group=group)
+        self.create_service(ListPendingConfirmations, LIST_SERVICE, self._on_list, callback_group=group)
+        self._publish_pending()
+        self.get_logger().info(
+            f"oversight ready: timeout {self.queue.timeout_s:g} s, safe default "
+            f"{self.queue.safe_default.value}, db {db_path or '(none)'}")
+
+    def _publish_pending(self) -> None:
+        msg = PendingMsg()
+        msg.pending = [convert.confirmation_request_to_msg(r) for r in self.queue.pending()]
+        self.pending_pub.publish(msg)
+
+    def _on_confirm(self, request: Confirm.Request, response: Confirm.Response) -> Confirm.Response:
+        question = convert.confirmation_request_from_msg(request.request)
+        if not question.request_id:
+            import uuid
+
+            question.request_id = uuid.uuid4().hex[:16]
+        self.get_logger().info(f"asking [{question.request_id}] {question.question}")
+        answer = self.queue.ask(question)
+        self.get_logger().info(f"[{answer.request_id}] answered {answer.answer.value} by {answer.operator}")
+        response.answer = convert.confirmation_answer_to_msg(answer)
+        return response
+
+    def _on_answer(self, request: AnswerConfirmation.Request,
+                   response: AnswerConfirmation.Response) -> AnswerConfirmation.Response:
+        msg = request.answer
+        result = self.queue.submit(msg.request_id, msg.answer, msg.description,
+                                   msg.answered_by or "operator")
+        if not result.accepted:
+            self.get_logger().warning(f"answer refused: {result.message}")
+        response.accepted = result.accepted
+        response.message = result.message
+        return response
+
+    def _on_list(self, _request: ListPendingConfirmations.Request,
+                 response: ListPendingConfirmations.Response) -> ListPendingConfirmations.Response:
+        response.pending = [convert.confirmation_request_to_msg(r) for r in self.queue.pending()]
+        return response
+
+    def destroy_node(self) -> None:
+        queue = getattr(self, "queue", None)  # absent when the parameters were refused
+        if queue is not None:
+            queue.close()  # waiting callers get the safe default, never consent
+        kb = getattr(self, "kb", None)
+        if kb is not None:
+            kb.close()
+        super().destroy_node()
+
+
+def main(argv: list[str] | None = None) -> int:
+    rclpy.init(args=argv if argv is not None else sys.argv)
+    try:
+        node = OversightNode()
+    except (TaskLearningError, ParameterException) as exc:
+        print(f"oversight_node: error: {exc}", file=sys.stderr)
+        rclpy.try_shutdown()
+        return 2
+    executor = MultiThreadedExecutor(num_threads=node.threads)
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.queue.close()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

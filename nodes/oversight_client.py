@@ -1,0 +1,154 @@
+"""ROS client of the oversight node, for the panel, the terminal CLI and goal elicitation.
+
+`OversightClient` is both a `PanelBackend` (pending / submit) and an `Operator` (ask: the Confirm
+service), so `run_oversight` can talk to a person behind the node exactly as to a simulated user.
+With no node given it makes its own node and executor and spins them while waiting (the CLI, the
+panel's QTimer); given a node, the caller must be spinning it in another thread (a
+MultiThreadedExecutor), and the client waits on the futures.
+
+If the node is not there, calls raise `OversightUnavailable` (a TaskLearningError): the flow
+treats that as a dead operator, so nothing is confirmed.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+from task_learning.errors import TaskLearningError
+from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
+from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
+from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
+from task_learning_nodes import convert
+from task_learning_nodes.oversight import (
+    ANSWER_SERVICE,
+    CONFIRM_SERVICE,
+    LIST_SERVICE,
+    PENDING_TOPIC,
+    PendingMsg,
+    pending_qos,
+)
+
+
+class OversightUnavailable(TaskLearningError):
+    """The oversight node did not answer (not running, or the call timed out)."""
+
+
+@dataclass(frozen=True)
+class SubmitReply:
+    accepted: bool
+    message: str
+
+
+class OversightClient:
+    """Talk to `oversight_node`: list pending questions, answer them, or ask one (Confirm)."""
+
+    def __init__(self, node: Node | None = None, *, name: str = "operator",
+                 service_wait_s: float = 5.0, confirm_margin_s: float = 10.0,
+                 default_timeout_s: float = 120.0, context: Any = None,
+                 namespace: str = "") -> None:
+        self.name = name
+        self.service_wait_s = service_wait_s
+        self.confirm_margin_s = confirm_margin_s
+        self.default_timeout_s = default_timeout_s
+        self._own = node is None
+        if self._own:
+            if not rclpy.ok(context=context):
+                rclpy.init(context=context)
+            safe = re.sub(r"\W", "_", name) or "operator"
+            node = rclpy.create_node(f"oversight_{safe}_{uuid.uuid4().hex[:6]}", context=context,
+                                     namespace=namespace or None)
+            self._executor: SingleThreadedExecutor | None = SingleThreadedExecutor(context=context)
+            self._executor.add_node(node)
+        else:
+            self._executor = None
+        self.node = node
+        self._confirm = node.create_client(Confirm, CONFIRM_SERVICE)
+        self._answer = node.create_client(AnswerConfirmation, ANSWER_SERVICE)
+        self._list = node.create_client(ListPendingConfirmations, LIST_SERVICE)
+        self._latest: list[ConfirmationRequest] | None = None
+        self._lock = threading.Lock()
+        node.create_subscription(PendingMsg, PENDING_TOPIC, self._on_pending, pending_qos())
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def _on_pending(self, msg: Any) -> None:
+        with self._lock:
+            self._latest = [convert.confirmation_request_from_msg(m) for m in msg.pending]
+
+    def spin_once(self, timeout_s: float = 0.0) -> None:
+        """Let subscriptions run (own executor only; a panel's QTimer calls this)."""
+        if self._executor is not None:
+            self._executor.spin_once(timeout_sec=timeout_s)
+
+    def _call(self, client: Any, request: Any, timeout_s: float, what: str) -> Any:
+        if not client.wait_for_service(timeout_sec=self.service_wait_s):
+            raise OversightUnavailable(f"the oversight node is not running (no service "
+                                       f"{client.srv_name} after {self.service_wait_s:g} s)")
+        future = client.call_async(request)
+        if self._executor is not None:
+            self._executor.spin_until_future_complete(future, timeout_sec=timeout_s)
+        else:
+            done = threading.Event()
+            future.add_done_callback(lambda _f: done.set())
+            done.wait(timeout_s)
+        if not future.done():
+            future.cancel()
+            raise OversightUnavailable(f"{what}: no reply from the oversight node in {timeout_s:g} s")
+        if future.exception() is not None:
+            raise OversightUnavailable(f"{what}: {future.exception()}")
+        return future.result()
+
+    # --- PanelBackend --------------------------------------------------------------------------
+
+    def pending(self, *, fresh: bool = False) -> list[ConfirmationRequest]:
+        """The questions waiting, oldest first: from the latched topic, or the List service."""
+        self.spin_once(0.0)
+        with self._lock:
+            latest = self._latest
+        if latest is not None and not fresh:
+            return list(latest)
+        response = self._call(self._list, ListPendingConfirmations.Request(), 5.0, "list")
+        return [convert.confirmation_request_from_msg(m) for m in response.pending]
+
+    def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
+               operator: str = "") -> SubmitReply:
+        msg = AnswerMsg()
+        msg.request_id = request_id
+        msg.answer = answer.value if isinstance(answer, AnswerKind) else str(answer)
+        msg.description = description
+        msg.answered_by = operator or self.name
+        request = AnswerConfirmation.Request()
+        request.answer = msg
+        response = self._call(self._answer, request, 5.0, "answer")
+        if response.accepted:
+            with self._lock:  # do not show an answered question until the topic catches up
+                if self._latest is not None:
+                    self._latest = [r for r in self._latest if r.request_id != request_id]
+        return SubmitReply(bool(response.accepted), str(response.message))
+
+    # --- Operator ------------------------------------------------------------------------------
+
+    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+        """Confirm: blocks until the node answers (an operator's answer or its safe default)."""
+        call = Confirm.Request()
+        call.request = convert.confirmation_request_to_msg(request)
+        wait = (request.timeout_s or self.default_timeout_s) + self.confirm_margin_s
+        response = self._call(self._confirm, call, wait, f"question {request.request_id}")
+        answer = convert.confirmation_answer_from_msg(response.answer)
+        if not answer.stamp:
+            answer.stamp = time.time()
+        return answer
+
+    def close(self) -> None:
+        if self._own:
+            if self._executor is not None:
+                self._executor.shutdown()
+            self.node.destroy_node()

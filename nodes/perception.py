@@ -1,0 +1,212 @@
+"""perception_node: the world as the rest of the stack sees it, and the only door to act on it.
+
+- publishes `world_state` (WorldState) at `publish_rate_hz` and right after every action;
+- serves `query_world` (QueryWorld): objects by id, by type, or as "<type> in|on <place>";
+- serves `execute_action` (ExecuteAction): one primitive action on the backend;
+- serves `get_completion` (GetCompletion): the scene's completion measure, for experiments.
+
+The backend is a parameter (`symbolic` now; `ai2thor` and `fetch` plug in behind
+`task_learning.world.factory.make_backend` without touching this file). A backend that is not
+available, or a scene that does not load, stops the node at start with one clear error line.
+An action naming an object the world does not have fails with a clear message and never reaches
+the backend, so the world stays unchanged.
+
+All backend access runs in one mutually exclusive callback group: backends are not thread-safe,
+and a query must never see half an action. The message for the current world is cached while the
+backend returns the same metadata object (a backend returns a new dict after every change, as
+AI2-THOR does with one metadata dict per event); only the stamp is refreshed for each publish.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from task_learning.errors import TaskLearningError, UnknownObjectError
+from task_learning.names import normalize_name
+from task_learning.types import ActionCall, ActionOutcome
+from task_learning_interfaces.msg import WorldState
+from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
+from task_learning_nodes import convert
+from task_learning_nodes.node_base import run_node
+
+WORLD_STATE_TOPIC = "world_state"
+QUERY_SERVICE = "query_world"
+EXECUTE_SERVICE = "execute_action"
+COMPLETION_SERVICE = "get_completion"
+
+RELIABILITY = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
+DURABILITY = {"transient_local": DurabilityPolicy.TRANSIENT_LOCAL, "volatile": DurabilityPolicy.VOLATILE}
+ARTICLES = ("the ", "a ", "an ")
+
+
+def world_state_qos(depth: int, reliability: str, durability: str) -> QoSProfile:
+    """QoS of `world_state` from parameter values; ValueError naming the parameter if invalid."""
+    if depth < 1:
+        raise ValueError(f"parameter qos_depth must be >= 1, got {depth}")
+    if reliability not in RELIABILITY:
+        raise ValueError(f"parameter qos_reliability must be one of {sorted(RELIABILITY)}, got {reliability!r}")
+    if durability not in DURABILITY:
+        raise ValueError(f"parameter qos_durability must be one of {sorted(DURABILITY)}, got {durability!r}")
+    return QoSProfile(depth=depth, reliability=RELIABILITY[reliability], durability=DURABILITY[durability])
+
+
+class PerceptionNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("perception", **kwargs)
+        self.declare_parameter("backend", "symbolic")
+        self.declare_parameter("scene", "tidy_kitchen")
+        self.declare_parameter("seed", -1)
+        self.declare_parameter("publish_rate_hz", 10.0)
+        self.declare_parameter("frame_id", "world")
+        self.declare_parameter("qos_depth", 1)
+        self.declare_parameter("qos_reliability", "reliable")
+        self.declare_parameter("qos_durability", "transient_local")
+        get = lambda name: self.get_parameter(name).value  # noqa: E731
+
+        rate = float(get("publish_rate_hz"))
+        if rate < 0:
+            raise ValueError(f"parameter publish_rate_hz must be >= 0 (0: publish on change only), got {rate}")
+        qos = world_state_qos(int(get("qos_depth")), str(get("qos_reliability")), str(get("qos_durability")))
+        self.frame_id = str(get("frame_id"))
+        self.backend_name = str(get("backend")).strip().lower()
+        seed = int(get("seed"))
+        scene = str(get("scene"))
+
+        from task_learning.world.factory import make_backend
+
+        self.backend = make_backend(self.backend_name, scene, None if seed < 0 else seed)
+        self.scene_name = str(getattr(getattr(self.backend, "scene", None), "name", "") or scene)
+        self._cached_metadata: Any = None
+        self._cached_msg: WorldState | None = None
+
+        group = MutuallyExclusiveCallbackGroup()
+        self.publisher = self.create_publisher(WorldState, WORLD_STATE_TOPIC, qos)
+        self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, callback_group=group)
+        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, callback_group=group)
+        self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, callback_group=group)
+        if rate > 0:
+            self.create_timer(1.0 / rate, self.publish_world, callback_group=group)
+        self.publish_world()
+        self.get_logger().info(
+            f"backend {self.backend_name}, scene {self.scene_name}: "
+            f"{len(self.backend.metadata.get('objects') or [])} objects; world_state at {rate:g} Hz")
+
+    # -- world state ----------------------------------------------------------------------------
+
+    def world_msg(self) -> WorldState:
+        """The current world as a message (rebuilt only when the backend's metadata changed)."""
+        metadata = self.backend.metadata
+        if metadata is not self._cached_metadata or self._cached_msg is None:
+            self._cached_msg = convert.world_state_msg_from_metadata(
+                metadata, frame_id=self.frame_id, backend=self.backend_name, scene=self.scene_name)
+            self._cached_metadata = metadata
+        else:
+            self._cached_msg.header.stamp = self.get_clock().now().to_msg()
+        return self._cached_msg
+
+    def publish_world(self) -> None:
+        self.publisher.publish(self.world_msg())
+
+    # -- services -------------------------------------------------------------------------------
+
+    def on_query(self, request: QueryWorld.Request, response: QueryWorld.Response) -> QueryWorld.Response:
+        world = self.world_msg()
+        try:
+            ids = self.find_objects(request.query)
+        except UnknownObjectError as exc:
+            response.success, response.message = False, str(exc)
+        else:
+            by_id = {o.object_id: o for o in world.objects}
+            response.objects = [by_id[i] for i in ids]
+            response.success = True
+            response.message = f"{len(ids)} object(s)"
+        if request.include_world:
+            response.world = world
+        return response
+
+    def find_objects(self, query: str) -> list[str]:
+        """Ids of the objects a query names, in world order: all for "", the object for an id,
+        every object of a type for a type name, else resolve_object's "<type> in|on <place>"."""
+        from task_learning.world.catalog import type_names
+        from task_learning.world.resolve import resolve_object
+
+        metadata = self.backend.metadata
+        objects = metadata.get("objects") or []
+        text = (query or "").strip()
+        if not text:
+            return [o["objectId"] for o in objects]
+        if any(o["objectId"] == text for o in objects):
+            return [text]
+        spoken = normalize_name(text)
+        for article in ARTICLES:
+            if spoken.startswith(article):
+                spoken = spoken[len(article):]
+        of_type = [o["objectId"] for o in objects if spoken in type_names(o["objectType"])]
+        if of_type:
+            return of_type
+        return [resolve_object(metadata, text)]
+
+    def on_execute(self, request: ExecuteAction.Request,
+                   response: ExecuteAction.Response) -> ExecuteAction.Response:
+        try:
+            call = convert.action_call_from_msg(request.call)
+        except ValueError as exc:
+            call = ActionCall(request.call.action, request.call.object_id)
+            outcome = ActionOutcome(call, False, f"bad action call: {exc}", "InvalidArgument")
+        else:
+            outcome = self.execute(call)
+        level = self.get_logger().info if outcome.success else self.get_logger().warning
+        level(f"{call}: {'ok' if outcome.success else outcome.error_message}")
+        response.outcome = convert.action_outcome_to_msg(outcome)
+        self.publish_world()
+        if request.return_world:
+            response.world = self.world_msg()
+        return response
+
+    def execute(self, call: ActionCall) -> ActionOutcome:
+        """Run one action; every failure (bad input, unknown object, backend error) is an outcome."""
+        if not call.action.strip():
+            return ActionOutcome(call, False, "no action given (e.g. PickupObject)", "InvalidArgument")
+        ids = [o["objectId"] for o in self.backend.metadata.get("objects") or []]
+        if call.object_id and call.object_id not in ids:
+            hint = difflib.get_close_matches(call.object_id, ids, n=1)
+            suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+            return ActionOutcome(call, False, f"no object with id '{call.object_id}' in the world{suffix}",
+                                 "UnknownObject")
+        try:
+            result = self.backend.step(call.action, **call.step_kwargs())
+        except (TaskLearningError, TypeError, ValueError, KeyError) as exc:
+            return ActionOutcome(call, False, f"{call.action} failed in the {self.backend_name} backend: {exc}",
+                                 "BackendError")
+        success = bool(result.get("lastActionSuccess"))
+        return ActionOutcome(call, success, "" if success else str(result.get("errorMessage") or ""),
+                             "" if success else str(result.get("errorCode") or ""))
+
+    def on_completion(self, request: GetCompletion.Request,
+                      response: GetCompletion.Response) -> GetCompletion.Response:
+        scene = getattr(self.backend, "scene", None)
+        if scene is None or not getattr(scene, "preferences", None):
+            response.success = False
+            response.message = f"the {self.backend_name} backend's scene has no completion measure"
+            return response
+        from task_learning.world.completion import completion
+
+        report = completion(scene, self.backend.metadata)
+        response.success = True
+        response.message = str(report)
+        response.satisfied, response.total = report.satisfied, report.total
+        response.ratio = report.satisfied / report.total if report.total else 1.0
+        response.failures = list(report.failures)
+        return response
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(PerceptionNode, args, name="perception")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,553 @@
+"""The BCR domain as data: action schemas with effects, blocking conditions and resolutions.
+
+Loaded from `config/domains/<name>.yaml` and validated at load time, so a typo in a predicate, a
+resolution naming an action that does not exist, or a cycle of resolutions is reported with the
+file and key instead of surfacing as a robot stuck mid-task.
+
+Grounding happens against AI2-THOR metadata (a `StateView`): parameters are typed by *kinds*
+(AI2-THOR flags, types and state), so the same schema puts any pickupable object into any
+receptacle of any scene.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from task_learning.bcr.literals import (
+    KNOWN_PREDICATES, LiteralSyntaxError, StateView, evaluate, literal_text, parse_literal,
+    positive,
+)
+from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.errors import ConfigError
+from task_learning.types import ActionCall, GoalLiteral, Truth
+
+HELD = "$held"
+ANY = "*"
+_ACTION_REF = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(([^()]*(?:\([^()]*\))?[^()]*)\)\s*$")
+_SPECIAL = re.compile(r"^\?([a-z_][a-z0-9_]*)(?:\((\w+)\))?$")
+# AI2-THOR boolean keys usable in `when:` and in kinds.
+KNOWN_FLAGS = frozenset({
+    "pickupable", "receptacle", "openable", "toggleable", "sliceable", "cookable", "dirtyable",
+    "canFillWithLiquid", "moveable", "breakable", "isOpen", "isToggled", "isSliced", "isDirty",
+    "isCooked", "isFilledWithLiquid", "isPickedUp", "visible",
+})
+_CYCLE_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class GroundAction:
+    """A domain action applied to object ids: the unit the tree holds and the engines choose."""
+
+    schema: str
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.schema}({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class ActionRef:
+    """A resolution action as written in the domain: schema name and argument tokens."""
+
+    schema: str
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.schema}({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A parameter type: objects with all `flags`, of one of `types` (if given), in `state`."""
+
+    name: str
+    flags: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    state: tuple[tuple[str, Any], ...] = ()
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        if self.types and obj.get("objectType") not in self.types:
+            return False
+        if any(not obj.get(f) for f in self.flags):
+            return False
+        return all(bool(obj.get(k)) == bool(v) for k, v in self.state)
+
+
+@dataclass(frozen=True)
+class BlockingCondition:
+    """Why an action may not succeed, the literals that resolve it and the actions that may."""
+
+    name: str
+    requires: GoalLiteral | None
+    when: tuple[tuple[str, str, bool], ...]  # (flag, param, expected)
+    on_error: tuple[str, ...]
+    resolutions: tuple[GoalLiteral, ...]
+    actions: tuple[ActionRef, ...]
+    key: str = ""  # where it was defined, for messages
+
+
+@dataclass(frozen=True)
+class ActionSchema:
+    name: str
+    params: tuple[tuple[str, str], ...]  # (param, kind) in order
+    call_action: str
+    call_object: str  # the param whose object id the primitive targets, "" for none
+    effects: tuple[GoalLiteral, ...]
+    blocking: tuple[BlockingCondition, ...]
+    doc: str = ""
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p for p, _ in self.params)
+
+
+@dataclass
+class Blocked:
+    """A blocking condition met by a grounded action, with its grounded resolution actions."""
+
+    condition: str
+    description: str
+    resolutions: list[GoalLiteral]
+    actions: list[GroundAction]
+
+
+@dataclass
+class Domain:
+    name: str
+    file: str
+    predicates: dict[str, int]
+    kinds: dict[str, Kind]
+    actions: dict[str, ActionSchema]
+    _kind_cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ---- grounding -------------------------------------------------------------------------
+    def objects_of_kind(self, kind: str, state: StateView) -> list[str]:
+        """Ids of the objects of a kind in this state (cached per state view)."""
+        key = (id(state), kind)
+        cached = self._kind_cache.get(key)
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        spec = self.kinds[kind]
+        ids = sorted(oid for oid, obj in state.objects.items() if spec.matches(obj))
+        if len(self._kind_cache) > 256:
+            self._kind_cache.clear()
+        self._kind_cache[key] = (state, ids)
+        return ids
+
+    def is_kind(self, object_id: str, kind: str, state: StateView) -> bool:
+        obj = state.get(object_id)
+        return obj is not None and self.kinds[kind].matches(obj)
+
+    def achievers(self, goal: GoalLiteral, state: StateView) -> list[GroundAction]:
+        """Grounded actions with an effect that achieves the goal literal (the tree's roots).
+        Definite effects are preferred; possibly_* effects are used when nothing is definite."""
+        definite: list[GroundAction] = []
+        possible: list[GroundAction] = []
+        goal_pools = [state.expand(a) for a in goal.args]
+        for schema in self.actions.values():
+            for effect in schema.effects:
+                if effect.predicate != goal.predicate or len(effect.args) != len(goal.args):
+                    continue
+                if positive(effect.truth) != positive(goal.truth):
+                    continue
+                target = definite if effect.truth in (Truth.TRUE, Truth.FALSE) else possible
+                for combo in _combinations(goal_pools):
+                    binding: dict[str, str] = {}
+                    ok = True
+                    for token, value in zip(effect.args, combo):
+                        if token == ANY:
+                            continue
+                        if binding.get(token, value) != value:
+                            ok = False
+                            break
+                        binding[token] = value
+                    if ok:
+                        target.extend(self._complete(schema, binding, state))
+        chosen = definite or possible
+        return list(dict.fromkeys(chosen))
+
+    def _complete(self, schema: ActionSchema, binding: dict[str, str],
+                  state: StateView) -> list[GroundAction]:
+        """Every grounding of the schema extending `binding`, kinds respected."""
+        pools: list[list[str]] = []
+        for param, kind in schema.params:
+            if param in binding:
+                if not self.is_kind(binding[param], kind, state):
+                    return []
+                pools.append([binding[param]])
+            else:
+                pools.append(self.objects_of_kind(kind, state))
+        out = []
+        for combo in _combinations(pools):
+            if len(set(combo)) == len(combo):  # an object never acts on itself
+                out.append(GroundAction(schema.name, tuple(combo)))
+        return out
+
+    def call_for(self, action: GroundAction) -> ActionCall:
+        """The primitive that runs a grounded action (CookObject runs ToggleObjectOn...)."""
+        schema = self.actions[action.schema]
+        binding = dict(zip(schema.param_names, action.args))
+        return ActionCall(schema.call_action, binding.get(schema.call_object, ""))
+
+    def check_blocking(self, action: GroundAction, state: StateView,
+                       error_text: str = "") -> Blocked | None:
+        """The first blocking condition met, in the domain's order (the resolver order), from the
+        world state before trying, or from the simulator's error text after a failure."""
+        schema = self.actions[action.schema]
+        binding = dict(zip(schema.param_names, action.args))
+        for cond in schema.blocking:
+            if not self._applies(cond, binding, state):
+                continue
+            met = False
+            description = ""
+            if error_text and cond.on_error:
+                hit = next((s for s in cond.on_error if s.lower() in error_text.lower()), None)
+                if hit is not None:
+                    met = True
+                    description = error_text  # fed back verbatim
+            if not met and not error_text and cond.requires is not None:
+                if not self._requires_hold(cond.requires, binding, state):
+                    met = True
+                    description = (f"{action}: {cond.name.replace('_', ' ')} (needs "
+                                   f"{literal_text(self._bind_literal(cond.requires, binding))})")
+            if met:
+                return Blocked(
+                    condition=cond.name,
+                    description=description,
+                    resolutions=[self._bind_literal(r, binding) for r in cond.resolutions],
+                    actions=self.ground_refs(cond.actions, binding, state, exclude=action),
+                )
+        return None
+
+    def ground_refs(self, refs: Iterable[ActionRef], binding: Mapping[str, str],
+                    state: StateView, exclude: GroundAction | None = None) -> list[GroundAction]:
+        out: list[GroundAction] = []
+        for ref in refs:
+            schema = self.actions[ref.schema]
+            pools: list[list[str]] = []
+            for token, (_, kind) in zip(ref.args, schema.params):
+                if token == HELD:
+                    pool = list(state.held)
+                elif token.startswith("?"):
+                    pool = self._special_pool(token, binding, state)
+                else:
+                    pool = [binding[token]] if token in binding else []
+                pools.append([o for o in pool if self.is_kind(o, kind, state)])
+            for combo in _combinations(pools):
+                if len(set(combo)) != len(combo):
+                    continue
+                grounded = GroundAction(ref.schema, tuple(combo))
+                if grounded != exclude and grounded not in out:
+                    out.append(grounded)
+        return out
+
+    def _special_pool(self, token: str, binding: Mapping[str, str], state: StateView) -> list[str]:
+        match = _SPECIAL.match(token)
+        assert match is not None  # validated at load
+        name, arg = match.groups()
+        if name == "contents":
+            target = binding.get(arg or "", "")
+            return [o for o in state.contents(target) if o not in state.held]
+        bound = set(binding.values())
+        return [o for o in self.objects_of_kind(name, state) if o not in bound]
+
+    def _applies(self, cond: BlockingCondition, binding: Mapping[str, str],
+                 state: StateView) -> bool:
+        return all(state.flag(binding.get(param, ""), flag) == expected
+                   for flag, param, expected in cond.when)
+
+    def _requires_hold(self, literal: GoalLiteral, binding: Mapping[str, str],
+                       state: StateView) -> bool:
+        pools = []
+        for token in literal.args:
+            if token == HELD:
+                pools.append(list(state.held))
+            elif token.startswith("?"):
+                pools.append(self._special_pool(token, binding, state))
+            else:
+                pools.append([binding.get(token, token)])
+        want = positive(literal.truth)
+        values = [evaluate(literal.predicate, combo, state) for combo in _combinations(pools)]
+        if any(token.startswith("?") or token == HELD for token in literal.args):
+            # existential: "holding(?knife)" holds when some knife is held
+            return any(values) if want else not any(values)
+        value = values[0] if values else False
+        return value == want
+
+    @staticmethod
+    def _bind_literal(literal: GoalLiteral, binding: Mapping[str, str]) -> GoalLiteral:
+        return GoalLiteral(literal.predicate, tuple(binding.get(a, a) for a in literal.args),
+                           literal.truth)
+
+
+def _combinations(pools: list[list[str]]) -> Iterable[tuple[str, ...]]:
+    if not pools:
+        yield ()
+        return
+    for head in pools[0]:
+        for rest in _combinations(pools[1:]):
+            yield (head, *rest)
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+def domain_path(name_or_path: str | Path) -> Path:
+    """'household' -> config/domains/household.yaml; a path stays a path."""
+    text = str(name_or_path)
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        return Path(text)
+    return config_path("domains", f"{text}.yaml")
+
+
+def load_domain(name_or_path: str | Path = "household") -> Domain:
+    """Load and validate a domain file; every problem is a ConfigError naming file and key."""
+    path = domain_path(name_or_path)
+    data = load_yaml(path)
+    root = check_keys(data, file=path, key="", required=("predicates", "actions"),
+                      optional=("kinds", "doc"))
+    predicates = _load_predicates(root["predicates"], path)
+    kinds = _load_kinds(root.get("kinds") or {}, path)
+    raw_actions = expect_type(root["actions"], dict, file=path, key="actions")
+    actions: dict[str, ActionSchema] = {}
+    for name, spec in raw_actions.items():
+        actions[str(name)] = _load_action(str(name), spec, path, predicates, kinds)
+    _check_references(actions, path)
+    _check_cycles(actions, path)
+    return Domain(name=path.stem, file=str(path), predicates=predicates, kinds=kinds,
+                  actions=actions)
+
+
+def _load_predicates(raw: Any, path: Path) -> dict[str, int]:
+    raw = expect_type(raw, dict, file=path, key="predicates")
+    out: dict[str, int] = {}
+    for name, spec in raw.items():
+        key = join_key("predicates", str(name))
+        if isinstance(spec, int):
+            arity = spec
+        else:
+            check_keys(spec, file=path, key=key, required=("arity",), optional=("doc",))
+            arity = expect_type(spec["arity"], int, file=path, key=join_key(key, "arity"))
+        if name not in KNOWN_PREDICATES:
+            raise ConfigError(path, key, f"no rule evaluates predicate '{name}' "
+                              f"(known: {', '.join(sorted(KNOWN_PREDICATES))})")
+        out[str(name)] = arity
+    return out
+
+
+def _load_kinds(raw: Any, path: Path) -> dict[str, Kind]:
+    raw = expect_type(raw, dict, file=path, key="kinds")
+    kinds = {"object": Kind("object")}
+    for name, spec in raw.items():
+        key = join_key("kinds", str(name))
+        spec = check_keys(spec or {}, file=path, key=key, optional=("flags", "types", "state"))
+        flags = tuple(expect_type(spec.get("flags") or [], list, file=path,
+                                  key=join_key(key, "flags")))
+        for i, flag in enumerate(flags):
+            if flag not in KNOWN_FLAGS:
+                raise ConfigError(path, join_key(join_key(key, "flags"), i),
+                                  f"unknown AI2-THOR flag '{flag}'")
+        types = tuple(str(t) for t in expect_type(spec.get("types") or [], list, file=path,
+                                                   key=join_key(key, "types")))
+        state = expect_type(spec.get("state") or {}, dict, file=path, key=join_key(key, "state"))
+        for flag in state:
+            if flag not in KNOWN_FLAGS:
+                raise ConfigError(path, join_key(join_key(key, "state"), str(flag)),
+                                  f"unknown AI2-THOR flag '{flag}'")
+        kinds[str(name)] = Kind(str(name), flags, types, tuple(sorted(state.items())))
+    return kinds
+
+
+def _literal(text: Any, path: Path, key: str, predicates: Mapping[str, int],
+             params: Iterable[str], kinds: Mapping[str, Kind],
+             allow_any: bool = False) -> GoalLiteral:
+    if not isinstance(text, str):
+        raise ConfigError(path, key, f"expected a literal string, got {text!r}")
+    try:
+        literal = parse_literal(text)
+    except LiteralSyntaxError as exc:
+        raise ConfigError(path, key, str(exc)) from None
+    if literal.predicate not in predicates:
+        raise ConfigError(path, key, f"unknown predicate '{literal.predicate}' "
+                          f"(declared: {', '.join(sorted(predicates))})")
+    if len(literal.args) != predicates[literal.predicate]:
+        raise ConfigError(path, key, f"'{literal.predicate}' takes {predicates[literal.predicate]}"
+                          f" argument(s), got {len(literal.args)}")
+    for arg in literal.args:
+        _check_token(arg, path, key, params, kinds, allow_any=allow_any)
+    return literal
+
+
+def _check_token(token: str, path: Path, key: str, params: Iterable[str],
+                 kinds: Mapping[str, Kind], allow_any: bool = False) -> None:
+    params = set(params)
+    if token in params or token == HELD or (allow_any and token == ANY):
+        return
+    match = _SPECIAL.match(token)
+    if match:
+        name, arg = match.groups()
+        if name == "contents" and arg in params:
+            return
+        if arg is None and name in kinds:
+            return
+        raise ConfigError(path, key, f"'{token}': unknown kind or form (use ?<kind> or "
+                          f"?contents(<param>); kinds: {', '.join(sorted(kinds))})")
+    raise ConfigError(path, key, f"'{token}' is not a parameter ({', '.join(sorted(params))}), "
+                      f"$held or ?<kind>")
+
+
+def _load_action(name: str, spec: Any, path: Path, predicates: Mapping[str, int],
+                 kinds: Mapping[str, Kind]) -> ActionSchema:
+    key = join_key("actions", name)
+    spec = check_keys(spec, file=path, key=key, required=("params", "call", "effects"),
+                      optional=("blocking", "doc"))
+    raw_params = expect_type(spec["params"] or {}, dict, file=path, key=join_key(key, "params"))
+    params: list[tuple[str, str]] = []
+    for pname, kind in raw_params.items():
+        if kind not in kinds:
+            raise ConfigError(path, join_key(join_key(key, "params"), str(pname)),
+                              f"unknown kind '{kind}' (kinds: {', '.join(sorted(kinds))})")
+        params.append((str(pname), str(kind)))
+    names = [p for p, _ in params]
+    call = check_keys(spec["call"], file=path, key=join_key(key, "call"), required=("action",),
+                      optional=("object",))
+    call_object = str(call.get("object") or "")
+    if call_object and call_object not in names:
+        raise ConfigError(path, join_key(join_key(key, "call"), "object"),
+                          f"'{call_object}' is not a parameter of {name}")
+    effects = tuple(
+        _literal(e, path, join_key(join_key(key, "effects"), i), predicates, names, kinds,
+                 allow_any=True)
+        for i, e in enumerate(expect_type(spec["effects"], list, file=path,
+                                          key=join_key(key, "effects"))))
+    blocking = []
+    for i, raw in enumerate(expect_type(spec.get("blocking") or [], list, file=path,
+                                        key=join_key(key, "blocking"))):
+        blocking.append(_load_condition(raw, path, join_key(join_key(key, "blocking"), i),
+                                        predicates, names, kinds))
+    return ActionSchema(name, tuple(params), str(call["action"]), call_object, effects,
+                        tuple(blocking), str(spec.get("doc") or ""))
+
+
+def _load_condition(raw: Any, path: Path, key: str, predicates: Mapping[str, int],
+                    params: list[str], kinds: Mapping[str, Kind]) -> BlockingCondition:
+    spec = check_keys(raw, file=path, key=key, required=("name", "resolutions", "actions"),
+                      optional=("requires", "when", "on_error"))
+    name = str(spec["name"])
+    requires = None
+    if spec.get("requires") is not None:
+        requires = _literal(spec["requires"], path, join_key(key, "requires"), predicates, params,
+                            kinds)
+    on_error = tuple(str(s) for s in expect_type(spec.get("on_error") or [], list, file=path,
+                                                 key=join_key(key, "on_error")))
+    if requires is None and not on_error:
+        raise ConfigError(path, key, "a blocking condition needs 'requires' or 'on_error'")
+    when = []
+    if spec.get("when"):
+        try:
+            flag_lit = parse_literal(str(spec["when"]))
+        except LiteralSyntaxError as exc:
+            raise ConfigError(path, join_key(key, "when"), str(exc)) from None
+        if flag_lit.predicate not in KNOWN_FLAGS or len(flag_lit.args) != 1 \
+                or flag_lit.args[0] not in params:
+            raise ConfigError(path, join_key(key, "when"),
+                              "expected '<AI2-THOR flag>(<param>)', e.g. 'openable(r)'")
+        when.append((flag_lit.predicate, flag_lit.args[0], positive(flag_lit.truth)))
+    resolutions = tuple(
+        _literal(r, path, join_key(join_key(key, "resolutions"), i), predicates, params, kinds)
+        for i, r in enumerate(expect_type(spec["resolutions"], list, file=path,
+                                          key=join_key(key, "resolutions"))))
+    actions = []
+    for i, text in enumerate(expect_type(spec["actions"], list, file=path,
+                                         key=join_key(key, "actions"))):
+        akey = join_key(join_key(key, "actions"), i)
+        match = _ACTION_REF.match(str(text))
+        if not match:
+            raise ConfigError(path, akey, f"not an action reference: {text!r} "
+                              "(expected 'Action(arg, ...)')")
+        args = tuple(a.strip() for a in _split_args(match.group(2)))
+        for arg in args:
+            _check_token(arg, path, akey, params, kinds)
+        actions.append(ActionRef(match.group(1), args))
+    if not actions:
+        raise ConfigError(path, join_key(key, "actions"), "a blocking condition needs at least "
+                          "one resolution action")
+    return BlockingCondition(name, requires, tuple(when), on_error, resolutions, tuple(actions),
+                             key)
+
+
+def _split_args(body: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in body:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    if current.strip():
+        parts.append(current)
+    return [p.strip() for p in parts]
+
+
+def _check_references(actions: Mapping[str, ActionSchema], path: Path) -> None:
+    for schema in actions.values():
+        for cond in schema.blocking:
+            for i, ref in enumerate(cond.actions):
+                key = join_key(join_key(cond.key, "actions"), i)
+                target = actions.get(ref.schema)
+                if target is None:
+                    raise ConfigError(path, key, f"resolution names unknown action "
+                                      f"'{ref.schema}' (actions: {', '.join(sorted(actions))})")
+                if len(ref.args) != len(target.params):
+                    raise ConfigError(path, key, f"{ref.schema} takes {len(target.params)} "
+                                      f"argument(s), got {len(ref.args)}")
+
+
+def _check_cycles(actions: Mapping[str, ActionSchema], path: Path) -> None:
+    """Reject resolution chains that lead back to the same action with the same arguments while
+    every condition along the way can hold at once. No action succeeds along such a chain, so the
+    world does not change: the tree would grow the same nodes forever."""
+    for schema in actions.values():
+        start = GroundAction(schema.name, schema.param_names)
+        _walk(actions, start, [start], set(), [], path, counter=[0])
+
+
+def _walk(actions: Mapping[str, ActionSchema], current: GroundAction, chain: list[GroundAction],
+          facts: set[tuple[str, tuple[str, ...], bool]], keys: list[str], path: Path,
+          counter: list[int]) -> None:
+    if len(chain) > _CYCLE_DEPTH:
+        return
+    schema = actions[current.schema]
+    binding = dict(zip(schema.param_names, current.args))
+    for cond in schema.blocking:
+        new_facts = set(facts)
+        if cond.requires is not None:
+            lit = cond.requires
+            args = tuple(binding.get(a, a) for a in lit.args)
+            fact = (lit.predicate, args, not positive(lit.truth))  # what is true when met
+            if (fact[0], fact[1], not fact[2]) in new_facts or _contradicts_held(fact):
+                continue
+            new_facts.add(fact)
+        for i, ref in enumerate(cond.actions):
+            args = []
+            for token in ref.args:
+                if token.startswith("?"):
+                    counter[0] += 1
+                    args.append(f"{token}#{counter[0]}")  # a fresh object
+                else:
+                    args.append(binding.get(token, token))
+            nxt = GroundAction(ref.schema, tuple(args))
+            key = join_key(join_key(cond.key, "actions"), i)
+            if nxt in chain:
+                loop = " -> ".join(str(a) for a in chain[chain.index(nxt):] + [nxt])
+                raise ConfigError(path, key, f"cycle of resolutions: {loop}")
+            _walk(actions, nxt, chain + [nxt], new_facts, keys + [key], path, counter)
+
+
+def _contradicts_held(fact: tuple[str, tuple[str, ...], bool]) -> bool:
+    """$held is held by definition: 'not holding($held)' can never be met."""
+    predicate, args, value = fact
+    return predicate == "holding" and args == (HELD,) and value is False

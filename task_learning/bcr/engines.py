@@ -1,0 +1,143 @@
+"""Selection engines: which candidate to try next.
+
+* `HeuristicEngine`: deterministic, no LLM. Prefers untried actions of the first unmet goal,
+  actions whose effects do not already hold, actions about the object the blocked action needs
+  (open the container that holds it), the deepest resolution, and actions nothing blocks now.
+* `LLMEngine`: the seed 004 prompt through `LLMClient` (prompt_type "bcr_selection"), a fresh
+  conversation per decision; an answer outside the list is asked again with a warning, up to 5
+  times, then the heuristic decides (and the note says so).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from task_learning.bcr.agent import DecisionContext, Selection
+from task_learning.bcr.domain import GroundAction
+from task_learning.bcr.literals import holds
+from task_learning.bcr.prompt import build_request, match_candidate, parse_answer
+from task_learning.bcr.tree import Candidate
+from task_learning.errors import ConfigError
+from task_learning.types import GoalLiteral, Truth
+
+log = logging.getLogger(__name__)
+
+MAX_REASKS = 5
+ENGINES = ("heuristic", "llm")
+
+
+class HeuristicEngine:
+    """Deterministic ranking of the candidates (see module doc)."""
+
+    name = "heuristic"
+
+    def select(self, context: DecisionContext) -> Selection:
+        best = max(enumerate(context.candidates),
+                   key=lambda item: self._score(item[1], item[0], context))[1]
+        return Selection(best.action, note="heuristic")
+
+    def rank(self, context: DecisionContext) -> list[Candidate]:
+        scored = sorted(enumerate(context.candidates),
+                        key=lambda item: self._score(item[1], item[0], context), reverse=True)
+        return [c for _, c in scored]
+
+    def _score(self, cand: Candidate, index: int, context: DecisionContext) -> tuple:
+        untried = cand.action not in context.tried_here
+        worth = _usefulness(cand.action, context) + _relevance(cand, context)
+        free = context.domain.check_blocking(cand.action, context.state) is None
+        return (untried, -cand.goal_index, worth, cand.depth, free, -index)
+
+
+def _usefulness(action: GroundAction, context: DecisionContext) -> float:
+    """1 when some definite effect does not hold yet, 0.5 when only a possible one may still
+    help, 0 when trying it can change nothing the effects describe."""
+    schema = context.domain.actions[action.schema]
+    binding = dict(zip(schema.param_names, action.args))
+    definite_open = possible_open = False
+    for effect in schema.effects:
+        if "*" in effect.args:
+            possible_open = True
+            continue
+        literal = GoalLiteral(effect.predicate, tuple(binding.get(a, a) for a in effect.args),
+                              effect.truth)
+        if holds(literal, context.state):
+            continue
+        if effect.truth in (Truth.TRUE, Truth.FALSE):
+            definite_open = True
+        else:
+            possible_open = True
+    return 1.0 if definite_open else (0.5 if possible_open else 0.0)
+
+
+def _relevance(cand: Candidate, context: DecisionContext) -> float:
+    """How directly a resolution serves the action it resolves: acting on the same object, or
+    opening the container the needed object is in."""
+    parent = cand.parent_action
+    if parent is None:
+        return 0.0
+    target = parent.args[0] if parent.args else ""
+    if cand.action.schema == "OpenObject" and cand.action.args[0] in context.state.parents(target):
+        return 2.0
+    if target and target in cand.action.args:
+        return 1.0
+    return 0.0
+
+
+class LLMEngine:
+    """The paper's selection engine over the project's LLM client."""
+
+    name = "llm"
+
+    def __init__(self, client: Any, max_reasks: int = MAX_REASKS, scope: str = "bcr",
+                 fallback: HeuristicEngine | None = None) -> None:
+        self.client = client
+        self.max_reasks = max_reasks
+        self.scope = scope
+        self.fallback = fallback or HeuristicEngine()
+
+    def select(self, context: DecisionContext) -> Selection:
+        texts = context.texts
+        errors = list(context.errors)
+        requests = 0
+        last_prompt = ""
+        for attempt in range(self.max_reasks + 1):
+            request = build_request(context.goals, context.completed, texts, context.history,
+                                    errors, scope=self.scope)
+            last_prompt = request.messages[0][1]
+            response = self.client.complete(request)
+            requests += 1
+            if not response.ok:
+                log.warning("BCR selection: LLM call failed (%s); heuristic decides",
+                            response.error)
+                chosen = self.fallback.select(context)
+                chosen.requests, chosen.reasks = requests, attempt
+                chosen.note = f"llm error: {response.error}; heuristic"
+                chosen.prompt = last_prompt
+                return chosen
+            answer = parse_answer(response.text)
+            match = match_candidate(answer, texts)
+            if match is not None:
+                action = context.candidates[texts.index(match)].action
+                return Selection(action, requests=requests, reasks=attempt, note="llm",
+                                 prompt=last_prompt)
+            shown = answer if answer is not None else response.text.strip()[:120]
+            errors.append(f"Your last choice '{shown}' was not in the list of candidate actions."
+                          " Read the list carefully and copy one action exactly.")
+            log.debug("BCR selection: %r is not a candidate (attempt %d)", shown, attempt + 1)
+        chosen = self.fallback.select(context)
+        chosen.requests, chosen.reasks = requests, self.max_reasks
+        chosen.note = f"no valid answer after {self.max_reasks} re-asks; heuristic"
+        chosen.prompt = last_prompt
+        return chosen
+
+
+def make_engine(name: str, client: Any = None, **options: Any) -> Any:
+    """'heuristic' or 'llm' (needs an LLMClient)."""
+    if name == "heuristic":
+        return HeuristicEngine()
+    if name == "llm":
+        if client is None:
+            raise ConfigError(None, "engine", "the llm engine needs an LLM client (--llm)")
+        return LLMEngine(client, **options)
+    raise ConfigError(None, "engine", f"unknown selection engine {name!r} "
+                      f"(expected one of {', '.join(ENGINES)})")

@@ -1,0 +1,82 @@
+"""The BCR selection prompt (seed 004 §IV-B), in this project's own words.
+
+Eight parts, in the paper's order: role; take your time and reason step by step; previous actions
+(last 5); completed sub-goals; candidate actions; remaining goal literals; errors and blocking
+conditions met so far (with "your last choice was not in the list" when that happened); the
+reminder to choose only from the list, answering `$$ <action> $$`.
+"""
+from __future__ import annotations
+
+import re
+
+from task_learning.bcr.literals import literal_text
+from task_learning.llm.base import LLMRequest
+from task_learning.types import GoalLiteral
+
+ANSWER = re.compile(r"\$\$\s*(.+?)\s*\$\$", re.S)
+MAX_ERRORS_SHOWN = 6
+
+ROLE = ("You help a household robot decide which single action it should try next. The robot "
+        "works towards a goal one action at a time and tells you what blocked it so far.")
+REASON = "Take your time: think it through step by step before you answer."
+REMINDER = ("Choose exactly one action from the candidate list above, copied as written. "
+            "Give your selected action in the format $$ <selected action> $$.")
+
+
+def _bullets(items: list[str], empty: str) -> str:
+    return "\n".join(f"- {item}" for item in items) if items else f"- {empty}"
+
+
+def build_prompt(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
+                 history: list[str], errors: list[str]) -> str:
+    shown_errors = errors[-MAX_ERRORS_SHOWN:]
+    parts = [
+        ROLE,
+        REASON,
+        "Previous actions (oldest first):\n" + _bullets(history, "none yet"),
+        "Sub-goals already achieved:\n" + _bullets([literal_text(g) for g in completed], "none yet"),
+        "Candidate actions:\n" + _bullets(candidates, "none"),
+        "Goal literals still to achieve:\n" + _bullets([literal_text(g) for g in goals], "none"),
+        "Errors and blocking conditions met so far (latest last):\n"
+        + _bullets(shown_errors, "none"),
+        REMINDER,
+    ]
+    return "\n\n".join(parts)
+
+
+def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
+                  history: list[str], errors: list[str], scope: str = "") -> LLMRequest:
+    """A fresh one-message conversation per decision, with the structured context the offline
+    model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed)."""
+    prompt = build_prompt(goals, completed, candidates, history, errors)
+    return LLMRequest(
+        prompt_type="bcr_selection",
+        messages=(("user", prompt),),
+        max_tokens=300,
+        temperature=0.0,
+        context={
+            "goal": [literal_text(g) for g in goals],
+            "completed": [literal_text(g) for g in completed],
+            "candidates": list(candidates),
+            "history": list(history),
+            "errors": list(errors[-MAX_ERRORS_SHOWN:]),
+        },
+        scope=scope,
+    )
+
+
+def parse_answer(text: str) -> str | None:
+    """The action between the last pair of $$ markers, or None."""
+    found = ANSWER.findall(text or "")
+    return found[-1].strip() if found else None
+
+
+def match_candidate(answer: str | None, candidates: list[str]) -> str | None:
+    """The candidate the answer names, ignoring case and spacing; None if it names none."""
+    if not answer:
+        return None
+    squash = re.sub(r"\s+", "", answer).lower().strip("`'\". ")
+    for cand in candidates:
+        if re.sub(r"\s+", "", cand).lower() == squash:
+            return cand
+    return None

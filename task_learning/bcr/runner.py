@@ -1,0 +1,137 @@
+"""Running BCR trials (seed 004 §V-B): one task, one engine, one seeded world per trial."""
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent
+from task_learning.bcr.domain import Domain, load_domain
+from task_learning.bcr.engines import make_engine
+from task_learning.bcr.tasks import check_goals, load_tasks
+from task_learning.bcr.testbed import FailurePointWorld
+from task_learning.types import ActionOutcome
+from task_learning.world.scene import Scene, load_scene
+from task_learning.world.symbolic import SymbolicWorld
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrialResult:
+    """One trial: did the goals hold within 100 actions, and what it took."""
+
+    success: bool
+    actions: int  # actions tried (blocked tries and caught loops included), the paper's count
+    decisions: int
+    candidates_per_decision: float  # mean, the paper's Table 3 measure
+    runtime_s: float
+    seed: int | None = None
+    task: str = ""
+    engine: str = ""
+    failure: str = ""
+    executed: int = 0  # actions actually run in the world
+    llm_requests: int = 0
+    reasks: int = 0
+    loops_broken: int = 0
+    candidate_counts: list[int] = field(default_factory=list)
+    action_log: list[str] = field(default_factory=list)
+    overhead_ms_median: float = 0.0
+    dot: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "success": self.success,
+            "actions": self.actions,
+            "decisions": self.decisions,
+            "candidates_per_decision": round(self.candidates_per_decision, 3),
+            "runtime_s": round(self.runtime_s, 4),
+            "seed": self.seed,
+            "task": self.task,
+            "engine": self.engine,
+            "failure": self.failure,
+            "executed": self.executed,
+            "llm_requests": self.llm_requests,
+            "reasks": self.reasks,
+            "loops_broken": self.loops_broken,
+            "candidate_counts": list(self.candidate_counts),
+            "action_log": list(self.action_log),
+        }
+
+
+def make_world(scene: Scene, seed: int | None) -> FailurePointWorld:
+    """The BCR testbed: the symbolic world with the paper's failure points."""
+    return FailurePointWorld(SymbolicWorld(scene, seed=seed), seed=seed)
+
+
+def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
+              engine: Any = "heuristic", client: Any = None, seed: int | None = 0, *,
+              domain: Domain | None = None, max_actions: int = MAX_ACTIONS,
+              world: Any = None) -> TrialResult:
+    """Run one task to success or failure. `engine` is a name ('llm', 'heuristic') or an engine
+    object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed."""
+    started = time.perf_counter()
+    tasks = load_tasks()
+    spec = tasks.task(task)
+    scene_obj = scene if isinstance(scene, Scene) else load_scene(scene)
+    domain = domain or load_domain(tasks.domain)
+    world = world if world is not None else make_world(scene_obj, seed)
+    if isinstance(engine, str):
+        engine_obj = make_engine(engine, client, **({"scope": f"bcr:{task}:{seed}"}
+                                                     if engine == "llm" else {}))
+    else:
+        engine_obj = engine
+    check_goals(spec.goals, domain, world.metadata)
+    agent = BCRAgent(domain, list(spec.goals), engine_obj, max_actions=max_actions)
+    last: ActionOutcome | None = None
+    executed: list[str] = []
+    while True:
+        proposal = agent.next_action(world.metadata, last)
+        if proposal is None:
+            break
+        action, call = proposal
+        metadata = world.step(call.action, **call.step_kwargs())
+        ok = bool(metadata.get("lastActionSuccess"))
+        last = ActionOutcome(call, ok, "" if ok else str(metadata.get("errorMessage") or ""),
+                             "" if ok else str(metadata.get("errorCode") or ""))
+        executed.append(str(action) + ("" if ok else " [failed]"))
+    stats = agent.stats
+    counts = stats.candidates_per_decision
+    return TrialResult(
+        success=agent.status == "success",
+        actions=stats.actions,
+        decisions=stats.decisions,
+        candidates_per_decision=statistics.fmean(counts) if counts else 0.0,
+        runtime_s=time.perf_counter() - started,
+        seed=seed, task=task, engine=getattr(engine_obj, "name", str(engine)),
+        failure=agent.failure, executed=len(executed), llm_requests=stats.llm_requests,
+        reasks=stats.reasks, loops_broken=stats.loops_broken, candidate_counts=list(counts),
+        action_log=[f"{r.action} -> {r.outcome}" + (f" ({r.detail})" if r.detail else "")
+                    for r in agent.log],
+        overhead_ms_median=(statistics.median(stats.overhead_s) * 1000
+                            if stats.overhead_s else 0.0),
+        dot=agent.to_dot(),
+    )
+
+
+def summarize(results: list[TrialResult]) -> dict[str, Any]:
+    """Success count and means over trials (the paper's three measures)."""
+    n = len(results)
+    if not n:
+        return {"trials": 0}
+    ok = sum(r.success for r in results)
+    return {
+        "trials": n,
+        "successes": ok,
+        "success_rate": ok / n,
+        "mean_actions": statistics.fmean(r.actions for r in results),
+        "mean_decisions": statistics.fmean(r.decisions for r in results),
+        "mean_candidates_per_decision": statistics.fmean(r.candidates_per_decision
+                                                         for r in results),
+        "mean_runtime_s": statistics.fmean(r.runtime_s for r in results),
+        "llm_requests": sum(r.llm_requests for r in results),
+        "reasks": sum(r.reasks for r in results),
+        "loops_broken": sum(r.loops_broken for r in results),
+    }

@@ -1,0 +1,135 @@
+"""`task-learning operator`: answer the oversight node's questions at a prompt or in the panel.
+
+The ROS client lives in `task_learning_nodes.oversight_client` and is imported only when this
+command runs, so the core library never imports rclpy.
+
+  task-learning operator                 answer pending questions at a prompt (Ctrl-D quits)
+  task-learning operator --panel         the Qt operator panel (PySide6)
+  task-learning operator --list [--json] print the pending questions
+  task-learning operator --answer ID yes|no|"the goal is that ..."
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from task_learning.errors import TaskLearningError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "operator", help="answer the robot's goal questions (terminal prompt or Qt panel)",
+        description="Answer the oversight node's pending yes/no questions and goal-description "
+                    "requests. Needs a running oversight_node (same ROS_DOMAIN_ID).")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--panel", action="store_true", help="open the Qt operator panel")
+    mode.add_argument("--list", action="store_true", help="print the pending questions and exit")
+    mode.add_argument("--answer", nargs=2, metavar=("REQUEST_ID", "ANSWER"),
+                      help="answer one question: yes, no, or a goal description in quotes")
+    parser.add_argument("--json", action="store_true", help="with --list/--answer: JSON output")
+    parser.add_argument("--once", action="store_true",
+                        help="prompt mode: answer what is pending now, then exit")
+    parser.add_argument("--name", default="", help="who answers (stored with each answer)")
+    parser.add_argument("--wait", type=float, default=5.0,
+                        help="seconds to wait for the oversight node (default 5)")
+    parser.set_defaults(func=run)
+
+
+def _client(args: argparse.Namespace, default_name: str) -> Any:
+    try:
+        from task_learning_nodes.oversight_client import OversightClient
+    except ImportError as exc:
+        raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
+    return OversightClient(name=args.name or default_name, service_wait_s=args.wait)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.panel:
+        return _run_panel(args)
+    client = _client(args, "terminal")
+    try:
+        if args.list:
+            return _list(client, args.json)
+        if args.answer:
+            return _answer(client, args.answer[0], args.answer[1], args.json)
+        return _prompt_loop(client, once=args.once)
+    finally:
+        client.close()
+
+
+def _list(client: Any, as_json: bool) -> int:
+    pending = client.pending(fresh=True)
+    if as_json:
+        print(json.dumps([{
+            "request_id": r.request_id, "question": r.question, "object_id": r.object_id,
+            "object_description": r.object_description, "wants_description": r.wants_description,
+            "candidate": r.candidate.text if r.candidate else "",
+            "candidates": [c.to_dict() for c in r.candidates]} for r in pending], indent=2))
+        return 0
+    from task_learning.oversight.terminal import format_request
+
+    if not pending:
+        print("no pending questions")
+    for request in pending:
+        print(format_request(request))
+    return 0
+
+
+def _answer(client: Any, request_id: str, text: str, as_json: bool) -> int:
+    word = text.strip().lower().rstrip(".!")
+    kind, description = (word, "") if word in ("yes", "no") else ("description", text)
+    reply = client.submit(request_id, kind, description)
+    if as_json:
+        print(json.dumps({"accepted": reply.accepted, "message": reply.message}))
+    else:
+        print(("ok: " if reply.accepted else "refused: ") + reply.message,
+              file=sys.stdout if reply.accepted else sys.stderr)
+    return 0 if reply.accepted else 1
+
+
+def _prompt_loop(client: Any, *, once: bool) -> int:
+    from task_learning.oversight.terminal import prompt_answer
+
+    answered: set[str] = set()
+    print("Waiting for questions (Ctrl-D to quit).", flush=True)
+    while True:
+        pending = [r for r in client.pending(fresh=True) if r.request_id not in answered]
+        if not pending:
+            if once:
+                return 0
+            client.spin_once(0.5)
+            time.sleep(0.2)
+            continue
+        request = pending[0]
+        got = prompt_answer(request, sys.stdin, sys.stdout)
+        if got is None:
+            return 0
+        kind, text = got
+        reply = client.submit(request.request_id, kind, text)
+        print(("  ok: " if reply.accepted else "  refused: ") + reply.message, flush=True)
+        if reply.accepted or "no pending question" in reply.message or "timed out" in reply.message:
+            answered.add(request.request_id)
+
+
+def _run_panel(args: argparse.Namespace) -> int:
+    try:
+        from task_learning.oversight.qt_compat import QApplication, QTimer
+        from task_learning.oversight.panel import OperatorPanel
+    except ImportError as exc:
+        raise TaskLearningError(f"Qt is not available for the panel ({exc}); "
+                                f"install PySide6-Essentials") from None
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    client = _client(args, "panel")
+    panel = OperatorPanel(client, operator=args.name or "panel")
+    spin = QTimer()
+    spin.timeout.connect(lambda: client.spin_once(0.0))
+    spin.start(50)
+    panel.resize(900, 600)
+    panel.show()
+    try:
+        return int(app.exec())
+    finally:
+        client.close()

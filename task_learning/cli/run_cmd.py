@@ -1,0 +1,59 @@
+"""`task-learning run`: one trial of one STARS condition on a scene, in-process.
+
+Running it again with the same --db is Trial #2: learned goals and policies are reused, with no
+LLM call and no question.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from task_learning.planning.session import CONDITIONS, OPERATORS, RunSpec, run_in_process
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("run", help="learn and perform a task (in-process)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scene", required=True, help="tidy_kitchen | store_groceries | organize_office | a YAML path")
+    p.add_argument("--condition", default="STARS+O", type=str.upper, choices=CONDITIONS)
+    p.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
+    p.add_argument("--operator", default="simulated", choices=OPERATORS)
+    p.add_argument("--db", required=True, help="SQLite knowledge base (created if missing)")
+    p.add_argument("--engine", default="heuristic", choices=("heuristic", "llm"),
+                   help="BCR action selection engine used to reach goals")
+    p.add_argument("--seed", type=int, default=None, help="placement variation of the world")
+    p.add_argument("--workers", type=int, default=4, help="concurrent LLM requests per tree level")
+    p.add_argument("--json", action="store_true", help="print the measures as JSON")
+    p.set_defaults(func=run)
+
+
+def _progress_bar(done: int, total: int, message: str) -> None:
+    width = 30
+    filled = int(width * done / max(total, 1))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {message[:60]:<60}")
+    sys.stderr.flush()
+    if done >= total:
+        sys.stderr.write("\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
+                   db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers)
+    progress = None if args.json or not sys.stderr.isatty() else _progress_bar
+    metrics, learner = run_in_process(spec, progress=progress)
+    data = metrics.to_dict()
+    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db))
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"{args.scene} {args.condition}: completion {data['completion']:.1f}% "
+          f"({data['satisfied']}/{data['assertions']} assertions)")
+    for key in ("retrieved", "proposed", "sourced", "prompt_tokens", "completion_tokens",
+                "instructions", "yes_no", "words", "learned_goals_reused", "policies_reused"):
+        print(f"  {key:<22}{data[key]}")
+    print(f"  {'llm calls':<22}{data['usage']['calls']}")
+    failed = [r for r in learner.reports if r.outcome != "done"]
+    for report in failed:
+        print(f"  ! {report.context}: {report.outcome} {report.message}")
+    return 0

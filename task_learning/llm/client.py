@@ -1,0 +1,423 @@
+"""`LLMClient`: the one door every LLM call in the project goes through.
+
+A provider only talks to a model; the client adds what every caller needs and none should write
+twice: accounting by prompt type, a response cache, retries with exponential backoff on transient
+failures, a timeout per call, a cap on requests per scope (object), a token budget per run, an
+optional cassette recorder, and thread safety (STARS sends one tree level concurrently).
+
+`complete` never raises for a provider failure: it returns an `LLMResponse` whose `error` says
+what went wrong (a dead endpoint, garbage, a spent budget), counted as a failure in `usage`.
+
+Counting, per prompt type (`client.usage`, a `task_learning.types.LLMUsage`):
+* calls: requests handed to the provider (a request retried three times is one call; the retries
+  are counted apart in `client.retries`);
+* prompt/completion tokens: as reported by successful responses;
+* cache_hits: requests answered by the cache (no call, no tokens);
+* failures: requests answered with an error, including those refused by the cap or the budget
+  (which make no call).
+
+Order: the cache answers first (a hit is free, so it is served even past a cap or budget); then
+the scope cap (`request.scope`; the empty scope is a scope like any other) and the token budget
+are checked; then the provider is called, retried on TransientProviderError only. The budget is
+checked before each call against the tokens already used, so concurrent calls in flight may
+overshoot it by at most one call each.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from task_learning.errors import ConfigError
+from task_learning.llm.base import LLMProvider, LLMRequest, LLMResponse, ProviderError, TransientProviderError
+from task_learning.llm.cache import ResponseCache
+from task_learning.llm.latency import FixedLatencyProvider
+from task_learning.llm.replay import CassetteRecorder, ReplayProvider
+from task_learning.llm.settings import LLMSettings, load_llm_settings
+from task_learning.llm.usage import copy_usage, record, usage_diff
+from task_learning.types import LLMUsage
+
+log = logging.getLogger(__name__)
+
+
+class LLMClient:
+    """Wraps a provider with accounting, cache, retries, caps and budget. Thread-safe."""
+
+    def __init__(
+        self,
+        provider: LLMProvider,
+        *,
+        cache: ResponseCache | None = None,
+        timeout_s: float = 30.0,
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+        max_requests_per_scope: int | None = 1500,
+        token_budget: int | None = None,
+        recorder: CassetteRecorder | None = None,
+        max_backoff_s: float = 30.0,
+        jitter: float = 0.5,
+        seed: int = 0,
+        max_in_flight: int | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_retries < 0 or backoff_s < 0 or max_backoff_s < 0 or not 0 <= jitter <= 1:
+            raise ValueError("max_retries, backoff_s, max_backoff_s must be >= 0 and jitter in [0, 1]")
+        self.provider = provider
+        self.cache = cache
+        self.recorder = recorder
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_s = float(backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self.jitter = float(jitter)
+        self.max_requests_per_scope = int(max_requests_per_scope or 0)  # 0: no cap
+        self.token_budget = int(token_budget or 0)  # 0: no budget
+        self._sleep = sleep
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_in_flight) if max_in_flight else None
+        self._pending: dict[str, threading.Event] = {}
+        self._usage = LLMUsage()
+        self._scope_usage: dict[str, LLMUsage] = {}
+        self._scope_requests: dict[str, int] = {}
+        self._retries: dict[str, int] = {}
+        self._refused = {"scope_cap": 0, "token_budget": 0}
+
+    def __repr__(self) -> str:
+        model = getattr(self.provider, "model", "")
+        return (
+            f"LLMClient(provider={getattr(self.provider, 'name', '?')!r}, model={model!r}, "
+            f"cache={'on' if self.cache is not None else 'off'}, timeout_s={self.timeout_s}, "
+            f"max_retries={self.max_retries}, max_requests_per_scope={self.max_requests_per_scope}, "
+            f"token_budget={self.token_budget})"
+        )
+
+    # ----------------------------------------------------------------------------------- calls
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer one request (from the cache or the provider). Never raises for provider trouble."""
+        if not isinstance(request, LLMRequest):
+            raise TypeError(f"LLMClient.complete expects an LLMRequest, got {type(request).__name__}")
+        kind = request.prompt_type or "unknown"
+        key = request.cache_key(self.provider_name, self.model_for(request))
+
+        owner = False
+        if self.cache is not None:
+            hit = self._cache_hit(key, kind, request.scope)
+            if hit is not None:
+                return hit
+            # Single flight: identical requests sent concurrently make one call; the others wait
+            # for its answer and count as cache hits.
+            with self._lock:
+                waiting = self._pending.get(key)
+                if waiting is None:
+                    self._pending[key] = threading.Event()
+                    owner = True
+            if not owner:
+                waiting.wait()
+                hit = self._cache_hit(key, kind, request.scope)
+                if hit is not None:
+                    return hit
+        try:
+            return self._complete_uncached(request, kind, key)
+        finally:
+            if owner:
+                with self._lock:
+                    self._pending.pop(key).set()
+
+    def _complete_uncached(self, request: LLMRequest, kind: str, key: str) -> LLMResponse:
+        refusal = self._admit(request, kind)
+        if refusal:
+            log.warning("LLM request refused (%s): %s", kind, refusal)
+            return LLMResponse(text="", error=refusal)
+
+        response = self._call_with_retries(request, kind)
+        with self._lock:
+            for usage in (self._usage, self._scope(request.scope)):
+                if response.ok:
+                    record(usage, kind, prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens)
+                else:
+                    record(usage, kind, failures=1)
+        if response.ok and self.cache is not None:
+            self.cache.put(key, response)
+        if self.recorder is not None:
+            try:
+                self.recorder.record(request, response, provider=self.provider_name, model=self.model_for(request))
+            except OSError as exc:
+                log.warning("cannot record LLM call to %s: %s", self.recorder.path, exc)
+        return response
+
+    def _admit(self, request: LLMRequest, kind: str) -> str:
+        """Reserve a call against the scope cap and the budget; the refusal message, or ""."""
+        with self._lock:
+            scope = request.scope
+            used = self._scope_requests.get(scope, 0)
+            refusal = ""
+            if self.max_requests_per_scope and used >= self.max_requests_per_scope:
+                self._refused["scope_cap"] += 1
+                refusal = f"request cap reached: {used} requests for scope {scope!r} (max {self.max_requests_per_scope})"
+            elif self.token_budget and self._tokens_used() >= self.token_budget:
+                self._refused["token_budget"] += 1
+                refusal = f"token budget spent: {self._tokens_used()} of {self.token_budget} tokens used in this run"
+            if refusal:
+                for usage in (self._usage, self._scope(scope)):
+                    record(usage, kind, failures=1)
+                return refusal
+            self._scope_requests[scope] = used + 1
+            for usage in (self._usage, self._scope(scope)):
+                record(usage, kind, calls=1)
+            return ""
+
+    def _call_with_retries(self, request: LLMRequest, kind: str) -> LLMResponse:
+        attempt = 0
+        while True:
+            try:
+                if self._slots is not None:
+                    with self._slots:
+                        response = self.provider.complete(request, self.timeout_s)
+                else:
+                    response = self.provider.complete(request, self.timeout_s)
+                if not isinstance(response, LLMResponse):
+                    raise ProviderError(f"provider returned {type(response).__name__}, not an LLMResponse")
+                if response.error:
+                    log.warning("LLM %s call failed: %s", kind, self._redact(response.error))
+                return response
+            except TransientProviderError as exc:
+                message = self._redact(str(exc))
+                if attempt >= self.max_retries:
+                    log.warning("LLM %s call failed after %d attempt(s): %s", kind, attempt + 1, message)
+                    return LLMResponse(text="", error=f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}")
+                delay = self._backoff(attempt, getattr(exc, "retry_after_s", None))
+                with self._lock:
+                    self._retries[kind] = self._retries.get(kind, 0) + 1
+                log.info("LLM %s call: %s; retry %d/%d in %.2f s", kind, message, attempt + 1, self.max_retries, delay)
+                self._sleep(delay)
+                attempt += 1
+            except ProviderError as exc:
+                message = self._redact(str(exc))
+                log.warning("LLM %s call failed: %s", kind, message)
+                return LLMResponse(text="", error=f"{self.provider_name}: {message}")
+            except Exception as exc:  # a provider bug must not take the caller down
+                message = self._redact(f"{type(exc).__name__}: {exc}")
+                log.warning("LLM %s call: unexpected provider error: %s", kind, message)
+                return LLMResponse(text="", error=f"{self.provider_name}: unexpected error: {message}")
+
+    def _backoff(self, attempt: int, retry_after_s: Any) -> float:
+        base = min(self.max_backoff_s, self.backoff_s * (2 ** attempt))
+        with self._lock:
+            factor = 1.0 + self.jitter * self._rng.random()
+        delay = min(self.max_backoff_s, base * factor)
+        if isinstance(retry_after_s, (int, float)) and retry_after_s > 0:
+            delay = min(self.max_backoff_s, max(delay, float(retry_after_s)))
+        return delay
+
+    def _cache_hit(self, key: str, kind: str, scope: str) -> LLMResponse | None:
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            with self._lock:
+                for usage in (self._usage, self._scope(scope)):
+                    record(usage, kind, cache_hits=1)
+        return hit
+
+    # ------------------------------------------------------------------------------ accounting
+    @property
+    def provider_name(self) -> str:
+        return str(getattr(self.provider, "name", "provider"))
+
+    def model_for(self, request: LLMRequest) -> str:
+        """The model that serves a request (providers with several models expose `model_for`)."""
+        pick = getattr(self.provider, "model_for", None)
+        if callable(pick):
+            return str(pick(request))
+        return str(getattr(self.provider, "model", ""))
+
+    @property
+    def usage(self) -> LLMUsage:
+        """A snapshot of the run's usage (a copy: safe to keep and compare)."""
+        with self._lock:
+            return copy_usage(self._usage)
+
+    def usage_snapshot(self) -> LLMUsage:
+        return self.usage
+
+    def usage_since(self, snapshot: LLMUsage) -> LLMUsage:
+        """Usage since `snapshot` (from `usage_snapshot()`): for one object handled alone."""
+        return usage_diff(self.usage, snapshot)
+
+    def scope_usage(self, scope: str) -> LLMUsage:
+        """Usage of one scope (object) only, exact even when objects are handled concurrently."""
+        with self._lock:
+            return copy_usage(self._scope_usage.get(scope, LLMUsage()))
+
+    def scope_requests(self, scope: str) -> int:
+        with self._lock:
+            return self._scope_requests.get(scope, 0)
+
+    @property
+    def retries(self) -> int:
+        with self._lock:
+            return sum(self._retries.values())
+
+    def stats(self) -> dict[str, Any]:
+        """Usage plus what `LLMUsage` does not hold: retries by type and refusals."""
+        with self._lock:
+            out = self._usage.to_dict()
+            out["retries"] = sum(self._retries.values())
+            out["retries_by_type"] = dict(sorted(self._retries.items()))
+            out["refused"] = dict(self._refused)
+            out["tokens_used"] = self._tokens_used()
+            out["token_budget"] = self.token_budget
+        return out
+
+    def _tokens_used(self) -> int:
+        return self._usage.prompt_tokens + self._usage.completion_tokens
+
+    def _scope(self, scope: str) -> LLMUsage:
+        return self._scope_usage.setdefault(scope, LLMUsage())
+
+    def _redact(self, text: str) -> str:
+        redact = getattr(self.provider, "redact", None)
+        return redact(text) if callable(redact) else text
+
+    # -------------------------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        for part in (self.cache, self.recorder, self.provider):
+            closer = getattr(part, "close", None)
+            if callable(closer):
+                closer()
+
+    def __enter__(self) -> "LLMClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------ factory
+MAKE_CLIENT_OPTIONS = (
+    "config", "settings", "env",
+    "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "jitter", "seed",
+    "max_requests_per_scope", "token_budget", "max_in_flight", "cache", "record", "latency_s", "sleep",
+    "base_url", "api_key", "completion_model", "selection_model", "selection_api", "offline",
+)
+SPECS = "offline, openai, replay:FILE, record:FILE"
+
+
+def make_client(spec: str | None = None, **options: Any) -> LLMClient:
+    """Build a client from a spec and config/llm.yaml.
+
+    spec: "offline" | "openai" | "replay:FILE" | "record:FILE" (openai, recording every real call
+    to FILE); None or "" takes `default` from llm.yaml.
+    options: config (path of an llm.yaml) or settings (an LLMSettings); env (a mapping instead of
+    os.environ); any `client:` value (timeout_s, max_retries, backoff_s, max_backoff_s, jitter,
+    seed, max_requests_per_scope, token_budget, max_in_flight, cache: None/False/"off" | True/
+    "memory" | a path | a ResponseCache); record (a cassette path, with any spec); latency_s (wrap
+    the provider in FixedLatencyProvider, for benches); openai values base_url, api_key,
+    completion_model, selection_model, selection_api; offline (options for OfflineProvider).
+    Bad specs and options raise ConfigError with a clear message.
+    """
+    unknown = sorted(set(options) - set(MAKE_CLIENT_OPTIONS))
+    if unknown:
+        raise ConfigError(None, "make_client", f"unknown option(s) {', '.join(unknown)} (allowed: {', '.join(MAKE_CLIENT_OPTIONS)})")
+    settings: LLMSettings = options.get("settings") or load_llm_settings(options.get("config"))
+    env: Mapping[str, str] = options.get("env") if options.get("env") is not None else os.environ
+    spec = (spec or settings.default or "").strip()
+    kind, _, argument = spec.partition(":")
+    kind = kind.strip().lower()
+    record_to = options.get("record")
+
+    if kind == "offline" and not argument:
+        provider: Any = _offline_provider(dict(settings.offline) | dict(options.get("offline") or {}))
+    elif kind == "openai" and not argument:
+        provider = _openai_provider(settings, env, options)
+    elif kind == "record":
+        if not argument.strip():
+            raise ConfigError(None, "llm", f"'record:' needs a cassette file (record:FILE); expected one of {SPECS}")
+        provider = _openai_provider(settings, env, options)
+        record_to = argument.strip()
+    elif kind == "replay":
+        if not argument.strip():
+            raise ConfigError(None, "llm", f"'replay:' needs a cassette file (replay:FILE); expected one of {SPECS}")
+        provider = ReplayProvider(argument.strip())
+    else:
+        raise ConfigError(None, "llm", f"unknown LLM provider {spec!r}; expected one of {SPECS}")
+
+    if options.get("latency_s"):
+        provider = FixedLatencyProvider(provider, float(options["latency_s"]))
+
+    c = settings.client
+    pick = lambda name: options[name] if options.get(name) is not None else getattr(c, name)  # noqa: E731
+    try:
+        return LLMClient(
+            provider,
+            cache=_make_cache(options["cache"] if "cache" in options else c.cache),
+            timeout_s=float(pick("timeout_s")),
+            max_retries=int(pick("max_retries")),
+            backoff_s=float(pick("backoff_s")),
+            max_backoff_s=float(pick("max_backoff_s")),
+            jitter=float(pick("jitter")),
+            seed=int(pick("seed")),
+            max_requests_per_scope=int(pick("max_requests_per_scope")),
+            token_budget=int(pick("token_budget")),
+            max_in_flight=int(pick("max_in_flight")),
+            recorder=CassetteRecorder(record_to) if record_to else None,
+            sleep=options.get("sleep") or time.sleep,
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(None, "make_client", f"bad client option: {exc}") from None
+
+
+def _make_cache(value: Any) -> ResponseCache | None:
+    if isinstance(value, ResponseCache):
+        return value
+    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in ("off", "none", "")):
+        return None
+    if value is True or (isinstance(value, str) and value.strip().lower() == "memory"):
+        return ResponseCache()
+    if isinstance(value, (str, Path)):
+        return ResponseCache(Path(value))
+    raise ConfigError(None, "cache", f"expected off, memory, a file path or a ResponseCache, got {value!r}")
+
+
+def _offline_provider(options: dict[str, Any]) -> Any:
+    # Imported here: the offline model is a separate component, and the openai/replay paths must
+    # work without it.
+    try:
+        from task_learning.llm.offline import OfflineProvider
+    except ImportError as exc:
+        raise ConfigError(None, "llm", f"the offline provider is not available: {exc}") from None
+    try:
+        return OfflineProvider(**options)
+    except TypeError as exc:
+        raise ConfigError(None, "offline", f"bad option for the offline provider: {exc}") from None
+
+
+def _openai_provider(settings: LLMSettings, env: Mapping[str, str], options: Mapping[str, Any]) -> Any:
+    from task_learning.llm.openai_provider import OpenAIProvider  # keeps `openai` off other paths
+
+    o = settings.openai
+    base_url = options.get("base_url") or env.get("OPENAI_BASE_URL") or o.base_url
+    api_key = options.get("api_key") or env.get(o.api_key_env or "OPENAI_API_KEY") or ""
+    if not api_key and "api.openai.com" in base_url:
+        raise ConfigError(
+            settings.source or None, "openai",
+            f"no API key: set {o.api_key_env or 'OPENAI_API_KEY'} (or OPENAI_BASE_URL to a local server)",
+        )
+    selection_api = options.get("selection_api") or o.selection_api
+    if selection_api not in ("chat", "completions"):
+        raise ConfigError(None, "selection_api", f"expected chat or completions, got {selection_api!r}")
+    return OpenAIProvider(
+        base_url=base_url,
+        api_key=api_key,
+        completion_model=options.get("completion_model") or o.completion_model,
+        selection_model=options.get("selection_model") or o.selection_model,
+        selection_api=selection_api,
+        selection_prompt_types=o.selection_prompt_types,
+        organization=o.organization or None,
+        require_logprobs=o.require_logprobs,
+    )

@@ -1,0 +1,147 @@
+"""OfflineProvider: a deterministic stand-in for a language model, for demos and tests.
+
+It is NOT a language model. It answers goal requests from hand-written household knowledge
+(config/offline_model/) by decoding a sentence token by token with GPT-like tokens and top
+alternatives, including plausible answers the robot cannot use (places the scene may lack, words
+outside the robot's vocabulary, states it cannot check), so that every STARS stage has work to do.
+It reads the request's structured context (task, object, place, prefix, repair feedback, user
+context), never a scene's preferred destinations or any other ground truth.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
+from task_learning.llm.offline.decoder import decode
+from task_learning.llm.offline.feedback import parse_feedback
+from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
+from task_learning.llm.offline.selection import answer_tokens, rate_options
+from task_learning.llm.offline.sentences import GoalQuery, build_sentences
+
+log = logging.getLogger(__name__)
+
+LABEL = "offline (deterministic, not a language model)"
+GOAL_TYPES = ("initial", "recurse", "repair", "repair_recurse")
+BCR_MODULE = "task_learning.llm.offline.bcr"
+_AWARE = re.compile(r"Aware of (?:an? |the )?(.+?) (in|on) (?:the )?(.+?)\.", re.IGNORECASE)
+
+
+def count_prompt_tokens(request: LLMRequest) -> int:
+    """Roughly what a GPT tokenizer bills: 1.3 tokens per word, plus 4 per chat message."""
+    if request.is_chat:
+        words = sum(len(str(content).split()) for _, content in request.messages)
+        return int(math.ceil(words * 1.3)) + 4 * len(request.messages)
+    return int(math.ceil(len(request.prompt.split()) * 1.3))
+
+
+class OfflineProvider:
+    """LLMProvider over the offline household-knowledge model (see module docstring).
+
+    `name` is the provider spec ("offline"); `model` and `label` say honestly what it is.
+    """
+
+    name = "offline"
+    model = LABEL
+    label = LABEL
+
+    def __init__(self, knowledge_dir: str | Path | None = None, knowledge: Knowledge | None = None) -> None:
+        self.knowledge = knowledge if knowledge is not None else load_knowledge(knowledge_dir)
+
+    # ------------------------------------------------------------------ contract
+    def complete(self, request: LLMRequest, timeout_s: float = 30.0) -> LLMResponse:
+        """Answer one request; raises ProviderError for a request it cannot serve."""
+        kind = request.prompt_type
+        if kind in GOAL_TYPES:
+            return self._goal(request)
+        if kind == "selection":
+            return self._selection(request)
+        if kind == "bcr_selection":
+            return self._bcr(request)
+        raise ProviderError(f"offline model: unsupported prompt_type {kind!r} "
+                            f"(expected one of {', '.join(GOAL_TYPES + ('selection', 'bcr_selection'))})")
+
+    # ------------------------------------------------------------------ goals
+    def goal_query(self, request: LLMRequest) -> GoalQuery:
+        """The request's context as a GoalQuery; a missing object falls back to the prompt's last
+        "Aware of <object> in|on <place>." line, a missing prefix to the text after "(RESULT)"."""
+        ctx: Mapping[str, Any] = request.context or {}
+        obj = str(ctx.get("object") or "").strip()
+        place = str(ctx.get("object_place") or "").strip()
+        relation = str(ctx.get("object_relation") or "").strip()
+        text = request.prompt or "\n".join(c for _, c in request.messages)
+        if not obj:
+            found = _AWARE.findall(text)
+            if found:
+                obj, relation, place = found[-1]
+        prefix = ctx.get("prefix")
+        if prefix is None:
+            prefix = text.rsplit("(RESULT)", 1)[1] if "(RESULT)" in text else ""
+        system = ctx.get("system_context") or ()
+        if isinstance(system, str):
+            system = (system,)
+        return GoalQuery(
+            task=str(ctx.get("task") or ""), location=str(ctx.get("location") or ""),
+            object=obj, object_place=place, object_relation=relation, prefix=str(prefix),
+            repair_of=str(ctx.get("repair_of") or ""), feedback=str(ctx.get("feedback") or ""),
+            system_context=tuple(str(s) for s in system),
+        )
+
+    def _goal(self, request: LLMRequest) -> LLMResponse:
+        query = self.goal_query(request)
+        avoid = parse_feedback(query.feedback, query.repair_of, query.object) if (query.feedback or query.repair_of) else None
+        sentences = build_sentences(query, self.knowledge, avoid)
+        salt = json.dumps([query.object, query.object_place, query.feedback, query.repair_of,
+                           list(query.system_context)])
+        top_k = max(0, int(request.logprobs or 0))
+        decoded = decode(sentences, query.prefix, self.knowledge.language,
+                         max_tokens=max(0, int(request.max_tokens)), stop=tuple(request.stop),
+                         top_k=top_k, salt=salt)
+        if not decoded.matched_prefix and query.prefix:
+            log.debug("offline model: nothing continues prefix %r for %s", query.prefix, query.object)
+        tokens = decoded.tokens if top_k else [type(t)(t.token, t.logprob, ()) for t in decoded.tokens]
+        return LLMResponse(
+            text=decoded.text, tokens=tokens, prompt_tokens=count_prompt_tokens(request),
+            completion_tokens=decoded.generated, finish_reason=decoded.finish_reason,
+        )
+
+    # ------------------------------------------------------------------ selection
+    def _selection(self, request: LLMRequest) -> LLMResponse:
+        ctx = request.context or {}
+        options = ctx.get("options")
+        if not isinstance(options, (list, tuple)) or not options:
+            raise ProviderError("offline model: a selection request needs context['options'] "
+                                "(a non-empty list of goal texts)")
+        system = ctx.get("system_context") or ()
+        if isinstance(system, str):
+            system = (system,)
+        answer = rate_options([str(o) for o in options], str(ctx.get("object") or ""),
+                              str(ctx.get("object_place") or ""), tuple(str(s) for s in system),
+                              self.knowledge)
+        tokens = answer_tokens(answer, leading_space=not request.is_chat,
+                               top_k=max(0, int(request.logprobs or 0)))
+        return LLMResponse(
+            text=tokens[0].token, tokens=tokens, prompt_tokens=count_prompt_tokens(request),
+            completion_tokens=1, finish_reason="stop",
+        )
+
+    # ------------------------------------------------------------------ BCR
+    def _bcr(self, request: LLMRequest) -> LLMResponse:
+        """BCR action selection lives in offline/bcr.py (owned by the BCR engineer)."""
+        if importlib.util.find_spec(BCR_MODULE) is None:
+            raise ProviderError("offline model: bcr_selection is not available "
+                                "(task_learning/llm/offline/bcr.py with respond(request) is missing)")
+        module = importlib.import_module(BCR_MODULE)
+        respond = getattr(module, "respond", None)
+        if respond is None:
+            raise ProviderError(f"offline model: {BCR_MODULE} has no respond(request) function")
+        response = respond(request)
+        if not response.prompt_tokens:
+            response.prompt_tokens = count_prompt_tokens(request)
+        return response

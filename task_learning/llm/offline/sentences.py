@@ -1,0 +1,186 @@
+"""The finite set of goal sentences the offline model can say for one object, with probabilities.
+
+A goal request is answered by decoding token by token from this set (decoder.py): the probability
+of a next token is the probability mass of the sentences that continue the text so far with it.
+Because the set depends only on the request's context (object, place, user context, repair
+feedback) and never on the prefix, a request whose prefix is any prefix of an earlier answer
+continues that answer exactly, as the Search Tree expects of a real model at temperature 0.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+from task_learning.llm.offline.hashing import unit_hash
+from task_learning.llm.offline.knowledge import Knowledge, ObjectProfile
+from task_learning.names import normalize_name
+
+if TYPE_CHECKING:
+    from task_learning.llm.offline.feedback import Avoidance
+
+
+@dataclass(frozen=True)
+class GoalQuery:
+    """The facts of a goal request the offline model uses (from LLMRequest.context)."""
+
+    task: str
+    location: str
+    object: str
+    object_place: str
+    object_relation: str
+    prefix: str = ""
+    repair_of: str = ""
+    feedback: str = ""
+    system_context: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParsedGoal:
+    """The parts of one goal sentence of the model's own shape."""
+
+    verb: str  # "" or "stored", "put away" ...
+    relation: str
+    dest: str
+    clause_kind: str = ""  # "" | dest_state | start_state | start_moved
+    clause_subject: str = ""
+    clause_state: str = ""  # the state word(s), or the place of a start_moved clause
+
+    def words(self) -> list[str]:
+        text = " ".join([self.verb, self.dest, self.clause_subject, self.clause_state])
+        return text.split()
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence body (without its end token) as GPT-like tokens, its probability and parts."""
+
+    tokens: tuple[str, ...]
+    prob: float
+    parts: ParsedGoal
+
+    @property
+    def text(self) -> str:
+        return "".join(self.tokens)
+
+
+def tokenize(text: str, knowledge: Knowledge) -> list[str]:
+    """Split words GPT-style: each word carries its leading space; known words split in pieces."""
+    out: list[str] = []
+    for word in text.split():
+        pieces = knowledge.language.token_splits.get(word)
+        out.extend(pieces if pieces else [" " + word])
+    return out
+
+
+def build_sentences(query: GoalQuery, knowledge: Knowledge, avoid: "Avoidance | None" = None) -> list[Sentence]:
+    """Every sentence the model may say for this query, probabilities summing to 1 (after the
+    feedback's exclusions, renormalised). Unknown objects get the generic category's answers."""
+    profile = knowledge.profile(query.object or "object", query.object_place, query.system_context)
+    sentences = list(_enumerate(query, knowledge, profile))
+    if avoid is not None:
+        sentences = [s for s in sentences if avoid.allows(s.parts)]
+    merged: dict[tuple[str, ...], Sentence] = {}
+    for s in sentences:
+        prev = merged.get(s.tokens)
+        merged[s.tokens] = s if prev is None else Sentence(s.tokens, prev.prob + s.prob, prev.parts)
+    total = sum(s.prob for s in merged.values())
+    if total <= 0:
+        return []
+    return [Sentence(s.tokens, s.prob / total, s.parts) for s in merged.values()]
+
+
+def _enumerate(query: GoalQuery, knowledge: Knowledge, profile: ObjectProfile) -> Iterable[Sentence]:
+    lang = knowledge.language
+    obj = normalize_name(query.object) or "object"
+    start = normalize_name(query.object_place)
+    be = "are" if profile.plural else "is"
+    head = f"{lang.opening} the {obj} {be}"
+    for verb_token, w_verb in profile.verbs.items():
+        verb = verb_token.strip()
+        for dest, w_dest in profile.completion.items():
+            place = knowledge.place(dest)
+            clause1 = f"{head} {verb} {place.relation} the {dest}" if verb else f"{head} {place.relation} the {dest}"
+            p1 = w_verb * w_dest
+            conj = lang.conjunction[place.kind]
+            u = 2.0 * unit_hash("conj", obj, start, dest) - 1.0
+            conj = min(0.97, max(0.02, conj * math.exp(lang.jitter_conjunction * u)))
+            base = ParsedGoal(verb, place.relation, dest)
+            yield Sentence(tuple(tokenize(clause1, knowledge)), p1 * (1.0 - conj), base)
+            kinds = dict(lang.second_clause[place.kind])
+            if not start or start == dest:
+                kinds.pop("start_state", None)
+                kinds.pop("start_moved", None)
+            elif knowledge.place(knowledge.language.canonical_place(start)).kind == "surface":
+                kinds.pop("start_moved", None)
+            kind_total = sum(kinds.values())
+            if kind_total <= 0:
+                continue
+            for kind, w_kind in kinds.items():
+                p_kind = p1 * conj * w_kind / kind_total
+                for subject, state, w_state in _second_clauses(kind, dest, start, knowledge):
+                    if kind == "start_moved":
+                        text = f"{clause1} and the {subject} {_be(subject, knowledge)} in the {state}"
+                    else:
+                        text = f"{clause1} and the {subject} {_be(subject, knowledge)} {state}"
+                    parts = ParsedGoal(verb, place.relation, dest, kind, subject, state)
+                    yield Sentence(tuple(tokenize(text, knowledge)), p_kind * w_state, parts)
+
+
+def _be(subject: str, knowledge: Knowledge) -> str:
+    return "are" if knowledge.is_plural(subject) else "is"
+
+
+def _second_clauses(kind: str, dest: str, start: str, knowledge: Knowledge):
+    if kind == "dest_state":
+        states = knowledge.place(dest).states
+        total = sum(states.values()) or 1.0
+        for state, w in states.items():
+            yield dest, state, w / total
+    elif kind == "start_state":
+        states = knowledge.start_states(start)
+        total = sum(states.values()) or 1.0
+        for state, w in states.items():
+            yield start, state, w / total
+    elif kind == "start_moved":
+        yield start, dest, 1.0
+
+
+# ------------------------------------------------------------------ parsing sentences back
+
+_OPENING = re.compile(r"^\s*(?:the\s+goal\s+is\s+that\s+)?", re.IGNORECASE)
+
+
+def parse_goal(text: str, object_name: str) -> ParsedGoal | None:
+    """Read a goal sentence of the model's shape back into parts (None if it has another shape).
+
+    Used for repair feedback (what the rejected answer said) and for Selection (what each option
+    proposes). The object's own name is removed first so "half and half" is not a conjunction.
+    """
+    body = text.strip().lower().rstrip(".").strip()
+    body = _OPENING.sub("", body)
+    obj = normalize_name(object_name)
+    match = re.match(rf"^(?:the\s+)?{re.escape(obj)}\s+(?:is|are)\s+(.*)$", body) if obj else None
+    if match is None:
+        match = re.match(r"^(?:the\s+)?.+?\s+(?:is|are)\s+(.*?\b(?:in|on|inside)\s+.*)$", body)
+        if match is None:
+            return None
+    rest = match.group(1)
+    m = re.match(r"^(?:(.*?)\s+)?(in|on|inside)\s+(?:the\s+)?(.+)$", rest)
+    if m is None:
+        return None
+    verb, relation, tail = (m.group(1) or "").strip(), m.group(2), m.group(3)
+    dest, _, clause = tail.partition(" and the ")
+    dest = dest.strip()
+    if not clause:
+        return ParsedGoal(verb, relation, dest)
+    cm = re.match(r"^(.+?)\s+(?:is|are)\s+(?:(?:in|on|inside)\s+(?:the\s+)?(.+)|(.+))$", clause.strip())
+    if cm is None:
+        return ParsedGoal(verb, relation, dest, "other", "", clause.strip())
+    subject = cm.group(1).strip()
+    if cm.group(2):
+        return ParsedGoal(verb, relation, dest, "start_moved", subject, cm.group(2).strip())
+    kind = "dest_state" if subject == dest else "start_state"
+    return ParsedGoal(verb, relation, dest, kind, subject, cm.group(3).strip())
+

@@ -1,0 +1,134 @@
+"""`config/llm.yaml`: which provider, which endpoint and models, and the client's limits.
+
+Precedence for every value: an explicit option to `make_client` > the standard environment
+variables (OPENAI_BASE_URL, OPENAI_API_KEY or the variable `openai.api_key_env` names) > the file
+> the defaults below. The API key is read from the environment (or an explicit option) only,
+never from a config file, and is kept out of every repr, log line and error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.errors import ConfigError
+
+SELECTION_APIS = ("chat", "completions")
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    timeout_s: float = 30.0  # per call
+    max_retries: int = 4  # on 429 / 5xx / timeouts, after the first attempt
+    backoff_s: float = 1.0  # first retry delay; doubles each retry
+    max_backoff_s: float = 30.0
+    jitter: float = 0.5  # each delay is multiplied by 1 + jitter * U[0, 1) from a seeded RNG
+    seed: int = 0
+    max_requests_per_scope: int = 1500  # per object (the original STARS cap); 0: no cap
+    token_budget: int = 0  # prompt + completion tokens per run; 0: no budget
+    max_in_flight: int = 16  # concurrent provider calls; 0: unbounded
+    cache: str = "memory"  # off | memory | a JSONL file path (relative: to the working directory)
+
+
+@dataclass(frozen=True)
+class OpenAISettings:
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str = "OPENAI_API_KEY"
+    completion_model: str = "gpt-3.5-turbo-instruct"  # goal requests: completions + logprobs
+    selection_model: str = "gpt-4o-mini"
+    selection_api: str = "chat"  # chat | completions
+    selection_prompt_types: tuple[str, ...] = ("selection", "bcr_selection")
+    organization: str = ""
+    require_logprobs: bool = True  # a response lacking requested logprobs is an error
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    default: str = "offline"  # the spec used when none is given
+    client: ClientSettings = field(default_factory=ClientSettings)
+    openai: OpenAISettings = field(default_factory=OpenAISettings)
+    offline: Mapping[str, Any] = field(default_factory=dict)  # keyword options for OfflineProvider
+    source: str = ""  # the file read, for messages
+
+
+def default_settings_path() -> Path:
+    return config_path("llm.yaml")
+
+
+def load_llm_settings(path: str | Path | None = None) -> LLMSettings:
+    """Read and validate llm.yaml. A missing default file gives the defaults; a missing explicit
+    file is an error."""
+    explicit = path is not None
+    if path is None:
+        try:
+            path = default_settings_path()
+        except ConfigError:
+            return LLMSettings()
+        if not Path(path).exists():
+            return LLMSettings()
+    data = load_yaml(path)
+    if data is None:
+        data = {}
+    return parse_llm_settings(data, file=path)
+
+
+def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLMSettings:
+    top = check_keys(data, file=file, key="", optional=("default", "client", "openai", "offline"))
+    raw_client = top.get("client", {})
+    if isinstance(raw_client, dict) and isinstance(raw_client.get("cache"), bool):
+        # YAML reads a bare `off`/`on` as a boolean.
+        raw_client = dict(raw_client, cache="memory" if raw_client["cache"] else "off")
+    default = str(expect_type(top.get("default", LLMSettings.default), str, file=file, key="default"))
+    client = _dataclass_from(ClientSettings, raw_client, file=file, key="client")
+    openai = _dataclass_from(OpenAISettings, top.get("openai", {}), file=file, key="openai")
+    offline = top.get("offline", {}) or {}
+    expect_type(offline, dict, file=file, key="offline")
+    _check_client(client, file)
+    if openai.selection_api not in SELECTION_APIS:
+        raise ConfigError(file, "openai.selection_api", f"expected one of {', '.join(SELECTION_APIS)}, got {openai.selection_api!r}")
+    if client.cache.strip() == "":
+        raise ConfigError(file, "client.cache", "expected off, memory or a file path")
+    return LLMSettings(default=default, client=client, openai=openai, offline=dict(offline), source=str(file))
+
+
+def _check_client(client: ClientSettings, file: str | Path) -> None:
+    if client.timeout_s <= 0:
+        raise ConfigError(file, "client.timeout_s", "must be > 0")
+    for name in ("backoff_s", "max_backoff_s"):
+        if getattr(client, name) < 0:
+            raise ConfigError(file, f"client.{name}", "must be >= 0")
+    for name in ("max_retries", "max_requests_per_scope", "token_budget", "max_in_flight"):
+        if getattr(client, name) < 0:
+            raise ConfigError(file, f"client.{name}", "must be >= 0")
+    if not 0 <= client.jitter <= 1:
+        raise ConfigError(file, "client.jitter", "must be between 0 and 1")
+
+
+def _dataclass_from(cls: type, raw: Any, *, file: str | Path, key: str) -> Any:
+    """Build a settings dataclass from a mapping, checking names and types against its defaults."""
+    defaults = cls()
+    names = list(vars(defaults))
+    raw = check_keys(raw if raw is not None else {}, file=file, key=key, optional=names)
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        default = getattr(defaults, name)
+        where = join_key(key, name)
+        if isinstance(default, bool):
+            values[name] = expect_type(value, bool, file=file, key=where)
+        elif isinstance(default, float):
+            if isinstance(value, bool):
+                raise ConfigError(file, where, f"expected a number, got {value!r}")
+            values[name] = float(expect_type(value, (int, float), file=file, key=where))
+        elif isinstance(default, int):
+            if isinstance(value, bool):
+                raise ConfigError(file, where, f"expected int, got {value!r}")
+            values[name] = expect_type(value, int, file=file, key=where)
+        elif isinstance(default, tuple):
+            expect_type(value, list, file=file, key=where)
+            for i, item in enumerate(value):
+                expect_type(item, str, file=file, key=join_key(where, i))
+            values[name] = tuple(value)
+        else:
+            values[name] = "" if value is None else expect_type(value, str, file=file, key=where)
+    return cls(**values)

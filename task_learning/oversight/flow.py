@@ -1,0 +1,389 @@
+"""The +O conditions (STARS+O, TBP+O) for one object: propose, reselect on "no", then ask for words.
+
+Seed 000 §4.4 / B.7: the goal Selection picked is put to the user as a yes/no question; on "no",
+Selection runs again without it; after 5 proposals (or when the options run out) the user is asked
+to describe the goal, and the description is analysed like any other goal sentence; if it is not
+viable the robot says why and asks again (bounded here by `max_descriptions`).
+
+Safety: a timeout, an operator that raises, or a "no" to the request for a description ends the
+dialogue with `chosen=None`: nothing unconfirmed is ever returned for execution.
+
+Counting follows appendix C: every answer the user gives is one instruction; a yes/no answer is one
+word and one yes/no instruction; a description counts its words ("the goal is that the steak knife
+is in the dishwasher" = 11). `proposed` counts goals put to the user, `sourced` the proposed goals
+actually used (a confirmed LLM candidate; a goal the user described is not sourced). The task-level
+floor (initial task instructions and completion confirmations) is the caller's to add.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Protocol, Sequence
+
+from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
+from task_learning.oversight.phrasing import (
+    count_words,
+    description_question,
+    goal_clause,
+    goal_sentence,
+    proposal_question,
+)
+from task_learning.types import (
+    AnswerKind,
+    CandidateSource,
+    ConfirmationAnswer,
+    ConfirmationRequest,
+    GoalCandidate,
+    GoalLiteral,
+    Mismatch,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_DESCRIPTION_CHARS = 2000
+ROBOT = "robot"
+
+
+class Analysis(Protocol):
+    """What `analyze` returns (grounding's analysis result has these fields)."""
+
+    viable: bool
+    mismatches: Sequence[Mismatch]
+    literals: Sequence[GoalLiteral]
+
+
+class OversightStatus(str, Enum):
+    CONFIRMED = "confirmed"  # the operator said yes to a proposed candidate
+    DESCRIBED = "described"  # the operator described a viable goal in words
+    TIMEOUT = "timeout"  # no answer in time: no goal
+    OPERATOR_FAILED = "operator_failed"  # the operator raised / is unreachable: no goal
+    DECLINED = "declined"  # the operator said "no" when asked for a description
+    GAVE_UP = "gave_up"  # every description allowed was unusable
+
+
+@dataclass
+class OversightCounts:
+    """Appendix C measures for the oversight dialogue (add the task's floor of instructions)."""
+
+    instructions: int = 0
+    yes_no: int = 0
+    words: int = 0
+    proposed: int = 0
+    sourced: int = 0
+    accepted: int = 0  # yes answers (the paper's acceptance rate = accepted / proposed)
+    descriptions: int = 0  # goal descriptions the user gave
+
+    def add(self, other: "OversightCounts") -> None:
+        for name in vars(self):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+@dataclass
+class Turn:
+    """One line of the dialogue; `speaker` is "robot" or the operator's name."""
+
+    speaker: str
+    text: str
+    request_id: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass
+class OversightOutcome:
+    chosen: GoalCandidate | None
+    counts: OversightCounts
+    transcript: list[Turn] = field(default_factory=list)
+    status: OversightStatus = OversightStatus.GAVE_UP
+    rejected: list[GoalCandidate] = field(default_factory=list)
+
+    @property
+    def confirmed(self) -> bool:
+        return self.chosen is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "chosen": self.chosen.to_dict() if self.chosen else None,
+            "counts": self.counts.to_dict(),
+            "transcript": [{"speaker": t.speaker, "text": t.text, "request_id": t.request_id}
+                           for t in self.transcript],
+            "rejected": [c.text for c in self.rejected],
+        }
+
+
+class _Dialogue:
+    """State of one oversight dialogue; `run_oversight` is the public face."""
+
+    def __init__(self, *, operator: Operator, object_description: str, object_id: str,
+                 analyze: Callable[[str], Any], kb: Any, task: str, context: str,
+                 timeout_s: float, max_description_chars: int,
+                 new_request_id: Callable[[], str]) -> None:
+        self.operator = operator
+        self.object_description = object_description
+        self.object_id = object_id
+        self.analyze = analyze
+        self.kb = kb
+        self.task = task
+        self.context = context or object_description
+        self.timeout_s = timeout_s
+        self.max_description_chars = max_description_chars
+        self.new_request_id = new_request_id
+        self.counts = OversightCounts()
+        self.transcript: list[Turn] = []
+
+    def say(self, text: str, request_id: str = "") -> None:
+        self.transcript.append(Turn(ROBOT, text, request_id))
+
+    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer | None:
+        """Put a question; None when the operator failed. Persists question and answer."""
+        self.say(request.question, request.request_id)
+        if self.kb is not None:
+            self.kb.record_question(request, task=self.task, context=self.context)
+        try:
+            answer = self.operator.ask(request)
+        except Exception as exc:  # a dead operator must not become a confirmed goal
+            log.error("operator %s failed on %s: %s", getattr(self.operator, "name", "?"),
+                      request.request_id, exc)
+            self.transcript.append(Turn("system", f"operator failed: {exc}", request.request_id))
+            return None
+        if not isinstance(answer, ConfirmationAnswer) or answer.request_id != request.request_id:
+            log.error("operator returned an answer for another question: %r", answer)
+            self.transcript.append(Turn("system", "operator answered another question",
+                                        request.request_id))
+            return None
+        if not answer.stamp:
+            answer.stamp = time.time()
+        if self.kb is not None:
+            self.kb.record_answer(answer)
+        speaker = answer.operator or getattr(self.operator, "name", "operator")
+        if answer.answer is AnswerKind.DESCRIPTION:
+            self.transcript.append(Turn(speaker, answer.description, request.request_id))
+        else:
+            self.transcript.append(Turn(speaker, answer.answer.value, request.request_id))
+        return answer
+
+    def count_yes_no(self, answer: ConfirmationAnswer) -> None:
+        self.counts.instructions += 1
+        self.counts.yes_no += 1
+        self.counts.words += 1
+
+    def count_description(self, text: str) -> None:
+        words = count_words(text)
+        if words:
+            self.counts.instructions += 1
+            self.counts.descriptions += 1
+            self.counts.words += words
+
+    def fill_analysis(self, cand: GoalCandidate) -> None:
+        """An option nobody analysed (TBP+O proposes raw template responses) is analysed before it
+        is shown, so the operator (and the panel) see its grounded goal and its mismatches. It is
+        proposed either way: in TBP+O judging viability is the user's job."""
+        if cand.viable is not None:
+            return
+        try:
+            analysis = self.analyze(goal_sentence(cand.text))
+        except Exception as exc:
+            log.warning("analysis of %r failed: %s", cand.text, exc)
+            return
+        cand.viable = bool(getattr(analysis, "viable", False))
+        cand.mismatches = list(getattr(analysis, "mismatches", []) or [])
+        cand.literals = list(getattr(analysis, "literals", []) or []) if cand.viable else []
+
+    def use_description(self, text: str, next_id: int) -> tuple[GoalCandidate | None, str]:
+        """Analyse the user's words; the goal, or the feedback saying why it cannot be used."""
+        if not text.strip() or not count_words(text):
+            return None, "The description was empty."
+        if len(text) > self.max_description_chars:
+            return None, (f"The description is too long ({len(text)} characters; at most "
+                          f"{self.max_description_chars}).")
+        sentence = goal_sentence(text)
+        try:
+            analysis = self.analyze(sentence)
+        except Exception as exc:
+            log.error("analysis of %r failed: %s", sentence, exc)
+            return None, "I could not analyse that sentence."
+        mismatches = list(getattr(analysis, "mismatches", []) or [])
+        literals = list(getattr(analysis, "literals", []) or [])
+        if getattr(analysis, "viable", False) and literals:
+            return GoalCandidate(text=sentence, score=1.0, source=CandidateSource.USER,
+                                 candidate_id=next_id, viable=True, mismatches=mismatches,
+                                 literals=literals), ""
+        feedback = " ".join(m.feedback for m in mismatches if m.feedback).strip()
+        return None, feedback or "I could not interpret that goal."
+
+    def request(self, question: str, *, candidate: GoalCandidate | None,
+                candidates: list[GoalCandidate], wants_description: bool) -> ConfirmationRequest:
+        return ConfirmationRequest(
+            request_id=self.new_request_id(), question=question, object_id=self.object_id,
+            object_description=self.object_description, candidate=candidate,
+            candidates=list(candidates), wants_description=wants_description,
+            timeout_s=self.timeout_s)
+
+    def outcome(self, status: OversightStatus, chosen: GoalCandidate | None,
+                rejected: list[GoalCandidate]) -> OversightOutcome:
+        return OversightOutcome(chosen, self.counts, self.transcript, status, rejected)
+
+
+def _timed_out(answer: ConfirmationAnswer) -> bool:
+    """A timeout, or the safe default standing in for one: never consent, and the dialogue ends
+    (asking again would only wait out the same absent operator)."""
+    return answer.answer is AnswerKind.TIMEOUT or answer.operator == TIMEOUT_OPERATOR
+
+
+def _new_request_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _dedupe(candidates: Sequence[GoalCandidate]) -> list[GoalCandidate]:
+    seen: set[str] = set()
+    unique = []
+    for cand in candidates:
+        key = goal_clause(cand.text).lower()
+        if key and key not in seen:
+            seen.add(key)
+            unique.append(cand)
+    return unique
+
+
+def _pick(reselect: Callable[[list[GoalCandidate]], GoalCandidate | None],
+          remaining: list[GoalCandidate]) -> GoalCandidate:
+    """Selection over the remaining options; when it fails or answers outside them, the best-ranked
+    remaining option (the list is ordered best first)."""
+    try:
+        choice = reselect(list(remaining))
+    except Exception as exc:
+        log.warning("reselection failed (%s); proposing the best-ranked remaining option", exc)
+        choice = None
+    if choice is not None:
+        for cand in remaining:
+            if cand is choice:
+                return cand
+        key = goal_clause(choice.text).lower()
+        for cand in remaining:
+            if goal_clause(cand.text).lower() == key:
+                return cand
+        log.warning("reselection chose %r, not among the remaining options", choice.text)
+    return remaining[0]
+
+
+def run_oversight(
+    *,
+    ranked: list[GoalCandidate],
+    reselect: Callable[[list[GoalCandidate]], GoalCandidate | None],
+    operator: Operator,
+    object_description: str,
+    analyze: Callable[[str], Analysis],
+    max_proposals: int = 5,
+    max_descriptions: int = 3,
+    selected: GoalCandidate | None = None,
+    object_id: str = "",
+    kb: Any = None,
+    task: str = "",
+    context: str = "",
+    timeout_s: float = 0.0,
+    max_description_chars: int = DEFAULT_MAX_DESCRIPTION_CHARS,
+    new_request_id: Callable[[], str] = _new_request_id,
+) -> OversightOutcome:
+    """Confirm a goal for one object with the operator.
+
+    ranked: the options to propose, best first (STARS+O: the viable candidates; TBP+O: the
+      template responses). reselect: Selection over a reduced list (None: take the best-ranked).
+    selected: the option Selection already picked, proposed first without calling `reselect`.
+    object_description: "mug in the dish rack" (the question reads "For a mug in the dish rack ...").
+    analyze: goal sentence -> analysis (.viable, .mismatches, .literals), used on descriptions.
+    kb: a KnowledgeBase (record_question/record_answer) persisting every question and answer;
+      None when the operator persists them itself (the ROS oversight node does).
+    Returns the chosen goal (None unless the operator confirmed or described it), the appendix C
+    counts, and the transcript.
+    """
+    dialogue = _Dialogue(operator=operator, object_description=object_description,
+                         object_id=object_id, analyze=analyze, kb=kb, task=task, context=context,
+                         timeout_s=timeout_s, max_description_chars=max_description_chars,
+                         new_request_id=new_request_id)
+    remaining = _dedupe(ranked)
+    rejected: list[GoalCandidate] = []
+    next_id = max((c.candidate_id for c in ranked), default=0) + 1
+    feedback = ""
+    first = selected
+    volunteered: str | None = None
+
+    while remaining and dialogue.counts.proposed < max_proposals:
+        cand = None
+        if first is not None:
+            cand = _pick(lambda _options: first, remaining)
+            first = None
+        if cand is None:
+            cand = _pick(reselect, remaining)
+        dialogue.fill_analysis(cand)
+        request = dialogue.request(proposal_question(object_description, cand.text),
+                                   candidate=cand, candidates=remaining, wants_description=False)
+        dialogue.counts.proposed += 1
+        answer = dialogue.ask(request)
+        if answer is None:
+            return dialogue.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
+        if _timed_out(answer):
+            dialogue.say("No answer in time; no goal is confirmed.", request.request_id)
+            return dialogue.outcome(OversightStatus.TIMEOUT, None, rejected)
+        if answer.answer is AnswerKind.YES:
+            dialogue.count_yes_no(answer)
+            dialogue.counts.accepted += 1
+            if cand.viable is False:
+                reason = " ".join(m.feedback for m in cand.mismatches if m.feedback) or \
+                    "I cannot interpret it."
+                dialogue.say(f"I cannot use that goal: {reason}", request.request_id)
+                remaining.remove(cand)
+                rejected.append(cand)
+                continue
+            dialogue.counts.sourced += 1
+            dialogue.say("Ok.", request.request_id)
+            return dialogue.outcome(OversightStatus.CONFIRMED, cand, rejected)
+        if answer.answer is AnswerKind.NO:
+            dialogue.count_yes_no(answer)
+            remaining.remove(cand)
+            rejected.append(cand)
+            continue
+        # The operator answered the proposal with a description of their own: use it.
+        remaining.remove(cand)
+        rejected.append(cand)
+        volunteered = answer.description
+        break
+
+    descriptions = 0
+    while descriptions < max_descriptions:
+        if volunteered is not None:
+            text, volunteered = volunteered, None
+        else:
+            request = dialogue.request(description_question(object_description, feedback),
+                                       candidate=None, candidates=rejected, wants_description=True)
+            answer = dialogue.ask(request)
+            if answer is None:
+                return dialogue.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
+            if _timed_out(answer):
+                dialogue.say("No answer in time; no goal is confirmed.", request.request_id)
+                return dialogue.outcome(OversightStatus.TIMEOUT, None, rejected)
+            if answer.answer is AnswerKind.NO:
+                dialogue.count_yes_no(answer)
+                dialogue.say("Ok, I will not learn a goal for it.", request.request_id)
+                return dialogue.outcome(OversightStatus.DECLINED, None, rejected)
+            if answer.answer is AnswerKind.YES:
+                dialogue.count_yes_no(answer)
+                descriptions += 1
+                feedback = "I need the goal in words."
+                continue
+            text = answer.description
+        descriptions += 1
+        dialogue.count_description(text)
+        goal, feedback = dialogue.use_description(text, next_id)
+        if goal is not None:
+            dialogue.say("Ok.")
+            return dialogue.outcome(OversightStatus.DESCRIBED, goal, rejected)
+        dialogue.say(f"I cannot use that goal: {feedback}")
+    return dialogue.outcome(OversightStatus.GAVE_UP, None, rejected)

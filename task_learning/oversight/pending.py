@@ -1,0 +1,212 @@
+"""Questions waiting for a person: the queue behind the ROS oversight node.
+
+`QueueOperator.ask` (called by the node's Confirm service, one thread per caller) enqueues a
+question and blocks until a panel, the terminal or a service call answers it through `submit`, or
+until its timeout, when it resolves to the configured safe default, which is never "yes".
+`submit` validates every answer and says clearly why one is refused (unknown or expired request id,
+empty or oversized description, "yes" to a request for words); a refused answer leaves the queue
+as it was. Every question and its resolution are persisted when a knowledge base is given.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from task_learning.errors import ConfigError
+from task_learning.oversight.operator import TIMEOUT_OPERATOR, timeout_answer
+from task_learning.oversight.phrasing import count_words
+from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
+
+log = logging.getLogger(__name__)
+
+SAFE_DEFAULTS = ("no", "timeout")
+DEFAULT_MAX_DESCRIPTION_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """The reply to an answer: accepted, or refused with a message a person can act on."""
+
+    accepted: bool
+    message: str
+
+
+@dataclass
+class _Slot:
+    request: ConfirmationRequest
+    asked_at: float
+    deadline: float
+    answer: ConfirmationAnswer | None = None
+
+
+def parse_safe_default(value: Any, *, file: str = "<parameters>", key: str = "safe_default") -> AnswerKind:
+    """'no' or 'timeout'; anything else (above all 'yes') is a configuration error. YAML reads an
+    unquoted yes/no as a bool: False is "no", True is refused like "yes"."""
+    if isinstance(value, bool):
+        value = "yes" if value else "no"
+    text = str(value).strip().lower()
+    if text not in SAFE_DEFAULTS:
+        raise ConfigError(file, key, f"must be one of {', '.join(SAFE_DEFAULTS)} (never 'yes'), "
+                                     f"got {value!r}")
+    return AnswerKind(text)
+
+
+class QueueOperator:
+    """Thread-safe pending questions, answered from outside; an `Operator` for the flow."""
+
+    name = "queue"
+
+    def __init__(self, *, timeout_s: float = 120.0, safe_default: str | AnswerKind = "no",
+                 kb: Any = None, task: str = "",
+                 max_description_chars: int = DEFAULT_MAX_DESCRIPTION_CHARS,
+                 on_change: Callable[[], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if timeout_s <= 0:
+            raise ConfigError("<parameters>", "timeout_s", f"must be > 0, got {timeout_s}")
+        self.timeout_s = float(timeout_s)
+        self.safe_default = parse_safe_default(
+            safe_default.value if isinstance(safe_default, AnswerKind) else safe_default)
+        self.kb = kb
+        self.task = task
+        self.max_description_chars = max_description_chars
+        self.on_change = on_change
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._slots: dict[str, _Slot] = {}  # insertion order = asking order
+        self._closed = False
+
+    # --- the asking side --------------------------------------------------------------------
+
+    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+        """Enqueue and wait; the operator's answer, or the safe default on timeout/shutdown."""
+        timeout = request.timeout_s if request.timeout_s > 0 else self.timeout_s
+        with self._cond:
+            if self._closed:
+                return self._persisted(request, timeout_answer(request, self.safe_default), record=True)
+            if request.request_id in self._slots:
+                # Two callers with one id would steal each other's answer: refuse the second.
+                log.error("duplicate request id %s refused", request.request_id)
+                return timeout_answer(request, self.safe_default)
+            now = self._clock()
+            slot = _Slot(request, now, now + timeout)
+            self._slots[request.request_id] = slot
+        self._record_question(request)
+        self._changed()
+        with self._cond:
+            while slot.answer is None and not self._closed:
+                remaining = slot.deadline - self._clock()
+                if remaining <= 0:
+                    break
+                self._cond.wait(min(remaining, 0.5))
+            answer = slot.answer
+            self._slots.pop(request.request_id, None)
+        if answer is None:
+            log.warning("question %s: no answer in %.1f s, safe default %s", request.request_id,
+                        timeout, self.safe_default.value)
+            answer = timeout_answer(request, self.safe_default)
+        self._persisted(request, answer, record=False)
+        self._changed()
+        return answer
+
+    # --- the answering side -----------------------------------------------------------------
+
+    def pending(self) -> list[ConfirmationRequest]:
+        with self._cond:
+            return [s.request for s in self._slots.values() if s.answer is None]
+
+    def seconds_left(self, request_id: str) -> float:
+        with self._cond:
+            slot = self._slots.get(request_id)
+            return max(0.0, slot.deadline - self._clock()) if slot else 0.0
+
+    def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
+               operator: str = "operator") -> SubmitResult:
+        """Answer a pending question: "yes", "no" or "description" (with `description`).
+
+        A refused answer changes nothing: the question stays pending for a valid answer."""
+        kind = self._parse_kind(answer, description)
+        if isinstance(kind, SubmitResult):
+            return kind
+        text = description.strip() if kind is AnswerKind.DESCRIPTION else ""
+        if kind is AnswerKind.DESCRIPTION:
+            problem = self._description_problem(description)
+            if problem:
+                return SubmitResult(False, problem)
+        if operator == TIMEOUT_OPERATOR:
+            return SubmitResult(False, f"operator name {TIMEOUT_OPERATOR!r} is reserved")
+        with self._cond:
+            slot = self._slots.get(request_id)
+            if slot is None or slot.answer is not None:
+                return SubmitResult(False, f"no pending question with id {request_id!r} (already "
+                                           f"answered, timed out, or never asked); nothing changed")
+            if self._clock() >= slot.deadline:
+                return SubmitResult(False, f"question {request_id!r} has timed out; nothing changed")
+            if slot.request.wants_description and kind is AnswerKind.YES:
+                return SubmitResult(False, "this question asks for a goal description: answer with "
+                                           "the goal in words, or 'no'")
+            slot.answer = ConfirmationAnswer(request_id, kind, text, operator or "operator",
+                                             time.time())
+            self._cond.notify_all()
+        return SubmitResult(True, f"answered {request_id} with {kind.value}")
+
+    def close(self) -> None:
+        """Shutdown: every waiting question resolves to the safe default."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _parse_kind(answer: str | AnswerKind, description: str) -> AnswerKind | SubmitResult:
+        if isinstance(answer, AnswerKind):
+            kind = answer
+        else:
+            text = str(answer).strip().lower().rstrip(".!")
+            if not text and description.strip():
+                text = "description"
+            try:
+                kind = AnswerKind(text)
+            except ValueError:
+                return SubmitResult(False, f"unknown answer {answer!r}: use yes, no or description")
+        if kind is AnswerKind.TIMEOUT:
+            return SubmitResult(False, "'timeout' is not an answer an operator can give")
+        return kind
+
+    def _description_problem(self, description: str) -> str:
+        if not description.strip() or not count_words(description):
+            return "empty description: say the goal in words, e.g. 'the goal is that the mug is " \
+                   "in the cupboard'"
+        if len(description) > self.max_description_chars:
+            return (f"description too long ({len(description)} characters, at most "
+                    f"{self.max_description_chars}); nothing changed")
+        return ""
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception as exc:  # a failing publisher must not lose an answer
+                log.error("pending-question listener failed: %s", exc)
+
+    def _record_question(self, request: ConfirmationRequest) -> None:
+        if self.kb is None:
+            return
+        try:
+            self.kb.record_question(request, task=self.task, context=request.object_description)
+        except Exception as exc:
+            log.error("could not persist question %s: %s", request.request_id, exc)
+
+    def _persisted(self, request: ConfirmationRequest, answer: ConfirmationAnswer, *,
+                   record: bool) -> ConfirmationAnswer:
+        if self.kb is not None:
+            if record:
+                self._record_question(request)
+            try:
+                self.kb.record_answer(answer)
+            except Exception as exc:
+                log.error("could not persist answer to %s: %s", request.request_id, exc)
+        return answer

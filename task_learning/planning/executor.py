@@ -1,0 +1,153 @@
+"""Reach goal literals in a world: reuse a learned policy when there is one, else select actions
+one at a time with BCR, and learn the successful sequence as a policy (seed 001's idea of reusing
+what worked without asking the LLM again).
+
+The world is any WorldBackend, so the same executor acts on the symbolic world in-process and on
+the perception node's world through ROS (nodes/planner.py passes a proxy backend).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from task_learning.bcr.agent import BCRAgent, SelectionEngine
+from task_learning.bcr.domain import Domain
+from task_learning.bcr.literals import StateView, holds
+from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy, goal_key, lift_literals
+from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
+from task_learning.world.backend import WorldBackend
+
+log = logging.getLogger(__name__)
+
+OutcomeCallback = Callable[[ActionOutcome], None]
+
+
+@dataclass
+class ReachResult:
+    success: bool
+    outcomes: list[ActionOutcome] = field(default_factory=list)
+    policy_reused: bool = False
+    policy_learned: bool = False
+    message: str = ""
+
+    @property
+    def actions(self) -> list[ActionCall]:
+        return [o.call for o in self.outcomes]
+
+
+def step(world: WorldBackend, call: ActionCall) -> ActionOutcome:
+    """Run one action; the outcome carries the simulator's error text verbatim (BCR feeds it back
+    as the blocking condition)."""
+    metadata = world.step(call.action, **call.step_kwargs())
+    ok = bool(metadata.get("lastActionSuccess"))
+    error = "" if ok else str(metadata.get("errorMessage") or "action failed")
+    return ActionOutcome(call, ok, error, blocking_condition=error)
+
+
+def type_index(metadata: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """objectId -> objectType and objectType -> [objectId] for lifting and grounding."""
+    type_of: dict[str, str] = {}
+    ids_by_type: dict[str, list[str]] = {}
+    for obj in metadata.get("objects") or []:
+        type_of[obj["objectId"]] = obj["objectType"]
+        ids_by_type.setdefault(obj["objectType"], []).append(obj["objectId"])
+    return type_of, ids_by_type
+
+
+def lift_action(call: ActionCall, object_id: str, type_of: Mapping[str, str]) -> ActionCall:
+    target = OBJECT_VAR if call.object_id == object_id else type_of.get(call.object_id, call.object_id)
+    return ActionCall(call.action, target, call.params)
+
+
+def ground_action(call: ActionCall, object_id: str, ids_by_type: Mapping[str, list[str]]) -> ActionCall | None:
+    if call.object_id == OBJECT_VAR:
+        return ActionCall(call.action, object_id, call.params)
+    if not call.object_id or "|" in call.object_id:
+        return call
+    ids = sorted(ids_by_type.get(call.object_id, []))
+    return ActionCall(call.action, ids[0], call.params) if ids else None
+
+
+class GoalExecutor:
+    """Reaches goals for one task, with policies kept in the knowledge base."""
+
+    def __init__(self, domain: Domain, engine_factory: Callable[[], SelectionEngine],
+                 kb: KnowledgeBase | None = None, *, max_actions: int = 100) -> None:
+        self.domain = domain
+        self.engine_factory = engine_factory
+        self.kb = kb
+        self.max_actions = max_actions
+
+    def reach(self, world: WorldBackend, literals: list[GoalLiteral], *, task: str = "",
+              object_id: str = "", on_outcome: OutcomeCallback | None = None) -> ReachResult:
+        metadata = world.metadata
+        type_of, ids_by_type = type_index(metadata)
+        obj_type = type_of.get(object_id, "")
+        location = self._place_type(metadata, object_id, type_of)
+        key = goal_key(lift_literals(literals, object_id, type_of))
+        policy = None
+        if self.kb is not None and task and obj_type:
+            policy = self.kb.policy_for(task, obj_type, location, key)
+        outcomes: list[ActionOutcome] = []
+        if policy is not None:
+            reused = self._replay(world, policy, object_id, ids_by_type, outcomes, on_outcome)
+            if reused and self._holds(world, literals):
+                policy.successes += 1
+                self.kb.save_policy(policy)
+                return ReachResult(True, outcomes, policy_reused=True)
+            policy.failures += 1
+            self.kb.save_policy(policy)
+            log.info("policy for %s %s failed; falling back to action selection", task, obj_type)
+        result = self._select(world, literals, outcomes, on_outcome)
+        if result.success and self.kb is not None and task and obj_type:
+            # Learn only the actions that worked: failed attempts are not part of the recipe.
+            actions = [lift_action(o.call, object_id, type_of) for o in outcomes if o.success]
+            self.kb.save_policy(Policy(task, obj_type, location, key, actions, successes=1))
+            result.policy_learned = True
+        return result
+
+    def _replay(self, world: WorldBackend, policy: Policy, object_id: str,
+                ids_by_type: Mapping[str, list[str]], outcomes: list[ActionOutcome],
+                on_outcome: OutcomeCallback | None) -> bool:
+        for lifted in policy.actions:
+            call = ground_action(lifted, object_id, ids_by_type)
+            if call is None:
+                return False
+            outcome = step(world, call)
+            outcomes.append(outcome)
+            if on_outcome:
+                on_outcome(outcome)
+            if not outcome.success:
+                return False
+        return True
+
+    def _select(self, world: WorldBackend, literals: list[GoalLiteral], outcomes: list[ActionOutcome],
+                on_outcome: OutcomeCallback | None) -> ReachResult:
+        try:
+            agent = BCRAgent(self.domain, literals, self.engine_factory(), max_actions=self.max_actions)
+        except (ValueError, KeyError) as exc:
+            return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
+        last: ActionOutcome | None = None
+        while True:
+            proposal = agent.next_action(world.metadata, last)
+            if proposal is None:
+                break
+            last = step(world, proposal[1])
+            outcomes.append(last)
+            if on_outcome:
+                on_outcome(last)
+        ok = agent.status == "success"
+        return ReachResult(ok, outcomes, message="" if ok else agent.failure)
+
+    def _holds(self, world: WorldBackend, literals: list[GoalLiteral]) -> bool:
+        state = StateView(world.metadata)
+        return all(holds(lit, state) for lit in literals)
+
+    @staticmethod
+    def _place_type(metadata: Mapping[str, Any], object_id: str, type_of: Mapping[str, str]) -> str:
+        for obj in metadata.get("objects") or []:
+            if obj["objectId"] == object_id:
+                parents = obj.get("parentReceptacles") or []
+                return type_of.get(parents[0], "") if parents else ""
+        return ""

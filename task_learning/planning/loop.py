@@ -1,0 +1,167 @@
+"""The task-learning loop of seed 000 appendix B.1: for every object a subtask works through, use
+the goal learned for it in that context, or elicit one (STARS, with oversight when the condition
+has it), reach it, and learn it. Run again on the same knowledge base and the robot performs the
+task alone: Trial #2, with no LLM call and no question.
+
+The loop only talks to ports: a world (WorldBackend), an elicitor, and a goal executor. In-process
+runs pass the symbolic world and the core functions; the ROS planner node passes proxies that call
+the perception and goal-elicitation nodes, so both paths run this same code.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
+
+from task_learning.errors import TaskLearningError
+from task_learning.kb import KnowledgeBase, LearnedGoal, ground_lifted, lift_literals
+from task_learning.planning.dialogue import count_words, teaching_dialogue
+from task_learning.planning.executor import GoalExecutor, type_index
+from task_learning.planning.metrics import RunMetrics
+from task_learning.types import CandidateSource, LLMUsage
+from task_learning.world.completion import completion
+from task_learning.world.resolve import describe_object
+from task_learning.world.scene import Scene
+
+log = logging.getLogger(__name__)
+
+
+class Elicitor(Protocol):
+    """Elicits a goal for one object; returns task_learning.stars.elicit.ElicitationResult (or an
+    object with the same fields: chosen, candidates, usage, oversight, outcome, errors)."""
+
+    def __call__(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
+        ...
+
+
+ProgressCallback = Callable[[int, int, str], None]  # done, total, message
+
+
+@dataclass
+class ObjectReport:
+    object_id: str
+    context: str
+    outcome: str  # done | no_goal | unreachable | missing
+    goal: str = ""
+    goal_source: str = ""  # learned | elicited | described
+    actions: int = 0
+    policy_reused: bool = False
+    message: str = ""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+@dataclass
+class TaskLearner:
+    scene: Scene
+    world: Any  # WorldBackend
+    kb: KnowledgeBase
+    elicit: Elicitor
+    executor: GoalExecutor
+    condition: str = "STARS+O"
+    progress: ProgressCallback | None = None
+    usage_source: Callable[[], LLMUsage] | None = None  # the LLM client's running usage
+    reports: list[ObjectReport] = field(default_factory=list)
+
+    def run(self) -> RunMetrics:
+        scene = self.scene
+        if not scene.subtasks:
+            raise TaskLearningError(f"scene {scene.name!r} defines no subtasks for task {scene.task!r}")
+        metrics = RunMetrics(assertions=scene.assertions)
+        already_learned = any(g.task == scene.task for g in self.kb.goals())
+        if already_learned:
+            # Trial #2: the user only names the task.
+            dialogue = [f"{scene.task[:1].upper()}{scene.task[1:]}."]
+        else:
+            dialogue = teaching_dialogue(scene.task, [s.instruction for s in scene.subtasks])
+        metrics.instructions += len(dialogue)
+        metrics.words += sum(count_words(line) for line in dialogue)
+
+        total = len(scene.task_objects)
+        done = 0
+        for subtask in scene.subtasks:
+            for object_id in self._objects_at(subtask.places):
+                started = time.perf_counter()
+                report = self._handle(object_id, metrics)
+                report.seconds = round(time.perf_counter() - started, 4)
+                self.reports.append(report)
+                metrics.per_object.append(report.to_dict())
+                done += 1
+                if self.progress:
+                    self.progress(done, total, f"{report.context}: {report.outcome}")
+        final = completion(scene, self.world.metadata)
+        metrics.satisfied = final.satisfied
+        metrics.assertions = final.total
+        if self.usage_source is not None:
+            metrics.usage = self.usage_source()
+        return metrics
+
+    # ------------------------------------------------------------------------------------------
+    def _objects_at(self, places: list[str]) -> list[str]:
+        """Task objects directly at one of the places now, in the scene's order."""
+        wanted = set(places)
+        present = {
+            o["objectId"] for o in self.world.metadata.get("objects") or []
+            if wanted & set(o.get("parentReceptacles") or [])
+        }
+        return [oid for oid in self.scene.task_objects if oid in present]
+
+    def _handle(self, object_id: str, metrics: RunMetrics) -> ObjectReport:
+        metadata = self.world.metadata
+        type_of, ids_by_type = type_index(metadata)
+        if object_id not in type_of:
+            return ObjectReport(object_id, object_id, "missing", message="object no longer in the world")
+        noun, relation, place = describe_object(metadata, object_id)
+        context = f"{noun} {relation} {place}"
+        task = self.scene.task
+
+        learned = self.kb.goal_for(task, context)
+        if learned is not None:
+            literals = ground_lifted(learned.literals, object_id, ids_by_type)
+            if literals is None:
+                return ObjectReport(object_id, context, "unreachable", learned.text, "learned",
+                                    message="the learned goal names a place this world lacks")
+            metrics.learned_goals_reused += 1
+            return self._reach(object_id, context, literals, learned.text, "learned", metrics)
+
+        result = self.elicit(task=task, object_id=object_id, metadata=metadata)
+        metrics.retrieved += len(result.candidates)
+        oversight = getattr(result, "oversight", None)
+        if oversight is not None:
+            counts = oversight.counts
+            metrics.proposed += counts.proposed
+            metrics.yes_no += counts.yes_no
+            metrics.instructions += counts.instructions
+            metrics.words += counts.words
+            metrics.questions += counts.instructions
+        chosen = result.chosen
+        if chosen is None or not chosen.literals:
+            reason = result.outcome if chosen is None else "the chosen goal has no grounded literals"
+            errors = "; ".join(getattr(result, "errors", []) or [])
+            return ObjectReport(object_id, context, "no_goal", message=f"{reason}{': ' + errors if errors else ''}")
+        source = "described" if chosen.source is CandidateSource.USER else "elicited"
+        if source == "elicited":
+            metrics.sourced += 1
+        confirmed = oversight is not None and oversight.confirmed
+        self.kb.learn_goal(LearnedGoal(
+            task=task,
+            context=context,
+            object_type=type_of[object_id],
+            text=chosen.text,
+            literals=lift_literals(list(chosen.literals), object_id, type_of),
+            condition=self.condition,
+            confirmed=confirmed,
+            provenance=result.to_dict() if hasattr(result, "to_dict") else {},
+        ))
+        return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics)
+
+    def _reach(self, object_id: str, context: str, literals: list, text: str, source: str,
+               metrics: RunMetrics) -> ObjectReport:
+        reached = self.executor.reach(self.world, literals, task=self.scene.task, object_id=object_id)
+        metrics.policies_reused += int(reached.policy_reused)
+        outcome = "done" if reached.success else "unreachable"
+        return ObjectReport(object_id, context, outcome, text, source, len(reached.outcomes),
+                            reached.policy_reused, reached.message)

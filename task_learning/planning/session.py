@@ -1,0 +1,134 @@
+"""Wiring for one in-process run: scene, world, LLM client, operator, STARS and BCR, around the
+task-learning loop. `task-learning run` and the experiments use this; the ROS planner node uses the
+same loop with ROS proxies for the world and the elicitor.
+"""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from task_learning.bcr.domain import load_domain
+from task_learning.bcr.engines import make_engine
+from task_learning.errors import TaskLearningError
+from task_learning.kb import KnowledgeBase
+from task_learning.oversight.operator import Operator
+from task_learning.planning.executor import GoalExecutor
+from task_learning.planning.loop import ProgressCallback, TaskLearner
+from task_learning.planning.metrics import RunMetrics
+from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
+from task_learning.world.factory import make_backend
+from task_learning.world.scene import Scene, load_scene
+
+log = logging.getLogger(__name__)
+
+CONDITIONS = ("TBP", "TBP+O", "ST", "STS", "STAR", "STARS", "STARS*", "STARS+O")
+OPERATORS = ("simulated", "terminal", "panel", "none")
+
+
+class RememberingOperator:
+    """Answers a question the operator already answered (in this run or before a restart) from
+    the knowledge base, and asks the operator only new questions. Timeouts are not remembered."""
+
+    def __init__(self, inner: Operator, kb: KnowledgeBase, task: str) -> None:
+        self.inner = inner
+        self.kb = kb
+        self.task = task
+        self.name = getattr(inner, "name", "operator")
+        self.remembered = 0
+
+    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+        for context in (request.object_description, ""):
+            previous = self._previous(request, context)
+            if previous is not None:
+                self.remembered += 1
+                return ConfirmationAnswer(request.request_id, previous.answer, previous.description,
+                                          operator=f"{self.name} (remembered)")
+        return self.inner.ask(request)
+
+    def _previous(self, request: ConfirmationRequest, context: str) -> ConfirmationAnswer | None:
+        for row in reversed(self.kb.question_log()):
+            if (row["question"] == request.question and row["task"] == self.task
+                    and row["answer"] not in (None, AnswerKind.TIMEOUT.value)):
+                return ConfirmationAnswer(row["request_id"], AnswerKind(row["answer"]),
+                                          row["description"] or "", row["operator"] or "")
+        return None
+
+
+def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None = None) -> Operator | None:
+    if kind == "simulated":
+        from task_learning.oversight.simulated import SimulatedOperator
+
+        return SimulatedOperator.from_scene(scene, analyze=analyze)
+    if kind == "terminal":
+        from task_learning.oversight.terminal import TerminalOperator
+
+        return TerminalOperator()
+    if kind == "panel":
+        raise TaskLearningError("the panel answers questions of the ROS oversight node: start "
+                                "`task-learning bringup` and `task-learning operator --panel`, "
+                                "or use --operator simulated|terminal for in-process runs")
+    if kind == "none":
+        return None
+    raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
+
+
+@dataclass
+class RunSpec:
+    scene: str = "tidy_kitchen"
+    condition: str = "STARS+O"
+    llm: str = "offline"
+    operator: str = "simulated"
+    db: str | Path = ":memory:"
+    seed: int | None = None
+    engine: str = "heuristic"  # BCR selection engine for reaching goals
+    max_workers: int = 4
+    llm_options: dict[str, Any] = field(default_factory=dict)
+
+
+def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
+                   client: Any = None) -> tuple[RunMetrics, TaskLearner]:
+    """One trial of one condition. Running it again on the same db is Trial #2."""
+    from task_learning.llm.client import make_client
+    from task_learning.stars.elicit import elicit_goal
+
+    condition = spec.condition.upper()
+    if condition not in CONDITIONS:
+        raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
+    scene = load_scene(spec.scene)
+    world = make_backend("symbolic", scene, spec.seed)
+    kb = KnowledgeBase(spec.db)
+    client = client or make_client(spec.llm, **spec.llm_options)
+    operator = None
+    if condition.endswith("+O"):
+        from task_learning.grounding import analyze_goal
+
+        def analyze(sentence: str) -> Any:
+            from task_learning.world.state import world_state_from_metadata
+
+            return analyze_goal(sentence, world_state_from_metadata(world.metadata))
+
+        inner = make_operator(spec.operator, scene, analyze=analyze)
+        if inner is None:
+            raise TaskLearningError(f"condition {condition} needs an operator (--operator)")
+        operator = RememberingOperator(inner, kb, scene.task)
+    domain = load_domain("household")
+    bcr_client = client if spec.engine == "llm" else None
+    executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb)
+    pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
+
+    def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
+        return elicit_goal(task, object_id, metadata, scene, condition, client,
+                           operator=operator, kb=kb, executor=pool)
+
+    learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
+                          condition=condition, progress=progress,
+                          usage_source=lambda: client.usage)
+    try:
+        metrics = learner.run()
+    finally:
+        pool.shutdown(wait=True)
+        kb.close()
+    return metrics, learner

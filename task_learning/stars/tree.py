@@ -1,0 +1,255 @@
+"""Search Tree (ST): beam search over the token alternatives of temperature-0 completions.
+
+Seed 000 §4.1 / B.3 and notes/stars-reference.md, exactly:
+- branch at every token whose own probability is below 0.90; each alternative above 0.05 starts a
+  branch (prefix = completion up to that token + the alternative), skipping an alternative equal to
+  the chosen token (lower-cased, stripped), a "-" and a "," alternative;
+- an alternative ending the sentence ("." / newline / "(") is a finished response at once, without
+  a request (its probability counts in the score: the paper's 0.8618 for "... in the dishwasher"
+  only comes out that way);
+- the root request is level 0, recursion goes to level 2 at most; from level 1 on a branch is only
+  continued (requested) if the mean probability of its tokens so far (its prefix, the alternative
+  included) is at least 0.85 ("the total response generated so far", B.3);
+- score = mean token probability; responses are deduplicated across the whole elicitation
+  (including repair trees) by normalised text, and a prefix is never requested twice;
+- a hard cap on requests per object.
+
+Several trees (the repair trees of one round) expand together level by level; the independent
+requests of one level go out concurrently through a bounded thread pool, and their responses are
+processed in submission order, so the result does not depend on completion order.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+from task_learning.llm.base import LLMRequest, LLMResponse
+from task_learning.types import CandidateSource, GoalCandidate
+
+log = logging.getLogger(__name__)
+
+_SPACES = re.compile(r"\s+")
+# Probabilities arrive as log probabilities; exp(log(0.05)) may land a hair above 0.05. Thresholds
+# are compared with this tolerance so a value printed as exactly 0.05 or 0.90 is not "above"/"below".
+_EPS = 1e-9
+
+
+class CompletionClient(Protocol):
+    """What the tree needs from `task_learning.llm.client.LLMClient`."""
+
+    def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+@dataclass(frozen=True)
+class TreeSettings:
+    """The paper's thresholds (do not tune them per object)."""
+
+    branch_below: float = 0.90  # a token with probability below this is a branch point
+    alternative_above: float = 0.05  # an alternative with probability above this starts a branch
+    continue_at_least: float = 0.85  # from level 1 on, mean probability needed to recurse
+    max_depth: int = 2  # root = level 0
+    max_requests: int = 1500  # per object, over the tree and every repair tree
+    max_workers: int = 8  # concurrent requests of one level (1 = sequential)
+
+
+def normalize_response(text: str) -> str:
+    """Dedup key and candidate text: lower case, single spaces, stripped, no trailing '.'."""
+    text = _SPACES.sub(" ", text).strip().lower()
+    while text.endswith("."):
+        text = text[:-1].rstrip()
+    return text
+
+
+def ends_sentence(token: str) -> bool:
+    """'.', '.(', ".'''", a newline or '(' end the goal sentence."""
+    if "\n" in token:
+        return True
+    stripped = token.strip()
+    return stripped.startswith(".") or stripped.startswith("(")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+@dataclass
+class TreeRoot:
+    """One tree to expand: how to build its requests and how to label what it finds."""
+
+    build_request: Callable[[str, str], LLMRequest]  # (prompt_type, prefix) -> request
+    key: str  # identifies the base prompt (prefix dedup is per base prompt)
+    root_type: str = "initial"  # prompt type of the root request
+    recurse_type: str = "recurse"
+    root_source: CandidateSource = CandidateSource.INITIAL
+    recurse_source: CandidateSource = CandidateSource.RECURSE
+    parent_id: int = -1  # the candidate this tree repairs (-1: the initial tree)
+    repair_feedback: str = ""
+    generation: int = 0  # 0: initial tree, n: n-th repair round
+
+
+@dataclass
+class _Pending:
+    root: TreeRoot
+    prefix: str
+    probs: tuple[float, ...]
+    level: int
+    parent_id: int
+
+
+@dataclass
+class TreeEvent:
+    """One response (requested or finished by a sentence end) as it was found, duplicates included."""
+
+    text: str
+    score: float
+    candidate_id: int
+    duplicate: bool
+    level: int
+    requested: bool
+
+
+@dataclass
+class TreeState:
+    """Shared by every tree of one elicitation: dedup of responses and prefixes, request counting."""
+
+    settings: TreeSettings = field(default_factory=TreeSettings)
+    candidates: list[GoalCandidate] = field(default_factory=list)
+    by_text: dict[str, GoalCandidate] = field(default_factory=dict)
+    generation: dict[int, int] = field(default_factory=dict)  # candidate id -> repair generation
+    requested: set[tuple[str, str]] = field(default_factory=set)
+    events: list[TreeEvent] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: {
+        "requests": 0, "responses": 0, "duplicates": 0, "failed_requests": 0, "capped": 0,
+        "pruned_low_mean": 0, "pruned_depth": 0, "repeated_prefix": 0, "no_logprobs": 0,
+        "sentence_ends": 0,
+    })
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def remaining_requests(self) -> int:
+        return max(0, self.settings.max_requests - self.counts["requests"])
+
+    def add_response(self, text: str, probs: Sequence[float], root: TreeRoot, source: CandidateSource,
+                     parent_id: int, level: int, requested: bool) -> int:
+        """Record a response; returns the candidate id it maps to (an existing one for a duplicate),
+        or -1 for an empty response."""
+        key = normalize_response(text)
+        if not key:
+            return -1
+        score = _mean(probs)
+        self.counts["responses"] += 1
+        existing = self.by_text.get(key)
+        if existing is not None:
+            self.counts["duplicates"] += 1
+            self.events.append(TreeEvent(key, score, existing.candidate_id, True, level, requested))
+            return existing.candidate_id
+        cand = GoalCandidate(text=key, score=score, source=source,
+                             candidate_id=len(self.candidates) + 1, parent_id=parent_id,
+                             repair_feedback=root.repair_feedback)
+        self.candidates.append(cand)
+        self.by_text[key] = cand
+        self.generation[cand.candidate_id] = root.generation
+        self.events.append(TreeEvent(key, score, cand.candidate_id, False, level, requested))
+        return cand.candidate_id
+
+
+def expand(client: CompletionClient, roots: Sequence[TreeRoot], state: TreeState,
+           executor: ThreadPoolExecutor | None = None) -> list[GoalCandidate]:
+    """Expand the trees of `roots` together, level by level; returns the NEW distinct candidates in
+    the order found (duplicates of earlier responses are counted, not returned)."""
+    settings = state.settings
+    first_new = len(state.candidates)
+    pending = [_Pending(root, "", (), 0, root.parent_id) for root in roots]
+    while pending:
+        batch: list[tuple[_Pending, LLMRequest]] = []
+        for item in pending:
+            prefix_key = (item.root.key, item.prefix)
+            if prefix_key in state.requested:
+                state.counts["repeated_prefix"] += 1
+                continue
+            if state.remaining_requests - len(batch) <= 0:
+                state.counts["capped"] += 1
+                continue
+            state.requested.add(prefix_key)
+            prompt_type = item.root.root_type if item.level == 0 else item.root.recurse_type
+            batch.append((item, item.root.build_request(prompt_type, item.prefix)))
+        if state.counts["capped"] and not batch:
+            log.warning("request cap of %d reached; the tree stops here", settings.max_requests)
+        state.counts["requests"] += len(batch)
+        responses = _send_all(client, [req for _, req in batch], executor)
+        next_pending: list[_Pending] = []
+        for (item, _request), response in zip(batch, responses):
+            next_pending.extend(_process(item, response, state))
+        pending = next_pending
+    return state.candidates[first_new:]
+
+
+def _send_all(client: CompletionClient, requests: list[LLMRequest],
+              executor: ThreadPoolExecutor | None) -> list[LLMResponse]:
+    """Send one level's requests; results come back in submission order."""
+    if executor is None or len(requests) <= 1:
+        return [_send(client, r) for r in requests]
+    futures = [executor.submit(_send, client, r) for r in requests]
+    return [f.result() for f in futures]
+
+
+def _send(client: CompletionClient, request: LLMRequest) -> LLMResponse:
+    """The client never raises for provider failures; anything else still must not kill the tree."""
+    try:
+        return client.complete(request)
+    except Exception as exc:  # a bug below us becomes a failed request, counted and reported
+        log.error("LLM request failed unexpectedly: %s", exc)
+        return LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}")
+
+
+def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_Pending]:
+    """Record one response and return the branches it opens."""
+    settings = state.settings
+    root = item.root
+    if not response.ok:
+        state.counts["failed_requests"] += 1
+        state.errors.append(response.error)
+        return []
+    tokens = list(response.tokens)
+    text = response.text if response.text else "".join(t.token for t in tokens)
+    if not tokens and text.strip():
+        state.counts["no_logprobs"] += 1
+    source = root.root_source if item.level == 0 else root.recurse_source
+    probs = item.probs + tuple(t.prob for t in tokens)
+    me = state.add_response(item.prefix + text, probs, root, source, item.parent_id, item.level, True)
+    parent_for_branches = me if me > 0 else item.parent_id
+    if item.level >= settings.max_depth:
+        if any(t.prob < settings.branch_below - _EPS for t in tokens):
+            state.counts["pruned_depth"] += 1
+        return []
+    branches: list[_Pending] = []
+    head = item.prefix
+    head_probs = list(item.probs)
+    for token in tokens:
+        p_token = token.prob
+        if p_token < settings.branch_below - _EPS:
+            chosen = token.token.strip().lower()
+            for alt, logprob in token.top:
+                p_alt = math.exp(logprob)
+                if p_alt <= settings.alternative_above + _EPS:
+                    continue
+                stripped = alt.strip()
+                if stripped.lower() == chosen or stripped in ("-", ","):
+                    continue
+                if ends_sentence(alt):
+                    state.counts["sentence_ends"] += 1
+                    state.add_response(head, head_probs + [p_alt], root, root.recurse_source,
+                                       parent_for_branches, item.level + 1, False)
+                    continue
+                if item.level >= 1 and _mean(head_probs + [p_alt]) < settings.continue_at_least - _EPS:
+                    state.counts["pruned_low_mean"] += 1
+                    continue
+                branches.append(_Pending(root, head + alt, tuple(head_probs) + (p_alt,),
+                                         item.level + 1, parent_for_branches))
+        head += token.token
+        head_probs.append(p_token)
+    return branches

@@ -1,0 +1,611 @@
+"""Scenes: the objects of a household task, where they start, and where the user wants them.
+
+A scene comes from `config/scenes/<name>.yaml` (the paper's tasks, seed 000 appendix A) or from
+recorded AI2-THOR object metadata (`../fixtures/ai2thor`). Either way its objects are AI2-THOR
+object dicts, so everything downstream reads one format. YAML scenes are validated strictly:
+every error names the file and the key, because a silently misread scene would corrupt every
+experiment run on it.
+
+Scene YAML keys: name, task, location, context (STARS* sentences), types (extra object types),
+objects (list of {type, id, at, preferred, state, capacity, position}), subtasks (list of {name,
+instruction, places}), closable (openables that must end closed), assertions (optional check of
+the completion measure's total), agent ({position}), slice_requires_knife.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.errors import ConfigError
+from task_learning.names import normalize_name
+from task_learning.world import layout
+from task_learning.world.catalog import FLAG_KEYS, ObjectType, load_object_types, parse_object_types
+
+SCENE_KEYS_REQUIRED = ("task", "location", "objects")
+SCENE_KEYS_OPTIONAL = (
+    "name",
+    "description",
+    "context",
+    "types",
+    "subtasks",
+    "closable",
+    "assertions",
+    "agent",
+    "slice_requires_knife",
+)
+OBJECT_KEYS = ("type", "id", "at", "preferred", "state", "capacity", "position", "name")
+SUBTASK_KEYS = ("name", "instruction", "places")
+# State keys a scene may set per object, with the capability each needs (None: always allowed).
+STATE_KEYS: dict[str, str | None] = {
+    "isOpen": "openable",
+    "openness": "openable",
+    "isToggled": "toggleable",
+    "isDirty": "dirtyable",
+    "isFilledWithLiquid": "canFillWithLiquid",
+    "fillLiquid": "canFillWithLiquid",
+    "isCooked": "cookable",
+    "isSliced": "sliceable",
+    "isBroken": "breakable",
+    "isUsedUp": "canBeUsedUp",
+    "temperature": None,
+}
+# AI2-THOR's 42 object keys, in its order (ai2thor 5.x).
+AI2THOR_OBJECT_KEYS = (
+    "name", "position", "rotation", "visible", "isInteractable", "receptacle", "toggleable",
+    "isToggled", "breakable", "isBroken", "canFillWithLiquid", "isFilledWithLiquid", "fillLiquid",
+    "dirtyable", "isDirty", "canBeUsedUp", "isUsedUp", "cookable", "isCooked", "temperature",
+    "isHeatSource", "isColdSource", "sliceable", "isSliced", "openable", "isOpen", "openness",
+    "pickupable", "isPickedUp", "moveable", "mass", "salientMaterials", "receptacleObjectIds",
+    "distance", "objectType", "objectId", "assetId", "parentReceptacles", "controlledObjects",
+    "isMoving", "axisAlignedBoundingBox", "objectOrientedBoundingBox",
+)
+_ID_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]*\|[^\s]+$")
+DEFAULT_AGENT_POSITION = {"x": 0.0, "y": 0.9, "z": 0.0}
+
+
+@dataclass
+class Subtask:
+    """One subtask the user teaches (seed 000 B.1): e.g. clear an object that is on the table."""
+
+    name: str
+    instruction: str
+    places: list[str]  # object ids whose contents the subtask works through
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "instruction": self.instruction, "places": list(self.places)}
+
+
+@dataclass
+class Scene:
+    """A household task's world: AI2-THOR object dicts plus the user's hidden preferences.
+
+    `preferences` and `closable` are ground truth for scoring only (completion measure); nothing
+    that proposes goals may read them.
+    """
+
+    name: str
+    task: str
+    location: str
+    objects: list[dict[str, Any]]
+    task_objects: list[str] = field(default_factory=list)
+    subtasks: list[Subtask] = field(default_factory=list)
+    preferences: dict[str, list[str]] = field(default_factory=dict)
+    closable: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    assertions: int = 0
+    source: str = ""
+    agent: dict[str, Any] = field(default_factory=lambda: {"position": dict(DEFAULT_AGENT_POSITION)})
+    # alternatives a seeded world may pick from: object id -> acceptable starting receptacles
+    placement_options: dict[str, list[str]] = field(default_factory=dict)
+    # per receptacle id: at most this many objects directly inside (absent: unlimited)
+    capacities: dict[str, int] = field(default_factory=dict)
+    types: dict[str, ObjectType] = field(default_factory=dict)
+    slice_requires_knife: bool = False
+
+    def by_id(self) -> dict[str, dict[str, Any]]:
+        return {o["objectId"]: o for o in self.objects}
+
+    def object(self, object_id: str) -> dict[str, Any]:
+        for record in self.objects:
+            if record["objectId"] == object_id:
+                return record
+        raise KeyError(object_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "task": self.task,
+            "location": self.location,
+            "source": self.source,
+            "objects": self.objects,
+            "task_objects": list(self.task_objects),
+            "subtasks": [s.to_dict() for s in self.subtasks],
+            "preferences": {k: list(v) for k, v in self.preferences.items()},
+            "closable": list(self.closable),
+            "context": list(self.context),
+            "assertions": self.assertions,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# AI2-THOR object records
+
+
+def make_object_record(object_type: ObjectType, object_id: str, *, name: str = "") -> dict[str, Any]:
+    """A fresh AI2-THOR object dict (all 42 keys) for an object of this type, at rest."""
+    flags = {key: object_type.flag(key) for key in FLAG_KEYS}
+    record: dict[str, Any] = {
+        "name": name or object_id.replace("|", "_"),
+        "position": layout.vec(0.0, 0.0, 0.0),
+        "rotation": layout.vec(0.0, 0.0, 0.0),
+        "visible": True,
+        "isInteractable": False,
+        "receptacle": flags["receptacle"],
+        "toggleable": flags["toggleable"],
+        "isToggled": False,
+        "breakable": flags["breakable"],
+        "isBroken": False,
+        "canFillWithLiquid": flags["canFillWithLiquid"],
+        "isFilledWithLiquid": False,
+        "fillLiquid": None,
+        "dirtyable": flags["dirtyable"],
+        "isDirty": False,
+        "canBeUsedUp": flags["canBeUsedUp"],
+        "isUsedUp": False,
+        "cookable": flags["cookable"],
+        "isCooked": False,
+        "temperature": "Cold" if flags["isColdSource"] else "RoomTemp",
+        "isHeatSource": flags["isHeatSource"],
+        "isColdSource": flags["isColdSource"],
+        "sliceable": flags["sliceable"],
+        "isSliced": False,
+        "openable": flags["openable"],
+        "isOpen": False,
+        "openness": 0.0,
+        "pickupable": flags["pickupable"],
+        "isPickedUp": False,
+        "moveable": flags["moveable"],
+        "mass": object_type.mass,
+        "salientMaterials": list(object_type.salient_materials),
+        "receptacleObjectIds": [],
+        "distance": 0.0,
+        "objectType": object_type.name,
+        "objectId": object_id,
+        "assetId": f"{object_type.name}_1",
+        "parentReceptacles": [],
+        "controlledObjects": None,
+        "isMoving": False,
+        "axisAlignedBoundingBox": None,
+        "objectOrientedBoundingBox": None,
+    }
+    return record
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def scene_file(name: str) -> Path:
+    return config_path("scenes", f"{name}.yaml")
+
+
+def available_scenes() -> list[str]:
+    folder = config_path("scenes")
+    return sorted(p.stem for p in folder.glob("*.yaml") if p.stem != "object_types")
+
+
+def load_scene(name_or_path: str | Path) -> Scene:
+    """A scene by name (config/scenes/<name>.yaml), YAML path, or recorded AI2-THOR metadata
+    (a .json file; a file holding several scenes takes '#<key>', e.g. 'objects.json#21')."""
+    text = str(name_or_path)
+    base, key = text.rsplit("#", 1) if "#" in text else (text, "")
+    looks_like_path = "/" in base or base.endswith((".yaml", ".yml", ".json")) or Path(base).is_file()
+    if not looks_like_path:
+        path = scene_file(base)
+        if not path.is_file():
+            known = available_scenes()
+            hint = difflib.get_close_matches(base, known, n=1)
+            suffix = f" (did you mean '{hint[0]}'?)" if hint else f" (known: {', '.join(known)})"
+            raise ConfigError(path, None, f"no scene named '{base}'{suffix}")
+    else:
+        path = Path(base)
+    if path.suffix == ".json":
+        return _load_metadata_file(path, key or None)
+    return _load_yaml_scene(path)
+
+
+def load_metadata_scenes(path: str | Path) -> dict[str, Scene]:
+    """Every scene in a recorded-metadata file, keyed as in the file ('' for a single scene)."""
+    path = Path(path)
+    data = _read_json(path)
+    groups = _metadata_groups(data, path)
+    return {key: scene_from_metadata(objs, name=_scene_name(path, key, data), source=str(path))
+            for key, objs in groups.items()}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(path, None, f"line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}") from None
+
+
+def _metadata_groups(data: Any, path: Path) -> dict[str, Any]:
+    """Recognise the shapes recorded metadata comes in; '' keys a file holding one scene."""
+    if isinstance(data, list):
+        return {"": data}
+    if isinstance(data, Mapping):
+        if isinstance(data.get("objects"), list):
+            return {"": data["objects"]}
+        values = list(data.values())
+        if values and all(isinstance(v, Mapping) and "objectId" in v for v in values):
+            return {"": data}
+        if values and all(isinstance(v, (list, Mapping)) for v in values):
+            return {str(k): v for k, v in data.items()}
+    raise ConfigError(path, None, "not AI2-THOR object metadata: expected a list of objects, a dict "
+                      "objectId -> object, event metadata with 'objects', or scenes keyed by name")
+
+
+def _scene_name(path: Path, key: str, data: Any) -> str:
+    if key:
+        return f"FloorPlan{key}" if key.isdigit() else key
+    if isinstance(data, Mapping) and isinstance(data.get("sceneName"), str):
+        return data["sceneName"]
+    stem = path.stem
+    return stem[: -len("_objects")] if stem.endswith("_objects") else stem
+
+
+def _load_metadata_file(path: Path, key: str | None) -> Scene:
+    data = _read_json(path)
+    groups = _metadata_groups(data, path)
+    if key is None:
+        if list(groups) != [""]:
+            raise ConfigError(path, None, f"holds several scenes ({', '.join(groups)}); "
+                              f"pick one as '{path}#<scene>'")
+        key = ""
+    if key not in groups:
+        raise ConfigError(path, key, f"no such scene in the file (has: {', '.join(groups)})")
+    return scene_from_metadata(groups[key], name=_scene_name(path, key, data), source=f"{path}" + (f"#{key}" if key else ""))
+
+
+def location_of_floorplan(name: str) -> str:
+    """iTHOR numbering: FloorPlan1-30 kitchens, 201-230 living rooms, 301-330 bedrooms, 401-430
+    bathrooms."""
+    match = re.search(r"FloorPlan(\d+)", name)
+    if not match:
+        return "room"
+    number = int(match.group(1))
+    return {0: "kitchen", 2: "living room", 3: "bedroom", 4: "bathroom"}.get(number // 100, "room")
+
+
+def scene_from_metadata(
+    objects: Iterable[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
+    name: str,
+    *,
+    source: str = "",
+    task: str = "",
+    location: str | None = None,
+) -> Scene:
+    """A scene from recorded AI2-THOR object metadata (a list, or a dict objectId -> object).
+
+    Containment is taken from parentReceptacles (null counts as none) and each receptacle's
+    receptacleObjectIds is rebuilt from it, so the two always agree. null lists become [].
+    """
+    items = list(objects.values()) if isinstance(objects, Mapping) else list(objects)
+    where = source or name
+    records: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(items):
+        key = f"objects[{index}]"
+        if not isinstance(raw, Mapping):
+            raise ConfigError(where, key, f"expected an object dict, got {type(raw).__name__}")
+        for required in ("objectId", "objectType"):
+            if not isinstance(raw.get(required), str) or not raw.get(required):
+                raise ConfigError(where, join_key(key, required), "missing or not a string")
+        if raw["objectId"] in seen:
+            raise ConfigError(where, join_key(key, "objectId"), f"duplicate id {raw['objectId']!r}")
+        seen.add(raw["objectId"])
+        record = dict(raw)
+        record["parentReceptacles"] = list(raw.get("parentReceptacles") or [])
+        record["receptacleObjectIds"] = []
+        for flag in FLAG_KEYS + ("isOpen", "isToggled", "isSliced", "isPickedUp", "isDirty",
+                                 "isCooked", "isFilledWithLiquid", "isBroken", "isUsedUp"):
+            record[flag] = bool(record.get(flag) or False)
+        if not isinstance(record.get("position"), Mapping):
+            record["position"] = layout.vec(0.0, 0.0, 0.0)
+        records.append(record)
+    by_id = {r["objectId"]: r for r in records}
+    recorded_children = {r["objectId"]: list(items[i].get("receptacleObjectIds") or [])
+                         for i, r in enumerate(records)}
+    for index, record in enumerate(records):
+        for p_index, parent in enumerate(record["parentReceptacles"]):
+            if parent not in by_id:
+                raise ConfigError(where, f"objects[{index}].parentReceptacles[{p_index}]",
+                                  f"{record['objectId']} names receptacle {parent!r}, which is not in the scene")
+    for record in records:
+        children = [r["objectId"] for r in records if record["objectId"] in r["parentReceptacles"]]
+        order = {cid: i for i, cid in enumerate(recorded_children[record["objectId"]])}
+        record["receptacleObjectIds"] = sorted(children, key=lambda c: order.get(c, len(order)))
+    catalogue = load_object_types()
+    capacities = {}
+    for record in records:
+        known = catalogue.get(record["objectType"])
+        if known is not None and known.capacity is not None and record["receptacle"]:
+            capacities[record["objectId"]] = max(known.capacity, len(record["receptacleObjectIds"]))
+    positions = [r["position"] for r in records if r.get("position")]
+    centre = layout.vec(
+        sum(float(p["x"]) for p in positions) / max(1, len(positions)), 0.9,
+        sum(float(p["z"]) for p in positions) / max(1, len(positions)),
+    )
+    return Scene(
+        name=name,
+        task=task,
+        location=location or location_of_floorplan(name),
+        objects=records,
+        source=source,
+        agent={"position": centre},
+        capacities=capacities,
+        types=catalogue,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML scenes
+
+
+def _load_yaml_scene(path: Path) -> Scene:
+    return scene_from_dict(load_yaml(path), source=str(path), default_name=path.stem)
+
+
+def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "scene") -> Scene:
+    """A scene from its parsed YAML form (what `config/scenes/*.yaml` holds); errors name
+    `source` and the key."""
+    file = source
+    check_keys(data, file=file, key="", required=SCENE_KEYS_REQUIRED, optional=SCENE_KEYS_OPTIONAL)
+    name = expect_type(data.get("name", default_name), str, file=file, key="name")
+    task = expect_type(data["task"], str, file=file, key="task")
+    location = expect_type(data["location"], str, file=file, key="location")
+    context = expect_type(data.get("context") or [], list, file=file, key="context")
+    for i, sentence in enumerate(context):
+        expect_type(sentence, str, file=file, key=join_key("context", i))
+    types = load_object_types()
+    types.update(parse_object_types(data.get("types"), file=file, key="types"))
+    slice_requires_knife = expect_type(data.get("slice_requires_knife", False), bool, file=file,
+                                       key="slice_requires_knife")
+
+    entries = expect_type(data["objects"], list, file=file, key="objects")
+    if not entries:
+        raise ConfigError(file, "objects", "a scene needs at least one object")
+    records: list[dict[str, Any]] = []
+    counters: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        key = join_key("objects", index)
+        check_keys(entry, file=file, key=key, required=("type",), optional=OBJECT_KEYS)
+        type_name = expect_type(entry["type"], str, file=file, key=join_key(key, "type"))
+        if type_name not in types:
+            hint = difflib.get_close_matches(type_name, sorted(types), n=1)
+            suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+            raise ConfigError(file, join_key(key, "type"), f"unknown object type '{type_name}'{suffix}; "
+                              "declare it under 'types:' or in config/scenes/object_types.yaml")
+        counters[type_name] = counters.get(type_name, 0) + 1
+        object_id = entry.get("id") or f"{type_name}|{counters[type_name]}"
+        expect_type(object_id, str, file=file, key=join_key(key, "id"))
+        if not _ID_PATTERN.match(object_id):
+            raise ConfigError(file, join_key(key, "id"), f"ids look like '<Type>|<n>', got {object_id!r}")
+        if any(r["objectId"] == object_id for r in records):
+            raise ConfigError(file, join_key(key, "id"), f"duplicate object id {object_id!r}")
+        record = make_object_record(types[type_name], object_id,
+                                    name=str(entry.get("name") or ""))
+        _apply_state(record, types[type_name], entry.get("state"), file=file, key=join_key(key, "state"))
+        records.append(record)
+
+    resolver = _SceneRefs(records, types, file)
+    placement_options: dict[str, list[str]] = {}
+    preferences: dict[str, list[str]] = {}
+    capacities: dict[str, int] = {}
+    explicit_positions: dict[str, dict[str, float]] = {}
+    for index, (entry, record) in enumerate(zip(entries, records)):
+        key = join_key("objects", index)
+        oid = record["objectId"]
+        if "at" in entry and entry["at"] is not None:
+            at = entry["at"]
+            refs = at if isinstance(at, list) else [at]
+            if not refs:
+                raise ConfigError(file, join_key(key, "at"), "empty list of places")
+            places = [resolver.resolve(ref, join_key(key, "at") + (f"[{i}]" if isinstance(at, list) else ""))
+                      for i, ref in enumerate(refs)]
+            for i, place in enumerate(places):
+                where = join_key(key, "at") + (f"[{i}]" if isinstance(at, list) else "")
+                if place == oid:
+                    raise ConfigError(file, where, f"{oid} cannot be inside itself")
+                if not resolver.by_id[place]["receptacle"]:
+                    raise ConfigError(file, where, f"{place} is not a receptacle")
+            record["parentReceptacles"] = [places[0]]
+            if len(places) > 1:
+                placement_options[oid] = places
+        if "preferred" in entry:
+            pref = entry["preferred"]
+            refs = pref if isinstance(pref, list) else [pref]
+            if not refs:
+                raise ConfigError(file, join_key(key, "preferred"), "empty list of destinations")
+            dests = []
+            for i, ref in enumerate(refs):
+                where = join_key(key, "preferred") + (f"[{i}]" if isinstance(pref, list) else "")
+                dest = resolver.resolve(ref, where)
+                if not resolver.by_id[dest]["receptacle"]:
+                    raise ConfigError(file, where, f"{dest} is not a receptacle")
+                dests.append(dest)
+            preferences[oid] = dests
+        capacity = entry.get("capacity", types[record["objectType"]].capacity)
+        if capacity is not None:
+            expect_type(capacity, int, file=file, key=join_key(key, "capacity"))
+            if not record["receptacle"]:
+                raise ConfigError(file, join_key(key, "capacity"), f"{oid} is not a receptacle")
+            capacities[oid] = capacity
+        if entry.get("position") is not None:
+            explicit_positions[oid] = _parse_vec(entry["position"], file, join_key(key, "position"))
+    _check_cycles(records, file)
+    for record in records:
+        for parent in record["parentReceptacles"]:
+            resolver.by_id[parent]["receptacleObjectIds"].append(record["objectId"])
+    for record in records:
+        limit = capacities.get(record["objectId"])
+        if limit is not None and len(record["receptacleObjectIds"]) > limit:
+            raise ConfigError(file, "objects", f"{record['objectId']} holds {len(record['receptacleObjectIds'])} "
+                              f"objects but its capacity is {limit}")
+    place_objects(records, explicit_positions)
+
+    closable = []
+    for i, ref in enumerate(expect_type(data.get("closable") or [], list, file=file, key="closable")):
+        oid = resolver.resolve(ref, join_key("closable", i))
+        if not resolver.by_id[oid]["openable"]:
+            raise ConfigError(file, join_key("closable", i), f"{oid} is not openable")
+        closable.append(oid)
+
+    subtasks = []
+    for i, entry in enumerate(expect_type(data.get("subtasks") or [], list, file=file, key="subtasks")):
+        key = join_key("subtasks", i)
+        check_keys(entry, file=file, key=key, required=("name", "places"), optional=SUBTASK_KEYS)
+        places_raw = entry["places"] if isinstance(entry["places"], list) else [entry["places"]]
+        places = [resolver.resolve(ref, join_key(join_key(key, "places"), j)) for j, ref in enumerate(places_raw)]
+        subtasks.append(Subtask(
+            name=expect_type(entry["name"], str, file=file, key=join_key(key, "name")),
+            instruction=expect_type(entry.get("instruction", ""), str, file=file, key=join_key(key, "instruction")),
+            places=places,
+        ))
+
+    total = len(preferences) + len(closable)
+    if "assertions" in data:
+        stated = expect_type(data["assertions"], int, file=file, key="assertions")
+        if stated != total:
+            raise ConfigError(file, "assertions", f"states {stated} but the scene defines {total} "
+                              f"({len(preferences)} preferred places + {len(closable)} closable)")
+    agent = {"position": dict(DEFAULT_AGENT_POSITION)}
+    if data.get("agent") is not None:
+        check_keys(data["agent"], file=file, key="agent", optional=("position",))
+        if "position" in data["agent"]:
+            agent["position"] = _parse_vec(data["agent"]["position"], file, "agent.position")
+    return Scene(
+        name=name,
+        task=task,
+        location=location,
+        objects=records,
+        task_objects=[r["objectId"] for r in records if r["objectId"] in preferences],
+        subtasks=subtasks,
+        preferences=preferences,
+        closable=closable,
+        context=[str(s) for s in context],
+        assertions=total,
+        source=file,
+        agent=agent,
+        placement_options=placement_options,
+        capacities=capacities,
+        types=types,
+        slice_requires_knife=slice_requires_knife,
+    )
+
+
+def place_objects(records: list[dict[str, Any]], explicit: Mapping[str, dict[str, float]] | None = None) -> None:
+    """Give every object a position: furniture on a ring, contents in slots of their receptacle."""
+    explicit = explicit or {}
+    by_id = {r["objectId"]: r for r in records}
+    roots = [r for r in records if not r["parentReceptacles"]]
+    for record, position in zip([r for r in roots if r["objectId"] not in explicit],
+                                layout.ring_positions(sum(1 for r in roots if r["objectId"] not in explicit))):
+        record["position"] = position
+    for oid, position in explicit.items():
+        by_id[oid]["position"] = position
+
+    def place_children(parent: dict[str, Any]) -> None:
+        for slot, child_id in enumerate(parent["receptacleObjectIds"]):
+            child = by_id[child_id]
+            if child_id not in explicit:
+                child["position"] = layout.slot_position(parent, slot)
+            place_children(child)
+
+    for root in roots:
+        place_children(root)
+
+
+def _check_cycles(records: list[dict[str, Any]], file: str) -> None:
+    by_id = {r["objectId"]: r for r in records}
+    for record in records:
+        seen = {record["objectId"]}
+        current = record
+        while current["parentReceptacles"]:
+            parent = current["parentReceptacles"][0]
+            if parent in seen:
+                raise ConfigError(file, "objects", f"containment cycle through {record['objectId']} and {parent}")
+            seen.add(parent)
+            current = by_id[parent]
+
+
+def _parse_vec(value: Any, file: str, key: str) -> dict[str, float]:
+    check_keys(value, file=file, key=key, required=("x", "y", "z"))
+    return layout.vec(*(float(expect_type(value[a], (int, float), file=file, key=join_key(key, a)))
+                        for a in ("x", "y", "z")))
+
+
+def _apply_state(record: dict[str, Any], object_type: ObjectType, state: Any, *, file: str, key: str) -> None:
+    if state is None:
+        return
+    check_keys(state, file=file, key=key, optional=tuple(STATE_KEYS))
+    for name, value in state.items():
+        needs = STATE_KEYS[name]
+        if needs is not None and not object_type.flag(needs):
+            raise ConfigError(file, join_key(key, name), f"{record['objectId']} is not {needs}")
+        if name == "temperature":
+            if value not in ("Hot", "Cold", "RoomTemp"):
+                raise ConfigError(file, join_key(key, name), "expected Hot, Cold or RoomTemp")
+        elif name == "openness":
+            expect_type(value, (int, float), file=file, key=join_key(key, name))
+        elif name == "fillLiquid":
+            if value not in (None, "water", "coffee", "wine"):
+                raise ConfigError(file, join_key(key, name), "expected water, coffee or wine")
+        else:
+            expect_type(value, bool, file=file, key=join_key(key, name))
+        record[name] = value
+    if "isOpen" in state and "openness" not in state:
+        record["openness"] = 1.0 if record["isOpen"] else 0.0
+    if "openness" in state:
+        record["isOpen"] = float(record["openness"]) > 0.0
+    if record.get("fillLiquid") and "isFilledWithLiquid" not in state:
+        record["isFilledWithLiquid"] = True
+    if record.get("isFilledWithLiquid") and not record.get("fillLiquid"):
+        record["fillLiquid"] = "water"
+
+
+class _SceneRefs:
+    """Resolves a reference in a scene file: an object id, or a type/spoken name naming exactly
+    one object of the scene ('DishRack', 'dish rack', 'table')."""
+
+    def __init__(self, records: list[dict[str, Any]], types: Mapping[str, ObjectType], file: str) -> None:
+        self.by_id = {r["objectId"]: r for r in records}
+        self.file = file
+        self.by_name: dict[str, list[str]] = {}
+        for record in records:
+            names = types[record["objectType"]].names() if record["objectType"] in types else {
+                normalize_name(record["objectType"])}
+            for name in names:
+                self.by_name.setdefault(name, []).append(record["objectId"])
+
+    def resolve(self, ref: Any, key: str) -> str:
+        if not isinstance(ref, str) or not ref.strip():
+            raise ConfigError(self.file, key, f"expected an object id or type name, got {ref!r}")
+        if ref in self.by_id:
+            return ref
+        matches = self.by_name.get(normalize_name(ref), [])
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise ConfigError(self.file, key, f"'{ref}' names {len(matches)} objects ({', '.join(matches)}); use an id")
+        hint = difflib.get_close_matches(ref, list(self.by_id) + sorted(self.by_name), n=1)
+        suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+        raise ConfigError(self.file, key, f"no object '{ref}' in the scene{suffix}")

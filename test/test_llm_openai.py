@@ -1,0 +1,269 @@
+"""The `openai` provider against a local OpenAI-compatible server, through the REAL `openai`
+client and LLMClient: formats, failures, retries, timeouts, and the API key kept secret."""
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+import pytest
+
+from task_learning.llm.base import LLMRequest
+from task_learning.llm.client import LLMClient, make_client
+from task_learning.llm.fake_server import (
+    CHAT,
+    COMPLETIONS,
+    FakeOpenAIServer,
+    ScriptedReply,
+    chat_body,
+    completion_body,
+    error_body,
+)
+from task_learning.llm.openai_provider import OpenAIProvider
+
+SECRET = "sk-test-DO-NOT-LEAK-1234567890"
+
+# " the goal is that the mug is in the cup|board": the mug example's root shape.
+GOAL_TOKENS = [
+    (" the", math.log(0.99), {" the": math.log(0.99), " a": math.log(0.005)}),
+    (" mug", math.log(0.62), {" mug": math.log(0.62), " cup": math.log(0.30), " dish": math.log(0.04)}),
+    (" is", math.log(0.97), {" is": math.log(0.97)}),
+]
+
+
+def goal_request(prefix: str = "", **extra) -> LLMRequest:
+    return LLMRequest(
+        prompt_type=extra.pop("prompt_type", "initial"),
+        prompt="Task: tidy kitchen\n(RESULT)" + prefix,
+        logprobs=5,
+        stop=("(END RESULT)", ".", "Steps:", "\n"),
+        context={"object": "mug", "prefix": prefix},
+        scope=extra.pop("scope", "Mug|1"),
+        **extra,
+    )
+
+
+def selection_request() -> LLMRequest:
+    return LLMRequest(prompt_type="selection", prompt="Options:\n1. a\n2. b\nAnswer:", max_tokens=5, scope="Mug|1")
+
+
+@pytest.fixture()
+def server():
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+def client_for(server, **kw) -> LLMClient:
+    provider = OpenAIProvider(
+        base_url=server.base_url,
+        api_key=SECRET,
+        completion_model="fake-instruct",
+        selection_model="fake-chat",
+        selection_api=kw.pop("selection_api", "chat"),
+        require_logprobs=kw.pop("require_logprobs", True),
+    )
+    kw.setdefault("timeout_s", 2.0)
+    kw.setdefault("max_retries", 2)
+    kw.setdefault("backoff_s", 0.01)
+    kw.setdefault("max_backoff_s", 0.05)
+    return LLMClient(provider, **kw)
+
+
+def test_completions_legacy_logprobs_are_mapped_best_first(server):
+    # The server lists alternatives in a scrambled order; `top` must come back best first.
+    scrambled = [(t, lp, dict(sorted(alts.items(), key=lambda kv: kv[1]))) for t, lp, alts in GOAL_TOKENS]
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body(scrambled, prompt_tokens=42)))
+    client = client_for(server)
+    response = client.complete(goal_request())
+    assert response.ok, response.error
+    assert response.text == " the mug is"
+    assert [t.token for t in response.tokens] == [" the", " mug", " is"]
+    assert response.tokens[1].prob == pytest.approx(0.62)
+    assert [alt for alt, _ in response.tokens[1].top] == [" mug", " cup", " dish"]
+    assert response.prompt_tokens == 42 and response.completion_tokens == 3
+    sent = server.requests_to(COMPLETIONS)[0].body
+    assert sent["model"] == "fake-instruct" and sent["logprobs"] == 5 and sent["temperature"] == 0
+    assert sent["stop"] == ["(END RESULT)", ".", "Steps:", "\n"]
+    assert sent["prompt"].endswith("(RESULT)")
+    usage = client.usage.by_type["initial"]
+    assert (usage.calls, usage.prompt_tokens, usage.completion_tokens, usage.failures) == (1, 42, 3, 0)
+
+
+def test_selection_goes_to_chat_with_the_selection_model(server):
+    server.queue(CHAT, ScriptedReply(body=chat_body("2", prompt_tokens=30, completion_tokens=1)))
+    client = client_for(server)
+    response = client.complete(selection_request())
+    assert response.ok and response.text == "2"
+    sent = server.requests_to(CHAT)[0].body
+    assert sent["model"] == "fake-chat"
+    assert sent["messages"] == [{"role": "user", "content": "Options:\n1. a\n2. b\nAnswer:"}]
+    assert not server.requests_to(COMPLETIONS)
+    assert client.usage.by_type["selection"].prompt_tokens == 30
+
+
+def test_chat_logprobs_format_is_read(server):
+    tokens = [("2", math.log(0.8), {"2": math.log(0.8), "1": math.log(0.15)})]
+    server.queue(CHAT, ScriptedReply(body=chat_body("2", tokens=tokens)))
+    client = client_for(server)
+    request = LLMRequest(prompt_type="selection", messages=(("system", "be brief"), ("user", "pick")), logprobs=2)
+    response = client.complete(request)
+    assert response.ok, response.error
+    assert response.tokens[0].token == "2" and response.tokens[0].prob == pytest.approx(0.8)
+    assert response.tokens[0].top[1][0] == "1"
+    sent = server.requests_to(CHAT)[0].body
+    assert sent["logprobs"] is True and sent["top_logprobs"] == 2
+    assert sent["messages"][0] == {"role": "system", "content": "be brief"}
+
+
+def test_selection_by_completions_when_configured(server):
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([("3", -0.1, {"3": -0.1})])))
+    client = client_for(server, selection_api="completions")
+    response = client.complete(selection_request())
+    assert response.text == "3"
+    assert server.requests_to(COMPLETIONS)[0].body["model"] == "fake-chat"
+    assert not server.requests_to(CHAT)
+
+
+def test_429_then_success_is_retried_and_counted(server):
+    server.queue(
+        COMPLETIONS,
+        ScriptedReply(status=429, body=error_body("slow down", "rate_limit_exceeded")),
+        ScriptedReply(body=completion_body(GOAL_TOKENS)),
+    )
+    client = client_for(server)
+    response = client.complete(goal_request())
+    assert response.ok and response.text == " the mug is"
+    assert len(server.requests_to(COMPLETIONS)) == 2
+    assert client.retries == 1 and client.stats()["retries_by_type"] == {"initial": 1}
+    assert client.usage.calls == 1 and client.usage.failures == 0
+    # The openai client's own retries are off: exactly one HTTP request per attempt.
+    assert server.requests_to(COMPLETIONS)[0].headers.get("x-stainless-retry-count") == "0"
+
+
+def test_500_is_retried_then_a_failed_response_not_a_crash(server):
+    server.set_default(COMPLETIONS, ScriptedReply(status=500, body=error_body("internal")))
+    client = client_for(server, max_retries=2)
+    response = client.complete(goal_request())
+    assert not response.ok
+    assert "500" in response.error and "3 attempt" in response.error
+    assert len(server.requests_to(COMPLETIONS)) == 3
+    assert client.retries == 2
+    assert client.usage.failures == 1 and client.usage.calls == 1
+    assert client.usage.prompt_tokens == 0
+
+
+def test_400_is_not_retried(server):
+    server.queue(COMPLETIONS, ScriptedReply(status=400, body=error_body("logprobs must be <= 5", "invalid_request_error")))
+    client = client_for(server)
+    response = client.complete(goal_request())
+    assert "400" in response.error and "logprobs must be <= 5" in response.error
+    assert len(server.requests_to(COMPLETIONS)) == 1 and client.retries == 0
+
+
+def test_hang_past_the_timeout_gives_a_timeout_error_quickly(server):
+    server.set_default(COMPLETIONS, ScriptedReply(delay_s=5.0, body=completion_body(GOAL_TOKENS)))
+    client = client_for(server, timeout_s=0.25, max_retries=1)
+    started = time.monotonic()
+    response = client.complete(goal_request())
+    elapsed = time.monotonic() - started
+    assert not response.ok and "timed out after 0.25 s" in response.error
+    assert elapsed < 2.0, elapsed  # two attempts of 0.25 s and a short backoff
+    assert len(server.requests_to(COMPLETIONS)) == 2
+    assert client.usage.failures == 1
+
+
+def test_endpoint_down_is_a_clear_failure(server):
+    provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key=SECRET, completion_model="m")
+    client = LLMClient(provider, timeout_s=0.5, max_retries=1, backoff_s=0.01)
+    response = client.complete(goal_request())
+    assert not response.ok and "cannot reach http://127.0.0.1:9/v1" in response.error
+    assert client.usage.failures == 1 and client.retries == 1
+
+
+def test_empty_output_is_a_valid_empty_response(server):
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([], prompt_tokens=12)))
+    client = client_for(server)
+    response = client.complete(goal_request())
+    assert response.ok and response.text == "" and response.tokens == []
+    assert client.usage.by_type["initial"].prompt_tokens == 12
+
+
+def test_output_lacking_logprobs_is_an_error_by_default(server):
+    server.set_default(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS, with_logprobs=False)))
+    client = client_for(server)
+    response = client.complete(goal_request())
+    assert not response.ok and "lacks logprobs although 5 were requested" in response.error
+    assert client.usage.failures == 1 and client.retries == 0
+    # Opting out returns the text without tokens.
+    lenient = client_for(server, require_logprobs=False)
+    response = lenient.complete(goal_request())
+    assert response.ok and response.text == " the mug is" and response.tokens == []
+
+
+def test_malformed_json_and_missing_choices_are_clear_errors(server):
+    server.queue(COMPLETIONS, ScriptedReply(body="{this is not json"))
+    server.queue(COMPLETIONS, ScriptedReply(body={"id": "x", "object": "text_completion", "choices": []}))
+    client = client_for(server)
+    first = client.complete(goal_request())
+    second = client.complete(goal_request(" the"))
+    assert "malformed response" in first.error
+    assert "no choices" in second.error
+    assert client.usage.failures == 2
+
+
+def test_missing_usage_is_estimated(server):
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS, prompt_tokens=None)))
+    client = client_for(server)
+    response = client.complete(goal_request())
+    assert response.ok
+    assert response.completion_tokens == 3
+    assert response.prompt_tokens == math.ceil(len(goal_request().prompt) / 4)
+
+
+def test_api_key_never_in_logs_reprs_or_errors(server, caplog):
+    caplog.set_level(logging.DEBUG)
+    server.queue(COMPLETIONS, ScriptedReply(status=401, body=error_body(f"Incorrect API key provided: {SECRET}", "invalid_api_key")))
+    server.queue(COMPLETIONS, ScriptedReply(status=503, body=error_body(f"overloaded for {SECRET}")))
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS)))
+    client = make_client(
+        "openai", env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": SECRET},
+        backoff_s=0.01, max_backoff_s=0.02, cache=False,
+    )
+    denied = client.complete(goal_request())
+    ok = client.complete(goal_request(" x"))
+    assert "401" in denied.error and ok.ok
+    # The key really was sent ...
+    assert server.requests_to(COMPLETIONS)[0].headers.get("authorization") == f"Bearer {SECRET}"
+    # ... and is nowhere a user could see it.
+    seen = [caplog.text, repr(client), repr(client.provider), str(client.stats()), denied.error]
+    for text in seen:
+        assert SECRET not in text
+    assert "***" in denied.error
+
+
+def test_make_client_openai_reads_env_and_options(server):
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS)))
+    client = make_client(
+        "openai", env={"OPENAI_BASE_URL": server.base_url}, completion_model="my-model", cache=False
+    )
+    assert client.complete(goal_request()).ok
+    assert server.requests_to(COMPLETIONS)[0].body["model"] == "my-model"
+    # No key is fine for a local server; the official endpoint without a key is a clear error.
+    from task_learning.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        make_client("openai", env={})
+
+
+def test_concurrent_requests_through_the_real_client(server):
+    from concurrent.futures import ThreadPoolExecutor
+
+    server.set_default(COMPLETIONS, ScriptedReply(delay_s=0.2, body=completion_body(GOAL_TOKENS)))
+    client = client_for(server, cache=None)
+    started = time.monotonic()
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(client.complete, [goal_request(f" p{i}") for i in range(8)]))
+    elapsed = time.monotonic() - started
+    assert all(r.ok for r in responses)
+    assert client.usage.calls == 8
+    assert elapsed < 1.0, elapsed  # 8 x 0.2 s one after another would be 1.6 s

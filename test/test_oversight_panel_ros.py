@@ -1,0 +1,266 @@
+"""End to end over ROS: oversight_node in one process, a goal-elicitation-like asker in another, and
+the operator panel (offscreen Qt) in this one. Clicking Yes / No / Send in the panel answers the
+asker through the Confirm service; a screenshot of the panel is saved as a test artefact."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "artifacts"
+PY = sys.executable
+DOMAIN_ID = "17"
+ROS_ENV = {"ROS_DOMAIN_ID": DOMAIN_ID, "ROS_HOME": str(REPO / ".ros"),
+           "ROS_LOG_DIR": str(REPO / ".ros" / "log"),
+           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "QT_QPA_PLATFORM": "offscreen"}
+PAPER_QUESTION = ("For a mug in the dish rack is the goal that the mug is in the cupboard and the "
+                  "cupboard is closed?")
+
+# A separate OS process asking one question through Confirm (as goal elicitation does), printing
+# the answer as JSON. argv[1]: the request as JSON.
+ASKER = textwrap.dedent("""
+    import json, sys
+    from task_learning.types import ConfirmationRequest, GoalCandidate
+    from task_learning_nodes.oversight_client import OversightClient
+    data = json.loads(sys.argv[1])
+    cands = [GoalCandidate(c["text"], c["score"], candidate_id=c["id"], viable=True)
+             for c in data.pop("candidates")]
+    request = ConfirmationRequest(candidates=cands, **data)
+    request.candidate = None if request.wants_description else cands[-2]
+    client = OversightClient(name="asker", service_wait_s=15)
+    answer = client.ask(request)
+    print(json.dumps({"answer": answer.answer.value, "by": answer.operator,
+                      "description": answer.description}), flush=True)
+    client.close()
+""")
+
+# A separate process running the whole +O flow against the node (a dead or silent operator).
+FLOW = textwrap.dedent("""
+    import json, sys
+    from task_learning.oversight.flow import run_oversight
+    from task_learning.types import GoalCandidate
+    from task_learning_nodes.oversight_client import OversightClient
+    cands = [GoalCandidate("the goal is that the mug is in the cupboard", 0.9, candidate_id=1,
+                           viable=True)]
+    client = OversightClient(name="flow", service_wait_s=float(sys.argv[1]), namespace=sys.argv[3])
+    outcome = run_oversight(ranked=cands, reselect=lambda r: r[0], operator=client,
+                            object_description="mug in the dish rack", analyze=lambda s: None,
+                            timeout_s=float(sys.argv[2]))
+    print(json.dumps({"status": outcome.status.value,
+                      "chosen": outcome.chosen.text if outcome.chosen else None}), flush=True)
+    client.close()
+""")
+
+MUG_OPTIONS = [
+    ("the goal is that the mug is in the dish rack", 0.971),
+    ("the goal is that the mug is in the drawer and the drawer is closed", 0.913),
+    ("the goal is that the mug is in the dishwasher and the dishwasher is closed", 0.899),
+    ("the goal is that the mug is in the dishwasher", 0.8618),
+    ("the goal is that the mug is in the cupboard and the cupboard is closed", 0.935),
+    ("the goal is that the mug is in the cupboard", 0.8612),
+]
+
+
+@pytest.fixture(scope="module")
+def ros_env(tmp_path_factory):
+    """Environment for this file's ROS graph; makes task_learning_nodes importable if the install
+    does not map it (the editable install maps only task_learning)."""
+    env = dict(os.environ, **ROS_ENV)
+    extra = []
+    try:
+        import task_learning_nodes  # noqa: F401
+    except ImportError:
+        shim = tmp_path_factory.mktemp("nodes_shim")
+        (shim / "task_learning_nodes").symlink_to(REPO / "nodes")
+        extra.append(str(shim))
+        sys.path.insert(0, str(shim))
+    env["PYTHONPATH"] = os.pathsep.join(extra + [str(REPO)] + (
+        [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    saved = {k: os.environ.get(k) for k in ROS_ENV}
+    os.environ.update(ROS_ENV)
+    yield env
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def db_path(tmp_path_factory):
+    return tmp_path_factory.mktemp("oversight_db") / "kb.sqlite"
+
+
+def _start_node(env, db_path, timeout_s="30.0"):
+    return subprocess.Popen(
+        [PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", f"timeout_s:={timeout_s}",
+         "-p", f"db_path:={db_path}", "-p", "task:=tidy kitchen"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def node(ros_env, db_path):
+    proc = _start_node(ros_env, db_path)
+    yield proc
+    _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def qt_app(ros_env):
+    from task_learning.oversight.qt_compat import QApplication
+
+    return QApplication.instance() or QApplication([])
+
+
+@pytest.fixture(scope="module")
+def client(ros_env, node):
+    import rclpy
+
+    from task_learning_nodes.oversight_client import OversightClient
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    ros_client = OversightClient(name="panel_test", context=context, service_wait_s=15)
+    yield ros_client
+    ros_client.close()
+    rclpy.shutdown(context=context)
+
+
+def _ask(env, request_id, *, wants_description=False):
+    data = {"request_id": request_id, "object_id": "Mug|2",
+            "object_description": "mug in the dish rack", "wants_description": wants_description,
+            "timeout_s": 30.0,
+            "question": "For a mug in the dish rack, what is the goal?" if wants_description
+            else PAPER_QUESTION,
+            "candidates": [{"text": t, "score": s, "id": i}
+                           for i, (t, s) in enumerate(MUG_OPTIONS, start=1)]}
+    return subprocess.Popen([PY, "-c", ASKER, json.dumps(data)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_question(panel, client, app, request_id, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        client.spin_once(0.05)
+        panel.refresh()
+        app.processEvents()
+        current = panel.current_request()
+        if current is not None and current.request_id == request_id:
+            return current
+    pytest.fail(f"question {request_id} never reached the panel")
+
+
+def _answer_of(proc):
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_panel_answers_reach_a_client_in_another_process(ros_env, node, client, qt_app, db_path):
+    from PySide6.QtTest import QTest
+
+    from task_learning.oversight.panel import OperatorPanel
+    from task_learning.oversight.qt_compat import Qt
+
+    panel = OperatorPanel(client, poll_ms=0)
+    panel.resize(960, 620)
+    panel.show()
+
+    # 1. Yes, clicked.
+    asker = _ask(ros_env, "mug-yes")
+    request = _wait_for_question(panel, client, qt_app, "mug-yes")
+    assert panel.question_label.text() == PAPER_QUESTION
+    assert "mug in the dish rack" in panel.object_label.text() and "Mug|2" in panel.object_label.text()
+    assert panel.candidate_tree.topLevelItemCount() == 6
+    assert request.candidate.text == MUG_OPTIONS[-2][0]
+    assert panel.yes_button.isEnabled()
+    qt_app.processEvents()
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "oversight_panel.png"
+    assert panel.grab().save(str(shot))
+    image = panel.grab().toImage()
+    assert image.width() >= 900 and shot.stat().st_size > 10_000
+    QTest.mouseClick(panel.yes_button, Qt.MouseButton.LeftButton)
+    assert panel.status_label.text().startswith("Sent"), panel.status_label.text()
+    assert _answer_of(asker) == {"answer": "yes", "by": "panel", "description": ""}
+
+    # 2. No, clicked.
+    asker = _ask(ros_env, "mug-no")
+    _wait_for_question(panel, client, qt_app, "mug-no")
+    QTest.mouseClick(panel.no_button, Qt.MouseButton.LeftButton)
+    assert _answer_of(asker)["answer"] == "no"
+
+    # 3. A description: empty and 10 kB are refused with a reason, the question stays pending.
+    asker = _ask(ros_env, "mug-words", wants_description=True)
+    _wait_for_question(panel, client, qt_app, "mug-words")
+    assert not panel.yes_button.isEnabled()
+    QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
+    assert panel.status_label.text().startswith("Refused: empty description")
+    panel.description_edit.setPlainText("x" * 10240)
+    QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
+    assert "too long" in panel.status_label.text()
+    assert [r.request_id for r in client.pending(fresh=True)] == ["mug-words"]
+    refused = client.submit("no-such-question", "yes")
+    assert not refused.accepted and "no pending question" in refused.message
+    assert [r.request_id for r in client.pending(fresh=True)] == ["mug-words"]
+    panel.description_edit.setPlainText("the goal is that the mug is in the cupboard")
+    QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
+    assert _answer_of(asker) == {"answer": "description", "by": "panel",
+                                 "description": "the goal is that the mug is in the cupboard"}
+    panel.stop()
+    panel.close()
+    panel.deleteLater()
+    qt_app.processEvents()
+
+    # Every question and answer is in the node's knowledge base.
+    from task_learning.kb.store import KnowledgeBase
+
+    with KnowledgeBase(db_path) as kb:
+        log = {row["request_id"]: row for row in kb.question_log()}
+    assert log["mug-yes"]["answer"] == "yes" and log["mug-yes"]["operator"] == "panel"
+    assert log["mug-yes"]["question"] == PAPER_QUESTION and log["mug-yes"]["object_id"] == "Mug|2"
+    assert log["mug-no"]["answer"] == "no"
+    assert log["mug-words"]["description"] == "the goal is that the mug is in the cupboard"
+
+
+def test_silent_operator_over_ros_confirms_nothing(ros_env, node):
+    flow = subprocess.run([PY, "-c", FLOW, "15", "0.5", "/"], env=ros_env, capture_output=True,
+                          text=True, timeout=60)
+    assert flow.returncode == 0, flow.stderr[-2000:]
+    assert json.loads(flow.stdout.strip().splitlines()[-1]) == {"status": "timeout", "chosen": None}
+
+
+def test_dead_operator_node_confirms_nothing(ros_env, tmp_path):
+    # A namespace where no oversight node runs: the client finds no service, the flow gets no goal.
+    flow = subprocess.run([PY, "-c", FLOW, "1.0", "0.5", "/nobody_here"], env=ros_env,
+                          capture_output=True, text=True, timeout=60)
+    assert flow.returncode == 0, flow.stderr[-2000:]
+    assert json.loads(flow.stdout.strip().splitlines()[-1]) == {"status": "operator_failed",
+                                                                "chosen": None}
+
+
+def test_node_refuses_yes_as_safe_default(ros_env, tmp_path):
+    proc = subprocess.Popen(
+        [PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", "safe_default:=yes"],
+        env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert "safe_default" in err and "never 'yes'" in err and "Traceback" not in err
