@@ -147,8 +147,15 @@ class OversightClient:
             answer.stamp = time.time()
         return answer
 
+    def ok(self) -> bool:
+        """False once the ROS context is shut down (Ctrl-C, SIGTERM)."""
+        return rclpy.ok(context=self.node.context)
+
     def close(self) -> None:
         if self._own:
             if self._executor is not None:
                 self._executor.shutdown()
-            self.node.destroy_node()
+            try:
+                self.node.destroy_node()
+            except Exception:  # the context may already be shut down by a signal
+                pass

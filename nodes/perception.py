@@ -159,8 +159,10 @@ class PerceptionNode(Node):
             outcome = ActionOutcome(call, False, f"bad action call: {exc}", "InvalidArgument")
         else:
             outcome = self.execute(call)
-        level = self.get_logger().info if outcome.success else self.get_logger().warning
-        level(f"{call}: {'ok' if outcome.success else outcome.error_message}")
+        if outcome.success:  # rclpy wants one severity per logging call site
+            self.get_logger().info(f"{call}: ok")
+        else:
+            self.get_logger().warning(f"{call}: {outcome.error_message}")
         response.outcome = convert.action_outcome_to_msg(outcome)
         self.publish_world()
         if request.return_world:

@@ -39,9 +39,11 @@ def start_process(args: list[str], domain_id: int, **kwargs: Any) -> subprocess.
                             stderr=subprocess.STDOUT, text=True, start_new_session=True, **kwargs)
 
 
-def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 10.0) -> tuple[int, str]:
-    """Signal the process, wait for it; returns (exit code, its output). Kills it if it hangs."""
-    if proc.poll() is None:
+def stop_process(proc: subprocess.Popen, sig: int | None = signal.SIGINT,
+                 timeout: float = 10.0) -> tuple[int, str]:
+    """Signal the process (sig None: let it end by itself), wait for it; returns (exit code, its
+    output). Kills it if it hangs."""
+    if sig is not None and proc.poll() is None:
         proc.send_signal(sig)
     try:
         out, _ = proc.communicate(timeout=timeout)

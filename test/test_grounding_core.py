@@ -90,6 +90,13 @@ def test_perceived_type_names_become_nouns():
         [MismatchKind.UNKNOWN_WORD]
 
 
+def test_spoken_name_of_a_type_the_lexicon_lists_under_another_name():
+    # the lexicon grounds "shelf" to ShelvingUnit, and perception also names it "shelving unit"
+    state = world(obj("Book|1"), obj("ShelvingUnit|1", receptacle=True))
+    assert analyze_goal(G + "the book is on the shelving unit", state).viable
+    assert analyze_goal(G + "the book is on the shelf", state).literals[0].args[1] == "ShelvingUnit|1"
+
+
 def test_plural_of_a_perceived_type():
     state = world(obj("WaterPitcher|1", pickupable=True), obj("WaterPitcher|2", pickupable=True),
                   obj("Cupboard|1"))
@@ -266,3 +273,33 @@ def test_malformed_yaml(tmp_path):
     path.write_text("articles: [the\n")
     with pytest.raises(ConfigError, match="malformed YAML"):
         load_lexicon(path)
+
+
+# --- real AI2-THOR metadata (recorded FloorPlan1): real ids, many cabinets, perceived properties
+
+FLOORPLAN1 = Path("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json")
+
+
+@pytest.mark.skipif(not FLOORPLAN1.exists(), reason="recorded AI2-THOR fixture not available")
+def test_recorded_ai2thor_kitchen():
+    import json
+
+    from task_learning.world.state import world_state_from_metadata
+
+    objects = list(json.loads(FLOORPLAN1.read_text()).values())
+    state = world_state_from_metadata({"sceneName": "FloorPlan1_physics", "objects": objects})
+    apple = next(o["objectId"] for o in objects if o["objectType"] == "Apple")
+    analysis = analyze_goal(G + "the apple is in the fridge and the fridge is closed", state, apple)
+    fridge = next(o["objectId"] for o in objects if o["objectType"] == "Fridge")
+    assert [str(x) for x in analysis.literals] == [f"inside({apple}, {fridge})", f"false:open({fridge})"]
+    # "cupboard" grounds to one of the many AI2-THOR cabinets, the same one in both clauses
+    cupboard = analyze_goal(G + "the apple is in the cupboard and the cupboard is closed", state, apple)
+    assert cupboard.viable
+    assert cupboard.literals[0].args[1] == cupboard.literals[1].args[0]
+    assert cupboard.literals[0].args[1].startswith("Cabinet|")
+    # perceived sliceable, not fillable; "sink" means the sink basin, the receptacle part of the sink
+    assert analyze_goal(G + "the apple is sliced", state, apple).viable
+    assert analyze_goal(G + "the apple is empty", state, apple).feedback == \
+        "No. Apple cannot have property empty."
+    basin = analyze_goal(G + "the apple is in the sink", state, apple).literals[0].args[1]
+    assert state.by_id()[basin].object_type == "SinkBasin"

@@ -264,3 +264,27 @@ def test_node_refuses_yes_as_safe_default(ros_env, tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert "safe_default" in err and "never 'yes'" in err and "Traceback" not in err
+
+
+def _cli(env, *args, stdin=""):
+    main = "import sys; from task_learning.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([PY, "-c", main, "operator", "--wait", "15", *args],
+                          env=env, input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_terminal_operator_cli_lists_and_answers(ros_env, node):
+    asker = _ask(ros_env, "cli-1")
+    deadline = time.monotonic() + 20
+    listed = []
+    while time.monotonic() < deadline and not listed:
+        out = _cli(ros_env, "--list", "--json")
+        assert out.returncode == 0, out.stderr
+        listed = [q for q in json.loads(out.stdout) if q["request_id"] == "cli-1"]
+    assert listed and listed[0]["question"] == PAPER_QUESTION
+    refused = _cli(ros_env, "--answer", "cli-unknown", "yes")
+    assert refused.returncode == 1 and "no pending question" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    prompt = _cli(ros_env, "--once", stdin="\nno\n")
+    assert prompt.returncode == 0, prompt.stderr
+    assert "For a mug in the dish rack is the goal that" in prompt.stdout
+    assert _answer_of(asker) == {"answer": "no", "by": "terminal", "description": ""}

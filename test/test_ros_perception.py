@@ -116,6 +116,6 @@ def test_completion_service(ros):
 ])
 def test_bad_parameters_stop_the_node_with_a_clear_error(override, expected):
     proc = start_process(PERCEPTION + ["-p", override], DOMAIN_ID)
-    code, output = stop_process(proc, timeout=20.0)
+    code, output = stop_process(proc, sig=None, timeout=20.0)
     assert code == 2, output
     assert "cannot start" in output and expected in output and "Traceback" not in output

@@ -328,7 +328,7 @@ def test_put_into_a_receptacle_hidden_in_a_closed_one_fails():
     ok(world, "OpenObject", objectId="Fridge|1")
     metadata = ok(world, "PutObject", objectId="Bowl|1")
     assert objects_by_id(metadata)["Apple|1"]["parentReceptacles"] == ["Bowl|1"]
-    assert objects_by_id(metadata)["Apple|1"]["temperature"] == "RoomTemp"  # only direct contents chill
+    assert objects_by_id(metadata)["Apple|1"]["temperature"] == "Cold"  # chilled inside the bowl too
 
 
 def test_pass_and_done_change_nothing(kitchen):
@@ -369,3 +369,24 @@ def test_effect_rules_are_a_replaceable_table():
     ok(world, "PickupObject", objectId="Bread|1")
     ok(world, "PutObject", objectId="CoffeeMachine|1")
     assert objects_by_id(world.metadata)["Bread|1"]["isDirty"]
+
+
+def test_run_action_reports_outcomes(kitchen):
+    from task_learning.types import ActionCall
+    from task_learning.world.outcome import run_action
+
+    outcome = run_action(kitchen, ActionCall("PickupObject", "Cabinet|1"))
+    assert not outcome.success and outcome.blocking_condition == "invalid_object"
+    assert "Object ID appears to be invalid." in outcome.error_message
+    assert run_action(kitchen, ActionCall("NavigateToObject", "Fridge|1")).success
+    outcome = run_action(kitchen, ActionCall("OpenObject", "Fridge|1", (("openness", 0.5),)))
+    assert outcome.success and outcome.error_message == ""
+    assert objects_by_id(kitchen.metadata)["Fridge|1"]["openness"] == 0.5
+
+
+def test_seed_keeps_recorded_positions_of_a_fixture():
+    scene = load_scene("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json")
+    plain = objects_by_id(SymbolicWorld(scene).metadata)
+    seeded = objects_by_id(SymbolicWorld(scene, seed=3).metadata)
+    assert all(seeded[oid]["position"] == plain[oid]["position"] for oid in plain)
+    assert all(seeded[oid]["parentReceptacles"] == plain[oid]["parentReceptacles"] for oid in plain)

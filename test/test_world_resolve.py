@@ -87,3 +87,14 @@ def test_recorded_scene_ids_and_types_resolve():
     assert describe_object(metadata, egg) == ("egg", "in", "refrigerator")
     with pytest.raises(UnknownObjectError, match="names"):
         resolve_object(metadata, "cabinet")
+
+
+def test_place_named_by_a_type_with_several_instances():
+    world = SymbolicWorld(load_scene("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json"))
+    metadata = world.metadata
+    counters = [o["objectId"] for o in metadata["objects"] if o["objectType"] == "CounterTop"]
+    assert len(counters) > 1
+    on_counter = [o for o in metadata["objects"] if o["objectType"] == "Apple"]
+    assert resolve_object(metadata, "apple on counter") == on_counter[0]["objectId"]
+    with pytest.raises(UnknownObjectError, match="names"):
+        resolve_object(metadata, "counter")

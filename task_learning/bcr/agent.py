@@ -256,6 +256,8 @@ class BCRAgent:
             action = data.get("action")
             if action is not None:
                 ids.update(action.args)
+        for oid in list(ids):  # what is in them: a hidden or cleared view shows there
+            ids.update(state.contents(oid))
         return state.signature(ids)
 
     def _record(self, action: GroundAction, outcome: str, detail: str, n_candidates: int,

@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES = (
     "task_learning.cli.bcr_cmd",
     "task_learning.cli.run_cmd",
     "task_learning.cli.kb_cmd",
+    "task_learning.cli.experiment_cmd",
     "task_learning.cli.demo_cmd",
 )
 
@@ -63,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `task-learning ... | head`: the reader left, which is not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

@@ -57,8 +57,11 @@ def run(args: argparse.Namespace) -> int:
     state = world_state_from_metadata(metadata)
     context_id = resolve_object(metadata, args.object) if args.object else ""
     knowledge = GroundingKnowledge.load()
-    sentences = ([line.rstrip("\n") for line in sys.stdin if line.strip()]
-                 if args.sentence == "-" else [args.sentence])
+    if args.sentence == "-":  # undecodable bytes become U+FFFD: an unknown word, not a crash
+        text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        sentences = [line for line in text.splitlines() if line.strip()]
+    else:
+        sentences = [args.sentence]
     for sentence in sentences:
         analysis = analyze_goal(sentence, state, context_id or None, knowledge)
         if args.json:

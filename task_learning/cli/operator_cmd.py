@@ -93,8 +93,17 @@ def _answer(client: Any, request_id: str, text: str, as_json: bool) -> int:
 def _prompt_loop(client: Any, *, once: bool) -> int:
     from task_learning.oversight.terminal import prompt_answer
 
-    answered: set[str] = set()
     print("Waiting for questions (Ctrl-D to quit).", flush=True)
+    try:
+        return _prompt_until_done(client, once=once, prompt_answer=prompt_answer)
+    except Exception:
+        if not client.ok():  # interrupted: the ROS context went down under us
+            return 0
+        raise
+
+
+def _prompt_until_done(client: Any, *, once: bool, prompt_answer: Any) -> int:
+    answered: set[str] = set()
     while True:
         pending = [r for r in client.pending(fresh=True) if r.request_id not in answered]
         if not pending:

@@ -16,6 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="learn and perform a task (in-process)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scene", required=True, help="tidy_kitchen | store_groceries | organize_office | a YAML path")
+    p.add_argument("--task", default=None, help="the task to perform (default: the scene's own)")
     p.add_argument("--condition", default="STARS+O", type=str.upper, choices=CONDITIONS)
     p.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
     p.add_argument("--operator", default="simulated", choices=OPERATORS)
@@ -39,7 +40,8 @@ def _progress_bar(done: int, total: int, message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
-                   db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers)
+                   db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
+                   task=args.task)
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
     metrics, learner = run_in_process(spec, progress=progress)
     data = metrics.to_dict()

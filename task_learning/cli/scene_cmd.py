@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+import os
+import sys
+from typing import Any, Callable
 
 from task_learning.world.completion import completion
 from task_learning.world.resolve import describe, resolve_object
@@ -36,6 +38,17 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    lines: list[str] = []
+    code = _run(args, lines.append)
+    try:
+        sys.stdout.write("\n".join(lines) + ("\n" if lines else ""))
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into `head`: not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return code
+
+
+def _run(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     scene = load_scene(args.scene)
     world = SymbolicWorld(scene, seed=args.seed)
     metadata = world.metadata
@@ -43,15 +56,15 @@ def run(args: argparse.Namespace) -> int:
         object_id = resolve_object(metadata, args.object)
         record = next(o for o in metadata["objects"] if o["objectId"] == object_id)
         if args.json:
-            print(json.dumps(record, indent=2))
+            out(json.dumps(record, indent=2))
         else:
-            print(f"{object_id}: {describe(metadata, object_id)}")
+            out(f"{object_id}: {describe(metadata, object_id)}")
             for key in ("pickupable", "receptacle", "openable", "isOpen", "toggleable", "isToggled",
                         "sliceable", "isSliced", "dirtyable", "isDirty", "canFillWithLiquid",
                         "isFilledWithLiquid", "visible", "distance"):
-                print(f"  {key}: {record.get(key)}")
+                out(f"  {key}: {record.get(key)}")
             if record.get("receptacleObjectIds"):
-                print(f"  contains: {', '.join(record['receptacleObjectIds'])}")
+                out(f"  contains: {', '.join(record['receptacleObjectIds'])}")
         return 0
     report = completion(scene, metadata)
     if args.json:
@@ -70,29 +83,32 @@ def run(args: argparse.Namespace) -> int:
         }
         if args.preferences:
             data["preferences"] = scene.preferences
-        print(json.dumps(data, indent=2))
+        out(json.dumps(data, indent=2))
         return 0
-    print(f"scene {scene.name}: task '{scene.task}' in the {scene.location}  ({scene.source})")
+    out(f"scene {scene.name}: task '{scene.task}' in the {scene.location}  ({scene.source})")
     furniture = [o for o in metadata["objects"] if not o["parentReceptacles"]]
-    print(f"{len(metadata['objects'])} objects, {len(furniture)} resting on nothing, "
+    out(f"{len(metadata['objects'])} objects, {len(furniture)} resting on nothing, "
           f"{len(scene.task_objects)} task objects, {scene.assertions} completion assertions")
     for place in furniture:
         props = [p for p in ("receptacle", "openable", "toggleable", "pickupable") if place.get(p)]
         state = " (open)" if place.get("isOpen") else ""
-        print(f"  {place['objectId']}{state} [{', '.join(props) or 'no affordances'}]")
-        _print_contents(metadata, place, scene.preferences if args.preferences else {}, depth=2)
+        out(f"  {place['objectId']}{state} [{', '.join(props) or 'no affordances'}]")
+        _print_contents(metadata, place, scene.preferences if args.preferences else {}, 2, out)
     for sub in scene.subtasks:
-        print(f"subtask '{sub.name}': {sub.instruction} ({', '.join(sub.places)})")
+        out(f"subtask '{sub.name}': {sub.instruction} ({', '.join(sub.places)})")
     if scene.closable:
-        print(f"must end closed: {', '.join(scene.closable)}")
+        out(f"must end closed: {', '.join(scene.closable)}")
     for sentence in scene.context:
-        print(f"context: {sentence}")
-    print(f"completion now: {report}")
+        out(f"context: {sentence}")
+    if report.total:
+        out(f"completion now: {report}")
+    else:
+        out("no completion measure (the scene states no preferred places)")
     return 0
 
 
 def _print_contents(metadata: dict[str, Any], record: dict[str, Any], preferences: dict[str, list[str]],
-                    depth: int) -> None:
+                    depth: int, out: Callable[[str], None]) -> None:
     by_id = {o["objectId"]: o for o in metadata["objects"]}
     for child_id in record.get("receptacleObjectIds") or []:
         child = by_id.get(child_id)
@@ -102,5 +118,5 @@ def _print_contents(metadata: dict[str, Any], record: dict[str, Any], preference
                  if on]
         pref = f" -> {' or '.join(preferences[child_id])}" if child_id in preferences else ""
         extra = f" ({', '.join(flags)})" if flags else ""
-        print(f"{' ' * (2 * depth)}{child_id}: {describe(metadata, child_id)}{extra}{pref}")
-        _print_contents(metadata, child, preferences, depth + 1)
+        out(f"{' ' * (2 * depth)}{child_id}: {describe(metadata, child_id)}{extra}{pref}")
+        _print_contents(metadata, child, preferences, depth + 1, out)

@@ -111,7 +111,7 @@ class _Grounder:
     def __init__(self, index: StateIndex, context: WorldObject | None) -> None:
         self.index = index
         self.context = context
-        self.bindings: dict[tuple, list[WorldObject]] = {}
+        self.bindings: dict[tuple, tuple[NounEntry, list[WorldObject]]] = {}
         self.ungrounded: list[Mismatch] = []
         self.groundings: dict[str, list[str]] = {}
         self.entries: dict[int, NounEntry] = {}  # id(phrase) -> the reading that grounded it
@@ -127,8 +127,9 @@ class _Grounder:
                modifier: tuple[str, NounPhrase] | None = None) -> list[WorldObject]:
         mod_key = (modifier[0], modifier[1].form.entry.name) if modifier else None
         key = (phrase.text, phrase.plural, mod_key)
-        if key in self.bindings:
-            return self.bindings[key]
+        if key in self.bindings:  # the same noun names the same object throughout the sentence
+            self.entries[id(phrase)], chosen = self.bindings[key]
+            return chosen
         entry, plural, candidates = phrase.form.entry, phrase.plural, []
         for form, form_plural in phrase.readings():
             candidates = self.index.objects_for(form.entry.types, form.entry.name)
@@ -140,7 +141,7 @@ class _Grounder:
         if modifier is not None and candidates:
             places = self.ground(modifier[1], None)
             if not places:
-                self.bindings[key] = []
+                self.bindings[key] = (entry, [])
                 return []
             place_ids = {p.object_id for p in places}
             candidates = [c for c in candidates if place_ids.intersection(c.parent_receptacles)]
@@ -153,7 +154,7 @@ class _Grounder:
             chosen = candidates
         else:
             chosen = [self._choose(candidates, entry.types, role)]
-        self.bindings[key] = chosen
+        self.bindings[key] = (entry, chosen)
         self.groundings[described] = [o.object_id for o in chosen]
         return chosen
 

@@ -90,6 +90,7 @@ class Lexicon:
     prepositions: dict[tuple[str, ...], str | None]  # words -> goal predicate (None: unusable)
     states: dict[str, StateWord]
     liquids: frozenset[str]
+    location_verbs: frozenset[str]
     other_words: frozenset[str]
     nouns: list[NounEntry]
     forms: dict[str, list[NounForm]] = field(default_factory=dict)  # first word -> forms, longest first
@@ -156,7 +157,7 @@ def load_lexicon(path: str | Path | None = None) -> Lexicon:
     data = load_yaml(file)
     check_keys(data, file=file, key="", required=(
         "articles", "copulas", "conjunctions", "negations", "prepositions", "states", "nouns"),
-        optional=("liquids", "other_words"))
+        optional=("liquids", "location_verbs", "other_words"))
 
     articles = frozenset(_word_list(data["articles"], file=file, key="articles"))
     copulas_raw = expect_type(data["copulas"], Mapping, file=file, key="copulas")
@@ -193,6 +194,8 @@ def load_lexicon(path: str | Path | None = None) -> Lexicon:
         states[str(word).lower()] = StateWord(str(word).lower(), spec["predicate"], truth, spec["needs"])
 
     liquids = frozenset(_word_list(data.get("liquids") or [], file=file, key="liquids"))
+    location_verbs = frozenset(_word_list(data.get("location_verbs") or [], file=file,
+                                          key="location_verbs"))
     other: set[str] = set()
     other_raw = data.get("other_words") or {}
     expect_type(other_raw, Mapping, file=file, key="other_words")
@@ -239,12 +242,13 @@ def load_lexicon(path: str | Path | None = None) -> Lexicon:
         forms.extend(NounForm(words, entry, True) for words in plurals)
 
     known = set(articles) | set(copulas) | set(conjunctions) | set(negations) | set(states)
-    known |= set(liquids) | other
+    known |= set(liquids) | set(location_verbs) | other
     for words in prepositions:
         known.update(words)
     for form in forms:
         known.update(form.words)
     return Lexicon(articles=articles, copulas=copulas, conjunctions=conjunctions, negations=negations,
                    prepositions=prepositions, states=states, liquids=liquids,
+                   location_verbs=location_verbs,
                    other_words=frozenset(other), nouns=nouns, forms=index_forms(forms),
                    known_words=frozenset(known), source=str(file))

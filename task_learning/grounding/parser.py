@@ -190,6 +190,11 @@ class _Parser:
         if self.peek() not in self.lex.copulas:
             raise self.fail("'is' or 'are'")
         self.pos += 1
+        if self.peek() in self.lex.location_verbs:  # "is stored in the cupboard"
+            self.pos += 1
+            prep = self.match_preposition(self.pos)
+            if prep is None:
+                raise self.fail(f"in/on <object> after '{self.tokens[self.pos - 1]}'")
         prep = self.match_preposition(self.pos)
         if prep is not None:
             words, predicate = prep

@@ -46,14 +46,13 @@ class StateIndex:
         for objs in by_type.values():
             objs.sort(key=object_order)
         listed = {form.words for bucket in lexicon.forms.values() for form in bucket}
-        typed = {t for entry in lexicon.nouns for t in entry.types}
         extra: list[NounForm] = []
         suffixes: dict[tuple[str, ...], list[str]] = {}
         for object_type in by_type:
             words = split_words(normalize_name(object_type))
             if not words:
                 continue
-            if words not in listed and object_type not in typed:
+            if words not in listed:  # "shelving unit": perception names what the lexicon does not
                 extra.extend(noun_forms_for_type(object_type))
             keys = {words[-k:] for k in range(1, len(words) + 1)}
             keys.add((words[head_index(words)],))

@@ -17,6 +17,7 @@ from task_learning.bcr.literals import StateView, holds
 from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy, goal_key, lift_literals
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 from task_learning.world.backend import WorldBackend
+from task_learning.world.outcome import run_action
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +35,6 @@ class ReachResult:
     @property
     def actions(self) -> list[ActionCall]:
         return [o.call for o in self.outcomes]
-
-
-def step(world: WorldBackend, call: ActionCall) -> ActionOutcome:
-    """Run one action; the outcome carries the simulator's error text verbatim (BCR feeds it back
-    as the blocking condition)."""
-    metadata = world.step(call.action, **call.step_kwargs())
-    ok = bool(metadata.get("lastActionSuccess"))
-    error = "" if ok else str(metadata.get("errorMessage") or "action failed")
-    return ActionOutcome(call, ok, error, blocking_condition=error)
 
 
 def type_index(metadata: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -114,7 +106,7 @@ class GoalExecutor:
             call = ground_action(lifted, object_id, ids_by_type)
             if call is None:
                 return False
-            outcome = step(world, call)
+            outcome = run_action(world, call)
             outcomes.append(outcome)
             if on_outcome:
                 on_outcome(outcome)
@@ -133,7 +125,7 @@ class GoalExecutor:
             proposal = agent.next_action(world.metadata, last)
             if proposal is None:
                 break
-            last = step(world, proposal[1])
+            last = run_action(world, proposal[1])
             outcomes.append(last)
             if on_outcome:
                 on_outcome(last)

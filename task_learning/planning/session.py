@@ -28,6 +28,14 @@ CONDITIONS = ("TBP", "TBP+O", "ST", "STS", "STAR", "STARS", "STARS*", "STARS+O")
 OPERATORS = ("simulated", "terminal", "panel", "none")
 
 
+def check_task(scene: Scene, task: str | None) -> None:
+    """A task the scene does not define is refused before anything runs."""
+    from task_learning.names import normalize_name
+
+    if task and normalize_name(task) != normalize_name(scene.task):
+        raise TaskLearningError(f"scene {scene.name!r} defines the task {scene.task!r}, not {task!r}")
+
+
 class RememberingOperator:
     """Answers a question the operator already answered (in this run or before a restart) from
     the knowledge base, and asks the operator only new questions. Timeouts are not remembered."""
@@ -85,6 +93,7 @@ class RunSpec:
     seed: int | None = None
     engine: str = "heuristic"  # BCR selection engine for reaching goals
     max_workers: int = 4
+    task: str | None = None  # the task the user names; must be the scene's
     llm_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -98,6 +107,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
     scene = load_scene(spec.scene)
+    check_task(scene, spec.task)
     world = make_backend("symbolic", scene, spec.seed)
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)

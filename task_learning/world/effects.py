@@ -29,6 +29,7 @@ class StateRule:
     effect: Mapping[str, Any]
     place_types: tuple[str, ...] = ()
     needs_on: bool = True
+    nested: bool = False  # also objects inside objects in the place (a fork in a bowl in the fridge)
     description: str = ""
 
     def changes(self, objects: Mapping[str, Record],
@@ -46,7 +47,7 @@ class StateRule:
             places = devices
         result: list[tuple[str, str, Any]] = []
         for place in places:
-            for child_id in place.get("receptacleObjectIds") or []:
+            for child_id in self._contents(place, objects):
                 child = objects.get(child_id)
                 if child is None or child.get("isPickedUp") or not self.applies(child):
                     continue
@@ -54,6 +55,20 @@ class StateRule:
                     if child.get(key) != value:
                         result.append((child_id, key, value))
         return result
+
+    def _contents(self, place: Record, objects: Mapping[str, Record]) -> list[str]:
+        direct = list(place.get("receptacleObjectIds") or [])
+        if not self.nested:
+            return direct
+        found: list[str] = []
+        stack = direct[::-1]
+        while stack:
+            oid = stack.pop()
+            if oid in found or oid not in objects:
+                continue
+            found.append(oid)
+            stack.extend(reversed(objects[oid].get("receptacleObjectIds") or []))
+        return found
 
 
 def index_by_type(objects: Mapping[str, Record]) -> dict[str, list[Record]]:
@@ -122,6 +137,7 @@ RULES: tuple[StateRule, ...] = (
         device_types=("Dishwasher",),
         applies=_dirty,
         effect={"isDirty": False},
+        nested=True,
         description="dirty dishes in a running dishwasher become clean",
     ),
     StateRule(
@@ -130,6 +146,7 @@ RULES: tuple[StateRule, ...] = (
         applies=lambda o: o.get("temperature") != "Cold",
         effect={"temperature": "Cold"},
         needs_on=False,
+        nested=True,
         description="whatever is in the fridge becomes cold",
     ),
 )

@@ -98,18 +98,22 @@ def _resolve_located(metadata: Mapping[str, Any], objects: list[Mapping[str, Any
         candidates = _of_type(objects, type_part)
         if not candidates:
             continue
-        try:
-            place = resolve_object(metadata, place_part)
-        except UnknownObjectError:
-            continue
+        # the place may itself be a type with several instances ("counter" in a kitchen with
+        # three counter tops): the object must then be in/on one of them
+        places = _of_type(objects, place_part)
+        if not places:
+            try:
+                places = [resolve_object(metadata, place_part)]
+            except UnknownObjectError:
+                continue
         by_id = {o["objectId"]: o for o in objects}
-        inside = [oid for oid in candidates if place in (by_id[oid].get("parentReceptacles") or [])]
+        inside = [oid for oid in candidates if set(places) & set(by_id[oid].get("parentReceptacles") or [])]
         if len(inside) == 1:
             return inside[0]
         if len(inside) > 1:
             raise UnknownObjectError(f"'{original}' names {len(inside)} objects ({', '.join(sorted(inside))}); "
                                      "name one by id")
-        raise UnknownObjectError(f"no {type_part} {match.group(1)} the {place_part} ({place}); "
+        raise UnknownObjectError(f"no {type_part} {match.group(1)} the {place_part} ({', '.join(places)}); "
                                  f"{type_part} objects: " + ", ".join(
                                      f"{oid} ({describe(metadata, oid)})" for oid in sorted(candidates)))
     return None

@@ -329,10 +329,14 @@ def scene_from_metadata(
             if parent not in by_id:
                 raise ConfigError(where, f"objects[{index}].parentReceptacles[{p_index}]",
                                   f"{record['objectId']} names receptacle {parent!r}, which is not in the scene")
+    children_of: dict[str, list[str]] = {}
     for record in records:
-        children = [r["objectId"] for r in records if record["objectId"] in r["parentReceptacles"]]
+        for parent in record["parentReceptacles"]:
+            children_of.setdefault(parent, []).append(record["objectId"])
+    for record in records:
         order = {cid: i for i, cid in enumerate(recorded_children[record["objectId"]])}
-        record["receptacleObjectIds"] = sorted(children, key=lambda c: order.get(c, len(order)))
+        record["receptacleObjectIds"] = sorted(children_of.get(record["objectId"], []),
+                                               key=lambda c: order.get(c, len(order)))
     catalogue = load_object_types()
     capacities = {}
     for record in records:

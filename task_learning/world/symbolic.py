@@ -455,6 +455,8 @@ class SymbolicWorld:
             choice = rng.choice(free or options)
             self._objects[oid]["parentReceptacles"] = [choice]
             self._objects[choice]["receptacleObjectIds"].append(oid)
+            slot = len(self._objects[choice]["receptacleObjectIds"]) - 1
+            self._move_subtree(oid, layout.slot_position(self._objects[choice], slot))
         for record in self._objects.values():
             rng.shuffle(record["receptacleObjectIds"])
         movable = [i for i, oid in enumerate(self._order) if self._objects[oid]["parentReceptacles"]]
@@ -462,6 +464,3 @@ class SymbolicWorld:
         rng.shuffle(ids)
         for i, oid in zip(movable, ids):
             self._order[i] = oid
-        for oid, record in self._objects.items():
-            if not record["parentReceptacles"] and oid != self._held:
-                self._move_subtree(oid, record["position"])

@@ -9,6 +9,7 @@ lexicographically smaller token so that nothing depends on dict order.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from task_learning.llm.base import TokenLogprob
@@ -49,13 +50,10 @@ def _match(sentences: list[Sentence], prefix: str) -> tuple[list[Sentence], str,
 def _next_piece(sentence: Sentence, offset: int) -> str:
     """The token of `sentence` starting at character `offset`, or the rest of the token the offset
     falls inside (a prefix may end mid-token, e.g. "... in the cupb")."""
-    pos = 0
-    for token in sentence.tokens:
-        end = pos + len(token)
-        if offset < end:
-            return sentence.text[offset:end]
-        pos = end
-    return ""
+    index = bisect_right(sentence.ends, offset)
+    if index >= len(sentence.ends):
+        return ""
+    return sentence.text[offset:sentence.ends[index]]
 
 
 def decode(

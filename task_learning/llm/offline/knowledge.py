@@ -29,6 +29,7 @@ class Place:
     kind: str
     relation: str
     states: Weights
+    conjunction: float | None = None  # None: the language's default for the kind
 
 
 @dataclass(frozen=True)
@@ -241,13 +242,17 @@ def _load_places(file: Path) -> dict[str, Place]:
     places: dict[str, Place] = {}
     for name, spec in data["places"].items():
         key = join_key("places", str(name))
-        check_keys(spec, file=file, key=key, required=["kind", "relation", "states"])
+        check_keys(spec, file=file, key=key, required=["kind", "relation", "states"], optional=["conjunction"])
         if spec["kind"] not in PLACE_KINDS:
             raise ConfigError(file, join_key(key, "kind"), f"must be one of {', '.join(PLACE_KINDS)}")
         if spec["relation"] not in ("in", "on"):
             raise ConfigError(file, join_key(key, "relation"), "must be 'in' or 'on'")
         states = _weights(spec["states"], file, join_key(key, "states"))
-        places[normalize_name(str(name))] = Place(normalize_name(str(name)), spec["kind"], spec["relation"], states)
+        conj = spec.get("conjunction")
+        if conj is not None and (not isinstance(conj, (int, float)) or not 0.0 <= conj <= 1.0):
+            raise ConfigError(file, join_key(key, "conjunction"), f"expected a probability in [0, 1], got {conj!r}")
+        places[normalize_name(str(name))] = Place(normalize_name(str(name)), spec["kind"], spec["relation"],
+                                                  states, None if conj is None else float(conj))
     return places
 
 

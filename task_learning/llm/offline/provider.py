@@ -15,6 +15,8 @@ import json
 import logging
 import math
 import re
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -23,7 +25,7 @@ from task_learning.llm.offline.decoder import decode
 from task_learning.llm.offline.feedback import parse_feedback
 from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
 from task_learning.llm.offline.selection import answer_tokens, rate_options
-from task_learning.llm.offline.sentences import GoalQuery, build_sentences
+from task_learning.llm.offline.sentences import GoalQuery, Sentence, build_sentences
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +53,31 @@ class OfflineProvider:
     model = LABEL
     label = LABEL
 
-    def __init__(self, knowledge_dir: str | Path | None = None, knowledge: Knowledge | None = None) -> None:
+    def __init__(self, knowledge_dir: str | Path | None = None, knowledge: Knowledge | None = None,
+                 sentence_cache_size: int = 512) -> None:
         self.knowledge = knowledge if knowledge is not None else load_knowledge(knowledge_dir)
+        # The sentence set of a query does not depend on its prefix, so the many requests of one
+        # search tree share it; a small LRU keeps repeated trees cheap (threads share it).
+        self._sentences: OrderedDict[tuple, list[Sentence]] = OrderedDict()
+        self._cache_size = max(0, int(sentence_cache_size))
+        self._lock = threading.Lock()
+
+    def sentences_for(self, query: GoalQuery) -> list[Sentence]:
+        """Every sentence this query may be answered with, with probabilities (prefix ignored)."""
+        key = (query.object, query.object_place, query.object_relation, query.system_context,
+               query.feedback, query.repair_of)
+        with self._lock:
+            hit = self._sentences.get(key)
+            if hit is not None:
+                self._sentences.move_to_end(key)
+                return hit
+        avoid = parse_feedback(query.feedback, query.repair_of, query.object) if (query.feedback or query.repair_of) else None
+        sentences = build_sentences(query, self.knowledge, avoid)
+        with self._lock:
+            self._sentences[key] = sentences
+            while len(self._sentences) > self._cache_size:
+                self._sentences.popitem(last=False)
+        return sentences
 
     # ------------------------------------------------------------------ contract
     def complete(self, request: LLMRequest, timeout_s: float = 30.0) -> LLMResponse:
@@ -95,8 +120,7 @@ class OfflineProvider:
 
     def _goal(self, request: LLMRequest) -> LLMResponse:
         query = self.goal_query(request)
-        avoid = parse_feedback(query.feedback, query.repair_of, query.object) if (query.feedback or query.repair_of) else None
-        sentences = build_sentences(query, self.knowledge, avoid)
+        sentences = self.sentences_for(query)
         salt = json.dumps([query.object, query.object_place, query.feedback, query.repair_of,
                            list(query.system_context)])
         top_k = max(0, int(request.logprobs or 0))

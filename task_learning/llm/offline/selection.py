@@ -2,8 +2,8 @@
 
 Each option is read back into its parts (destination, second clause); its rating is the
 category's judgement weight for the destination in this starting place under the user context,
-a little higher when it also closes an openable destination (tidy people close doors), a little
-lower for any other second clause. Ties go to the later option, like a model leaning to the last.
+a little higher when its second clause completes the destination naturally (closing a door,
+turning the dishwasher on), a little lower for any other second clause. Ties go to the later option, like a model leaning to the last.
 """
 from __future__ import annotations
 
@@ -16,8 +16,20 @@ from task_learning.llm.offline.sentences import parse_goal
 from task_learning.names import normalize_name
 
 UNKNOWN_RATING = 0.05
-CLOSE_BONUS = 1.15
+COMPLETE_BONUS = 1.15
 OTHER_CLAUSE = 0.85
+
+
+def _completes(parts, knowledge: Knowledge) -> bool:
+    """A second clause a person finds natural: closing an openable destination, or the state a
+    model most often says of that destination ("the dishwasher is turned on"). The judge is a
+    person-like reader: it does not know which words this robot can use."""
+    if parts.clause_kind != "dest_state":
+        return False
+    place = knowledge.place(parts.dest)
+    if parts.clause_state == "closed" and place.kind == "openable":
+        return True
+    return bool(place.states) and parts.clause_state == max(place.states, key=place.states.get)
 
 
 @dataclass(frozen=True)
@@ -37,9 +49,7 @@ def rate_options(options: list[str], object_name: str, object_place: str,
             continue
         rating = profile.judgement.get(normalize_name(parts.dest), UNKNOWN_RATING)
         if parts.clause_kind:
-            closes = (parts.clause_kind == "dest_state" and parts.clause_state == "closed"
-                      and knowledge.place(parts.dest).kind == "openable")
-            rating *= CLOSE_BONUS if closes else OTHER_CLAUSE
+            rating *= COMPLETE_BONUS if _completes(parts, knowledge) else OTHER_CLAUSE
         ratings.append(rating)
     best = max(range(len(ratings)), key=lambda i: (ratings[i], i))
     return SelectionAnswer(best + 1, tuple(ratings))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
 from task_learning.llm.offline.hashing import unit_hash
@@ -54,15 +54,22 @@ class ParsedGoal:
 
 @dataclass(frozen=True)
 class Sentence:
-    """A sentence body (without its end token) as GPT-like tokens, its probability and parts."""
+    """A sentence body (without its end token) as GPT-like tokens, its probability and parts.
+    `text` and `ends` (the character offset where each token ends) are derived once."""
 
     tokens: tuple[str, ...]
     prob: float
     parts: ParsedGoal
+    text: str = field(init=False, compare=False)
+    ends: tuple[int, ...] = field(init=False, compare=False, repr=False)
 
-    @property
-    def text(self) -> str:
-        return "".join(self.tokens)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", "".join(self.tokens))
+        ends, pos = [], 0
+        for token in self.tokens:
+            pos += len(token)
+            ends.append(pos)
+        object.__setattr__(self, "ends", tuple(ends))
 
 
 def tokenize(text: str, knowledge: Knowledge) -> list[str]:
@@ -103,7 +110,7 @@ def _enumerate(query: GoalQuery, knowledge: Knowledge, profile: ObjectProfile) -
             place = knowledge.place(dest)
             clause1 = f"{head} {verb} {place.relation} the {dest}" if verb else f"{head} {place.relation} the {dest}"
             p1 = w_verb * w_dest
-            conj = lang.conjunction[place.kind]
+            conj = place.conjunction if place.conjunction is not None else lang.conjunction[place.kind]
             u = 2.0 * unit_hash("conj", obj, start, dest) - 1.0
             conj = min(0.97, max(0.02, conj * math.exp(lang.jitter_conjunction * u)))
             base = ParsedGoal(verb, place.relation, dest)

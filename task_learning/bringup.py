@@ -1,0 +1,284 @@
+"""Start the ROS 2 nodes as separate OS processes without `ros2 launch` (which a machine with the
+ROS 2 wheels from PyPI does not have), with the parameter files under config/nodes/.
+
+Each node runs as `python -m <module> --ros-args --params-file <file> [-p key:=value ...]`, which
+is what `ros2 run task_learning <executable>` and the launch files do on a full ROS 2 install.
+Ctrl-C / SIGTERM are forwarded to every node as SIGINT (their clean-shutdown signal); a node that
+dies is reported with its exit code and, by default, the others are stopped too. Nodes that do
+not respond within the shutdown timeout are terminated, then killed.
+
+Pure Python: this module never imports rclpy (the nodes do, in their own processes).
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.errors import ConfigError, TaskLearningError
+
+log = logging.getLogger(__name__)
+
+ON_EXIT_POLICIES = ("shutdown", "continue")
+NODE_PACKAGE = "task_learning_nodes"
+
+
+@dataclass
+class NodeSpec:
+    """One node as config/bringup.yaml describes it."""
+
+    name: str
+    module: str
+    executable: str
+    params_file: Path | None
+
+
+@dataclass
+class BringupConfig:
+    nodes: list[NodeSpec]
+    shutdown_timeout_s: float = 10.0
+    on_node_exit: str = "shutdown"
+    source: str = ""
+
+
+def load_bringup_config(path: str | Path | None = None) -> BringupConfig:
+    """Read and validate config/bringup.yaml (or `path`); errors name the file and the key."""
+    file = Path(path) if path is not None else config_path("bringup.yaml")
+    data = check_keys(load_yaml(file), file=file, key="", required=["nodes"],
+                      optional=["shutdown_timeout_s", "on_node_exit"])
+    timeout = float(expect_type(data.get("shutdown_timeout_s", 10.0), (int, float), file=file,
+                                key="shutdown_timeout_s"))
+    if timeout <= 0:
+        raise ConfigError(file, "shutdown_timeout_s", f"must be > 0, got {timeout}")
+    policy = expect_type(data.get("on_node_exit", "shutdown"), str, file=file, key="on_node_exit")
+    if policy not in ON_EXIT_POLICIES:
+        raise ConfigError(file, "on_node_exit", f"must be one of {', '.join(ON_EXIT_POLICIES)}, got {policy!r}")
+    nodes_data = expect_type(data["nodes"], dict, file=file, key="nodes")
+    nodes = []
+    for name, entry in nodes_data.items():
+        key = join_key("nodes", str(name))
+        check_keys(entry, file=file, key=key, required=["module"], optional=["executable", "params"])
+        module = expect_type(entry["module"], str, file=file, key=join_key(key, "module"))
+        executable = expect_type(entry.get("executable", ""), str, file=file, key=join_key(key, "executable"))
+        params = entry.get("params")
+        params_file = None
+        if params is not None:
+            params = expect_type(params, str, file=file, key=join_key(key, "params"))
+            params_file = Path(params) if Path(params).is_absolute() else file.parent / params
+        nodes.append(NodeSpec(str(name), module, executable, params_file))
+    return BringupConfig(nodes, timeout, policy, str(file))
+
+
+def module_exists(module: str) -> bool:
+    """Whether a node module is in the tree, found without importing it (nor rclpy)."""
+    package, _, rest = module.partition(".")
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    if not rest:
+        return True
+    for location in spec.submodule_search_locations or []:
+        base = Path(location).joinpath(*rest.split("."))
+        if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file():
+            return True
+    return False
+
+
+def params_file_keys(path: Path) -> set[str]:
+    """The parameter names a ROS 2 params file sets (under any node's ros__parameters)."""
+    data = load_yaml(path) or {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, None, "expected a mapping of node names to {ros__parameters: ...}")
+    keys: set[str] = set()
+    for node_name, body in data.items():
+        if isinstance(body, Mapping) and isinstance(body.get("ros__parameters"), Mapping):
+            keys.update(str(k) for k in body["ros__parameters"])
+    return keys
+
+
+@dataclass
+class NodeLaunch:
+    """A node ready to start: its command line."""
+
+    spec: NodeSpec
+    command: list[str]
+
+
+def plan(config: BringupConfig, selected: Sequence[str] | None = None,
+         overrides: Mapping[str, Any] | None = None) -> list[NodeLaunch]:
+    """The command line of every node to start. Unknown names in `selected` are an error; nodes
+    whose module is missing are skipped with a warning; each override goes to the nodes whose
+    parameter file has that key."""
+    known = [n.name for n in config.nodes]
+    if selected:
+        unknown = [n for n in selected if n not in known]
+        if unknown:
+            raise TaskLearningError(f"unknown node(s) {', '.join(unknown)} (known in {config.source}: "
+                                    f"{', '.join(known)})")
+    launches = []
+    for spec in config.nodes:
+        if selected and spec.name not in selected:
+            continue
+        if not module_exists(spec.module):
+            log.warning("skipping node %s: module %s is not in the tree yet", spec.name, spec.module)
+            continue
+        command = [sys.executable, "-m", spec.module, "--ros-args"]
+        keys: set[str] = set()
+        if spec.params_file is not None:
+            if spec.params_file.is_file():
+                command += ["--params-file", str(spec.params_file)]
+                keys = params_file_keys(spec.params_file)
+            else:
+                log.warning("node %s: parameter file %s not found; starting with its defaults",
+                            spec.name, spec.params_file)
+        for key, value in (overrides or {}).items():
+            if value is not None and key in keys:
+                command += ["-p", f"{key}:={value}"]
+        launches.append(NodeLaunch(spec, command))
+    return launches
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM if bringup itself dies (Linux), so no node is
+    orphaned even when bringup is killed with SIGKILL."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+@dataclass
+class RunningNode:
+    launch: NodeLaunch
+    process: subprocess.Popen
+    reported: bool = False
+
+
+@dataclass
+class Bringup:
+    """Runs a set of node processes until a stop request, or until one dies (policy permitting)."""
+
+    launches: list[NodeLaunch]
+    shutdown_timeout_s: float = 10.0
+    on_node_exit: str = "shutdown"
+    env: Mapping[str, str] | None = None
+    poll_s: float = 0.1
+    running: list[RunningNode] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def request_stop(self, *_: Any) -> None:
+        self._stop.set()
+
+    def start(self) -> None:
+        env = dict(os.environ if self.env is None else self.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        for launch in self.launches:
+            process = subprocess.Popen(launch.command, env=env, start_new_session=True,
+                                       preexec_fn=_die_with_parent)
+            self.running.append(RunningNode(launch, process))
+            log.info("started %s (pid %d): %s", launch.spec.name, process.pid, " ".join(launch.command[1:]))
+
+    def watch(self) -> int:
+        """Until a stop request (or a node's death, under policy 'shutdown'); then stop all.
+        Returns 0 after a clean stop, 1 if any node died on its own."""
+        died = False
+        while not self._stop.is_set():
+            for node in self.running:
+                code = node.process.poll()
+                if code is not None and not node.reported:
+                    node.reported = True
+                    died = True
+                    log.error("node %s (pid %d) died: %s", node.launch.spec.name, node.process.pid,
+                              describe_exit(code))
+                    if self.on_node_exit == "shutdown":
+                        log.error("stopping the other nodes (on_node_exit: shutdown)")
+                        self._stop.set()
+            if all(n.reported for n in self.running):
+                break
+            self._stop.wait(self.poll_s)
+        self.stop_all()
+        return 1 if died else 0
+
+    def stop_all(self) -> None:
+        """SIGINT to every live node, then SIGTERM, then SIGKILL, each after the timeout."""
+        for sig, wait_s in ((signal.SIGINT, self.shutdown_timeout_s), (signal.SIGTERM, self.shutdown_timeout_s),
+                            (signal.SIGKILL, 5.0)):
+            alive = [n for n in self.running if n.process.poll() is None]
+            if not alive:
+                break
+            if sig != signal.SIGINT:
+                log.warning("%s did not stop in time: sending %s", ", ".join(n.launch.spec.name for n in alive),
+                            sig.name)
+            for node in alive:
+                try:
+                    node.process.send_signal(sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait_s
+            for node in alive:
+                try:
+                    node.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+        for node in self.running:
+            code = node.process.poll()
+            if not node.reported:
+                node.reported = True
+                if code == 0:
+                    log.info("node %s stopped cleanly", node.launch.spec.name)
+                else:
+                    log.warning("node %s stopped: %s", node.launch.spec.name, describe_exit(code))
+
+
+def run_bringup(
+    selected: Sequence[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    config: BringupConfig | None = None,
+    on_node_exit: str | None = None,
+    install_signal_handlers: bool = True,
+    on_started: Callable[[Bringup], None] | None = None,
+) -> int:
+    """Load the config, start the nodes, run until Ctrl-C/SIGTERM or a node's death; exit code."""
+    config = config or load_bringup_config()
+    launches = plan(config, selected, overrides)
+    if not launches:
+        raise TaskLearningError("no node to start (every selected node's module is missing)")
+    bringup = Bringup(launches, config.shutdown_timeout_s, on_node_exit or config.on_node_exit)
+    previous = {}
+    if install_signal_handlers:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, bringup.request_stop)
+    try:
+        bringup.start()
+        if on_started is not None:
+            on_started(bringup)
+        return bringup.watch()
+    finally:
+        bringup.stop_all()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,44 @@
+"""`task-learning experiment`: STARS conditions side by side on a scene, in seed 000's Table 2
+layout next to the paper's figures, plus Trial #2 and a plot."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from task_learning.experiments.runner import run_conditions
+from task_learning.experiments.table import format_table, plot_rows
+from task_learning.planning.session import CONDITIONS
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
+    p.add_argument("--scene", default="tidy_kitchen")
+    p.add_argument("--conditions", default="TBP,TBP+O,ST,STS,STAR,STARS,STARS+O",
+                   help=f"comma-separated, from {','.join(CONDITIONS)}")
+    p.add_argument("--llm", default="offline")
+    p.add_argument("--workdir", default=None, help="where the knowledge bases go")
+    p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    conditions = [c.strip().upper() for c in args.conditions.split(",") if c.strip()]
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        print(f"unknown condition(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
+    rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=args.workdir,
+                          seed=args.seed, report=report)
+    if args.json:
+        print(json.dumps([{"condition": label, **{k: v for k, v in data.items() if k != "objects"}}
+                          for label, data in rows], indent=2))
+    else:
+        print(format_table(args.scene, rows))
+    if args.plot:
+        path = plot_rows(args.scene, rows, args.plot)
+        print(f"plot: {path}", file=sys.stderr)
+    return 0

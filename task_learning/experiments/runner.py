@@ -1,0 +1,38 @@
+"""Run several STARS conditions on one scene, each on a fresh knowledge base, then Trial #2 on the
+knowledge base of the last oversight condition, as in seed 000's experiments."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from task_learning.planning.session import RunSpec, run_in_process
+
+Reporter = Callable[[str], None]
+
+
+def run_conditions(scene: str, conditions: Sequence[str], *, llm: str = "offline",
+                   workdir: str | Path | None = None, trial2: bool = True, seed: int | None = None,
+                   report: Reporter | None = None) -> list[tuple[str, dict[str, Any]]]:
+    workdir = Path(workdir or tempfile.mkdtemp(prefix="task_learning_exp_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    last_db: Path | None = None
+    for condition in conditions:
+        db = workdir / f"{scene}_{condition.replace('+', 'plus').replace('*', 'star')}.sqlite"
+        db.unlink(missing_ok=True)
+        operator = "simulated" if condition.endswith("+O") else "none"
+        metrics, _ = run_in_process(RunSpec(scene=scene, condition=condition, llm=llm,
+                                            operator=operator, db=db, seed=seed))
+        rows.append((condition, metrics.to_dict()))
+        if report:
+            report(f"{scene} {condition}: {metrics.completion:.1f}% in {len(metrics.per_object)} objects")
+        if condition.endswith("+O"):
+            last_db = db
+    if trial2 and last_db is not None:
+        metrics, _ = run_in_process(RunSpec(scene=scene, condition=conditions[-1], llm=llm,
+                                            operator="simulated", db=last_db, seed=seed))
+        rows.append(("Trial #2", metrics.to_dict()))
+        if report:
+            report(f"{scene} Trial #2: {metrics.completion:.1f}%, {metrics.usage.calls} LLM calls")
+    return rows

@@ -1,0 +1,118 @@
+"""The layout of seed 000's Table 2 / Tables 11-13, for rows measured here, beside the paper's.
+
+Rows come from RunMetrics.to_dict(); the paper's own figures (transcribed from Tables 11-13) are
+printed next to ours so a reader sees at once where the offline model differs from GPT-3/4.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+COLUMNS = (
+    ("completion", "Task completion %", "{:.1f}"),
+    ("retrieved", "Retrieved", "{}"),
+    ("proposed", "Proposed", "{}"),
+    ("sourced", "Sourced", "{}"),
+    ("prompt_tokens", "Prompt tok", "{:,}"),
+    ("completion_tokens", "Compl tok", "{:,}"),
+    ("total_tokens", "Total tok", "{:,}"),
+    ("instructions", "Instructions", "{}"),
+    ("yes_no", "Yes/No", "{}"),
+    ("words", "Words", "{}"),
+)
+
+# Seed 000, Tables 11-13: (completion, retrieved, proposed, sourced, prompt, completion tokens,
+# total, instructions, yes/no, words).
+PAPER: dict[str, dict[str, tuple]] = {
+    "tidy_kitchen": {
+        "TBP": (52.5, 93, 0, 25, 35622, 5785, 41407, 14, 0, 76),
+        "TBP+O": (100.0, 89, 64, 21, 36606, 5863, 42469, 92, 64, 403),
+        "ST": (50.0, 243, 0, 24, 55491, 1383, 56874, 14, 0, 76),
+        "STS": (40.0, 247, 0, 18, 65016, 1442, 66458, 14, 0, 76),
+        "STAR": (77.5, 353, 0, 33, 122531, 3555, 126086, 14, 0, 76),
+        "STARS": (77.5, 368, 0, 35, 136043, 3828, 139871, 14, 0, 76),
+        "STARS+O": (100.0, 361, 51, 35, 134372, 3724, 138096, 65, 51, 127),
+    },
+    "store_groceries": {
+        "TBP+O": (100.0, 37, 21, 13, 16362, 2327, 18689, 29, 21, 92),
+        "ST": (66.7, 96, 0, 13, 20932, 586, 21518, 6, 0, 28),
+        "STS": (66.7, 99, 0, 9, 25085, 605, 25690, 6, 0, 28),
+        "STAR": (77.8, 170, 0, 15, 56005, 1704, 57709, 6, 0, 28),
+        "STARS": (94.4, 171, 0, 15, 60069, 1739, 61808, 6, 0, 28),
+        "STARS+O": (100.0, 177, 16, 15, 62693, 1808, 64501, 22, 16, 44),
+    },
+    "organize_office": {
+        "ST": (21.4, 95, 0, 3, 20641, 441, 21082, 6, 0, 28),
+        "STS": (21.4, 97, 0, 1, 24256, 461, 24717, 6, 0, 28),
+        "STAR": (64.3, 204, 0, 12, 73357, 2152, 75509, 6, 0, 28),
+        "STARS": (92.9, 201, 0, 12, 73933, 2123, 76056, 6, 0, 28),
+        "STARS+O": (100.0, 206, 15, 11, 75554, 2168, 77722, 22, 15, 60),
+    },
+}
+
+
+def paper_row(scene: str, condition: str) -> dict[str, Any] | None:
+    values = PAPER.get(scene, {}).get(condition)
+    if values is None:
+        return None
+    return dict(zip((key for key, _, _ in COLUMNS), values))
+
+
+def format_table(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], *, with_paper: bool = True) -> str:
+    """rows: (label, metrics dict). Each measured row is followed by the paper's, when known."""
+    label_width = max([len("Condition")] + [len(label) + 8 for label, _ in rows])
+    widths = [max(len(title), 9) for _, title, _ in COLUMNS]
+    header = "Condition".ljust(label_width) + "  " + "  ".join(
+        title.rjust(w) for (_, title, _), w in zip(COLUMNS, widths))
+    lines = [f"Seed 000 Table 2 layout: {scene}", header, "-" * len(header)]
+    for label, data in rows:
+        lines.append(_row(label, data, label_width, widths))
+        base = label.split(" ")[0]
+        paper = paper_row(scene, base) if with_paper else None
+        if paper is not None and not label.startswith("Trial"):
+            lines.append(_row(f"  (paper {base})", paper, label_width, widths))
+    return "\n".join(lines)
+
+
+def _row(label: str, data: Mapping[str, Any], label_width: int, widths: Sequence[int]) -> str:
+    cells = []
+    for (key, _, fmt), width in zip(COLUMNS, widths):
+        value = data.get(key, "")
+        cells.append((fmt.format(value) if value != "" else "-").rjust(width))
+    return label.ljust(label_width) + "  " + "  ".join(cells)
+
+
+def plot_rows(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], path: str | Path) -> Path:
+    """Task completion, user words and total tokens per condition, ours beside the paper's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [label for label, _ in rows]
+    measures = (("completion", "Task completion (%)"), ("words", "User words"),
+                ("total_tokens", "Total tokens"))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    x = range(len(labels))
+    for ax, (key, title) in zip(axes, measures):
+        ours = [float(data.get(key, 0) or 0) for _, data in rows]
+        paper = [float((paper_row(scene, label.split(" ")[0]) or {}).get(key, 0) or 0) for label in labels]
+        ax.bar([i - 0.2 for i in x], ours, width=0.4, label="this run")
+        ax.bar([i + 0.2 for i in x], paper, width=0.4, label="paper (GPT-3/4)")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+        ax.set_title(title)
+        top = max(ours + paper + [1.0])
+        if key == "total_tokens":
+            ax.set_yscale("symlog")
+            ax.set_ylim(0, top * 4)
+        else:
+            ax.set_ylim(0, top * 1.1)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{scene}: STARS conditions")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
