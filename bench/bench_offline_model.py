@@ -6,6 +6,7 @@ conditions TBP, ST, STS, STAR, STARS and STARS* and prints, per scene and condit
   objects  the % of task objects whose chosen goal is viable AND puts the object where the scene's
            user prefers (the object part of the paper's completion measure; closing doors is the
            planner's business and not counted here),
+  viable   the % of task objects whose chosen goal the robot can use at all,
   in-tree  the % of objects with at least one viable candidate at a preferred place,
   cands    retrieved candidates, calls and tokens.
 The scene preferences are read HERE, for scoring only; the offline model never sees them.
@@ -54,10 +55,10 @@ def run_scene(name: str, verbose: bool) -> None:
     meta = metadata_of(scene)
     state = world_state_from_metadata(meta)
     print(f"\n== {name}: {len(scene.task_objects)} task objects  (paper completion % in brackets)")
-    print(f"{'condition':9} {'objects %':>9} {'in-tree %':>9} {'cands':>6} {'calls':>6} {'tokens':>8} {'wall s':>7}")
+    print(f"{'condition':9} {'objects %':>9} {'viable %':>9} {'in-tree %':>9} {'cands':>6} {'calls':>6} {'tokens':>8} {'wall s':>7}")
     for cond in CONDITIONS:
         client = make_client("offline", cache=False)
-        ok = in_tree = cands = 0
+        ok = in_tree = cands = usable = 0
         calls = tokens = 0
         started = time.perf_counter()
         for oid in scene.task_objects:
@@ -65,6 +66,7 @@ def run_scene(name: str, verbose: bool) -> None:
             pref = list(scene.preferences.get(oid, []))
             hit = placed_as_preferred(res.chosen, oid, pref)
             ok += hit
+            usable += bool(res.chosen is not None and res.chosen.viable)
             in_tree += any(placed_as_preferred(c, oid, pref) for c in res.candidates)
             cands += len(res.candidates)
             calls += res.usage.calls
@@ -75,8 +77,36 @@ def run_scene(name: str, verbose: bool) -> None:
         n = len(scene.task_objects)
         paper = PAPER.get(name, {}).get(cond)
         paper_s = f"[{paper:.1f}]" if paper is not None else ""
-        print(f"{cond:9} {100 * ok / n:9.1f} {100 * in_tree / n:9.1f} {cands:6d} {calls:6d} {tokens:8d} "
+        print(f"{cond:9} {100 * ok / n:9.1f} {100 * usable / n:9.1f} {100 * in_tree / n:9.1f} {cands:6d} {calls:6d} {tokens:8d} "
               f"{time.perf_counter() - started:7.2f}  {paper_s}")
+
+
+def provider_speed() -> None:
+    """Milliseconds per goal request of the bare provider (no client, no cache)."""
+    from task_learning.llm.base import LLMRequest
+    from task_learning.llm.offline import OfflineProvider
+
+    provider = OfflineProvider()
+    stops = ("(END RESULT)", ".", "Steps:", "\n")
+
+    def request(obj: str, prefix: str) -> LLMRequest:
+        return LLMRequest("recurse", prompt="... (RESULT)" + prefix, logprobs=5, stop=stops,
+                          context={"object": obj, "object_place": "table", "object_relation": "on",
+                                   "prefix": prefix, "feedback": "", "repair_of": "", "system_context": []})
+
+    objects = ["mug", "cereal box", "milk", "stapler", "steak knife", "apple core"]
+    started = time.perf_counter()
+    for obj in objects:  # first request of an object builds its sentence set
+        provider.complete(request(obj, ""), 30)
+    cold = (time.perf_counter() - started) / len(objects)
+    started = time.perf_counter()
+    n = 0
+    for _ in range(50):
+        for obj in objects:
+            provider.complete(request(obj, f" The goal is that the {obj} is in the"), 30)
+            n += 1
+    warm = (time.perf_counter() - started) / n
+    print(f"provider: {1000 * cold:.2f} ms first request of an object, {1000 * warm:.2f} ms per further request")
 
 
 def main() -> int:
@@ -85,6 +115,7 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     print("offline model calibration (the offline model is deterministic and NOT a language model)")
+    provider_speed()
     for name in args.scene or SCENES:
         run_scene(name, args.verbose)
     return 0

@@ -20,7 +20,7 @@ import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Pose
+from geometry_msgs.msg import Point, Pose, Quaternion
 
 from task_learning.types import (
     ActionCall,
@@ -120,14 +120,14 @@ def _vec3(value: Any) -> tuple[float, float, float]:
 
 def pose_to_msg(position: Any, rotation: Any) -> Pose:
     """AI2-THOR position/rotation ({x, y, z} dicts or 3-tuples) -> geometry_msgs/Pose."""
-    pose = Pose()
-    p = pose.position
-    p.x, p.y, p.z = _vec3(position)
+    x, y, z = _vec3(position)
     rx, ry, rz = _vec3(rotation)
     if rx or ry or rz:
-        o = pose.orientation
-        o.x, o.y, o.z, o.w = euler_deg_to_quaternion(rx, ry, rz)
-    return pose
+        qx, qy, qz, qw = euler_deg_to_quaternion(rx, ry, rz)
+        orientation = Quaternion(check_fields=False, x=qx, y=qy, z=qz, w=qw)
+    else:
+        orientation = Quaternion(check_fields=False)
+    return Pose(check_fields=False, position=Point(check_fields=False, x=x, y=y, z=z), orientation=orientation)
 
 
 def pose_from_msg(pose: Pose) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
@@ -183,37 +183,38 @@ NULLABLE_SCHEMA_KEYS = ("controlledObjects", "axisAlignedBoundingBox", "objectOr
 
 def object_state_to_msg(record: Mapping[str, Any]) -> m.ObjectState:
     """One AI2-THOR object dict -> ObjectState. Missing keys take AI2-THOR's resting defaults;
-    null lists become empty. Raises KeyError when objectId or objectType is missing."""
-    msg = m.ObjectState()
+    null lists become empty. Raises KeyError when objectId or objectType is missing.
+
+    This is perception's hot path (every object, every frame): every value is cast to its field's
+    type here, so the message is built in one constructor call with rosidl's per-field type
+    checks off (`check_fields=False`)."""
     get = record.get
-    msg.object_id = str(record["objectId"])
-    msg.object_type = str(record["objectType"])
-    msg.name = str(get("name") or "")
-    msg.asset_id = str(get("assetId") or "")
-    msg.parent_receptacles = [str(x) for x in (get("parentReceptacles") or ())]
-    msg.receptacle_object_ids = [str(x) for x in (get("receptacleObjectIds") or ())]
-    msg.pose = pose_to_msg(get("position"), get("rotation"))
-    msg.distance = float(get("distance") or 0.0)
-    visible = get("visible", True)
-    msg.visible = bool(visible)
-    for key, field in BOOL_FIELDS:
-        value = get(key)
-        if value:
-            setattr(msg, field, True)
+    visible = bool(get("visible", True))
+    fields: dict[str, Any] = {field: bool(get(key)) for key, field in BOOL_FIELDS}
     if "isInteractable" not in record:
-        msg.is_interactable = msg.visible
-    msg.openness = float(get("openness") or 0.0)
-    msg.fill_liquid = str(get("fillLiquid") or "")
-    msg.temperature = str(get("temperature") or "RoomTemp")
-    msg.mass = float(get("mass") or 0.0)
-    msg.salient_materials = [str(x) for x in (get("salientMaterials") or ())]
-    extra = []
-    for key, value in record.items():
-        if key in TYPED_KEYS or (value is None and key in NULLABLE_SCHEMA_KEYS):
-            continue
-        extra.append(m.KeyValue(key=str(key), value=json_value(value)))
-    msg.extra = extra
-    return msg
+        fields["is_interactable"] = visible
+    extra = [m.KeyValue(check_fields=False, key=str(key), value=json_value(value))
+             for key, value in record.items()
+             if key not in TYPED_KEYS and not (value is None and key in NULLABLE_SCHEMA_KEYS)]
+    return m.ObjectState(
+        check_fields=False,
+        object_id=str(record["objectId"]),
+        object_type=str(record["objectType"]),
+        name=str(get("name") or ""),
+        asset_id=str(get("assetId") or ""),
+        parent_receptacles=[str(x) for x in (get("parentReceptacles") or ())],
+        receptacle_object_ids=[str(x) for x in (get("receptacleObjectIds") or ())],
+        pose=pose_to_msg(get("position"), get("rotation")),
+        distance=float(get("distance") or 0.0),
+        visible=visible,
+        openness=float(get("openness") or 0.0),
+        fill_liquid=str(get("fillLiquid") or ""),
+        temperature=str(get("temperature") or "RoomTemp"),
+        mass=float(get("mass") or 0.0),
+        salient_materials=[str(x) for x in (get("salientMaterials") or ())],
+        extra=extra,
+        **fields,
+    )
 
 
 def object_state_from_msg(msg: m.ObjectState) -> dict[str, Any]:
@@ -265,6 +266,43 @@ def world_state_msg_from_metadata(
     msg.held_object_ids = [str(o["objectId"]) for o in (metadata.get("inventoryObjects") or ())]
     msg.objects = [object_state_to_msg(o) for o in (metadata.get("objects") or ())]
     return msg
+
+
+class WorldStateBuilder:
+    """Builds the WorldState of successive metadata, reusing the ObjectState of every object
+    whose record did not change since the previous build (after an action typically one or two of
+    hundreds), which is what lets perception publish big worlds at camera rates.
+
+    A record is compared by value with a snapshot of its previous version (copied one level deep),
+    so a backend may return fresh dicts or update its own dicts between builds."""
+
+    def __init__(self, *, frame_id: str = "world", backend: str = "") -> None:
+        self.frame_id = frame_id
+        self.backend = backend
+        self._cache: dict[str, tuple[dict[str, Any], m.ObjectState]] = {}
+        self.rebuilt = 0  # objects converted in the last build (the rest were reused)
+
+    def build(self, metadata: Mapping[str, Any], *, stamp: float | None = None,
+              scene: str | None = None) -> m.WorldState:
+        msg = world_state_msg_from_metadata({k: v for k, v in metadata.items() if k != "objects"},
+                                            stamp=stamp, frame_id=self.frame_id, backend=self.backend,
+                                            scene=scene)
+        cache: dict[str, tuple[dict[str, Any], m.ObjectState]] = {}
+        objects = []
+        rebuilt = 0
+        for record in metadata.get("objects") or ():
+            object_id = record["objectId"]
+            entry = self._cache.get(object_id)
+            if entry is None or entry[0] != record:
+                entry = ({k: v.copy() if isinstance(v, (dict, list)) else v for k, v in record.items()},
+                         object_state_to_msg(record))
+                rebuilt += 1
+            cache[object_id] = entry
+            objects.append(entry[1])
+        msg.objects = objects
+        self._cache = cache
+        self.rebuilt = rebuilt
+        return msg
 
 
 def metadata_from_world_state_msg(msg: m.WorldState) -> dict[str, Any]:

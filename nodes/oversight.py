@@ -16,6 +16,7 @@ Confirm needs its own executor thread, hence a MultiThreadedExecutor and a reent
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import rclpy
@@ -58,6 +59,7 @@ class OversightNode(Node):
         self.declare_parameter("pending_topic", PENDING_TOPIC)
         self.declare_parameter("threads", 8)
         get = lambda name: self.get_parameter(name).value  # noqa: E731
+        self._publish_lock = threading.Lock()
         safe_default = parse_safe_default(get("safe_default"), file="oversight parameters")
         self.kb = None
         db_path = str(get("db_path") or "")
@@ -81,9 +83,14 @@ class OversightNode(Node):
             f"{self.queue.safe_default.value}, db {db_path or '(none)'}")
 
     def _publish_pending(self) -> None:
-        msg = PendingMsg()
-        msg.pending = [convert.confirmation_request_to_msg(r) for r in self.queue.pending()]
-        self.pending_pub.publish(msg)
+        # Serialised, and the list read under the lock: with several Confirm threads, the last
+        # message published is always the current queue (never an older snapshot published late).
+        with self._publish_lock:
+            queue = getattr(self, "queue", None)
+            msg = PendingMsg()
+            msg.pending = [convert.confirmation_request_to_msg(r)
+                           for r in (queue.pending() if queue else [])]
+            self.pending_pub.publish(msg)
 
     def _on_confirm(self, request: Confirm.Request, response: Confirm.Response) -> Confirm.Response:
         question = convert.confirmation_request_from_msg(request.request)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -70,12 +71,18 @@ class OversightClient:
         else:
             self._executor = None
         self.node = node
-        self._confirm = node.create_client(Confirm, CONFIRM_SERVICE)
-        self._answer = node.create_client(AnswerConfirmation, ANSWER_SERVICE)
-        self._list = node.create_client(ListPendingConfirmations, LIST_SERVICE)
+        # Own reentrant group: on a caller's node, the replies must be handled while the caller's
+        # callback (e.g. a LearnGoal action) blocks waiting for them in another executor thread.
+        group = ReentrantCallbackGroup()
+        self._confirm = node.create_client(Confirm, CONFIRM_SERVICE, callback_group=group)
+        self._answer = node.create_client(AnswerConfirmation, ANSWER_SERVICE, callback_group=group)
+        self._list = node.create_client(ListPendingConfirmations, LIST_SERVICE, callback_group=group)
         self._latest: list[ConfirmationRequest] | None = None
+        self._listed_at = 0.0
+        self.resync_s = 2.0
         self._lock = threading.Lock()
-        node.create_subscription(PendingMsg, PENDING_TOPIC, self._on_pending, pending_qos())
+        node.create_subscription(PendingMsg, PENDING_TOPIC, self._on_pending, pending_qos(),
+                                 callback_group=group)
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -111,12 +118,22 @@ class OversightClient:
     def pending(self, *, fresh: bool = False) -> list[ConfirmationRequest]:
         """The questions waiting, oldest first: from the latched topic, or the List service."""
         self.spin_once(0.0)
+        now = time.monotonic()
         with self._lock:
             latest = self._latest
-        if latest is not None and not fresh:
-            return list(latest)
+        if not fresh:
+            ready = self._list.service_is_ready()
+            if latest is not None and (now - self._listed_at < self.resync_s or not ready):
+                return list(latest)
+            if not ready:  # a panel polls: never block its event loop waiting for the node
+                raise OversightUnavailable("the oversight node is not running (yet)")
+        # First call, a periodic resync in case a topic update was missed, or fresh=True.
         response = self._call(self._list, ListPendingConfirmations.Request(), 5.0, "list")
-        return [convert.confirmation_request_from_msg(m) for m in response.pending]
+        listed = [convert.confirmation_request_from_msg(m) for m in response.pending]
+        with self._lock:
+            self._latest = list(listed)
+            self._listed_at = time.monotonic()
+        return listed
 
     def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
                operator: str = "") -> SubmitReply:

@@ -15,6 +15,8 @@ All backend access runs in one mutually exclusive callback group: backends are n
 and a query must never see half an action. The message for the current world is cached while the
 backend returns the same metadata object (a backend returns a new dict after every change, as
 AI2-THOR does with one metadata dict per event); only the stamp is refreshed for each publish.
+After a change only the objects whose records changed are converted again
+(convert.WorldStateBuilder).
 """
 from __future__ import annotations
 
@@ -80,6 +82,7 @@ class PerceptionNode(Node):
 
         self.backend = make_backend(self.backend_name, scene, None if seed < 0 else seed)
         self.scene_name = str(getattr(getattr(self.backend, "scene", None), "name", "") or scene)
+        self.builder = convert.WorldStateBuilder(frame_id=self.frame_id, backend=self.backend_name)
         self._cached_metadata: Any = None
         self._cached_msg: WorldState | None = None
 
@@ -101,8 +104,7 @@ class PerceptionNode(Node):
         """The current world as a message (rebuilt only when the backend's metadata changed)."""
         metadata = self.backend.metadata
         if metadata is not self._cached_metadata or self._cached_msg is None:
-            self._cached_msg = convert.world_state_msg_from_metadata(
-                metadata, frame_id=self.frame_id, backend=self.backend_name, scene=self.scene_name)
+            self._cached_msg = self.builder.build(metadata, scene=self.scene_name)
             self._cached_metadata = metadata
         else:
             self._cached_msg.header.stamp = self.get_clock().now().to_msg()

@@ -119,8 +119,8 @@ class NodeLaunch:
 def plan(config: BringupConfig, selected: Sequence[str] | None = None,
          overrides: Mapping[str, Any] | None = None) -> list[NodeLaunch]:
     """The command line of every node to start. Unknown names in `selected` are an error; nodes
-    whose module is missing are skipped with a warning; each override goes to the nodes whose
-    parameter file has that key."""
+    whose module is missing are skipped with a warning; an override "key" goes to the nodes whose
+    parameter file has that key, "node.key" to that node only."""
     known = [n.name for n in config.nodes]
     if selected:
         unknown = [n for n in selected if n not in known]
@@ -144,7 +144,12 @@ def plan(config: BringupConfig, selected: Sequence[str] | None = None,
                 log.warning("node %s: parameter file %s not found; starting with its defaults",
                             spec.name, spec.params_file)
         for key, value in (overrides or {}).items():
-            if value is not None and key in keys:
+            node_name, dot, param = key.rpartition(".")
+            if value is None:
+                continue
+            if dot and node_name == spec.name:
+                command += ["-p", f"{param}:={value}"]  # "planner.db_path": that node only
+            elif not dot and key in keys:
                 command += ["-p", f"{key}:={value}"]
         launches.append(NodeLaunch(spec, command))
     return launches

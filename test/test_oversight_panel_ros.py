@@ -288,3 +288,45 @@ def test_terminal_operator_cli_lists_and_answers(ros_env, node):
     assert prompt.returncode == 0, prompt.stderr
     assert "For a mug in the dish rack is the goal that" in prompt.stdout
     assert _answer_of(asker) == {"answer": "no", "by": "terminal", "description": ""}
+
+
+def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_env, node, client):
+    """Goal elicitation passes its own node (spun by a MultiThreadedExecutor) and asks from inside
+    a callback of the node's default group: the reply must still get through."""
+    import threading
+
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    from task_learning.types import ConfirmationRequest
+    from task_learning_nodes.oversight_client import OversightClient
+
+    context = client.node.context
+    caller = rclpy.create_node("fake_goal_elicitation", context=context)
+    asker = OversightClient(caller, name="elicitation", service_wait_s=15)
+    box: dict = {}
+
+    def ask_once():
+        timer.cancel()
+        box["answer"] = asker.ask(ConfirmationRequest("in-callback", PAPER_QUESTION, "Mug|2",
+                                                      "mug in the dish rack", timeout_s=20))
+
+    timer = caller.create_timer(0.01, ask_once)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(caller)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if any(r.request_id == "in-callback" for r in client.pending(fresh=True)):
+                break
+            time.sleep(0.05)
+        assert client.submit("in-callback", "yes", operator="panel").accepted
+        while "answer" not in box and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert box["answer"].answer.value == "yes" and box["answer"].operator == "panel"
+    finally:
+        executor.shutdown()
+        spinner.join(5)
+        caller.destroy_node()

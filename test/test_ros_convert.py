@@ -245,3 +245,23 @@ def test_candidate_tree_round_trip_and_derived_edges():
 def test_time_round_trip():
     for stamp in (0.0, 1.5, 1700000000.999999999, 42.000000001):
         assert convert.time_from_msg(convert.time_to_msg(stamp)) == pytest.approx(stamp, abs=2e-9 * max(1, stamp))
+
+
+def test_world_state_builder_reuses_unchanged_objects_and_sees_changes():
+    metadata = _metadata()
+    builder = convert.WorldStateBuilder(frame_id="map", backend="symbolic")
+    first = builder.build(metadata, stamp=1.0)
+    assert builder.rebuilt == 2 and first.header.frame_id == "map" and first.backend == "symbolic"
+    second = builder.build(metadata, stamp=2.0)
+    assert builder.rebuilt == 0 and second.objects[0] is first.objects[0]
+    assert second.header.stamp.sec == 2
+    # in-place change of a nested value (a backend updating its own dicts) is seen
+    metadata["objects"][0]["position"]["x"] = 9.0
+    metadata["objects"][1]["isOpen"] = True
+    third = builder.build(metadata)
+    assert builder.rebuilt == 2
+    assert third.objects[0].pose.position.x == 9.0 and third.objects[1].is_open
+    # the result equals a build from scratch; removed objects leave the cache
+    assert third.objects == convert.world_state_msg_from_metadata(metadata).objects
+    metadata["objects"].pop()
+    assert [o.object_id for o in builder.build(metadata).objects] == ["Mug|1"]

@@ -127,3 +127,55 @@ def test_bad_goals_and_llm_failures_are_outcomes_and_the_node_keeps_serving(acti
     result, _ = send(action_client, "Mug|2", condition="ST")
     assert result.success and result.chosen.text.endswith("cabinet is closed")
     assert node.poll() is None
+
+
+@pytest.fixture(scope="module")
+def oversight_node(ros_env, tmp_path_factory, node):
+    db = tmp_path_factory.mktemp("oversight_db") / "kb.sqlite"
+    proc = subprocess.Popen(
+        [PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", "timeout_s:=30.0",
+         "-p", f"db_path:={db}", "-p", "task:=tidy kitchen"],
+        env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    yield proc
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def test_stars_plus_o_asks_the_operator_through_the_oversight_node(action_client, oversight_node):
+    import rclpy
+
+    from task_learning_interfaces.action import LearnGoal
+    from task_learning_nodes.oversight_client import OversightClient
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    operator = OversightClient(name="test_operator", context=context, service_wait_s=15)
+    try:
+        client, executor = action_client
+        goal = LearnGoal.Goal(task="tidy kitchen", object_id="Mug|2", context=[], condition="stars_plus_o")
+        future = client.send_goal_async(goal)
+        executor.spin_until_future_complete(future, timeout_sec=30.0)
+        result_future = future.result().get_result_async()
+        asked = []
+        deadline = time.monotonic() + 60
+        while not result_future.done() and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.1)
+            for request in operator.pending(fresh=True):
+                if request.request_id not in {r.request_id for r in asked}:
+                    asked.append(request)
+                    operator.submit(request.request_id, "yes")
+        assert result_future.done(), "no result in time"
+        result = result_future.result().result
+    finally:
+        operator.close()
+        rclpy.shutdown(context=context)
+    assert result.success, result.message
+    assert [r.question for r in asked] == [
+        "For a mug in the dish rack is the goal that the mug is in the cupboard and the cupboard is closed?"]
+    assert result.chosen.text == CUPBOARD_CLOSED
+    assert result.counts.proposed == 1 and result.counts.yes_no == 1

@@ -41,6 +41,7 @@ class DecisionContext:
     state: StateView
     domain: Domain
     tried_here: set[GroundAction]  # actions already tried in this very state
+    dead_here: set[GroundAction] = field(default_factory=set)  # retrying them cannot help
 
     @property
     def texts(self) -> list[str]:
@@ -97,6 +98,7 @@ class BCRAgent:
         self.engine = engine
         self.max_actions = max_actions
         self.tree = CandidateTree()
+        self.peak_tree = CandidateTree()  # the tree at its largest, for inspection
         self.stats = AgentStats()
         self.log: list[StepRecord] = []
         self.errors: list[str] = []
@@ -141,7 +143,7 @@ class BCRAgent:
                 goals=remaining, completed=[g for g in self.goals if g not in remaining],
                 candidates=candidates, history=self.history[-HISTORY_LEN:],
                 errors=list(self.errors), state=state, domain=self.domain,
-                tried_here=set(tried))
+                tried_here=set(tried), dead_here=self._dead(signature, tried))
             self.stats.overhead_s.append(time.perf_counter() - started)
             if len(candidates) == 1:
                 selection = Selection(candidates[0].action, note="only candidate")
@@ -170,8 +172,10 @@ class BCRAgent:
             return action, call
         return None
 
-    def to_dot(self) -> str:
-        return self.tree.to_dot(" & ".join(literal_text(g) for g in self.goals))
+    def to_dot(self, peak: bool = False) -> str:
+        """The tree now (or at its largest: `peak`) in Graphviz DOT."""
+        tree = self.peak_tree if peak and len(self.peak_tree) else self.tree
+        return tree.to_dot(" & ".join(literal_text(g) for g in self.goals))
 
     # ---- internals ---------------------------------------------------------------------------
     def _book(self, last: ActionOutcome | None, state: StateView) -> None:
@@ -213,6 +217,21 @@ class BCRAgent:
         added = self.tree.block(node, condition, description, fresh)
         if not added:
             self.tree.prune(node, f"{condition}: no untried resolution")
+        elif len(self.tree) > len(self.peak_tree):
+            self.peak_tree = self.tree.copy()
+
+    def _dead(self, signature: tuple, tried: dict[GroundAction, str]) -> set[GroundAction]:
+        """Actions whose retry in this state is a pure loop: they succeeded or failed here
+        already, or were blocked here with every resolution already tried here."""
+        dead = set()
+        for action, outcome in tried.items():
+            if outcome != "blocked":
+                dead.add(action)
+                continue
+            resolutions = self._last_condition.get((signature, action)) or []
+            if all(r in tried for r in resolutions):
+                dead.add(action)
+        return dead
 
     def _break_loop(self, cand: Candidate, signature: tuple, tried: dict[GroundAction, str],
                     state: StateView, n_candidates: int) -> None:

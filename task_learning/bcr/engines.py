@@ -42,7 +42,7 @@ class HeuristicEngine:
         return [c for _, c in scored]
 
     def _score(self, cand: Candidate, index: int, context: DecisionContext) -> tuple:
-        untried = cand.action not in context.tried_here
+        untried = cand.action not in context.dead_here
         worth = _usefulness(cand.action, context) + _relevance(cand, context)
         free = context.domain.check_blocking(cand.action, context.state) is None
         return (untried, -cand.goal_index, worth, cand.depth, free, -index)

@@ -119,7 +119,7 @@ class StateView:
         """A hashable summary of the state relevant to action selection, used to detect loops
         (the same action tried again in the same state)."""
         keys = ("isOpen", "isToggled", "isSliced", "isDirty", "isCooked", "isFilledWithLiquid",
-                "visible")
+                "visible", "isInteractable")
         chosen = self.objects if ids is None else {i: self.objects[i] for i in ids
                                                     if i in self.objects}
         rows = []

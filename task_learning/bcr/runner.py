@@ -1,6 +1,7 @@
 """Running BCR trials (seed 004 §V-B): one task, one engine, one seeded world per trial."""
 from __future__ import annotations
 
+import functools
 import logging
 import statistics
 import time
@@ -12,7 +13,7 @@ from task_learning.bcr.domain import Domain, load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.bcr.tasks import check_goals, load_tasks
 from task_learning.bcr.testbed import FailurePointWorld
-from task_learning.types import ActionOutcome
+from task_learning.types import ActionOutcome, GoalLiteral
 from task_learning.world.scene import Scene, load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
@@ -61,6 +62,22 @@ class TrialResult:
         }
 
 
+@functools.lru_cache(maxsize=8)
+def _scene(name: str) -> Scene:
+    """Scenes are read-only for the symbolic world (it deep-copies the objects): parse once."""
+    return load_scene(name)
+
+
+@functools.lru_cache(maxsize=8)
+def _domain(name: str) -> Domain:
+    return load_domain(name)
+
+
+@functools.lru_cache(maxsize=2)
+def _tasks() -> Any:
+    return load_tasks()
+
+
 def make_world(scene: Scene, seed: int | None) -> FailurePointWorld:
     """The BCR testbed: the symbolic world with the paper's failure points."""
     return FailurePointWorld(SymbolicWorld(scene, seed=seed), seed=seed)
@@ -73,18 +90,29 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
     """Run one task to success or failure. `engine` is a name ('llm', 'heuristic') or an engine
     object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed."""
     started = time.perf_counter()
-    tasks = load_tasks()
+    tasks = _tasks()
     spec = tasks.task(task)
-    scene_obj = scene if isinstance(scene, Scene) else load_scene(scene)
-    domain = domain or load_domain(tasks.domain)
+    scene_obj = scene if isinstance(scene, Scene) else _scene(str(scene))
+    domain = domain or _domain(tasks.domain)
     world = world if world is not None else make_world(scene_obj, seed)
     if isinstance(engine, str):
         engine_obj = make_engine(engine, client, **({"scope": f"bcr:{task}:{seed}"}
                                                      if engine == "llm" else {}))
     else:
         engine_obj = engine
-    check_goals(spec.goals, domain, world.metadata)
-    agent = BCRAgent(domain, list(spec.goals), engine_obj, max_actions=max_actions)
+    return run_goals(world, list(spec.goals), engine_obj, domain, max_actions=max_actions,
+                     seed=seed, task=task, started=started)
+
+
+def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain | None = None,
+              *, max_actions: int = MAX_ACTIONS, seed: int | None = None, task: str = "",
+              started: float | None = None) -> TrialResult:
+    """BCR on any world backend and goal literals (e.g. a planner's inside(Mug|1, Cupboard|1)
+    and not open(Cupboard|1) in the tidy kitchen)."""
+    started = time.perf_counter() if started is None else started
+    domain = domain or _domain("household")
+    check_goals(goals, domain, world.metadata)
+    agent = BCRAgent(domain, goals, engine, max_actions=max_actions)
     last: ActionOutcome | None = None
     executed: list[str] = []
     while True:
@@ -105,14 +133,14 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
         decisions=stats.decisions,
         candidates_per_decision=statistics.fmean(counts) if counts else 0.0,
         runtime_s=time.perf_counter() - started,
-        seed=seed, task=task, engine=getattr(engine_obj, "name", str(engine)),
+        seed=seed, task=task, engine=getattr(engine, "name", str(engine)),
         failure=agent.failure, executed=len(executed), llm_requests=stats.llm_requests,
         reasks=stats.reasks, loops_broken=stats.loops_broken, candidate_counts=list(counts),
         action_log=[f"{r.action} -> {r.outcome}" + (f" ({r.detail})" if r.detail else "")
                     for r in agent.log],
         overhead_ms_median=(statistics.median(stats.overhead_s) * 1000
                             if stats.overhead_s else 0.0),
-        dot=agent.to_dot(),
+        dot=agent.to_dot(peak=True),
     )
 
 

@@ -105,8 +105,10 @@ class FailurePointWorld:
         objects = []
         by_id = {o["objectId"]: o for o in metadata.get("objects") or []}
         for obj in metadata.get("objects") or []:
-            if obj.get("objectId") != self._blocking_door \
-                    and self._behind_door(obj["objectId"], by_id):
+            if obj.get("objectId") == self._blocking_door:
+                obj = dict(obj)
+                obj["isInteractable"] = False  # its inside cannot be reached from here
+            elif self._behind_door(obj["objectId"], by_id):
                 obj = dict(obj)
                 obj["visible"] = False
                 obj["isInteractable"] = False

@@ -171,6 +171,14 @@ class CandidateTree:
         if node in self.graph:
             self.graph.nodes[node]["status"] = "selected"
 
+    def copy(self) -> "CandidateTree":
+        """A snapshot (node data shared, structure copied), e.g. the tree at its largest."""
+        twin = CandidateTree()
+        twin.graph = self.graph.copy()
+        twin._next_id = self._next_id
+        twin._goal_nodes = dict(self._goal_nodes)
+        return twin
+
     @property
     def goals(self) -> list[GoalLiteral]:
         return list(self._goal_nodes)

@@ -18,6 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only these nodes (names from config/bringup.yaml; default: all)")
     parser.add_argument("--scene", help="scene for every node that takes one (e.g. tidy_kitchen)")
     parser.add_argument("--backend", help="world backend for perception: symbolic | ai2thor | fetch")
+    parser.add_argument("--db", help="knowledge base shared by the planner and oversight nodes")
+    parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME:=VALUE",
+                        help="a parameter for one node, e.g. planner.condition:=STARS (repeatable)")
     parser.add_argument("--config", help="bring-up file (default: config/bringup.yaml)")
     parser.add_argument("--keep-going", action="store_true",
                         help="keep the other nodes running when one dies")
@@ -27,6 +30,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     logging.getLogger(bringup.__name__).setLevel(logging.INFO)
     config = bringup.load_bringup_config(args.config)
-    overrides = {"scene": args.scene, "backend": args.backend}
+    overrides: dict[str, object] = {"scene": args.scene, "backend": args.backend}
+    if args.db:
+        overrides.update({"planner.db_path": args.db, "oversight.db_path": args.db})
+    for item in args.param:
+        key, sep, value = item.partition(":=")
+        if not sep or "." not in key:
+            parser_error = f"--param {item!r}: expected NODE.NAME:=VALUE"
+            raise bringup.TaskLearningError(parser_error)
+        overrides[key] = value
     return bringup.run_bringup(args.nodes, overrides, config=config,
                                on_node_exit="continue" if args.keep_going else None)

@@ -110,6 +110,10 @@ def _print_human(result: Any) -> None:
               + (f"  [{why}]" if why else ""))
     if result.selection is not None:
         print(f"selection: {result.selection.method}, answers {result.selection.answers}")
+    if result.oversight is not None:
+        print(f"oversight: {result.oversight.status.value}")
+        for turn in result.oversight.transcript:
+            print(f"  {turn}")
     if result.chosen is not None:
         print(f"chosen: {result.chosen.text} ({result.chosen.score:.4f})")
     u = result.usage

@@ -25,8 +25,9 @@ figures allow it:
   to " sink" (-> " and the sink is full of water") and " dish" (-> the duplicate "... dish rack is
   empty"); "started" -> "... turned on" branching at " turned" to " on" (duplicate) and " running";
   "rack is not grabbable" -> "... in the dish rack" (score 0.971) branching at " dish" to " cup"
-  (-> the duplicate "... cupboard"); any other repair (the paper repaired only three kinds) answers
-  the duplicate "... in the cupboard", so no further request follows;
+  (-> the duplicate "... cupboard"); any other repair (the two "dish rack is empty" affordance
+  repairs, the second-round repair of "running") answers the duplicate "... in the cupboard", so
+  no further request follows;
 - the analysis of responses the paper never classified: drawer closed and dish rack are viable
   (B.6 lists them as viable), "sink is full of water" is uninterpretable, "running" an unknown word;
 - token counts: 300 prompt tokens per goal request, 180 per selection (the paper does not say).

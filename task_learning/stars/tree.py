@@ -166,6 +166,7 @@ def expand(client: CompletionClient, roots: Sequence[TreeRoot], state: TreeState
     pending = [_Pending(root, "", (), 0, root.parent_id) for root in roots]
     while pending:
         batch: list[tuple[_Pending, LLMRequest]] = []
+        capped_before = state.counts["capped"]
         for item in pending:
             prefix_key = (item.root.key, item.prefix)
             if prefix_key in state.requested:
@@ -177,8 +178,9 @@ def expand(client: CompletionClient, roots: Sequence[TreeRoot], state: TreeState
             state.requested.add(prefix_key)
             prompt_type = item.root.root_type if item.level == 0 else item.root.recurse_type
             batch.append((item, item.root.build_request(prompt_type, item.prefix)))
-        if state.counts["capped"] and not batch:
-            log.warning("request cap of %d reached; the tree stops here", settings.max_requests)
+        if state.counts["capped"] > capped_before:
+            log.warning("request cap of %d reached: %d branch(es) not requested",
+                        settings.max_requests, state.counts["capped"] - capped_before)
         state.counts["requests"] += len(batch)
         responses = _send_all(client, [req for _, req in batch], executor)
         next_pending: list[_Pending] = []

@@ -97,7 +97,10 @@ def _score(cand: str, context: Mapping[str, Any]) -> float:
                 usual = USUAL_PLACES.get(_type_of(target), ())
                 score += 3.2 if _type_of(args[0]) in usual else 1.0
         elif predicate == "holding" and not negated and verb == "PickupObject":
-            score += 4.0 if args[:1] == [target] or not target.count("|") else 3.0
+            if args[:1] == [target]:
+                score += 4.0
+            elif target.startswith("?"):
+                score += 3.0
         elif predicate == "hand_empty" and verb == "PutObject" and len(args) == 2:
             score += 3.0 + (0.8 if _type_of(args[1]) in SURFACES[:1] else 0.4)
         elif predicate == "holding" and negated and verb == "PutObject":
@@ -115,9 +118,8 @@ def _score(cand: str, context: Mapping[str, Any]) -> float:
     if "No valid positions" in latest and verb == "PickupObject" and args \
             and args[0] in latest:
         score += 3.5
-    if "blocks the view" in latest or "not visible" in latest:
-        if verb == "VisualSearch":
-            score += 2.0
+    if "blocks the view" in latest and verb == "VisualSearch":
+        score += 2.0
     # 2. the objects of the first remaining goal matter most
     if goals:
         first = set(_OBJECT_ID.findall(goals[0]))
@@ -128,8 +130,19 @@ def _score(cand: str, context: Mapping[str, Any]) -> float:
             if m and _achieves(verb, args, bool(m.group(1)), m.group(2),
                                [a.strip() for a in m.group(3).split(",")]):
                 score += 1.5
-    # 3. do not repeat what was just done
+    # 3. resume the action that was blocked once something was done about it
     recent = [h.split(" -> ")[0].strip() for h in history]
+    outcomes = [h.rsplit(" -> ", 1)[-1].strip() for h in history]
+    if len(history) >= 2 and outcomes[-1] == "ok":
+        blocked = [a for a, o in zip(recent[:-1], outcomes[:-1]) if o in ("blocked", "failed")]
+        if blocked and blocked[-1] == cand:
+            score += 3.5
+    # stay with the objects of the latest blocked action rather than start something new
+    last_blocked = next((a for a, o in zip(reversed(recent), reversed(outcomes))
+                         if o in ("blocked", "failed")), "")
+    if last_blocked and set(_OBJECT_ID.findall(last_blocked)) & set(args):
+        score += 0.8
+    # 4. do not repeat what was just done
     repeats = sum(1 for h in recent if h == cand)
     score -= 1.8 * repeats
     if recent and recent[-1] == cand:
@@ -185,7 +198,7 @@ def choose(context: Mapping[str, Any], salt: str = "") -> tuple[str, str]:
 def respond(request: LLMRequest) -> LLMResponse:
     """The offline model's answer to a bcr_selection request, in the `$$ action $$` form."""
     context = request.context or {}
-    answer, why = choose(context, salt=str(request.scope or ""))
+    answer, why = choose(context)
     goals = context.get("goal") or []
     text = (f"The remaining goal is {goals[0] if goals else 'done'}. {why}\n"
             f"$$ {answer} $$")

@@ -41,6 +41,7 @@ class Avoidance:
     banned_clauses: set[tuple[str, str, str]] = field(default_factory=set)  # (dest, subject, state)
     banned_goals: set[ParsedGoal] = field(default_factory=set)
     object_words: frozenset[str] = frozenset()
+    rejected: ParsedGoal | None = None  # the response being repaired, as parts
 
     def __bool__(self) -> bool:
         return any((self.unseen, self.unknown_words, self.not_movable, self.not_receptacles,
@@ -81,6 +82,7 @@ def parse_feedback(feedback: str, repair_of: str, object_name: str) -> Avoidance
     """Read the robot's feedback sentences (one or several) about the rejected `repair_of`."""
     avoid = Avoidance(object_words=frozenset(normalize_name(object_name).split()))
     rejected = parse_goal(repair_of, object_name) if repair_of.strip() else None
+    avoid.rejected = rejected
     if rejected is not None:
         avoid.banned_goals.add(rejected)
     understood = False

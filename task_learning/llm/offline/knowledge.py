@@ -87,6 +87,10 @@ class Language:
     default_start_states: Weights
     jitter_destination: float
     jitter_conjunction: float
+    jitter_judgement: float
+    repair_sharpness: float
+    repair_flatten: float
+    repair_rejected_factor: float
     filler_tokens: tuple[str, ...]
     filler_mass: tuple[float, float]
     singular_words: frozenset[str]
@@ -185,6 +189,10 @@ class Knowledge:
             u = 2.0 * unit_hash("dest", spoken, start, dest) - 1.0
             completion[dest] *= math.exp(jit * u)
         completion = _normalised(completion)
+        jit = self.language.jitter_judgement
+        for dest in judgement:
+            u = 2.0 * unit_hash("judge", spoken, start, dest) - 1.0
+            judgement[dest] *= math.exp(jit * u)
         verbs = verbs_override or category.verbs or self.language.verbs
         profile = ObjectProfile(
             name=spoken, category=category, completion=completion, judgement=judgement,
@@ -299,7 +307,8 @@ def _load_objects(file: Path):
 def _load_language(file: Path) -> Language:
     required = ["opening", "token_splits", "end_tokens", "after_end", "conjunction", "second_clause",
                 "verbs", "default_start_states", "jitter", "filler_tokens", "filler_mass",
-                "singular_words", "plural_words", "context_rules"]
+                "singular_words", "plural_words", "context_rules", "repair_sharpness",
+                "repair_flatten", "repair_rejected_factor"]
     data = check_keys(load_yaml(file), file=file, key="", required=required, optional=["start_place_aliases"])
     splits = {}
     expect_type(data["token_splits"], dict, file=file, key="token_splits")
@@ -320,7 +329,7 @@ def _load_language(file: Path) -> Language:
         spec = check_keys(data["second_clause"][kind], file=file, key=join_key("second_clause", kind),
                           optional=CLAUSE_KINDS)
         second[kind] = _weights(dict(spec), file, join_key("second_clause", kind), raw=True)
-    jitter = check_keys(data["jitter"], file=file, key="jitter", required=["destination", "conjunction"])
+    jitter = check_keys(data["jitter"], file=file, key="jitter", required=["destination", "conjunction", "judgement"])
     mass = expect_type(data["filler_mass"], list, file=file, key="filler_mass")
     if len(mass) != 2 or not all(isinstance(m, (int, float)) and 0 <= m < 0.05 for m in mass):
         raise ConfigError(file, "filler_mass", "expected [low, high] with 0 <= low <= high < 0.05")
@@ -348,6 +357,11 @@ def _load_language(file: Path) -> Language:
         default_start_states=_weights(data["default_start_states"], file, "default_start_states"),
         jitter_destination=float(jitter["destination"]),
         jitter_conjunction=float(jitter["conjunction"]),
+        jitter_judgement=float(jitter["judgement"]),
+        repair_sharpness=float(expect_type(data["repair_sharpness"], (int, float), file=file, key="repair_sharpness")),
+        repair_flatten=float(expect_type(data["repair_flatten"], (int, float), file=file, key="repair_flatten")),
+        repair_rejected_factor=float(expect_type(data["repair_rejected_factor"], (int, float), file=file,
+                                                 key="repair_rejected_factor")),
         filler_tokens=tuple(str(t) for t in expect_type(data["filler_tokens"], list, file=file, key="filler_tokens")),
         filler_mass=(float(mass[0]), float(mass[1])),
         singular_words=frozenset(str(w) for w in data["singular_words"]),

@@ -6,6 +6,9 @@ alternatives, including plausible answers the robot cannot use (places the scene
 outside the robot's vocabulary, states it cannot check), so that every STARS stage has work to do.
 It reads the request's structured context (task, object, place, prefix, repair feedback, user
 context), never a scene's preferred destinations or any other ground truth.
+
+Decoding is always greedy (what STARS asks for: temperature 0); a request's temperature is
+ignored, so the same request always gets the same answer, in any process.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping
 
-from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
+from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, TokenLogprob
 from task_learning.llm.offline.decoder import decode
 from task_learning.llm.offline.feedback import parse_feedback
 from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
@@ -129,7 +132,7 @@ class OfflineProvider:
                          top_k=top_k, salt=salt)
         if not decoded.matched_prefix and query.prefix:
             log.debug("offline model: nothing continues prefix %r for %s", query.prefix, query.object)
-        tokens = decoded.tokens if top_k else [type(t)(t.token, t.logprob, ()) for t in decoded.tokens]
+        tokens = decoded.tokens if top_k else [TokenLogprob(t.token, t.logprob, ()) for t in decoded.tokens]
         return LLMResponse(
             text=decoded.text, tokens=tokens, prompt_tokens=count_prompt_tokens(request),
             completion_tokens=decoded.generated, finish_reason=decoded.finish_reason,

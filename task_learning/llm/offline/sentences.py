@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
 from task_learning.llm.offline.hashing import unit_hash
@@ -85,6 +85,8 @@ def build_sentences(query: GoalQuery, knowledge: Knowledge, avoid: "Avoidance | 
     """Every sentence the model may say for this query, probabilities summing to 1 (after the
     feedback's exclusions, renormalised). Unknown objects get the generic category's answers."""
     profile = knowledge.profile(query.object or "object", query.object_place, query.system_context)
+    if avoid is not None:
+        profile = _repair_profile(profile, avoid, knowledge)
     sentences = list(_enumerate(query, knowledge, profile))
     if avoid is not None:
         sentences = [s for s in sentences if avoid.allows(s.parts)]
@@ -92,10 +94,27 @@ def build_sentences(query: GoalQuery, knowledge: Knowledge, avoid: "Avoidance | 
     for s in sentences:
         prev = merged.get(s.tokens)
         merged[s.tokens] = s if prev is None else Sentence(s.tokens, prev.prob + s.prob, prev.parts)
-    total = sum(s.prob for s in merged.values())
+    power = knowledge.language.repair_sharpness if avoid is not None else 1.0
+    weighted = [(s, s.prob ** power) for s in merged.values()]
+    total = sum(w for _, w in weighted)
     if total <= 0:
         return []
-    return [Sentence(s.tokens, s.prob / total, s.parts) for s in merged.values()]
+    return [Sentence(s.tokens, w / total, s.parts) for s, w in weighted]
+
+
+def _repair_profile(profile: ObjectProfile, avoid: "Avoidance", knowledge: Knowledge) -> ObjectProfile:
+    """Told its answer was rejected, a model looks further afield: destination weights are
+    flattened (less likely places come up) and the rejected answer's own destination drops."""
+    lang = knowledge.language
+    rejected_dest = avoid.rejected.dest if avoid.rejected is not None else ""
+    weights = {}
+    for dest, w in profile.completion.items():
+        w = w ** lang.repair_flatten
+        if dest == rejected_dest:
+            w *= lang.repair_rejected_factor
+        weights[dest] = w
+    total = sum(weights.values()) or 1.0
+    return replace(profile, completion={d: w / total for d, w in weights.items()})
 
 
 def _enumerate(query: GoalQuery, knowledge: Knowledge, profile: ObjectProfile) -> Iterable[Sentence]:

@@ -1,0 +1,147 @@
+"""action_selector_node: BCR action selection (seed 004) as a ROS service.
+
+- serves `select_next_action` (task_learning_interfaces/srv/SelectNextAction): given the remaining
+  goal literals and the outcomes so far (newest last), answers the next primitive action to run.
+  The node keeps one BCR candidate tree per goal set across requests; the newest outcome is booked
+  against the action it proposed last (a mismatch, or goals outside the session, starts over).
+  With `candidates` filled, it only chooses among them.
+- publishes the candidate tree on `bcr_tree` (CandidateTree, kind "bcr", with its DOT) after
+  every selection, for the operator panel or `ros2 topic echo`.
+- world state: the latest message on `world_state` (perception). With no perception running, set
+  `scene`: the node then reads that scene's symbolic world until a world_state message arrives.
+
+    action_selector_node --ros-args --params-file config/nodes/action_selector.yaml
+
+All selection logic is `task_learning.bcr` (selector.ActionSelector); this file is ROS wiring.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from task_learning.bcr.domain import load_domain
+from task_learning.bcr.engines import make_engine
+from task_learning.bcr.selector import ActionSelector
+from task_learning.errors import TaskLearningError
+from task_learning_interfaces.msg import CandidateTree
+from task_learning_interfaces.msg import WorldState as WorldStateMsg
+from task_learning_interfaces.srv import SelectNextAction
+from task_learning_nodes import convert
+from task_learning_nodes.node_base import run_node
+
+NODE_NAME = "action_selector"
+
+
+class ActionSelectorNode(Node):
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        declare = self.declare_parameter
+        declare("service_name", "select_next_action")
+        declare("tree_topic", "bcr_tree")
+        declare("world_state_topic", "world_state")
+        declare("world_state_transient_local", False)
+        declare("scene", "")
+        declare("seed", -1)
+        declare("domain", "household")
+        declare("engine", "llm")
+        declare("llm", "offline")
+        declare("max_actions", 100)
+        declare("max_reasks", 5)
+        declare("search_action", "VisualSearch")
+        get = lambda name: self.get_parameter(name).value  # noqa: E731
+
+        if int(get("max_actions")) < 1 or int(get("max_reasks")) < 0:
+            raise ValueError("parameters max_actions must be >= 1 and max_reasks >= 0")
+        domain = load_domain(str(get("domain")))  # ConfigError: one line, exit 2
+        engine_name = str(get("engine"))
+        client = None
+        if engine_name == "llm":
+            from task_learning.llm.client import make_client
+
+            client = make_client(str(get("llm")))
+        options = {"max_reasks": int(get("max_reasks")), "scope": "action_selector"} \
+            if engine_name == "llm" else {}
+        engine = make_engine(engine_name, client, **options)
+        self.selector = ActionSelector(domain, engine, client,
+                                       max_actions=int(get("max_actions")),
+                                       search_action=str(get("search_action")))
+        self._lock = threading.Lock()
+        self._metadata: dict[str, Any] | None = None
+        self._source = "none"
+        scene = str(get("scene") or "")
+        if scene:
+            from task_learning.bcr.runner import make_world
+            from task_learning.world.scene import load_scene
+
+            seed = int(get("seed"))
+            self._metadata = make_world(load_scene(scene), None if seed < 0 else seed).metadata
+            self._source = f"scene {scene}"
+
+        group = MutuallyExclusiveCallbackGroup()
+        durability = (DurabilityPolicy.TRANSIENT_LOCAL if get("world_state_transient_local")
+                      else DurabilityPolicy.VOLATILE)
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
+        self.create_subscription(WorldStateMsg, str(get("world_state_topic")),
+                                 self._on_world_state, qos, callback_group=group)
+        tree_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.tree_pub = self.create_publisher(CandidateTree, str(get("tree_topic")), tree_qos)
+        self.create_service(SelectNextAction, str(get("service_name")), self._on_select,
+                            callback_group=group)
+        self.get_logger().info(f"serving {get('service_name')} (engine {engine_name}); world "
+                               f"state from {get('world_state_topic')} ({self._source} until then)")
+
+    def _on_world_state(self, msg: WorldStateMsg) -> None:
+        try:
+            metadata = convert.metadata_from_world_state_msg(msg)
+        except (ValueError, KeyError, TypeError) as exc:
+            self.get_logger().warning(f"ignoring a malformed world_state message: {exc}")
+            return
+        with self._lock:
+            self._metadata = metadata
+            self._source = "world_state topic"
+
+    def _on_select(self, request: SelectNextAction.Request,
+                   response: SelectNextAction.Response) -> SelectNextAction.Response:
+        with self._lock:
+            metadata = self._metadata
+        if metadata is None:
+            response.success = False
+            response.message = ("no world state yet: run perception (world_state topic) or set "
+                                "the 'scene' parameter")
+            return response
+        try:
+            goals = [convert.goal_literal_from_msg(g) for g in request.goal]
+            history = [convert.action_outcome_from_msg(o) for o in request.history]
+            candidates = [convert.action_call_from_msg(c) for c in request.candidates]
+            answer = self.selector.select(goals, metadata, history,
+                                          list(request.blocking_conditions), candidates)
+        except (TaskLearningError, ValueError, KeyError) as exc:
+            response.success = False
+            response.message = f"bad request: {exc}"
+            return response
+        response.success = answer.success
+        response.message = answer.message
+        if answer.call is not None:
+            response.action = convert.action_call_to_msg(answer.call)
+        response.rationale = answer.rationale
+        response.usage = convert.llm_usage_to_msg(answer.usage)
+        self._publish_tree()
+        return response
+
+    def _publish_tree(self) -> None:
+        nodes, edges, goal, dot = self.selector.tree_records()
+        self.tree_pub.publish(convert.candidate_tree_to_msg(nodes, edges, kind="bcr", goal=goal,
+                                                            dot=dot))
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(ActionSelectorNode, args, name=NODE_NAME)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

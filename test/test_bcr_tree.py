@@ -1,0 +1,170 @@
+"""The BCR candidate tree and the agent loop: roots, leaves, success, blocking, loops, the cap."""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent, Selection
+from task_learning.bcr.domain import GroundAction, load_domain
+from task_learning.bcr.engines import HeuristicEngine
+from task_learning.bcr.literals import StateView, parse_literal
+from task_learning.bcr.runner import make_world, run_goals, run_trial
+from task_learning.bcr.tree import CandidateTree
+from task_learning.world.scene import load_scene
+
+DOMAIN = load_domain("household")
+SCENE = load_scene("bcr_kitchen")
+
+
+def ga(text: str) -> GroundAction:
+    name, args = text.rstrip(")").split("(")
+    return GroundAction(name, tuple(a.strip() for a in args.split(",") if a.strip()))
+
+
+def test_roots_are_the_achievers_and_candidates_the_leaves():
+    tree = CandidateTree()
+    goal = parse_literal("inside(Mug|1, CoffeeMachine|1)")
+    node = tree.add_goal(goal, 0)
+    tree.add_children(node, [ga("PutObject(Mug|1, CoffeeMachine|1)")])
+    assert [c.text for c in tree.candidates()] == ["PutObject(Mug|1, CoffeeMachine|1)"]
+    put = tree.candidates()[0].node
+    tree.block(put, "not_holding", "not holding", [ga("PickupObject(Mug|1)")])
+    assert [c.text for c in tree.candidates()] == ["PickupObject(Mug|1)"]  # the blocked one is no leaf
+    pick = tree.candidates()[0].node
+    tree.block(pick, "not_visible", "x", [ga("NavigateToObject(Mug|1)"), ga("VisualSearch(Mug|1)"),
+                                          ga("OpenObject(Cupboard|1)")])
+    assert {c.text for c in tree.candidates()} == {
+        "NavigateToObject(Mug|1)", "VisualSearch(Mug|1)", "OpenObject(Cupboard|1)"}
+    # success removes the action and its siblings; the blocked parent is a candidate again
+    nav = next(c.node for c in tree.candidates() if c.action.schema == "NavigateToObject")
+    removed = tree.succeed(nav)
+    assert len(removed) == 3
+    assert [c.text for c in tree.candidates()] == ["PickupObject(Mug|1)"]
+    dot = tree.to_dot("t")
+    assert dot.startswith('digraph "t"') and "PutObject(Mug|1, CoffeeMachine|1)" in dot
+    assert "->" in dot and 'label="not_holding"' in dot
+
+
+def test_blocking_condition_adds_exactly_its_resolutions():
+    """Hand full while picking up the mug: the children are exactly PutObject(held, surface) for
+    every surface of the kitchen, nothing else."""
+    world = make_world(SCENE, 0)
+    world.step("NavigateToObject", objectId="Cup|1")
+    world.step("PickupObject", objectId="Cup|1")
+    state = StateView(world.metadata)
+    blocked = DOMAIN.check_blocking(ga("PickupObject(Mug|1)"), state)
+    assert blocked is not None and blocked.condition == "hand_full"
+    surfaces = sorted(o for o, r in state.objects.items()
+                      if r["objectType"] in ("CounterTop", "DiningTable"))
+    assert sorted(blocked.actions, key=str) == [GroundAction("PutObject", ("Cup|1", s))
+                                                for s in surfaces]
+    tree = CandidateTree()
+    node = tree.add_goal(parse_literal("holding(Mug|1)"), 0)
+    (pick,) = tree.add_children(node, [ga("PickupObject(Mug|1)")])
+    tree.block(pick, blocked.condition, blocked.description, blocked.actions)
+    assert sorted(str(tree.graph.nodes[c]["action"]) for c in tree.children(pick)) == \
+        sorted(str(a) for a in blocked.actions)
+
+
+def test_error_text_is_the_blocking_condition_verbatim():
+    world = make_world(SCENE, 0)
+    for action, target in (("NavigateToObject", "Mug|1"), ("PickupObject", "Mug|1"),
+                           ("NavigateToObject", "CoffeeMachine|1")):
+        assert world.step(action, objectId=target)["lastActionSuccess"]
+    metadata = world.step("PutObject", objectId="CoffeeMachine|1")
+    error = metadata["errorMessage"]
+    assert "No valid positions to place object found" in error
+    blocked = DOMAIN.check_blocking(ga("PutObject(Mug|1, CoffeeMachine|1)"),
+                                    StateView(metadata), error_text=error)
+    assert blocked.condition == "no_room" and blocked.description == error
+    assert blocked.actions == [ga("PickupObject(Cup|1)")]  # the object in the way
+
+
+class Scripted:
+    """An engine that always names the same action when it is a candidate."""
+
+    name = "scripted"
+
+    def __init__(self, favourite: str) -> None:
+        self.favourite = favourite
+        self.fallback = HeuristicEngine()
+
+    def select(self, context):
+        for cand in context.candidates:
+            if cand.text == self.favourite:
+                return Selection(cand.action)
+        return self.fallback.select(context)
+
+
+def test_loop_of_repeated_actions_is_detected_and_broken():
+    """An engine that keeps choosing NavigateToObject(Fridge|1) while the door blocks the view:
+    the repeat in the same state is caught (not executed) and the task still finishes."""
+    world = make_world(SCENE, 1)
+    world.door_block_p = 1.0  # the door always hides the shelves
+    result = run_goals(world, [parse_literal("inside(Apple|1, Fridge|1)")],
+                       Scripted("NavigateToObject(Fridge|1)"), DOMAIN)
+    assert result.loops_broken >= 1
+    assert any("-> loop" in line for line in result.action_log)
+    assert result.success, result.action_log
+    executed = [line for line in result.action_log if line.endswith("-> executed")]
+    # never the same action executed twice in a row without anything changing in between
+    assert all(a != b or "Navigate" not in a for a, b in zip(executed, executed[1:]))
+
+
+def test_action_cap_ends_the_trial_as_a_failure():
+    result = run_trial("bcr_kitchen", "make_toast", "heuristic", None, seed=0, max_actions=5)
+    assert not result.success and result.actions == 5
+    assert "5-action limit" in result.failure
+
+
+class RestlessWorld:
+    """A world that changes on every step (dust keeps landing on the lamp) but whose lamp never
+    switches on: no loop can be detected, so only the 100-action cap ends the task."""
+
+    name = "restless"
+
+    def __init__(self) -> None:
+        lamp = {"objectId": "Lamp|1", "objectType": "Lamp", "toggleable": True,
+                "isToggled": False, "receptacle": True, "receptacleObjectIds": [],
+                "parentReceptacles": [], "visible": True, "distance": 0.5}
+        self._meta: dict[str, Any] = {"objects": [lamp], "agent": {"location": "Lamp|1"},
+                                      "inventoryObjects": [], "lastActionSuccess": True,
+                                      "errorMessage": ""}
+        self.steps = 0
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return copy.deepcopy(self._meta)
+
+    def step(self, action: str, **params: Any) -> dict[str, Any]:
+        self.steps += 1
+        self._meta["objects"][0]["receptacleObjectIds"].append(f"Dust|{self.steps}")
+        self._meta["lastActionSuccess"] = False
+        self._meta["errorMessage"] = "The power is out."
+        return self.metadata
+
+
+def test_hundred_action_cap_is_the_default():
+    assert MAX_ACTIONS == 100
+    world = RestlessWorld()
+    result = run_goals(world, [parse_literal("switched_on(Lamp|1)")], HeuristicEngine(), DOMAIN)
+    assert not result.success
+    assert result.actions == 100 and world.steps == 100
+    assert "100-action limit" in result.failure
+
+
+def test_single_candidate_is_executed_without_asking():
+    class Counting(HeuristicEngine):
+        asked_with: list[int] = []
+
+        def select(self, context):
+            self.asked_with.append(len(context.candidates))
+            return super().select(context)
+
+    engine = Counting()
+    result = run_trial("bcr_kitchen", "apple_in_fridge", engine, None, seed=3)
+    assert result.success
+    singles = sum(1 for n in result.candidate_counts if n == 1)
+    assert singles >= 3  # Put -> Pickup -> Navigate at the start have one option each
+    assert all(n > 1 for n in engine.asked_with)
+    assert len(engine.asked_with) == result.decisions - singles
