@@ -11,7 +11,8 @@
 - Shutdown order matters (an executor thread still spinning at exit aborts the process):
   shut the executor down, join its thread, destroy the node, then rclpy.shutdown().
 - A node that cannot start because of bad parameters or configuration raises TaskLearningError
-  (or ValueError) from its constructor: one clear error line, exit code 2, no traceback.
+  or ValueError from its constructor (rclpy raises ParameterException for a value of the wrong
+  type): one clear error line, exit code 2, no traceback.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import threading
 from typing import Callable, Sequence
 
 import rclpy
+from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -74,7 +76,7 @@ def run_node(
     try:
         try:
             node = factory()
-        except (TaskLearningError, ValueError) as exc:
+        except (TaskLearningError, ValueError, ParameterException, NameValidationException) as exc:
             logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
             logger.error(f"cannot start: {exc}")
             return EXIT_BAD_CONFIG

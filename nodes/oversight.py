@@ -28,7 +28,9 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import ParameterDescriptor
 
 from task_learning.errors import TaskLearningError
+from task_learning.oversight.operator import timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default
+from task_learning.types import ConfirmationRequest
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
 
@@ -93,7 +95,14 @@ class OversightNode(Node):
             self.pending_pub.publish(msg)
 
     def _on_confirm(self, request: Confirm.Request, response: Confirm.Response) -> Confirm.Response:
-        question = convert.confirmation_request_from_msg(request.request)
+        try:
+            question = convert.confirmation_request_from_msg(request.request)
+        except (ValueError, KeyError, TypeError) as exc:
+            # A malformed question is not put to anyone, and is never consent.
+            self.get_logger().error(f"malformed confirmation request refused: {exc}")
+            bad = ConfirmationRequest(request.request.request_id or "malformed", "")
+            response.answer = convert.confirmation_answer_to_msg(timeout_answer(bad))
+            return response
         if not question.request_id:
             import uuid
 

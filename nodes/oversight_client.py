@@ -92,7 +92,7 @@ class OversightClient:
 
     def spin_once(self, timeout_s: float = 0.0) -> None:
         """Let subscriptions run (own executor only; a panel's QTimer calls this)."""
-        if self._executor is not None:
+        if self._executor is not None and self.ok():
             self._executor.spin_once(timeout_sec=timeout_s)
 
     def _call(self, client: Any, request: Any, timeout_s: float, what: str) -> Any:

@@ -27,7 +27,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from task_learning.errors import TaskLearningError, UnknownObjectError
+from task_learning.errors import TaskLearningError
 from task_learning.names import normalize_name
 from task_learning.types import ActionCall, ActionOutcome
 from task_learning_interfaces.msg import WorldState
@@ -119,7 +119,7 @@ class PerceptionNode(Node):
         world = self.world_msg()
         try:
             ids = self.find_objects(request.query)
-        except UnknownObjectError as exc:
+        except TaskLearningError as exc:  # UnknownObjectError: names no object, or several
             response.success, response.message = False, str(exc)
         else:
             by_id = {o.object_id: o for o in world.objects}
@@ -183,9 +183,13 @@ class PerceptionNode(Node):
                                  "UnknownObject")
         try:
             result = self.backend.step(call.action, **call.step_kwargs())
-        except (TaskLearningError, TypeError, ValueError, KeyError) as exc:
+        except (TaskLearningError, TypeError, ValueError, KeyError) as exc:  # bad parameters
             return ActionOutcome(call, False, f"{call.action} failed in the {self.backend_name} backend: {exc}",
                                  "BackendError")
+        except Exception as exc:  # a backend bug: keep serving, say what happened
+            self.get_logger().error(f"backend error on {call}: {exc!r}")
+            return ActionOutcome(call, False, f"{call.action}: internal error in the {self.backend_name} "
+                                 f"backend: {exc!r}", "BackendError")
         success = bool(result.get("lastActionSuccess"))
         return ActionOutcome(call, success, "" if success else str(result.get("errorMessage") or ""),
                              "" if success else str(result.get("errorCode") or ""))

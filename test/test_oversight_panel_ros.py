@@ -330,3 +330,17 @@ def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_env, no
         executor.shutdown()
         spinner.join(5)
         caller.destroy_node()
+
+
+def test_malformed_question_is_refused_without_consent_and_node_survives(ros_env, node, client):
+    from task_learning_interfaces.msg import GoalCandidate as CandidateMsg
+    from task_learning_interfaces.srv import Confirm
+
+    call = Confirm.Request()
+    call.request.request_id = "malformed-1"
+    call.request.question = "For a mug ...?"
+    call.request.candidate = [CandidateMsg(id=1, text="x", source="bogus")]
+    reply = client._call(client._confirm, call, 10.0, "malformed")
+    assert reply.answer.answer == "timeout" and reply.answer.answered_by == "timeout"
+    assert node.poll() is None
+    assert client.pending(fresh=True) == []

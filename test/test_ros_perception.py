@@ -2,6 +2,7 @@
 execute_action and get_completion from this process; bad parameters stop it with a clear error."""
 from __future__ import annotations
 
+import signal
 import sys
 
 import pytest
@@ -15,6 +16,7 @@ from task_learning_nodes import convert
 from .ros_testing import ROOT, RosClient, start_process, stop_process
 
 DOMAIN_ID = 21
+SECOND_DOMAIN_ID = 11  # the other id given to the ros tests; its other users run in other files
 PERCEPTION = [sys.executable, "-m", "task_learning_nodes.perception", "--ros-args",
               "--params-file", str(ROOT / "config" / "nodes" / "perception.yaml")]
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -113,9 +115,23 @@ def test_completion_service(ros):
     ("backend:=fetch", "not implemented yet"),
     ("scene:=no_such_scene", "no_such_scene"),
     ("qos_reliability:=sometimes", "qos_reliability"),
+    ("seed:=lots", "seed"),
 ])
 def test_bad_parameters_stop_the_node_with_a_clear_error(override, expected):
     proc = start_process(PERCEPTION + ["-p", override], DOMAIN_ID)
     code, output = stop_process(proc, sig=None, timeout=20.0)
     assert code == 2, output
     assert "cannot start" in output and expected in output and "Traceback" not in output
+
+
+def test_sigterm_stops_the_node_cleanly():
+    # a graph of its own (this file's other perception process must not answer for this one)
+    proc = start_process(PERCEPTION + ["-p", "publish_rate_hz:=50.0"], SECOND_DOMAIN_ID)
+    client = RosClient(SECOND_DOMAIN_ID, "sigterm_test")
+    try:
+        assert client.call(QueryWorld, "query_world", QueryWorld.Request(query="fridge"), timeout=20.0).success
+    finally:
+        client.close()
+        code, output = stop_process(proc, sig=signal.SIGTERM)
+    assert code == 0, output
+    assert "Traceback" not in output and "terminate called" not in output

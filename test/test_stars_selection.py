@@ -152,3 +152,14 @@ def test_dead_endpoint_is_an_outcome_not_a_crash():
                          analyzer=lambda s: PaperAnalysis(True))
     assert result.outcome == "llm_failed" and result.chosen is None
     assert result.counts["failed_requests"] == 1 and "connection refused" in result.errors[0]
+
+
+def test_empty_model_output_is_no_response():
+    class Empty:
+        def complete(self, request):
+            return LLMResponse(text="", completion_tokens=0)
+
+    result = elicit_goal("tidy kitchen", "Mug|1", mug_metadata(), None, "STARS", Empty(),
+                         analyzer=lambda s: PaperAnalysis(True))
+    assert result.outcome == "no_response" and result.candidates == [] and result.chosen is None
+    assert result.counts["requests"] == 1 and result.counts["failed_requests"] == 0

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from task_learning.errors import TaskLearningError, UnknownObjectError
-from task_learning.stars.conditions import Condition, flags, parse_condition
+from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.tree import TreeSettings
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from typing import Any
@@ -133,8 +134,17 @@ def _run_panel(args: argparse.Namespace) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     client = _client(args, "panel")
     panel = OperatorPanel(client, operator=args.name or "panel")
+    def tick() -> None:
+        # Ctrl-C shuts the ROS context down (rclpy's signal handler): then close the panel.
+        if not client.ok():
+            panel.stop()
+            app.quit()
+            return
+        client.spin_once(0.0)
+
+    signal.signal(signal.SIGINT, lambda *_: app.quit())  # Ctrl-C closes the window cleanly
     spin = QTimer()
-    spin.timeout.connect(lambda: client.spin_once(0.0))
+    spin.timeout.connect(tick)
     spin.start(50)
     panel.resize(900, 600)
     panel.show()
