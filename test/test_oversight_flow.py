@@ -255,3 +255,26 @@ def test_tbp_o_unanalysed_options_are_analysed_before_the_user_judges_them():
                             object_description=MUG_PLACE, analyze=fake_analyze, object_id="Mug|1")
     assert raw[0].viable is False and raw[0].mismatches  # shown with its mismatch, rejected
     assert outcome.chosen is raw[1] and outcome.counts.proposed == 2 and outcome.counts.sourced == 1
+
+
+def test_stars_o_replayed_mug_example_simulated_user_single_yes(tmp_path):
+    """STARS+O through the stars pipeline on the paper's replayed LLM responses (appendix B), with
+    the simulated user preferring the cupboard, closed: one proposal, one yes, one word."""
+    from task_learning.llm.client import make_client
+    from task_learning.stars import elicit_goal
+    from task_learning.stars import mug_example as mug
+
+    cassette = mug.build_mug_cassette(tmp_path / "mug.jsonl")
+    user = SimulatedOperator({mug.OBJECT_ID: ["Cupboard|1"]},
+                             closable={"Cupboard|1", "Dishwasher|1", "Drawer|1"})
+    result = elicit_goal(mug.TASK, mug.OBJECT_ID, mug.mug_metadata(), None, "STARS+O",
+                         make_client(f"replay:{cassette}"), analyzer=mug.paper_analysis,
+                         operator=user)
+    assert result.chosen.text == CUPBOARD_CLOSED
+    assert len(user.asked) == 1 and user.asked[0].question == (
+        "For a mug in the dish rack is the goal that the mug is in the cupboard and the cupboard "
+        "is closed?")
+    counts = result.oversight.counts
+    assert (counts.proposed, counts.yes_no, counts.words, counts.instructions, counts.sourced) == \
+        (1, 1, 1, 1, 1)
+    assert len(user.asked[0].candidates) == 6  # the six viable options of B.6 behind the question

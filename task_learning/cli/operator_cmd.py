@@ -28,6 +28,8 @@ def register(subparsers: Any) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--panel", action="store_true", help="open the Qt operator panel")
     mode.add_argument("--list", action="store_true", help="print the pending questions and exit")
+    mode.add_argument("--simulated", metavar="SCENE",
+                      help="answer every question as the simulated user of SCENE would (experiments, demo)")
     mode.add_argument("--answer", nargs=2, metavar=("REQUEST_ID", "ANSWER"),
                       help="answer one question: yes, no, or a goal description in quotes")
     parser.add_argument("--json", action="store_true", help="with --list/--answer: JSON output")
@@ -50,8 +52,10 @@ def _client(args: argparse.Namespace, default_name: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     if args.panel:
         return _run_panel(args)
-    client = _client(args, "terminal")
+    client = _client(args, "simulated" if args.simulated else "terminal")
     try:
+        if args.simulated:
+            return _simulated_loop(client, args.simulated, once=args.once)
         if args.list:
             return _list(client, args.json)
         if args.answer:
@@ -89,6 +93,39 @@ def _answer(client: Any, request_id: str, text: str, as_json: bool) -> int:
         print(("ok: " if reply.accepted else "refused: ") + reply.message,
               file=sys.stdout if reply.accepted else sys.stderr)
     return 0 if reply.accepted else 1
+
+
+def _simulated_loop(client: Any, scene_name: str, *, once: bool) -> int:
+    """Answer pending questions from the scene's preferred destinations until stopped."""
+    from task_learning.grounding import analyze_goal
+    from task_learning.grounding.scene_state import scene_world_state
+    from task_learning.oversight.simulated import SimulatedOperator
+    from task_learning.world.scene import load_scene
+
+    scene = load_scene(scene_name)
+    state = scene_world_state(scene_name)
+    user = SimulatedOperator.from_scene(scene, analyze=lambda text: analyze_goal(text, state))
+    answered: set[str] = set()
+    print(f"simulated operator for {scene.name}: answering questions", flush=True)
+    try:
+        while client.ok():
+            pending = [r for r in client.pending(fresh=True) if r.request_id not in answered]
+            if not pending:
+                if once:
+                    return 0
+                client.spin_once(0.2)
+                continue
+            for request in pending:
+                answer = user.ask(request)
+                reply = client.submit(request.request_id, answer.answer, answer.description)
+                answered.add(request.request_id)
+                if not reply.accepted:
+                    print(f"refused: {reply.message}", file=sys.stderr, flush=True)
+    except Exception:
+        if not client.ok():  # stopped by a signal while waiting
+            return 0
+        raise
+    return 0
 
 
 def _prompt_loop(client: Any, *, once: bool) -> int:

@@ -1,0 +1,161 @@
+"""The `make demo` job: learn a task through the ROS graph, then perform it again alone.
+
+1. `task-learning bringup` starts every node as its own OS process (perception on the symbolic
+   world, grounding, oversight, goal elicitation with the offline model, action selector,
+   planner), and a simulated operator answers the oversight node's questions as the scene's user.
+2. A PerformTask goal (STARS+O) is sent to the planner; progress is printed per object.
+3. The graph is stopped and started again on the same knowledge base (a new day, the world as it
+   was): the same PerformTask is Trial #2, with no LLM call and no question.
+4. For contrast, the baselines TBP and TBP+O run in-process on the same scene.
+The measures are printed in seed 000's Table 2 layout beside the paper's, and plotted.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+
+from task_learning.errors import TaskLearningError
+from task_learning.experiments.table import format_table, plot_rows
+from task_learning.planning.session import RunSpec, run_in_process
+from task_learning.world.scene import load_scene
+from task_learning_interfaces.action import PerformTask
+
+BIN = Path(sys.executable).parent
+
+
+def _start(cmd: list[str], log_path: Path) -> subprocess.Popen:
+    log = open(log_path, "w", encoding="utf-8")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(procs: list[subprocess.Popen], timeout_s: float = 20.0) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    deadline = time.time() + timeout_s
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dict[str, Any]:
+    """Send one PerformTask goal and wait for its result, printing a line per object."""
+    context = Context()
+    rclpy.init(context=context)
+    node = Node("demo_client", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+    try:
+        client = ActionClient(node, PerformTask, "perform_task")
+        if not client.wait_for_server(timeout_sec=60.0):
+            raise TaskLearningError("the planner node did not come up (see the bringup log)")
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def feedback(msg: Any) -> None:
+            f = msg.feedback
+            print(f"  [{f.objects_done:>2}/{f.objects_total}] {f.current_object}", flush=True)
+
+        def on_result(future: Any) -> None:
+            box["result"] = future.result().result
+            done.set()
+
+        def on_goal(future: Any) -> None:
+            handle = future.result()
+            if not handle.accepted:
+                box["error"] = "the planner rejected the goal"
+                done.set()
+                return
+            handle.get_result_async().add_done_callback(on_result)
+
+        goal = PerformTask.Goal(task=task, scene=scene, condition=condition)
+        client.send_goal_async(goal, feedback_callback=feedback).add_done_callback(on_goal)
+        if not done.wait(timeout_s):
+            raise TaskLearningError(f"no result within {timeout_s:.0f} s")
+        if "error" in box:
+            raise TaskLearningError(box["error"])
+        result = box["result"]
+        if not result.success:
+            raise TaskLearningError(f"perform task failed: {result.message}")
+        return {
+            "completion": round(100.0 * result.satisfied / max(result.total, 1), 1),
+            "satisfied": result.satisfied, "assertions": result.total,
+            "retrieved": result.counts.retrieved, "proposed": result.counts.proposed,
+            "sourced": result.counts.sourced, "instructions": result.counts.instructions,
+            "yes_no": result.counts.yes_no, "words": result.counts.words,
+            "prompt_tokens": result.usage.prompt_tokens,
+            "completion_tokens": result.usage.completion_tokens,
+            "total_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
+            "calls": result.usage.calls,
+        }
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=5.0)
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: str) -> dict[str, Any]:
+    cli = str(BIN / "task-learning")
+    procs = [_start([cli, "bringup", "--scene", scene, "--db", str(db)], logs / f"bringup_{label}.log")]
+    if condition.endswith("+O"):
+        procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60"],
+                            logs / f"operator_{label}.log"))
+    try:
+        task = load_scene(scene).task
+        return perform_task(scene, task, condition, timeout_s=1800.0)
+    finally:
+        _stop(procs)
+        for proc in procs:
+            if proc.returncode not in (0, 130, -signal.SIGINT):  # 130: stopped by SIGINT
+                print(f"  note: {proc.args[1]} exited with {proc.returncode} (see {logs})", flush=True)
+
+
+def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: str | Path = "artifacts/demo",
+             baselines: tuple[str, ...] = ("TBP", "TBP+O")) -> int:
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / "knowledge.sqlite"
+    for stale in workdir.glob("knowledge.sqlite*"):
+        stale.unlink()
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    rows: list[tuple[str, dict[str, Any]]] = []
+    print(f"== {scene}: learning the task through the ROS graph ({condition}, offline model, "
+          f"simulated operator)", flush=True)
+    started = time.time()
+    rows.append((f"{condition} (ROS)", trial_through_ros(scene, condition, db, workdir, "trial1")))
+    print(f"   {rows[-1][1]['completion']:.1f}% in {time.time() - started:.0f} s", flush=True)
+    print("== Trial #2: the graph restarted on the same knowledge base", flush=True)
+    started = time.time()
+    rows.append(("Trial #2 (ROS)", trial_through_ros(scene, condition, db, workdir, "trial2")))
+    print(f"   {rows[-1][1]['completion']:.1f}% in {time.time() - started:.0f} s, "
+          f"{rows[-1][1]['calls']} LLM calls, {rows[-1][1]['yes_no']} questions", flush=True)
+    for baseline in baselines:
+        print(f"== baseline {baseline} (in-process)", flush=True)
+        operator = "simulated" if baseline.endswith("+O") else "none"
+        metrics, _ = run_in_process(RunSpec(scene=scene, condition=baseline, operator=operator,
+                                            db=workdir / f"baseline_{baseline.replace('+', 'plus')}.sqlite"))
+        data = metrics.to_dict()
+        rows.insert(len(rows) - 2, (baseline, data))
+    print()
+    print(format_table(scene, rows))
+    plot = plot_rows(scene, rows, workdir / f"table2_{scene}.png")
+    print(f"\nplot: {plot}\nknowledge base: {db} (inspect with `task-learning kb show --db {db}`)")
+    return 0

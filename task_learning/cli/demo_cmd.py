@@ -1,0 +1,27 @@
+"""`task-learning demo` (what `make demo` runs): learn tidy_kitchen through the ROS graph with the
+offline model and a simulated operator, perform it again alone (Trial #2), and print seed 000's
+Table 2 layout for what ran. The ROS client lives in task_learning_nodes.demo, imported only here."""
+from __future__ import annotations
+
+import argparse
+
+from task_learning.errors import TaskLearningError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("demo", help="learn a task through the ROS graph, then Trial #2")
+    p.add_argument("--scene", default="tidy_kitchen")
+    p.add_argument("--condition", default="STARS+O", type=str.upper)
+    p.add_argument("--workdir", default="artifacts/demo", help="knowledge base, logs and plot")
+    p.add_argument("--baselines", default="TBP,TBP+O",
+                   help="conditions also run in-process for contrast ('' for none)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from task_learning_nodes.demo import run_demo
+    except ImportError as exc:
+        raise TaskLearningError(f"the ROS layer is not available ({exc}); run `make setup`") from None
+    baselines = tuple(b.strip().upper() for b in args.baselines.split(",") if b.strip())
+    return run_demo(args.scene, args.condition, args.workdir, baselines)
