@@ -11,6 +11,7 @@ the prompt and then answers at once, so the model's latency is excluded by const
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -72,8 +73,9 @@ def measure(drawers: int, clutter: int) -> dict[str, float]:
     while True:
         before = agent.stats.decisions
         counts_before = len(agent.stats.candidates_per_decision)
+        metadata = world.metadata  # the world's cost, not the decision's
         t0 = time.perf_counter()
-        proposal = agent.next_action(world.metadata, last)
+        proposal = agent.next_action(metadata, last)
         elapsed = time.perf_counter() - t0
         made = agent.stats.decisions - before
         if made:
@@ -95,6 +97,9 @@ def measure(drawers: int, clutter: int) -> dict[str, float]:
         "success": agent.status == "success",
         "prompt_chars": engine.prompt_chars,
     }
+
+
+print = functools.partial(print, flush=True)  # noqa: A001 (progress shows while it runs)
 
 
 def main() -> int:

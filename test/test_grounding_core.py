@@ -13,6 +13,7 @@ from task_learning.grounding.affordances import load_affordances
 from task_learning.grounding.grammar import load_grammar
 from task_learning.grounding.lexicon import load_lexicon, pluralize
 from task_learning.types import MismatchKind, WorldObject, WorldState
+from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
 
 G = "the goal is that "
 
@@ -277,7 +278,7 @@ def test_malformed_yaml(tmp_path):
 
 # --- real AI2-THOR metadata (recorded FloorPlan1): real ids, many cabinets, perceived properties
 
-FLOORPLAN1 = Path("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json")
+FLOORPLAN1 = FLOORPLAN1
 
 
 @pytest.mark.skipif(not FLOORPLAN1.exists(), reason="recorded AI2-THOR fixture not available")

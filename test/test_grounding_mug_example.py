@@ -11,8 +11,9 @@ from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.scene_state import resolve_object, scene_metadata
 from task_learning.types import MismatchKind
 from task_learning.world.state import world_state_from_metadata
+from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
 
-REFERENCE = Path("/work/shared/reference/stars_mug_example.yaml")
+REFERENCE = MUG_REFERENCE
 if not REFERENCE.exists():  # the repo copy, when the shared folder is not mounted
     REFERENCE = Path(__file__).parent / "data" / "grounding" / "stars_mug_example.yaml"
 

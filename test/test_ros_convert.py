@@ -25,8 +25,9 @@ from task_learning.types import (
 from task_learning.world.state import object_from_metadata, world_state_from_metadata
 from task_learning_interfaces import msg as m
 from task_learning_nodes import convert
+from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
 
-FIXTURE = Path("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json")
+FIXTURE = FLOORPLAN1
 
 
 def _angle_close(a: float, b: float, tol: float = 1e-6) -> bool:

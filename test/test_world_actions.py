@@ -10,6 +10,7 @@ from task_learning.world.scene import load_scene, scene_from_dict
 from task_learning.world.symbolic import SymbolicWorld
 
 from .world_helpers import fails, objects_by_id, ok, world_part
+from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
 
 LAB = {
     "task": "make breakfast",
@@ -303,7 +304,7 @@ def test_world_does_not_share_state_with_its_scene_or_metadata(kitchen):
 
 
 def test_fixture_scene_is_actionable():
-    world = SymbolicWorld(load_scene("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json"))
+    world = SymbolicWorld(load_scene(str(FLOORPLAN1)))
     egg = next(o["objectId"] for o in world.metadata["objects"] if o["objectType"] == "Egg")
     fridge = next(o["objectId"] for o in world.metadata["objects"] if o["objectType"] == "Fridge")
     ok(world, "NavigateToObject", objectId=egg)
@@ -385,7 +386,7 @@ def test_run_action_reports_outcomes(kitchen):
 
 
 def test_seed_keeps_recorded_positions_of_a_fixture():
-    scene = load_scene("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json")
+    scene = load_scene(str(FLOORPLAN1))
     plain = objects_by_id(SymbolicWorld(scene).metadata)
     seeded = objects_by_id(SymbolicWorld(scene, seed=3).metadata)
     assert all(seeded[oid]["position"] == plain[oid]["position"] for oid in plain)

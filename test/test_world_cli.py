@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = ROOT / ".venv" / "bin" / "task-learning"
@@ -39,7 +40,7 @@ def test_scene_summary_and_object_lookup():
 
 
 def test_scene_from_recorded_metadata():
-    result = run("--scene", "/work/shared/fixtures/ai2thor/floorplans_6scenes_objects.json#21", "--json")
+    result = run("--scene", f"{SIX_SCENES}#21", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["name"] == "FloorPlan21"
 

@@ -9,6 +9,7 @@ from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
 from .world_helpers import ok
+from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,7 @@ def test_names_follow_the_world_as_it_changes():
 
 
 def test_recorded_scene_ids_and_types_resolve():
-    world = SymbolicWorld(load_scene("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json"))
+    world = SymbolicWorld(load_scene(str(FLOORPLAN1)))
     metadata = world.metadata
     egg = next(o["objectId"] for o in metadata["objects"] if o["objectType"] == "Egg")
     assert resolve_object(metadata, "egg") == egg
@@ -90,7 +91,7 @@ def test_recorded_scene_ids_and_types_resolve():
 
 
 def test_place_named_by_a_type_with_several_instances():
-    world = SymbolicWorld(load_scene("/work/shared/fixtures/ai2thor/FloorPlan1_physics_objects.json"))
+    world = SymbolicWorld(load_scene(str(FLOORPLAN1)))
     metadata = world.metadata
     counters = [o["objectId"] for o in metadata["objects"] if o["objectType"] == "CounterTop"]
     assert len(counters) > 1

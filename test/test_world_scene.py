@@ -9,8 +9,9 @@ import pytest
 from task_learning.errors import ConfigError
 from task_learning.world.scene import load_metadata_scenes, load_scene, scene_from_dict, scene_from_metadata
 from task_learning.world.symbolic import SymbolicWorld
+from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
 
-FIXTURES = Path("/work/shared/fixtures/ai2thor")
+FIXTURES = FIXTURES
 FLOORPLAN1 = FIXTURES / "FloorPlan1_physics_objects.json"
 SIX_SCENES = FIXTURES / "floorplans_6scenes_objects.json"
 KITCHEN_FURNITURE = {"DiningTable", "CounterTop", "DishRack", "GarbageCan", "RecyclingBin", "Pantry",

@@ -13,6 +13,7 @@ its resolutions are offered again minus those already tried in this state, or it
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 MAX_ACTIONS = 100
 HISTORY_LEN = 5
+MAX_ERRORS_KEPT = 20  # errors handed to the engines (the prompt shows the latest few)
 
 
 @dataclass
@@ -40,8 +42,13 @@ class DecisionContext:
     errors: list[str]  # blocking conditions and simulator errors met so far (latest last)
     state: StateView
     domain: Domain
-    tried_here: set[GroundAction]  # actions already tried in this very state
-    dead_here: set[GroundAction] = field(default_factory=set)  # retrying them cannot help
+    tried_here: Any  # set-like: actions already tried in this very state
+    dead_fn: Any = None  # computes `dead_here` on demand (only the heuristic needs it)
+
+    @functools.cached_property
+    def dead_here(self) -> set[GroundAction]:
+        """Actions whose retry in this state cannot help (see BCRAgent._dead)."""
+        return set(self.dead_fn()) if self.dead_fn is not None else set()
 
     @property
     def texts(self) -> list[str]:
@@ -131,19 +138,19 @@ class BCRAgent:
             if self.stats.actions >= self.max_actions:
                 self._fail(f"reached the {self.max_actions}-action limit")
                 break
-            self._sync_goals(remaining, state)
+            signature = self._signature(state)
+            self._sync_goals(remaining, state, signature)
             candidates = self.tree.candidates()
             if not candidates:
                 self._fail("no candidate action left for: "
                            + ", ".join(literal_text(g) for g in remaining))
                 break
-            signature = self._signature(state)
             tried = self._tried.setdefault(signature, {})
             context = DecisionContext(
                 goals=remaining, completed=[g for g in self.goals if g not in remaining],
                 candidates=candidates, history=self.history[-HISTORY_LEN:],
-                errors=list(self.errors), state=state, domain=self.domain,
-                tried_here=set(tried), dead_here=self._dead(signature, tried))
+                errors=self.errors[-MAX_ERRORS_KEPT:], state=state, domain=self.domain,
+                tried_here=tried.keys(), dead_fn=lambda: self._dead(signature, tried))
             self.stats.overhead_s.append(time.perf_counter() - started)
             if len(candidates) == 1:
                 selection = Selection(candidates[0].action, note="only candidate")
@@ -156,6 +163,7 @@ class BCRAgent:
             self.stats.actions += 1
             action = selection.action
             chosen = next((c for c in candidates if c.action == action), candidates[0])
+            action = chosen.action  # an engine naming a non-candidate gets the first one
             self.tree.mark_selected(chosen.node)
             if action in tried:
                 self._break_loop(chosen, signature, tried, state, len(candidates))
@@ -253,11 +261,12 @@ class BCRAgent:
         self.tree.prune(cand.node, "loop")
         self._record(cand.action, "loop", note, n_candidates)
 
-    def _sync_goals(self, remaining: list[GoalLiteral], state: StateView) -> None:
+    def _sync_goals(self, remaining: list[GoalLiteral], state: StateView,
+                    signature: tuple) -> None:
         for goal in list(self.tree.goals):
             if goal not in remaining:
                 self.tree.remove_goal(goal)
-        tried = self._tried.get(self._signature(state), {})
+        tried = self._tried.get(signature, {})
         for goal in remaining:
             node = self.tree.add_goal(goal, self.goals.index(goal))
             if not self.tree.children(node):

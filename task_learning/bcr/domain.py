@@ -34,6 +34,7 @@ KNOWN_FLAGS = frozenset({
     "isCooked", "isFilledWithLiquid", "isPickedUp", "visible",
 })
 _CYCLE_DEPTH = 8
+_STATE_KEY = "\x00state"  # marks the state the kind cache belongs to
 
 
 @dataclass(frozen=True)
@@ -125,16 +126,15 @@ class Domain:
     # ---- grounding -------------------------------------------------------------------------
     def objects_of_kind(self, kind: str, state: StateView) -> list[str]:
         """Ids of the objects of a kind in this state (cached per state view)."""
-        key = (id(state), kind)
-        cached = self._kind_cache.get(key)
-        if cached is not None and cached[0] is state:
-            return cached[1]
-        spec = self.kinds[kind]
-        ids = sorted(oid for oid, obj in state.objects.items() if spec.matches(obj))
-        if len(self._kind_cache) > 256:
+        if self._kind_cache.get(_STATE_KEY) is not state:  # one state at a time
             self._kind_cache.clear()
-        self._kind_cache[key] = (state, ids)
-        return ids
+            self._kind_cache[_STATE_KEY] = state
+        cached = self._kind_cache.get(kind)
+        if cached is None:
+            spec = self.kinds[kind]
+            cached = sorted(oid for oid, obj in state.objects.items() if spec.matches(obj))
+            self._kind_cache[kind] = cached
+        return cached
 
     def is_kind(self, object_id: str, kind: str, state: StateView) -> bool:
         obj = state.get(object_id)

@@ -70,8 +70,11 @@ class StateView:
         self.objects: dict[str, Mapping[str, Any]] = {
             str(o["objectId"]): o for o in (metadata.get("objects") or [])}
         self.by_type: dict[str, list[str]] = {}
+        self._children: dict[str, list[str]] = {}
         for oid, obj in self.objects.items():
             self.by_type.setdefault(str(obj.get("objectType", "")), []).append(oid)
+            for parent in obj.get("parentReceptacles") or ():
+                self._children.setdefault(str(parent), []).append(oid)
         held = [str(o["objectId"]) for o in (metadata.get("inventoryObjects") or [])]
         if not held:
             held = [oid for oid, o in self.objects.items() if o.get("isPickedUp")]
@@ -93,10 +96,7 @@ class StateView:
     def contents(self, receptacle_id: str) -> list[str]:
         obj = self.objects.get(receptacle_id)
         listed = list((obj or {}).get("receptacleObjectIds") or [])
-        if listed:
-            return listed
-        return [oid for oid, o in self.objects.items()
-                if receptacle_id in (o.get("parentReceptacles") or [])]
+        return listed or list(self._children.get(receptacle_id, ()))
 
     def is_near(self, object_id: str) -> bool:
         if not object_id:
@@ -118,16 +118,16 @@ class StateView:
     def signature(self, ids: Iterable[str] | None = None) -> tuple:
         """A hashable summary of the state relevant to action selection, used to detect loops
         (the same action tried again in the same state)."""
-        keys = ("isOpen", "isToggled", "isSliced", "isDirty", "isCooked", "isFilledWithLiquid",
-                "visible", "isInteractable")
-        chosen = self.objects if ids is None else {i: self.objects[i] for i in ids
-                                                    if i in self.objects}
+        objects = self.objects
+        chosen = sorted(objects) if ids is None else sorted(i for i in ids if i in objects)
         rows = []
-        for oid in sorted(chosen):
-            obj = chosen[oid]
-            rows.append((oid, tuple(bool(obj.get(k)) for k in keys),
-                         tuple(sorted(obj.get("parentReceptacles") or [])),
-                         tuple(sorted(obj.get("receptacleObjectIds") or [])), self.is_near(oid)))
+        for oid in chosen:
+            get = objects[oid].get
+            rows.append((oid, bool(get("isOpen")), bool(get("isToggled")), bool(get("isSliced")),
+                         bool(get("isDirty")), bool(get("isCooked")),
+                         bool(get("isFilledWithLiquid")), bool(get("visible")),
+                         bool(get("isInteractable")), tuple(get("parentReceptacles") or ()),
+                         tuple(get("receptacleObjectIds") or ()), self.is_near(oid)))
         return (tuple(sorted(self.held)), self.agent_location, tuple(rows))
 
 

@@ -6,7 +6,7 @@ import logging
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent
 from task_learning.bcr.domain import Domain, load_domain
@@ -14,6 +14,7 @@ from task_learning.bcr.engines import make_engine
 from task_learning.bcr.tasks import check_goals, load_tasks
 from task_learning.bcr.testbed import FailurePointWorld
 from task_learning.types import ActionOutcome, GoalLiteral
+from task_learning.world.outcome import action_outcome
 from task_learning.world.scene import Scene, load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
@@ -106,11 +107,16 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
 
 def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain | None = None,
               *, max_actions: int = MAX_ACTIONS, seed: int | None = None, task: str = "",
-              started: float | None = None) -> TrialResult:
+              started: float | None = None,
+              on_outcome: Callable[[ActionOutcome], None] | None = None) -> TrialResult:
     """BCR on any world backend and goal literals (e.g. a planner's inside(Mug|1, Cupboard|1)
-    and not open(Cupboard|1) in the tidy kitchen)."""
+    and not open(Cupboard|1) in the tidy kitchen). `on_outcome` sees every executed action's
+    outcome, in order (the planner learns policies from them)."""
     started = time.perf_counter() if started is None else started
     domain = domain or _domain("household")
+    if not isinstance(world, FailurePointWorld):
+        # adds BCR's VisualSearch (look around) to any backend, without injected failures
+        world = FailurePointWorld(world, door_block_p=0.0)
     check_goals(goals, domain, world.metadata)
     agent = BCRAgent(domain, goals, engine, max_actions=max_actions)
     last: ActionOutcome | None = None
@@ -120,11 +126,10 @@ def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain 
         if proposal is None:
             break
         action, call = proposal
-        metadata = world.step(call.action, **call.step_kwargs())
-        ok = bool(metadata.get("lastActionSuccess"))
-        last = ActionOutcome(call, ok, "" if ok else str(metadata.get("errorMessage") or ""),
-                             "" if ok else str(metadata.get("errorCode") or ""))
-        executed.append(str(action) + ("" if ok else " [failed]"))
+        last = action_outcome(call, world.step(call.action, **call.step_kwargs()))
+        if on_outcome is not None:
+            on_outcome(last)
+        executed.append(str(action) + ("" if last.success else " [failed]"))
     stats = agent.stats
     counts = stats.candidates_per_decision
     return TrialResult(

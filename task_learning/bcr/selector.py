@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent
-from task_learning.bcr.domain import Domain, GroundAction
+from task_learning.bcr.domain import Domain
 from task_learning.bcr.engines import LLMEngine
 from task_learning.bcr.prompt import build_request, match_candidate, parse_answer
 from task_learning.bcr.tasks import check_goals
@@ -170,4 +170,4 @@ def parse_goal_texts(texts: Sequence[str]) -> list[GoalLiteral]:
     return out
 
 
-__all__ = ["ActionSelector", "SelectorAnswer", "parse_goal_texts", "GroundAction"]
+__all__ = ["ActionSelector", "SelectorAnswer", "parse_goal_texts"]

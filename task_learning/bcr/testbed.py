@@ -32,7 +32,7 @@ class FailurePointWorld:
         self.name = f"{getattr(inner, 'name', 'world')}+bcr"
         self.door_block_p = door_block_p
         self.door_types = door_types
-        self._rng = random.Random(seed)
+        self._rng = random.Random(0 if seed is None else seed)  # reproducible either way
         self._blocking_door: str | None = None  # the open door between camera and shelves
         self._last: dict[str, Any] | None = None  # an overriding result for the last step
 

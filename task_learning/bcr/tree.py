@@ -138,25 +138,27 @@ class CandidateTree:
 
     # ---- reading -----------------------------------------------------------------------------
     def candidates(self) -> list[Candidate]:
-        """The action leaves, goal by goal in goal order, depth-first; an action reachable as two
+        """The action leaves, by goal order then by age (older first); an action reachable as two
         leaves is offered once (the deepest)."""
         out: dict[GroundAction, Candidate] = {}
-        goals = sorted(self._goal_nodes.values(), key=lambda n: self.graph.nodes[n]["goal_index"])
-        for goal in goals:
-            for node in nx.dfs_preorder_nodes(self.graph, goal):
-                data = self.graph.nodes[node]
-                if data["kind"] != ACTION or self.graph.out_degree(node):
-                    continue
-                parent = self.parent(node)
-                pdata = self.graph.nodes[parent] if parent is not None else {}
-                cand = Candidate(
-                    node=node, action=data["action"], goal_index=data["goal_index"],
-                    depth=data["depth"],
-                    parent_action=pdata.get("action") if pdata.get("kind") == ACTION else None,
-                    condition=pdata.get("condition", "") if pdata.get("kind") == ACTION else "")
-                known = out.get(cand.action)
-                if known is None or cand.depth > known.depth:
-                    out[cand.action] = cand
+        # networkx's plain adjacency dicts: the views build an object per lookup
+        nodes = self.graph._node
+        succ = self.graph._succ
+        pred = self.graph._pred
+        leaves = [(data["goal_index"], node) for node, data in nodes.items()
+                  if data["kind"] == ACTION and not succ[node]]
+        for _, node in sorted(leaves):
+            data = nodes[node]
+            parent = next(iter(pred[node]), None)
+            pdata = nodes[parent] if parent is not None else {}
+            is_action = pdata.get("kind") == ACTION
+            cand = Candidate(
+                node=node, action=data["action"], goal_index=data["goal_index"],
+                depth=data["depth"], parent_action=pdata.get("action") if is_action else None,
+                condition=pdata.get("condition", "") if is_action else "")
+            known = out.get(cand.action)
+            if known is None or cand.depth > known.depth:
+                out[cand.action] = cand
         return list(out.values())
 
     def nodes_for(self, action: GroundAction) -> list[int]:

@@ -11,9 +11,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from task_learning.bcr.agent import BCRAgent, SelectionEngine
+from task_learning.bcr.agent import SelectionEngine
 from task_learning.bcr.domain import Domain
 from task_learning.bcr.literals import StateView, holds
+from task_learning.bcr.runner import run_goals
+from task_learning.errors import TaskLearningError
 from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy, goal_key, lift_literals
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 from task_learning.world.backend import WorldBackend
@@ -116,21 +118,17 @@ class GoalExecutor:
 
     def _select(self, world: WorldBackend, literals: list[GoalLiteral], outcomes: list[ActionOutcome],
                 on_outcome: OutcomeCallback | None) -> ReachResult:
-        try:
-            agent = BCRAgent(self.domain, literals, self.engine_factory(), max_actions=self.max_actions)
-        except (ValueError, KeyError) as exc:
-            return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
-        last: ActionOutcome | None = None
-        while True:
-            proposal = agent.next_action(world.metadata, last)
-            if proposal is None:
-                break
-            last = run_action(world, proposal[1])
-            outcomes.append(last)
+        def record(outcome: ActionOutcome) -> None:
+            outcomes.append(outcome)
             if on_outcome:
-                on_outcome(last)
-        ok = agent.status == "success"
-        return ReachResult(ok, outcomes, message="" if ok else agent.failure)
+                on_outcome(outcome)
+
+        try:
+            trial = run_goals(world, literals, self.engine_factory(), self.domain,
+                              max_actions=self.max_actions, on_outcome=record)
+        except (TaskLearningError, ValueError, KeyError) as exc:
+            return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
+        return ReachResult(trial.success, outcomes, message="" if trial.success else trial.failure)
 
     def _holds(self, world: WorldBackend, literals: list[GoalLiteral]) -> bool:
         state = StateView(world.metadata)
