@@ -16,6 +16,7 @@ demo: setup
 	@$(VENV)/bin/task-learning demo
 
 test: setup
+	@$(VENV)/bin/ruff check --select F --quiet task_learning nodes test bench
 	@$(PY) -m pytest -q test
 
 bench: setup

@@ -44,6 +44,8 @@ def main() -> int:
           f"{metrics.usage.calls:>11}")
     print(f"{'ROS graph (incl. start)':<24}{ros_s:>10.1f}{ros2_s:>14.2f}{ros['completion']:>11.1f}%"
           f"{ros['calls']:>11}")
+    print(f"Trial #2 LLM calls: in-process {trial2.usage.calls}, ROS {ros2['calls']}; "
+          f"questions: in-process {trial2.questions}, ROS {ros2['yes_no']}")
     print(f"ratio ROS / in-process: learn {ros_s / local_s:.2f}x, Trial #2 {ros2_s / max(local2_s, 1e-9):.1f}x "
           f"(Trial #2 through ROS includes bringing the graph up and down)")
     return 0

@@ -16,7 +16,6 @@ All selection logic is `task_learning.bcr` (selector.ActionSelector); this file 
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -28,10 +27,9 @@ from task_learning.bcr.engines import make_engine
 from task_learning.bcr.selector import ActionSelector
 from task_learning.errors import TaskLearningError
 from task_learning_interfaces.msg import CandidateTree
-from task_learning_interfaces.msg import WorldState as WorldStateMsg
 from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.node_base import LatestWorldState, run_node
 
 NODE_NAME = "action_selector"
 
@@ -69,46 +67,32 @@ class ActionSelectorNode(Node):
         self.selector = ActionSelector(domain, engine, client,
                                        max_actions=int(get("max_actions")),
                                        search_action=str(get("search_action")))
-        self._lock = threading.Lock()
-        self._metadata: dict[str, Any] | None = None
-        self._source = "none"
+        initial: dict[str, Any] | None = None
         scene = str(get("scene") or "")
         if scene:
             from task_learning.bcr.runner import make_world
             from task_learning.world.scene import load_scene
 
             seed = int(get("seed"))
-            self._metadata = make_world(load_scene(scene), None if seed < 0 else seed).metadata
-            self._source = f"scene {scene}"
+            initial = make_world(load_scene(scene), None if seed < 0 else seed).metadata
 
         group = MutuallyExclusiveCallbackGroup()
-        durability = (DurabilityPolicy.TRANSIENT_LOCAL if get("world_state_transient_local")
-                      else DurabilityPolicy.VOLATILE)
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
-        self.create_subscription(WorldStateMsg, str(get("world_state_topic")),
-                                 self._on_world_state, qos, callback_group=group)
+        self.world = LatestWorldState(self, str(get("world_state_topic")),
+                                      convert.metadata_from_world_state_msg,
+                                      transient_local=bool(get("world_state_transient_local")),
+                                      initial=initial, initial_source=f"scene {scene}" if scene else "none",
+                                      callback_group=group)
         tree_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                               durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.tree_pub = self.create_publisher(CandidateTree, str(get("tree_topic")), tree_qos)
         self.create_service(SelectNextAction, str(get("service_name")), self._on_select,
                             callback_group=group)
         self.get_logger().info(f"serving {get('service_name')} (engine {engine_name}); world "
-                               f"state from {get('world_state_topic')} ({self._source} until then)")
-
-    def _on_world_state(self, msg: WorldStateMsg) -> None:
-        try:
-            metadata = convert.metadata_from_world_state_msg(msg)
-        except (ValueError, KeyError, TypeError) as exc:
-            self.get_logger().warning(f"ignoring a malformed world_state message: {exc}")
-            return
-        with self._lock:
-            self._metadata = metadata
-            self._source = "world_state topic"
+                               f"state from {get('world_state_topic')} ({self.world.source} until then)")
 
     def _on_select(self, request: SelectNextAction.Request,
                    response: SelectNextAction.Response) -> SelectNextAction.Response:
-        with self._lock:
-            metadata = self._metadata
+        metadata = self.world.get()
         if metadata is None:
             response.success = False
             response.message = ("no world state yet: run perception (world_state topic) or set "

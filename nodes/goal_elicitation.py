@@ -25,18 +25,15 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from task_learning.errors import TaskLearningError
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.elicit import ElicitationResult, elicit_goal
 from task_learning.stars.prompts import load_templates
 from task_learning.stars.tree import TreeSettings
-from task_learning.types import WorldState
 from task_learning_interfaces.action import LearnGoal
-from task_learning_interfaces.msg import WorldState as WorldStateMsg
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.node_base import LatestWorldState, run_node
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
@@ -74,25 +71,21 @@ class GoalElicitationNode(Node):
         self.location = str(get("location") or "")
         self.oversight_timeout_s = float(get("oversight_timeout_s"))
         self._scene: Any = None
-        self._world: WorldState | dict[str, Any] | None = None
-        self._world_source = "none"
+        initial: dict[str, Any] | None = None
         scene = str(get("scene") or "")
         if scene:
             from task_learning.world.scene import load_scene
 
             self._scene = load_scene(scene)
-            self._world = {"sceneName": self._scene.name, "objects": self._scene.objects}
-            self._world_source = f"scene {scene}"
+            initial = {"sceneName": self._scene.name, "objects": self._scene.objects}
             self.location = self.location or self._scene.location
-        self._world_lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._operator: Any = None
 
-        durability = (DurabilityPolicy.TRANSIENT_LOCAL if get("world_state_transient_local")
-                      else DurabilityPolicy.VOLATILE)
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
-        self.create_subscription(WorldStateMsg, str(get("world_state_topic")), self._on_world_state, qos,
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self.world = LatestWorldState(self, str(get("world_state_topic")), convert.world_state_from_msg,
+                                      transient_local=bool(get("world_state_transient_local")),
+                                      initial=initial, initial_source=f"scene {scene}" if scene else "none",
+                                      callback_group=MutuallyExclusiveCallbackGroup())
         self._server = ActionServer(self, LearnGoal, str(get("action_name")), self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                     cancel_callback=lambda _goal: CancelResponse.REJECT,
@@ -100,19 +93,9 @@ class GoalElicitationNode(Node):
         self.get_logger().info(
             f"serving {get('action_name')}: llm {get('llm')}, default condition "
             f"{self.default_condition.value}, world from {get('world_state_topic')} "
-            f"({self._world_source} until then), grounding in-process")
+            f"({self.world.source} until then), grounding in-process")
 
     # ------------------------------------------------------------------ inputs
-    def _on_world_state(self, msg: WorldStateMsg) -> None:
-        try:
-            state = convert.world_state_from_msg(msg)
-        except (ValueError, KeyError, TypeError) as exc:
-            self.get_logger().warning(f"ignoring a malformed world_state message: {exc}")
-            return
-        with self._world_lock:
-            self._world = state
-            self._world_source = "world_state topic"
-
     def _operator_for(self) -> Any:
         if self._operator is None:
             from task_learning_nodes.oversight_client import OversightClient
@@ -150,8 +133,7 @@ class GoalElicitationNode(Node):
 
     def _elicit(self, goal: Any, goal_handle: Any) -> ElicitationResult:
         condition = parse_condition(goal.condition) if goal.condition.strip() else self.default_condition
-        with self._world_lock:
-            world = self._world
+        world = self.world.get()
         if world is None:
             raise TaskLearningError("no world state yet: nothing on the world_state topic and no scene parameter")
         object_id = goal.object_id.strip()

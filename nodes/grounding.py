@@ -16,21 +16,18 @@ All analysis is `task_learning.grounding.analyze_goal`; this file is only the RO
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from task_learning.errors import TaskLearningError
 from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.scene_state import resolve_object, scene_world_state
 from task_learning.types import WorldState
-from task_learning_interfaces.msg import WorldState as WorldStateMsg
 from task_learning_interfaces.srv import AnalyzeGoal
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.node_base import LatestWorldState, run_node
 
 NODE_NAME = "grounding"
 DEFAULT_SERVICE = "grounding/analyze_goal"
@@ -47,35 +44,21 @@ class GroundingNode(Node):
         get = lambda name: self.get_parameter(name).value  # noqa: E731
 
         self.knowledge = GroundingKnowledge.load()  # raises ConfigError: exit 2, one line
-        self._lock = threading.Lock()
-        self._state: WorldState | None = None
-        self._state_source = "none"
         scene = str(get("scene") or "")
+        initial: WorldState | None = None
         if scene:
-            self._state = scene_world_state(scene)  # TaskLearningError for an unknown scene
-            self._state_source = f"scene {scene}"
-            self.knowledge.index(self._state)
+            initial = scene_world_state(scene)  # TaskLearningError for an unknown scene
+            self.knowledge.index(initial)
 
         group = MutuallyExclusiveCallbackGroup()
-        durability = (DurabilityPolicy.TRANSIENT_LOCAL if get("world_state_transient_local")
-                      else DurabilityPolicy.VOLATILE)
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
-        self.create_subscription(WorldStateMsg, str(get("world_state_topic")), self._on_world_state,
-                                 qos, callback_group=group)
+        self.world = LatestWorldState(self, str(get("world_state_topic")), convert.world_state_from_msg,
+                                      transient_local=bool(get("world_state_transient_local")),
+                                      initial=initial, initial_source=f"scene {scene}" if scene else "none",
+                                      callback_group=group)
         self.create_service(AnalyzeGoal, str(get("service_name")), self._on_analyze,
                             callback_group=group)
         self.get_logger().info(f"serving {get('service_name')}; world state from "
-                               f"{get('world_state_topic')} ({self._state_source} until then)")
-
-    def _on_world_state(self, msg: WorldStateMsg) -> None:
-        try:
-            state = convert.world_state_from_msg(msg)
-        except (ValueError, KeyError, TypeError) as exc:
-            self.get_logger().warning(f"ignoring a malformed world_state message: {exc}")
-            return
-        with self._lock:
-            self._state = state
-            self._state_source = "world_state topic"
+                               f"{get('world_state_topic')} ({self.world.source} until then)")
 
     def _resolve_context(self, state: WorldState, name: str) -> str:
         if not name or any(o.object_id == name for o in state.objects):
@@ -87,8 +70,7 @@ class GroundingNode(Node):
     def _on_analyze(self, request: AnalyzeGoal.Request,
                     response: AnalyzeGoal.Response) -> AnalyzeGoal.Response:
         response.candidate = request.candidate
-        with self._lock:
-            state = self._state
+        state = self.world.get()
         if state is None:
             response.success = False
             response.message = ("no world state yet: nothing published on the world_state topic "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import rclpy
 from rclpy.exceptions import NameValidationException, ParameterException
@@ -112,3 +112,40 @@ def run_node(
         for sig, old in previous.items():
             signal.signal(sig, old)  # type: ignore[arg-type]
     return code
+
+
+class LatestWorldState:
+    """The most recent world state from perception's `world_state` topic, converted once on
+    arrival (to whatever form the node works with), or an initial value (a scene's start) until
+    the first message. A malformed message is logged and ignored: the node keeps its last state.
+    """
+
+    def __init__(self, node: Node, topic: str, convert: Callable[[Any], Any], *,
+                 transient_local: bool = False, initial: Any = None, initial_source: str = "none",
+                 callback_group: Any = None) -> None:
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from task_learning_interfaces.msg import WorldState as WorldStateMsg
+
+        self._node = node
+        self._convert = convert
+        self._lock = threading.Lock()
+        self._value = initial
+        self.source = initial_source
+        durability = DurabilityPolicy.TRANSIENT_LOCAL if transient_local else DurabilityPolicy.VOLATILE
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
+        node.create_subscription(WorldStateMsg, topic, self._on_message, qos,
+                                 callback_group=callback_group)
+
+    def _on_message(self, msg: Any) -> None:
+        try:
+            value = self._convert(msg)
+        except (ValueError, KeyError, TypeError) as exc:
+            self._node.get_logger().warning(f"ignoring a malformed world_state message: {exc}")
+            return
+        with self._lock:
+            self._value = value
+            self.source = "world_state topic"
+
+    def get(self) -> Any:
+        with self._lock:
+            return self._value

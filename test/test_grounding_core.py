@@ -13,7 +13,7 @@ from task_learning.grounding.affordances import load_affordances
 from task_learning.grounding.grammar import load_grammar
 from task_learning.grounding.lexicon import load_lexicon, pluralize
 from task_learning.types import MismatchKind, WorldObject, WorldState
-from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
+from test.shared_paths import FLOORPLAN1
 
 G = "the goal is that "
 

@@ -11,7 +11,7 @@ from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.scene_state import resolve_object, scene_metadata
 from task_learning.types import MismatchKind
 from task_learning.world.state import world_state_from_metadata
-from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
+from test.shared_paths import MUG_REFERENCE
 
 REFERENCE = MUG_REFERENCE
 if not REFERENCE.exists():  # the repo copy, when the shared folder is not mounted

@@ -3,7 +3,6 @@ reaches extra goals through ReachGoal, and performs the task again alone (Trial 
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,7 @@ from task_learning.types import (
 from task_learning.world.state import object_from_metadata, world_state_from_metadata
 from task_learning_interfaces import msg as m
 from task_learning_nodes import convert
-from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
+from test.shared_paths import FLOORPLAN1
 
 FIXTURE = FLOORPLAN1
 

@@ -10,7 +10,7 @@ from task_learning.world.scene import load_scene, scene_from_dict
 from task_learning.world.symbolic import SymbolicWorld
 
 from .world_helpers import fails, objects_by_id, ok, world_part
-from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
+from test.shared_paths import FLOORPLAN1
 
 LAB = {
     "task": "make breakfast",

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
+from test.shared_paths import SIX_SCENES
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = ROOT / ".venv" / "bin" / "task-learning"

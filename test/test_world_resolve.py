@@ -9,7 +9,7 @@ from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
 from .world_helpers import ok
-from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
+from test.shared_paths import FLOORPLAN1
 
 
 @pytest.fixture(scope="module")

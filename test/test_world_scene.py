@@ -9,11 +9,8 @@ import pytest
 from task_learning.errors import ConfigError
 from task_learning.world.scene import load_metadata_scenes, load_scene, scene_from_dict, scene_from_metadata
 from task_learning.world.symbolic import SymbolicWorld
-from test.shared_paths import FIXTURES, FLOORPLAN1, MUG_REFERENCE, SIX_SCENES  # noqa: E402,F401
+from test.shared_paths import FLOORPLAN1, SIX_SCENES
 
-FIXTURES = FIXTURES
-FLOORPLAN1 = FIXTURES / "FloorPlan1_physics_objects.json"
-SIX_SCENES = FIXTURES / "floorplans_6scenes_objects.json"
 KITCHEN_FURNITURE = {"DiningTable", "CounterTop", "DishRack", "GarbageCan", "RecyclingBin", "Pantry",
                      "Cupboard", "Fridge", "Dishwasher", "Drawer", "Sink"}
 

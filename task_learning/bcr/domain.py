@@ -10,6 +10,8 @@ receptacle of any scene.
 """
 from __future__ import annotations
 
+import itertools
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,7 +155,7 @@ class Domain:
                 if positive(effect.truth) != positive(goal.truth):
                     continue
                 target = definite if effect.truth in (Truth.TRUE, Truth.FALSE) else possible
-                for combo in _combinations(goal_pools):
+                for combo in itertools.product(*goal_pools):
                     binding: dict[str, str] = {}
                     ok = True
                     for token, value in zip(effect.args, combo):
@@ -180,7 +182,7 @@ class Domain:
             else:
                 pools.append(self.objects_of_kind(kind, state))
         out = []
-        for combo in _combinations(pools):
+        for combo in itertools.product(*pools):
             if len(set(combo)) == len(combo):  # an object never acts on itself
                 out.append(GroundAction(schema.name, tuple(combo)))
         return out
@@ -235,7 +237,7 @@ class Domain:
                 else:
                     pool = [binding[token]] if token in binding else []
                 pools.append([o for o in pool if self.is_kind(o, kind, state)])
-            for combo in _combinations(pools):
+            for combo in itertools.product(*pools):
                 if len(set(combo)) != len(combo):
                     continue
                 grounded = GroundAction(ref.schema, tuple(combo))
@@ -269,7 +271,7 @@ class Domain:
             else:
                 pools.append([binding.get(token, token)])
         want = positive(literal.truth)
-        values = [evaluate(literal.predicate, combo, state) for combo in _combinations(pools)]
+        values = [evaluate(literal.predicate, combo, state) for combo in itertools.product(*pools)]
         if any(token.startswith("?") or token == HELD for token in literal.args):
             # existential: "holding(?knife)" holds when some knife is held
             return any(values) if want else not any(values)
@@ -280,15 +282,6 @@ class Domain:
     def _bind_literal(literal: GoalLiteral, binding: Mapping[str, str]) -> GoalLiteral:
         return GoalLiteral(literal.predicate, tuple(binding.get(a, a) for a in literal.args),
                            literal.truth)
-
-
-def _combinations(pools: list[list[str]]) -> Iterable[tuple[str, ...]]:
-    if not pools:
-        yield ()
-        return
-    for head in pools[0]:
-        for rest in _combinations(pools[1:]):
-            yield (head, *rest)
 
 
 # ---- loading ---------------------------------------------------------------------------------

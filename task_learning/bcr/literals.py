@@ -10,6 +10,8 @@ stated, so ``cooked(BreadSliced)`` holds once any slice is toasted.
 """
 from __future__ import annotations
 
+import itertools
+
 import re
 from typing import Any, Iterable, Mapping
 
@@ -141,20 +143,11 @@ def evaluate(predicate: str, args: tuple[str, ...], state: StateView) -> bool:
     """Truth of predicate(args) in the world; type placeholders are existential."""
     if any(is_type_placeholder(a) for a in args):
         pools = [state.expand(a) for a in args]
-        return any(evaluate(predicate, combo, state) for combo in _product(pools))
+        return any(evaluate(predicate, combo, state) for combo in itertools.product(*pools))
     rule = _PREDICATES.get(predicate)
     if rule is None:
         return False
     return rule(state, *args)
-
-
-def _product(pools: list[list[str]]) -> Iterable[tuple[str, ...]]:
-    if not pools:
-        yield ()
-        return
-    for head in pools[0]:
-        for rest in _product(pools[1:]):
-            yield (head, *rest)
 
 
 def _inside(state: StateView, x: str, r: str) -> bool:

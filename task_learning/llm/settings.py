@@ -59,7 +59,6 @@ def default_settings_path() -> Path:
 def load_llm_settings(path: str | Path | None = None) -> LLMSettings:
     """Read and validate llm.yaml. A missing default file gives the defaults; a missing explicit
     file is an error."""
-    explicit = path is not None
     if path is None:
         try:
             path = default_settings_path()
