@@ -74,6 +74,13 @@ class OversightNode(Node):
             timeout_s=float(get("timeout_s")), safe_default=safe_default, kb=self.kb,
             task=str(get("task")), max_description_chars=int(get("max_description_chars")),
             on_change=self._publish_pending)
+        # With a knowledge base, a question answered before (e.g. before a restart) is answered
+        # from it and not put to the operator again.
+        self.operator: Any = self.queue
+        if self.kb is not None:
+            from task_learning.oversight.memory import RememberingOperator
+
+            self.operator = RememberingOperator(self.queue, self.kb, str(get("task")))
         group = ReentrantCallbackGroup()
         self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), pending_qos())
         self.create_service(Confirm, CONFIRM_SERVICE, self._on_confirm, callback_group=group)
@@ -108,7 +115,7 @@ class OversightNode(Node):
 
             question.request_id = uuid.uuid4().hex[:16]
         self.get_logger().info(f"asking [{question.request_id}] {question.question}")
-        answer = self.queue.ask(question)
+        answer = self.operator.ask(question)
         self.get_logger().info(f"[{answer.request_id}] answered {answer.answer.value} by {answer.operator}")
         response.answer = convert.confirmation_answer_to_msg(answer)
         return response

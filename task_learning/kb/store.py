@@ -305,17 +305,20 @@ class KnowledgeBase:
                  answer.description, answer.operator),
             )
 
-    def previous_answer(self, *, task: str, context: str, question: str) -> ConfirmationAnswer | None:
-        """The answer already given to this very question, so a restarted run does not ask again.
-        Timeouts are not answers: a question that timed out is asked again."""
+    def previous_answer(self, *, task: str, question: str, context: str | None = None
+                        ) -> ConfirmationAnswer | None:
+        """The answer already given to this very question (in any context when `context` is None:
+        the question names its object), so a restarted run does not ask again. Timeouts are not
+        answers: a question that timed out is asked again."""
+        sql = ("SELECT a.request_id, a.answer, a.description, a.operator, a.answered_at "
+               "FROM questions q JOIN answers a ON a.request_id = q.request_id "
+               "WHERE q.task=? AND q.question=? AND a.answer != ?")
+        args: list[Any] = [task, question, AnswerKind.TIMEOUT.value]
+        if context is not None:
+            sql += " AND q.context=?"
+            args.append(context)
         with self._lock:
-            row = self._conn.execute(
-                "SELECT a.request_id, a.answer, a.description, a.operator, a.answered_at "
-                "FROM questions q JOIN answers a ON a.request_id = q.request_id "
-                "WHERE q.task=? AND q.context=? AND q.question=? AND a.answer != ? "
-                "ORDER BY a.answered_at DESC LIMIT 1",
-                (task, context, question, AnswerKind.TIMEOUT.value),
-            ).fetchone()
+            row = self._conn.execute(sql + " ORDER BY a.answered_at DESC LIMIT 1", args).fetchone()
         if row is None:
             return None
         return ConfirmationAnswer(row[0], AnswerKind(row[1]), row[2], row[3], row[4])

@@ -14,11 +14,11 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
+from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import Operator
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
-from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
 
@@ -34,35 +34,6 @@ def check_task(scene: Scene, task: str | None) -> None:
 
     if task and normalize_name(task) != normalize_name(scene.task):
         raise TaskLearningError(f"scene {scene.name!r} defines the task {scene.task!r}, not {task!r}")
-
-
-class RememberingOperator:
-    """Answers a question the operator already answered (in this run or before a restart) from
-    the knowledge base, and asks the operator only new questions. Timeouts are not remembered."""
-
-    def __init__(self, inner: Operator, kb: KnowledgeBase, task: str) -> None:
-        self.inner = inner
-        self.kb = kb
-        self.task = task
-        self.name = getattr(inner, "name", "operator")
-        self.remembered = 0
-
-    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
-        for context in (request.object_description, ""):
-            previous = self._previous(request, context)
-            if previous is not None:
-                self.remembered += 1
-                return ConfirmationAnswer(request.request_id, previous.answer, previous.description,
-                                          operator=f"{self.name} (remembered)")
-        return self.inner.ask(request)
-
-    def _previous(self, request: ConfirmationRequest, context: str) -> ConfirmationAnswer | None:
-        for row in reversed(self.kb.question_log()):
-            if (row["question"] == request.question and row["task"] == self.task
-                    and row["answer"] not in (None, AnswerKind.TIMEOUT.value)):
-                return ConfirmationAnswer(row["request_id"], AnswerKind(row["answer"]),
-                                          row["description"] or "", row["operator"] or "")
-        return None
 
 
 def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None = None) -> Operator | None:
