@@ -38,12 +38,49 @@ def _progress_bar(done: int, total: int, message: str) -> None:
         sys.stderr.write("\n")
 
 
+def _run_with_panel(spec: RunSpec, progress) -> tuple:
+    """The run in a worker thread, the Qt operator panel in this (the main) thread."""
+    import threading
+
+    from task_learning.oversight.panel import OperatorPanel
+    from task_learning.oversight.pending import QueueOperator
+    from task_learning.oversight.qt_compat import QApplication, QTimer
+
+    queue = QueueOperator(timeout_s=600.0)
+    app = QApplication.instance() or QApplication([])
+    panel = OperatorPanel(queue)
+    panel.setWindowTitle(f"task_learning operator: {spec.scene} {spec.condition}")
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["result"] = run_in_process(spec, progress=progress, operator=queue)
+        except BaseException as exc:  # re-raised in the main thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="run", daemon=True)
+    worker.start()
+    timer = QTimer()
+    timer.timeout.connect(lambda: None if worker.is_alive() else app.quit())
+    timer.start(200)
+    panel.show()
+    app.exec()
+    queue.close()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
                    task=args.task)
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
-    metrics, learner = run_in_process(spec, progress=progress)
+    if args.operator == "panel" and args.condition.endswith("+O"):
+        metrics, learner = _run_with_panel(spec, progress)
+    else:
+        metrics, learner = run_in_process(spec, progress=progress)
     data = metrics.to_dict()
     data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db))
     if args.json:

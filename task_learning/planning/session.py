@@ -46,9 +46,8 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
 
         return TerminalOperator()
     if kind == "panel":
-        raise TaskLearningError("the panel answers questions of the ROS oversight node: start "
-                                "`task-learning bringup` and `task-learning operator --panel`, "
-                                "or use --operator simulated|terminal for in-process runs")
+        raise TaskLearningError("the panel needs a Qt event loop: `task-learning run --operator panel` "
+                                "starts one, or pass a QueueOperator to run_in_process")
     if kind == "none":
         return None
     raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
@@ -69,8 +68,10 @@ class RunSpec:
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
-                   client: Any = None) -> tuple[RunMetrics, TaskLearner]:
-    """One trial of one condition. Running it again on the same db is Trial #2."""
+                   client: Any = None, operator: Operator | None = None) -> tuple[RunMetrics, TaskLearner]:
+    """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
+    given, answers the +O conditions' questions instead of the one `spec.operator` names (the
+    panel's QueueOperator)."""
     from task_learning.llm.client import make_client
     from task_learning.stars.elicit import elicit_goal
 
@@ -82,7 +83,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     world = make_backend("symbolic", scene, spec.seed)
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
-    operator = None
+    answerer: Operator | None = None
     if condition.endswith("+O"):
         from task_learning.grounding import analyze_goal
 
@@ -91,10 +92,10 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
 
             return analyze_goal(sentence, world_state_from_metadata(world.metadata))
 
-        inner = make_operator(spec.operator, scene, analyze=analyze)
+        inner = operator if operator is not None else make_operator(spec.operator, scene, analyze=analyze)
         if inner is None:
             raise TaskLearningError(f"condition {condition} needs an operator (--operator)")
-        operator = RememberingOperator(inner, kb, scene.task)
+        answerer = RememberingOperator(inner, kb, scene.task)
     domain = load_domain("household")
     bcr_client = client if spec.engine == "llm" else None
     executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb)
@@ -102,7 +103,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
         return elicit_goal(task, object_id, metadata, scene, condition, client,
-                           operator=operator, kb=kb, executor=pool)
+                           operator=answerer, kb=kb, executor=pool)
 
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
