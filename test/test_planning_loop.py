@@ -32,7 +32,7 @@ def test_teaching_dialogue_matches_the_papers_floor(scene, instructions, words):
     assert sum(count_words(line) for line in lines) == words
 
 
-@pytest.mark.parametrize("scene", ["store_groceries", "organize_office"])
+@pytest.mark.parametrize("scene", ["tidy_kitchen", "store_groceries", "organize_office"])
 def test_stars_o_completes_then_trial2_needs_no_llm_and_no_question(tmp_path, scene):
     db = tmp_path / "kb.sqlite"
     first, _ = run_in_process(RunSpec(scene=scene, condition="STARS+O", db=db))
