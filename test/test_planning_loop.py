@@ -80,7 +80,6 @@ def test_an_action_failing_every_time_gives_a_clear_outcome_per_object(tmp_path,
 
     def broken_step(self, action, **params):
         if action == "PutObject" and str(params.get("objectId", "")).startswith("Pantry"):
-            self_md = original(self, "Pass") if False else None  # noqa: F841
             return original(self, "PutObject", objectId="NoSuchObject|1")
         return original(self, action, **params)
 
