@@ -171,3 +171,17 @@ def test_single_candidate_is_executed_without_asking():
     assert singles >= 3  # Put -> Pickup -> Navigate at the start have one option each
     assert all(n > 1 for n in engine.asked_with)
     assert len(engine.asked_with) == result.decisions - singles
+
+
+def test_peak_is_the_tree_at_its_largest_and_blocks_take_no_snapshot():
+    tree = CandidateTree()
+    root = tree.add_goal(parse_literal("inside(Apple|1, Fridge|1)"), 0)
+    put = tree.add_children(root, [ga("PutObject(Fridge|1)")])[0]
+    tree.block(put, "not_holding", "not holding Apple|1", [ga("PickupObject(Apple|1)"), ga("OpenObject(Drawer|1)")])
+    assert tree._peak is None and tree.peak() is tree  # growing takes no copy
+    largest = len(tree)
+    pickup = tree.nodes_for(ga("PickupObject(Apple|1)"))[0]
+    tree.succeed(pickup)  # the pickup and its sibling leave the tree
+    assert len(tree) < largest
+    assert len(tree.peak()) == largest and tree.peak() is not tree
+    assert "OpenObject(Drawer|1)" in tree.peak().to_dot() and "OpenObject(Drawer|1)" not in tree.to_dot()

@@ -105,7 +105,6 @@ class BCRAgent:
         self.engine = engine
         self.max_actions = max_actions
         self.tree = CandidateTree()
-        self.peak_tree = CandidateTree()  # the tree at its largest, for inspection
         self.stats = AgentStats()
         self.log: list[StepRecord] = []
         self.errors: list[str] = []
@@ -182,7 +181,7 @@ class BCRAgent:
 
     def to_dot(self, peak: bool = False) -> str:
         """The tree now (or at its largest: `peak`) in Graphviz DOT."""
-        tree = self.peak_tree if peak and len(self.peak_tree) else self.tree
+        tree = self.tree.peak() if peak else self.tree
         return tree.to_dot(" & ".join(literal_text(g) for g in self.goals))
 
     # ---- internals ---------------------------------------------------------------------------
@@ -225,8 +224,6 @@ class BCRAgent:
         added = self.tree.block(node, condition, description, fresh)
         if not added:
             self.tree.prune(node, f"{condition}: no untried resolution")
-        elif len(self.tree) > len(self.peak_tree):
-            self.peak_tree = self.tree.copy()
 
     def _dead(self, signature: tuple, tried: dict[GroundAction, str]) -> set[GroundAction]:
         """Actions whose retry in this state is a pure loop: they succeeded or failed here

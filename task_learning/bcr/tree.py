@@ -46,6 +46,9 @@ class CandidateTree:
         self.graph = nx.DiGraph()
         self._next_id = 0
         self._goal_nodes: dict[GoalLiteral, int] = {}
+        # The tree at its largest, for inspection. Snapshotting only when the tree is about to
+        # shrink from a new maximum keeps blocks (which only grow it) free of copies.
+        self._peak: CandidateTree | None = None
 
     # ---- structure ---------------------------------------------------------------------------
     def _add(self, **attrs: Any) -> int:
@@ -126,6 +129,8 @@ class CandidateTree:
     def _remove_subtree(self, node: int) -> None:
         if node not in self.graph:
             return
+        if self._peak is None or len(self) > len(self._peak):
+            self._peak = self.copy()
         doomed = [node, *nx.descendants(self.graph, node)]
         self.graph.remove_nodes_from(doomed)
 
@@ -172,6 +177,10 @@ class CandidateTree:
                 data["status"] = "open"
         if node in self.graph:
             self.graph.nodes[node]["status"] = "selected"
+
+    def peak(self) -> "CandidateTree":
+        """The tree at its largest so far (this tree itself when it is now at its largest)."""
+        return self if self._peak is None or len(self) >= len(self._peak) else self._peak
 
     def copy(self) -> "CandidateTree":
         """A snapshot (node data shared, structure copied), e.g. the tree at its largest."""
