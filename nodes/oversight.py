@@ -60,6 +60,7 @@ class OversightNode(Node):
         self.declare_parameter("max_description_chars", 2000)
         self.declare_parameter("pending_topic", PENDING_TOPIC)
         self.declare_parameter("threads", 8)
+        self.declare_parameter("remember_answers", True)
         get = lambda name: self.get_parameter(name).value  # noqa: E731
         self._publish_lock = threading.Lock()
         safe_default = parse_safe_default(get("safe_default"), file="oversight parameters")
@@ -77,7 +78,7 @@ class OversightNode(Node):
         # With a knowledge base, a question answered before (e.g. before a restart) is answered
         # from it and not put to the operator again.
         self.operator: Any = self.queue
-        if self.kb is not None:
+        if self.kb is not None and bool(get("remember_answers")):
             from task_learning.oversight.memory import RememberingOperator
 
             self.operator = RememberingOperator(self.queue, self.kb, str(get("task")))

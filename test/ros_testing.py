@@ -5,6 +5,7 @@ machine do not see each other; discovery stays on this host.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import rclpy
 from rclpy.action import ActionClient
@@ -31,6 +32,24 @@ def ros_env(domain_id: int) -> dict[str, str]:
                ROS_HOME=str(ROOT / ".ros"), ROS_LOG_DIR=str(ROOT / ".ros" / "log"),
                PYTHONUNBUFFERED="1")
     return env
+
+
+@contextlib.contextmanager
+def ros_environ(extra: dict[str, str]) -> Iterator[dict[str, str]]:
+    """Set a ROS graph's variables (domain id, ROS_HOME, ...) in this process for the duration,
+    and yield the environment for child processes (the source tree first on PYTHONPATH)."""
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        yield env
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def start_process(args: list[str], domain_id: int, **kwargs: Any) -> subprocess.Popen:

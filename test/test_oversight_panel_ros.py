@@ -4,7 +4,6 @@ asker through the Confirm service; a screenshot of the panel is saved as a test 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -69,28 +68,12 @@ MUG_OPTIONS = [
 
 
 @pytest.fixture(scope="module")
-def ros_env(tmp_path_factory):
-    """Environment for this file's ROS graph; makes task_learning_nodes importable if the install
-    does not map it (the editable install maps only task_learning)."""
-    env = dict(os.environ, **ROS_ENV)
-    extra = []
-    try:
-        import task_learning_nodes  # noqa: F401
-    except ImportError:
-        shim = tmp_path_factory.mktemp("nodes_shim")
-        (shim / "task_learning_nodes").symlink_to(REPO / "nodes")
-        extra.append(str(shim))
-        sys.path.insert(0, str(shim))
-    env["PYTHONPATH"] = os.pathsep.join(extra + [str(REPO)] + (
-        [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    saved = {k: os.environ.get(k) for k in ROS_ENV}
-    os.environ.update(ROS_ENV)
-    yield env
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+def ros_env():
+    """Environment for this file's ROS graph."""
+    from test.ros_testing import ros_environ
+
+    with ros_environ(ROS_ENV) as env:
+        yield env
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +84,8 @@ def db_path(tmp_path_factory):
 def _start_node(env, db_path, timeout_s="30.0"):
     return subprocess.Popen(
         [PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", f"timeout_s:={timeout_s}",
-         "-p", f"db_path:={db_path}", "-p", "task:=tidy kitchen"],
+         "-p", f"db_path:={db_path}", "-p", "task:=tidy kitchen",
+         "-p", "remember_answers:=false"],  # the same question is asked on purpose, answered anew
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -1,7 +1,6 @@
 """goal_elicitation_node as a separate process answering LearnGoal goals (replayed mug example)."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -18,21 +17,12 @@ CUPBOARD_CLOSED = "the goal is that the mug is in the cupboard and the cupboard 
 
 
 @pytest.fixture(scope="module")
-def ros_env(tmp_path_factory):
-    """This file's ROS graph; the node package imported from the source tree (via a shim)."""
-    shim = tmp_path_factory.mktemp("nodes_shim")
-    (shim / "task_learning_nodes").symlink_to(REPO / "nodes")
-    env = dict(os.environ, **ROS_ENV)
-    env["PYTHONPATH"] = os.pathsep.join([str(shim), str(REPO)] + (
-        [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    saved = {k: os.environ.get(k) for k in ROS_ENV}
-    os.environ.update(ROS_ENV)
-    yield env
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+def ros_env():
+    """This file's ROS graph."""
+    from test.ros_testing import ros_environ
+
+    with ros_environ(ROS_ENV) as env:
+        yield env
 
 
 @pytest.fixture(scope="module")

@@ -60,13 +60,18 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
 
     worker = threading.Thread(target=work, name="run", daemon=True)
     worker.start()
-    timer = QTimer()
+    timer = QTimer(panel)  # owned by the panel: Qt, not Python's collector, deletes it
     timer.timeout.connect(lambda: None if worker.is_alive() else app.quit())
     timer.start(200)
     panel.show()
     app.exec()
-    queue.close()
+    queue.close()  # a closed window: remaining questions get the safe default
     worker.join()
+    timer.stop()
+    panel.stop()
+    panel.close()
+    panel.deleteLater()
+    app.processEvents()
     if "error" in box:
         raise box["error"]
     return box["result"]
