@@ -1,0 +1,181 @@
+"""`FetchWorld`: the WorldBackend of a robot with an RGB-D head camera and a skill server.
+
+Frames come in (from ROS topics, a bag, or the synthetic robot) through `process`; the belief
+world state goes out as AI2-THOR metadata (`metadata`); actions go to the skill server through a
+`SkillClient` (`step`). Thread-safe: a node feeds frames from one thread while a service callback
+runs an action in another.
+
+What keeps it safe and honest:
+- a frame set that fails its checks (no camera info, sizes that differ, older than `max_age_s`,
+  no camera pose) is not used, and the reason is the world state's `perceptionStatus`; so is an
+  unregistered marker id, and the age of the newest frame when frames stop;
+- while perception is unhealthy, actions are refused (acting blind is not an option), with the
+  reason as the failed action's message;
+- a skill server that is down or times out is a failed action with that reason, never a success;
+- after a successful skill the action returns only once a frame taken after it was processed
+  (or `frame_timeout_s` passed, which the status says), so the next decision sees its effect.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from task_learning.perception.belief import BeliefWorld
+from task_learning.perception.detect import Detections, MarkerDetector
+from task_learning.perception.frames import RGBDFrame, check_frame
+from task_learning.perception.registry import MarkerRegistry
+from task_learning.perception.skills import ACTION_TO_SKILL, SkillClient, SkillRequest, SkillResult
+from task_learning.world.catalog import ObjectType, load_object_types
+from task_learning.world.scene import Scene
+
+log = logging.getLogger(__name__)
+
+
+class FetchWorld:
+    name = "fetch"
+
+    def __init__(self, registry: MarkerRegistry, skills: SkillClient | None, *, scene: Scene | None = None,
+                 types: Mapping[str, ObjectType] | None = None, max_age_s: float = 1.0,
+                 frame_timeout_s: float = 5.0, half_life_s: float = 120.0,
+                 clock: Callable[[], float] = time.time, detector: MarkerDetector | None = None) -> None:
+        catalogue = dict(load_object_types())
+        if scene is not None:
+            catalogue.update(scene.types)
+        catalogue.update(types or {})
+        self.registry = registry
+        self.skills = skills
+        self.scene = scene
+        self.max_age_s = max_age_s
+        self.frame_timeout_s = frame_timeout_s
+        self.clock = clock
+        self.detector = detector or MarkerDetector(registry)
+        self.belief = BeliefWorld(registry, catalogue, scene_name=scene.name if scene else "",
+                                  location=scene.location if scene else "", half_life_s=half_life_s)
+        self.frames = 0
+        self.last_frame_stamp = 0.0
+        self.last_detections = Detections()
+        self._frame_status = "no frames received yet"
+        self._skill_status = ""
+        self._cond = threading.Condition()
+        self._cache: tuple[tuple[int, str, int], dict[str, Any]] | None = None
+
+    # -- perception -----------------------------------------------------------------------------
+
+    def process(self, frame: RGBDFrame, *, T_world_base: np.ndarray | None = None) -> str:
+        """Use one frame set; returns '' or why it was not used (also the world's status)."""
+        problem = check_frame(frame, now=self.clock(), max_age_s=self.max_age_s)
+        if problem:
+            with self._cond:
+                self._frame_status = problem
+                self._cond.notify_all()
+            return problem
+        detections = self.detector.detect(frame)
+        assert frame.T_world_camera is not None
+        with self._cond:
+            self.belief.update(detections, frame.T_world_camera, frame.stamp, frame.depth, frame.camera,
+                               T_world_base)
+            self.last_detections = detections
+            self.frames += 1
+            self.last_frame_stamp = frame.stamp
+            unregistered = sorted(set(detections.unregistered))
+            self._frame_status = (f"unregistered marker id(s) {', '.join(map(str, unregistered))} ignored "
+                                  f"(add them to the registry {self.registry.source})" if unregistered else "")
+            self._cond.notify_all()
+        for reason in detections.rejected:
+            log.debug("rejected %s", reason)
+        return ""
+
+    def report_problem(self, problem: str) -> None:
+        """A problem found before a frame set could be assembled (e.g. by the ROS glue)."""
+        with self._cond:
+            self._frame_status = problem
+
+    def status(self) -> str:
+        """'' when healthy, else one line (the most pressing problem first)."""
+        with self._cond:
+            parts = []
+            if self._frame_status:
+                parts.append(self._frame_status)
+            elif self.frames and self.max_age_s > 0 and self.clock() - self.last_frame_stamp > self.max_age_s:
+                parts.append(f"stale frames: the newest is {self.clock() - self.last_frame_stamp:.1f} s old "
+                             f"(limit {self.max_age_s:g} s)")
+            if self._skill_status:
+                parts.append(self._skill_status)
+            return "; ".join(parts)
+
+    def perception_ok(self) -> tuple[bool, str]:
+        status = self.status()
+        blocking = status and not status.startswith("unregistered") and not status.startswith("skill")
+        return (not blocking, status)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        status = self.status()
+        with self._cond:
+            key = (self.belief.version, status, int(self.clock()))
+            if self._cache is None or self._cache[0] != key:
+                self.belief.status = status
+                self._cache = (key, self.belief.metadata(self.clock()))
+            return self._cache[1]
+
+    def wait_for_frame(self, after: float, timeout_s: float) -> bool:
+        """Block until a frame stamped at or after `after` has been processed."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self.last_frame_stamp < after:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    # -- acting ---------------------------------------------------------------------------------
+
+    def _fail(self, action: str, message: str, code: str) -> dict[str, Any]:
+        with self._cond:
+            self.belief.last_action, self.belief.last_success = action, False
+            self.belief.last_error = (message, code)
+            self.belief.version += 1
+        return self.metadata
+
+    def step(self, action: str, **params: Any) -> dict[str, Any]:
+        skill = ACTION_TO_SKILL.get(action)
+        object_id = str(params.get("objectId") or "")
+        if skill is None:
+            return self._fail(action, f"{action} is not one of the skills this robot offers "
+                              f"({', '.join(sorted(ACTION_TO_SKILL))})", "unsupported")
+        ok, status = self.perception_ok()
+        if not ok:
+            return self._fail(action, f"{action} refused: perception is not healthy ({status})",
+                              "perception_unavailable")
+        if self.skills is None:
+            return self._fail(action, f"{action} failed: no skill server configured", "skill_server_down")
+        if object_id not in self.belief.tracks:
+            return self._fail(action, f"{action}: {object_id or 'no object'} has not been seen by the robot",
+                              "not_visible")
+        target = self.belief.held or "" if skill == "place" else ""
+        started = self.clock()
+        result = self.skills.execute(SkillRequest(skill, object_id, target))
+        if not result.success:
+            if result.error_code in ("skill_server_down", "skill_timeout"):
+                with self._cond:
+                    self._skill_status = f"skill server: {result.error_message}"
+            return self._fail(action, result.error_message or f"{skill} failed", result.error_code)
+        with self._cond:
+            self._skill_status = ""
+            self.belief.robot_did(skill, object_id, "" if skill != "place" else object_id)
+            self.belief.last_action, self.belief.last_success = action, True
+            self.belief.last_error = ("", "")
+        if not self.wait_for_frame(started, self.frame_timeout_s):
+            with self._cond:
+                self._frame_status = (f"no camera frame within {self.frame_timeout_s:g} s after {action}; "
+                                      "the world state may not show its effect")
+        return self.metadata
+
+
+def skill_result_unavailable(reason: str) -> SkillResult:
+    return SkillResult(False, reason, "skill_server_down")
