@@ -265,6 +265,7 @@ def world_state_msg_from_metadata(
     msg.robot_pose = pose_to_msg(agent.get("position"), agent.get("rotation"))
     msg.held_object_ids = [str(o["objectId"]) for o in (metadata.get("inventoryObjects") or ())]
     msg.objects = [object_state_to_msg(o) for o in (metadata.get("objects") or ())]
+    msg.status = str(metadata.get("perceptionStatus") or "")
     return msg
 
 
@@ -318,6 +319,7 @@ def metadata_from_world_state_msg(msg: m.WorldState) -> dict[str, Any]:
                   "location": msg.robot_location},
         "inventoryObjects": [{"objectId": i, "objectType": types.get(i, i.split("|", 1)[0])}
                              for i in msg.held_object_ids],
+        "perceptionStatus": msg.status,
     }
 
 

@@ -5,8 +5,8 @@
 - serves `execute_action` (ExecuteAction): one primitive action on the backend;
 - serves `get_completion` (GetCompletion): the scene's completion measure, for experiments.
 
-The backend is a parameter (`symbolic` now; `ai2thor` and `fetch` plug in behind
-`task_learning.world.factory.make_backend` without touching this file). A backend that is not
+The backend is a parameter (`symbolic`; `ai2thor` behind `task_learning.world.factory.make_backend`;
+`fetch` is the RGB-D head camera bridge of `fetch_bridge.py`, whose parameters it declares). A backend that is not
 available, or a scene that does not load, stops the node at start with one clear error line.
 An action naming an object the world does not have fails with a clear message and never reaches
 the backend, so the world stays unchanged.
@@ -80,7 +80,14 @@ class PerceptionNode(Node):
 
         from task_learning.world.factory import make_backend
 
-        self.backend = make_backend(self.backend_name, scene, None if seed < 0 else seed)
+        if self.backend_name == "fetch":  # camera topics in, skill goals out (nodes/fetch_bridge.py)
+            from task_learning.world.scene import load_scene
+            from task_learning_nodes.fetch_bridge import FetchFrontend
+
+            self.fetch = FetchFrontend(self, load_scene(scene) if scene else None)
+            self.backend = self.fetch.world
+        else:
+            self.backend = make_backend(self.backend_name, scene, None if seed < 0 else seed)
         self.scene_name = str(getattr(getattr(self.backend, "scene", None), "name", "") or scene)
         self.builder = convert.WorldStateBuilder(frame_id=self.frame_id, backend=self.backend_name)
         self._cached_metadata: Any = None
@@ -213,7 +220,9 @@ class PerceptionNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(PerceptionNode, args, name="perception")
+    # threads: an action (fetch: waiting for the skill server and a new frame) must not starve
+    # the callbacks that bring the frames and the skill's result
+    return run_node(PerceptionNode, args, name="perception", num_threads=6)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ SUBCOMMAND_MODULES = (
     "task_learning.cli.kb_cmd",
     "task_learning.cli.experiment_cmd",
     "task_learning.cli.demo_cmd",
+    "task_learning.cli.perceive_cmd",
+    "task_learning.cli.bag_cmd",
 )
 
 

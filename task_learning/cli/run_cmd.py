@@ -25,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="BCR action selection engine used to reach goals")
     p.add_argument("--seed", type=int, default=None, help="placement variation of the world")
     p.add_argument("--workers", type=int, default=4, help="concurrent LLM requests per tree level")
+    p.add_argument("--backend", default="symbolic", choices=("symbolic", "fetch"),
+                   help="world: symbolic (in-process) | fetch (the RGB-D bridge, through the ROS graph)")
+    p.add_argument("--synthetic", action="store_true",
+                   help="with --backend fetch: the simulated robot (camera topics + skill server)")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.set_defaults(func=run)
 
@@ -77,7 +81,37 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
     return box["result"]
 
 
+def _run_fetch(args: argparse.Namespace) -> int:
+    """The trial through the ROS graph with the simulated Fetch (nodes/fetch_run.py)."""
+    from task_learning.errors import TaskLearningError
+
+    if not args.synthetic:
+        raise TaskLearningError("--backend fetch runs here only with --synthetic (the simulated robot); on a "
+                                "robot start `task-learning bringup --backend fetch --param "
+                                "perception.marker_registry:=<file>` and send perform_task")
+    if args.operator == "panel":
+        raise TaskLearningError("--backend fetch: use --operator simulated, or run `task-learning operator "
+                                "--panel` beside `task-learning bringup`")
+    if args.seed is not None or args.task or args.engine != "heuristic":
+        raise TaskLearningError("--backend fetch takes the scene as written: no --seed, --task or --engine")
+    from task_learning_nodes.fetch_run import run_synthetic_fetch
+
+    data = run_synthetic_fetch(args.scene, args.condition, str(args.db), llm=args.llm,
+                               operator=args.operator)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"{args.scene} {args.condition} (fetch, synthetic, through ROS): completion {data['completion']:.1f}% "
+          f"({data['satisfied']}/{data['assertions']} assertions); {data['images_seen_during_task']} camera "
+          f"images during the task")
+    for key in ("retrieved", "proposed", "sourced", "instructions", "yes_no", "words", "calls"):
+        print(f"  {key:<22}{data[key]}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.backend == "fetch":
+        return _run_fetch(args)
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
                    task=args.task)

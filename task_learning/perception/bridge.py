@@ -158,8 +158,8 @@ class FetchWorld:
             return self._fail(action, f"{action}: {object_id or 'no object'} has not been seen by the robot",
                               "not_visible")
         target = self.belief.held or "" if skill == "place" else ""
-        started = self.clock()
         result = self.skills.execute(SkillRequest(skill, object_id, target))
+        finished = self.clock()  # a frame from before now may not show the skill's effect
         if not result.success:
             if result.error_code in ("skill_server_down", "skill_timeout"):
                 with self._cond:
@@ -170,7 +170,7 @@ class FetchWorld:
             self.belief.robot_did(skill, object_id, "" if skill != "place" else object_id)
             self.belief.last_action, self.belief.last_success = action, True
             self.belief.last_error = ("", "")
-        if not self.wait_for_frame(started, self.frame_timeout_s):
+        if not self.wait_for_frame(finished, self.frame_timeout_s):
             with self._cond:
                 self._frame_status = (f"no camera frame within {self.frame_timeout_s:g} s after {action}; "
                                       "the world state may not show its effect")

@@ -13,6 +13,7 @@ from task_learning.perception.bridge import FetchWorld
 from task_learning.perception.camera import CameraModel
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.perception.synthetic import SimulatedRobot
+from task_learning.errors import TaskLearningError
 from task_learning.world.scene import Scene
 
 
@@ -58,14 +59,18 @@ def synthetic_world(scene: Scene, *, width: int = 640, height: int = 480, depth_
     return world, robot, clock
 
 
-def look_around(world: FetchWorld, robot: SimulatedRobot, clock: SyntheticClock, steps: int = 12) -> "FrameTally":
+def look_around(world: FetchWorld, robot: SimulatedRobot, clock: SyntheticClock, steps: int = 12,
+                image: str | None = None) -> "FrameTally":
     """Turn the base in place through `steps` headings, one frame each; returns what was in view
-    and what was detected, per frame."""
+    and what was detected, per frame. `image`: save the frame with the most detections, drawn."""
+    best = (-1, None)
     tally = FrameTally()
     for pose in robot.look_around_poses(steps):
         view = robot.render(clock.tick(), pose)
         world.process(view.frame, T_world_base=pose)
         detected = {o.marker_id for o in world.last_detections.observations}
+        if image and len(detected) > best[0]:
+            best = (len(detected), draw_detections(world, view.frame.color))
         tally.frames += 1
         for marker_id in view.in_view:
             tally.in_view.add(marker_id)
@@ -76,6 +81,14 @@ def look_around(world: FetchWorld, robot: SimulatedRobot, clock: SyntheticClock,
         tally.unregistered.update(world.last_detections.unregistered)
         tally.rejected.extend(world.last_detections.rejected)
     robot.T_world_base = robot.look_around_poses(steps)[0]
+    if image and best[1] is not None:
+        import cv2
+
+        from pathlib import Path
+
+        Path(image).parent.mkdir(parents=True, exist_ok=True)
+        if not cv2.imwrite(str(image), best[1]):
+            raise TaskLearningError(f"{image}: cannot write the picture")
     return tally
 
 
@@ -143,7 +156,8 @@ def compare(world: FetchWorld, robot: SimulatedRobot, tally: FrameTally) -> dict
 
 
 def perceive(scene: Scene, *, pose: str = "centre", moved: tuple[str, str] | None = None, width: int = 640,
-             height: int = 480, depth_noise_m: float = 0.005, seed: int = 0) -> dict[str, Any]:
+             height: int = 480, depth_noise_m: float = 0.005, seed: int = 0,
+             image: str | None = None) -> dict[str, Any]:
     """One synthetic frame set (a look-around from `pose`: 'centre', 'offset' or an object id to
     stand in front of) through the bridge; `moved` = (object, receptacle) someone moved first."""
     robot = SimulatedRobot(scene, camera=CameraModel.fetch_head(width, height), depth_noise_m=depth_noise_m,
@@ -156,5 +170,20 @@ def perceive(scene: Scene, *, pose: str = "centre", moved: tuple[str, str] | Non
         robot.T_world_base = g.base_pose(0.4, -0.3, math.radians(20.0))
     elif pose not in ("centre", "center"):
         robot.T_world_base = robot.layout.standing_pose(pose)
-    tally = look_around(world, robot, clock)
+    tally = look_around(world, robot, clock, image=image)
     return compare(world, robot, tally)
+
+
+def draw_detections(world: FetchWorld, frame_color: np.ndarray) -> np.ndarray:
+    """The frame with the last detections drawn: marker outlines, ids, object ids, distances."""
+    import cv2
+
+    img = frame_color.copy()
+    for obs in world.last_detections.observations:
+        pts = np.round(obs.corners).astype(np.int32)
+        colour = (0, 200, 0) if obs.role == "body" else (255, 140, 0)
+        cv2.polylines(img, [pts], True, colour, 2)
+        x, y = pts[:, 0].min(), pts[:, 1].min() - 4
+        label = f"{obs.object_id}{' door' if obs.role == 'door' else ''} {obs.distance:.2f}m"
+        cv2.putText(img, label, (int(x), int(max(y, 10))), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (0, 0, 255), 1, cv2.LINE_AA)
+    return img

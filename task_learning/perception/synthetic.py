@@ -290,6 +290,7 @@ class SimulatedRobot:
         self.renderer = Renderer(self.camera)
         self.rng = np.random.default_rng(seed)
         self.registry = self.layout.registry()
+        self.extra_quads: list[Quad] = []  # e.g. a marker nobody registered (tests)
 
     # -- camera ---------------------------------------------------------------------------------
 
@@ -304,13 +305,19 @@ class SimulatedRobot:
     def render(self, stamp: float = 0.0, T_world_base: np.ndarray | None = None) -> RenderedView:
         is_open, hidden = self._state()
         base = self.T_world_base if T_world_base is None else T_world_base
-        return self.renderer.render(self.layout.quads(is_open, hidden), base @ self.T_base_camera, stamp=stamp,
+        quads = self.layout.quads(is_open, hidden) + self.extra_quads
+        return self.renderer.render(quads, base @ self.T_base_camera, stamp=stamp,
                                     depth_noise_m=self.depth_noise_m, rng=self.rng)
 
     def look_around_poses(self, steps: int = 12) -> list[np.ndarray]:
         x, y = self.T_world_base[0, 3], self.T_world_base[1, 3]
         start = g.yaw_of(self.T_world_base)
         return [g.base_pose(x, y, start + 2 * math.pi * k / steps) for k in range(steps)]
+
+    def add_stray_marker(self, marker_id: int) -> None:
+        """Put a marker that is not in the registry beside the first piece of furniture."""
+        T = self.layout.T_body[self.layout.furniture[0]] @ g.make(None, (-VOLUME_W / 2 - 0.15, 0.1, 0.0))
+        self.extra_quads.append(Quad(f"stray/{marker_id}", T, ITEM_FACE_M, ITEM_FACE_M, marker_id, ITEM_MARKER_M))
 
     def true_parent(self, object_id: str) -> str:
         record = next(o for o in self.world.metadata["objects"] if o["objectId"] == object_id)

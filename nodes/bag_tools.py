@@ -1,0 +1,130 @@
+"""`task-learning bag record|play`: rosbag2 files of the head camera, through real topics.
+
+record: subscribes to the camera topics (serialized, exactly as they come off the wire) and writes
+them with their receive time into a rosbag2 directory (MCAP or sqlite3) with `rosbags`.
+play: publishes a bag's messages on their topics at their recorded pace (`rate` times faster);
+with `restamp` (default) every header stamp is shifted to now, as if the robot were live, so
+the bridge's staleness check (frames older than 1 s are refused) passes for a recording.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message, serialize_message
+
+from geometry_msgs.msg import PoseWithCovarianceStamped
+from sensor_msgs.msg import CameraInfo, Image
+from task_learning.errors import TaskLearningError
+from task_learning.perception.bag import BagWriter, read_messages
+
+TYPES = {
+    "sensor_msgs/msg/Image": Image,
+    "sensor_msgs/msg/CameraInfo": CameraInfo,
+    "geometry_msgs/msg/PoseWithCovarianceStamped": PoseWithCovarianceStamped,
+}
+
+
+class _Graph:
+    def __init__(self, name: str) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = Node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        self.thread.join(timeout=5.0)
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+
+def record(out: str | Path, topics: list[str], *, duration_s: float, storage: str = "mcap",
+           discover_s: float = 10.0, stop: threading.Event | None = None) -> dict[str, int]:
+    """Record `topics` for `duration_s` seconds (or until `stop` is set); returns counts per topic."""
+    graph = _Graph("bag_recorder")
+    writer: BagWriter | None = None
+    try:
+        deadline = time.monotonic() + discover_s
+        found: dict[str, str] = {}
+        while time.monotonic() < deadline and len(found) < len(topics):
+            for name, types in graph.node.get_topic_names_and_types():
+                if name in topics and types:
+                    found[name] = types[0]
+            time.sleep(0.1)
+        missing = [t for t in topics if t not in found]
+        if missing:
+            raise TaskLearningError(f"no publisher on {', '.join(missing)} within {discover_s:g} s")
+        unsupported = [f"{t} ({found[t]})" for t in topics if found[t] not in TYPES]
+        if unsupported:
+            raise TaskLearningError(f"cannot record {', '.join(unsupported)}: supported types are "
+                                    f"{', '.join(sorted(TYPES))}")
+        writer = BagWriter(out, storage)
+        lock = threading.Lock()
+
+        def callback(topic: str, msgtype: str) -> Any:
+            def on_message(raw: bytes) -> None:
+                with lock:
+                    writer.write(topic, msgtype, time.time_ns(), raw)
+            return on_message
+
+        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        for topic in topics:
+            graph.node.create_subscription(TYPES[found[topic]], topic, callback(topic, found[topic]), qos, raw=True)
+        stop = stop or threading.Event()
+        stop.wait(duration_s)
+        with lock:
+            counts = dict(writer.counts)
+            writer.close()
+            writer = None
+        return counts
+    finally:
+        if writer is not None:
+            writer.close()
+        graph.close()
+
+
+def play(bag: str | Path, *, rate: float = 1.0, restamp: bool = True, topics: list[str] | None = None) -> int:
+    """Publish a bag's messages; returns how many were published."""
+    if rate <= 0:
+        raise TaskLearningError(f"--rate must be > 0, got {rate}")
+    messages = list(read_messages(bag, topics))
+    if not messages:
+        raise TaskLearningError(f"{bag}: no messages on the requested topics")
+    graph = _Graph("bag_player")
+    try:
+        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        publishers: dict[str, Any] = {}
+        for topic, msgtype, *_ in messages:
+            if topic not in publishers:
+                if msgtype not in TYPES:
+                    raise TaskLearningError(f"{bag}: cannot play {topic} ({msgtype})")
+                publishers[topic] = graph.node.create_publisher(TYPES[msgtype], topic, qos)
+        time.sleep(1.0)  # discovery: let subscribers match before the first message
+        first = messages[0][2]
+        start = time.time()
+        offset_ns = time.time_ns() - first
+        for topic, msgtype, t_ns, _msg, raw in messages:
+            delay = start + (t_ns - first) / 1e9 / rate - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            if restamp:
+                msg = deserialize_message(raw, TYPES[msgtype])
+                stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec + offset_ns
+                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+                publishers[topic].publish(serialize_message(msg))
+            else:
+                publishers[topic].publish(raw)
+        return len(messages)
+    finally:
+        graph.close()

@@ -1,0 +1,186 @@
+"""synthetic_robot_node: a simulated Fetch for tests and the demo (no robot, no simulator).
+
+- Publishes the head camera as a real robot does: colour (bgr8), depth registered to colour
+  (32FC1 metres, Gaussian noise `depth_noise_m`), camera info, all with one stamp, and the base
+  pose (PoseWithCovarianceStamped, as AMCL does), at `publish_rate_hz`. At start it turns in
+  place through `look_around_steps` headings, one frame each, so the bridge sees the room.
+- Serves the Skill action (`skill_action`) the bridge sends to: the symbolic world decides what
+  happens (AI2-THOR's rules and error messages), the 3D layout follows, the camera re-renders.
+  `skill_delay_s` makes every skill take that long (to test timeouts).
+- `fault` injects bad input for tests: no_camera_info | depth_half_size | stale (stamps 2 s old)
+  | unregistered_marker (a marker id the registry lacks).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionServer, CancelResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+import cv2
+from geometry_msgs.msg import PoseWithCovarianceStamped
+from sensor_msgs.msg import CameraInfo, Image
+from task_learning.perception import geometry as g
+from task_learning.perception.camera import CameraModel
+from task_learning.perception.images import image_fields
+from task_learning.perception.skills import SKILLS, SkillRequest
+from task_learning.perception.synthetic import SimulatedRobot
+from task_learning.world.scene import load_scene
+from task_learning_interfaces.action import Skill
+from task_learning_nodes.fetch_bridge import DEFAULT_CAMERA_TO_BASE, FETCH_PARAMETERS
+from task_learning_nodes.node_base import run_node
+
+FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker")
+STRAY_MARKER_ID = 99
+
+
+class SyntheticRobotNode(Node):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("synthetic_robot", **kwargs)
+        params: dict[str, tuple[Any, str]] = {
+            "scene": ("store_groceries", "scene under config/scenes/ (or a path)"),
+            "publish_rate_hz": (5.0, "frames per second"),
+            "width": (640, "image width in pixels"),
+            "height": (480, "image height in pixels"),
+            "depth_noise_m": (0.005, "sigma of the Gaussian depth noise, m"),
+            "look_around_steps": (12, "headings of the look-around at start (0: none)"),
+            "skill_delay_s": (0.0, "every skill takes this long (tests of timeouts)"),
+            "fault": ("", "bad input to inject: " + " | ".join(f for f in FAULTS if f)),
+            "seed": (0, "depth noise seed"),
+            "camera_frame": ("head_camera_rgb_optical_frame", "frame_id of the images"),
+        }
+        for key in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic", "skill_action"):
+            params[key] = FETCH_PARAMETERS[key]
+        params["camera_to_base"] = (DEFAULT_CAMERA_TO_BASE, FETCH_PARAMETERS["camera_to_base"][1])
+        for name, (default, doc) in params.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=doc))
+        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        self.fault = str(get("fault"))
+        if self.fault not in FAULTS:
+            raise ValueError(f"parameter fault must be one of {', '.join(repr(f) for f in FAULTS)}, got {self.fault!r}")
+        rate = float(get("publish_rate_hz"))
+        if rate <= 0:
+            raise ValueError(f"parameter publish_rate_hz must be > 0, got {rate}")
+        width, height = int(get("width")), int(get("height"))
+        if width < 16 or height < 16:
+            raise ValueError(f"image size {width}x{height} is too small")
+        try:
+            T_base_camera = g.from_xyz_quat([float(v) for v in get("camera_to_base")])
+        except ValueError as exc:
+            raise ValueError(f"parameter camera_to_base: {exc}") from None
+        self.robot = SimulatedRobot(load_scene(str(get("scene"))), camera=CameraModel.fetch_head(width, height),
+                                    T_base_camera=T_base_camera, depth_noise_m=float(get("depth_noise_m")),
+                                    seed=int(get("seed")))
+        if self.fault == "unregistered_marker":
+            self.robot.add_stray_marker(STRAY_MARKER_ID)
+        self.skill_delay_s = float(get("skill_delay_s"))
+        self.camera_frame = str(get("camera_frame"))
+        self._lock = threading.Lock()
+        self._pending_poses = self.robot.look_around_poses(int(get("look_around_steps"))) \
+            if int(get("look_around_steps")) > 0 else []
+        self.look_around_done = not self._pending_poses
+        qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+        self.color_pub = self.create_publisher(Image, str(get("color_topic")), qos)
+        self.depth_pub = self.create_publisher(Image, str(get("depth_topic")), qos)
+        self.info_pub = self.create_publisher(CameraInfo, str(get("camera_info_topic")), qos)
+        self.pose_pub = self.create_publisher(PoseWithCovarianceStamped, str(get("base_pose_topic")),
+                                              QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+        self.create_timer(1.0 / rate, self.publish_frame, callback_group=MutuallyExclusiveCallbackGroup())
+        ActionServer(self, Skill, str(get("skill_action")), execute_callback=self.on_skill,
+                     cancel_callback=lambda _goal: CancelResponse.ACCEPT, callback_group=ReentrantCallbackGroup())
+        self.get_logger().info(f"synthetic robot in {self.robot.scene.name}: {width}x{height} at {rate:g} Hz, "
+                               f"{len(self.robot.registry.markers)} marked objects, fault={self.fault or 'none'}")
+
+    # -- camera ---------------------------------------------------------------------------------
+
+    def publish_frame(self) -> None:
+        now = self.get_clock().now()
+        stamp = now.nanoseconds * 1e-9 - (2.0 if self.fault == "stale" else 0.0)
+        with self._lock:
+            if self._pending_poses:
+                self.robot.T_world_base = self._pending_poses.pop(0)
+                if not self._pending_poses:
+                    self.look_around_done = True
+            view = self.robot.render(stamp)
+            T_base = self.robot.T_world_base.copy()
+        header_stamp = _time_msg(stamp)
+        pose = PoseWithCovarianceStamped()
+        pose.header.stamp, pose.header.frame_id = header_stamp, "map"
+        x, y, z, qx, qy, qz, qw = g.to_xyz_quat(T_base)
+        pose.pose.pose.position.x, pose.pose.pose.position.y, pose.pose.pose.position.z = x, y, z
+        o = pose.pose.pose.orientation
+        o.x, o.y, o.z, o.w = qx, qy, qz, qw
+        self.pose_pub.publish(pose)
+        frame = view.frame
+        depth = frame.depth
+        if self.fault == "depth_half_size":
+            depth = cv2.resize(depth, (depth.shape[1] // 2, depth.shape[0] // 2), interpolation=cv2.INTER_NEAREST)
+        self.color_pub.publish(_image(frame.color, "bgr8", header_stamp, self.camera_frame))
+        self.depth_pub.publish(_image(depth, "32FC1", header_stamp, self.camera_frame))
+        if self.fault != "no_camera_info":
+            info = CameraInfo()
+            info.header.stamp, info.header.frame_id = header_stamp, self.camera_frame
+            cam = self.robot.camera
+            info.width, info.height = cam.width, cam.height
+            info.distortion_model = "plumb_bob"
+            info.d = [0.0] * 5
+            info.k = cam.k_list()
+            info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+            info.p = [cam.fx, 0.0, cam.cx, 0.0, 0.0, cam.fy, cam.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
+            self.info_pub.publish(info)
+
+    # -- skills ---------------------------------------------------------------------------------
+
+    def on_skill(self, handle: Any) -> Skill.Result:
+        goal = handle.request
+        result = Skill.Result()
+        if goal.skill not in SKILLS:
+            handle.abort()
+            result.success, result.error_code = False, "unknown_skill"
+            result.error_message = f"unknown skill {goal.skill!r} (known: {', '.join(SKILLS)})"
+            return result
+        deadline = time.monotonic() + self.skill_delay_s
+        while time.monotonic() < deadline:
+            if handle.is_cancel_requested:
+                handle.canceled()
+                result.success, result.error_message, result.error_code = False, "cancelled", "cancelled"
+                return result
+            time.sleep(0.02)
+        with self._lock:
+            outcome = self.robot.execute(SkillRequest(goal.skill, goal.object_id, goal.target_id))
+        self.get_logger().info(f"{goal.skill}({goal.object_id}): "
+                               f"{'ok' if outcome.success else outcome.error_message}")
+        result.success, result.error_message, result.error_code = (outcome.success, outcome.error_message,
+                                                                   outcome.error_code)
+        handle.succeed()
+        return result
+
+
+def _time_msg(stamp: float) -> Any:
+    from builtin_interfaces.msg import Time
+
+    sec = int(stamp // 1)
+    return Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9)) % 1_000_000_000)
+
+
+def _image(arr: Any, encoding: str, stamp: Any, frame_id: str) -> Image:
+    msg = Image()
+    msg.header.stamp, msg.header.frame_id = stamp, frame_id
+    fields = image_fields(arr, encoding)
+    msg.height, msg.width, msg.encoding = fields["height"], fields["width"], fields["encoding"]
+    msg.is_bigendian, msg.step = fields["is_bigendian"], fields["step"]
+    msg.data = fields["data"]
+    return msg
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(SyntheticRobotNode, args, name="synthetic_robot", num_threads=4)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
