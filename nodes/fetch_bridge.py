@@ -24,7 +24,7 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
@@ -51,10 +51,11 @@ FETCH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "marker_registry": ("", "YAML marker registry; '' with synthetic:=true uses the simulated robot's"),
     "marker_dictionary": ("", "cv2.aruco dictionary overriding the registry's (e.g. DICT_APRILTAG_36h11)"),
     "synthetic": (False, "the camera is the simulated robot's (synthetic_robot node)"),
-    "image_qos": ("sensor_data", "sensor_data (best effort) | reliable"),
+    "image_qos": ("reliable", "reliable | sensor_data (best effort: for a camera driver that publishes so)"),
     "sync_slop_s": (0.05, "colour, depth and camera info within this many seconds form one frame set"),
     "max_frame_age_s": (1.0, "older frame sets are refused as stale (0: never)"),
     "frame_timeout_s": (5.0, "after a skill, wait this long for a new frame"),
+    "block_after_s": (5.0, "refuse actions when no frame was used for this long"),
     "belief_half_life_s": (120.0, "confidence of an object out of view halves in this time"),
     "skill_action": ("fetch_skills", "the robot's skill action server (task_learning_interfaces/action/Skill)"),
     "skill_server_wait_s": (2.0, "a skill server not found within this time is reported down"),
@@ -157,7 +158,7 @@ class FetchFrontend:
             detector = MarkerDetector(registry)
         except ValueError as exc:
             raise ValueError(f"parameter marker_dictionary: {exc}") from None
-        for name in ("sync_slop_s", "max_frame_age_s", "frame_timeout_s", "belief_half_life_s",
+        for name in ("sync_slop_s", "max_frame_age_s", "frame_timeout_s", "belief_half_life_s", "block_after_s",
                      "skill_server_wait_s", "skill_timeout_s"):
             if float(get(name)) < 0:
                 raise ValueError(f"parameter {name} must be >= 0, got {get(name)}")
@@ -165,7 +166,8 @@ class FetchFrontend:
                                      timeout_s=float(get("skill_timeout_s")))
         self.world = FetchWorld(registry, self.skills, scene=scene, max_age_s=float(get("max_frame_age_s")),
                                 frame_timeout_s=float(get("frame_timeout_s")),
-                                half_life_s=float(get("belief_half_life_s")), detector=detector)
+                                half_life_s=float(get("belief_half_life_s")), block_after_s=float(get("block_after_s")),
+                                detector=detector)
         self.topics = {k: str(get(k)) for k in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic")}
         self.sync = ApproximateSync(["color", "depth", "info"], slop_s=max(float(get("sync_slop_s")), 1e-3))
         self._poses: deque[tuple[float, np.ndarray]] = deque(maxlen=200)
@@ -174,8 +176,10 @@ class FetchFrontend:
         qos_name = str(get("image_qos"))
         if qos_name not in ("sensor_data", "reliable"):
             raise ValueError(f"parameter image_qos must be sensor_data or reliable, got {qos_name!r}")
-        qos = qos_profile_sensor_data if qos_name == "sensor_data" else \
-            QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+        # keep only the newest frames: a bridge that falls behind skips frames rather than using
+        # ones that went stale in a queue
+        qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT if qos_name == "sensor_data"
+                         else ReliabilityPolicy.RELIABLE)
         frames = MutuallyExclusiveCallbackGroup()
         node.create_subscription(Image, self.topics["color_topic"], lambda m: self._on("color", m), qos,
                                  callback_group=frames)

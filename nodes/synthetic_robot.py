@@ -3,7 +3,8 @@
 - Publishes the head camera as a real robot does: colour (bgr8), depth registered to colour
   (32FC1 metres, Gaussian noise `depth_noise_m`), camera info, all with one stamp, and the base
   pose (PoseWithCovarianceStamped, as AMCL does), at `publish_rate_hz`. At start it turns in
-  place through `look_around_steps` headings, one frame each, so the bridge sees the room.
+  place through `look_around_steps` headings, `look_around_hold_s` each, so the bridge sees the
+  room (again and again until the first skill goal, with `scan_until_first_skill`).
 - Serves the Skill action (`skill_action`) the bridge sends to: the symbolic world decides what
   happens (AI2-THOR's rules and error messages), the 3D layout follows, the camera re-renders.
   `skill_delay_s` makes every skill take that long (to test timeouts).
@@ -49,6 +50,8 @@ class SyntheticRobotNode(Node):
             "height": (480, "image height in pixels"),
             "depth_noise_m": (0.005, "sigma of the Gaussian depth noise, m"),
             "look_around_steps": (12, "headings of the look-around at start (0: none)"),
+            "look_around_hold_s": (2.0, "how long the robot looks in each heading"),
+            "scan_until_first_skill": (True, "repeat the look-around until the first skill goal arrives"),
             "skill_delay_s": (0.0, "every skill takes this long (tests of timeouts)"),
             "fault": ("", "bad input to inject: " + " | ".join(f for f in FAULTS if f)),
             "seed": (0, "depth noise seed"),
@@ -81,9 +84,11 @@ class SyntheticRobotNode(Node):
         self.skill_delay_s = float(get("skill_delay_s"))
         self.camera_frame = str(get("camera_frame"))
         self._lock = threading.Lock()
-        self._pending_poses = self.robot.look_around_poses(int(get("look_around_steps"))) \
-            if int(get("look_around_steps")) > 0 else []
-        self.look_around_done = not self._pending_poses
+        hold = max(1, int(round(float(get("look_around_hold_s")) * rate)))
+        self._scan = [pose for pose in self.robot.look_around_poses(int(get("look_around_steps")))
+                      for _ in range(hold)] if int(get("look_around_steps")) > 0 else []
+        self._pending_poses = list(self._scan)
+        self._keep_scanning = bool(get("scan_until_first_skill"))
         qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
         self.color_pub = self.create_publisher(Image, str(get("color_topic")), qos)
         self.depth_pub = self.create_publisher(Image, str(get("depth_topic")), qos)
@@ -102,10 +107,10 @@ class SyntheticRobotNode(Node):
         now = self.get_clock().now()
         stamp = now.nanoseconds * 1e-9 - (2.0 if self.fault == "stale" else 0.0)
         with self._lock:
+            if not self._pending_poses and self._keep_scanning:
+                self._pending_poses = list(self._scan)
             if self._pending_poses:
                 self.robot.T_world_base = self._pending_poses.pop(0)
-                if not self._pending_poses:
-                    self.look_around_done = True
             view = self.robot.render(stamp)
             T_base = self.robot.T_world_base.copy()
         header_stamp = _time_msg(stamp)
@@ -152,6 +157,11 @@ class SyntheticRobotNode(Node):
                 return result
             time.sleep(0.02)
         with self._lock:
+            if self._keep_scanning or self._pending_poses:  # stop looking around: there is work
+                self._keep_scanning = False
+                self._pending_poses = []
+                if self._scan:
+                    self.robot.T_world_base = self._scan[0]
             outcome = self.robot.execute(SkillRequest(goal.skill, goal.object_id, goal.target_id))
         self.get_logger().info(f"{goal.skill}({goal.object_id}): "
                                f"{'ok' if outcome.success else outcome.error_message}")

@@ -9,8 +9,9 @@ What keeps it safe and honest:
 - a frame set that fails its checks (no camera info, sizes that differ, older than `max_age_s`,
   no camera pose) is not used, and the reason is the world state's `perceptionStatus`; so is an
   unregistered marker id, and the age of the newest frame when frames stop;
-- while perception is unhealthy, actions are refused (acting blind is not an option), with the
-  reason as the failed action's message;
+- actions are refused (acting blind is not an option), with the reason as the failed action's
+  message, before any frame was used, while frame sets are refused for a lasting problem, and
+  when no frame was used for `block_after_s`;
 - a skill server that is down or times out is a failed action with that reason, never a success;
 - after a successful skill the action returns only once a frame taken after it was processed
   (or `frame_timeout_s` passed, which the status says), so the next decision sees its effect.
@@ -40,7 +41,7 @@ class FetchWorld:
 
     def __init__(self, registry: MarkerRegistry, skills: SkillClient | None, *, scene: Scene | None = None,
                  types: Mapping[str, ObjectType] | None = None, max_age_s: float = 1.0,
-                 frame_timeout_s: float = 5.0, half_life_s: float = 120.0,
+                 frame_timeout_s: float = 5.0, half_life_s: float = 120.0, block_after_s: float = 5.0,
                  clock: Callable[[], float] = time.time, detector: MarkerDetector | None = None) -> None:
         catalogue = dict(load_object_types())
         if scene is not None:
@@ -51,6 +52,7 @@ class FetchWorld:
         self.scene = scene
         self.max_age_s = max_age_s
         self.frame_timeout_s = frame_timeout_s
+        self.block_after_s = block_after_s
         self.clock = clock
         self.detector = detector or MarkerDetector(registry)
         self.belief = BeliefWorld(registry, catalogue, scene_name=scene.name if scene else "",
@@ -108,9 +110,19 @@ class FetchWorld:
             return "; ".join(parts)
 
     def perception_ok(self) -> tuple[bool, str]:
+        """Whether the robot may act: it has used a frame within `block_after_s` and the latest
+        frame set was not refused for a problem that will not go away by itself (no camera info,
+        sizes that differ, no pose). A late frame now and then under load does not stop it."""
         status = self.status()
-        blocking = status and not status.startswith("unregistered") and not status.startswith("skill")
-        return (not blocking, status)
+        with self._cond:
+            if not self.frames:
+                return False, status or "no frames used yet"
+            if self._frame_status and not self._frame_status.startswith(("unregistered", "stale")):
+                return False, status
+            age = self.clock() - self.last_frame_stamp
+            if self.block_after_s > 0 and age > self.block_after_s:
+                return False, status or f"no frame used for {age:.1f} s"
+        return True, status
 
     @property
     def metadata(self) -> dict[str, Any]:

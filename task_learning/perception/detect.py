@@ -47,6 +47,9 @@ class Detections:
     unregistered: list[int] = field(default_factory=list)
 
 
+COS_20_DEG = float(np.cos(np.radians(20.0)))
+
+
 def square_points(size: float) -> np.ndarray:
     h = size / 2.0
     return np.array([[-h, h, 0.0], [h, h, 0.0], [h, -h, 0.0], [-h, -h, 0.0]])
@@ -114,12 +117,13 @@ class MarkerDetector:
         if not count:
             return "no pose from the corners"
         # IPPE gives both poses of a square (a small marker's tilt is ambiguous); depth decides.
+        samples = self._depth_samples(pts, frame.depth, camera)
         candidates = []
         for rvec, tvec, error in zip(rvecs, tvecs, np.asarray(errors).ravel()):
             R, _ = cv2.Rodrigues(rvec)
             t = np.asarray(tvec, dtype=float).reshape(3)
             if t[2] > 0:
-                candidates.append((float(error), R, t, self._depth_fit(R, t, pts, frame.depth, camera)))
+                candidates.append((float(error), R, t, self._depth_fit(R, t, samples)))
         if not candidates:
             return "pose behind the camera"
         with_depth = [c for c in candidates if np.isfinite(c[3][1])]
@@ -132,7 +136,7 @@ class MarkerDetector:
                 return (f"depth and corners disagree by {100 * abs(ratio - 1):.0f} % "
                         "(occluded, reflective or wrong size in the registry)")
             t = t * ratio
-            normal = self._depth_normal(R, t, pts, frame.depth, camera)
+            normal = self._depth_normal(R, samples)
             if normal is not None:
                 R = align_normal(R, normal)
         T = np.eye(4)
@@ -140,12 +144,10 @@ class MarkerDetector:
         T[:3, 3] = t
         return MarkerObservation(marker_id, object_id, role, T, pts, error, ratio)
 
-    def _depth_fit(self, R: np.ndarray, t: np.ndarray, pts: np.ndarray, depth: np.ndarray,
-                   camera: CameraModel) -> tuple[float, float]:
-        """(median of measured / predicted depth, spread of the rescaled residuals in metres) over
-        the inner 80 % of the marker; (nan, nan) if too few valid pixels. A wrong tilt leaves a
-        depth gradient across the marker, so its spread is larger than the right pose's."""
-        nan = (float("nan"), float("nan"))
+    def _depth_samples(self, pts: np.ndarray, depth: np.ndarray,
+                       camera: CameraModel) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rays with z = 1, measured depths) of the valid depth pixels inside the inner 80 % of
+        the marker; None if there are too few."""
         centre = pts.mean(axis=0)
         inner = centre + 0.8 * (pts - centre)
         x0, y0 = np.floor(inner.min(axis=0)).astype(int)
@@ -153,62 +155,56 @@ class MarkerDetector:
         h, w = depth.shape[:2]
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
         if x1 <= x0 or y1 <= y0:
-            return nan
+            return None
         mask = np.zeros((y1 - y0, x1 - x0), np.uint8)
         cv2.fillConvexPoly(mask, np.round(inner - [x0, y0]).astype(np.int32), 1)
         patch = depth[y0:y1, x0:x1]
-        valid = (mask > 0) & np.isfinite(patch) & (patch > 0)
-        if int(valid.sum()) < self.min_depth_pixels:
-            return nan
+        valid = (mask > 0) & (patch > 0) & np.isfinite(patch)
         vs, us = np.nonzero(valid)
-        rays = np.column_stack([(us + x0 - camera.cx) / camera.fx, (vs + y0 - camera.cy) / camera.fy,
-                                np.ones(len(us))])
+        if len(vs) < self.min_depth_pixels:
+            return None
+        rays = np.empty((len(us), 3))
+        rays[:, 0] = (us + (x0 - camera.cx)) / camera.fx
+        rays[:, 1] = (vs + (y0 - camera.cy)) / camera.fy
+        rays[:, 2] = 1.0
+        return rays, patch[vs, us].astype(float)
+
+    @staticmethod
+    def _depth_fit(R: np.ndarray, t: np.ndarray, samples: tuple[np.ndarray, np.ndarray] | None) -> tuple[float, float]:
+        """(median of measured / predicted depth, median absolute residual after rescaling, m);
+        (nan, nan) without samples. A wrong tilt leaves a depth gradient across the marker, so
+        its residual is larger than the right pose's."""
+        if samples is None:
+            return float("nan"), float("nan")
+        rays, measured = samples
         normal = R[:, 2]
         predicted = float(normal @ t) / (rays @ normal)
-        measured = patch[vs, us].astype(float)
         ratio = float(np.median(measured / predicted))
-        spread = float(np.median(np.abs(measured - ratio * predicted)))
-        return ratio, spread
+        return ratio, float(np.median(np.abs(measured - ratio * predicted)))
 
-    def _depth_normal(self, R: np.ndarray, t: np.ndarray, pts: np.ndarray, depth: np.ndarray,
-                      camera: CameraModel) -> np.ndarray | None:
+    def _depth_normal(self, R: np.ndarray, samples: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray | None:
         """The marker plane's normal from a least-squares plane through its depth pixels (better
         than the corners' tilt, which is weak for small markers); None if too few pixels or it
         disagrees with the corners by more than 20 degrees."""
-        centre = pts.mean(axis=0)
-        inner = centre + 0.8 * (pts - centre)
-        x0, y0 = np.floor(inner.min(axis=0)).astype(int)
-        x1, y1 = np.ceil(inner.max(axis=0)).astype(int) + 1
-        h, w = depth.shape[:2]
-        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
-        if x1 <= x0 or y1 <= y0:
+        if samples is None or len(samples[1]) < self.min_plane_pixels:
             return None
-        mask = np.zeros((y1 - y0, x1 - x0), np.uint8)
-        cv2.fillConvexPoly(mask, np.round(inner - [x0, y0]).astype(np.int32), 1)
-        patch = depth[y0:y1, x0:x1]
-        valid = (mask > 0) & np.isfinite(patch) & (patch > 0)
-        if int(valid.sum()) < self.min_plane_pixels:
-            return None
-        vs, us = np.nonzero(valid)
-        z = patch[vs, us].astype(float)
-        points = np.column_stack([(us + x0 - camera.cx) / camera.fx * z, (vs + y0 - camera.cy) / camera.fy * z, z])
+        rays, measured = samples
+        points = rays * measured[:, None]
         points -= points.mean(axis=0)
-        normal = np.linalg.svd(points, full_matrices=False)[2][2]
+        normal = np.linalg.eigh(points.T @ points)[1][:, 0]  # smallest eigenvalue's vector
         if normal @ R[:, 2] < 0:
             normal = -normal
-        if float(normal @ R[:, 2]) < np.cos(np.radians(20.0)):
+        if float(normal @ R[:, 2]) < COS_20_DEG:
             return None
         return normal
 
 
 def align_normal(R: np.ndarray, normal: np.ndarray) -> np.ndarray:
-    """R rotated by the smallest rotation that takes its z axis onto `normal`."""
+    """R rotated by the smallest rotation that takes its z axis onto `normal` (Rodrigues)."""
     z = R[:, 2]
     axis = np.cross(z, normal)
-    s, c = float(np.linalg.norm(axis)), float(z @ normal)
+    s = float(np.linalg.norm(axis))
     if s < 1e-12:
         return R
-    k = axis / s
-    Kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
-    rot = np.eye(3) + s * Kx + (1 - c) * (Kx @ Kx)
+    rot, _ = cv2.Rodrigues(axis / s * np.arctan2(s, float(z @ normal)))
     return rot @ R

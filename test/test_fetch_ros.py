@@ -1,0 +1,173 @@
+"""The fetch bridge through a real ROS graph: the simulated robot publishes its head camera on the
+Fetch topics and serves the Skill action; perception (backend:=fetch) turns the images into the
+world state and the actions into skills. Bad input ends as a status / a failed outcome with a
+reason, and the node keeps running. A bag recorded from the robot replays into the bridge."""
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from task_learning.types import ActionCall
+from task_learning.world.scene import load_scene
+from task_learning_interfaces.msg import WorldState
+from task_learning_interfaces.srv import ExecuteAction, GetCompletion
+from task_learning_nodes import convert
+
+from .ros_testing import ROOT, RosClient, start_process, stop_process
+
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+PERCEPTION = [sys.executable, "-m", "task_learning_nodes.perception", "--ros-args",
+              "--params-file", str(ROOT / "config" / "nodes" / "perception.yaml"),
+              "-p", "backend:=fetch", "-p", "synthetic:=true", "-p", "scene:=store_groceries"]
+ROBOT = [sys.executable, "-m", "task_learning_nodes.synthetic_robot", "--ros-args", "-p", "scene:=store_groceries"]
+SCENE_OBJECTS = len(load_scene("store_groceries").objects)
+
+
+class Graph:
+    """Perception + synthetic robot processes and a client, on one domain id."""
+
+    def __init__(self, domain_id: int, robot_params=(), perception_params=()) -> None:
+        self.procs = {
+            "robot": start_process(ROBOT + [a for p in robot_params for a in ("-p", p)], domain_id),
+            "perception": start_process(PERCEPTION + [a for p in perception_params for a in ("-p", p)], domain_id),
+        }
+        self.client = RosClient(domain_id)
+        self.states = self.client.subscribe_collect(WorldState, "world_state", LATCHED)
+
+    def execute(self, action: str, object_id: str = "", timeout: float = 30.0):
+        call = ActionCall(action, object_id)
+        res = self.client.call(ExecuteAction, "execute_action",
+                               ExecuteAction.Request(call=convert.action_call_to_msg(call), return_world=True),
+                               timeout=timeout)
+        return convert.action_outcome_from_msg(res.outcome), res.world
+
+    def close(self) -> dict[str, tuple[int, str]]:
+        self.client.close()
+        return {name: stop_process(proc, timeout=20.0) for name, proc in self.procs.items()}
+
+
+@pytest.fixture(scope="module")
+def graph():
+    g = Graph(61)
+    try:
+        yield g
+    finally:
+        for name, (code, output) in g.close().items():
+            assert code == 0, f"{name} exited with {code}:\n{output[-3000:]}"
+
+
+def test_images_become_the_world_state(graph):
+    state = graph.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS and s.status == "", timeout=90.0)
+    assert state.backend == "fetch" and state.scene == "store_groceries"
+    by_id = {o.object_id: o for o in state.objects}
+    assert list(by_id["Yogurt|1"].parent_receptacles) == ["Bag|2"]
+    assert by_id["Fridge|1"].openable and not by_id["Fridge|1"].is_open
+    extra = dict(convert.key_value_from_msg(kv) for kv in by_id["Yogurt|1"].extra)
+    assert 0.0 < extra["confidence"] <= 1.0 and extra["lastSeen"] > 0
+
+
+def test_actions_go_to_the_skill_server_and_come_back_as_images(graph):
+    graph.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS, timeout=90.0)
+    outcome, _ = graph.execute("PickupObject", "Yogurt|1")
+    assert not outcome.success and outcome.blocking_condition == "not_near" and "reach" in outcome.error_message
+    outcome, world = graph.execute("NavigateToObject", "Yogurt|1")
+    assert outcome.success and world.robot_location == "Yogurt|1"
+    outcome, world = graph.execute("PickupObject", "Yogurt|1")
+    assert outcome.success and list(world.held_object_ids) == ["Yogurt|1"]
+    for action, target in (("NavigateToObject", "Fridge|1"), ("OpenObject", "Fridge|1"), ("PutObject", "Fridge|1")):
+        outcome, world = graph.execute(action, target)
+        assert outcome.success, (action, outcome.error_message)
+    # the fridge's door and the yogurt inside are seen in the images after the actions
+    state = graph.states.wait_for(lambda s: any(o.object_id == "Yogurt|1" and o.visible and
+                                                list(o.parent_receptacles) == ["Fridge|1"] for o in s.objects)
+                                  and any(o.object_id == "Fridge|1" and o.is_open for o in s.objects), timeout=30.0)
+    assert not state.held_object_ids
+    res = graph.client.call(GetCompletion, "get_completion", GetCompletion.Request())
+    assert res.success and res.total == 18 and 0 < res.satisfied < 18
+
+
+def _statuses(domain_id, robot_params, words, perception_params=()):
+    g = Graph(domain_id, robot_params, perception_params)
+    try:
+        state = g.states.wait_for(lambda s: words in s.status, timeout=90.0)
+        outcome, _ = g.execute("NavigateToObject", "Fridge|1")
+        # the node still serves, with a state that says what is wrong
+        assert g.procs["perception"].poll() is None
+        return state, outcome
+    finally:
+        results = g.close()
+        assert results["perception"][0] == 0, results["perception"][1][-3000:]
+
+
+@pytest.mark.parametrize("domain_id, fault, words", [
+    (62, "no_camera_info", "no camera info on /head_camera/rgb/camera_info"),
+    (63, "depth_half_size", "differ in size"),
+    (64, "stale", "stale frames"),
+])
+def test_bad_camera_input_is_a_status_and_nothing_moves(domain_id, fault, words):
+    state, outcome = _statuses(domain_id, [f"fault:={fault}"], words)
+    assert not outcome.success and outcome.blocking_condition == "perception_unavailable"
+    assert words in outcome.error_message
+
+
+def test_an_unregistered_marker_is_named_and_the_rest_still_works():
+    state, outcome = _statuses(65, ["fault:=unregistered_marker"], "unregistered marker id(s) 99")
+    assert len(state.objects) <= SCENE_OBJECTS and "Marker" not in " ".join(o.object_type for o in state.objects)
+    assert outcome.success  # not a reason to stop acting
+
+
+def test_a_skill_server_that_is_down_or_too_slow_fails_the_action():
+    # down: the robot serves its skills under another name
+    state, outcome = _statuses(66, ["skill_action:=elsewhere"], "", ["skill_server_wait_s:=1.0"])
+    assert not outcome.success and outcome.blocking_condition == "skill_server_down"
+    assert "skill server 'fetch_skills' is not available" in outcome.error_message
+    # too slow: every skill takes 5 s, the bridge waits 1 s
+    g = Graph(67, ["skill_delay_s:=5.0"], ["skill_timeout_s:=1.0"])
+    try:
+        g.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS, timeout=90.0)
+        outcome, world = g.execute("NavigateToObject", "Fridge|1")
+        assert not outcome.success and outcome.blocking_condition == "skill_timeout"
+        assert "timed out after 1 s (goal cancelled)" in outcome.error_message
+        assert world.robot_location != "Fridge|1" and "skill server" in world.status
+    finally:
+        results = g.close()
+        assert results["perception"][0] == 0
+
+
+def test_a_recorded_bag_replays_into_the_bridge_with_the_same_world_state(tmp_path):
+    from task_learning.cli.bag_cmd import summarize
+    from task_learning_nodes import bag_tools
+
+    g = Graph(68, ["publish_rate_hz:=4.0"])
+    try:
+        stop = threading.Event()
+        box = {}
+        recorder = threading.Thread(target=lambda: box.update(counts=bag_tools.record(
+            tmp_path / "bag", ["/head_camera/rgb/image_raw", "/head_camera/depth_registered/image_raw",
+                               "/head_camera/rgb/camera_info", "/amcl_pose"], duration_s=120.0, stop=stop)))
+        recorder.start()
+        live = g.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS and s.status == "", timeout=90.0)
+        stop.set()
+        recorder.join(timeout=30.0)
+    finally:
+        g.close()
+    assert box["counts"]["/head_camera/rgb/image_raw"] >= 12
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "task_learning.cli", "bag", "perceive", "--bag", str(tmp_path / "bag"),
+                          "--scene", "store_groceries", "--synthetic", "--json"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    replayed = json.loads(out.stdout)
+    assert replayed["frames_used"] >= 12 and replayed["status"] == ""
+    mine = summarize(convert.metadata_from_world_state_msg(live))
+    assert set(replayed["objects"]) == set(mine)
+    for oid, row in mine.items():
+        other = replayed["objects"][oid]
+        assert (other["parent"], other["is_open"]) == (row["parent"], row["is_open"]), oid
+        assert max(abs(a - b) for a, b in zip(other["position"], row["position"])) < 0.02, oid
