@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import rclpy
 from rclpy.context import Context
@@ -33,9 +33,12 @@ TYPES = {
 
 
 class _Graph:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, domain_id: int | None = None) -> None:
         self.context = Context()
-        rclpy.init(context=self.context)
+        if domain_id is None:
+            rclpy.init(context=self.context)
+        else:
+            rclpy.init(context=self.context, domain_id=domain_id)
         self.node = Node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -50,9 +53,11 @@ class _Graph:
 
 
 def record(out: str | Path, topics: list[str], *, duration_s: float, storage: str = "mcap",
-           discover_s: float = 10.0, stop: threading.Event | None = None) -> dict[str, int]:
-    """Record `topics` for `duration_s` seconds (or until `stop` is set); returns counts per topic."""
-    graph = _Graph("bag_recorder")
+           discover_s: float = 10.0, stop: threading.Event | None = None,
+           domain_id: int | None = None, on_write: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Record `topics` for `duration_s` seconds (or until `stop` is set); returns counts per topic.
+    `domain_id`: the graph's (default: ROS_DOMAIN_ID); `on_write(topic)` after each message."""
+    graph = _Graph("bag_recorder", domain_id)
     writer: BagWriter | None = None
     try:
         deadline = time.monotonic() + discover_s
@@ -75,7 +80,11 @@ def record(out: str | Path, topics: list[str], *, duration_s: float, storage: st
         def callback(topic: str, msgtype: str) -> Any:
             def on_message(raw: bytes) -> None:
                 with lock:
+                    if writer is None:  # closed: recording is over
+                        return
                     writer.write(topic, msgtype, time.time_ns(), raw)
+                if on_write is not None:
+                    on_write(topic)
             return on_message
 
         qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
@@ -94,14 +103,15 @@ def record(out: str | Path, topics: list[str], *, duration_s: float, storage: st
         graph.close()
 
 
-def play(bag: str | Path, *, rate: float = 1.0, restamp: bool = True, topics: list[str] | None = None) -> int:
+def play(bag: str | Path, *, rate: float = 1.0, restamp: bool = True, topics: list[str] | None = None,
+         domain_id: int | None = None) -> int:
     """Publish a bag's messages; returns how many were published."""
     if rate <= 0:
         raise TaskLearningError(f"--rate must be > 0, got {rate}")
     messages = list(read_messages(bag, topics))
     if not messages:
         raise TaskLearningError(f"{bag}: no messages on the requested topics")
-    graph = _Graph("bag_player")
+    graph = _Graph("bag_player", domain_id)
     try:
         qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
         publishers: dict[str, Any] = {}

@@ -2,9 +2,10 @@
 in, skill goals out. The core (detection, belief, FetchWorld) is `task_learning.perception`.
 
 - Colour, depth and camera info are synchronised by stamp (`ApproximateSync`, slop
-  `sync_slop_s`; message_filters is not installable from PyPI). The base pose is the newest
-  `base_pose_topic` message (geometry_msgs/PoseWithCovarianceStamped, e.g. AMCL's) at or before
-  the images; empty topic: the base is the world origin (a robot that does not drive).
+  `sync_slop_s`; message_filters is not installable from PyPI). The base pose is the
+  `base_pose_topic` message (geometry_msgs/PoseWithCovarianceStamped, e.g. AMCL's) closest to the
+  images' stamp within `pose_tolerance_s` (images wait for a pose that has not come yet, as a tf
+  lookup would); empty topic: the base is the world origin (a robot that does not drive).
 - The camera-to-base transform is the static parameter `camera_to_base` ([x, y, z, qx, qy, qz, qw]
   of the optical frame in base_link): tf2 is not installable here; on a ROS install read it once
   from /tf with tf2_ros and pass it in.
@@ -30,6 +31,7 @@ from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.errors import TaskLearningError
 from task_learning.perception import geometry as g
+from task_learning.perception.bag import closest_pose
 from task_learning.perception.bridge import FetchWorld
 from task_learning.perception.camera import CameraModel
 from task_learning.perception.frames import RGBDFrame
@@ -53,6 +55,7 @@ FETCH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "synthetic": (False, "the camera is the simulated robot's (synthetic_robot node)"),
     "image_qos": ("reliable", "reliable | sensor_data (best effort: for a camera driver that publishes so)"),
     "sync_slop_s": (0.05, "colour, depth and camera info within this many seconds form one frame set"),
+    "pose_tolerance_s": (0.1, "the base pose used for a frame set is at most this far from its stamp"),
     "max_frame_age_s": (1.0, "older frame sets are refused as stale (0: never)"),
     "frame_timeout_s": (5.0, "after a skill, wait this long for a new frame"),
     "block_after_s": (5.0, "refuse actions when no frame was used for this long"),
@@ -158,7 +161,9 @@ class FetchFrontend:
             detector = MarkerDetector(registry)
         except ValueError as exc:
             raise ValueError(f"parameter marker_dictionary: {exc}") from None
-        for name in ("sync_slop_s", "max_frame_age_s", "frame_timeout_s", "belief_half_life_s", "block_after_s",
+        self.pose_tolerance_s = float(get("pose_tolerance_s"))
+        self._pending: tuple[Image, Image, CameraInfo] | None = None
+        for name in ("sync_slop_s", "pose_tolerance_s", "max_frame_age_s", "frame_timeout_s", "belief_half_life_s", "block_after_s",
                      "skill_server_wait_s", "skill_timeout_s"):
             if float(get(name)) < 0:
                 raise ValueError(f"parameter {name} must be >= 0, got {get(name)}")
@@ -204,15 +209,24 @@ class FetchFrontend:
         except ValueError as exc:
             self.world.report_problem(f"bad base pose on {self.topics['base_pose_topic']}: {exc}")
             return
+        stamp = stamp_of(msg.header)
         with self._pose_lock:
-            self._poses.append((stamp_of(msg.header), T))
+            self._poses.append((stamp, T))
+        pending = self._pending
+        if pending is not None and stamp >= stamp_of(pending[0].header) - self.pose_tolerance_s:
+            self._pending = None
+            self._use(*pending)
 
-    def base_at(self, stamp: float, slop: float) -> np.ndarray | None:
+    def base_at(self, stamp: float) -> np.ndarray | None:
+        """T_world_base at `stamp`: the pose closest in time within `pose_tolerance_s`."""
         if not self.topics["base_pose_topic"]:
             return np.eye(4)
         with self._pose_lock:
-            before = [(s, T) for s, T in self._poses if s <= stamp + slop]
-        return max(before, key=lambda item: item[0])[1] if before else None
+            return closest_pose(list(self._poses), stamp, self.pose_tolerance_s)
+
+    def newest_pose_stamp(self) -> float:
+        with self._pose_lock:
+            return max((s for s, _ in self._poses), default=float("-inf"))
 
     def _on(self, stream: str, msg: Any) -> None:
         if stream == "color":
@@ -246,11 +260,14 @@ class FetchFrontend:
         except ValueError as exc:
             self.world.report_problem(f"unusable image: {exc}")
             return
-        base = self.base_at(stamp, self.sync.slop_s)
+        base = self.base_at(stamp)
+        if base is None and self.newest_pose_stamp() < stamp:
+            self._pending = (color, depth, info)  # the pose for these images may still come
+            return
         T_world_camera = base @ self.T_base_camera if base is not None else None
         problem = self.world.process(RGBDFrame(bgr, metres, camera, stamp, T_world_camera), T_world_base=base)
         if problem and base is None and problem.startswith("no camera pose"):
-            self.world.report_problem(f"no base pose on {self.topics['base_pose_topic']} at or before the "
-                                      f"images (stamp {stamp:.3f})")
+            self.world.report_problem(f"no base pose on {self.topics['base_pose_topic']} within "
+                                      f"{self.pose_tolerance_s:g} s of the images (stamp {stamp:.3f})")
         elif problem:
             self.node.get_logger().warning(problem, throttle_duration_sec=5.0)

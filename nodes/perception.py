@@ -186,6 +186,8 @@ class PerceptionNode(Node):
         if call.object_id and call.object_id not in ids:
             hint = difflib.get_close_matches(call.object_id, ids, n=1)
             suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+            status = self.backend.metadata.get("perceptionStatus")
+            suffix += f"; perception: {status}" if status else ""
             return ActionOutcome(call, False, f"no object with id '{call.object_id}' in the world{suffix}",
                                  "UnknownObject")
         try:

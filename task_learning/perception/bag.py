@@ -115,6 +115,14 @@ def _stamp(header: Any) -> float:
     return float(header.stamp.sec) + float(header.stamp.nanosec) * 1e-9
 
 
+def closest_pose(poses: list[tuple[float, np.ndarray]], stamp: float, tolerance_s: float) -> np.ndarray | None:
+    """The pose closest in time to `stamp`, if within `tolerance_s` (what the node does too)."""
+    if not poses:
+        return None
+    best = min(poses, key=lambda item: abs(item[0] - stamp))
+    return best[1] if abs(best[0] - stamp) <= tolerance_s else None
+
+
 @dataclass
 class ReplayReport:
     frames_used: int
@@ -124,26 +132,25 @@ class ReplayReport:
 
 def replay_into_bridge(path: str | Path, world: FetchWorld, *, color_topic: str, depth_topic: str,
                        info_topic: str, pose_topic: str, T_base_camera: np.ndarray,
-                       slop_s: float = 0.05) -> ReplayReport:
+                       slop_s: float = 0.05, pose_tolerance_s: float = 0.1) -> ReplayReport:
     """Feed a bag's camera topics through `world` (its clock should follow the bag: set
     `world.clock` to return the newest stamp, or max_age_s to 0)."""
     sync = ApproximateSync(["color", "depth", "info"], slop_s=slop_s)
     poses: list[tuple[float, np.ndarray]] = []
-    streams = {color_topic: "color", depth_topic: "depth", info_topic: "info"}
-    used, refused, count = 0, [], 0
-    for topic, _type, _t, msg, _raw in read_messages(path, [color_topic, depth_topic, info_topic, pose_topic]):
-        count += 1
-        if topic == pose_topic:
+    if pose_topic:  # first pass: the poses (small), so each frame set gets the closest one
+        for _topic, _type, _t, msg, _raw in read_messages(path, [pose_topic]):
             p, q = msg.pose.pose.position, msg.pose.pose.orientation
             poses.append((_stamp(msg.header), g.from_xyz_quat([p.x, p.y, p.z, q.x, q.y, q.z, q.w])))
-            continue
+    streams = {color_topic: "color", depth_topic: "depth", info_topic: "info"}
+    used, refused, count = 0, [], len(poses)
+    for topic, _type, _t, msg, _raw in read_messages(path, [color_topic, depth_topic, info_topic]):
+        count += 1
         matched = sync.add(streams[topic], _stamp(msg.header), msg)
         if matched is None:
             continue
         color, depth, info = matched["color"][1], matched["depth"][1], matched["info"][1]
         stamp = _stamp(color.header)
-        before = [(s, T) for s, T in poses if s <= stamp + slop_s]
-        base = max(before, key=lambda item: item[0])[1] if before else (None if pose_topic else np.eye(4))
+        base = closest_pose(poses, stamp, pose_tolerance_s) if pose_topic else np.eye(4)
         try:
             camera = CameraModel.from_k(int(info.width), int(info.height), [float(v) for v in info.k],
                                         [float(v) for v in info.d])
