@@ -207,7 +207,7 @@ class FetchFrontend:
         try:
             T = g.from_xyz_quat([p.x, p.y, p.z, q.x, q.y, q.z, q.w])
         except ValueError as exc:
-            self.world.report_problem(f"bad base pose on {self.topics['base_pose_topic']}: {exc}")
+            self.world.report_problem(f"bad base pose on {self.topics['base_pose_topic']}: {exc}", lasting=False)
             return
         stamp = stamp_of(msg.header)
         with self._pose_lock:

@@ -89,13 +89,17 @@ def run_synthetic_fetch(scene_name: str, condition: str, db: str, *, llm: str = 
     cli = str(BIN / "task-learning")
     procs = [
         _start([sys.executable, "-m", "task_learning_nodes.synthetic_robot", "--ros-args",
-                "-p", f"scene:={scene_name}", *[a for p in (params or []) for a in ("-p", p)]],
+                "-p", f"scene:={scene_name}", "-p", "publish_rate_hz:=3.0",
+                *[a for p in (params or []) for a in ("-p", p)]],
                logdir / "synthetic_robot.log"),
         _start([cli, "bringup", "--scene", scene_name, "--backend", "fetch", "--db", str(db),
                 "--param", "perception.synthetic:=true", "--param", f"goal_elicitation.llm:={llm}",
                 "--param", f"planner.llm:={llm}",
                 # an action now waits for the skill server and a new frame: give it the skill's time
-                "--param", "planner.service_timeout_s:=90.0"], logdir / "bringup.log"),
+                "--param", "planner.service_timeout_s:=90.0",
+                # frames older than this are refused: 1 s by default; this run allows 3 s because
+                # camera, bridge and five other nodes share a machine that may be busy
+                "--param", "perception.max_frame_age_s:=3.0"], logdir / "bringup.log"),
     ]
     if condition.endswith("+O") and operator == "simulated":
         procs.append(_start([cli, "operator", "--simulated", scene_name, "--wait", "60"], logdir / "operator.log"))

@@ -1,7 +1,7 @@
 """synthetic_robot_node: a simulated Fetch for tests and the demo (no robot, no simulator).
 
 - Publishes the head camera as a real robot does: colour (bgr8), depth registered to colour
-  (32FC1 metres, Gaussian noise `depth_noise_m`), camera info, all with one stamp, and the base
+  (16UC1 millimetres, Gaussian noise `depth_noise_m`), camera info, all with one stamp, and the base
   pose (PoseWithCovarianceStamped, as AMCL does), at `publish_rate_hz`. At start it turns in
   place through `look_around_steps` headings, `look_around_hold_s` each, so the bridge sees the
   room (again and again until the first skill goal, with `scan_until_first_skill`).
@@ -24,6 +24,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 import cv2
+import numpy as np
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.perception import geometry as g
@@ -126,7 +127,9 @@ class SyntheticRobotNode(Node):
         if self.fault == "depth_half_size":
             depth = cv2.resize(depth, (depth.shape[1] // 2, depth.shape[0] // 2), interpolation=cv2.INTER_NEAREST)
         self.color_pub.publish(_image(frame.color, "bgr8", header_stamp, self.camera_frame))
-        self.depth_pub.publish(_image(depth, "32FC1", header_stamp, self.camera_frame))
+        # 16UC1 millimetres, as an OpenNI camera's depth_registered/image_raw (half the bytes of 32FC1)
+        millimetres = np.clip(np.round(depth * 1000.0), 0, 65535).astype(np.uint16)
+        self.depth_pub.publish(_image(millimetres, "16UC1", header_stamp, self.camera_frame))
         if self.fault != "no_camera_info":
             info = CameraInfo()
             info.header.stamp, info.header.frame_id = header_stamp, self.camera_frame

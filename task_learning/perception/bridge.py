@@ -61,6 +61,7 @@ class FetchWorld:
         self.last_frame_stamp = 0.0
         self.last_detections = Detections()
         self._frame_status = "no frames received yet"
+        self._lasting = True
         self._skill_status = ""
         self._cond = threading.Condition()
         self._cache: tuple[tuple[int, str, int], dict[str, Any]] | None = None
@@ -73,6 +74,7 @@ class FetchWorld:
         if problem:
             with self._cond:
                 self._frame_status = problem
+                self._lasting = not problem.startswith("stale")  # a late frame under load passes
                 self._cond.notify_all()
             return problem
         detections = self.detector.detect(frame)
@@ -86,15 +88,18 @@ class FetchWorld:
             unregistered = sorted(set(detections.unregistered))
             self._frame_status = (f"unregistered marker id(s) {', '.join(map(str, unregistered))} ignored "
                                   f"(add them to the registry {self.registry.source})" if unregistered else "")
+            self._lasting = False
             self._cond.notify_all()
         for reason in detections.rejected:
             log.debug("rejected %s", reason)
         return ""
 
-    def report_problem(self, problem: str) -> None:
-        """A problem found before a frame set could be assembled (e.g. by the ROS glue)."""
+    def report_problem(self, problem: str, lasting: bool = True) -> None:
+        """A problem found before a frame set could be assembled (e.g. by the ROS glue); a
+        lasting one (no camera info, unusable images) stops actions until a good frame."""
         with self._cond:
             self._frame_status = problem
+            self._lasting = lasting
 
     def status(self) -> str:
         """'' when healthy, else one line (the most pressing problem first)."""
@@ -117,7 +122,7 @@ class FetchWorld:
         with self._cond:
             if not self.frames:
                 return False, status or "no frames used yet"
-            if self._frame_status and not self._frame_status.startswith(("unregistered", "stale")):
+            if self._frame_status and self._lasting:
                 return False, status
             age = self.clock() - self.last_frame_stamp
             if self.block_after_s > 0 and age > self.block_after_s:
@@ -157,10 +162,18 @@ class FetchWorld:
     def step(self, action: str, **params: Any) -> dict[str, Any]:
         skill = ACTION_TO_SKILL.get(action)
         object_id = str(params.get("objectId") or "")
+        if action in ("Pass", "Done"):  # AI2-THOR's no-ops: nothing to send to the robot
+            with self._cond:
+                self.belief.last_action, self.belief.last_success = action, True
+                self.belief.last_error = ("", "")
+                self.belief.version += 1
+            return self.metadata
         if skill is None:
             return self._fail(action, f"{action} is not one of the skills this robot offers "
                               f"({', '.join(sorted(ACTION_TO_SKILL))})", "unsupported")
         ok, status = self.perception_ok()
+        if not ok and self.frames and self.wait_for_frame(self.clock(), self.frame_timeout_s):
+            ok, status = self.perception_ok()  # frames were only late: act on the fresh one
         if not ok:
             return self._fail(action, f"{action} refused: perception is not healthy ({status})",
                               "perception_unavailable")
@@ -186,6 +199,7 @@ class FetchWorld:
             with self._cond:
                 self._frame_status = (f"no camera frame within {self.frame_timeout_s:g} s after {action}; "
                                       "the world state may not show its effect")
+                self._lasting = False
         return self.metadata
 
 

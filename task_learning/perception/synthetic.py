@@ -269,7 +269,7 @@ class Renderer:
         depth = zbuf.copy()
         if depth_noise_m > 0:
             rng = rng or np.random.default_rng(0)
-            depth += rng.normal(0.0, depth_noise_m, depth.shape).astype(np.float32)
+            depth += rng.standard_normal(depth.shape, dtype=np.float32) * np.float32(depth_noise_m)
         bgr = cv2.cvtColor(color, cv2.COLOR_GRAY2BGR)
         return RenderedView(RGBDFrame(bgr, depth, cam, stamp, T_world_camera), in_view, ids)
 
