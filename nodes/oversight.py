@@ -53,6 +53,8 @@ class OversightNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("oversight", **kwargs)
         self.declare_parameter("timeout_s", 120.0)
+        self.declare_parameter("max_timeout_s", 600.0)
+        self.declare_parameter("max_pending", 8)
         # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
         self.declare_parameter("safe_default", "no", ParameterDescriptor(dynamic_typing=True))
         self.declare_parameter("db_path", "")
@@ -70,11 +72,14 @@ class OversightNode(Node):
             from task_learning.kb.store import KnowledgeBase
 
             self.kb = KnowledgeBase(db_path)
-        self.threads = max(2, int(get("threads")))
         self.queue = QueueOperator(
             timeout_s=float(get("timeout_s")), safe_default=safe_default, kb=self.kb,
             task=str(get("task")), max_description_chars=int(get("max_description_chars")),
-            on_change=self._publish_pending)
+            on_change=self._publish_pending, max_timeout_s=float(get("max_timeout_s")),
+            max_pending=int(get("max_pending")))
+        # Every waiting Confirm holds an executor thread; two more than the questions that may
+        # wait keep answer/list (and the refusals beyond capacity) served whatever waits.
+        self.threads = max(int(get("threads")), self.queue.max_pending + 2)
         # With a knowledge base, a question answered before (e.g. before a restart) is answered
         # from it and not put to the operator again.
         self.operator: Any = self.queue
@@ -89,7 +94,8 @@ class OversightNode(Node):
         self.create_service(ListPendingConfirmations, LIST_SERVICE, self._on_list, callback_group=group)
         self._publish_pending()
         self.get_logger().info(
-            f"oversight ready: timeout {self.queue.timeout_s:g} s, safe default "
+            f"oversight ready: timeout {self.queue.timeout_s:g} s (at most "
+            f"{self.queue.max_timeout_s:g}), at most {self.queue.max_pending} waiting, safe default "
             f"{self.queue.safe_default.value}, db {db_path or '(none)'}")
 
     def _publish_pending(self) -> None:
