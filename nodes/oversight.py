@@ -29,7 +29,8 @@ from rcl_interfaces.msg import ParameterDescriptor
 
 from task_learning.errors import TaskLearningError
 from task_learning.oversight.operator import timeout_answer
-from task_learning.oversight.pending import QueueOperator, parse_safe_default
+from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
+from task_learning.safe_text import printable
 from task_learning.types import ConfirmationRequest
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
@@ -47,6 +48,26 @@ def pending_qos() -> QoSProfile:
     """Latched: a panel that starts late still gets the current list."""
     return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+MAX_ID_CHARS = 64
+MAX_QUESTION_CHARS = 2000
+MAX_CANDIDATES = 64
+
+
+def _request_problem(question: ConfirmationRequest) -> str:
+    """Why a Confirm request is not put to the operator (sizes, control characters), or ""."""
+    if len(question.request_id) > MAX_ID_CHARS:
+        return f"request_id: {len(question.request_id)} characters, at most {MAX_ID_CHARS}"
+    if not question.question.strip() or len(question.question) > MAX_QUESTION_CHARS:
+        return f"question: must have 1 to {MAX_QUESTION_CHARS} characters"
+    if len(question.candidates) > MAX_CANDIDATES:
+        return f"candidates: {len(question.candidates)}, at most {MAX_CANDIDATES}"
+    for name in ("request_id", "question", "object_id", "object_description"):
+        value = getattr(question, name)
+        if printable(value) != value or len(value) > MAX_QUESTION_CHARS:
+            return f"{name}: control characters are not allowed (or too long)"
+    return ""
 
 
 class OversightNode(Node):
@@ -117,6 +138,12 @@ class OversightNode(Node):
             bad = ConfirmationRequest(request.request.request_id or "malformed", "")
             response.answer = convert.confirmation_answer_to_msg(timeout_answer(bad))
             return response
+        problem = _request_problem(question)
+        if problem:
+            self.get_logger().error(f"confirmation request refused: {problem}")
+            response.answer = convert.confirmation_answer_to_msg(
+                refused_answer(ConfirmationRequest(printable(question.request_id, 64), ""), problem))
+            return response
         if not question.request_id:
             import uuid
 
@@ -130,6 +157,10 @@ class OversightNode(Node):
     def _on_answer(self, request: AnswerConfirmation.Request,
                    response: AnswerConfirmation.Response) -> AnswerConfirmation.Response:
         msg = request.answer
+        if len(msg.request_id) > MAX_ID_CHARS or len(msg.answered_by) > MAX_ID_CHARS:
+            response.accepted = False
+            response.message = f"request_id and answered_by: at most {MAX_ID_CHARS} characters"
+            return response
         result = self.queue.submit(msg.request_id, msg.answer, msg.description,
                                    msg.answered_by or "operator")
         if not result.accepted:

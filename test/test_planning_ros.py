@@ -20,8 +20,10 @@ NODES = ["perception", "grounding", "goal_elicitation", "planner"]
 
 
 def _bringup(db) -> object:
+    # A test bench without an operator: require_confirmation off (test_safety_planner_ros checks
+    # the default, on).
     cmd = [str(ros_testing.VENV_BIN / "task-learning"), "bringup", "--scene", SCENE, "--db", str(db),
-           "--nodes", *NODES]
+           "--nodes", *NODES, "--param", "planner.require_confirmation:=false"]
     return ros_testing.start_process(cmd, DOMAIN)
 
 
