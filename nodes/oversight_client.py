@@ -173,6 +173,10 @@ class OversightClient:
             answer.stamp = time.time()
         return answer
 
+    def available(self, timeout_s: float) -> bool:
+        """Whether the oversight node's Confirm service is there (waiting up to `timeout_s`)."""
+        return bool(self._confirm.wait_for_service(timeout_sec=timeout_s))
+
     def ok(self) -> bool:
         """False once the ROS context is shut down (Ctrl-C, SIGTERM)."""
         return rclpy.ok(context=self.node.context)

@@ -261,8 +261,9 @@ class PlannerNode(Node):
         return GoalResponse.REJECT if self._shutting_down else GoalResponse.ACCEPT
 
     def _on_cancel(self, goal_handle: Any) -> CancelResponse:
-        stop = self._stop
-        if stop is not None and goal_handle is self._current_goal:
+        stop, current = self._stop, self._current_goal
+        if stop is not None and current is not None and \
+                bytes(goal_handle.goal_id.uuid) == bytes(current.goal_id.uuid):
             stop.request("canceled by the client")
         return CancelResponse.ACCEPT
 
@@ -310,7 +311,7 @@ class PlannerNode(Node):
 
     def _require_oversight(self, why: str) -> None:
         timeout = float(self._p("service_timeout_s"))
-        if not self._oversight._confirm.wait_for_service(timeout_sec=timeout):
+        if not self._oversight.available(timeout):
             raise TaskLearningError(f"refused: {why} requires operator confirmation, but no oversight "
                                     f"node is reachable (no oversight/confirm service after {timeout:g} s)")
 
