@@ -108,7 +108,8 @@ def run_node(
             logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
             logger.error(f"cannot start: {exc}")
             return EXIT_BAD_CONFIG
-        executor = MultiThreadedExecutor(num_threads=num_threads)
+        # A node that must serve more callbacks at once than the default says how many.
+        executor = MultiThreadedExecutor(num_threads=num_threads or getattr(node, "executor_threads", None))
         executor.add_node(node)
 
         def spin() -> None:

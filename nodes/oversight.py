@@ -11,7 +11,9 @@
 
 Every question and its answer are persisted in the SQLite knowledge base (`db_path`). The logic is
 `task_learning.oversight.pending.QueueOperator`; this file is only the ROS wiring. A blocking
-Confirm needs its own executor thread, hence a MultiThreadedExecutor and a reentrant group.
+Confirm needs its own executor thread, hence a MultiThreadedExecutor (sized from max_pending)
+and a reentrant group; run_node runs it, and on SIGINT/SIGTERM `stop_work` resolves every waiting
+question before the executor stops.
 """
 from __future__ import annotations
 
@@ -19,21 +21,18 @@ import sys
 import threading
 from typing import Any
 
-import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import ParameterDescriptor
 
-from task_learning.errors import TaskLearningError
 from task_learning.oversight.operator import timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
 from task_learning.safe_text import printable
 from task_learning.types import ConfirmationRequest
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
+from task_learning_nodes.node_base import run_node
 
 CONFIRM_SERVICE = "oversight/confirm"
 ANSWER_SERVICE = "oversight/answer"
@@ -100,7 +99,7 @@ class OversightNode(Node):
             max_pending=int(get("max_pending")))
         # Every waiting Confirm holds an executor thread; two more than the questions that may
         # wait keep answer/list (and the refusals beyond capacity) served whatever waits.
-        self.threads = max(int(get("threads")), self.queue.max_pending + 2)
+        self.executor_threads = max(int(get("threads")), self.queue.max_pending + 2)
         # With a knowledge base, a question answered before (e.g. before a restart) is answered
         # from it and not put to the operator again.
         self.operator: Any = self.queue
@@ -174,6 +173,11 @@ class OversightNode(Node):
         response.pending = [convert.confirmation_request_to_msg(r) for r in self.queue.pending()]
         return response
 
+    def stop_work(self) -> None:
+        """SIGINT/SIGTERM: every waiting question resolves at once (never as consent), so no
+        Confirm callback holds the executor's shutdown."""
+        self.queue.close()
+
     def destroy_node(self) -> None:
         queue = getattr(self, "queue", None)  # absent when the parameters were refused
         if queue is not None:
@@ -185,25 +189,7 @@ class OversightNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    try:
-        node = OversightNode()
-    except (TaskLearningError, ParameterException) as exc:
-        print(f"oversight_node: error: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=node.threads)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.queue.close()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(OversightNode, argv, name="oversight")
 
 
 if __name__ == "__main__":
