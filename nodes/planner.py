@@ -288,12 +288,26 @@ class PlannerNode(Node):
             return f"refused {what}: the planner is shutting down"
         return f"refused {what}: the robot is busy with {self._busy_with or 'another goal'} (one body, one motion goal at a time)"
 
-    def stop_work(self) -> None:
-        """SIGINT/SIGTERM (run_node): the running goal stops before its next primitive action."""
+    def stop_work(self, grace_s: float = 4.0) -> None:
+        """SIGINT/SIGTERM (run_node): the running goal stops before its next primitive action,
+        and its result reaches the client before the executor stops (the result is sent by a
+        task the executor runs after the goal's callback returned)."""
         self._shutting_down = True
         stop = self._stop
-        if stop is not None:
-            stop.request("the planner is shutting down")
+        if stop is None:
+            return
+        stop.request("the planner is shutting down")
+        if not self._body.acquire(timeout=grace_s):
+            self.get_logger().warning(f"the running goal did not stop within {grace_s:g} s")
+            return
+        self._body.release()
+        executor = self.executor
+        if executor is not None:
+            # A task queued behind the result's: once it ran, the result's was dispatched, and
+            # the executor's shutdown waits for work in progress.
+            barrier = threading.Event()
+            executor.create_task(barrier.set)
+            barrier.wait(grace_s)
 
     def _world(self, stop: StopToken | None) -> Any:
         world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)

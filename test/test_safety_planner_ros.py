@@ -67,15 +67,19 @@ class Goals:
         self.client = client
         self.perform = ActionClient(client.node, PerformTask, "perform_task")
         self.reach = ActionClient(client.node, ReachGoal, "reach_goal")
+        self.results: dict = {}
 
     def send(self, action: ActionClient, goal, timeout: float = 60.0):
         assert action.wait_for_server(timeout_sec=timeout), "planner not up"
         handle = self.client.wait_future(action.send_goal_async(goal), timeout, "send goal")
         assert handle.accepted
+        # Ask for the result at once, as a real client does: a server that stops later still
+        # answers a request it already has.
+        self.results[id(handle)] = handle.get_result_async()
         return handle
 
     def result(self, handle, timeout: float = 120.0):
-        wrapped = self.client.wait_future(handle.get_result_async(), timeout, "result")
+        wrapped = self.client.wait_future(self.results.pop(id(handle)), timeout, "result")
         return wrapped.status, wrapped.result
 
     def pending(self) -> list:
@@ -150,10 +154,10 @@ def test_sigterm_stops_a_busy_planner_and_its_client_gets_a_result(tmp_path):
         planner = _node_pid(bringup, "planner")
         started = time.monotonic()
         os.kill(planner, signal.SIGTERM)
-        status, result = goals.result(busy, 30)
-        assert status == GoalStatus.STATUS_ABORTED and "shutting down" in result.message, result.message
         _wait(lambda: _exited(planner), 30, "the planner to exit")
         print(f"planner stopped {time.monotonic() - started:.1f} s after SIGTERM")
+        status, result = goals.result(busy, 30)
+        assert status == GoalStatus.STATUS_ABORTED and "shutting down" in result.message, result.message
     finally:
         client.close()
         code, out = ros_testing.stop_process(bringup, signal.SIGINT, timeout=60)

@@ -43,8 +43,12 @@ def test_printable_strips_escape_sequences_and_cuts():
 def test_reach_goal_coverage_needs_a_confirmed_goal():
     type_of = {"Cheese|1": "Cheese", "Fridge|1": "Fridge", "GarbageCan|1": "GarbageCan"}
     goal = LearnedGoal("store groceries", "cheese in bag", "Cheese", "the cheese is in the fridge",
-                       [GoalLiteral("inside", ("?object", "Fridge"))],
+                       [GoalLiteral("inside", ("?object", "Fridge")),
+                        GoalLiteral("open", ("Fridge",), Truth.FALSE)],
                        confirmation=Confirmation.OPERATOR_YES)
+    closed = GoalLiteral("open", ("Fridge|1",), Truth.FALSE)
+    assert goal_covered([GoalLiteral("inside", ("Cheese|1", "Fridge|1")), closed], [goal], type_of)[0]
+    assert not goal_covered([closed], [goal], type_of)[0], "the fridge alone is nobody's goal"
     fridge = [GoalLiteral("inside", ("Cheese|1", "Fridge|1"))]
     garbage = [GoalLiteral("inside", ("Cheese|1", "GarbageCan|1"))]
     assert goal_covered(fridge, [goal], type_of) == (True, "")

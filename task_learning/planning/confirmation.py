@@ -85,14 +85,18 @@ class GoalConfirmer:
 
 def goal_covered(requested: Iterable[GoalLiteral], goals: Iterable[LearnedGoal],
                  type_of: Mapping[str, str]) -> tuple[bool, str]:
-    """Are all `requested` literals (on this world's ids) part of confirmed goals? Each literal
-    must be one of a confirmed goal's literals once lifted with one of its own arguments as the
-    goal's object (same object type). Returns (covered, the reason when not)."""
+    """Are all `requested` literals (on this world's ids) part of confirmed goals? Each literal,
+    lifted with one of the request's objects as a confirmed goal's object (an object of that
+    goal's type), must be one of that goal's literals: "the cheese in the fridge and the fridge
+    closed" is covered by the cheese's confirmed goal, "the fridge closed" alone is not.
+    Returns (covered, the reason when not)."""
+    requested = list(requested)
     confirmed = [g for g in goals if g.confirmed]
+    objects = sorted({arg for literal in requested for arg in literal.args})
+    types = dict(type_of)
     for literal in requested:
-        if not any(g.object_type == type_of.get(arg) and
-                   lift_literals([literal], arg, dict(type_of))[0] in g.literals
-                   for arg in literal.args for g in confirmed):
+        if not any(lift_literals([literal], obj, types)[0] in goal.literals
+                   for goal in confirmed for obj in objects if types.get(obj) == goal.object_type):
             return False, (f"no confirmed goal covers {literal}: only goals an operator confirmed "
                            f"may be reached (learn and confirm it with PerformTask under a +O "
                            f"condition, or set require_confirmation false on a test bench)")
