@@ -7,10 +7,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from task_learning.kb import Confirmation, KnowledgeBase
 from task_learning.planning.session import RunSpec, run_in_process
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # whole tasks in process, the CLI in subprocesses
 
 CLI = [sys.executable, "-m", "task_learning.cli"]
 

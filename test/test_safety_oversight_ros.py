@@ -5,42 +5,28 @@ from __future__ import annotations
 
 import math
 import signal
-import sys
-import time
 
 import pytest
 
 from task_learning.kb import KnowledgeBase
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 
-ros_testing = pytest.importorskip("test.ros_testing")
+pytest.importorskip("rclpy")
 from task_learning_interfaces.srv import (  # noqa: E402
     AnswerConfirmation,
     Confirm,
     ListPendingConfirmations,
 )
 from task_learning_nodes import convert  # noqa: E402
-
-DOMAIN = 42
-
-
-def _wait(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout} s")
+from test.ros_testing import wait_until as _wait  # noqa: E402
 
 
-def test_oversight_bounds_timeouts_and_capacity_and_stores_timeouts_as_timeouts(tmp_path):
+def test_oversight_bounds_timeouts_and_capacity_and_stores_timeouts_as_timeouts(ros_graph, tmp_path):
     db = tmp_path / "kb.sqlite"
-    node = ros_testing.start_process(
-        [sys.executable, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", f"db_path:={db}",
-         "-p", "timeout_s:=2.0", "-p", "max_timeout_s:=4.0", "-p", "max_pending:=2",
-         "-p", "task:=store groceries"], DOMAIN)
-    client = ros_testing.RosClient(DOMAIN, "oversight_bounds")
+    node = ros_graph.start_node("oversight", "-p", f"db_path:={db}", "-p", "timeout_s:=2.0",
+                                "-p", "max_timeout_s:=4.0", "-p", "max_pending:=2",
+                                "-p", "task:=store groceries")
+    client = ros_graph.client("oversight_bounds")
     confirm = client.node.create_client(Confirm, "oversight/confirm")
 
     def ask(request_id: str, timeout_s: float, question: str = ""):
@@ -88,5 +74,5 @@ def test_oversight_bounds_timeouts_and_capacity_and_stores_timeouts_as_timeouts(
         assert answer_of(again).answer is AnswerKind.YES
     finally:
         client.close()
-        code, out = ros_testing.stop_process(node, signal.SIGINT, timeout=20)
+        code, out = node.stop(signal.SIGINT, timeout=20)
     assert code == 0, out

@@ -18,38 +18,31 @@ import pytest
 
 from task_learning.kb import Confirmation, KnowledgeBase
 
-ros_testing = pytest.importorskip("test.ros_testing")
+pytest.importorskip("rclpy")
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
 from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
 from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
+from test.ros_testing import RosClient, RosGraph  # noqa: E402
+from test.ros_testing import wait_until as _wait  # noqa: E402
 from test.test_planning_ros_kill import _children  # noqa: E402
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # whole tasks through a ROS graph
 
 SCENE = "store_groceries"
 TASK = "store groceries"
-CLI = str(ros_testing.VENV_BIN / "task-learning")
 
 
-def _bringup(db, domain: int, nodes: list[str], *extra: str):
-    return ros_testing.start_process([CLI, "bringup", "--scene", SCENE, "--db", str(db), "--keep-going",
-                                      "--nodes", *nodes, *extra], domain)
+def _bringup(graph: RosGraph, db, nodes: list[str], *extra: str):
+    return graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--keep-going",
+                           "--nodes", *nodes, *extra)
 
 
 def _node_pid(bringup, name: str) -> int:
     pids = [pid for pid, cmd in _children(bringup.pid) if f"task_learning_nodes.{name}" in cmd]
     assert len(pids) == 1, pids
     return pids[0]
-
-
-def _wait(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {timeout} s")
 
 
 def _exited(pid: int) -> bool:
@@ -63,7 +56,7 @@ def _exited(pid: int) -> bool:
 class Goals:
     """Send goals to the planner's actions and keep their handles (the test's own node)."""
 
-    def __init__(self, client: "ros_testing.RosClient") -> None:
+    def __init__(self, client: RosClient) -> None:
         self.client = client
         self.perform = ActionClient(client.node, PerformTask, "perform_task")
         self.reach = ActionClient(client.node, ReachGoal, "reach_goal")
@@ -91,13 +84,12 @@ def _literal(predicate: str, args: list[str], truth: str = "true") -> GoalLitera
     return GoalLiteralMsg(predicate=predicate, args=args, truth=truth)
 
 
-def test_one_body_cancel_and_a_dead_dependency(tmp_path):
+def test_one_body_cancel_and_a_dead_dependency(ros_graph, tmp_path):
     """Nobody answers the operator's questions, so PerformTask (STARS+O) waits on the first one:
     the planner is deterministically busy."""
-    domain = 43
     db = tmp_path / "kb.sqlite"
-    bringup = _bringup(db, domain, ["perception", "goal_elicitation", "oversight", "planner"])
-    client = ros_testing.RosClient(domain, "safety_planner")
+    bringup = _bringup(ros_graph, db, ["perception", "goal_elicitation", "oversight", "planner"])
+    client = ros_graph.client("safety_planner")
     goals = Goals(client)
     try:
         first = goals.send(goals.perform, PerformTask.Goal(task=TASK, scene=SCENE, condition="STARS+O"))
@@ -137,16 +129,15 @@ def test_one_body_cancel_and_a_dead_dependency(tmp_path):
         assert "oversight" in result.message and "confirmation" in result.message, result.message
     finally:
         client.close()
-        code, out = ros_testing.stop_process(bringup, signal.SIGINT, timeout=60)
+        bringup.stop(signal.SIGINT, timeout=60)
     with KnowledgeBase(db) as kb:
         assert not any(g.confirmation is Confirmation.NONE for g in kb.goals())
 
 
-def test_sigterm_stops_a_busy_planner_and_its_client_gets_a_result(tmp_path):
-    domain = 44
+def test_sigterm_stops_a_busy_planner_and_its_client_gets_a_result(ros_graph, tmp_path):
     db = tmp_path / "kb.sqlite"
-    bringup = _bringup(db, domain, ["perception", "goal_elicitation", "oversight", "planner"])
-    client = ros_testing.RosClient(domain, "safety_sigterm")
+    bringup = _bringup(ros_graph, db, ["perception", "goal_elicitation", "oversight", "planner"])
+    client = ros_graph.client("safety_sigterm")
     goals = Goals(client)
     try:
         busy = goals.send(goals.perform, PerformTask.Goal(task=TASK, scene=SCENE, condition="STARS+O"))
@@ -160,16 +151,15 @@ def test_sigterm_stops_a_busy_planner_and_its_client_gets_a_result(tmp_path):
         assert status == GoalStatus.STATUS_ABORTED and "shutting down" in result.message, result.message
     finally:
         client.close()
-        code, out = ros_testing.stop_process(bringup, signal.SIGINT, timeout=60)
+        _code, out = bringup.stop(signal.SIGINT, timeout=60)
     assert "planner" in out and "SIGKILL" not in out, out
 
 
-def test_confirmation_policy_and_request_validation_on_the_graph(tmp_path):
-    domain = 45
+def test_confirmation_policy_and_request_validation_on_the_graph(ros_graph, tmp_path):
     db = tmp_path / "kb.sqlite"
-    bringup = _bringup(db, domain, ["perception", "grounding", "goal_elicitation", "oversight", "planner"])
-    operator = ros_testing.start_process([CLI, "operator", "--simulated", SCENE, "--wait", "60"], domain)
-    client = ros_testing.RosClient(domain, "safety_policy")
+    bringup = _bringup(ros_graph, db, ["perception", "grounding", "goal_elicitation", "oversight", "planner"])
+    operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60")
+    client = ros_graph.client("safety_policy")
     goals = Goals(client)
     try:
         # Malformed requests: a clear abort message each, and nothing opened or moved.
@@ -207,5 +197,5 @@ def test_confirmation_policy_and_request_validation_on_the_graph(tmp_path):
         assert status == GoalStatus.STATUS_SUCCEEDED and result.success, result.message
     finally:
         client.close()
-        ros_testing.stop_process(operator, signal.SIGINT, timeout=30)
-        ros_testing.stop_process(bringup, signal.SIGINT, timeout=60)
+        operator.stop(signal.SIGINT, timeout=30)
+        bringup.stop(signal.SIGINT, timeout=60)
