@@ -10,7 +10,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
@@ -261,9 +261,3 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     )
 
 
-def context_from_mapping(data: Mapping[str, Any]) -> GoalContext:
-    """Build a GoalContext from plain keys (CLI / node input)."""
-    return GoalContext(task=str(data.get("task", "")), location=str(data.get("location", "")),
-                       object=str(data.get("object", "")), relation=str(data.get("relation", "in")),
-                       place=str(data.get("place", "")),
-                       system_context=tuple(str(s) for s in data.get("system_context", ()) or ()))
