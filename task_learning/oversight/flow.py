@@ -170,6 +170,18 @@ class _Dialogue:
             self.transcript.append(Turn(speaker, answer.answer.value, request.request_id))
         return answer
 
+    def ask_or_end(self, request: ConfirmationRequest,
+                   rejected: list[GoalCandidate]) -> ConfirmationAnswer | OversightOutcome:
+        """Put a question; the answer, or, when the operator failed or gave no answer in time,
+        the outcome that ends the dialogue with no goal (nothing unconfirmed goes on)."""
+        answer = self.ask(request)
+        if answer is None:
+            return self.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
+        if _timed_out(answer):
+            self.say("No answer in time; no goal is confirmed.", request.request_id)
+            return self.outcome(OversightStatus.TIMEOUT, None, rejected)
+        return answer
+
     def count_yes_no(self, answer: ConfirmationAnswer) -> None:
         self.counts.instructions += 1
         self.counts.yes_no += 1
@@ -326,12 +338,9 @@ def run_oversight(
         request = dialogue.request(proposal_question(object_description, cand.text),
                                    candidate=cand, candidates=remaining, wants_description=False)
         dialogue.counts.proposed += 1
-        answer = dialogue.ask(request)
-        if answer is None:
-            return dialogue.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
-        if _timed_out(answer):
-            dialogue.say("No answer in time; no goal is confirmed.", request.request_id)
-            return dialogue.outcome(OversightStatus.TIMEOUT, None, rejected)
+        answer = dialogue.ask_or_end(request, rejected)
+        if isinstance(answer, OversightOutcome):
+            return answer
         if answer.answer is AnswerKind.YES:
             dialogue.count_yes_no(answer)
             dialogue.counts.accepted += 1
@@ -363,12 +372,9 @@ def run_oversight(
         else:
             request = dialogue.request(description_question(object_description, feedback),
                                        candidate=None, candidates=rejected, wants_description=True)
-            answer = dialogue.ask(request)
-            if answer is None:
-                return dialogue.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
-            if _timed_out(answer):
-                dialogue.say("No answer in time; no goal is confirmed.", request.request_id)
-                return dialogue.outcome(OversightStatus.TIMEOUT, None, rejected)
+            answer = dialogue.ask_or_end(request, rejected)
+            if isinstance(answer, OversightOutcome):
+                return answer
             if answer.answer is AnswerKind.NO:
                 dialogue.count_yes_no(answer)
                 dialogue.say("Ok, I will not learn a goal for it.", request.request_id)
