@@ -28,6 +28,7 @@ from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequ
 from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
+from task_learning_nodes.futures import future_done
 from task_learning_nodes.oversight import (
     ANSWER_SERVICE,
     CONFIRM_SERVICE,
@@ -103,9 +104,7 @@ class OversightClient:
         if self._executor is not None:
             self._executor.spin_until_future_complete(future, timeout_sec=timeout_s)
         else:
-            done = threading.Event()
-            future.add_done_callback(lambda _f: done.set())
-            done.wait(timeout_s)
+            future_done(future, timeout_s)
         if not future.done():
             future.cancel()
             raise OversightUnavailable(f"{what}: no reply from the oversight node in {timeout_s:g} s")

@@ -34,6 +34,7 @@ from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
 from task_learning_interfaces.msg import TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
+from task_learning_nodes.futures import RosCallError, wait_future
 from task_learning_nodes.node_base import run_node
 
 PARAMETERS: dict[str, Any] = {
@@ -49,20 +50,6 @@ PARAMETERS: dict[str, Any] = {
     "learn_goal_timeout_s": 900.0,
     "max_actions": 100,
 }
-
-
-class RosCallError(TaskLearningError):
-    """A service or action of another node did not answer in time."""
-
-
-def wait_future(future: Any, timeout_s: float, what: str) -> Any:
-    """Block this (worker) thread until a future completes; the executor spins elsewhere."""
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout_s):
-        future.cancel()
-        raise RosCallError(f"{what} did not answer within {timeout_s:.0f} s")
-    return future.result()
 
 
 class RosWorld:

@@ -72,13 +72,10 @@ def is_ordered_subsequence(got: Sequence[Any], sent: Sequence[Any]) -> bool:
 
 
 def wait_future(future: Any, timeout: float, what: str) -> Any:
-    """Block until an rclpy future completes (an executor spins it in another thread)."""
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout):
-        future.cancel()
-        raise AssertionError(f"{what}: no answer within {timeout} s")
-    return future.result()
+    """The result of an rclpy future an executor spins in another thread (nodes/futures.py)."""
+    from task_learning_nodes.futures import wait_future as wait
+
+    return wait(future, timeout, what)
 
 
 class NodeProcess:
