@@ -47,6 +47,8 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.received: list[ReceivedRequest] = []
+        self.in_flight = 0  # requests being answered now
+        self.max_in_flight = 0  # the most answered at once (shows whether a client is concurrent)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -68,6 +70,11 @@ class FakeOpenAIServer:
             else:
                 self._defaults[_path(path)] = reply
 
+    def _count_in_flight(self, change: int) -> None:
+        with self._lock:
+            self.in_flight += change
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
     def requests_to(self, path: str) -> list[ReceivedRequest]:
         with self._lock:
             return [r for r in self.received if r.path == _path(path)]
@@ -84,8 +91,12 @@ class FakeOpenAIServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 reply = server._next(self.path, dict(self.headers.items()), body)
-                if reply.delay_s:
-                    server._stop.wait(reply.delay_s)
+                server._count_in_flight(+1)
+                try:
+                    if reply.delay_s:
+                        server._stop.wait(reply.delay_s)
+                finally:
+                    server._count_in_flight(-1)
                 payload = reply.body
                 data = payload.encode() if isinstance(payload, str) else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
