@@ -203,7 +203,10 @@ def test_concurrent_expansion_equals_sequential():
 
     script = {"": ROOT, **RECURSIONS}
     ctx = GoalContext("tidy kitchen", "kitchen", "mug", "in", "dish rack")
-    mk = lambda: TreeRoot(build_request=lambda pt, prefix: TEMPLATES.goal_request(ctx, pt, prefix), key="g")
+
+    def mk() -> TreeRoot:
+        return TreeRoot(build_request=lambda pt, prefix: TEMPLATES.goal_request(ctx, pt, prefix), key="g")
+
     seq_client = ScriptedClient(script)
     seq = TreeState()
     expand(seq_client, [mk()], seq)

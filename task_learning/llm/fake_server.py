@@ -38,6 +38,14 @@ class ReceivedRequest:
     body: Any
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up mid-reply (a timeout test) is expected here, not an error."""
+
+
 class FakeOpenAIServer:
     """Usage: `with FakeOpenAIServer() as server: OpenAIProvider(base_url=server.base_url, ...)`."""
 
@@ -56,8 +64,7 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("server not started")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
 
     def queue(self, path: str, *replies: ScriptedReply) -> None:
         with self._lock:
@@ -113,10 +120,7 @@ class FakeOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
-        self._httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self

@@ -265,6 +265,11 @@ def _dedupe(candidates: Sequence[GoalCandidate]) -> list[GoalCandidate]:
     return unique
 
 
+def _always(choice: GoalCandidate) -> Callable[[list[GoalCandidate]], GoalCandidate | None]:
+    """A 'Selection' that keeps choosing `choice` (the option Selection already picked)."""
+    return lambda _options: choice
+
+
 def _pick(reselect: Callable[[list[GoalCandidate]], GoalCandidate | None],
           remaining: list[GoalCandidate]) -> GoalCandidate:
     """Selection over the remaining options; when it fails or answers outside them, the best-ranked
@@ -328,11 +333,10 @@ def run_oversight(
     volunteered: str | None = None
 
     while remaining and dialogue.counts.proposed < max_proposals:
-        cand = None
-        if first is not None:
-            cand = _pick(lambda _options: first, remaining)
+        if first is not None:  # Selection's own pick goes first (matched among the remaining)
+            cand = _pick(_always(first), remaining)
             first = None
-        if cand is None:
+        else:
             cand = _pick(reselect, remaining)
         dialogue.fill_analysis(cand)
         request = dialogue.request(proposal_question(object_description, cand.text),

@@ -194,7 +194,7 @@ def elicit_goal(
                 stage(f"repair_{round_no}", started, repairs=len(roots), new=len(new),
                       viable=sum(1 for c in tree.candidates if c.viable))
     finally:
-        if own_pool:
+        if own_pool and pool is not None:
             pool.shutdown(wait=True)
 
     candidates = list(tree.candidates)

@@ -133,16 +133,15 @@ class PromptTemplates:
         if ctx.system_context:
             system = self.selection_system_prefix.substitute(system_context=" ".join(ctx.system_context))
         s = self.selection_request_settings
-        context = {"task": ctx.task, "object": ctx.object, "object_place": ctx.place,
-                   "options": list(options), "system_context": list(ctx.system_context)}
+        context: dict[str, Any] = {"task": ctx.task, "object": ctx.object, "object_place": ctx.place,
+                                   "options": list(options), "system_context": list(ctx.system_context)}
         if retry:
             context["attempt"] = 2
-        common = dict(prompt_type="selection", max_tokens=s.max_tokens, temperature=s.temperature,
-                      logprobs=s.logprobs, stop=s.stop, context=context, scope=scope)
-        if self.selection_style == "chat":
-            messages = ((("system", system.strip()),) if system else ()) + (("user", body),)
-            return LLMRequest(messages=messages, **common)
-        return LLMRequest(prompt=f"{system}{body}", **common)
+        chat = self.selection_style == "chat"
+        messages = ((("system", system.strip()),) if system else ()) + (("user", body),) if chat else ()
+        return LLMRequest(prompt_type="selection", prompt="" if chat else f"{system}{body}", messages=messages,
+                          max_tokens=s.max_tokens, temperature=s.temperature, logprobs=s.logprobs,
+                          stop=s.stop, context=context, scope=scope)
 
 
 def sentence_case(text: str) -> str:
