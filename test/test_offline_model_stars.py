@@ -55,7 +55,7 @@ def test_mug_in_dish_rack_exercises_every_stage_deterministically(kitchen):
     assert "cupboard" in first.chosen.text and first.chosen.viable
 
 
-@pytest.mark.slow  # the three conditions over every object of every scene
+@pytest.mark.slow  # three conditions over every task object of the kitchen
 def test_calibration_top_answer_often_unusable_tree_usually_right(kitchen):
     scene, state = kitchen
     client = make_client("offline", cache=False)
