@@ -72,10 +72,14 @@ def is_ordered_subsequence(got: Sequence[Any], sent: Sequence[Any]) -> bool:
 
 
 def wait_future(future: Any, timeout: float, what: str) -> Any:
-    """The result of an rclpy future an executor spins in another thread (nodes/futures.py)."""
-    from task_learning_nodes.futures import wait_future as wait
+    """The result of an rclpy future an executor spins in another thread (the nodes' own
+    wait_for_future does the waiting)."""
+    from task_learning_nodes.node_base import wait_for_future
 
-    return wait(future, timeout, what)
+    if wait_for_future(future, timeout) != "done":
+        future.cancel()
+        raise AssertionError(f"{what}: no answer within {timeout} s")
+    return future.result()
 
 
 class NodeProcess:
