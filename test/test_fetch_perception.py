@@ -3,7 +3,6 @@ frames (issue 14's numbers), the belief world state, bad input, sync, image conv
 the whole loop camera -> world state -> STARS+O/BCR -> skills -> new images in-process."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -13,9 +12,9 @@ from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
 from task_learning.perception.camera import CameraModel
 from task_learning.perception.detect import MarkerDetector
-from task_learning.perception.evaluate import (SyntheticClock, compare, look_around, perceive,
+from task_learning.perception.evaluate import (SyntheticClock, look_around, perceive,
                                                synthetic_world)
-from task_learning.perception.frames import RGBDFrame, check_frame
+from task_learning.perception.frames import check_frame
 from task_learning.perception.images import image_fields, image_to_array, to_bgr, to_metres
 from task_learning.perception.registry import MarkerRegistry, MarkerSpec, registry_from_dict
 from task_learning.perception.skills import SkillRequest, SkillResult
