@@ -109,7 +109,7 @@ def test_completion_service(ros):
 
 @pytest.mark.parametrize("override, expected", [
     ("backend:=ai2thor", "not implemented yet"),
-    ("backend:=fetch", "not implemented yet"),
+    ("backend:=fetch", "needs parameter marker_registry"),
     ("scene:=no_such_scene", "no_such_scene"),
     ("qos_reliability:=sometimes", "qos_reliability"),
     ("seed:=lots", "seed"),

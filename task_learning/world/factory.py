@@ -9,7 +9,9 @@ BACKENDS = ("symbolic", "ai2thor", "fetch")
 _NOT_YET = {
     "ai2thor": "not available: the AI2-THOR bridge is not implemented yet (it also needs the Unity "
                "simulator build, which this machine cannot download); use backend 'symbolic'",
-    "fetch": "not available: the Fetch robot bridge is not implemented yet; use backend 'symbolic'",
+    "fetch": "not available in-process: it runs in the perception node (backend:=fetch), which owns the "
+             "camera subscriptions and the skill client; with the simulated robot: `task-learning run "
+             "--backend fetch --synthetic`",
 }
 
 
