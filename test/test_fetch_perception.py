@@ -280,6 +280,7 @@ def test_image_conversion_round_trips_and_rejects_bad_fields():
 
 # -- the loop and bags --------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_stars_o_reaches_every_goal_on_the_belief_world():
     from task_learning.planning import session
     from task_learning.world.completion import completion

@@ -18,6 +18,8 @@ from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion
 from task_learning_nodes import convert
 
+from task_learning.cli.bag_cmd import summarize
+from task_learning_nodes import bag_tools  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
 from test.ros_testing import RosGraph
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -142,9 +144,6 @@ def test_a_skill_server_that_times_out_fails_the_action(ros_graph):
 
 
 def test_a_recorded_bag_replays_into_the_bridge_with_the_same_world_state(ros_graph, tmp_path):
-    from task_learning.cli.bag_cmd import summarize
-    from task_learning_nodes import bag_tools
-
     # 12 headings x 1 s at 4 Hz: one look-around is 48 colour images
     g = Graph(ros_graph, ["publish_rate_hz:=4.0", "look_around_hold_s:=1.0"])
     written = {"color": 0}

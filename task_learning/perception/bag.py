@@ -151,6 +151,10 @@ def replay_into_bridge(path: str | Path, world: FetchWorld, *, color_topic: str,
         color, depth, info = matched["color"][1], matched["depth"][1], matched["info"][1]
         stamp = _stamp(color.header)
         base = closest_pose(poses, stamp, pose_tolerance_s) if pose_topic else np.eye(4)
+        if base is None and (not poses or poses[-1][0] < stamp):
+            # the node would wait for this pose; the bag ended before it: not a problem of the frames
+            refused.append("no base pose after these images (the bag ends before it)")
+            continue
         try:
             camera = CameraModel.from_k(int(info.width), int(info.height), [float(v) for v in info.k],
                                         [float(v) for v in info.d])

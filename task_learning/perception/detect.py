@@ -118,17 +118,17 @@ class MarkerDetector:
             return "no pose from the corners"
         # IPPE gives both poses of a square (a small marker's tilt is ambiguous); depth decides.
         samples = self._depth_samples(pts, frame.depth, camera)
-        candidates = []
-        for rvec, tvec, error in zip(rvecs, tvecs, np.asarray(errors).ravel()):
+        candidates: list[tuple[float, np.ndarray, np.ndarray, tuple[float, float]]] = []
+        for rvec, tvec, err in zip(rvecs, tvecs, np.asarray(errors).ravel()):
             R, _ = cv2.Rodrigues(rvec)
             t = np.asarray(tvec, dtype=float).reshape(3)
             if t[2] > 0:
-                candidates.append((float(error), R, t, self._depth_fit(R, t, samples)))
+                candidates.append((float(err), np.asarray(R), t, self._depth_fit(R, t, samples)))
         if not candidates:
             return "pose behind the camera"
         with_depth = [c for c in candidates if np.isfinite(c[3][1])]
-        error, R, t, (ratio, spread) = min(with_depth, key=lambda c: c[3][1]) if with_depth \
-            else min(candidates, key=lambda c: c[0])
+        chosen = min(with_depth, key=lambda c: c[3][1]) if with_depth else min(candidates, key=lambda c: c[0])
+        error, R, t, (ratio, _spread) = chosen
         if error > self.max_reprojection_px:
             return f"reprojection error {error:.1f} px > {self.max_reprojection_px:g} px"
         if np.isfinite(ratio):

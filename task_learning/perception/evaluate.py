@@ -63,7 +63,7 @@ def look_around(world: FetchWorld, robot: SimulatedRobot, clock: SyntheticClock,
                 image: str | None = None) -> "FrameTally":
     """Turn the base in place through `steps` headings, one frame each; returns what was in view
     and what was detected, per frame. `image`: save the frame with the most detections, drawn."""
-    best = (-1, None)
+    best: tuple[int, np.ndarray | None] = (-1, None)
     tally = FrameTally()
     for pose in robot.look_around_poses(steps):
         view = robot.render(clock.tick(), pose)

@@ -15,7 +15,8 @@ import numpy as np
 OPTICAL_IN_BODY = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
 
-def make(rotation: np.ndarray | None = None, translation: Sequence[float] = (0.0, 0.0, 0.0)) -> np.ndarray:
+def make(rotation: np.ndarray | None = None,
+         translation: Sequence[float] | np.ndarray = (0.0, 0.0, 0.0)) -> np.ndarray:
     T = np.eye(4)
     if rotation is not None:
         T[:3, :3] = rotation
@@ -108,7 +109,7 @@ def head_camera(height: float = 1.2, forward: float = 0.1, pitch_down_deg: float
     return make(rot_y(math.radians(pitch_down_deg)) @ OPTICAL_IN_BODY, (forward, 0.0, height))
 
 
-def facing(position: Sequence[float], normal: Sequence[float]) -> np.ndarray:
+def facing(position: Sequence[float] | np.ndarray, normal: Sequence[float] | np.ndarray) -> np.ndarray:
     """T_world_marker of an upright marker at `position` whose face points along the horizontal
     `normal` (marker y axis = world up)."""
     z = np.asarray(normal, dtype=float)

@@ -207,7 +207,7 @@ class Renderer:
             return cached
         ppm = 60.0 / max(quad.marker_size, 0.01) if quad.marker_id >= 0 else 200.0  # 10 px per module
         w, h = max(int(round(quad.width * ppm)), 4), max(int(round(quad.height * ppm)), 4)
-        img = np.full((h, w), quad.shade, np.uint8)
+        img: np.ndarray = np.full((h, w), quad.shade, np.uint8)
         if quad.marker_id >= 0:
             side = int(round(quad.marker_size * ppm))
             marker = cv2.aruco.generateImageMarker(self.dictionary, quad.marker_id, side)
@@ -242,8 +242,8 @@ class Renderer:
             side_px = int(max(x1 - x0, y1 - y0)) + 2
             tex = self.texture(q, side_px)
             th, tw = tex.shape
-            src = np.float32([[0, 0], [tw, 0], [tw, th], [0, th]])
-            H = cv2.getPerspectiveTransform(src, np.float32(uv - [bx0, by0]))
+            src = np.array([[0, 0], [tw, 0], [tw, th], [0, th]], dtype=np.float32)
+            H = cv2.getPerspectiveTransform(src, np.asarray(uv - [bx0, by0], dtype=np.float32))
             size = (bx1 - bx0, by1 - by0)
             warped = cv2.warpPerspective(tex, H, size, flags=cv2.INTER_LINEAR, borderValue=0)
             mask = cv2.warpPerspective(np.ones_like(tex), H, size, flags=cv2.INTER_NEAREST, borderValue=0) > 0
