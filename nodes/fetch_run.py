@@ -9,6 +9,7 @@ camera topics; stops everything.
 """
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import tempfile
@@ -112,7 +113,8 @@ def run_synthetic_fetch(scene_name: str, condition: str, db: str, *, llm: str = 
             raise TaskLearningError(f"the bridge knows {known} of {len(scene.objects)} objects after the "
                                     f"look-around ({status or 'no status'}); logs in {logdir}")
         images_before = watch.images
-        result = perform_task(scene_name, scene.task, condition, timeout_s=timeout_s)
+        with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout stays for the result
+            result = perform_task(scene_name, scene.task, condition, timeout_s=timeout_s)
         with watch.lock:
             final = watch.world
         result.update(scene=scene_name, condition=condition, backend="fetch", synthetic=True, db=str(db),

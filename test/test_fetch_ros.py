@@ -194,7 +194,7 @@ def test_run_with_the_synthetic_fetch_reaches_every_goal_through_the_graph(ros_g
                          "--backend", "fetch", "--synthetic", "--condition", "STARS+O", "--llm", "offline",
                          "--operator", "simulated", "--db", str(tmp_path / "kb.sqlite"), "--json"], timeout=1400)
     assert out.returncode == 0, out.stderr[-3000:]
-    data = json.loads(out.stdout[out.stdout.index("{"):])
+    data = json.loads(out.stdout)
     assert data["completion"] == 100.0 and data["satisfied"] == data["assertions"] == 18
     assert data["backend"] == "fetch" and data["objects_known"] == SCENE_OBJECTS
     assert data["images_seen_during_task"] > 50
