@@ -27,3 +27,7 @@ class UnknownObjectError(TaskLearningError):
 
 class BudgetExceededError(TaskLearningError):
     """An LLM token or request budget ran out."""
+
+
+class LLMUnavailableError(TaskLearningError):
+    """The LLM endpoint stopped serving the run (circuit breaker open): the run ends early."""

@@ -54,8 +54,12 @@ def run(args: argparse.Namespace) -> int:
         from task_learning.llm.client import make_client
 
         client = make_client(args.llm)
-    results = [run_trial(args.scene, args.task, args.engine, client, args.seed + i,
-                         max_actions=args.max_actions) for i in range(args.trials)]
+    results = []
+    for i in range(args.trials):
+        results.append(run_trial(args.scene, args.task, args.engine, client, args.seed + i,
+                                 max_actions=args.max_actions))
+        if client is not None:
+            client.raise_if_unavailable()
     summary = summarize(results)
     summary.update(task=args.task, engine=args.engine, scene=args.scene,
                    llm=args.llm if args.engine == "llm" else "")

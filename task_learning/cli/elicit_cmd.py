@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
                              settings=TreeSettings(max_workers=args.max_workers,
                                                    max_requests=args.max_requests),
                              operator=operator)
+        client.raise_if_unavailable()
     finally:
         closer = getattr(client, "close", None)
         if callable(closer):

@@ -53,6 +53,13 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
     raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
 
 
+def _stop_if_unavailable(client: Any) -> None:
+    """End the run (LLMUnavailableError) once the client's circuit breaker has opened."""
+    check = getattr(client, "raise_if_unavailable", None)
+    if callable(check):
+        check()
+
+
 @dataclass
 class RunSpec:
     scene: str = "tidy_kitchen"
@@ -102,8 +109,11 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
-        return elicit_goal(task, object_id, metadata, scene, condition, client,
-                           operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)
+        result = elicit_goal(task, object_id, metadata, scene, condition, client,
+                             operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
+        return result
 
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
