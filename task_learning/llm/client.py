@@ -224,6 +224,8 @@ class LLMClient:
                     self._note_unreachable(message)
                 else:
                     self._note_reached()  # 429 / 5xx: the endpoint answers
+                if self.unavailable:  # this failure opened the breaker: no backoff, no retry
+                    return LLMResponse(text="", error=f"{self.provider_name}: {message}; {self._breaker_refusal()}")
                 if attempt >= self.max_retries:
                     log.warning("LLM %s call failed after %d attempt(s): %s", kind, attempt + 1, message)
                     return LLMResponse(text="", error=f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}")
