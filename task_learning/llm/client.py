@@ -293,7 +293,7 @@ class LLMClient:
             if self._open_reason:
                 return
             self._open_reason = f"{self.provider_name}: {reason}"
-        log.error("LLM circuit breaker open: %s", self._open_reason)
+        log.info("LLM circuit breaker open: %s", self._open_reason)  # callers report it
 
     def _cache_hit(self, key: str, kind: str, scope: str) -> LLMResponse | None:
         hit = self.cache.get(key) if self.cache is not None else None

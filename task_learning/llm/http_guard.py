@@ -15,10 +15,11 @@ import importlib
 import re
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Iterable, Iterator
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 
