@@ -62,6 +62,7 @@ def _resolve(scene: Any, metadata: dict[str, Any], name: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from task_learning.llm.client import make_client
+    from task_learning.planning.session import check_run_config
     from task_learning.stars.elicit import elicit_goal
     from task_learning.world.scene import load_scene
 
@@ -69,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_workers < 1 or args.max_requests < 1:
         raise TaskLearningError("--max-workers and --max-requests must be at least 1")
     scene = load_scene(args.scene)
+    check_run_config()
     metadata = {"sceneName": scene.name, "objects": scene.objects}
     object_id = _resolve(scene, metadata, args.object)
     operator = None

@@ -53,6 +53,17 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
     raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
 
 
+def check_run_config() -> None:
+    """Load and validate every configuration file a run reads later (grounding lexicon, grammar
+    and affordances, the prompt templates), so that a broken file stops the run at its start with
+    a ConfigError naming file and key, before any LLM call, instead of failing every object."""
+    from task_learning.grounding import GroundingKnowledge
+    from task_learning.stars.prompts import load_templates
+
+    GroundingKnowledge.load()
+    load_templates()
+
+
 def _stop_if_unavailable(client: Any) -> None:
     """End the run (LLMUnavailableError) once the client's circuit breaker has opened."""
     check = getattr(client, "raise_if_unavailable", None)
@@ -87,6 +98,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
     scene = load_scene(spec.scene)
     check_task(scene, spec.task)
+    check_run_config()
     world = make_backend("symbolic", scene, spec.seed)
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
