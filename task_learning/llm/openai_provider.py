@@ -134,6 +134,9 @@ class OpenAIProvider:
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
             raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {_printable(str(exc))}")) from None
 
     # ------------------------------------------------------------------------------- requests

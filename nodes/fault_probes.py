@@ -1,0 +1,273 @@
+"""ROS graph fault probes for `task-learning faults` (its `ros` category), in their own process:
+the core library never imports rclpy, so it runs `python -m task_learning_nodes.fault_probes`
+and reads the JSON lines this prints (one ProbeResult each).
+
+The graph is started with `task-learning bringup` on a scratch knowledge base; a client node then
+acts as a hostile or careless client would: malformed and oversized requests, motion requests
+nobody confirmed, questions that never expire, a node killed in the middle of a task. Every probe
+has a deadline; a probe that gets no answer within it is "not handled" (a hang), never waited out.
+Run it in an isolated network namespace (`/work/bin/isolated`) when other graphs share the host.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import rclpy
+from rclpy.action import ActionClient
+from rclpy.context import Context
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+
+from task_learning_interfaces.action import PerformTask, ReachGoal
+from task_learning_interfaces.msg import ActionCall, ConfirmationRequest, GoalLiteral, KeyValue
+from task_learning_interfaces.srv import Confirm, ExecuteAction, ListPendingConfirmations, QueryWorld
+
+CATEGORY = "ros"
+SCENE = "tidy_kitchen"
+
+
+def result(name: str, handled: bool, detail: str, **counts: int) -> dict[str, Any]:
+    return {"category": CATEGORY, "name": name, "handled": bool(handled), "detail": detail.replace("\n", " ")[:300],
+            "unconfirmed_executed": counts.get("unconfirmed_executed", 0),
+            "confirmed_lost": counts.get("confirmed_lost", 0), "skipped": False}
+
+
+class Client:
+    """The probes' node, spun in a thread, with calls that give up at a deadline."""
+
+    def __init__(self) -> None:
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = Node("fault_probes", context=self.context)
+        self.executor = MultiThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.context)
+
+    @staticmethod
+    def wait(future: Any, timeout: float) -> Any:
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout):
+            return None
+        return future.result()
+
+    def call(self, srv: Any, name: str, request: Any, timeout: float = 30.0) -> Any:
+        client = self.node.create_client(srv, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise TimeoutError(f"service {name} not available")
+            return self.wait(client.call_async(request), timeout)
+        finally:
+            self.node.destroy_client(client)
+
+    def goal(self, action: Any, name: str, goal: Any, timeout: float = 60.0,
+             on_accepted: Callable[[Any], None] | None = None) -> tuple[str, Any]:
+        """("rejected", None) | ("timeout", None) | ("done", result)."""
+        client = ActionClient(self.node, action, name)
+        try:
+            if not client.wait_for_server(timeout_sec=timeout):
+                raise TimeoutError(f"action {name} not available")
+            handle = self.wait(client.send_goal_async(goal), timeout)
+            if handle is None:
+                return "timeout", None
+            if not handle.accepted:
+                return "rejected", None
+            if on_accepted is not None:
+                on_accepted(handle)
+            wrapped = self.wait(handle.get_result_async(), timeout)
+            return ("timeout", None) if wrapped is None else ("done", wrapped.result)
+        finally:
+            client.destroy()
+
+
+# ----------------------------------------------------------------------------------- probes
+def probe_query_size(c: Client) -> dict[str, Any]:
+    name = "query_world with a 2 MB query"
+    response = c.call(QueryWorld, "query_world", QueryWorld.Request(query="mug " * 500_000))
+    if response is None:
+        return result(name, False, "no answer (hang)")
+    ok = not response.success and len(response.message) < 2000
+    return result(name, ok, f"success={response.success}, message of {len(response.message)} chars: "
+                            f"{response.message[:120]}")
+
+
+def probe_force_action_json(c: Client) -> dict[str, Any]:
+    name = "execute_action forceAction '{not json'"
+    call = ActionCall(action="PickupObject", object_id="Mug|1",
+                      params=[KeyValue(key="forceAction", value="{not json")])
+    response = c.call(ExecuteAction, "execute_action", ExecuteAction.Request(call=call))
+    if response is None:
+        return result(name, False, "no answer (hang)")
+    ok = not response.outcome.success and bool(response.outcome.error_message)
+    return result(name, ok, f"success={response.outcome.success}: {response.outcome.error_message[:160]}",
+                  unconfirmed_executed=int(response.outcome.success))
+
+
+def probe_scene_path(c: Client) -> dict[str, Any]:
+    name = "perform_task scene '/etc/passwd'"
+    status, res = c.goal(PerformTask, "perform_task", PerformTask.Goal(task="tidy kitchen", scene="/etc/passwd",
+                                                                       condition="STARS+O"), timeout=60)
+    if status == "rejected":
+        return result(name, True, "rejected")
+    if status == "timeout":
+        return result(name, False, "no result (hang)")
+    ok = not res.success and "root:" not in res.message and bool(res.message)
+    return result(name, ok, f"success={res.success}: {res.message[:160]}")
+
+
+def probe_truth_maybe(c: Client) -> dict[str, Any]:
+    name = "reach_goal with truth 'maybe'"
+    goal = ReachGoal.Goal(goal=[GoalLiteral(predicate="inside", args=["Mug|1", "Cabinet|1"], truth="maybe")])
+    status, res = c.goal(ReachGoal, "reach_goal", goal, timeout=60)
+    if status == "rejected":
+        return result(name, True, "rejected")
+    if status == "timeout":
+        return result(name, False, "no result (hang)")
+    ok = not res.success and bool(res.message)
+    return result(name, ok, f"success={res.success}: {res.message[:160] or '(empty message)'}",
+                  unconfirmed_executed=int(bool(res.outcomes)))
+
+
+def probe_unconfirmed_reach(c: Client) -> dict[str, Any]:
+    name = "reach_goal nobody confirmed"
+    goal = ReachGoal.Goal(goal=[GoalLiteral(predicate="inside", args=["Mug|1", "GarbageCan|1"], truth="true")])
+    status, res = c.goal(ReachGoal, "reach_goal", goal, timeout=120)
+    if status == "rejected":
+        return result(name, True, "rejected")
+    if status == "timeout":
+        return result(name, False, "no result (hang)")
+    moved = sum(1 for o in res.outcomes if o.success)
+    ok = moved == 0 and not res.success
+    return result(name, ok, f"success={res.success}, {moved} action(s) executed: {res.message[:120]}",
+                  unconfirmed_executed=int(moved > 0))
+
+
+def probe_oversight_exhaustion(c: Client) -> dict[str, Any]:
+    name = "oversight: 12 questions with timeout inf"
+    client = c.node.create_client(Confirm, "oversight/confirm")
+    try:
+        if not client.wait_for_service(timeout_sec=30):
+            return result(name, False, "oversight node not available")
+        futures = []
+        for i in range(12):
+            request = Confirm.Request(request=ConfirmationRequest(
+                request_id=f"fault-{i}", question=f"probe question {i}?", object_id="Mug|1",
+                object_description="mug in dish rack", timeout_s=math.inf))
+            futures.append(client.call_async(request))
+        time_ok = c.call(ListPendingConfirmations, "oversight/list_pending", ListPendingConfirmations.Request(),
+                         timeout=20)
+        answered = sum(1 for f in futures if f.done())
+        if time_ok is None:
+            return result(name, False, f"list_pending got no answer while {12 - answered} questions wait")
+        return result(name, True, f"list_pending answered ({len(time_ok.pending)} pending); "
+                                  f"{answered} of 12 requests already refused/answered")
+    finally:
+        c.node.destroy_client(client)
+
+
+def probe_node_kill(c: Client, bringup: subprocess.Popen) -> dict[str, Any]:
+    name = "perception killed during perform_task"
+    victim = _child_with(bringup.pid, "task_learning_nodes.perception")
+    if victim is None:
+        return result(name, False, "perception process not found")
+
+    def kill(_handle: Any) -> None:
+        time.sleep(1.0)  # let the task start working before the kill
+        os.kill(victim, signal.SIGKILL)
+
+    status, res = c.goal(PerformTask, "perform_task", PerformTask.Goal(task="tidy kitchen", scene=SCENE,
+                                                                       condition="STARS"), timeout=120,
+                         on_accepted=kill)
+    if status == "rejected":
+        return result(name, False, "rejected before the kill")
+    if status == "timeout":
+        return result(name, False, "no result within 120 s after the kill (client left waiting)")
+    ok = not res.success and "percep" in res.message.lower()
+    return result(name, ok, f"success={res.success}: {res.message[:160]}")
+
+
+def _child_with(parent: int, needle: str) -> int | None:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and needle in cmdline:
+            return int(entry.name)
+    return None
+
+
+def probe_stop(bringup: subprocess.Popen) -> dict[str, Any]:
+    name = "SIGINT to the graph"
+    bringup.send_signal(signal.SIGINT)
+    try:
+        bringup.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        bringup.kill()
+        bringup.wait()
+        return result(name, False, "the graph was still running 30 s after SIGINT")
+    return result(name, True, f"stopped (exit {bringup.returncode})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--fast", action="store_true")
+    args = parser.parse_args(argv)
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = open(workdir / "ros_bringup.log", "w", encoding="utf-8")
+    cli = [sys.executable, "-m", "task_learning.cli"]
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros.sqlite"), "--keep-going"],
+                               stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    client = Client()
+    probes: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        ("query_world with a 2 MB query", lambda: probe_query_size(client)),
+        ("execute_action forceAction '{not json'", lambda: probe_force_action_json(client)),
+        ("perform_task scene '/etc/passwd'", lambda: probe_scene_path(client)),
+        ("reach_goal with truth 'maybe'", lambda: probe_truth_maybe(client)),
+        ("reach_goal nobody confirmed", lambda: probe_unconfirmed_reach(client)),
+        ("oversight: 12 questions with timeout inf", lambda: probe_oversight_exhaustion(client)),
+    ]
+    if not args.fast:
+        probes.append(("perception killed during perform_task", lambda: probe_node_kill(client, bringup)))
+    try:
+        for name, probe in probes:
+            try:
+                out = probe()
+            except Exception as exc:  # a probe that crashes is a finding, not the end of the run
+                out = result(name, False, f"{type(exc).__name__}: {exc}")
+            print(json.dumps(out), flush=True)
+        print(json.dumps(probe_stop(bringup)), flush=True)
+    finally:
+        client.close()
+        if bringup.poll() is None:
+            os.killpg(bringup.pid, signal.SIGKILL)
+            bringup.wait()
+        log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
