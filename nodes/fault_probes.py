@@ -127,8 +127,12 @@ def probe_scene_path(c: Client) -> dict[str, Any]:
         return result(name, True, "rejected")
     if status == "timeout":
         return result(name, False, "no result (hang)")
-    ok = not res.success and "root:" not in res.message and bool(res.message)
-    return result(name, ok, f"success={res.success}: {res.message[:160]}")
+    # Scenes come over ROS by name only: an error that comes from parsing the file means the
+    # planner opened a path a client chose.
+    read_it = any(w in res.message for w in ("root:", "expected a mapping", "malformed YAML", "not UTF-8"))
+    ok = not res.success and bool(res.message) and not read_it
+    return result(name, ok, f"success={res.success}: {res.message[:160]}"
+                            + (" (the planner opened the file)" if read_it else ""))
 
 
 def probe_truth_maybe(c: Client) -> dict[str, Any]:

@@ -127,6 +127,23 @@ def _dead_endpoint(ctx: ProbeContext) -> ProbeResult:
     return result
 
 
+def _dead_endpoint_client(ctx: ProbeContext) -> ProbeResult:
+    """The client alone against a closed port: the breaker opens, later calls are not made."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = _client(f"http://127.0.0.1:{port}/v1", max_retries=10, breaker_failures=3)
+    try:
+        first = _call(client, _request())
+        second = _call(client, _request(" again"))
+    finally:
+        client.close()
+    if first is None or second is None:
+        return ProbeResult(CATEGORY, "dead endpoint (client)", False, f"call still running after {CALL_DEADLINE_S:g} s")
+    ok = bool(client.unavailable) and "not called" in second.error
+    return ProbeResult(CATEGORY, "dead endpoint (client)", ok, client.unavailable or first.error)
+
+
 def _wrong_object(ctx: ProbeContext) -> ProbeResult:
     """The model answers about the cheese whatever it is asked: the goal for the plastic cups
     must not become "the cheese is in the fridge"."""
@@ -190,5 +207,6 @@ def probes() -> list[Probe]:
             "401 unauthorized", ScriptedReply(status=401, body=error_body("invalid key", "invalid_api_key")),
             _unauthorized, max_retries=3)),
         Probe(CATEGORY, "wrong object in the answer", _wrong_object),
-        Probe(CATEGORY, "dead endpoint (whole run)", _dead_endpoint),
+        Probe(CATEGORY, "dead endpoint (client)", _dead_endpoint_client),
+        Probe(CATEGORY, "dead endpoint (whole run)", _dead_endpoint, fast=False),
     ]

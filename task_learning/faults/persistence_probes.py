@@ -225,7 +225,7 @@ def _import_confirmed(ctx: ProbeContext) -> ProbeResult:
 def probes() -> list[Probe]:
     return [
         Probe(CATEGORY, "locked database", _locked),
-        Probe(CATEGORY, "corrupt database", _corrupt),
+        Probe(CATEGORY, "corrupt database", _corrupt, fast=False),
         Probe(CATEGORY, "truncated database", _truncated, fast=False),
         Probe(CATEGORY, "foreign goals table", _foreign),
         Probe(CATEGORY, "SIGKILL of run at random moments", _sigkill, fast=False),
