@@ -19,18 +19,28 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import rclpy
 from rclpy.action import ActionClient
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
-
 from task_learning_interfaces.action import PerformTask, ReachGoal
-from task_learning_interfaces.msg import ActionCall, ConfirmationRequest, GoalLiteral, KeyValue
-from task_learning_interfaces.srv import Confirm, ExecuteAction, ListPendingConfirmations, QueryWorld
+from task_learning_interfaces.msg import (
+    ActionCall,
+    ConfirmationRequest,
+    GoalLiteral,
+    KeyValue,
+)
+from task_learning_interfaces.srv import (
+    Confirm,
+    ExecuteAction,
+    ListPendingConfirmations,
+    QueryWorld,
+)
 
 CATEGORY = "ros"
 SCENE = "tidy_kitchen"
@@ -240,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    log = open(workdir / "ros_bringup.log", "w", encoding="utf-8")
+    log = open(workdir / "ros_bringup.log", "w", encoding="utf-8")  # noqa: SIM115 - the bringup outlives a with block
     cli = [sys.executable, "-m", "task_learning.cli"]
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros.sqlite"), "--keep-going"],
@@ -260,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, probe in probes:
             try:
                 out = probe()
-            except Exception as exc:  # a probe that crashes is a finding, not the end of the run
+            except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding, not the end
                 out = result(name, False, f"{type(exc).__name__}: {exc}")
             print(json.dumps(out), flush=True)
         print(json.dumps(probe_stop(bringup)), flush=True)

@@ -26,7 +26,7 @@ ESC = "\x1b"
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
         timeout: float = 300) -> subprocess.CompletedProcess:
     """`task-learning ARGS` as a real process (deadline: a hang fails instead of blocking)."""
-    return subprocess.run([sys.executable, "-m", "task_learning.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "task_learning.cli", *args], capture_output=True, check=False,
                           text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
 
 

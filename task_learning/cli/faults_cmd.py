@@ -19,7 +19,14 @@ import tempfile
 from pathlib import Path
 
 from task_learning.cli.options import SEED
-from task_learning.faults import CATEGORIES, ProbeContext, ProbeResult, format_details, format_table, run_probes
+from task_learning.faults import (
+    CATEGORIES,
+    ProbeContext,
+    ProbeResult,
+    format_details,
+    format_table,
+    run_probes,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

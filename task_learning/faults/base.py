@@ -13,9 +13,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 CATEGORIES = ("llm", "cli", "config", "persistence", "ros")
 CATEGORY_TITLES = {
@@ -99,7 +100,7 @@ def run_command(ctx: ProbeContext, args: Sequence[str], *, env: Mapping[str, str
     """`task-learning ARGS` as a real process with a deadline (a hang is reported, not waited out)."""
     started = time.monotonic()
     try:
-        proc = subprocess.run([ctx.python, "-m", "task_learning.cli", *args], capture_output=True, text=True,
+        proc = subprocess.run([ctx.python, "-m", "task_learning.cli", *args], capture_output=True, text=True, check=False,
                               env={**ctx.env, **(env or {})}, timeout=timeout_s, cwd=cwd or ctx.workdir,
                               errors="replace")
     except subprocess.TimeoutExpired as exc:

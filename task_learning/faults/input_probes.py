@@ -4,11 +4,17 @@ no escape sequence reaching the terminal."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from task_learning.config import config_dir
-from task_learning.faults.base import Probe, ProbeContext, ProbeResult, expect_one_line_error, run_command
+from task_learning.faults.base import (
+    Probe,
+    ProbeContext,
+    ProbeResult,
+    expect_one_line_error,
+    run_command,
+)
 
 ESC = "\x1b"
 

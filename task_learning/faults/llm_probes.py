@@ -6,10 +6,17 @@ import math
 import shutil
 import socket
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from task_learning.config import config_dir
-from task_learning.faults.base import Probe, ProbeContext, ProbeResult, expect_one_line_error, run_command
+from task_learning.faults.base import (
+    Probe,
+    ProbeContext,
+    ProbeResult,
+    expect_one_line_error,
+    run_command,
+)
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.fake_server import (
     CHAT,
@@ -177,7 +184,7 @@ def _wrong_object(ctx: ProbeContext) -> ProbeResult:
 
 
 def probes() -> list[Probe]:
-    bad = lambda value: [(" the", value, {" the": value, " a": math.log(0.05)})] + TOKENS[1:]  # noqa: E731
+    bad = lambda value: [(" the", value, {" the": value, " a": math.log(0.05)})] + TOKENS[1:]
     return [
         Probe(CATEGORY, "429 burst", _served("429 burst", [ScriptedReply(status=429, body=error_body("slow down"))] * 3,
                                              _recovered(3), max_retries=5)),

@@ -16,7 +16,7 @@ def _graph(ctx: ProbeContext) -> list[ProbeResult]:
     if ctx.fast:
         command.append("--fast")
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, env=dict(ctx.env), timeout=DEADLINE_S,
+        proc = subprocess.run(command, capture_output=True, text=True, check=False, env=dict(ctx.env), timeout=DEADLINE_S,
                               cwd=ctx.workdir, errors="replace")
     except subprocess.TimeoutExpired:
         return [ProbeResult(CATEGORY, "ROS graph probes", False, f"still running after {DEADLINE_S:g} s (hang)")]

@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
-from task_learning.faults import input_probes, llm_probes, persistence_probes, ros_probes
+from task_learning.faults import (
+    input_probes,
+    llm_probes,
+    persistence_probes,
+    ros_probes,
+)
 from task_learning.faults.base import CATEGORIES, Probe, ProbeContext, ProbeResult
 
 log = logging.getLogger(__name__)
