@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="task_learning_faults_"))
     workdir.mkdir(parents=True, exist_ok=True)
     ctx = ProbeContext(workdir=workdir.resolve(), seed=args.seed, fast=args.fast)
+    if not args.verbose:  # the probes provoke failures on purpose: their log lines are noise here
+        logging.getLogger("task_learning").setLevel(logging.CRITICAL)
 
     def progress(result: ProbeResult) -> None:
         if not args.json:
