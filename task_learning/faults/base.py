@@ -63,7 +63,7 @@ class ProbeContext:
 class Probe:
     category: str
     name: str
-    run: Callable[[ProbeContext], ProbeResult]
+    run: Callable[[ProbeContext], ProbeResult | list[ProbeResult]]
     fast: bool = True  # part of the fast subset
 
 
