@@ -78,7 +78,7 @@ class Client:
         return future.result()
 
     def call(self, srv: Any, name: str, request: Any, timeout: float = 30.0) -> Any:
-        client = self.node.create_client(srv, name)
+        client: Any = self.node.create_client(srv, name)
         try:
             if not client.wait_for_service(timeout_sec=timeout):
                 raise TimeoutError(f"service {name} not available")
@@ -89,7 +89,7 @@ class Client:
     def goal(self, action: Any, name: str, goal: Any, timeout: float = 60.0,
              on_accepted: Callable[[Any], None] | None = None) -> tuple[str, Any]:
         """("rejected", None) | ("timeout", None) | ("done", result)."""
-        client = ActionClient(self.node, action, name)
+        client: Any = ActionClient(self.node, action, name)
         try:
             if not client.wait_for_server(timeout_sec=timeout):
                 raise TimeoutError(f"action {name} not available")
@@ -174,7 +174,7 @@ def probe_unconfirmed_reach(c: Client) -> dict[str, Any]:
 
 def probe_oversight_exhaustion(c: Client) -> dict[str, Any]:
     name = "oversight: 12 questions with timeout inf"
-    client = c.node.create_client(Confirm, "oversight/confirm")
+    client: Any = c.node.create_client(Confirm, "oversight/confirm")
     try:
         if not client.wait_for_service(timeout_sec=30):
             return result(name, False, "oversight node not available")
