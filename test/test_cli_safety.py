@@ -20,6 +20,8 @@ from task_learning.kb import KnowledgeBase, LearnedGoal
 from task_learning.kb.store import KnowledgeBaseError
 from task_learning.planning.session import RunSpec, run_in_process
 
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # most tests run the CLI in a subprocess
+
 ESC = "\x1b"
 
 

@@ -46,9 +46,17 @@ def run(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="task_learning_faults_"))
     workdir.mkdir(parents=True, exist_ok=True)
     ctx = ProbeContext(workdir=workdir.resolve(), seed=args.seed, fast=args.fast)
+    core_log = logging.getLogger("task_learning")
+    level = core_log.level
     if not args.verbose:  # the probes provoke failures on purpose: their log lines are noise here
-        logging.getLogger("task_learning").setLevel(logging.CRITICAL)
+        core_log.setLevel(logging.CRITICAL)
+    try:
+        return _run(args, ctx, workdir)
+    finally:
+        core_log.setLevel(level)
 
+
+def _run(args: argparse.Namespace, ctx: ProbeContext, workdir: Path) -> int:
     def progress(result: ProbeResult) -> None:
         if not args.json:
             mark = "skip" if result.skipped else ("ok  " if result.handled else "FAIL")
