@@ -258,6 +258,8 @@ class KnowledgeBase:
     def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = str(path)
         self.busy_timeout_s = float(busy_timeout_s)
+        if not self.path.strip():
+            raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
             if Path(self.path).is_dir():
                 raise KnowledgeBaseError(f"{self.path}: is a directory, not a knowledge base file")
