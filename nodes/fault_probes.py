@@ -216,6 +216,84 @@ def probe_node_kill(c: Client, bringup: subprocess.Popen) -> dict[str, Any]:
     return result(name, ok, f"success={res.success}: {res.message[:160]}")
 
 
+def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[str, Any]:
+    """Issue 10's first defect through the graph: PerformTask with STARS learns goals nobody
+    confirmed; the graph restarts on the same knowledge base (the world as it was) and PerformTask
+    with STARS+O must ask before executing any of them."""
+    from task_learning.faults.persistence_probes import operator_confirmations
+
+    name = "PerformTask STARS, then STARS+O on its goals"
+    db = workdir / "ros_reuse.sqlite"
+    for stale in workdir.glob("ros_reuse.sqlite*"):
+        stale.unlink()
+    cli = [sys.executable, "-m", "task_learning.cli"]
+    executed: list[str] = []
+    for step, condition in enumerate(("STARS", "STARS+O")):
+        log = workdir / f"ros_reuse_{step}.log"
+        with open(log, "w", encoding="utf-8") as out:
+            procs = [subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db)], stdout=out,
+                                      stderr=subprocess.STDOUT, env=env, start_new_session=True)]
+            if condition.endswith("+O"):
+                procs.append(subprocess.Popen(cli + ["operator", "--simulated", SCENE, "--wait", "60"], stdout=out,
+                                              stderr=subprocess.STDOUT, env=env, start_new_session=True))
+            try:
+                status, res = c.goal(PerformTask, "perform_task",
+                                     PerformTask.Goal(task="tidy kitchen", scene=SCENE, condition=condition),
+                                     timeout=900)
+            finally:
+                for proc in procs:
+                    if proc.poll() is None:
+                        proc.send_signal(signal.SIGINT)
+                for proc in procs:
+                    try:
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+        if status != "done":
+            return result(name, status == "rejected" and step == 1, f"{condition}: {status}")
+        if step == 1:
+            executed = [f"{o.object_id}: {o.goal.text}" for o in res.objects if any(a.success for a in o.actions)]
+    confirmations = operator_confirmations(db)
+
+    def confirmed(entry: str) -> bool:
+        object_id, _, text = entry.partition(": ")
+        said = confirmations.get(object_id, set())
+        return "*" in said or " ".join(text.lower().strip().rstrip(".").split()) in said
+
+    bad = [e for e in executed if not confirmed(e)]
+    return result(name, not bad, f"{len(bad)} of {len(executed)} goals executed under STARS+O without the "
+                                 f"operator's yes" + (f", e.g. {bad[0]}" if bad else ""),
+                  unconfirmed_executed=len(bad))
+
+
+def probe_cancel(c: Client) -> dict[str, Any]:
+    name = "perform_task canceled"
+    box: dict[str, Any] = {}
+
+    def cancel(handle: Any) -> None:
+        time.sleep(1.0)  # let it start moving
+        box["cancel"] = handle.cancel_goal_async()
+
+    client: Any = ActionClient(c.node, PerformTask, "perform_task")
+    try:
+        if not client.wait_for_server(timeout_sec=60):
+            return result(name, False, "planner not available")
+        handle = c.wait(client.send_goal_async(PerformTask.Goal(task="tidy kitchen", scene=SCENE,
+                                                                condition="STARS")), 60)
+        if handle is None or not handle.accepted:
+            return result(name, False, "goal not accepted")
+        cancel(handle)
+        wrapped = c.wait(handle.get_result_async(), 300)  # an ignored cancel: the whole task
+    finally:
+        client.destroy()
+    if wrapped is None:
+        return result(name, False, "no result within 300 s of the cancel")
+    canceled = wrapped.status == 5  # action_msgs/GoalStatus.STATUS_CANCELED
+    return result(name, canceled, f"status {wrapped.status}, success={wrapped.result.success}: "
+                                  f"{wrapped.result.message[:120]}")
+
+
 def _child_with(parent: int, needle: str) -> int | None:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -262,8 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         ("perform_task scene '/etc/passwd'", lambda: probe_scene_path(client)),
         ("reach_goal with truth 'maybe'", lambda: probe_truth_maybe(client)),
         ("reach_goal nobody confirmed", lambda: probe_unconfirmed_reach(client)),
-        ("oversight: 12 questions with timeout inf", lambda: probe_oversight_exhaustion(client)),
     ]
+    if not args.fast:
+        probes.append(("perform_task canceled", lambda: probe_cancel(client)))
+    probes.append(("oversight: 12 questions with timeout inf", lambda: probe_oversight_exhaustion(client)))
     if not args.fast:
         probes.append(("perception killed during perform_task", lambda: probe_node_kill(client, bringup)))
     try:
@@ -274,6 +354,13 @@ def main(argv: list[str] | None = None) -> int:
                 out = result(name, False, f"{type(exc).__name__}: {exc}")
             print(json.dumps(out), flush=True)
         print(json.dumps(probe_stop(bringup)), flush=True)
+        if not args.fast:  # a graph of its own, started twice on one knowledge base
+            name = "PerformTask STARS, then STARS+O on its goals"
+            try:
+                out = probe_reuse_over_ros(client, workdir, env)
+            except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding
+                out = result(name, False, f"{type(exc).__name__}: {exc}")
+            print(json.dumps(out), flush=True)
     finally:
         client.close()
         if bringup.poll() is None:
