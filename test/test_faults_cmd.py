@@ -36,3 +36,14 @@ def test_faults_command_prints_the_table_and_fails_on_a_finding(tmp_path, capsys
     out = capsys.readouterr().out
     assert "| bad CLI input | 2 | 2 | 0 | 0 | 0 |" in out
     assert code == 0
+
+
+def test_the_faults_core_never_imports_rclpy():
+    # The ROS probes run in task_learning_nodes.fault_probes, a process of their own.
+    import subprocess
+    import sys
+
+    code = ("import sys, task_learning.faults, task_learning.cli.faults_cmd, task_learning.faults.ros_probes; "
+            "print('rclpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "False"
