@@ -140,13 +140,16 @@ class _GuardedBackend:
 def guarded_http_client(guard: CallGuard, *, auth: tuple[str, str] | None = None, timeout_s: float = 30.0) -> Any:
     """An HTTP client for `openai.OpenAI(http_client=...)` whose sockets obey `guard`."""
     httpx, core = _http_modules()
-    transport = httpx.HTTPTransport()
-    pool = getattr(transport, "_pool", None)
-    if pool is None or not hasattr(pool, "_network_backend"):
-        raise ImportError(f"{httpx.__name__} {getattr(httpx, '__version__', '?')}: cannot install the "
-                          "per-call deadline (unknown transport layout)")
-    pool._network_backend = _GuardedBackend(pool._network_backend, guard, core)
-    return httpx.Client(transport=transport, auth=auth, timeout=timeout_s, follow_redirects=False)
+    client = httpx.Client(transport=httpx.HTTPTransport(), auth=auth, timeout=timeout_s, follow_redirects=False)
+    # The proxies from HTTP(S)_PROXY get transports of their own ("mounts"): guard those too.
+    transports = [client._transport, *(t for t in getattr(client, "_mounts", {}).values() if t is not None)]
+    for transport in transports:
+        pool = getattr(transport, "_pool", None)
+        if pool is None or not hasattr(pool, "_network_backend"):
+            raise ImportError(f"{httpx.__name__} {getattr(httpx, '__version__', '?')}: cannot install the "
+                              "per-call deadline (unknown transport layout)")
+        pool._network_backend = _GuardedBackend(pool._network_backend, guard, core)
+    return client
 
 
 def is_too_large(exc: BaseException) -> ResponseTooLargeError | None:
