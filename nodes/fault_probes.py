@@ -184,32 +184,46 @@ def probe_oversight_exhaustion(c: Client) -> dict[str, Any]:
                 request_id=f"fault-{i}", question=f"probe question {i}?", object_id="Mug|1",
                 object_description="mug in dish rack", timeout_s=math.inf))
             futures.append(client.call_async(request))
-        time_ok = c.call(ListPendingConfirmations, "oversight/list_pending", ListPendingConfirmations.Request(),
-                         timeout=20)
+        # Until every request has reached the node (pending, or answered at once), list_pending
+        # must keep answering; then every waiting question must have a finite timeout.
+        listed = None
+        for _ in range(15):
+            listed = c.call(ListPendingConfirmations, "oversight/list_pending", ListPendingConfirmations.Request(),
+                            timeout=20)
+            answered = sum(1 for f in futures if f.done())
+            if listed is None:
+                return result(name, False, f"list_pending got no answer while {12 - answered} questions wait")
+            if len(listed.pending) + answered >= 12:
+                break
+            time.sleep(1.0)  # the requests are still on their way to the node
         answered = sum(1 for f in futures if f.done())
-        if time_ok is None:
-            return result(name, False, f"list_pending got no answer while {12 - answered} questions wait")
-        return result(name, True, f"list_pending answered ({len(time_ok.pending)} pending); "
-                                  f"{answered} of 12 requests already refused/answered")
+        pending = list(listed.pending) if listed is not None else []
+        unbounded = [p for p in pending if not math.isfinite(p.timeout_s) or p.timeout_s <= 0]
+        ok = len(pending) + answered >= 12 and not unbounded
+        return result(name, ok, f"list_pending answered: {len(pending)} waiting ({len(unbounded)} with no finite "
+                                f"timeout), {answered} refused or answered at once")
     finally:
         c.node.destroy_client(client)
 
 
 def probe_node_kill(c: Client, bringup: subprocess.Popen) -> dict[str, Any]:
     name = "perception killed during perform_task"
-    victim = _child_with(bringup.pid, "task_learning_nodes.perception")
-    if victim is None:
-        return result(name, False, "perception process not found")
+    killed: list[int] = []
 
     def kill(_handle: Any) -> None:
         time.sleep(1.0)  # let the task start working before the kill
-        os.kill(victim, signal.SIGKILL)
+        victim = _child_with(bringup.pid, "task_learning_nodes.perception")
+        if victim is not None:
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
 
     status, res = c.goal(PerformTask, "perform_task", PerformTask.Goal(task="tidy kitchen", scene=SCENE,
                                                                        condition="STARS"), timeout=120,
                          on_accepted=kill)
     if status == "rejected":
         return result(name, False, "rejected before the kill")
+    if not killed:
+        return result(name, False, "perception process not found")
     if status == "timeout":
         return result(name, False, "no result within 120 s after the kill (client left waiting)")
     ok = not res.success and "percep" in res.message.lower()
@@ -253,7 +267,7 @@ def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[
         if status != "done":
             return result(name, status == "rejected" and step == 1, f"{condition}: {status}")
         if step == 1:
-            executed = [f"{o.object_id}: {o.goal.text}" for o in res.objects if any(a.success for a in o.actions)]
+            executed = [f"{o.object_id}: {o.goal.text}" for o in res.objects if _executed(o)]
     confirmations = operator_confirmations(db)
 
     def confirmed(entry: str) -> bool:
@@ -265,6 +279,12 @@ def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[
     return result(name, not bad, f"{len(bad)} of {len(executed)} goals executed under STARS+O without the "
                                  f"operator's yes" + (f", e.g. {bad[0]}" if bad else ""),
                   unconfirmed_executed=len(bad))
+
+
+def _executed(outcome: Any) -> bool:
+    """Whether PerformTask acted on this object's goal (reached it, or tried and failed)."""
+    return (bool(outcome.success) or any(a.success for a in outcome.actions)
+            or ": unreachable, goal from" in outcome.message)
 
 
 def probe_cancel(c: Client) -> dict[str, Any]:
@@ -344,8 +364,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.fast:
         probes.append(("perform_task canceled", lambda: probe_cancel(client)))
     probes.append(("oversight: 12 questions with timeout inf", lambda: probe_oversight_exhaustion(client)))
-    if not args.fast:
-        probes.append(("perception killed during perform_task", lambda: probe_node_kill(client, bringup)))
     try:
         for name, probe in probes:
             try:
@@ -354,6 +372,25 @@ def main(argv: list[str] | None = None) -> int:
                 out = result(name, False, f"{type(exc).__name__}: {exc}")
             print(json.dumps(out), flush=True)
         print(json.dumps(probe_stop(bringup)), flush=True)
+        if not args.fast:  # a fresh graph (a fresh world) for the kill
+            name = "perception killed during perform_task"
+            with open(workdir / "ros_kill.log", "w", encoding="utf-8") as kill_log:
+                graph = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros_kill.sqlite"),
+                                                "--keep-going"], stdout=kill_log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+                try:
+                    out_kill = probe_node_kill(client, graph)
+                except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding
+                    out_kill = result(name, False, f"{type(exc).__name__}: {exc}")
+                finally:
+                    if graph.poll() is None:
+                        graph.send_signal(signal.SIGINT)
+                    try:
+                        graph.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(graph.pid, signal.SIGKILL)
+                        graph.wait()
+            print(json.dumps(out_kill), flush=True)
         if not args.fast:  # a graph of its own, started twice on one knowledge base
             name = "PerformTask STARS, then STARS+O on its goals"
             try:
