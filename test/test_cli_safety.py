@@ -17,7 +17,7 @@ from task_learning.cli import main
 from task_learning.config import config_dir, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.kb import KnowledgeBase, LearnedGoal
-from task_learning.kb.store import KnowledgeBaseError
+from task_learning.kb.store import Confirmation, KnowledgeBaseError
 from task_learning.planning.session import RunSpec, run_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # most tests run the CLI in a subprocess
@@ -179,7 +179,7 @@ def test_corrupt_database_and_bad_exports_imports_are_one_line_errors(tmp_path):
     db = tmp_path / "kb.sqlite"
     with KnowledgeBase(db) as kb:
         kb.learn_goal(LearnedGoal(task="t", context="mug in sink", object_type="Mug", text="x", literals=[],
-                                  confirmed=True))
+                                  confirmation=Confirmation.OPERATOR_YES))
     one_line_error(cli("kb", "export", "--db", str(db), "--out", str(tmp_path)), "is a directory")
     one_line_error(cli("kb", "export", "--db", str(db), "--out", "/proc/kb.yaml"), "cannot export to /proc/kb.yaml")
     binary = tmp_path / "dump.bin"
