@@ -8,11 +8,6 @@ import pytest
 from task_learning.cli import main
 from task_learning.faults import ProbeContext, format_table, run_probes
 
-# Pending on the safety-graph branch (issue 10, "a goal for X is about X"): reported by the
-# command as not handled until that fix lands on main.
-PENDING_ELSEWHERE = {"wrong object in the answer"}
-
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # real CLI processes, a fake endpoint
 
 
@@ -21,9 +16,9 @@ def test_fast_subset_every_fault_handled(tmp_path):
     results = run_probes(ctx, ("llm", "cli", "config", "persistence"))
     names = {r.name for r in results}
     assert {"drip (1 byte per 0.5 s)", "huge body (150 MB)", "logprob +5", "401 unauthorized",
-            "dead endpoint (client)", "run --workers 0", "broken lexicon", "locked database",
-            "foreign goals table"} <= names
-    failed = [f"{r.name}: {r.detail}" for r in results if not r.handled and r.name not in PENDING_ELSEWHERE]
+            "dead endpoint (client)", "wrong object in the answer", "run --workers 0", "broken lexicon",
+            "locked database", "foreign goals table"} <= names
+    failed = [f"{r.name}: {r.detail}" for r in results if not r.handled]
     assert not failed, failed
     assert sum(r.unconfirmed_executed for r in results) == 0
     assert sum(r.confirmed_lost for r in results) == 0
