@@ -82,8 +82,9 @@ def _sigkill(ctx: ProbeContext) -> ProbeResult:
     confirmed: set[tuple[str, str, str]] = set()
     lost: set[tuple[str, str, str]] = set()
     moments = []
+    at_kill = []
     for _ in range(kills):
-        moment = rng.uniform(0.5, 10.0)
+        moment = rng.uniform(1.0, 30.0)
         moments.append(f"{moment:.1f}")
         proc = subprocess.Popen([ctx.python, "-m", "task_learning.cli", "run", "--scene", SCENE, "--condition",
                                  "STARS+O", "--db", str(db)], env=dict(ctx.env), cwd=ctx.workdir,
@@ -104,15 +105,17 @@ def _sigkill(ctx: ProbeContext) -> ProbeResult:
             return ProbeResult(CATEGORY, "SIGKILL of run at random moments", False, f"integrity_check: {check}")
         lost |= confirmed - now
         confirmed |= now
+        at_kill.append(str(len(now)))
     final = _run(ctx, db, "STARS+O", "--json")
     if final.returncode != 0:
         return ProbeResult(CATEGORY, "SIGKILL of run at random moments", False,
                            f"the resumed run failed: {final.stderr.strip()[-200:]}")
-    lost |= confirmed - confirmed_goals(db)
+    after = confirmed_goals(db)
+    lost |= confirmed - after
     data = json.loads(final.stdout)
     return ProbeResult(CATEGORY, "SIGKILL of run at random moments", not lost,
-                       f"{kills} kill(s) at {', '.join(moments)} s; resumed run {data['completion']:.1f}% "
-                       f"with {len(confirmed)} confirmed goals kept",
+                       f"{kills} kill(s) at {', '.join(moments)} s with {', '.join(at_kill)} confirmed goals "
+                       f"stored; resumed run {data['completion']:.1f}%, {len(after)} confirmed goals",
                        confirmed_lost=len(lost))
 
 
