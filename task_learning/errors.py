@@ -25,9 +25,5 @@ class UnknownObjectError(TaskLearningError):
     """A name or id matches no object (or several) in the world."""
 
 
-class BudgetExceededError(TaskLearningError):
-    """An LLM token or request budget ran out."""
-
-
 class LLMUnavailableError(TaskLearningError):
     """The LLM endpoint stopped serving the run (circuit breaker open): the run ends early."""
