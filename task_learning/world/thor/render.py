@@ -82,57 +82,73 @@ def render(boxes: list[Box], intrinsics: Intrinsics, pose: CameraPose,
     """(rgb HxWx3 uint8, depth HxW float32 metres, instance index HxW int32 or None)."""
     width, height = intrinsics.width, intrinsics.height
     depth = np.full((height, width), np.inf, dtype=np.float32)
-    rgb = np.empty((height, width, 3), dtype=np.uint8)
-    rgb[...] = BACKGROUND
-    index = np.zeros((height, width), dtype=np.int32) if ids else None
+    face = np.zeros((height, width), dtype=np.int8)
+    colour_index = np.zeros((height, width), dtype=np.int32)  # 0: background, else box number
     cam = np.array(pose.position, dtype=np.float64)
-    fwd, right, down = (np.array(v, dtype=np.float64) for v in (pose.forward, pose.right, pose.down))
+    us = ((np.arange(width) - intrinsics.cx) / intrinsics.fx).astype(np.float32)
+    vs = ((np.arange(height) - intrinsics.cy) / intrinsics.fy).astype(np.float32)
+    # per axis, the ray directions of every pixel with a unit forward component, so a ray's hit
+    # parameter is the planar depth; and their inverses for the slab test
+    inverse = []
+    for a in range(3):
+        d = (np.float32(pose.forward[a]) + us[None, :] * np.float32(pose.right[a])
+             + vs[:, None] * np.float32(pose.down[a]))
+        d[np.abs(d) < 1e-9] = 1e-9
+        inverse.append(1.0 / d)
     for number, box in enumerate(boxes, start=1):
         rect = _screen_rect(box, intrinsics, pose, cam)
         if rect is None:
             continue
         u0, u1, v0, v1 = rect
-        us = (np.arange(u0, u1, dtype=np.float64) - intrinsics.cx) / intrinsics.fx
-        vs = (np.arange(v0, v1, dtype=np.float64) - intrinsics.cy) / intrinsics.fy
-        # ray directions with a unit forward component: the hit parameter is the planar depth
-        dirs = fwd[None, None, :] + us[None, :, None] * right[None, None, :] + vs[:, None, None] * down[None, None, :]
-        lo = np.array(box.centre) - np.array(box.half) - cam
-        hi = np.array(box.centre) + np.array(box.half) - cam
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = 1.0 / np.where(np.abs(dirs) < 1e-12, 1e-12, dirs)
-            t1, t2 = lo * inv, hi * inv
-        tmin, tmax = np.minimum(t1, t2), np.maximum(t1, t2)
-        t_near = tmin.max(axis=2)
-        t_far = tmax.min(axis=2)
-        hit = (t_near <= t_far) & (t_near > NEAR_PLANE_M)
+        t_near = np.full((v1 - v0, u1 - u0), -np.inf, dtype=np.float32)
+        t_far = np.full((v1 - v0, u1 - u0), np.inf, dtype=np.float32)
+        hit_face = np.zeros((v1 - v0, u1 - u0), dtype=np.int8)
+        for a in range(3):
+            inv = inverse[a][v0:v1, u0:u1]
+            t1 = np.float32(box.centre[a] - box.half[a] - cam[a]) * inv
+            t2 = np.float32(box.centre[a] + box.half[a] - cam[a]) * inv
+            near_a = np.minimum(t1, t2)
+            larger = near_a > t_near
+            hit_face[larger] = a
+            np.maximum(t_near, near_a, out=t_near)
+            np.minimum(t_far, np.maximum(t1, t2), out=t_far)
         region = depth[v0:v1, u0:u1]
-        closer = hit & (t_near < region)
+        closer = (t_near <= t_far) & (t_near > NEAR_PLANE_M) & (t_near < region)
         if not closer.any():
             continue
         region[closer] = t_near[closer]
-        face = tmin.argmax(axis=2)
-        shade = _FACE_SHADE[face]
-        colour = (np.array(box.colour, dtype=np.float32)[None, None, :] * shade[:, :, None]).astype(np.uint8)
-        rgb[v0:v1, u0:u1][closer] = colour[closer]
-        if index is not None:
-            index[v0:v1, u0:u1][closer] = number
+        face[v0:v1, u0:u1][closer] = hit_face[closer]
+        colour_index[v0:v1, u0:u1][closer] = number
+    palette = np.array([BACKGROUND] + [box.colour for box in boxes], dtype=np.float32)
+    shade = np.where(colour_index == 0, 1.0, _FACE_SHADE[face]).astype(np.float32)
+    rgb = (palette[colour_index] * shade[:, :, None]).astype(np.uint8)
     depth[~np.isfinite(depth)] = FAR_PLANE_M
-    return rgb, depth, index
+    return rgb, depth, (colour_index if ids else None)
+
+
+_EDGES = ((0, 1), (0, 2), (0, 4), (1, 3), (1, 5), (2, 3), (2, 6), (3, 7), (4, 5), (4, 6), (5, 7), (6, 7))
 
 
 def _screen_rect(box: Box, intrinsics: Intrinsics, pose: CameraPose,
                  cam: np.ndarray) -> tuple[int, int, int, int] | None:
-    """The pixel rectangle a box can cover (the whole frame when it reaches behind the camera)."""
+    """The pixel rectangle the part of a box in front of the near plane can cover."""
     corners = np.array([[box.centre[i] + sx * box.half[i] for i, sx in enumerate(signs)]
                         for signs in ((-1, -1, -1), (-1, -1, 1), (-1, 1, -1), (-1, 1, 1),
                                       (1, -1, -1), (1, -1, 1), (1, 1, -1), (1, 1, 1))]) - cam
-    z = corners @ np.array(pose.forward)
-    if (z <= 0).all():
+    forward, right, down = (np.array(v) for v in (pose.forward, pose.right, pose.down))
+    z = corners @ forward
+    near = NEAR_PLANE_M
+    if (z <= near).all():
         return None
-    if (z <= NEAR_PLANE_M).any():
-        return 0, intrinsics.width, 0, intrinsics.height
-    u = intrinsics.cx + intrinsics.fx * (corners @ np.array(pose.right)) / z
-    v = intrinsics.cy + intrinsics.fy * (corners @ np.array(pose.down)) / z
+    points = [corners[i] for i in range(8) if z[i] > near]
+    for i, j in _EDGES:  # where an edge crosses the near plane
+        if (z[i] > near) != (z[j] > near):
+            s = (near - z[i]) / (z[j] - z[i])
+            points.append(corners[i] + s * (corners[j] - corners[i]))
+    pts = np.array(points)
+    zs = np.maximum(pts @ forward, near)
+    u = intrinsics.cx + intrinsics.fx * (pts @ right) / zs
+    v = intrinsics.cy + intrinsics.fy * (pts @ down) / zs
     u0, u1 = max(0, int(np.floor(u.min()))), min(intrinsics.width, int(np.ceil(u.max())) + 1)
     v0, v1 = max(0, int(np.floor(v.min()))), min(intrinsics.height, int(np.ceil(v.max())) + 1)
     if u0 >= u1 or v0 >= v1:
