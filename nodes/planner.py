@@ -29,6 +29,7 @@ from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import TaskLearner
 from task_learning.planning.session import CONDITIONS, check_task
 from task_learning.types import ActionCall, LLMUsage
+from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
 from task_learning_interfaces.msg import TaskObjectOutcome
@@ -93,6 +94,8 @@ class RosWorld:
         request = ExecuteAction.Request(call=convert.action_call_to_msg(call), return_world=True)
         response = wait_future(self._execute.call_async(request), self._timeout_s, "execute_action")
         outcome = convert.action_outcome_from_msg(response.outcome)
+        if outcome.blocking_condition == WORLD_UNAVAILABLE:
+            raise WorldUnavailableError(f"perception: {outcome.error_message}")
         metadata = convert.metadata_from_world_state_msg(response.world)
         metadata.update(lastAction=action, lastActionSuccess=outcome.success,
                         errorMessage=outcome.error_message, errorCode=outcome.blocking_condition)

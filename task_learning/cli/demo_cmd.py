@@ -13,6 +13,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--condition", default="STARS+O", type=str.upper)
     p.add_argument("--workdir", default="artifacts/demo", help="knowledge base, logs and plot")
+    p.add_argument("--backend", default="symbolic", choices=("symbolic", "ai2thor", "fetch"),
+                   help="world backend of the perception node and the baselines")
     p.add_argument("--baselines", default="TBP,TBP+O",
                    help="conditions also run in-process for contrast ('' for none)")
     p.set_defaults(func=run)
@@ -24,4 +26,4 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise TaskLearningError(f"the ROS layer is not available ({exc}); run `make setup`") from None
     baselines = tuple(b.strip().upper() for b in args.baselines.split(",") if b.strip())
-    return run_demo(args.scene, args.condition, args.workdir, baselines)
+    return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend)

@@ -64,6 +64,7 @@ class RunSpec:
     engine: str = "heuristic"  # BCR selection engine for reaching goals
     max_workers: int = 4
     task: str | None = None  # the task the user names; must be the scene's
+    backend: str = "symbolic"  # world backend (world/factory.py): symbolic | ai2thor | fetch
     llm_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -72,15 +73,26 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
     panel's QueueOperator)."""
-    from task_learning.llm.client import make_client
-    from task_learning.stars.elicit import elicit_goal
-
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
     scene = load_scene(spec.scene)
     check_task(scene, spec.task)
-    world = make_backend("symbolic", scene, spec.seed)
+    world = make_backend(spec.backend, scene, spec.seed)
+    try:
+        return _run(spec, condition, scene, world, progress, client, operator)
+    finally:
+        close = getattr(world, "close", None)  # a simulator process to stop
+        if callable(close):
+            close()
+
+
+def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
+         client: Any, operator: Operator | None) -> tuple[RunMetrics, TaskLearner]:
+    """The trial on a world that run_in_process owns (and closes)."""
+    from task_learning.llm.client import make_client
+    from task_learning.stars.elicit import elicit_goal
+
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
     answerer: Operator | None = None

@@ -21,7 +21,7 @@ import math
 import threading
 from typing import Any, Mapping
 
-from task_learning.errors import TaskLearningError
+from task_learning.world.backend import WorldUnavailableError
 from task_learning.world.layout import CAMERA_HEIGHT_M, MAX_HORIZON, MIN_HORIZON, horizontal_distance
 from task_learning.world.look import SEARCH_ACTION, look_around_plan
 from task_learning.world.scene import Scene
@@ -33,7 +33,7 @@ from task_learning.world.thor.settings import ThorSettings, load_thor_settings
 log = logging.getLogger(__name__)
 
 
-class SimulatorError(TaskLearningError):
+class SimulatorError(WorldUnavailableError):
     """The AI2-THOR simulator process failed: did not start, exited, or stopped answering."""
 
 
@@ -139,6 +139,7 @@ class Ai2ThorWorld:
                 box["controller"] = Controller(**kwargs)
             except BaseException as exc:
                 box["error"] = exc
+                _stop_half_built(exc, Controller)
 
         # ai2thor blocks without a timeout while the simulator has not opened its pipe: a
         # simulator that never starts must not hang the robot.
@@ -170,15 +171,30 @@ class Ai2ThorWorld:
         except ValueError:  # an invalid call: AI2-THOR's own message, unchanged
             event = self._controller.last_event
         except Exception as exc:
-            self._failure = (f"the AI2-THOR simulator stopped during {action} "
-                             f"({'no answer within %g s' % self.settings.server_timeout_s if isinstance(exc, TimeoutError) else 'the process exited or broke the protocol'}): "
-                             f"{_one_line(exc)}")
+            code = self._exit_code()
+            if code is not None and code != -9:  # -9: ai2thor itself killed a silent simulator
+                why = f"the AI2-THOR simulator process exited (exit code {code}) during {action}"
+            elif isinstance(exc, TimeoutError):
+                why = f"the AI2-THOR simulator gave no answer within {self.settings.server_timeout_s:g} s to {action}"
+            else:
+                why = f"the AI2-THOR simulator failed during {action}: {_one_line(exc)}"
+            self._failure = why
             log.error("%s", self._failure)
             self.close()
             raise SimulatorError(self._failure) from None
         self._event = event
         self._keep_frames(event)
         return self._view(event.metadata)
+
+    def _exit_code(self) -> int | None:
+        """The simulator process's exit code once it has ended (None while it runs)."""
+        process = getattr(getattr(self._controller, "server", None), "unity_proc", None)
+        if process is None:
+            return None
+        try:
+            return process.wait(timeout=2.0)
+        except Exception:  # still running (or not a process we can wait for)
+            return None
 
     def _keep_frames(self, event: Any) -> None:
         if getattr(event, "frame", None) is not None:
@@ -291,6 +307,21 @@ class Ai2ThorWorld:
             raise SimulatorError(f"scene {self.scene.name}: SetObjectPoses failed: {reply.get('errorMessage')}")
         self._metadata = reply
         self._reachable = None
+
+
+def _stop_half_built(exc: BaseException, controller_class: type) -> None:
+    """A Controller whose constructor failed (e.g. an unknown scene) has already started the
+    simulator process; its `self` is in the traceback: stop it, so no simulator outlives us."""
+    tb = exc.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("self")
+        if isinstance(candidate, controller_class):
+            try:
+                candidate.stop()
+            except Exception as stop_error:  # half-built: nothing more to stop
+                log.debug("stopping a half-built controller: %r", stop_error)
+            return
+        tb = tb.tb_next
 
 
 def _one_line(exc: BaseException) -> str:

@@ -17,8 +17,10 @@ Bounds = tuple[tuple[float, float, float], tuple[float, float, float]]
 ABOVE_M = 0.35  # how far above a receptacle's box a point still rests on it
 AGENT_RADIUS_M = 0.2
 FLOOR_TYPES = ("Floor",)
-# Things on walls or ceilings do not block the floor (their boxes start above this height).
+# Things on walls or ceilings do not block the floor (their boxes start above this height); a
+# surface (a counter top's slab) stands for the furniture body under it up to a higher one.
 BLOCKS_BELOW_M = 1.0
+SURFACE_BLOCKS_BELOW_M = 1.4
 
 
 def bounds(record: Record) -> Bounds | None:
@@ -114,7 +116,8 @@ def reachable_positions(objects: Iterable[Record], grid_size: float, y: float = 
             p = record.get("position") or {}
             px, pz = float(p.get("x", 0.0)), float(p.get("z", 0.0))
             b = ((px - 0.4, 0.0, pz - 0.4), (px + 0.4, 0.9, pz + 0.4))
-        if b[0][1] > BLOCKS_BELOW_M or record.get("pickupable"):
+        limit = SURFACE_BLOCKS_BELOW_M if record.get("receptacle") and not record.get("openable") else BLOCKS_BELOW_M
+        if b[0][1] > limit or record.get("pickupable"):
             continue
         blockers.append(((b[0][0] - AGENT_RADIUS_M, b[0][2] - AGENT_RADIUS_M),
                          (b[1][0] + AGENT_RADIUS_M, b[1][2] + AGENT_RADIUS_M)))

@@ -47,7 +47,8 @@ def box_offsets(objects: Iterable[Mapping[str, Any]]) -> dict[str, tuple[tuple[f
     """Per object id: (centre minus position, size), from the recorded bounding boxes at load
     time (objects move later, their boxes with them) or defaults for hand-written scenes."""
     out = {}
-    for record in objects:
+    records = list(objects)
+    for record in records:
         box = record.get("axisAlignedBoundingBox")
         position = record.get("position") or {}
         if isinstance(box, Mapping) and isinstance(box.get("center"), Mapping) and isinstance(box.get("size"), Mapping):
@@ -59,7 +60,32 @@ def box_offsets(objects: Iterable[Mapping[str, Any]]) -> dict[str, tuple[tuple[f
         else:
             offset, extent = (0.0, FURNITURE_SIZE[1] / 2, 0.0), FURNITURE_SIZE
         out[str(record["objectId"])] = (offset, extent)  # type: ignore[assignment]
+    _rest_on_surfaces(records, out)
     return out
+
+
+def _rest_on_surfaces(records: list[Mapping[str, Any]], boxes: dict[str, Any]) -> None:
+    """Recorded boxes of counters and shelves reach a little above the things resting on them
+    (up to 2 cm in iTHOR's kitchens, the whole thickness of a thin counter slab), which would bury
+    a credit card: lower a surface's box so its top meets the lowest bottom of what rests on it
+    (openable receptacles, like drawers, keep their boxes)."""
+    by_id = {str(r["objectId"]): r for r in records}
+    tops: dict[str, float] = {}
+    for record in records:
+        for parent in record.get("parentReceptacles") or []:
+            holder = by_id.get(parent)
+            if holder is None or holder.get("openable") or parent not in boxes:
+                continue
+            position = record.get("position") or {}
+            offset, size = boxes[str(record["objectId"])]
+            bottom = float(position.get("y", 0.0)) + offset[1] - size[1] / 2
+            tops[parent] = min(tops.get(parent, float("inf")), bottom)
+    for parent, bottom in tops.items():
+        holder_y = float((by_id[parent].get("position") or {}).get("y", 0.0))
+        (ox, oy, oz), size = boxes[parent]
+        high = holder_y + oy + size[1] / 2
+        if bottom < high:  # the top comes down to what rests on it (a thin slab moves down whole)
+            boxes[parent] = ((ox, oy - (high - bottom), oz), size)
 
 
 def boxes_for(metadata: Mapping[str, Any], offsets: Mapping[str, Any]) -> list[Box]:
