@@ -4,8 +4,9 @@
 - camera/depth/image_raw (sensor_msgs/Image, 32FC1, metres; planar depth, registered to color)
 - camera/color/camera_info (sensor_msgs/CameraInfo: the pinhole model of
   task_learning.world.thor.camera, from the field of view and the frame size)
-- camera/pose (geometry_msgs/PoseStamped: the optical frame, x right, y down, z forward, in the
-  world frame; AI2-THOR's is Unity's, y up)
+- camera/pose (geometry_msgs/PoseStamped: the camera in the world frame, as AI2-THOR states it:
+  Unity's left-handed frame, y up; the orientation turns x, y, z into the camera's right, up and
+  forward, so the images' optical frame is this with y flipped)
 
 All four carry the stamp of the world_state message published with them; the images and the
 camera info carry the camera's frame id. They are published when the frame changes (after an

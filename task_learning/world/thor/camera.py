@@ -91,24 +91,15 @@ class CameraPose:
         return cls(position, forward, right, down, yaw_deg, horizon_deg)
 
     def quaternion_xyzw(self) -> tuple[float, float, float, float]:
-        """Orientation of the optical frame (x right, y down, z forward) in the world frame."""
-        r, d, f = self.right, self.down, self.forward
-        # rotation matrix columns: the optical axes expressed in world coordinates
-        m00, m01, m02 = r[0], d[0], f[0]
-        m10, m11, m12 = r[1], d[1], f[1]
-        m20, m21, m22 = r[2], d[2], f[2]
-        trace = m00 + m11 + m22
-        if trace > 0:
-            s = math.sqrt(trace + 1.0) * 2
-            return ((m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s, 0.25 * s)
-        if m00 > m11 and m00 > m22:
-            s = math.sqrt(1.0 + m00 - m11 - m22) * 2
-            return (0.25 * s, (m01 + m10) / s, (m02 + m20) / s, (m21 - m12) / s)
-        if m11 > m22:
-            s = math.sqrt(1.0 + m11 - m00 - m22) * 2
-            return ((m01 + m10) / s, 0.25 * s, (m12 + m21) / s, (m02 - m20) / s)
-        s = math.sqrt(1.0 + m22 - m00 - m11) * 2
-        return ((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
+        """The camera's rotation as Unity (and AI2-THOR) state it: yaw about +y, then the
+        horizon about the camera's +x (positive: down); it turns (1,0,0), (0,1,0), (0,0,1) into
+        the camera's right, up and forward. The world frame is left-handed, so no rotation maps
+        the right-handed optical frame (x right, y down, z forward) into it: the images' optical
+        frame is this camera frame with y flipped."""
+        half_yaw, half_pitch = math.radians(self.yaw_deg) / 2, math.radians(self.horizon_deg) / 2
+        a, b = math.sin(half_yaw), math.cos(half_yaw)
+        c, d = math.sin(half_pitch), math.cos(half_pitch)
+        return (b * c, a * d, -a * c, b * d)
 
 
 def back_project(u: float, v: float, depth: float, intrinsics: Intrinsics, pose: CameraPose) -> Vec3:
