@@ -19,7 +19,7 @@ from task_learning.world.thor.camera import back_project, project
 from .thor_helpers import settings, state_of, thor_env  # noqa: F401  (thor_env: a fixture)
 
 pytest.importorskip("ai2thor")
-pytestmark = pytest.mark.usefixtures("thor_env")
+pytestmark = [pytest.mark.usefixtures("thor_env"), pytest.mark.slow, pytest.mark.timeout(300)]
 
 FRIDGE = "Fridge|-02.10|+00.00|+01.07"
 APPLE = "Apple|-00.47|+01.15|+00.48"

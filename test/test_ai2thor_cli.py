@@ -14,7 +14,7 @@ from .shared_paths import SIX_SCENES
 from .thor_helpers import state_of, thor_env  # noqa: F401  (thor_env: a fixture)
 
 pytest.importorskip("ai2thor")
-pytestmark = pytest.mark.usefixtures("thor_env")
+pytestmark = [pytest.mark.usefixtures("thor_env"), pytest.mark.slow, pytest.mark.timeout(900)]
 
 CLI = str(Path(sys.executable).parent / "task-learning")
 
@@ -34,7 +34,6 @@ def test_scene_json_through_the_controller_equals_the_symbolic_world():
     assert state_of({"objects": a["objects"]}) == state_of({"objects": b["objects"]})
 
 
-@pytest.mark.skipif(not SIX_SCENES.is_file(), reason="recorded AI2-THOR fixtures not found")
 def test_scene_from_recorded_metadata_through_the_controller():
     out = _cli("scene", "--scene", f"{SIX_SCENES}#306", "--backend", "ai2thor", "--json")
     assert out.returncode == 0, out.stderr

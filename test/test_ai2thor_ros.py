@@ -13,7 +13,6 @@ import pytest
 from .thor_helpers import thor_env  # noqa: F401  (a fixture)
 
 pytest.importorskip("ai2thor")
-ros_testing = pytest.importorskip("test.ros_testing")
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 
@@ -21,30 +20,25 @@ from task_learning_interfaces.action import PerformTask  # noqa: E402
 from task_learning_interfaces.msg import ActionCall as ActionCallMsg  # noqa: E402
 from task_learning_interfaces.msg import WorldState  # noqa: E402
 from task_learning_interfaces.srv import ExecuteAction  # noqa: E402
+from test.ros_testing import CLI, RosGraph  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("thor_env")
+pytestmark = [pytest.mark.usefixtures("thor_env"), pytest.mark.slow, pytest.mark.timeout(1200)]
 
-DOMAIN = 43
 SCENE = "tidy_floorplan1"
 NODES = ["perception", "grounding", "oversight", "goal_elicitation", "planner"]
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-def _graph(db, nodes=NODES):
-    cli = str(ros_testing.VENV_BIN / "task-learning")
-    procs = [ros_testing.start_process([cli, "bringup", "--backend", "ai2thor", "--scene", SCENE, "--db", str(db),
-                                        "--nodes", *nodes], DOMAIN)]
+def _graph(graph: RosGraph, db, nodes=NODES, **env: str):
+    procs = [graph.start([CLI, "bringup", "--backend", "ai2thor", "--scene", SCENE, "--db", str(db), "--nodes", *nodes],
+                         name="bringup", **env)]
     if "oversight" in nodes:
-        procs.append(ros_testing.start_process([cli, "operator", "--simulated", SCENE, "--wait", "60"], DOMAIN))
+        procs.append(graph.start_cli("operator", "--simulated", SCENE, "--wait", "60"))
     return procs
 
 
 def _stop(procs):
-    outputs = []
-    for proc in reversed(procs):
-        code, out = ros_testing.stop_process(proc, signal.SIGINT, timeout=30)
-        outputs.append((code, out))
-    return outputs
+    return [proc.stop(signal.SIGINT, timeout=30) for proc in reversed(procs)]
 
 
 def _counts(db):
@@ -62,10 +56,10 @@ def _perform(client, timeout=600):
     return result
 
 
-def test_ai2thor_graph_learns_the_floorplan_task_then_survives_a_simulator_crash(tmp_path, monkeypatch):
+def test_ai2thor_graph_learns_the_floorplan_task_then_survives_a_simulator_crash(ros_graph, tmp_path):
     db = tmp_path / "kb.sqlite"
-    procs = _graph(db)
-    client = ros_testing.RosClient(DOMAIN, "thor_test")
+    procs = _graph(ros_graph, db)
+    client = ros_graph.client("thor_test")
     try:
         color = client.subscribe_collect(Image, "camera/color/image_raw", LATCHED)
         depth = client.subscribe_collect(Image, "camera/depth/image_raw", LATCHED)
@@ -91,8 +85,8 @@ def test_ai2thor_graph_learns_the_floorplan_task_then_survives_a_simulator_crash
     assert learned["goals"] == 9
 
     # Trial #2 on the same knowledge base: no LLM call, no question, still 100 %.
-    procs = _graph(db)
-    client = ros_testing.RosClient(DOMAIN, "thor_test2")
+    procs = _graph(ros_graph, db)
+    client = ros_graph.client("thor_test2")
     try:
         again = _perform(client)
         assert again.success and again.satisfied == again.total == 10, again.message
@@ -102,10 +96,8 @@ def test_ai2thor_graph_learns_the_floorplan_task_then_survives_a_simulator_crash
         _stop(procs)
 
     # The simulator crashes mid-task: the goal aborts naming it; the knowledge base is intact.
-    monkeypatch.setenv("TASK_LEARNING_STANDIN_FAULT", "crash:6")  # the graph's environment
-    procs = _graph(db)
-    monkeypatch.delenv("TASK_LEARNING_STANDIN_FAULT")
-    client = ros_testing.RosClient(DOMAIN, "thor_test3")
+    procs = _graph(ros_graph, db, TASK_LEARNING_STANDIN_FAULT="crash:6")
+    client = ros_graph.client("thor_test3")
     try:
         crashed = _perform(client, timeout=120)
         assert not crashed.success
@@ -116,8 +108,8 @@ def test_ai2thor_graph_learns_the_floorplan_task_then_survives_a_simulator_crash
     assert _counts(db) == learned
 
     # A restarted perception node recovers (a new simulator process).
-    procs = _graph(db, nodes=["perception"])
-    client = ros_testing.RosClient(DOMAIN, "thor_test4")
+    procs = _graph(ros_graph, db, nodes=["perception"])
+    client = ros_graph.client("thor_test4")
     try:
         call = ActionCallMsg(action="NavigateToObject", object_id="Apple|-00.47|+01.15|+00.48")
         reply = client.call(ExecuteAction, "execute_action", ExecuteAction.Request(call=call), timeout=60)

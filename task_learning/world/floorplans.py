@@ -4,13 +4,14 @@ Scene files that name a FloorPlan (`floorplan: FloorPlan1`) and the stand-in sim
 objects of that FloorPlan from recorded AI2-THOR metadata (the `../shared/fixtures/ai2thor` files:
 real simulator output, MIT licensed, see their SOURCE.md). They are looked up, in order, in the
 folders of $TASK_LEARNING_FLOORPLANS (os.pathsep-separated), $TASK_LEARNING_SHARED/fixtures/ai2thor,
-and `shared/fixtures/ai2thor` beside the repository or one level further up. A file
-`FloorPlan<N>_physics_objects.json` holds one FloorPlan; any other JSON file whose keys are scene
-numbers ("6", "306") holds several.
+`shared/fixtures/ai2thor` beside the repository or one level further up, and last the project's
+own gzipped copies in test/data/ai2thor. A file `FloorPlan<N>_physics_objects.json[.gz]` holds one
+FloorPlan; any other such file whose keys are scene numbers ("6", "306") holds several.
 """
 from __future__ import annotations
 
 import functools
+import gzip
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from task_learning.errors import ConfigError
 
-_SINGLE = re.compile(r"^(FloorPlan\d+)(?:_physics)?_objects\.json$")
+_SINGLE = re.compile(r"^(FloorPlan\d+)(?:_physics)?_objects\.json(?:\.gz)?$")
 _NAME = re.compile(r"^FloorPlan(\d+)(?:_physics)?$")
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +30,8 @@ def search_folders() -> list[Path]:
     if shared:
         folders.append(Path(shared) / "fixtures" / "ai2thor")
     folders += [_REPO.parent / "shared" / "fixtures" / "ai2thor",
-                _REPO.parent.parent / "shared" / "fixtures" / "ai2thor"]
+                _REPO.parent.parent / "shared" / "fixtures" / "ai2thor",
+                _REPO / "test" / "data" / "ai2thor"]
     return folders
 
 
@@ -46,14 +48,18 @@ def _index(folders: tuple[Path, ...]) -> dict[str, str]:
     for folder in folders:
         if not folder.is_dir():
             continue
-        for path in sorted(folder.glob("*.json")):
+        for path in sorted(list(folder.glob("*.json")) + list(folder.glob("*.json.gz"))):
             single = _SINGLE.match(path.name)
             if single:
                 found.setdefault(single.group(1), str(path))
                 continue
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                if path.name.endswith(".gz"):
+                    with gzip.open(path, "rt", encoding="utf-8") as handle:
+                        data = json.loads(handle.read())
+                else:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, EOFError):
                 continue
             if isinstance(data, dict) and data and all(str(k).isdigit() for k in data):
                 for key in data:

@@ -19,6 +19,7 @@ there at reset: AI2-THOR's SetObjectPoses) and where the user wants it (`preferr
 from __future__ import annotations
 
 import difflib
+import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -217,7 +218,7 @@ def load_scene(name_or_path: str | Path) -> Scene:
     (a .json file; a file holding several scenes takes '#<key>', e.g. 'objects.json#21')."""
     text = str(name_or_path)
     base, key = text.rsplit("#", 1) if "#" in text else (text, "")
-    looks_like_path = "/" in base or base.endswith((".yaml", ".yml", ".json")) or Path(base).is_file()
+    looks_like_path = "/" in base or base.endswith((".yaml", ".yml", ".json", ".json.gz")) or Path(base).is_file()
     if not looks_like_path:
         path = scene_file(base)
         if not path.is_file():
@@ -227,7 +228,7 @@ def load_scene(name_or_path: str | Path) -> Scene:
             raise ConfigError(path, None, f"no scene named '{base}'{suffix}")
     else:
         path = Path(base)
-    if path.suffix == ".json":
+    if path.suffix == ".json" or path.name.endswith(".json.gz"):
         return _load_metadata_file(path, key or None)
     return _load_yaml_scene(path)
 
@@ -242,7 +243,11 @@ def load_metadata_scenes(path: str | Path) -> dict[str, Scene]:
 
 
 def _read_json(path: Path) -> Any:
+    """JSON, or gzipped JSON (name ending .gz)."""
     try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return json.loads(handle.read())
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
@@ -271,7 +276,7 @@ def _scene_name(path: Path, key: str, data: Any) -> str:
         return f"FloorPlan{key}" if key.isdigit() else key
     if isinstance(data, Mapping) and isinstance(data.get("sceneName"), str):
         return data["sceneName"]
-    stem = path.stem
+    stem = path.name.split(".")[0]
     return stem[: -len("_objects")] if stem.endswith("_objects") else stem
 
 
