@@ -463,8 +463,10 @@ class SymbolicWorld:
         if not layout.MIN_HORIZON <= float(horizon) <= layout.MAX_HORIZON:
             raise ActionFailed("horizon_limit", f"horizon must be within [{layout.MIN_HORIZON:g}, "
                                f"{layout.MAX_HORIZON:g}] degrees, got {horizon}")
-        self._agent["position"] = layout.vec(float(position["x"]), float(position.get("y", self._centre.get("y", 0.9))),
-                                             float(position["z"]))
+        height = position.get("y")
+        self._agent["position"] = layout.vec(float(position["x"]),
+                                             float(height) if isinstance(height, (int, float)) else
+                                             float(self._centre.get("y", 0.9)), float(position["z"]))
         self._agent["rotation"] = layout.vec(0.0, float(rotation.get("y", 0.0)) % 360.0, 0.0)
         self._agent["cameraHorizon"] = round(float(horizon), 4)
         self._agent["isStanding"] = bool(params.get("standing", True))

@@ -309,12 +309,12 @@ class Ai2ThorWorld:
         self._reachable = None
 
 
-def _stop_half_built(exc: BaseException, controller_class: type) -> None:
+def _stop_half_built(exc: BaseException, controller_class: Any) -> None:
     """A Controller whose constructor failed (e.g. an unknown scene) has already started the
     simulator process; its `self` is in the traceback: stop it, so no simulator outlives us."""
     tb = exc.__traceback__
     while tb is not None:
-        candidate = tb.tb_frame.f_locals.get("self")
+        candidate: Any = tb.tb_frame.f_locals.get("self")
         if isinstance(candidate, controller_class):
             try:
                 candidate.stop()

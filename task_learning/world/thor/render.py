@@ -43,23 +43,28 @@ def instance_colour(index: int) -> tuple[int, int, int]:
     return ((index * 53) % 256, (index * 97) % 256, (index * 193 + 1) % 256)
 
 
-def box_offsets(objects: Iterable[Mapping[str, Any]]) -> dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]]:
+Vec3 = tuple[float, float, float]
+
+
+def box_offsets(objects: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Vec3, Vec3]]:
     """Per object id: (centre minus position, size), from the recorded bounding boxes at load
     time (objects move later, their boxes with them) or defaults for hand-written scenes."""
-    out = {}
+    out: dict[str, tuple[Vec3, Vec3]] = {}
     records = list(objects)
     for record in records:
         box = record.get("axisAlignedBoundingBox")
         position = record.get("position") or {}
         if isinstance(box, Mapping) and isinstance(box.get("center"), Mapping) and isinstance(box.get("size"), Mapping):
             centre, size = box["center"], box["size"]
-            offset = tuple(float(centre[a]) - float(position.get(a, 0.0)) for a in "xyz")
-            extent = tuple(max(float(size[a]), 0.01) for a in "xyz")
+            offset: Vec3 = (float(centre["x"]) - float(position.get("x", 0.0)),
+                            float(centre["y"]) - float(position.get("y", 0.0)),
+                            float(centre["z"]) - float(position.get("z", 0.0)))
+            extent: Vec3 = (max(float(size["x"]), 0.01), max(float(size["y"]), 0.01), max(float(size["z"]), 0.01))
         elif record.get("parentReceptacles"):
             offset, extent = (0.0, SMALL_SIZE[1] / 2, 0.0), SMALL_SIZE
         else:
             offset, extent = (0.0, FURNITURE_SIZE[1] / 2, 0.0), FURNITURE_SIZE
-        out[str(record["objectId"])] = (offset, extent)  # type: ignore[assignment]
+        out[str(record["objectId"])] = (offset, extent)
     _rest_on_surfaces(records, out)
     return out
 
