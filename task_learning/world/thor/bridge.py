@@ -122,7 +122,9 @@ class Ai2ThorWorld:
             scene=self.thor_scene, width=s.width, height=s.height, gridSize=s.grid_size,
             renderDepthImage=s.render_depth_image, renderInstanceSegmentation=s.render_instance_segmentation,
             visibilityDistance=s.visibility_distance, fieldOfView=s.field_of_view,
-            server_timeout=s.server_timeout_s, server_start_timeout=s.server_start_timeout_s)
+            # loading a scene may take long: the per-step timeout applies once it is loaded
+            server_timeout=max(s.server_timeout_s, s.server_start_timeout_s),
+            server_start_timeout=s.server_start_timeout_s)
         executable = s.executable()
         if executable:
             kwargs["local_executable_path"] = executable
@@ -158,7 +160,11 @@ class Ai2ThorWorld:
         if error is not None:
             raise SimulatorError(f"the AI2-THOR simulator ({where}) failed to start scene "
                                  f"{self.thor_scene!r}: {_one_line(error)}") from None
-        return box["controller"]
+        controller = box["controller"]
+        server = getattr(controller, "server", None)
+        if server is not None and hasattr(server, "timeout"):
+            server.timeout = s.server_timeout_s
+        return controller
 
     def _send(self, action: str, **params: Any) -> dict[str, Any]:
         """One Controller step; the metadata view of its event."""

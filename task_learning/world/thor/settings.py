@@ -35,7 +35,7 @@ class ThorSettings:
     # The simulator executable: "" lets ai2thor find (and download) its Unity build; a command on
     # PATH or in this venv (task-learning-thor-standin: the project's stand-in) or a path.
     local_executable_path: str = ""
-    server_timeout_s: float = 30.0  # per step
+    server_timeout_s: float = 5.0  # per step, once the scene is loaded
     server_start_timeout_s: float = 60.0
 
     @classmethod
