@@ -452,6 +452,8 @@ class SymbolicWorld:
 
     def _teleport(self, params: dict[str, Any]) -> None:
         position = params.get("position")
+        if position is None:
+            raise ActionFailed("MissingArguments", "Teleport requires a position {x, y, z}")
         if not isinstance(position, dict) or not all(isinstance(position.get(a), (int, float)) for a in "xz"):
             raise ActionFailed("InvalidArgument", f"position must be {{x, y, z}}, got {position!r}")
         rotation = params.get("rotation", self._agent["rotation"])
