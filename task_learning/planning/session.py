@@ -16,6 +16,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import Operator
+from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
@@ -117,9 +118,10 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
         return elicit_goal(task, object_id, metadata, scene, condition, client,
                            operator=answerer, kb=kb, executor=pool)
 
+    confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
-                          usage_source=lambda: client.usage)
+                          usage_source=lambda: client.usage, confirm=confirm)
     try:
         metrics = learner.run()
     finally:
