@@ -183,3 +183,21 @@ def test_a_simulator_that_dies_or_hangs_mid_task_fails_every_step_and_a_new_one_
     monkeypatch.delenv("TASK_LEARNING_STANDIN_FAULT")
     with Ai2ThorWorld(scene, settings()) as again:  # a restart serves the scene afresh
         assert again.step("NavigateToObject", objectId=APPLE)["lastActionSuccess"]
+
+
+def test_instance_segmentation_names_the_object_at_each_pixel(scene):
+    with Ai2ThorWorld(scene, settings(render_instance_segmentation=True)) as world:
+        world.step("NavigateToObject", objectId=APPLE)
+        event = world._event  # the Controller's own Event: ai2thor decoded the frame itself
+        mask = event.instance_masks[APPLE]
+        intrinsics = world.intrinsics()
+        assert mask[int(intrinsics.cy), int(intrinsics.cx)]  # facing it: the apple at the centre
+        assert 0 < mask.sum() < mask.size
+        assert event.instance_detections2D[APPLE] is not None
+
+
+def test_a_project_scene_is_served_by_name():
+    with Ai2ThorWorld(load_scene("tidy_kitchen"), settings(render_image=False)) as world:
+        assert world.metadata["sceneName"] == "tidy_kitchen"
+        assert world.step("NavigateToObject", objectId="Mug|2")["lastActionSuccess"]
+        assert world.step("PickupObject", objectId="Mug|2")["lastActionSuccess"]
