@@ -114,7 +114,7 @@ class Ai2ThorWorld:
 
     def _start(self) -> Any:
         try:
-            from ai2thor.controller import Controller
+            from ai2thor.controller import Controller  # type: ignore[import-untyped]
         except ImportError as exc:
             raise SimulatorError(f"the ai2thor package is not installed ({exc}); run `make setup`") from None
         s = self.settings
@@ -129,7 +129,7 @@ class Ai2ThorWorld:
         if executable:
             kwargs["local_executable_path"] = executable
         if s.platform:
-            from ai2thor import platform as thor_platform
+            from ai2thor import platform as thor_platform  # type: ignore[import-untyped]
 
             kwargs["platform"] = getattr(thor_platform, s.platform)
         if self._display is not None:

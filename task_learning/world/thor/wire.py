@@ -15,7 +15,7 @@ import struct
 from enum import IntEnum
 from typing import Any, BinaryIO
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import numpy as np
 
 HEADER = struct.Struct("!BI")
