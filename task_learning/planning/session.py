@@ -20,6 +20,7 @@ from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
+from task_learning.planning.stop import StopToken, StoppableWorld
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
 
@@ -70,10 +71,12 @@ class RunSpec:
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
-                   client: Any = None, operator: Operator | None = None) -> tuple[RunMetrics, TaskLearner]:
+                   client: Any = None, operator: Operator | None = None,
+                   stop: StopToken | None = None) -> tuple[RunMetrics, TaskLearner]:
     """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
-    panel's QueueOperator)."""
+    panel's QueueOperator). `stop`, when set from another thread, ends the run with RunStopped
+    before its next object or primitive action."""
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
@@ -81,7 +84,8 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     check_task(scene, spec.task)
     world = make_backend(spec.backend, scene, spec.seed)
     try:
-        return _run(spec, condition, scene, world, progress, client, operator)
+        return _run(spec, condition, scene, StoppableWorld(world, stop) if stop is not None else world,
+                    progress, client, operator, stop)
     finally:
         close = getattr(world, "close", None)  # a simulator process to stop
         if callable(close):
@@ -89,7 +93,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
 
 
 def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
-         client: Any, operator: Operator | None) -> tuple[RunMetrics, TaskLearner]:
+         client: Any, operator: Operator | None, stop: StopToken | None) -> tuple[RunMetrics, TaskLearner]:
     """The trial on a world that run_in_process owns (and closes)."""
     from task_learning.llm.client import make_client
     from task_learning.stars.elicit import elicit_goal
@@ -121,7 +125,7 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
-                          usage_source=lambda: client.usage, confirm=confirm)
+                          usage_source=lambda: client.usage, confirm=confirm, stop=stop)
     try:
         metrics = learner.run()
     finally:
