@@ -103,8 +103,9 @@ def boxes_for(metadata: Mapping[str, Any], offsets: Mapping[str, Any]) -> list[B
             continue
         offset, size = offsets[oid]
         position = record.get("position") or {}
-        centre = tuple(float(position.get(a, 0.0)) + offset[i] for i, a in enumerate("xyz"))
-        boxes.append(Box(oid, centre, tuple(s / 2 for s in size), colour_of(record["objectType"])))  # type: ignore[arg-type]
+        centre = (float(position.get("x", 0.0)) + offset[0], float(position.get("y", 0.0)) + offset[1],
+                  float(position.get("z", 0.0)) + offset[2])
+        boxes.append(Box(oid, centre, (size[0] / 2, size[1] / 2, size[2] / 2), colour_of(record["objectType"])))
     return boxes
 
 
