@@ -55,6 +55,24 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
     raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
 
 
+def check_run_config() -> None:
+    """Load and validate every configuration file a run reads later (grounding lexicon, grammar
+    and affordances, the prompt templates), so that a broken file stops the run at its start with
+    a ConfigError naming file and key, before any LLM call, instead of failing every object."""
+    from task_learning.grounding import GroundingKnowledge
+    from task_learning.stars.prompts import load_templates
+
+    GroundingKnowledge.load()
+    load_templates()
+
+
+def _stop_if_unavailable(client: Any) -> None:
+    """End the run (LLMUnavailableError) once the client's circuit breaker has opened."""
+    check = getattr(client, "raise_if_unavailable", None)
+    if callable(check):
+        check()
+
+
 @dataclass
 class RunSpec:
     scene: str = "tidy_kitchen"
@@ -82,6 +100,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
     scene = load_scene(spec.scene)
     check_task(scene, spec.task)
+    check_run_config()
     world = make_backend(spec.backend, scene, spec.seed)
     try:
         return _run(spec, condition, scene, StoppableWorld(world, stop) if stop is not None else world,
@@ -119,8 +138,11 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
-        return elicit_goal(task, object_id, metadata, scene, condition, client,
-                           operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)
+        result = elicit_goal(task, object_id, metadata, scene, condition, client,
+                             operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
+        return result
 
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
