@@ -171,3 +171,25 @@ def test_goals_learned_without_oversight_are_asked_again_under_oversight(tmp_pat
         assert all(g.confirmation is Confirmation.OPERATOR_YES for g in kb.goals())
     again, _ = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db))
     assert again.yes_no == 0 and again.usage.calls == 0 and again.completion == 100.0
+
+
+def test_a_stopped_run_ends_before_its_next_action_and_keeps_what_it_learned(tmp_path):
+    from task_learning.planning.stop import RunStopped, StopToken
+
+    db = tmp_path / "kb.sqlite"
+    token = StopToken()
+
+    def progress(done: int, _total: int, _message: str) -> None:
+        if done == 3:
+            token.request("canceled by the client")
+
+    with pytest.raises(RunStopped, match="canceled by the client"):
+        run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db),
+                       progress=progress, stop=token)
+    with KnowledgeBase(db) as kb:
+        learned = kb.goals()
+        assert len(learned) == 3 and all(g.confirmed for g in learned)
+        assert len(kb.policies()) == 3
+    again, learner = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db))
+    assert again.completion == 100.0
+    assert sum(r.goal_source == "learned" for r in learner.reports) == 3

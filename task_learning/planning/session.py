@@ -20,6 +20,7 @@ from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
+from task_learning.planning.stop import StopToken, StoppableWorld
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
 
@@ -54,6 +55,24 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
     raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
 
 
+def check_run_config() -> None:
+    """Load and validate every configuration file a run reads later (grounding lexicon, grammar
+    and affordances, the prompt templates), so that a broken file stops the run at its start with
+    a ConfigError naming file and key, before any LLM call, instead of failing every object."""
+    from task_learning.grounding import GroundingKnowledge
+    from task_learning.stars.prompts import load_templates
+
+    GroundingKnowledge.load()
+    load_templates()
+
+
+def _stop_if_unavailable(client: Any) -> None:
+    """End the run (LLMUnavailableError) once the client's circuit breaker has opened."""
+    check = getattr(client, "raise_if_unavailable", None)
+    if callable(check):
+        check()
+
+
 @dataclass
 class RunSpec:
     scene: str = "tidy_kitchen"
@@ -69,10 +88,12 @@ class RunSpec:
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
-                   client: Any = None, operator: Operator | None = None) -> tuple[RunMetrics, TaskLearner]:
+                   client: Any = None, operator: Operator | None = None,
+                   stop: StopToken | None = None) -> tuple[RunMetrics, TaskLearner]:
     """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
-    panel's QueueOperator)."""
+    panel's QueueOperator). `stop`, when set from another thread, ends the run with RunStopped
+    before its next object or primitive action."""
     from task_learning.llm.client import make_client
     from task_learning.stars.elicit import elicit_goal
 
@@ -81,7 +102,10 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
     scene = load_scene(spec.scene)
     check_task(scene, spec.task)
+    check_run_config()
     world = make_backend("symbolic", scene, spec.seed)
+    if stop is not None:
+        world = StoppableWorld(world, stop)
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
     answerer: Operator | None = None
@@ -103,13 +127,16 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
-        return elicit_goal(task, object_id, metadata, scene, condition, client,
-                           operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)
+        result = elicit_goal(task, object_id, metadata, scene, condition, client,
+                             operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
+        return result
 
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
-                          usage_source=lambda: client.usage, confirm=confirm)
+                          usage_source=lambda: client.usage, confirm=confirm, stop=stop)
     try:
         metrics = learner.run()
     finally:
