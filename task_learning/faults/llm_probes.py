@@ -184,7 +184,9 @@ def _wrong_object(ctx: ProbeContext) -> ProbeResult:
 
 
 def probes() -> list[Probe]:
-    bad = lambda value: [(" the", value, {" the": value, " a": math.log(0.05)})] + TOKENS[1:]
+    def bad(value: float) -> list:
+        return [(" the", value, {" the": value, " a": math.log(0.05)})] + TOKENS[1:]
+
     return [
         Probe(CATEGORY, "429 burst", _served("429 burst", [ScriptedReply(status=429, body=error_body("slow down"))] * 3,
                                              _recovered(3), max_retries=5)),
