@@ -27,7 +27,7 @@ from task_learning.faults.base import (
     expect_one_line_error,
     run_command,
 )
-from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal
+from task_learning.kb import KnowledgeBase, LearnedGoal
 from task_learning.kb.store import KnowledgeBaseError
 
 CATEGORY = "persistence"
@@ -131,7 +131,7 @@ def _locked(ctx: ProbeContext) -> ProbeResult:
         if ctx.fast:  # the same code path with a short busy timeout
             try:
                 with KnowledgeBase(db, busy_timeout_s=0.3) as kb:
-                    kb.set_confirmation("probe", "probe", Confirmation.NONE)  # a write
+                    kb.learn_goal(LearnedGoal("probe", "probe object", "Mug", "probe", []))
             except KnowledgeBaseError as exc:
                 ok = "locked by another process" in str(exc)
                 return ProbeResult(CATEGORY, "locked database", ok, str(exc))
