@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from task_learning.cli.options import MAX_WORKERS, SEED, bounded_int
 from task_learning.planning.session import CONDITIONS, OPERATORS, RunSpec, run_in_process
 
 
@@ -23,12 +24,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--db", required=True, help="SQLite knowledge base (created if missing)")
     p.add_argument("--engine", default="heuristic", choices=("heuristic", "llm"),
                    help="BCR action selection engine used to reach goals")
-    p.add_argument("--seed", type=int, default=None, help="placement variation of the world")
-    p.add_argument("--workers", type=int, default=4, help="concurrent LLM requests per tree level")
-    p.add_argument("--backend", default="symbolic", choices=("symbolic", "fetch"),
-                   help="world: symbolic (in-process) | fetch (the RGB-D bridge, through the ROS graph)")
+    p.add_argument("--seed", type=SEED, default=None, help="placement variation of the world")
+    p.add_argument("--backend", default="symbolic", choices=("symbolic", "ai2thor", "fetch"),
+                   help="world backend: the symbolic world (default) or AI2-THOR through its Controller "
+                   "(settings: config/nodes/perception.yaml, ai2thor section)")
+    p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=4,
+                   help=f"concurrent LLM requests per tree level (1-{MAX_WORKERS})")
     p.add_argument("--synthetic", action="store_true",
-                   help="with --backend fetch: the simulated robot (camera topics + skill server)")
+                   help="with --backend fetch: the simulated robot (camera topics + skill server), through ROS")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.set_defaults(func=run)
 
@@ -114,14 +117,14 @@ def run(args: argparse.Namespace) -> int:
         return _run_fetch(args)
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
-                   task=args.task)
+                   task=args.task, backend=args.backend)
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
     if args.operator == "panel" and args.condition.endswith("+O"):
         metrics, learner = _run_with_panel(spec, progress)
     else:
         metrics, learner = run_in_process(spec, progress=progress)
     data = metrics.to_dict()
-    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db))
+    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0

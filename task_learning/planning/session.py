@@ -55,6 +55,24 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
     raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
 
 
+def check_run_config() -> None:
+    """Load and validate every configuration file a run reads later (grounding lexicon, grammar
+    and affordances, the prompt templates), so that a broken file stops the run at its start with
+    a ConfigError naming file and key, before any LLM call, instead of failing every object."""
+    from task_learning.grounding import GroundingKnowledge
+    from task_learning.stars.prompts import load_templates
+
+    GroundingKnowledge.load()
+    load_templates()
+
+
+def _stop_if_unavailable(client: Any) -> None:
+    """End the run (LLMUnavailableError) once the client's circuit breaker has opened."""
+    check = getattr(client, "raise_if_unavailable", None)
+    if callable(check):
+        check()
+
+
 @dataclass
 class RunSpec:
     scene: str = "tidy_kitchen"
@@ -66,6 +84,7 @@ class RunSpec:
     engine: str = "heuristic"  # BCR selection engine for reaching goals
     max_workers: int = 4
     task: str | None = None  # the task the user names; must be the scene's
+    backend: str = "symbolic"  # world backend (world/factory.py): symbolic | ai2thor | fetch
     llm_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -76,17 +95,28 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
     panel's QueueOperator). `stop`, when set from another thread, ends the run with RunStopped
     before its next object or primitive action."""
-    from task_learning.llm.client import make_client
-    from task_learning.stars.elicit import elicit_goal
-
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
     scene = load_scene(spec.scene)
     check_task(scene, spec.task)
-    world = make_backend("symbolic", scene, spec.seed)
-    if stop is not None:
-        world = StoppableWorld(world, stop)
+    check_run_config()
+    world = make_backend(spec.backend, scene, spec.seed)
+    try:
+        return _run(spec, condition, scene, StoppableWorld(world, stop) if stop is not None else world,
+                    progress, client, operator, stop)
+    finally:
+        close = getattr(world, "close", None)  # a simulator process to stop
+        if callable(close):
+            close()
+
+
+def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
+         client: Any, operator: Operator | None, stop: StopToken | None) -> tuple[RunMetrics, TaskLearner]:
+    """The trial on a world that run_in_process owns (and closes)."""
+    from task_learning.llm.client import make_client
+    from task_learning.stars.elicit import elicit_goal
+
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
     answerer: Operator | None = None
@@ -108,8 +138,11 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
-        return elicit_goal(task, object_id, metadata, scene, condition, client,
-                           operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)
+        result = elicit_goal(task, object_id, metadata, scene, condition, client,
+                             operator=answerer, kb=kb, executor=pool)
+        _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
+        return result
 
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
