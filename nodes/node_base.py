@@ -9,7 +9,9 @@
   the node to call `request_shutdown()`), so a signal is seen at once and not only when the
   executor wakes up.
 - Shutdown order matters (an executor thread still spinning at exit aborts the process):
-  shut the executor down, join its thread, destroy the node, then rclpy.shutdown().
+  release callbacks that block (a node's `release_waiters()`, e.g. the oversight node's pending
+  questions get the safe default), shut the executor down, join its thread, destroy the node,
+  then rclpy.shutdown(). A second Ctrl-C while stopping changes nothing (no traceback).
 - A node that cannot start because of bad parameters or configuration raises TaskLearningError
   or ValueError from its constructor (rclpy raises ParameterException for a value of the wrong
   type): one clear error line, exit code 2, no traceback.
@@ -80,7 +82,9 @@ def run_node(
             logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
             logger.error(f"cannot start: {exc}")
             return EXIT_BAD_CONFIG
-        executor = MultiThreadedExecutor(num_threads=num_threads)
+        # A node may ask for more threads (e.g. one per blocking service call it serves).
+        threads = num_threads if num_threads is not None else getattr(node, "executor_threads", None)
+        executor = MultiThreadedExecutor(num_threads=threads)
         executor.add_node(node)
 
         def spin() -> None:
@@ -101,6 +105,9 @@ def run_node(
             node.get_logger().error(f"executor failed: {failure[0]!r}")
             code = EXIT_FAILED
     finally:
+        release = getattr(node, "release_waiters", None)
+        if callable(release):
+            release()
         if executor is not None:
             executor.shutdown(timeout_sec=5.0)
         if worker is not None:
@@ -123,17 +130,16 @@ class LatestWorldState:
     def __init__(self, node: Node, topic: str, convert: Callable[[Any], Any], *,
                  transient_local: bool = False, initial: Any = None, initial_source: str = "none",
                  callback_group: Any = None) -> None:
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from task_learning_interfaces.msg import WorldState as WorldStateMsg
+        from task_learning_nodes.qos import world_state_subscription
 
         self._node = node
         self._convert = convert
         self._lock = threading.Lock()
         self._value = initial
         self.source = initial_source
-        durability = DurabilityPolicy.TRANSIENT_LOCAL if transient_local else DurabilityPolicy.VOLATILE
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
-        node.create_subscription(WorldStateMsg, topic, self._on_message, qos,
+        node.create_subscription(WorldStateMsg, topic, self._on_message,
+                                 world_state_subscription(transient_local),
                                  callback_group=callback_group)
 
     def _on_message(self, msg: Any) -> None:

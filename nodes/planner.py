@@ -21,7 +21,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from task_learning.bcr.domain import load_domain
-from task_learning.bcr.engines import make_engine
+from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.oversight.flow import OversightCounts
@@ -35,20 +35,29 @@ from task_learning_interfaces.msg import TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import run_node
+from task_learning_nodes.params import Param, declare_parameters
 
-PARAMETERS: dict[str, Any] = {
-    "scene": "tidy_kitchen",  # scoring and subtasks; the world itself is perception's
-    "condition": "STARS+O",
-    "db_path": "artifacts/task_learning.sqlite",
-    "engine": "heuristic",  # BCR selection engine: heuristic | llm
-    "llm": "offline",  # only used by the llm engine
-    "query_world_service": "query_world",
-    "execute_action_service": "execute_action",
-    "learn_goal_action": "learn_goal",
-    "service_timeout_s": 10.0,
-    "learn_goal_timeout_s": 900.0,
-    "max_actions": 100,
-}
+PARAMETERS = (
+    Param("scene", "tidy_kitchen", "Scene used for the subtasks and the completion measure when a "
+          "PerformTask goal names none (the world itself is perception's: give both the same scene)"),
+    Param("condition", "STARS+O", "Condition used when a goal leaves it empty",
+          choices=CONDITIONS),
+    Param("db_path", "artifacts/task_learning.sqlite", "SQLite knowledge base of learned goals and "
+          "policies (the same task again on the same file is Trial #2); relative to the node's "
+          "working directory"),
+    Param("engine", "heuristic", "BCR engine used to reach goals: heuristic (no LLM) or llm",
+          choices=ENGINES),
+    Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai or "
+          "replay:FILE"),
+    Param("query_world_service", "query_world", "Perception's QueryWorld service"),
+    Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
+    Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
+    Param("service_timeout_s", 10.0, "Seconds to wait for a service call", min=0.1, max=3600.0),
+    Param("learn_goal_timeout_s", 900.0, "Seconds for one object's goal elicitation (with oversight "
+          "this includes the operator's time)", min=1.0, max=86400.0),
+    Param("max_actions", 100, "Actions per goal before reaching it counts as failed", min=1,
+          max=100000),
+)
 
 
 class RosCallError(TaskLearningError):
@@ -133,16 +142,13 @@ class RemoteElicitation:
 class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner", **kwargs)
-        for name, default in PARAMETERS.items():
-            self.declare_parameter(name, default)
+        declare_parameters(self, PARAMETERS)
         self.group = ReentrantCallbackGroup()
         self._query = self.create_client(QueryWorld, self._p("query_world_service"), callback_group=self.group)
         self._execute = self.create_client(ExecuteAction, self._p("execute_action_service"),
                                            callback_group=self.group)
         self._learn = ActionClient(self, LearnGoal, self._p("learn_goal_action"), callback_group=self.group)
-        condition = str(self._p("condition")).upper()
-        if condition not in CONDITIONS:
-            raise TaskLearningError(f"parameter condition: unknown {condition!r}")
+        condition = str(self._p("condition"))
         self.domain = load_domain("household")
         self._busy = threading.Lock()
         self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,

@@ -1,0 +1,92 @@
+"""The operator plugin in real rqt (offscreen): `rqt -s task_learning/OperatorPanel` answers a real
+pending question of the oversight node, asked by another process, and a screenshot is saved to
+artifacts/rqt_operator_panel.png.
+
+rqt runs in its own venv (PyQt5 from PyPI and the rqt wheels of ../shared/ros2-tools/rqt, made by
+scripts/rqt_venv.sh on first use, about a minute, then stamped), so Qt5 and this process's PySide6
+never meet. Skipped when the rqt wheels are not there.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .ros_testing import ROOT
+
+PY = sys.executable
+ARTIFACTS = ROOT / "artifacts"
+DOMAIN_ID = "70"  # no other test module uses it
+QUESTION = "For a mug in the dish rack is the goal that the mug is in the cupboard?"
+
+# Another process asks one question through the Confirm service, as goal elicitation does, and
+# prints the answer it got as JSON.
+ASKER = textwrap.dedent("""
+    import json, sys
+    from task_learning.types import ConfirmationRequest, GoalCandidate
+    from task_learning_nodes.oversight_client import OversightClient
+    candidates = [GoalCandidate("the goal is that the mug is in the cupboard", 0.935, candidate_id=1, viable=True),
+                  GoalCandidate("the goal is that the mug is in the dish rack", 0.971, candidate_id=2, viable=True)]
+    request = ConfirmationRequest(request_id=sys.argv[1], question=sys.argv[2], object_id="Mug|2",
+                                  object_description="mug in the dish rack", candidates=candidates,
+                                  candidate=candidates[0], timeout_s=120.0)
+    client = OversightClient(name="asker", service_wait_s=30)
+    answer = client.ask(request)
+    print(json.dumps({"answer": answer.answer.value, "by": answer.operator}), flush=True)
+    client.close()
+""")
+
+
+@pytest.fixture(scope="module")
+def rqt_python():
+    """The rqt venv's Python (created on first use, then stamped)."""
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "rqt_venv.sh")], capture_output=True, text=True,
+                            timeout=1200, env=dict(os.environ, VENV=str(Path(PY).parent.parent)))
+    if result.returncode == 3:
+        pytest.skip(result.stderr.strip().splitlines()[0])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return str(Path(result.stdout.strip().splitlines()[-1]).parent / "python")
+
+
+def test_rqt_loads_the_plugin_and_answers_a_real_question(rqt_python, tmp_path):
+    runtime = tmp_path / "xdg_runtime"
+    runtime.mkdir(mode=0o700)
+    env = dict(os.environ, ROS_DOMAIN_ID=DOMAIN_ID, ROS_HOME=str(tmp_path / "ros_home"),
+               ROS_LOG_DIR=str(tmp_path / "ros_home" / "log"), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+               FASTDDS_BUILTIN_TRANSPORTS="UDPv4", QT_QPA_PLATFORM="offscreen", PYTHONUNBUFFERED="1",
+               XDG_CONFIG_HOME=str(tmp_path / "xdg_config"), XDG_RUNTIME_DIR=str(runtime))
+    env.pop("PYTHONPATH", None)
+    env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)  # each venv sets its own library path
+    env.pop("LD_LIBRARY_PATH", None)
+    node = subprocess.Popen([PY, "-m", "task_learning_nodes.oversight", "--ros-args",
+                             "-p", f"db_path:={tmp_path / 'kb.sqlite'}", "-p", "remember_answers:=false"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    asker = subprocess.Popen([PY, "-c", ASKER, "rqt-mug", QUESTION], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "rqt_operator_panel.png"
+    shot.unlink(missing_ok=True)
+    try:
+        rqt = subprocess.run([rqt_python, str(ROOT / "test" / "rqt_operator_runner.py"), "rqt-mug", "yes",
+                              str(shot), "90"], env=env, capture_output=True, text=True, timeout=240)
+        asked = asker.communicate(timeout=60)
+    finally:
+        for proc in (asker, node):
+            if proc.poll() is None:
+                proc.terminate()
+                proc.communicate(timeout=30)
+    lines = [line for line in rqt.stdout.splitlines() if line.startswith("{")]
+    assert rqt.returncode == 0 and lines, rqt.stdout[-3000:] + rqt.stderr[-3000:]
+    report = json.loads(lines[-1])
+    assert report["sent"] and report["reason"] == "answered", report
+    assert report["binding"].startswith("PyQt5"), report  # rqt's binding, not PySide6
+    assert report["question"] == QUESTION and report["candidates"] == 2
+    assert not report["status_before"].startswith("Cannot read"), report  # no stale error line
+    assert "Traceback" not in rqt.stderr, rqt.stderr[-3000:]
+    assert json.loads(asked[0].strip().splitlines()[-1]) == {"answer": "yes", "by": "rqt"}
+    assert report["screenshot"] and shot.stat().st_size > 10_000
