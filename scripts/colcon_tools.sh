@@ -4,7 +4,8 @@
 # colcon-common-extensions from PyPI goes into a folder of its own ($VENV/tools/colcon, pip
 # --target), not into the venv: its pytest plugins and version pins stay out of the project's
 # environment. It runs with the venv's Python (PYTHONPATH=that folder), so what it builds, the
-# ament_python package's executables included, runs with the venv's ROS 2.
+# ament_python package's executables included, runs with the venv's ROS 2. (pip's check of the
+# venv only finds that the ROS wheels name ament_index_python differently: that line is dropped.)
 # Prints a command prefix that runs colcon, e.g.  eval "$(scripts/colcon_tools.sh) build ..."
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,7 +23,8 @@ if [ "$(cat "$TARGET/.task_learning_stamp" 2>/dev/null)" != "$want" ]; then
   log "installing $SPEC from PyPI into $TARGET"
   rm -rf "$TARGET"
   "$VENV/bin/pip" install -q --disable-pip-version-check --target "$TARGET" "$SPEC" \
-    2> >(grep -v "is ignored: it is neither" >&2)
+    2> >(grep -v -e "is ignored: it is neither" -e "resolver does not currently take into account" \
+                 -e "requires ament-index-python, which is not installed" >&2)
   echo "$want" > "$TARGET/.task_learning_stamp"
   log "colcon ready in $(( $(date +%s) - start )) s"
 fi

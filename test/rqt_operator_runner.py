@@ -76,9 +76,11 @@ class Driver:
             self.report["question"] = panel.question_label.text()
             self.report["status_before"] = panel.status_label.text()
             self.report["candidates"] = panel.candidate_tree.topLevelItemCount()
-            panel.resize(960, 620)
+            window = panel.window()  # rqt's main window, with the plugin's dock in it
+            window.resize(1000, 720)
             self.app.processEvents()
-            self.report["screenshot"] = bool(panel.grab().save(SCREENSHOT))
+            self.report["window"] = window.windowTitle()
+            self.report["screenshot"] = bool(window.grab().save(SCREENSHOT))
             from python_qt_binding.QtCore import Qt
             from python_qt_binding.QtTest import QTest
 
