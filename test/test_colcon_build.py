@@ -22,7 +22,6 @@ from .ros_testing import ROOT
 
 VENV = Path(sys.executable).parent.parent
 ROS2 = VENV / "bin" / "ros2"
-DOMAIN_ID = "71"  # no other test module uses it
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not ROS2.exists(), reason="the ROS 2 tools are not installed")]
@@ -65,20 +64,20 @@ def workspace(tmp_path_factory):
     return ws
 
 
-def install_env(ws: Path, tmp_path: Path) -> dict[str, str]:
-    """What `source install/setup.bash` gives, read from a shell that sourced it."""
-    out = subprocess.run(["bash", "-c", f"source {ws / 'install' / 'setup.bash'} && env -0"], cwd=tmp_path,
-                         capture_output=True, text=True, check=True,
-                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}).stdout
+def install_env(ws: Path) -> dict[str, str]:
+    """What `source install/setup.bash` changes, read from a shell that sourced it."""
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(["bash", "-c", f"source {ws / 'install' / 'setup.bash'} && env -0"], cwd=ws,
+                         capture_output=True, text=True, check=True, env=base).stdout
     env = dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
-    env.update(ROS_DOMAIN_ID=DOMAIN_ID, ROS_HOME=str(tmp_path / "ros_home"), PYTHONUNBUFFERED="1",
-               ROS_LOG_DIR=str(tmp_path / "ros_home" / "log"), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               FASTDDS_BUILTIN_TRANSPORTS="UDPv4")
-    return env
+    changed = {k: v for k, v in env.items() if base.get(k) != v and not k.startswith("_")}
+    changed.setdefault("PYTHONPATH", "")
+    return changed
 
 
+@pytest.mark.timeout(2400)  # the first test builds the workspace
 def test_install_holds_both_packages_and_the_config(workspace, tmp_path):
-    env = install_env(workspace, tmp_path)
+    env = dict(os.environ, **install_env(workspace))
     install = workspace / "install"
     prefixes = env["AMENT_PREFIX_PATH"].split(os.pathsep)
     assert {str(install / "task_learning"), str(install / "task_learning_interfaces")} <= set(prefixes)
@@ -93,32 +92,19 @@ def test_install_holds_both_packages_and_the_config(workspace, tmp_path):
     assert Path(config) == share / "config", probe.stdout  # found through the ament index
 
 
-def test_a_node_starts_from_the_install_with_its_parameters(workspace, tmp_path):
-    env = install_env(workspace, tmp_path)
+@pytest.mark.timeout(2400)
+def test_a_node_starts_from_the_install_with_its_parameters(workspace, ros_graph):
+    env = install_env(workspace)
     share = workspace / "install" / "task_learning" / "share" / "task_learning"
-    log = tmp_path / "node.log"
-    with log.open("w") as out:
-        node = subprocess.Popen([str(ROS2), "run", "task_learning", "perception_node", "--ros-args",
-                                 "--params-file", str(share / "config" / "nodes" / "perception.yaml"),
-                                 "-p", "scene:=store_groceries"],
-                                cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        while "scene store_groceries" not in log.read_text() and time.monotonic() < deadline:
-            assert node.poll() is None, log.read_text()
-            time.sleep(0.3)
-        assert "scene store_groceries" in log.read_text(), log.read_text()
-        result = subprocess.run([str(ROS2), "service", "call", "/query_world",
-                                 "task_learning_interfaces/srv/QueryWorld", "{query: 'fridge'}"],
-                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
-        assert "success=True" in result.stdout, result.stdout + result.stderr
-        got = subprocess.run([str(ROS2), "param", "get", "/perception", "publish_rate_hz", "--no-daemon",
-                              "--timeout", "20"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-        assert "10.0" in got.stdout, got.stdout + got.stderr  # from the install's parameter file
-    finally:
-        if node.poll() is None:
-            os.killpg(node.pid, signal.SIGINT)
-        code = node.wait(30)
-    assert code == 0 and "Traceback" not in log.read_text(), log.read_text()
+    node = ros_graph.start([str(ROS2), "run", "task_learning", "perception_node", "--ros-args",
+                            "--params-file", str(share / "config" / "nodes" / "perception.yaml"),
+                            "-p", "scene:=store_groceries"], name="ros2 run (install)", **env)
+    node.wait_for_line("scene store_groceries", timeout=90)
+    result = ros_graph.start([str(ROS2), "service", "call", "/query_world", "task_learning_interfaces/srv/QueryWorld",
+                              "{query: 'fridge'}"], name="ros2 service call", **env)
+    assert result.wait(90) == 0 and "success=True" in result.stdout, result.output
+    got = ros_graph.start([str(ROS2), "param", "get", "/perception", "publish_rate_hz", "--no-daemon",
+                           "--timeout", "20"], name="ros2 param get", **env)
+    assert got.wait(90) == 0 and "10.0" in got.stdout, got.output  # from the install's parameter file
+    os.killpg(node.pid, signal.SIGINT)
+    assert node.wait(30) == 0 and "Traceback" not in node.output, node.output[-3000:]

@@ -21,7 +21,6 @@ from .ros_testing import ROOT
 
 PY = sys.executable
 ARTIFACTS = ROOT / "artifacts"
-DOMAIN_ID = "70"  # no other test module uses it
 QUESTION = "For a mug in the dish rack is the goal that the mug is in the cupboard?"
 
 # Another process asks one question through the Confirm service, as goal elicitation does, and
@@ -53,40 +52,27 @@ def rqt_python():
     return str(Path(result.stdout.strip().splitlines()[-1]).parent / "python")
 
 
-def test_rqt_loads_the_plugin_and_answers_a_real_question(rqt_python, tmp_path):
+@pytest.mark.timeout(600)
+def test_rqt_loads_the_plugin_and_answers_a_real_question(rqt_python, ros_graph, tmp_path):
     runtime = tmp_path / "xdg_runtime"
     runtime.mkdir(mode=0o700)
-    env = dict(os.environ, ROS_DOMAIN_ID=DOMAIN_ID, ROS_HOME=str(tmp_path / "ros_home"),
-               ROS_LOG_DIR=str(tmp_path / "ros_home" / "log"), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               FASTDDS_BUILTIN_TRANSPORTS="UDPv4", QT_QPA_PLATFORM="offscreen", PYTHONUNBUFFERED="1",
-               XDG_CONFIG_HOME=str(tmp_path / "xdg_config"), XDG_RUNTIME_DIR=str(runtime))
-    env.pop("PYTHONPATH", None)
-    env.pop("_ROS_WHEELS_BOOTSTRAP_COMPLETE", None)  # each venv sets its own library path
-    env.pop("LD_LIBRARY_PATH", None)
-    node = subprocess.Popen([PY, "-m", "task_learning_nodes.oversight", "--ros-args",
-                             "-p", f"db_path:={tmp_path / 'kb.sqlite'}", "-p", "remember_answers:=false"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    asker = subprocess.Popen([PY, "-c", ASKER, "rqt-mug", QUESTION], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    ros_graph.start_node("oversight", "-p", f"db_path:={tmp_path / 'kb.sqlite'}", "-p", "remember_answers:=false")
+    asker = ros_graph.start([PY, "-c", ASKER, "rqt-mug", QUESTION], name="asker")
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "rqt_operator_panel.png"
     shot.unlink(missing_ok=True)
-    try:
-        rqt = subprocess.run([rqt_python, str(ROOT / "test" / "rqt_operator_runner.py"), "rqt-mug", "yes",
-                              str(shot), "90"], env=env, capture_output=True, text=True, timeout=240)
-        asked = asker.communicate(timeout=60)
-    finally:
-        for proc in (asker, node):
-            if proc.poll() is None:
-                proc.terminate()
-                proc.communicate(timeout=30)
+    rqt = ros_graph.start([rqt_python, str(ROOT / "test" / "rqt_operator_runner.py"), "rqt-mug", "yes", str(shot), "90"],
+                          name="rqt", QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "xdg_config"),
+                          XDG_RUNTIME_DIR=str(runtime))
+    code = rqt.wait(240)
     lines = [line for line in rqt.stdout.splitlines() if line.startswith("{")]
-    assert rqt.returncode == 0 and lines, rqt.stdout[-3000:] + rqt.stderr[-3000:]
+    assert code == 0 and lines, rqt.output[-4000:]
     report = json.loads(lines[-1])
     assert report["sent"] and report["reason"] == "answered", report
     assert report["binding"].startswith("PyQt5"), report  # rqt's binding, not PySide6
     assert report["question"] == QUESTION and report["candidates"] == 2
     assert not report["status_before"].startswith("Cannot read"), report  # no stale error line
     assert "Traceback" not in rqt.stderr, rqt.stderr[-3000:]
-    assert json.loads(asked[0].strip().splitlines()[-1]) == {"answer": "yes", "by": "rqt"}
+    assert asker.wait(60) == 0, asker.output[-2000:]
+    assert json.loads(asker.stdout.strip().splitlines()[-1]) == {"answer": "yes", "by": "rqt"}
     assert report["screenshot"] and shot.stat().st_size > 10_000
