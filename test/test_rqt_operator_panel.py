@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .ros_testing import ROOT
+from .ros_testing import ROOT, wait_until
 
 PY = sys.executable
 ARTIFACTS = ROOT / "artifacts"
@@ -76,3 +77,24 @@ def test_rqt_loads_the_plugin_and_answers_a_real_question(rqt_python, ros_graph,
     assert asker.wait(60) == 0, asker.output[-2000:]
     assert json.loads(asker.stdout.strip().splitlines()[-1]) == {"answer": "yes", "by": "rqt"}
     assert report["screenshot"] and shot.stat().st_size > 10_000
+
+
+@pytest.mark.timeout(300)
+def test_operator_rqt_command_opens_rqt_with_the_plugin(rqt_python, ros_graph, tmp_path):
+    """`task-learning operator --rqt` (what `make rqt` runs): rqt starts with the plugin, whose ROS
+    client follows the oversight node's pending questions; Ctrl-C ends it with exit code 0."""
+    ros2 = str(Path(PY).parent / "ros2")
+    rqt = ros_graph.start([str(Path(PY).parent / "task-learning"), "operator", "--rqt"], name="operator --rqt",
+                          QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "xdg_config"))
+
+    def plugin_subscribed() -> bool:
+        nodes = ros_graph.run([ros2, "node", "list", "--no-daemon", "--spin-time", "2"], timeout=60).stdout.split()
+        rqt_nodes = [n for n in nodes if n.startswith("/rqt_gui_py_node")]
+        return any("/oversight/pending" in ros_graph.run([ros2, "node", "info", n, "--no-daemon", "--spin-time", "2"],
+                                                          timeout=60).stdout for n in rqt_nodes)
+
+    wait_until(plugin_subscribed, 180, "rqt's node subscribed to /oversight/pending (the plugin loaded)",
+               interval=0.5)
+    os.killpg(rqt.pid, signal.SIGINT)  # Ctrl-C in the terminal
+    assert rqt.wait(30) == 0, rqt.output[-3000:]
+    assert "Traceback" not in rqt.output, rqt.output[-3000:]

@@ -226,7 +226,6 @@ def _run_rqt() -> int:
         if found is None:
             raise TaskLearningError("rqt is not installed (on a ROS 2 install: the rqt_gui package)")
         rqt, env = found, dict(os.environ)
-    try:
-        return subprocess.run([rqt, "--force-discover", "-s", RQT_PLUGIN], env=env).returncode
-    except KeyboardInterrupt:
-        return 0
+    sys.stdout.flush()
+    os.execve(rqt, [rqt, "--force-discover", "-s", RQT_PLUGIN], env)
+    return 0  # not reached: execve replaced this process (or raised OSError)
