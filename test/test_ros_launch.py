@@ -151,12 +151,23 @@ def test_a_backend_that_is_not_one_is_refused(ros_graph):
 
 
 def test_a_node_that_dies_ends_the_launch_with_an_error(ros_graph):
-    result = ros_graph.run(launch_args("nodes:=perception,oversight", "scene:=no_such_scene"), timeout=110)
+    db = ros_graph.tmp / "kb.sqlite"
+    result = ros_graph.run(launch_args("nodes:=perception,oversight", "scene:=no_such_scene", f"db:={db}"),
+                           timeout=110)
     text = result.output
     assert result.returncode == 1, text[-4000:]
+    assert f"knowledge base: {db}" in text
     assert "cannot start" in text and "no_such_scene" in text
     assert re.search(r"node perception died \(exit code 2", text), text[-4000:]
     assert re.search(r"\[oversight_node-\d+\]: process has finished cleanly", text), text[-4000:]
+
+
+def test_perception_launch_file_starts_and_stops_one_node(ros_graph):
+    launch = ros_graph.start([str(ROS2), "launch", "task_learning", "perception.launch.py", "backend:=symbolic",
+                              "scene:=store_groceries"], name="ros2 launch perception")
+    launch.wait_for_line("scene store_groceries", timeout=60)
+    code, text = launch.stop(signal.SIGINT, timeout=60)
+    assert code == 0 and re.search(r"\[perception_node-\d+\]: process has finished cleanly", text), text[-3000:]
 
 
 # -- one node with ros2 run ----------------------------------------------------------------------
