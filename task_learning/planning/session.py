@@ -26,6 +26,12 @@ log = logging.getLogger(__name__)
 
 CONDITIONS = ("TBP", "TBP+O", "ST", "STS", "STAR", "STARS", "STARS*", "STARS+O")
 OPERATORS = ("simulated", "terminal", "panel", "none")
+# How the model is asked (the answers, and so the goals learned, are the same in every mode):
+#   concurrent      one object after another, a tree level as concurrent single requests
+#   batched         one object after another, a tree level as list-prompt round trips
+#   across-objects  every object's levels merged into shared list-prompt round trips; the
+#                   operator still gets one question at a time in the task's order
+ELICITATION_MODES = ("concurrent", "batched", "across-objects")
 
 
 def check_task(scene: Scene, task: str | None) -> None:
@@ -65,6 +71,18 @@ class RunSpec:
     max_workers: int = 4
     task: str | None = None  # the task the user names; must be the scene's
     llm_options: dict[str, Any] = field(default_factory=dict)
+    elicitation: str = "batched"  # one of ELICITATION_MODES
+
+
+def task_order(scene: Scene, metadata: Mapping[str, Any]) -> list[str]:
+    """The task objects in the order the loop meets them: subtask by subtask, the objects at its
+    places in the scene's order (an object at several subtasks' places counts once)."""
+    parents = {o["objectId"]: set(o.get("parentReceptacles") or []) for o in metadata.get("objects") or []}
+    order: list[str] = []
+    for subtask in scene.subtasks:
+        wanted = set(subtask.places)
+        order += [oid for oid in scene.task_objects if wanted & parents.get(oid, set()) and oid not in order]
+    return order
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
@@ -78,6 +96,9 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
+    if spec.elicitation not in ELICITATION_MODES:
+        raise TaskLearningError(f"unknown elicitation mode {spec.elicitation!r} "
+                                f"(choose from {', '.join(ELICITATION_MODES)})")
     scene = load_scene(spec.scene)
     check_task(scene, spec.task)
     world = make_backend("symbolic", scene, spec.seed)
@@ -100,10 +121,19 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     bcr_client = client if spec.engine == "llm" else None
     executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb)
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
+    together = None
+    if spec.elicitation == "across-objects":
+        from task_learning.stars.together import CrossObjectElicitor
 
-    def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
-        return elicit_goal(task, object_id, metadata, scene, condition, client,
-                           operator=answerer, kb=kb, executor=pool)
+        together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb)
+        together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
+        elicit: Any = together
+    else:
+        batched = spec.elicitation == "batched"
+
+        def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
+            return elicit_goal(task, object_id, metadata, scene, condition, client,
+                               operator=answerer, kb=kb, executor=pool, batched=batched)
 
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
@@ -111,6 +141,8 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     try:
         metrics = learner.run()
     finally:
+        if together is not None:
+            together.close()
         pool.shutdown(wait=True)
         kb.close()
     return metrics, learner
