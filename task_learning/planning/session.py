@@ -61,7 +61,7 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
 
 @dataclass
 class RunSpec:
-    scene: str = "tidy_kitchen"
+    scene: str | Scene = "tidy_kitchen"  # a scene name, a YAML path, or a Scene (generated ones)
     condition: str = "STARS+O"
     llm: str = "offline"
     operator: str = "simulated"
@@ -92,6 +92,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     panel's QueueOperator)."""
     from task_learning.llm.client import make_client
     from task_learning.stars.elicit import elicit_goal
+    from task_learning.stars.prompts import load_templates
 
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
@@ -99,7 +100,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     if spec.elicitation not in ELICITATION_MODES:
         raise TaskLearningError(f"unknown elicitation mode {spec.elicitation!r} "
                                 f"(choose from {', '.join(ELICITATION_MODES)})")
-    scene = load_scene(spec.scene)
+    scene = spec.scene if isinstance(spec.scene, Scene) else load_scene(spec.scene)
     check_task(scene, spec.task)
     world = make_backend("symbolic", scene, spec.seed)
     kb = KnowledgeBase(spec.db)
@@ -121,18 +122,19 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     bcr_client = client if spec.engine == "llm" else None
     executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb)
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
+    templates = load_templates()  # once per run, not once per object
     together = None
     if spec.elicitation == "across-objects":
         from task_learning.stars.together import CrossObjectElicitor
 
-        together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb)
+        together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb, templates=templates)
         together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
         elicit: Any = together
     else:
         batched = spec.elicitation == "batched"
 
         def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
-            return elicit_goal(task, object_id, metadata, scene, condition, client,
+            return elicit_goal(task, object_id, metadata, scene, condition, client, templates=templates,
                                operator=answerer, kb=kb, executor=pool, batched=batched)
 
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
