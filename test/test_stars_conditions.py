@@ -41,6 +41,7 @@ def lands_at_preference(scene, object_id, candidate):
                for lit in candidate.literals)
 
 
+@pytest.mark.slow  # a whole condition per scene
 @pytest.mark.parametrize("scene_name", SCENES)
 @pytest.mark.parametrize("condition", [c.value for c in Condition])
 def test_condition_end_to_end(scene_name, condition):
@@ -75,6 +76,7 @@ def test_condition_end_to_end(scene_name, condition):
                if c.source is not CandidateSource.USER)
 
 
+@pytest.mark.slow  # two whole STARS runs per scene
 @pytest.mark.parametrize("scene_name", SCENES)
 def test_stars_is_deterministic(scene_name):
     def strip(result):
