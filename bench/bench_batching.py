@@ -19,6 +19,7 @@ the learned goals are identical in (a), (b), (c); (c) needs at most 3 x (tree de
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -65,7 +66,7 @@ def main() -> int:
           f"max_batch_size {settings.max_batch_size}, max_in_flight {settings.max_in_flight}, "
           f"(a) with {args.workers} workers per level")
     print(f"{'condition':<8} {'mode':<18} {'round trips':>11} {'calls':>6} {'tokens':>8} {'wall s':>8} "
-          f"{'prefix-cacheable':>16} {'completion':>10} {'questions':>9}")
+          f"{'cpu s':>6} {'prefix-cacheable':>16} {'completion':>10} {'questions':>9}")
     failures = 0
     for condition in args.conditions:
         goals: dict[str, list] = {}
@@ -76,15 +77,15 @@ def main() -> int:
             client, timed, meter = bench_client(args.latency)
             spec = RunSpec(scene=args.scene, condition=condition, operator="simulated", elicitation=mode,
                            max_workers=args.workers)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             metrics, learner = run_in_process(spec, client=client)
-            wall = time.perf_counter() - started
+            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
             usage = client.usage
             goals[key] = [(r.object_id, r.context, r.goal, r.goal_source, r.outcome) for r in learner.reports]
             walls[key], trips[key] = wall, usage.requests
             assert timed.round_trips == usage.requests, (timed.round_trips, usage.requests)
             print(f"{condition:<8} ({key}) {mode:<14} {usage.requests:>11} {usage.calls:>6} "
-                  f"{usage.prompt_tokens + usage.completion_tokens:>8} {wall:>8.1f} {meter.meter.share:>15.1%} "
+                  f"{usage.prompt_tokens + usage.completion_tokens:>8} {wall:>8.1f} {cpu:>6.1f} {meter.meter.share:>15.1%} "
                   f"{metrics.completion:>9.1f}% {metrics.questions:>9}", flush=True)
             client.close()
         first = args.modes[0]
@@ -102,6 +103,9 @@ def main() -> int:
             failures += factor < 20
             print(f"{condition}: (c) is {factor:.1f}x faster than (a) in wall time (target >= 20x): "
                   f"{'OK' if factor >= 20 else 'MISSED'}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"cpu s: this process's CPU time (the offline model, analysis, BCR, the client); load average "
+          f"{load:.1f} on {os.cpu_count()} cores: a CPU-bound run is slowed by other processes' load")
     return 1 if failures else 0
 
 

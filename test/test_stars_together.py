@@ -54,6 +54,7 @@ def learn(tmp_path, mode: str, condition: str = "STARS+O", operator=None):
     return metrics, goals, client
 
 
+@pytest.mark.slow
 def test_across_objects_learns_the_same_goals_with_the_questions_in_the_same_order(tmp_path):
     scene = load_scene(SCENE)
     results = {}
@@ -70,6 +71,7 @@ def test_across_objects_learns_the_same_goals_with_the_questions_in_the_same_ord
     assert use_c.requests <= 3 * 3 * 3 + 3 + (m_c.proposed - len(goals_c))  # + reselections after a "no"
 
 
+@pytest.mark.slow
 def test_nothing_unconfirmed_is_executed_when_the_operator_refuses_everything(tmp_path):
     operator = RefusesAll()
     metrics, goals, _ = learn(tmp_path, "across-objects", operator=operator)
@@ -80,6 +82,7 @@ def test_nothing_unconfirmed_is_executed_when_the_operator_refuses_everything(tm
         assert kb.goals() == []
 
 
+@pytest.mark.slow
 def test_concurrent_batched_and_across_objects_agree_without_oversight(tmp_path):
     runs = {mode: learn(tmp_path, mode, condition="STARS") for mode in ELICITATION_MODES}
     reference = runs["concurrent"][1]
@@ -114,6 +117,7 @@ def test_unknown_elicitation_mode_is_refused(tmp_path):
         run_in_process(RunSpec(scene=SCENE, elicitation="sideways", db=tmp_path / "x.sqlite"))
 
 
+@pytest.mark.slow
 def test_run_json_reports_round_trips_beside_calls(tmp_path, capsys):
     code = cli_main(["run", "--scene", SCENE, "--condition", "STARS", "--db", str(tmp_path / "kb.sqlite"),
                      "--elicitation", "across-objects", "--json"])
