@@ -152,7 +152,7 @@ class OpenAIProvider:
 
     def _parse_batch(self, raw: Any, requests: list[LLMRequest]) -> list[LLMResponse]:
         choices = list(getattr(raw, "choices", None) or [])
-        indices = sorted(getattr(c, "index", None) for c in choices if isinstance(getattr(c, "index", None), int))
+        indices = sorted(int(c.index) for c in choices if isinstance(getattr(c, "index", None), int))
         if len(choices) != len(requests) or indices != list(range(len(requests))):
             raise BatchNotSupported(f"{len(requests)} prompts answered with {len(choices)} choices")
         by_index = {c.index: c for c in choices}

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class _Prefetch:
     prep: PreparedElicitation
-    context: tuple[str, str, str]
+    context: tuple[str, ...]
     usage_before: LLMUsage
     future: Future
     used: bool = False
@@ -86,7 +86,7 @@ class CrossObjectElicitor:
             raise RuntimeError("prefetch was already called")
         from task_learning.world.resolve import describe_object
 
-        seen: set[tuple[str, str, str]] = set()
+        seen: set[tuple[str, ...]] = set()
         steps: list[tuple[str, Steps[PreparedElicitation]]] = []
         for object_id in object_ids:
             context = tuple(describe_object(metadata, object_id))
@@ -102,7 +102,7 @@ class CrossObjectElicitor:
         self._thread.start()
         return len(steps)
 
-    def _learned(self, task: str, context: tuple[str, str, str]) -> bool:
+    def _learned(self, task: str, context: tuple[str, ...]) -> bool:
         goal_for = getattr(self.kb, "goal_for", None)
         return callable(goal_for) and goal_for(task, " ".join(context)) is not None
 
