@@ -121,7 +121,7 @@ def test_queue_persists_questions_and_resolutions(tmp_path):
     log = {row["request_id"]: row for row in kb.question_log()}
     assert log["r1"]["answer"] == "yes" and log["r1"]["operator"] == "panel"
     assert log["r1"]["object_id"] == "Mug|1" and log["r1"]["task"] == "tidy kitchen"
-    assert log["r2"]["answer"] == "no" and log["r2"]["operator"] == TIMEOUT_OPERATOR
+    assert log["r2"]["answer"] == "timeout" and log["r2"]["operator"] == TIMEOUT_OPERATOR
 
 
 def test_listener_is_told_when_the_queue_changes():

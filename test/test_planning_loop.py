@@ -140,3 +140,34 @@ def test_killed_run_loses_no_confirmed_goal_and_repeats_no_question(tmp_path):
         assert after[context] == text
     asked_live = [q for q, _, who in _answers(db) if "remembered" not in who]
     assert len(asked_live) == len(set(asked_live)), "an answered question was asked again"
+
+
+def test_goals_learned_without_oversight_are_asked_again_under_oversight(tmp_path):
+    """Issue 10: STARS stores unconfirmed goals; a later STARS+O run on the same knowledge base
+    reused them with no question, so a wrong goal was executed. Now each one is put to the
+    operator first; a "no" sends it back to elicitation with oversight."""
+    from task_learning.kb import Confirmation
+    from task_learning.oversight.operator import ScriptedOperator
+
+    db = tmp_path / "kb.sqlite"
+    stars, _ = run_in_process(RunSpec(scene="store_groceries", condition="STARS", operator="none", db=db))
+    assert stars.yes_no == 0 and stars.completion < 100.0
+    with KnowledgeBase(db) as kb:
+        assert kb.goals() and all(g.confirmation is Confirmation.NONE for g in kb.goals())
+
+    # An operator who answers nothing: no unconfirmed goal may be executed, none is lost.
+    silent = ScriptedOperator([])
+    idle, learner = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db),
+                                   operator=silent)
+    assert silent.asked, "the stored goals were put to the operator"
+    assert all(r.goal_source != "learned" or r.outcome == "no_goal" for r in learner.reports)
+    assert not any(r.actions for r in learner.reports), "nothing unconfirmed moved"
+    with KnowledgeBase(db) as kb:
+        assert len(kb.goals()) == 15 and not any(g.confirmed for g in kb.goals())
+
+    oversee, learner = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db))
+    assert oversee.yes_no >= 15 and oversee.completion == 100.0
+    with KnowledgeBase(db) as kb:
+        assert all(g.confirmation is Confirmation.OPERATOR_YES for g in kb.goals())
+    again, _ = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db))
+    assert again.yes_no == 0 and again.usage.calls == 0 and again.completion == 100.0

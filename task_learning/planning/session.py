@@ -16,6 +16,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import Operator
+from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
@@ -137,9 +138,10 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
             return elicit_goal(task, object_id, metadata, scene, condition, client, templates=templates,
                                operator=answerer, kb=kb, executor=pool, batched=batched)
 
+    confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
-                          usage_source=lambda: client.usage)
+                          usage_source=lambda: client.usage, confirm=confirm)
     try:
         metrics = learner.run()
     finally:
