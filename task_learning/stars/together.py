@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.stars.conditions import Condition
+from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.elicit import (
     ElicitationResult,
     PreparedElicitation,
@@ -103,8 +103,13 @@ class CrossObjectElicitor:
         return len(steps)
 
     def _learned(self, task: str, context: tuple[str, ...]) -> bool:
+        """A goal the loop will reuse: learned, and confirmed when the condition has oversight
+        (the loop elicits anew for an unconfirmed one)."""
         goal_for = getattr(self.kb, "goal_for", None)
-        return callable(goal_for) and goal_for(task, " ".join(context)) is not None
+        goal = goal_for(task, " ".join(context)) if callable(goal_for) else None
+        if goal is None:
+            return False
+        return not flags(parse_condition(self.condition)).oversight or bool(getattr(goal, "confirmed", False))
 
     def _drive(self, steps: list[tuple[str, Steps[PreparedElicitation]]]) -> None:
         """Lockstep: every live object's current level goes out in one merged call. Whatever
