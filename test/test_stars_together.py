@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -19,6 +20,13 @@ from task_learning.world.resolve import describe_object
 from task_learning.world.scene import load_scene
 
 SCENE = "store_groceries"
+SMALL = 5  # task objects per run: enough for shared round trips, light enough for a shared machine
+
+
+def small_scene():
+    """store_groceries with its first task objects only (the others stay where they are)."""
+    scene = load_scene(SCENE)
+    return replace(scene, task_objects=scene.task_objects[:SMALL])
 
 
 class Recording:
@@ -48,7 +56,7 @@ class RefusesAll:
 
 def learn(tmp_path, mode: str, condition: str = "STARS+O", operator=None):
     client = make_client("offline")
-    spec = RunSpec(scene=SCENE, condition=condition, elicitation=mode, db=tmp_path / f"{mode}.sqlite")
+    spec = RunSpec(scene=small_scene(), condition=condition, elicitation=mode, db=tmp_path / f"{mode}.sqlite")
     metrics, learner = run_in_process(spec, client=client, operator=operator)
     goals = [(r.object_id, r.context, r.goal, r.goal_source, r.outcome) for r in learner.reports]
     return metrics, goals, client
@@ -56,7 +64,7 @@ def learn(tmp_path, mode: str, condition: str = "STARS+O", operator=None):
 
 @pytest.mark.slow
 def test_across_objects_learns_the_same_goals_with_the_questions_in_the_same_order(tmp_path):
-    scene = load_scene(SCENE)
+    scene = small_scene()
     results = {}
     for mode in ("batched", "across-objects"):
         operator = Recording(SimulatedOperator.from_scene(scene))
@@ -64,11 +72,12 @@ def test_across_objects_learns_the_same_goals_with_the_questions_in_the_same_ord
         results[mode] = (metrics, goals, client.usage, operator.asked)
     (m_b, goals_b, use_b, asked_b), (m_c, goals_c, use_c, asked_c) = results["batched"], results["across-objects"]
     assert goals_c == goals_b and asked_c == asked_b
-    assert m_c.completion == m_b.completion == 100.0 and m_c.words == m_b.words
+    assert m_c.completion == m_b.completion and m_c.words == m_b.words and m_c.questions == m_b.questions > 0
+    assert all(outcome == "done" for *_, outcome in goals_c)
     assert use_c.calls == use_b.calls and use_c.prompt_tokens == use_b.prompt_tokens
     # one object after another needs every object's levels; together, about one object's
     assert use_c.requests * 3 < use_b.requests
-    assert use_c.requests <= 3 * 3 * 3 + 3 + (m_c.proposed - len(goals_c))  # + reselections after a "no"
+    assert use_c.requests <= 3 * 3 * 3 + 3 + m_c.proposed  # + reselections after a "no"
 
 
 @pytest.mark.slow
@@ -93,7 +102,7 @@ def test_concurrent_batched_and_across_objects_agree_without_oversight(tmp_path)
 
 
 def test_an_object_moved_since_the_start_is_elicited_again():
-    scene = load_scene(SCENE)
+    scene = small_scene()
     metadata = {"objects": [dict(o) for o in scene.objects]}
     order = task_order(scene, metadata)
     client = make_client("offline")
@@ -119,7 +128,7 @@ def test_unknown_elicitation_mode_is_refused(tmp_path):
 
 @pytest.mark.slow
 def test_run_json_reports_round_trips_beside_calls(tmp_path, capsys):
-    code = cli_main(["run", "--scene", SCENE, "--condition", "STARS", "--db", str(tmp_path / "kb.sqlite"),
+    code = cli_main(["run", "--scene", "organize_office", "--condition", "STARS", "--db", str(tmp_path / "kb.sqlite"),
                      "--elicitation", "across-objects", "--json"])
     assert code == 0
     data = json.loads(capsys.readouterr().out)
