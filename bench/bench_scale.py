@@ -64,6 +64,9 @@ def child(n_objects: int, latency: float, mode: str, condition: str, seed: int) 
         "elicited": sum(1 for r in learner.reports if r.goal_source in ("elicited", "described")),
         "calls": usage.calls,
         "round_trips": usage.requests,
+        # merged request levels of the cross-object driver; each level is cut into round trips of
+        # at most client.max_batch_size prompts, sent concurrently
+        "levels": getattr(learner.elicit, "levels", 0),
         "tokens": usage.prompt_tokens + usage.completion_tokens,
         "wall_s": round(wall, 2),
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -95,7 +98,7 @@ def main() -> int:
 
     print(f"generated tidying tasks, {args.condition}, simulated operator, offline provider (not a language "
           f"model), {args.latency * 1000:.0f} ms per round trip, elicitation {args.mode}")
-    print(f"{'objects':>7} {'elicited':>8} {'calls':>7} {'round trips':>11} {'tokens':>9} {'wall s':>7} "
+    print(f"{'objects':>7} {'elicited':>8} {'calls':>7} {'levels':>6} {'round trips':>11} {'tokens':>9} {'wall s':>7} "
           f"{'peak MB':>8} {'kb KB':>7} {'completion':>10} {'questions':>9}")
     rows = []
     for n in args.sizes:
@@ -108,7 +111,7 @@ def main() -> int:
             return 1
         row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
-        print(f"{row['objects']:>7} {row['elicited']:>8} {row['calls']:>7} {row['round_trips']:>11} "
+        print(f"{row['objects']:>7} {row['elicited']:>8} {row['calls']:>7} {row['levels']:>6} {row['round_trips']:>11} "
               f"{row['tokens']:>9} {row['wall_s']:>7.1f} {row['peak_mb']:>8.1f} {row['kb_kb']:>7.1f} "
               f"{row['completion']:>9.1f}% {row['questions']:>9}", flush=True)
     if len(rows) >= 2:
