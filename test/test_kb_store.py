@@ -47,7 +47,7 @@ def test_goal_round_trip_and_lifting(tmp_path):
     with KnowledgeBase(db) as kb:
         goal = kb.goal_for("tidy kitchen", "mug in dish rack")
         assert goal is not None and goal.confirmed
-        assert [str(l) for l in goal.literals] == ["inside(?object, Cupboard)", "false:open(Cupboard)"]
+        assert [str(lit) for lit in goal.literals] == ["inside(?object, Cupboard)", "false:open(Cupboard)"]
         assert kb.goal_for("tidy kitchen", "mug on counter") is None
 
 
@@ -139,7 +139,7 @@ def test_import_drops_confirmations_unless_trusted(tmp_path):
 def test_not_a_database(tmp_path):
     bad = tmp_path / "bad.sqlite"
     bad.write_text("this is not sqlite" * 100)
-    with pytest.raises(KnowledgeBaseError, match="bad.sqlite"):
+    with pytest.raises(KnowledgeBaseError, match=r"bad\.sqlite"):
         KnowledgeBase(bad)
 
 

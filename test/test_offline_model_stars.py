@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-elicit = pytest.importorskip("task_learning.stars.elicit")
-pytest.importorskip("task_learning.grounding")
-scene_mod = pytest.importorskip("task_learning.world.scene")
-
-from task_learning.llm.client import make_client  # noqa: E402
-from task_learning.types import MismatchKind  # noqa: E402
-from task_learning.world.state import world_state_from_metadata  # noqa: E402
+from task_learning.llm.client import make_client
+from task_learning.stars import elicit
+from task_learning.types import MismatchKind
+from task_learning.world import scene as scene_mod
+from task_learning.world.state import world_state_from_metadata
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +57,7 @@ def test_mug_in_dish_rack_exercises_every_stage_deterministically(kitchen):
     assert "cupboard" in first.chosen.text and first.chosen.viable
 
 
+@pytest.mark.slow  # three conditions over every task object of the kitchen
 def test_calibration_top_answer_often_unusable_tree_usually_right(kitchen):
     scene, state = kitchen
     client = make_client("offline", cache=False)

@@ -68,8 +68,9 @@ def test_which_runs_require_confirmation():
 
 def test_a_stopped_world_refuses_the_next_primitive_action():
     class World:
-        metadata = {"objects": []}
-        steps = 0
+        def __init__(self) -> None:
+            self.metadata: dict = {"objects": []}
+            self.steps = 0
 
         def step(self, action, **params):
             self.steps += 1

@@ -163,7 +163,7 @@ class _Grounder:
                         f"{modifier[1].text}"
         if not candidates:
             self._report_ungrounded(phrase, described)
-            chosen: list[WorldObject] = []
+            chosen = []
         elif plural:
             chosen = candidates
         else:

@@ -89,10 +89,6 @@ CREATE TABLE IF NOT EXISTS policies (
     updated_at REAL NOT NULL,
     UNIQUE (task, object_type, location, goal_key)
 );
-CREATE TABLE IF NOT EXISTS counters (
-    name TEXT PRIMARY KEY,
-    value REAL NOT NULL
-);
 """
 
 
@@ -474,17 +470,6 @@ class KnowledgeBase:
         return [Policy(r[0], r[1], r[2], r[3], [action_from_dict(a) for a in json.loads(r[4])],
                        r[5], r[6]) for r in rows]
 
-    # --- counters ----------------------------------------------------------------------------
-
-    def add_to_counter(self, name: str, amount: float) -> None:
-        with self._transaction() as cur:
-            cur.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
-                        "value = value + excluded.value", (name, amount))
-
-    def counters(self) -> dict[str, float]:
-        with self._lock:
-            return dict(self._conn.execute("SELECT name, value FROM counters").fetchall())
-
     # --- export / import ---------------------------------------------------------------------
 
     def export_dict(self) -> dict[str, Any]:
@@ -493,7 +478,6 @@ class KnowledgeBase:
             "goals": [g.to_dict() for g in self.goals()],
             "policies": [p.to_dict() for p in self.policies()],
             "questions": self.question_log(),
-            "counters": self.counters(),
         }
 
     def import_dict(self, data: dict[str, Any], *, source: str = "<import>",

@@ -152,11 +152,6 @@ class QueueOperator:
         with self._cond:
             return [s.request for s in self._slots.values() if s.answer is None]
 
-    def seconds_left(self, request_id: str) -> float:
-        with self._cond:
-            slot = self._slots.get(request_id)
-            return max(0.0, slot.deadline - self._clock()) if slot else 0.0
-
     def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
                operator: str = "operator") -> SubmitResult:
         """Answer a pending question: "yes", "no" or "description" (with `description`).

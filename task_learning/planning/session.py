@@ -20,6 +20,7 @@ from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
+from task_learning.planning.stop import StopToken, StoppableWorld
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
 
@@ -87,10 +88,12 @@ def task_order(scene: Scene, metadata: Mapping[str, Any]) -> list[str]:
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
-                   client: Any = None, operator: Operator | None = None) -> tuple[RunMetrics, TaskLearner]:
+                   client: Any = None, operator: Operator | None = None,
+                   stop: StopToken | None = None) -> tuple[RunMetrics, TaskLearner]:
     """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
-    panel's QueueOperator)."""
+    panel's QueueOperator). `stop`, when set from another thread, ends the run with RunStopped
+    before its next object or primitive action."""
     from task_learning.llm.client import make_client
     from task_learning.stars.elicit import elicit_goal
     from task_learning.stars.prompts import load_templates
@@ -104,6 +107,8 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     scene = spec.scene if isinstance(spec.scene, Scene) else load_scene(spec.scene)
     check_task(scene, spec.task)
     world = make_backend("symbolic", scene, spec.seed)
+    if stop is not None:
+        world = StoppableWorld(world, stop)
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
     answerer: Operator | None = None
@@ -141,7 +146,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
-                          usage_source=lambda: client.usage, confirm=confirm)
+                          usage_source=lambda: client.usage, confirm=confirm, stop=stop)
     try:
         metrics = learner.run()
     finally:
