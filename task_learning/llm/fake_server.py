@@ -98,19 +98,13 @@ class FakeOpenAIServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 reply = server._next(self.path, dict(self.headers.items()), body)
-<<<<<<< HEAD
-                if reply.delay_s:
-                    server._stop.wait(reply.delay_s)
-                payload = reply.body(body) if callable(reply.body) else reply.body
-=======
                 server._count_in_flight(+1)
                 try:
                     if reply.delay_s:
                         server._stop.wait(reply.delay_s)
                 finally:
                     server._count_in_flight(-1)
-                payload = reply.body
->>>>>>> main
+                payload = reply.body(body) if callable(reply.body) else reply.body
                 data = payload.encode() if isinstance(payload, str) else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(reply.status)
