@@ -66,7 +66,7 @@ def child(n_objects: int, latency: float, mode: str, condition: str, seed: int) 
         "round_trips": usage.requests,
         # merged request levels of the cross-object driver; each level is cut into round trips of
         # at most client.max_batch_size prompts, sent concurrently
-        "levels": getattr(learner.elicit, "levels", 0),
+        "levels": getattr(getattr(learner.elicit, "elicitor", None), "levels", 0),
         "tokens": usage.prompt_tokens + usage.completion_tokens,
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),  # unlike wall time, not stretched by other processes' load

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 
+from task_learning.cli.options import MAX_WORKERS, SEED, bounded_int
 from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
 
 
@@ -23,9 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--db", required=True, help="SQLite knowledge base (created if missing)")
     p.add_argument("--engine", default="heuristic", choices=("heuristic", "llm"),
                    help="BCR action selection engine used to reach goals")
-    p.add_argument("--seed", type=int, default=None, help="placement variation of the world")
-    p.add_argument("--workers", type=int, default=4,
-                   help="concurrent LLM requests per tree level (--elicitation concurrent)")
+    p.add_argument("--seed", type=SEED, default=None, help="placement variation of the world")
+    p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=4,
+                   help=f"concurrent LLM requests per tree level with --elicitation concurrent (1-{MAX_WORKERS})")
     p.add_argument("--elicitation", default="batched", choices=ELICITATION_MODES,
                    help="concurrent: one object after another, one request per branch; batched (default):"
                         " one object after another, a tree level as list-prompt round trips;"

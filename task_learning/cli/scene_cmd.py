@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from task_learning.cli.options import SEED
 from task_learning.world.completion import completion
 from task_learning.world.resolve import describe, resolve_object
 from task_learning.world.scene import available_scenes, load_scene
@@ -28,7 +29,7 @@ def register(subparsers: Any) -> None:
         f"Known names: {', '.join(available_scenes())}.",
     )
     parser.add_argument("--scene", required=True, help="scene name or path")
-    parser.add_argument("--seed", type=int, default=None, help="vary placements reproducibly")
+    parser.add_argument("--seed", type=SEED, default=None, help="vary placements reproducibly")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
     parser.add_argument("--object", metavar="NAME",
                         help="show one object: id, type naming one object, or '<type> in|on <place>'")

@@ -98,6 +98,16 @@ class BatchNotSupported(ProviderError):
     remembers this and sends that provider's requests one by one, concurrently, from then on."""
 
 
+class ConnectionProviderError(TransientProviderError):
+    """The endpoint could not be reached or did not answer within the call's deadline. Retried,
+    and counted by the client's circuit breaker: many in a row end the run."""
+
+
+class AuthProviderError(ProviderError):
+    """The endpoint refused the credentials (401/403): no later call can succeed, so the client's
+    circuit breaker opens at once."""
+
+
 @runtime_checkable
 class LLMProvider(Protocol):
     """A model behind an endpoint (or a recording, or the offline twin). May raise ProviderError."""

@@ -21,6 +21,13 @@ the scope cap (`request.scope`; the empty scope is a scope like any other) and t
 are checked; then the provider is called, retried on TransientProviderError only. The budget is
 checked before each call against the tokens already used, so concurrent calls in flight may
 overshoot it by at most one call each.
+
+Circuit breaker: after `breaker_failures` attempts in a row that could not reach the endpoint
+(connection refused, no complete answer by the deadline), or at once when the endpoint refuses
+the credentials (401/403), the breaker opens: every later request fails at once (no call, no
+retry) and `unavailable` says why. Callers that run many requests (a STARS run, BCR trials)
+call `raise_if_unavailable()` between units of work, so a dead endpoint ends the run in seconds
+with a clear message and a non-zero exit instead of minutes of retries per object.
 """
 from __future__ import annotations
 
@@ -33,9 +40,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from task_learning.errors import ConfigError
+from task_learning.errors import ConfigError, LLMUnavailableError
 from task_learning.llm.base import (
+    AuthProviderError,
     BatchNotSupported,
+    ConnectionProviderError,
     LLMProvider,
     LLMRequest,
     LLMResponse,
@@ -73,6 +82,7 @@ class LLMClient:
         max_in_flight: int | None = None,
         max_batch_size: int = 1,
         sleep: Callable[[float], None] = time.sleep,
+        breaker_failures: int = 5,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
@@ -104,6 +114,11 @@ class LLMClient:
         self.batches_refused = False  # the provider refused a list once: singles from then on
         self._pool_workers = int(max_in_flight or 32)
         self._pools: dict[str, ThreadPoolExecutor] = {}
+        if breaker_failures < 0:
+            raise ValueError(f"breaker_failures must be >= 0, got {breaker_failures}")
+        self.breaker_failures = int(breaker_failures)  # 0: the breaker never opens
+        self._failures_in_row = 0
+        self._open_reason = ""
 
     def __repr__(self) -> str:
         model = getattr(self.provider, "model", "")
@@ -147,6 +162,12 @@ class LLMClient:
                     self._pending.pop(key).set()
 
     def _complete_uncached(self, request: LLMRequest, kind: str, key: str) -> LLMResponse:
+        refusal = self._breaker_refusal()
+        if refusal:
+            with self._lock:
+                for usage in (self._usage, self._scope(request.scope)):
+                    record(usage, kind, failures=1)
+            return LLMResponse(text="", error=refusal)
         refusal = self._admit(request, kind)
         if refusal:
             log.warning("LLM request refused (%s): %s", kind, refusal)
@@ -201,6 +222,9 @@ class LLMClient:
     def _call_with_retries(self, request: LLMRequest, kind: str) -> LLMResponse:
         attempt = 0
         while True:
+            refusal = self._breaker_refusal()
+            if refusal:  # opened while this call was waiting to retry
+                return LLMResponse(text="", error=refusal)
             try:
                 if self._slots is not None:
                     with self._slots:
@@ -209,11 +233,18 @@ class LLMClient:
                     response = self.provider.complete(request, self.timeout_s)
                 if not isinstance(response, LLMResponse):
                     raise ProviderError(f"provider returned {type(response).__name__}, not an LLMResponse")
+                self._note_reached()
                 if response.error:
                     log.warning("LLM %s call failed: %s", kind, self._redact(response.error))
                 return response
             except TransientProviderError as exc:
                 message = self._redact(str(exc))
+                if isinstance(exc, ConnectionProviderError):
+                    self._note_unreachable(message)
+                else:
+                    self._note_reached()  # 429 / 5xx: the endpoint answers
+                if self.unavailable:  # this failure opened the breaker: no backoff, no retry
+                    return LLMResponse(text="", error=f"{self.provider_name}: {message}; {self._breaker_refusal()}")
                 if attempt >= self.max_retries:
                     log.warning("LLM %s call failed after %d attempt(s): %s", kind, attempt + 1, message)
                     return LLMResponse(text="", error=f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}")
@@ -223,8 +254,14 @@ class LLMClient:
                 log.info("LLM %s call: %s; retry %d/%d in %.2f s", kind, message, attempt + 1, self.max_retries, delay)
                 self._sleep(delay)
                 attempt += 1
+            except AuthProviderError as exc:
+                message = self._redact(str(exc))
+                self._open_breaker(message)
+                log.error("LLM %s call failed: %s", kind, message)
+                return LLMResponse(text="", error=f"{self.provider_name}: {message}")
             except ProviderError as exc:
                 message = self._redact(str(exc))
+                self._note_reached()
                 log.warning("LLM %s call failed: %s", kind, message)
                 return LLMResponse(text="", error=f"{self.provider_name}: {message}")
             except Exception as exc:  # a provider bug must not take the caller down
@@ -240,6 +277,42 @@ class LLMClient:
         if isinstance(retry_after_s, (int, float)) and retry_after_s > 0:
             delay = min(self.max_backoff_s, max(delay, float(retry_after_s)))
         return delay
+
+    # ------------------------------------------------------------------------- circuit breaker
+    @property
+    def unavailable(self) -> str:
+        """Why the endpoint stopped serving this run; "" while the breaker is closed."""
+        with self._lock:
+            return self._open_reason
+
+    def raise_if_unavailable(self) -> None:
+        """LLMUnavailableError when the breaker is open: for loops over many objects or trials."""
+        reason = self.unavailable
+        if reason:
+            raise LLMUnavailableError(f"the LLM endpoint is unavailable, run stopped: {reason}")
+
+    def _breaker_refusal(self) -> str:
+        reason = self.unavailable
+        return f"{self.provider_name}: not called, the endpoint is unavailable ({reason})" if reason else ""
+
+    def _note_reached(self) -> None:
+        with self._lock:
+            self._failures_in_row = 0
+
+    def _note_unreachable(self, message: str) -> None:
+        with self._lock:
+            self._failures_in_row += 1
+            count = self._failures_in_row
+        if self.breaker_failures and count >= self.breaker_failures:
+            self._open_breaker(f"{count} attempts in a row could not reach it (client.breaker_failures); "
+                               f"last: {message}")
+
+    def _open_breaker(self, reason: str) -> None:
+        with self._lock:
+            if self._open_reason:
+                return
+            self._open_reason = f"{self.provider_name}: {reason}"
+        log.info("LLM circuit breaker open: %s", self._open_reason)  # callers report it
 
     def _cache_hit(self, key: str, kind: str, scope: str) -> LLMResponse | None:
         hit = self.cache.get(key) if self.cache is not None else None
@@ -291,6 +364,13 @@ class LLMClient:
             admitted: list[int] = []
             for i in to_send:
                 kind = requests[i].prompt_type or "unknown"
+                refusal = self._breaker_refusal()
+                if refusal:
+                    with self._lock:
+                        for usage in (self._usage, self._scope(requests[i].scope)):
+                            record(usage, kind, failures=1)
+                    answers[i] = LLMResponse(text="", error=refusal)
+                    continue
                 refusal = self._admit(requests[i], kind)
                 if refusal:
                     log.warning("LLM request refused (%s): %s", kind, refusal)
@@ -350,6 +430,10 @@ class LLMClient:
         first = chunk[0].prompt_type or "unknown"
         attempt = 0
         while True:
+            refusal = self._breaker_refusal()
+            if refusal:  # opened while this batch was waiting to retry
+                responses = [LLMResponse(text="", error=refusal) for _ in chunk]
+                break
             try:
                 if self._slots is not None:
                     with self._slots:
@@ -358,6 +442,7 @@ class LLMClient:
                     responses = self.provider.complete_batch(chunk, self.timeout_s)  # type: ignore[attr-defined]
                 if len(responses) != len(chunk) or not all(isinstance(r, LLMResponse) for r in responses):
                     raise BatchNotSupported(f"{len(chunk)} prompts answered with {len(responses)} responses")
+                self._note_reached()
                 break
             except BatchNotSupported as exc:
                 with self._lock:
@@ -368,6 +453,14 @@ class LLMClient:
                 return None
             except TransientProviderError as exc:
                 message = self._redact(str(exc))
+                if isinstance(exc, ConnectionProviderError):
+                    self._note_unreachable(message)
+                else:
+                    self._note_reached()  # 429 / 5xx: the endpoint answers
+                if self.unavailable:  # this failure opened the breaker: no backoff, no retry
+                    error = f"{self.provider_name}: {message}; {self._breaker_refusal()}"
+                    responses = [LLMResponse(text="", error=error) for _ in chunk]
+                    break
                 if attempt >= self.max_retries:
                     log.warning("LLM batch of %d failed after %d attempt(s): %s", len(chunk), attempt + 1, message)
                     error = f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}"
@@ -380,8 +473,15 @@ class LLMClient:
                          self.max_retries, delay)
                 self._sleep(delay)
                 attempt += 1
+            except AuthProviderError as exc:
+                message = self._redact(str(exc))
+                self._open_breaker(message)
+                log.error("LLM batch of %d failed: %s", len(chunk), message)
+                responses = [LLMResponse(text="", error=f"{self.provider_name}: {message}") for _ in chunk]
+                break
             except ProviderError as exc:
                 message = self._redact(str(exc))
+                self._note_reached()
                 log.warning("LLM batch of %d failed: %s", len(chunk), message)
                 responses = [LLMResponse(text="", error=f"{self.provider_name}: {message}") for _ in chunk]
                 break
@@ -461,6 +561,7 @@ class LLMClient:
             out["refused"] = dict(self._refused)
             out["tokens_used"] = self._tokens_used()
             out["token_budget"] = self.token_budget
+            out["unavailable"] = self._open_reason
         return out
 
     def _tokens_used(self) -> int:
@@ -494,6 +595,7 @@ MAKE_CLIENT_OPTIONS = (
     "config", "settings", "env",
     "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "jitter", "seed",
     "max_requests_per_scope", "token_budget", "max_in_flight", "max_batch_size", "cache", "record", "latency_s", "sleep",
+    "max_response_bytes", "breaker_failures",
     "base_url", "api_key", "completion_model", "selection_model", "selection_api", "offline",
 )
 SPECS = "offline, openai, replay:FILE, record:FILE"
@@ -559,6 +661,7 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
             max_batch_size=int(pick("max_batch_size")),
             recorder=CassetteRecorder(record_to) if record_to else None,
             sleep=options.get("sleep") or time.sleep,
+            breaker_failures=int(pick("breaker_failures")),
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(None, "make_client", f"bad client option: {exc}") from None
@@ -595,6 +698,11 @@ def _openai_provider(settings: LLMSettings, env: Mapping[str, str], options: Map
     o = settings.openai
     base_url = options.get("base_url") or env.get("OPENAI_BASE_URL") or o.base_url
     api_key = options.get("api_key") or env.get(o.api_key_env or "OPENAI_API_KEY") or ""
+    if not isinstance(base_url, str) or not base_url.strip().lower().startswith(("http://", "https://")):
+        from task_learning.llm.http_guard import redact_url
+
+        raise ConfigError(settings.source or None, "openai.base_url",
+                          f"expected an http:// or https:// URL, got {redact_url(str(base_url))!r}")
     if not api_key and "api.openai.com" in base_url:
         raise ConfigError(
             settings.source or None, "openai",
@@ -612,4 +720,5 @@ def _openai_provider(settings: LLMSettings, env: Mapping[str, str], options: Map
         selection_prompt_types=o.selection_prompt_types,
         organization=o.organization or None,
         require_logprobs=o.require_logprobs,
+        max_response_bytes=int(options.get("max_response_bytes") or settings.client.max_response_bytes),
     )

@@ -4,6 +4,10 @@ the `openai` provider: the real `openai` client talks to it exactly as to a remo
 Replies are queued per path (`/v1/completions`, `/v1/chat/completions`) and served in order;
 when a queue is empty the path's default reply (if any) is served, else 404. A reply can delay
 (to provoke client timeouts), return any status (429, 500...) or a raw body (malformed JSON).
+Fault modes for the client's limits: `drip_s` sends the whole answer (status line and headers
+included) one byte at a time with that pause between bytes; `huge_bytes` streams a body of that
+many bytes in chunks (never held in memory, so a test can send 150 MB cheaply); `content_type`
+sends any media type (an HTML error page with status 200).
 Every request received is kept (path, headers, JSON body) so tests can check what was sent.
 It binds 127.0.0.1 on an ephemeral port and stops promptly: delays wait on the stop event.
 """
@@ -29,6 +33,9 @@ class ScriptedReply:
     body: Any = None  # dict/list: sent as JSON; str/bytes: sent as is; callable: body(request JSON)
     delay_s: float = 0.0
     headers: Mapping[str, str] = field(default_factory=dict)
+    drip_s: float = 0.0  # > 0: send the answer one byte at a time, this long between bytes
+    huge_bytes: int = 0  # > 0: the body is this many filler bytes, streamed in chunks
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -55,6 +62,7 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.received: list[ReceivedRequest] = []
+        self.huge_bytes_sent = 0  # bytes of `huge_bytes` bodies written before the client hung up
         self.in_flight = 0  # requests being answered now
         self.max_in_flight = 0  # the most answered at once (shows whether a client is concurrent)
         self._httpd: ThreadingHTTPServer | None = None
@@ -106,16 +114,31 @@ class FakeOpenAIServer:
                     server._count_in_flight(-1)
                 payload = reply.body(body) if callable(reply.body) else reply.body
                 data = payload.encode() if isinstance(payload, str) else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                length = reply.huge_bytes or len(data)
+                head = [f"HTTP/1.0 {reply.status} {_reason(reply.status)}",
+                        f"Content-Type: {reply.content_type}", f"Content-Length: {length}"]
+                head += [f"{name}: {value}" for name, value in reply.headers.items()]
+                head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
                 try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
+                    if reply.drip_s > 0:
+                        for byte in head_bytes + data:
+                            if server._stop.wait(reply.drip_s):
+                                return
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                    elif reply.huge_bytes:
+                        self.wfile.write(head_bytes)
+                        chunk = b" " * 65536
+                        sent = 0
+                        while sent < reply.huge_bytes and not server._stop.is_set():
+                            part = chunk[: reply.huge_bytes - sent]
+                            self.wfile.write(part)
+                            sent += len(part)
+                            server.huge_bytes_sent += len(part)
+                    else:
+                        self.wfile.write(head_bytes + data)
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout): expected
+                    pass  # the client gave up (timeout, size cap): expected
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
@@ -148,6 +171,15 @@ class FakeOpenAIServer:
             if path in self._defaults:
                 return self._defaults[path]
         return ScriptedReply(status=404, body={"error": {"message": f"no scripted reply for {path}", "type": "not_found"}})
+
+
+def _reason(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Status"
 
 
 def _path(path: str) -> str:

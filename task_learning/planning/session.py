@@ -61,6 +61,24 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
     raise TaskLearningError(f"unknown operator {kind!r} (choose from {', '.join(OPERATORS)})")
 
 
+def check_run_config() -> None:
+    """Load and validate every configuration file a run reads later (grounding lexicon, grammar
+    and affordances, the prompt templates), so that a broken file stops the run at its start with
+    a ConfigError naming file and key, before any LLM call, instead of failing every object."""
+    from task_learning.grounding import GroundingKnowledge
+    from task_learning.stars.prompts import load_templates
+
+    GroundingKnowledge.load()
+    load_templates()
+
+
+def _stop_if_unavailable(client: Any) -> None:
+    """End the run (LLMUnavailableError) once the client's circuit breaker has opened."""
+    check = getattr(client, "raise_if_unavailable", None)
+    if callable(check):
+        check()
+
+
 @dataclass
 class RunSpec:
     scene: str | Scene = "tidy_kitchen"  # a scene name, a YAML path, or a Scene (generated ones)
@@ -106,6 +124,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
                                 f"(choose from {', '.join(ELICITATION_MODES)})")
     scene = spec.scene if isinstance(spec.scene, Scene) else load_scene(spec.scene)
     check_task(scene, spec.task)
+    check_run_config()
     world = make_backend("symbolic", scene, spec.seed)
     if stop is not None:
         world = StoppableWorld(world, stop)
@@ -135,13 +154,19 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
 
         together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb, templates=templates)
         together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
-        elicit: Any = together
-    else:
-        batched = spec.elicitation == "batched"
+    batched = spec.elicitation == "batched"
 
-        def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
-            return elicit_goal(task, object_id, metadata, scene, condition, client, templates=templates,
-                               operator=answerer, kb=kb, executor=pool, batched=batched)
+    def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
+        _stop_if_unavailable(client)
+        if together is not None:
+            result = together(task=task, object_id=object_id, metadata=metadata)
+        else:
+            result = elicit_goal(task, object_id, metadata, scene, condition, client, templates=templates,
+                                 operator=answerer, kb=kb, executor=pool, batched=batched)
+        _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
+        return result
+
+    elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
 
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
-from task_learning.errors import TaskLearningError
+from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.stars.conditions import Condition, flags, parse_condition
@@ -324,6 +324,8 @@ def _analyze(analyzer: Analyzer, candidates: Sequence[GoalCandidate]) -> None:
             cand.viable = bool(result.viable)
             cand.mismatches = list(result.mismatches)
             cand.literals = list(result.literals)
+        except ConfigError:  # a broken lexicon/grammar fails every candidate alike: stop the run
+            raise
         except Exception as exc:
             log.error("analysis of %r failed: %s", cand.text, exc)
             cand.viable = False
