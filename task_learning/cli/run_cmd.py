@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", default="heuristic", choices=("heuristic", "llm"),
                    help="BCR action selection engine used to reach goals")
     p.add_argument("--seed", type=SEED, default=None, help="placement variation of the world")
+    p.add_argument("--backend", default="symbolic", choices=("symbolic", "ai2thor", "fetch"),
+                   help="world backend: the symbolic world (default) or AI2-THOR through its Controller "
+                   "(settings: config/nodes/perception.yaml, ai2thor section)")
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=4,
                    help=f"concurrent LLM requests per tree level with --elicitation concurrent (1-{MAX_WORKERS})")
     p.add_argument("--elicitation", default="batched", choices=ELICITATION_MODES,
@@ -87,14 +90,14 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
-                   task=args.task, elicitation=args.elicitation)
+                   task=args.task, backend=args.backend, elicitation=args.elicitation)
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
     if args.operator == "panel" and args.condition.endswith("+O"):
         metrics, learner = _run_with_panel(spec, progress)
     else:
         metrics, learner = run_in_process(spec, progress=progress)
     data = metrics.to_dict()
-    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db),
+    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
                 elicitation=args.elicitation)
     if args.json:
         print(json.dumps(data, indent=2))

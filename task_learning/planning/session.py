@@ -90,6 +90,7 @@ class RunSpec:
     engine: str = "heuristic"  # BCR selection engine for reaching goals
     max_workers: int = 4
     task: str | None = None  # the task the user names; must be the scene's
+    backend: str = "symbolic"  # world backend (world/factory.py): symbolic | ai2thor | fetch
     llm_options: dict[str, Any] = field(default_factory=dict)
     elicitation: str = "batched"  # one of ELICITATION_MODES
 
@@ -112,10 +113,6 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
     panel's QueueOperator). `stop`, when set from another thread, ends the run with RunStopped
     before its next object or primitive action."""
-    from task_learning.llm.client import make_client
-    from task_learning.stars.elicit import elicit_goal
-    from task_learning.stars.prompts import load_templates
-
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
@@ -125,9 +122,23 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     scene = spec.scene if isinstance(spec.scene, Scene) else load_scene(spec.scene)
     check_task(scene, spec.task)
     check_run_config()
-    world = make_backend("symbolic", scene, spec.seed)
-    if stop is not None:
-        world = StoppableWorld(world, stop)
+    world = make_backend(spec.backend, scene, spec.seed)
+    try:
+        return _run(spec, condition, scene, StoppableWorld(world, stop) if stop is not None else world,
+                    progress, client, operator, stop)
+    finally:
+        close = getattr(world, "close", None)  # a simulator process to stop
+        if callable(close):
+            close()
+
+
+def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
+         client: Any, operator: Operator | None, stop: StopToken | None) -> tuple[RunMetrics, TaskLearner]:
+    """The trial on a world that run_in_process owns (and closes)."""
+    from task_learning.llm.client import make_client
+    from task_learning.stars.elicit import elicit_goal
+    from task_learning.stars.prompts import load_templates
+
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
     answerer: Operator | None = None
