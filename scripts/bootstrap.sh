@@ -114,4 +114,19 @@ done
 # does not name it (ament_index_python, hence ros2cli and launch, read only that variable).
 SITE_PTH="$SITE/task_learning_ament_prefix.pth"
 printf '%s\n' "import os, sys; _p = os.environ.get('AMENT_PREFIX_PATH', ''); sys.prefix in _p.split(os.pathsep) or os.environ.__setitem__('AMENT_PREFIX_PATH', os.pathsep.join(x for x in (_p, sys.prefix) if x))" > "$SITE_PTH"
+
+# 6. Xvfb: an X display for AI2-THOR's Linux build (the ai2thor backend starts a private one when
+#    DISPLAY is unset; the tests use it too). Debian/Ubuntu, as root or with passwordless sudo;
+#    elsewhere only a note: nothing else needs it.
+if [ "$(uname -s)" = Linux ] && ! command -v Xvfb >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev/null; }; then
+    log "installing xvfb (an X display for AI2-THOR)"
+    { $SUDO apt-get install -y -q xvfb >/dev/null 2>&1 \
+      || { $SUDO apt-get update -q >/dev/null 2>&1 && $SUDO apt-get install -y -q xvfb >/dev/null 2>&1; }; } \
+      || log "could not install xvfb: the ai2thor backend will need DISPLAY set"
+  else
+    log "note: no Xvfb here; the ai2thor backend needs DISPLAY set (or: apt-get install xvfb)"
+  fi
+fi
 log "ready: $VENV"

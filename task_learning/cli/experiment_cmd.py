@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from task_learning.cli.options import SEED
 from task_learning.experiments.runner import run_conditions
 from task_learning.experiments.table import format_table, plot_rows
 from task_learning.planning.session import CONDITIONS
@@ -19,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llm", default="offline")
     p.add_argument("--workdir", default=None, help="where the knowledge bases go")
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
