@@ -8,7 +8,7 @@ from task_learning.errors import TaskLearningError
 
 
 class Condition(str, Enum):
-    TBP = "TBP"  # template-based prompting: the temperature-0 response only
+    TBP = "TBP"  # template-based prompting: samples at several temperatures, best mean probability
     TBP_O = "TBP+O"
     ST = "ST"  # search tree, highest score
     STS = "STS"  # search tree + LLM selection

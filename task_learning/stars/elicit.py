@@ -23,6 +23,7 @@ from task_learning.errors import TaskLearningError, UnknownObjectError
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
+from task_learning.stars.sampling import sample_responses
 from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal
 from task_learning.stars.tree import CompletionClient, TreeRoot, TreeSettings, TreeState, expand
 from task_learning.types import (
@@ -201,7 +202,10 @@ def elicit_goal(
         started = time.perf_counter()
         root = TreeRoot(build_request=lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id),
                         key="goal")
-        expand(client, [root], tree, pool)
+        if switch.search_tree:
+            expand(client, [root], tree, pool)
+        else:
+            sample_responses(client, root, templates.tbp_sampling, tree, pool)
         stage("search_tree" if switch.search_tree else "template_prompt", started)
 
         repairs = 0

@@ -51,6 +51,23 @@ class RequestSettings:
     stop: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SamplingSettings:
+    """TBP's several responses per prompt: one request per temperature (temperature 0 once,
+    every other temperature `samples_per_temperature` times)."""
+
+    temperatures: tuple[float, ...] = (0.0,)
+    samples_per_temperature: int = 1
+
+    def plan(self) -> list[tuple[float, int]]:
+        """(temperature, sample index) of every request, in sending order."""
+        out: list[tuple[float, int]] = []
+        for temperature in self.temperatures:
+            count = 1 if temperature <= 0 else self.samples_per_temperature
+            out.extend((temperature, i) for i in range(count))
+        return out
+
+
 @dataclass
 class PromptTemplates:
     """All STARS templates, validated; build requests with `goal_request` / `selection_request`."""
@@ -70,6 +87,7 @@ class PromptTemplates:
     selection_question: string.Template
     selection_retry: string.Template
     source: dict[str, str] = field(default_factory=dict)
+    tbp_sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
     # ----------------------------------------------------------------- goal prompts
     def system_text(self, ctx: GoalContext) -> str:
@@ -197,7 +215,7 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     goal_file, repair_file, sel_file = base / GOAL_FILE, base / REPAIR_FILE, base / SELECTION_FILE
 
     goal = check_keys(load_yaml(goal_file), file=goal_file, key="",
-                      required=["request", "examples", "task"], optional=["system_prefix"])
+                      required=["request", "examples", "task"], optional=["system_prefix", "tbp_sampling"])
     goal_settings = _request_settings(goal["request"], file=goal_file, key="request", logprobs_required=True)
     examples = expect_type(goal["examples"], str, file=goal_file, key="examples")
     task = _template(goal["task"], file=goal_file, key="task", allowed=GOAL_PLACEHOLDERS)
@@ -205,6 +223,8 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
         raise ConfigError(goal_file, "task", "must end with an open '(RESULT)$prefix' for the model to continue")
     goal_system = _template(goal.get("system_prefix", "$system_context\n"), file=goal_file,
                             key="system_prefix", allowed={"system_context"})
+
+    sampling = _sampling_settings(goal.get("tbp_sampling"), file=goal_file)
 
     repair = check_keys(load_yaml(repair_file), file=repair_file, key="",
                         required=["repair_kinds", "attempt", "templates", "default_feedback"])
@@ -258,7 +278,32 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
         selection_retry=_template(sel["retry_instruction"], file=sel_file, key="retry_instruction",
                                   allowed={"count"}),
         source={"goal": str(goal_file), "repair": str(repair_file), "selection": str(sel_file)},
+        tbp_sampling=sampling,
     )
+
+
+def _sampling_settings(value: Any, *, file: Path) -> SamplingSettings:
+    if value is None:
+        return SamplingSettings()
+    check_keys(value, file=file, key="tbp_sampling", required=["temperatures"],
+               optional=["samples_per_temperature"])
+    temps = expect_type(value["temperatures"], list, file=file, key="tbp_sampling.temperatures")
+    if not temps:
+        raise ConfigError(file, "tbp_sampling.temperatures", "needs at least one temperature")
+    out = []
+    for i, t in enumerate(temps):
+        key = join_key("tbp_sampling.temperatures", i)
+        t = float(expect_type(t, (int, float), file=file, key=key))
+        if not 0.0 <= t <= 2.0:
+            raise ConfigError(file, key, f"temperature must be within 0-2, got {t:g}")
+        out.append(t)
+    if len(set(out)) != len(out):
+        raise ConfigError(file, "tbp_sampling.temperatures", "a temperature is listed twice")
+    samples = expect_type(value.get("samples_per_temperature", 1), int, file=file,
+                          key="tbp_sampling.samples_per_temperature")
+    if samples < 1:
+        raise ConfigError(file, "tbp_sampling.samples_per_temperature", "must be >= 1")
+    return SamplingSettings(tuple(out), samples)
 
 
 def context_from_mapping(data: Mapping[str, Any]) -> GoalContext:

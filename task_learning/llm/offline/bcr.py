@@ -17,12 +17,12 @@ The same request always gets the same answer (hash-based, no random state).
 """
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.offline.hashing import unit_hash
+from task_learning.llm.tokens import count_tokens
 
 SIBLING_RATE = 0.12
 OFF_LIST_RATE = 0.04
@@ -202,6 +202,5 @@ def respond(request: LLMRequest) -> LLMResponse:
     goals = context.get("goal") or []
     text = (f"The remaining goal is {goals[0] if goals else 'done'}. {why}\n"
             f"$$ {answer} $$")
-    words = len(text.split())
-    return LLMResponse(text=text, prompt_tokens=0, completion_tokens=int(math.ceil(words * 1.3)),
+    return LLMResponse(text=text, prompt_tokens=0, completion_tokens=count_tokens(text),
                        finish_reason="stop")

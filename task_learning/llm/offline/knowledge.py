@@ -78,7 +78,6 @@ class ObjectProfile:
 @dataclass(frozen=True)
 class Language:
     opening: str
-    token_splits: Mapping[str, tuple[str, ...]]
     end_tokens: Weights
     after_end: tuple[str, ...]
     conjunction: Weights
@@ -305,19 +304,11 @@ def _load_objects(file: Path):
 
 
 def _load_language(file: Path) -> Language:
-    required = ["opening", "token_splits", "end_tokens", "after_end", "conjunction", "second_clause",
+    required = ["opening", "end_tokens", "after_end", "conjunction", "second_clause",
                 "verbs", "default_start_states", "jitter", "filler_tokens", "filler_mass",
                 "singular_words", "plural_words", "context_rules", "repair_sharpness",
                 "repair_flatten", "repair_rejected_factor"]
     data = check_keys(load_yaml(file), file=file, key="", required=required, optional=["start_place_aliases"])
-    splits = {}
-    expect_type(data["token_splits"], dict, file=file, key="token_splits")
-    for word, pieces in data["token_splits"].items():
-        key = join_key("token_splits", str(word))
-        expect_type(pieces, list, file=file, key=key)
-        if "".join(pieces).strip() != str(word):
-            raise ConfigError(file, key, f"pieces {pieces!r} do not spell {word!r}")
-        splits[str(word)] = tuple(str(p) for p in pieces)
     conjunction = _weights(data["conjunction"], file, "conjunction")
     second = {}
     expect_type(data["second_clause"], dict, file=file, key="second_clause")
@@ -348,7 +339,6 @@ def _load_language(file: Path) -> Language:
         ))
     return Language(
         opening=str(expect_type(data["opening"], str, file=file, key="opening")),
-        token_splits=splits,
         end_tokens=_weights(data["end_tokens"], file, "end_tokens", raw=True),
         after_end=tuple(str(t) for t in expect_type(data["after_end"], list, file=file, key="after_end")),
         conjunction=conjunction,
