@@ -20,11 +20,12 @@ from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.world.factory import make_backend
+from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
 from task_learning.world.scene import Scene, load_scene
 
 log = logging.getLogger(__name__)
 
-CONDITIONS = ("TBP", "TBP+O", "ST", "STS", "STAR", "STARS", "STARS*", "STARS+O")
+CONDITIONS = tuple(c.value for c in Condition)
 OPERATORS = ("simulated", "terminal", "panel", "none")
 
 
@@ -80,6 +81,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
     scene = load_scene(spec.scene)
     check_task(scene, spec.task)
+    paper_selection_context(parse_condition(condition), scene)  # STARS* off tidy kitchen: refused
     world = make_backend("symbolic", scene, spec.seed)
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)

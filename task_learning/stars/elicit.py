@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.errors import TaskLearningError, UnknownObjectError
 from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.stars.conditions import Condition, flags, parse_condition
+from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
 from task_learning.stars.sampling import sample_responses
 from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal
@@ -173,7 +173,8 @@ def elicit_goal(
     ctx = GoalContext(task=task or str(getattr(scene, "task", "")),
                       location=location or str(getattr(scene, "location", "") or "kitchen"),
                       object=obj, relation=relation, place=place,
-                      system_context=tuple(system_context))
+                      system_context=tuple(system_context),
+                      selection_context=paper_selection_context(cond, scene))
     if analyzer is None:
         analyzer = _default_analyzer(state, object_id)
         if analyzer is None and switch.analyze_repair:

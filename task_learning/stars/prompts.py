@@ -35,7 +35,8 @@ class GoalContext:
     object: str  # spoken type, "mug"
     relation: str  # "in" / "on"
     place: str  # spoken place, "dish rack"
-    system_context: tuple[str, ...] = ()  # STARS* user-context sentences
+    system_context: tuple[str, ...] = ()  # STARS+CTX: user context for goal prompts and Selection
+    selection_context: tuple[str, ...] = ()  # STARS*: context for Selection only (footnote 3)
 
     @property
     def description(self) -> str:
@@ -139,6 +140,7 @@ class PromptTemplates:
                           scope: str = "") -> LLMRequest:
         """Numbered options (already in presentation order: lowest score first)."""
         numbered = "\n".join(f"{i}. {sentence_case(text)}" for i, text in enumerate(options, 1))
+        sel_context = tuple(ctx.system_context) + tuple(ctx.selection_context)
         question = self.selection_question.substitute(
             task=ctx.task, location=ctx.location, object=ctx.object, relation=ctx.relation,
             place=ctx.place, options=numbered)
@@ -148,11 +150,11 @@ class PromptTemplates:
             question = f"{head}{instruction}{sep}{tail}" if sep else question + "\n" + instruction
         body = f"{self.selection_example}\n{question}"
         system = ""
-        if ctx.system_context:
-            system = self.selection_system_prefix.substitute(system_context=" ".join(ctx.system_context))
+        if sel_context:
+            system = self.selection_system_prefix.substitute(system_context=" ".join(sel_context))
         s = self.selection_request_settings
         context = {"task": ctx.task, "object": ctx.object, "object_place": ctx.place,
-                   "options": list(options), "system_context": list(ctx.system_context)}
+                   "options": list(options), "system_context": list(sel_context)}
         if retry:
             context["attempt"] = 2
         common = dict(prompt_type="selection", max_tokens=s.max_tokens, temperature=s.temperature,

@@ -121,7 +121,7 @@ def _sample(dist: dict[str, float], temperature: float, rng: random.Random | Non
         return None
     tokens = sorted(dist)  # a fixed order: the draw depends on the seed only
     top = max(dist.values())
-    weights = [math.exp(math.log(dist[t] / top) / temperature) for t in tokens]
+    weights = [(dist[t] / top) ** (1.0 / temperature) for t in tokens]
     return rng.choices(tokens, weights=weights, k=1)[0]
 
 
