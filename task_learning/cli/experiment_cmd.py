@@ -5,9 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from task_learning.experiments.runner import run_conditions
-from task_learning.experiments.table import format_table, plot_rows
+from task_learning.experiments.table import (
+    OFFLINE_NOTE,
+    format_table,
+    paper_key,
+    paper_row,
+    plot_rows,
+    scene_kind,
+    tokenizer_for,
+)
 from task_learning.planning.session import CONDITIONS
 
 
@@ -23,6 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
+
+
+def _per_object(data: dict, key: str) -> float | None:
+    objects = data.get("objects") or []
+    return round(data.get(key, 0) / len(objects), 2) if objects else None
 
 
 def default_conditions(scene: str) -> str:
@@ -45,11 +59,24 @@ def run(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=args.workdir,
                           seed=args.seed, report=report)
+    offline = args.llm == "offline"
     if args.json:
-        print(json.dumps([{"condition": label, **{k: v for k, v in data.items() if k != "objects"}}
-                          for label, data in rows], indent=2))
+        print(json.dumps({
+            "scene": args.scene,
+            "scene_kind": scene_kind(args.scene),
+            "llm": args.llm,
+            "tokenizer": tokenizer_for(args.llm),
+            "note": OFFLINE_NOTE if offline else "",
+            "rows": [{"condition": label,
+                      **{k: v for k, v in data.items() if k != "objects"},
+                      "retrieved_per_object": _per_object(data, "retrieved"),
+                      "paper": paper_row(args.scene, paper_key(label))}
+                     for label, data in rows],
+        }, indent=2))
     else:
-        print(format_table(args.scene, rows))
+        print(format_table(args.scene, rows, llm=args.llm))
+        if offline:
+            print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     if args.plot:
         path = plot_rows(args.scene, rows, args.plot)
         print(f"plot: {path}", file=sys.stderr)
