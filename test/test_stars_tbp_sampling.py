@@ -121,3 +121,28 @@ def test_tbp_plus_o_can_propose_several_goals_before_asking_for_words():
         if max(proposals) > 1:
             break
     assert max(proposals) > 1  # one retrieved response could only ever be proposed once
+
+
+def test_openai_provider_sends_each_sample_with_its_temperature_and_keeps_server_usage():
+    import math
+
+    from task_learning.llm.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply, completion_body
+    from task_learning.llm.openai_provider import OpenAIProvider
+
+    scene = load_scene("tidy_kitchen")
+    state = world_state_from_metadata({"sceneName": scene.name, "objects": scene.objects})
+    templates = load_templates()
+    tokens = [(" The", math.log(0.9), {" The": math.log(0.9)}),
+              (" goal is that the mug is in the sink", math.log(0.8), {})]
+    with FakeOpenAIServer() as server:
+        server.set_default(COMPLETIONS, ScriptedReply(body=completion_body(tokens, prompt_tokens=77)))
+        provider = OpenAIProvider(base_url=server.base_url, api_key="x", completion_model="fake-instruct")
+        client = LLMClient(provider, timeout_s=5.0, max_retries=0)
+        mug = next(o for o in scene.task_objects if o.startswith("Mug|"))
+        result = elicit_goal(scene.task, mug, state, scene, "TBP", client, templates=templates)
+        sent = [r.body for r in server.requests_to(COMPLETIONS)]
+    # sent concurrently: every planned temperature once, in any order
+    assert sorted(b["temperature"] for b in sent) == sorted(t for t, _ in templates.tbp_sampling.plan())
+    assert all("sample" not in b for b in sent)  # the sample index stays on our side
+    assert client.usage.prompt_tokens == 77 * len(sent)  # the server's figures, not ours
+    assert len(result.candidates) == 1 and result.counts["duplicates"] == len(sent) - 1
