@@ -163,6 +163,7 @@ def test_heuristic_solves_every_seeded_trial(task):
     assert again.action_log == results[3].action_log
 
 
+@pytest.mark.slow  # 50 seeded trials per task
 @pytest.mark.parametrize("task", TASKS)
 def test_llm_engine_with_the_offline_model_solves_45_of_50(task):
     client = make_client("offline", cache=None)

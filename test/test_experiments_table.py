@@ -1,6 +1,8 @@
 """Seed 000's Table 2 layout: our rows, the paper's beside them, and the plot file."""
 from __future__ import annotations
 
+import pytest
+
 from task_learning.experiments.table import format_table, paper_row, plot_rows
 
 
@@ -76,6 +78,7 @@ def test_groceries_tbp_row_is_printed():
     assert "66.7" in paper and "14,878" in paper and "17,078" in paper
 
 
+@pytest.mark.slow  # matplotlib import and render
 def test_plot_writes_a_png(tmp_path):
     path = plot_rows("store_groceries", [("STARS", {"completion": 94.4, "words": 28, "total_tokens": 1000})],
                      tmp_path / "p.png")

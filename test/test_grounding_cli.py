@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # every test runs the CLI in a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = Path(__file__).parent / "data" / "grounding" / "stars_mug_example.yaml"
 

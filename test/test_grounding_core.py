@@ -278,10 +278,6 @@ def test_malformed_yaml(tmp_path):
 
 # --- real AI2-THOR metadata (recorded FloorPlan1): real ids, many cabinets, perceived properties
 
-FLOORPLAN1 = FLOORPLAN1
-
-
-@pytest.mark.skipif(not FLOORPLAN1.exists(), reason="recorded AI2-THOR fixture not available")
 def test_recorded_ai2thor_kitchen():
     import json
 

@@ -2,7 +2,6 @@
 tidy_kitchen with the mug in the dish rack in context (core, in process)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,8 +13,6 @@ from task_learning.world.state import world_state_from_metadata
 from test.shared_paths import MUG_REFERENCE
 
 REFERENCE = MUG_REFERENCE
-if not REFERENCE.exists():  # the repo copy, when the shared folder is not mounted
-    REFERENCE = Path(__file__).parent / "data" / "grounding" / "stars_mug_example.yaml"
 
 
 def expected_verdicts() -> list[tuple[str, str, str]]:

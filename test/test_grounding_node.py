@@ -2,78 +2,36 @@
 requests answered without stopping the node, and the world_state topic replacing the scene."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-rclpy = pytest.importorskip("rclpy")
-srv = pytest.importorskip("task_learning_interfaces.srv")
-msgs = pytest.importorskip("task_learning_interfaces.msg")
+from task_learning_interfaces import msg as msgs
+from task_learning_interfaces import srv
+from test.ros_testing import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
-DOMAIN_ID = "13"
 SERVICE = "grounding/analyze_goal"
 REFERENCE = Path(__file__).parent / "data" / "grounding" / "stars_mug_example.yaml"
 
 
-def _nodes_path(tmp: Path) -> Path:
-    """A folder where `task_learning_nodes` is the source tree's nodes/ (not an installed copy)."""
-    link = tmp / "task_learning_nodes"
-    if not link.exists():
-        link.symlink_to(ROOT / "nodes", target_is_directory=True)
-    return tmp
+@pytest.fixture(scope="module")
+def node_process(ros_module_graph):
+    proc = ros_module_graph.start_node("grounding", "-p", "scene:=tidy_kitchen", params_file="grounding.yaml")
+    yield proc
+    code, out = proc.stop()
+    assert code == 0, out
 
 
 @pytest.fixture(scope="module")
-def ros_env(tmp_path_factory):
-    path = _nodes_path(tmp_path_factory.mktemp("nodes"))
-    env = dict(os.environ, ROS_DOMAIN_ID=DOMAIN_ID, ROS_HOME=str(ROOT / ".ros"),
-               ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               PYTHONPATH=os.pathsep.join([str(path), str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    os.environ.update(ROS_DOMAIN_ID=DOMAIN_ID, ROS_HOME=str(ROOT / ".ros"),
-                      ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-    sys.path.insert(0, str(path))
-    return env
+def client(ros_module_graph, node_process):
+    client = ros_module_graph.client("test_grounding_client")
+    # the first call also waits for the service (a node starting on a loaded machine is slow)
+    call(client, "the goal is that the mug is in the cupboard", timeout=60.0)
+    return client
 
 
-@pytest.fixture(scope="module")
-def node_process(ros_env):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "task_learning_nodes.grounding", "--ros-args", "--params-file",
-         str(ROOT / "config" / "nodes" / "grounding.yaml"), "-p", "scene:=tidy_kitchen"],
-        env=ros_env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    yield process
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-@pytest.fixture(scope="module")
-def client(node_process):
-    rclpy.init(args=[])
-    node = rclpy.create_node("test_grounding_client")
-    cli = node.create_client(srv.AnalyzeGoal, SERVICE)
-    deadline = time.monotonic() + 30
-    while not cli.wait_for_service(timeout_sec=0.5):
-        if node_process.poll() is not None:
-            pytest.fail(f"grounding node exited: {node_process.stdout.read()}")
-        if time.monotonic() > deadline:
-            pytest.fail("grounding service did not appear within 30 s")
-    yield node, cli
-    node.destroy_node()
-    rclpy.shutdown()
-
-
-def call(client, text: str, object_id: str = "Mug|2", source: str = "initial"):
-    node, cli = client
+def call(client, text: str, object_id: str = "Mug|2", source: str = "initial", timeout: float = 30.0):
     request = srv.AnalyzeGoal.Request()
     request.candidate.text = text
     request.candidate.source = source
@@ -81,10 +39,7 @@ def call(client, text: str, object_id: str = "Mug|2", source: str = "initial"):
     request.task = "tidy kitchen"
     request.location = "kitchen"
     request.object_id = object_id
-    future = cli.call_async(request)
-    rclpy.spin_until_future_complete(node, future, timeout_sec=10)
-    assert future.done(), f"no answer for {text[:60]!r}"
-    return future.result()
+    return client.call(srv.AnalyzeGoal, SERVICE, request, timeout=timeout)
 
 
 def expected():
@@ -159,7 +114,7 @@ def test_bad_candidate_source_is_refused(client):
     assert not response.success and "telepathy" in response.message
 
 
-def test_world_state_topic_replaces_the_scene(client, ros_env):
+def test_world_state_topic_replaces_the_scene(client):
     """After perception publishes a world with a cabinet, "cabinet" grounds."""
     from task_learning.grounding.scene_state import scene_metadata
     from task_learning.world.state import world_state_from_metadata
@@ -172,16 +127,11 @@ def test_world_state_topic_replaces_the_scene(client, ros_env):
     metadata["objects"].append(dict(cupboard, objectId="Cabinet|1", objectType="Cabinet",
                                     name="Cabinet_1", receptacleObjectIds=[]))
     message = convert.world_state_to_msg(world_state_from_metadata(metadata))
-    node, _ = client
-    publisher = node.create_publisher(msgs.WorldState, "world_state", 1)
-    deadline = time.monotonic() + 15
-    while publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
-        rclpy.spin_once(node, timeout_sec=0.1)
-    assert publisher.get_subscription_count() > 0
-    viable = False
-    while not viable and time.monotonic() < deadline:
+    publisher = client.publisher_matched(msgs.WorldState, "world_state", 1)
+
+    def grounds() -> bool:  # published again each time: the node keeps the newest world it got
         publisher.publish(message)
-        rclpy.spin_once(node, timeout_sec=0.2)
-        viable = call(client, sentence).candidate.viable
-    assert viable
-    node.destroy_publisher(publisher)
+        return call(client, sentence).candidate.viable
+
+    assert wait_until(grounds, 30.0, "the cabinet grounding once the world arrives", interval=0.2)
+    client.node.destroy_publisher(publisher)

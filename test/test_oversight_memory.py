@@ -6,14 +6,12 @@ import json
 import signal
 import sys
 import textwrap
-import time
-
-import pytest
 
 from task_learning.kb import KnowledgeBase
 from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import ScriptedOperator
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
+from test.ros_testing import RosGraph, wait_until
 
 QUESTION = "For a stapler in the bag is the goal that the stapler is in the drawer and the drawer is closed?"
 
@@ -43,9 +41,6 @@ def test_answered_question_is_answered_from_memory_and_timeouts_are_asked_again(
         assert _ask_and_record(other, kb, "q4").answer is AnswerKind.NO  # another task: asked
 
 
-ros_testing = pytest.importorskip("test.ros_testing")
-DOMAIN = 24
-
 ASK = textwrap.dedent("""
     import json, sys
     from task_learning.types import ConfirmationRequest
@@ -58,49 +53,39 @@ ASK = textwrap.dedent("""
 """)
 
 
-def _node(db):
-    return ros_testing.start_process(
-        [sys.executable, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", f"db_path:={db}",
-         "-p", "timeout_s:=30.0"], DOMAIN)
+def _node(graph: RosGraph, db):
+    return graph.start_node("oversight", "-p", f"db_path:={db}", "-p", "timeout_s:=30.0")
 
 
-def _ask(request_id: str, timeout_s: float):
-    return ros_testing.start_process([sys.executable, "-c", ASK, request_id, QUESTION, str(timeout_s)], DOMAIN)
+def _ask(graph: RosGraph, request_id: str, timeout_s: float):
+    return graph.start([sys.executable, "-c", ASK, request_id, QUESTION, str(timeout_s)], name=f"asker {request_id}")
 
 
-def test_oversight_node_restarted_after_sigkill_does_not_ask_again(tmp_path):
+def test_oversight_node_restarted_after_sigkill_does_not_ask_again(ros_graph, tmp_path):
     from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations
+    from task_learning_nodes import convert
 
     db = tmp_path / "kb.sqlite"
-    node = _node(db)
-    client = ros_testing.RosClient(DOMAIN, "memory_test")
-    try:
-        asker = _ask("first", 30.0)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            pending = client.call(ListPendingConfirmations, "oversight/list_pending",
-                                  ListPendingConfirmations.Request()).pending
-            if pending:
-                break
-            time.sleep(0.2)
-        assert [p.request_id for p in pending] == ["first"]
-        from task_learning_nodes import convert
+    node = _node(ros_graph, db)
+    client = ros_graph.client("memory_test")
+    asker = _ask(ros_graph, "first", 30.0)
+    pending = wait_until(lambda: client.call(ListPendingConfirmations, "oversight/list_pending",
+                                             ListPendingConfirmations.Request()).pending, 30,
+                         "the question reaching the oversight node")
+    assert [p.request_id for p in pending] == ["first"]
+    answer = convert.confirmation_answer_to_msg(ConfirmationAnswer("first", AnswerKind.YES, operator="panel"))
+    reply = client.call(AnswerConfirmation, "oversight/answer", AnswerConfirmation.Request(answer=answer))
+    assert reply.accepted, reply.message
+    assert asker.wait(20) == 0, asker.output
+    assert json.loads(asker.stdout.strip().splitlines()[-1])["answer"] == "yes"
+    node.send_signal(signal.SIGKILL)
+    node.wait(10)
 
-        answer = convert.confirmation_answer_to_msg(ConfirmationAnswer("first", AnswerKind.YES, operator="panel"))
-        reply = client.call(AnswerConfirmation, "oversight/answer", AnswerConfirmation.Request(answer=answer))
-        assert reply.accepted, reply.message
-        code, out = ros_testing.stop_process(asker, sig=None, timeout=20)
-        assert json.loads(out.strip().splitlines()[-1])["answer"] == "yes"
-        node.send_signal(signal.SIGKILL)
-        node.wait(timeout=10)
-
-        node = _node(db)  # the same knowledge base after a crash
-        started = time.time()
-        asker = _ask("again", 10.0)  # nobody will answer: only memory can say yes
-        code, out = ros_testing.stop_process(asker, sig=None, timeout=30)
-        result = json.loads(out.strip().splitlines()[-1])
-        assert result["answer"] == "yes" and "remembered" in result["by"], result
-        assert time.time() - started < 10.0  # answered at once, not after the timeout
-    finally:
-        client.close()
-        ros_testing.stop_process(node, signal.SIGINT, timeout=15)
+    node = _node(ros_graph, db)  # the same knowledge base after a crash
+    asker = _ask(ros_graph, "again", 10.0)  # nobody will answer: only memory can say yes
+    assert asker.wait(30) == 0, asker.output
+    result = json.loads(asker.stdout.strip().splitlines()[-1])
+    # answered from memory ("remembered"), not by the 10 s timeout (whose answer is "timeout")
+    assert result["answer"] == "yes" and "remembered" in result["by"], result
+    code, out = node.stop(signal.SIGINT, timeout=15)
+    assert code == 0, out

@@ -4,21 +4,17 @@ asker through the Confirm service; a screenshot of the panel is saved as a test 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
+from test.ros_testing import RosGraph, wait_until
+
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "artifacts"
 PY = sys.executable
-DOMAIN_ID = "17"
-ROS_ENV = {"ROS_DOMAIN_ID": DOMAIN_ID, "ROS_HOME": str(REPO / ".ros"),
-           "ROS_LOG_DIR": str(REPO / ".ros" / "log"),
-           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "QT_QPA_PLATFORM": "offscreen"}
 PAPER_QUESTION = ("For a mug in the dish rack is the goal that the mug is in the cupboard and the "
                   "cupboard is closed?")
 
@@ -68,66 +64,42 @@ MUG_OPTIONS = [
 
 
 @pytest.fixture(scope="module")
-def ros_env():
-    """Environment for this file's ROS graph."""
-    from test.ros_testing import ros_environ
-
-    with ros_environ(ROS_ENV) as env:
-        yield env
-
-
-@pytest.fixture(scope="module")
 def db_path(tmp_path_factory):
     return tmp_path_factory.mktemp("oversight_db") / "kb.sqlite"
 
 
-def _start_node(env, db_path, timeout_s="30.0"):
-    return subprocess.Popen(
-        [PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", f"timeout_s:={timeout_s}",
-         "-p", f"db_path:={db_path}", "-p", "task:=tidy kitchen",
-         "-p", "remember_answers:=false"],  # the same question is asked on purpose, answered anew
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-
 @pytest.fixture(scope="module")
-def node(ros_env, db_path):
-    proc = _start_node(ros_env, db_path)
+def node(ros_module_graph, db_path):
+    proc = ros_module_graph.start_node(
+        "oversight", "-p", "timeout_s:=30.0", "-p", f"db_path:={db_path}", "-p", "task:=tidy kitchen",
+        "-p", "remember_answers:=false")  # the same question is asked on purpose, answered anew
     yield proc
-    _stop(proc)
+    code, out = proc.stop()
+    assert code == 0, out
 
 
 @pytest.fixture(scope="module")
-def qt_app(ros_env):
+def qt_app(ros_module_graph):
     from task_learning.oversight.qt_compat import QApplication
 
     return QApplication.instance() or QApplication([])
 
 
 @pytest.fixture(scope="module")
-def client(ros_env, node):
+def client(ros_module_graph, node):
     import rclpy
 
     from task_learning_nodes.oversight_client import OversightClient
 
     context = rclpy.Context()
-    rclpy.init(context=context)
-    ros_client = OversightClient(name="panel_test", context=context, service_wait_s=15)
+    rclpy.init(context=context, domain_id=ros_module_graph.domain_id)
+    ros_client = OversightClient(name="panel_test", context=context, service_wait_s=30)
     yield ros_client
     ros_client.close()
     rclpy.shutdown(context=context)
 
 
-def _ask(env, request_id, *, wants_description=False):
+def _ask(graph: RosGraph, request_id, *, wants_description=False):
     data = {"request_id": request_id, "object_id": "Mug|2",
             "object_description": "mug in the dish rack", "wants_description": wants_description,
             "timeout_s": 30.0,
@@ -135,29 +107,26 @@ def _ask(env, request_id, *, wants_description=False):
             else PAPER_QUESTION,
             "candidates": [{"text": t, "score": s, "id": i}
                            for i, (t, s) in enumerate(MUG_OPTIONS, start=1)]}
-    return subprocess.Popen([PY, "-c", ASKER, json.dumps(data)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return graph.start([PY, "-c", ASKER, json.dumps(data)], name=f"asker {request_id}")
 
 
-def _wait_for_question(panel, client, app, request_id, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _wait_for_question(panel, client, app, request_id, timeout=30.0):
+    def arrived():
         client.spin_once(0.05)
         panel.refresh()
         app.processEvents()
         current = panel.current_request()
-        if current is not None and current.request_id == request_id:
-            return current
-    pytest.fail(f"question {request_id} never reached the panel")
+        return current if current is not None and current.request_id == request_id else None
+
+    return wait_until(arrived, timeout, f"question {request_id} reaching the panel", interval=0.0)
 
 
 def _answer_of(proc):
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err[-2000:]
-    return json.loads(out.strip().splitlines()[-1])
+    assert proc.wait(30) == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_panel_answers_reach_a_client_in_another_process(ros_env, node, client, qt_app, db_path):
+def test_panel_answers_reach_a_client_in_another_process(ros_module_graph, node, client, qt_app, db_path):
     from PySide6.QtTest import QTest
 
     from task_learning.oversight.panel import OperatorPanel
@@ -168,7 +137,7 @@ def test_panel_answers_reach_a_client_in_another_process(ros_env, node, client, 
     panel.show()
 
     # 1. Yes, clicked.
-    asker = _ask(ros_env, "mug-yes")
+    asker = _ask(ros_module_graph, "mug-yes")
     request = _wait_for_question(panel, client, qt_app, "mug-yes")
     assert panel.question_label.text() == PAPER_QUESTION
     assert "mug in the dish rack" in panel.object_label.text() and "Mug|2" in panel.object_label.text()
@@ -186,13 +155,13 @@ def test_panel_answers_reach_a_client_in_another_process(ros_env, node, client, 
     assert _answer_of(asker) == {"answer": "yes", "by": "panel", "description": ""}
 
     # 2. No, clicked.
-    asker = _ask(ros_env, "mug-no")
+    asker = _ask(ros_module_graph, "mug-no")
     _wait_for_question(panel, client, qt_app, "mug-no")
     QTest.mouseClick(panel.no_button, Qt.MouseButton.LeftButton)
     assert _answer_of(asker)["answer"] == "no"
 
     # 3. A description: empty and 10 kB are refused with a reason, the question stays pending.
-    asker = _ask(ros_env, "mug-words", wants_description=True)
+    asker = _ask(ros_module_graph, "mug-words", wants_description=True)
     _wait_for_question(panel, client, qt_app, "mug-words")
     assert not panel.yes_button.isEnabled()
     QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
@@ -224,57 +193,53 @@ def test_panel_answers_reach_a_client_in_another_process(ros_env, node, client, 
     assert log["mug-words"]["description"] == "the goal is that the mug is in the cupboard"
 
 
-def test_silent_operator_over_ros_confirms_nothing(ros_env, node):
-    flow = subprocess.run([PY, "-c", FLOW, "15", "0.5", "/"], env=ros_env, capture_output=True,
-                          text=True, timeout=60)
+def test_silent_operator_over_ros_confirms_nothing(ros_module_graph, node):
+    flow = ros_module_graph.run([PY, "-c", FLOW, "30", "0.5", "/"], timeout=90, name="flow")
     assert flow.returncode == 0, flow.stderr[-2000:]
     assert json.loads(flow.stdout.strip().splitlines()[-1]) == {"status": "timeout", "chosen": None}
 
 
-def test_dead_operator_node_confirms_nothing(ros_env, tmp_path):
-    # A namespace where no oversight node runs: the client finds no service, the flow gets no goal.
-    flow = subprocess.run([PY, "-c", FLOW, "1.0", "0.5", "/nobody_here"], env=ros_env,
-                          capture_output=True, text=True, timeout=60)
+def test_dead_operator_node_confirms_nothing(ros_graph):
+    # A graph where no oversight node runs: the client finds no service, the flow gets no goal.
+    flow = ros_graph.run([PY, "-c", FLOW, "1.0", "0.5", "/nobody_here"], timeout=60, name="flow")
     assert flow.returncode == 0, flow.stderr[-2000:]
     assert json.loads(flow.stdout.strip().splitlines()[-1]) == {"status": "operator_failed",
                                                                 "chosen": None}
 
 
-def test_node_refuses_yes_as_safe_default(ros_env, tmp_path):
-    proc = subprocess.Popen(
-        [PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", "safe_default:=yes"],
-        env=ros_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 2
-    assert "safe_default" in err and "never 'yes'" in err and "Traceback" not in err
+def test_node_refuses_yes_as_safe_default(ros_graph):
+    proc = ros_graph.run([PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", "safe_default:=yes"],
+                         timeout=60, name="oversight")
+    assert proc.returncode == 2, proc.output
+    assert "safe_default" in proc.stderr and "never 'yes'" in proc.stderr and "Traceback" not in proc.output
 
 
-def _cli(env, *args, stdin=""):
+def _cli(graph: RosGraph, *args, stdin=""):
     main = "import sys; from task_learning.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([PY, "-c", main, "operator", "--wait", "15", *args],
-                          env=env, input=stdin, capture_output=True, text=True, timeout=60)
+    return graph.run([PY, "-c", main, "operator", "--wait", "30", *args], input=stdin, timeout=90,
+                     name="operator cli")
 
 
-def test_terminal_operator_cli_lists_and_answers(ros_env, node):
-    asker = _ask(ros_env, "cli-1")
-    deadline = time.monotonic() + 20
-    listed = []
-    while time.monotonic() < deadline and not listed:
-        out = _cli(ros_env, "--list", "--json")
+def test_terminal_operator_cli_lists_and_answers(ros_module_graph, node):
+    asker = _ask(ros_module_graph, "cli-1")
+
+    def listed():
+        out = _cli(ros_module_graph, "--list", "--json")
         assert out.returncode == 0, out.stderr
-        listed = [q for q in json.loads(out.stdout) if q["request_id"] == "cli-1"]
-    assert listed and listed[0]["question"] == PAPER_QUESTION
-    refused = _cli(ros_env, "--answer", "cli-unknown", "yes")
+        return [q for q in json.loads(out.stdout) if q["request_id"] == "cli-1"]
+
+    found = wait_until(listed, 60, "question cli-1 in `operator --list`")
+    assert found[0]["question"] == PAPER_QUESTION
+    refused = _cli(ros_module_graph, "--answer", "cli-unknown", "yes")
     assert refused.returncode == 1 and "no pending question" in refused.stderr
     assert "Traceback" not in refused.stderr
-    prompt = _cli(ros_env, "--once", stdin="\nno\n")
+    prompt = _cli(ros_module_graph, "--once", stdin="\nno\n")
     assert prompt.returncode == 0, prompt.stderr
     assert "For a mug in the dish rack is the goal that" in prompt.stdout
     assert _answer_of(asker) == {"answer": "no", "by": "terminal", "description": ""}
 
 
-def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_env, node, client):
+def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_module_graph, node, client):
     """Goal elicitation passes its own node (spun by a MultiThreadedExecutor) and asks from inside
     a callback of the node's default group: the reply must still get through."""
     import threading
@@ -301,14 +266,10 @@ def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_env, no
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if any(r.request_id == "in-callback" for r in client.pending(fresh=True)):
-                break
-            time.sleep(0.05)
+        wait_until(lambda: any(r.request_id == "in-callback" for r in client.pending(fresh=True)), 30,
+                   "the question asked inside the callback reaching the node")
         assert client.submit("in-callback", "yes", operator="panel").accepted
-        while "answer" not in box and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: "answer" in box, 30, "the answer reaching the callback")
         assert box["answer"].answer.value == "yes" and box["answer"].operator == "panel"
     finally:
         executor.shutdown()
@@ -316,7 +277,7 @@ def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_env, no
         caller.destroy_node()
 
 
-def test_malformed_question_is_refused_without_consent_and_node_survives(ros_env, node, client):
+def test_malformed_question_is_refused_without_consent_and_node_survives(ros_module_graph, node, client):
     from task_learning_interfaces.msg import GoalCandidate as CandidateMsg
     from task_learning_interfaces.srv import Confirm
 

@@ -20,6 +20,8 @@ from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.types import GoalLiteral
 from task_learning.world.scene import load_scene
 
+pytestmark = pytest.mark.slow  # whole tasks run in process
+
 CLI = [sys.executable, "-m", "task_learning.cli"]
 
 

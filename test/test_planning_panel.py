@@ -14,6 +14,8 @@ from task_learning.oversight.simulated import SimulatedOperator  # noqa: E402
 from task_learning.planning.session import RunSpec  # noqa: E402
 from task_learning.world.scene import load_scene  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a whole task answered through the Qt panel
+
 
 def test_questions_answered_in_the_panel_reach_the_run(tmp_path):
     app = qt.QApplication.instance() or qt.QApplication([])

@@ -6,17 +6,16 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
 
 from task_learning.kb import KnowledgeBase
+from task_learning_interfaces.action import PerformTask
+from test.ros_testing import RosGraph, wait_until
 
-ros_testing = pytest.importorskip("test.ros_testing")
-from task_learning_interfaces.action import PerformTask  # noqa: E402
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-DOMAIN = 23
 SCENE = "organize_office"
 NODES = ["perception", "grounding", "oversight", "goal_elicitation", "planner"]
 
@@ -47,50 +46,51 @@ def _answers(db: Path) -> list[tuple[str, str, str]]:
         conn.close()
 
 
-def _graph(db: Path) -> list:
-    cli = str(ros_testing.VENV_BIN / "task-learning")
-    return [ros_testing.start_process([cli, "bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES],
-                                      DOMAIN),
-            ros_testing.start_process([cli, "operator", "--simulated", SCENE, "--wait", "60"], DOMAIN)]
+def _answers_so_far(db: Path) -> list[tuple[str, str, str]]:
+    """The answers recorded so far; none while the database or its tables do not exist yet."""
+    if not db.exists():
+        return []
+    try:
+        return _answers(db)
+    except sqlite3.OperationalError:
+        return []
 
 
-def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(tmp_path):
+def _graph(graph: RosGraph, db: Path) -> list:
+    return [graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES),
+            graph.start_cli("operator", "--simulated", SCENE, "--wait", "60")]
+
+
+def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(ros_graph, tmp_path):
     db = tmp_path / "kb.sqlite"
-    bringup, operator = _graph(db)
-    client = ros_testing.RosClient(DOMAIN, "kill_test")
+    bringup, operator = _graph(ros_graph, db)
+    client = ros_graph.client("kill_test")
     try:
         from rclpy.action import ActionClient
 
         action = ActionClient(client.node, PerformTask, "perform_task")
         assert action.wait_for_server(timeout_sec=60), "planner did not come up"
         action.send_goal_async(PerformTask.Goal(task="organize office", scene=SCENE, condition="STARS+O"))
-        deadline = time.time() + 120
-        answered: list = []
-        while time.time() < deadline and len(answered) < 4:
-            time.sleep(0.1)
-            if db.exists():
-                try:
-                    answered = _answers(db)
-                except sqlite3.OperationalError:
-                    pass
-        assert len(answered) >= 4, "the operator was not asked"
+        answered = wait_until(lambda: len(_answers_so_far(db)) >= 4 and _answers_so_far(db), 120,
+                              "the operator answering four questions")
+        assert len(answered) >= 4
         planners = [pid for pid, cmd in _children(bringup.pid) if "task_learning_nodes.planner" in cmd]
         assert len(planners) == 1
         os.kill(planners[0], signal.SIGKILL)
-        code, out = ros_testing.stop_process(bringup, sig=None, timeout=30)  # bringup stops the rest
+        code, out = bringup.stop(sig=None, timeout=30)  # bringup stops the rest
         assert code == 1 and "planner" in out and "SIGKILL" in out, out
     finally:
         client.close()
-        ros_testing.stop_process(operator, signal.SIGINT, timeout=15)
+        operator.stop(signal.SIGINT, timeout=15)
         if bringup.poll() is None:
-            ros_testing.stop_process(bringup, signal.SIGINT, timeout=30)
+            bringup.stop(signal.SIGINT, timeout=30)
 
     with KnowledgeBase(db) as kb:
         learned_before = {g.context: g.text for g in kb.goals()}
     asked_before = [q for q, answer, _ in _answers(db) if answer != "timeout"]
 
-    bringup, operator = _graph(db)
-    client = ros_testing.RosClient(DOMAIN, "kill_test2")
+    bringup, operator = _graph(ros_graph, db)
+    client = ros_graph.client("kill_test2")
     try:
         result, _ = client.send_goal(PerformTask, "perform_task",
                                      PerformTask.Goal(task="organize office", scene=SCENE, condition="STARS+O"),
@@ -99,8 +99,8 @@ def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(tmp_path):
         assert result.satisfied == result.total == 14
     finally:
         client.close()
-        ros_testing.stop_process(operator, signal.SIGINT, timeout=15)
-        ros_testing.stop_process(bringup, signal.SIGINT, timeout=30)
+        operator.stop(signal.SIGINT, timeout=15)
+        bringup.stop(signal.SIGINT, timeout=30)
 
     with KnowledgeBase(db) as kb:
         learned_after = {g.context: g.text for g in kb.goals()}

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,11 +15,8 @@ from task_learning import bringup
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning_interfaces.msg import WorldState
 
-from .ros_testing import ROOT, RosClient, ros_env
+from .ros_testing import CLI, ROOT, NodeProcess, RosGraph
 from .test_ros_perception import LATCHED
-
-DOMAIN_ID = 11
-CLI = [str(Path(sys.executable).parent / "task-learning")]
 
 
 def write(tmp_path: Path, text: str, name: str = "bringup.yaml") -> Path:
@@ -83,37 +77,8 @@ def test_core_bringup_does_not_import_rclpy():
 
 # -- real processes -------------------------------------------------------------------------------
 
-class Output:
-    """Lines a process prints, collected by a thread, with a wait for a pattern."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
-        self._thread.start()
-
-    def _read(self, proc: subprocess.Popen) -> None:
-        for line in proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                match = re.search(pattern, line)
-                if match:
-                    return match
-            time.sleep(0.05)
-        raise AssertionError(f"no line matching {pattern!r} within {timeout} s:\n" + "\n".join(self.lines))
-
-    def text(self) -> str:
-        self._thread.join(timeout=5.0)
-        return "\n".join(self.lines)
-
-
-def start_bringup(args: list[str]) -> tuple[subprocess.Popen, Output]:
-    proc = subprocess.Popen(CLI + ["bringup"] + args, env=ros_env(DOMAIN_ID), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    return proc, Output(proc)
+def start_bringup(graph: RosGraph, args: list[str]) -> NodeProcess:
+    return graph.start_cli("bringup", *args)
 
 
 def alive(pid: int) -> bool:
@@ -124,34 +89,24 @@ def alive(pid: int) -> bool:
     return True
 
 
-def finish(proc: subprocess.Popen, timeout: float = 30.0) -> int:
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_bringup_starts_nodes_with_their_parameters_and_stops_cleanly(sig):
-    proc, out = start_bringup(["--nodes", "perception", "--scene", "organize_office"])
-    client = RosClient(DOMAIN_ID, "bringup_test")
+def test_bringup_starts_nodes_with_their_parameters_and_stops_cleanly(ros_graph, sig):
+    proc = start_bringup(ros_graph, ["--nodes", "perception", "--scene", "organize_office"])
+    client = ros_graph.client("bringup_test")
     try:
-        pid = int(out.wait_for(r"started perception \(pid (\d+)\)").group(1))
+        pid = int(proc.wait_for_line(r"started perception \(pid (\d+)\)").group(1))
         states = client.subscribe_collect(WorldState, "world_state", LATCHED)
-        state = states.wait_for(lambda s: s.scene == "organize_office", timeout=20.0)
+        state = states.wait_for(lambda s: s.scene == "organize_office", timeout=30.0)
         assert any(o.object_type == "Desk" for o in state.objects)
     finally:
         client.close()
-        proc.send_signal(sig)
-        code = finish(proc)
-    text = out.text()
+    code, text = proc.stop(sig, timeout=30)
     assert code == 0, text
     assert "node perception stopped cleanly" in text and "Traceback" not in text
     assert not alive(pid)
 
 
-def test_bringup_reports_a_killed_node_and_stops_the_others(tmp_path):
+def test_bringup_reports_a_killed_node_and_stops_the_others(ros_graph, tmp_path):
     params = ROOT / "config" / "nodes" / "perception.yaml"
     path = write(tmp_path, f"""
 shutdown_timeout_s: 10
@@ -159,25 +114,19 @@ nodes:
   perception: {{module: task_learning_nodes.perception, params: {params}}}
   perception_twin: {{module: task_learning_nodes.perception, params: {params}}}
 """)
-    proc, out = start_bringup(["--config", str(path)])
-    try:
-        victim = int(out.wait_for(r"started perception \(pid (\d+)\)").group(1))
-        twin = int(out.wait_for(r"started perception_twin \(pid (\d+)\)").group(1))
-        out.wait_for(r"\[perception\]: backend symbolic")
-        os.kill(victim, signal.SIGKILL)
-        code = finish(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    text = out.text()
+    proc = start_bringup(ros_graph, ["--config", str(path)])
+    victim = int(proc.wait_for_line(r"started perception \(pid (\d+)\)").group(1))
+    twin = int(proc.wait_for_line(r"started perception_twin \(pid (\d+)\)").group(1))
+    proc.wait_for_line(r"\[perception\]: backend symbolic")
+    os.kill(victim, signal.SIGKILL)
+    code, text = proc.stop(sig=None, timeout=30)
     assert code == 1, text
     assert f"node perception (pid {victim}) died: killed by SIGKILL" in text
     assert "node perception_twin stopped cleanly" in text
     assert not alive(twin)
 
 
-def test_bringup_with_unknown_node_is_a_clear_error():
-    result = subprocess.run(CLI + ["bringup", "--nodes", "perceptoin"], env=ros_env(DOMAIN_ID), cwd=ROOT,
-                            capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
+def test_bringup_with_unknown_node_is_a_clear_error(ros_graph):
+    result = ros_graph.run([CLI, "bringup", "--nodes", "perceptoin"], timeout=60)
+    assert result.returncode == 2, result.output
     assert "unknown node(s) perceptoin" in result.stderr and "Traceback" not in result.stderr

@@ -13,25 +13,22 @@ from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
 from task_learning_nodes import convert
 
-from .ros_testing import ROOT, RosClient, start_process, stop_process
+from .ros_testing import ROOT
 
-DOMAIN_ID = 21
-SECOND_DOMAIN_ID = 11  # the other id given to the ros tests; its other users run in other files
 PERCEPTION = [sys.executable, "-m", "task_learning_nodes.perception", "--ros-args",
               "--params-file", str(ROOT / "config" / "nodes" / "perception.yaml")]
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 @pytest.fixture(scope="module")
-def ros():
-    proc = start_process(PERCEPTION + ["-p", "publish_rate_hz:=20.0", "-p", "scene:=tidy_kitchen"], DOMAIN_ID)
-    client = RosClient(DOMAIN_ID)
-    try:
-        yield client
-    finally:
-        client.close()
-        code, output = stop_process(proc)
-        assert code == 0, f"perception exited with {code}:\n{output}"
+def ros(ros_module_graph):
+    proc = ros_module_graph.start(PERCEPTION + ["-p", "publish_rate_hz:=20.0", "-p", "scene:=tidy_kitchen"],
+                                  name="perception")
+    client = ros_module_graph.client()
+    yield client
+    client.close()
+    code, output = proc.stop()
+    assert code == 0, f"perception exited with {code}:\n{output}"
 
 
 def execute(ros, action: str, object_id: str = "", **params) -> tuple:
@@ -117,21 +114,21 @@ def test_completion_service(ros):
     ("qos_reliability:=sometimes", "qos_reliability"),
     ("seed:=lots", "seed"),
 ])
-def test_bad_parameters_stop_the_node_with_a_clear_error(override, expected):
-    proc = start_process(PERCEPTION + ["-p", override], DOMAIN_ID)
-    code, output = stop_process(proc, sig=None, timeout=20.0)
+def test_bad_parameters_stop_the_node_with_a_clear_error(ros_graph, override, expected):
+    proc = ros_graph.run(PERCEPTION + ["-p", override], timeout=60.0, name="perception")
+    code, output = proc.returncode, proc.output
     assert code == 2, output
     assert "cannot start" in output and expected in output and "Traceback" not in output
 
 
-def test_sigterm_stops_the_node_cleanly():
+def test_sigterm_stops_the_node_cleanly(ros_graph):
     # a graph of its own (this file's other perception process must not answer for this one)
-    proc = start_process(PERCEPTION + ["-p", "publish_rate_hz:=50.0"], SECOND_DOMAIN_ID)
-    client = RosClient(SECOND_DOMAIN_ID, "sigterm_test")
+    proc = ros_graph.start(PERCEPTION + ["-p", "publish_rate_hz:=50.0"], name="perception")
+    client = ros_graph.client("sigterm_test")
     try:
-        assert client.call(QueryWorld, "query_world", QueryWorld.Request(query="fridge"), timeout=20.0).success
+        assert client.call(QueryWorld, "query_world", QueryWorld.Request(query="fridge"), timeout=30.0).success
     finally:
         client.close()
-        code, output = stop_process(proc, sig=signal.SIGTERM)
+        code, output = proc.stop(sig=signal.SIGTERM)
     assert code == 0, output
     assert "Traceback" not in output and "terminate called" not in output

@@ -46,6 +46,7 @@ CASES = [(scene, c.value) for c in Condition for scene in SCENES
          if c is not Condition.STARS_STAR or scene == "tidy_kitchen"]  # STARS*: tidy kitchen only
 
 
+@pytest.mark.slow  # a whole condition per scene
 @pytest.mark.parametrize("scene_name,condition", CASES)
 def test_condition_end_to_end(scene_name, condition):
     scene, object_id, result = run(scene_name, condition)
@@ -83,6 +84,7 @@ def test_condition_end_to_end(scene_name, condition):
                if c.source is not CandidateSource.USER)
 
 
+@pytest.mark.slow  # two whole STARS runs per scene
 @pytest.mark.parametrize("scene_name", SCENES)
 def test_stars_is_deterministic(scene_name):
     def strip(result):

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from test.shared_paths import SIX_SCENES
 
+pytestmark = pytest.mark.slow  # every test runs the CLI in a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 CLI = ROOT / ".venv" / "bin" / "task-learning"
 
