@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from task_learning.llm.base import LLMRequest
 from task_learning.llm.offline import OfflineProvider, count_prompt_tokens
 from task_learning.llm.tokens import TOKENIZER, count_chat_tokens, count_tokens, split_tokens
@@ -43,12 +45,21 @@ def test_offline_model_reports_tokenizer_counts_and_speaks_in_its_tokens():
     assert response.completion_tokens == len(tokens) + 1  # the stop token is billed too
 
 
-def test_the_encoding_loads_without_a_network():
-    """In a fresh interpreter with every proxy pointed nowhere and tiktoken's cache dir empty."""
-    env = dict(os.environ, HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
-               https_proxy="http://127.0.0.1:9", http_proxy="http://127.0.0.1:9",
-               TIKTOKEN_CACHE_DIR=os.path.join(os.environ.get("TMPDIR", "/tmp"), "tl-no-tiktoken-cache"))
-    code = ("from task_learning.llm.tokens import count_tokens; print(count_tokens('hello world'))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+@pytest.mark.slow  # a fresh interpreter
+def test_the_encoding_loads_without_a_network(tmp_path):
+    """A fresh interpreter whose sockets cannot connect, with an empty tiktoken cache dir: the
+    vocabulary must come from the installed package, not from a download."""
+    code = "\n".join([
+        "import socket",
+        "def refuse(*args, **kwargs):",
+        "    raise OSError('network disabled by the test')",
+        "socket.socket.connect = refuse",
+        "socket.create_connection = refuse",
+        "from task_learning.llm.tokens import count_tokens",
+        "print(count_tokens('hello world'))",
+    ])
+    env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(tmp_path / "empty-cache"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "2"
