@@ -8,6 +8,7 @@ reminder to choose only from the list, answering `$$ <action> $$`.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from task_learning.bcr.literals import literal_text
 from task_learning.llm.base import LLMRequest
@@ -51,7 +52,7 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
     model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed, and
     the agent's mode: the offline chooser adds its repeat penalty in `guarded` mode only)."""
     prompt = build_prompt(goals, completed, candidates, history, errors)
-    context = {
+    context: dict[str, Any] = {
         "goal": [literal_text(g) for g in goals],
         "completed": [literal_text(g) for g in completed],
         "candidates": list(candidates),

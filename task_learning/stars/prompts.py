@@ -153,12 +153,13 @@ class PromptTemplates:
         if sel_context:
             system = self.selection_system_prefix.substitute(system_context=" ".join(sel_context))
         s = self.selection_request_settings
-        context = {"task": ctx.task, "object": ctx.object, "object_place": ctx.place,
-                   "options": list(options), "system_context": list(sel_context)}
+        context: dict[str, Any] = {"task": ctx.task, "object": ctx.object, "object_place": ctx.place,
+                                   "options": list(options), "system_context": list(sel_context)}
         if retry:
             context["attempt"] = 2
-        common = dict(prompt_type="selection", max_tokens=s.max_tokens, temperature=s.temperature,
-                      logprobs=s.logprobs, stop=s.stop, context=context, scope=scope)
+        common: dict[str, Any] = dict(prompt_type="selection", max_tokens=s.max_tokens,
+                                      temperature=s.temperature, logprobs=s.logprobs, stop=s.stop,
+                                      context=context, scope=scope)
         if self.selection_style == "chat":
             messages = ((("system", system.strip()),) if system else ()) + (("user", body),)
             return LLMRequest(messages=messages, **common)
