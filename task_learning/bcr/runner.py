@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import logging
 import statistics
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.stars.prompts import SamplingSettings
@@ -26,7 +25,7 @@ def _send(client: CompletionClient, request: LLMRequest) -> LLMResponse:
     """The client never raises for provider failures; a bug below it becomes a failed sample."""
     try:
         return client.complete(request)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (a bug below us becomes a failed sample)
         log.error("LLM request failed unexpectedly: %s", exc)
         return LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}")
 
@@ -49,11 +48,11 @@ def sample_responses(client: CompletionClient, root: TreeRoot, sampling: Samplin
     base = root.build_request(root.root_type, "")
     requests = [sample_request(base, t, i) for t, i in plan]
     state.counts["requests"] += len(requests)
-    send: Callable[[LLMRequest], LLMResponse] = lambda r: _send(client, r)  # noqa: E731
     if executor is not None and len(requests) > 1:
-        responses = [f.result() for f in [executor.submit(send, r) for r in requests]]
+        futures = [executor.submit(_send, client, r) for r in requests]
+        responses = [f.result() for f in futures]  # in sending order, whatever finished first
     else:
-        responses = [send(r) for r in requests]
+        responses = [_send(client, r) for r in requests]
     first_new = len(state.candidates)
     for response in responses:
         if not response.ok:
