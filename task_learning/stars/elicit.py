@@ -154,7 +154,8 @@ def elicit_goal(
     """Elicit a goal for one object.
 
     task: "tidy kitchen"; object_id: "Mug|2"; world: the perceived WorldState or AI2-THOR metadata;
-    scene: a world.Scene (supplies location and, for STARS*, its user context) or None.
+    scene: a world.Scene (supplies location, STARS+CTX's user context and STARS*'s Selection
+    context) or None.
     client: an LLMClient (anything with complete(request) -> response; `.usage` is diffed).
     analyzer: sentence -> analysis (default: grounding.analyze_goal against `world`).
     operator: who answers the +O conditions' questions (oversight.operator.Operator).
