@@ -15,8 +15,11 @@ setup:
 demo: setup
 	@$(VENV)/bin/task-learning demo
 
+# Lint (rules in ruff.toml), type check (mypy.ini: task_learning/), then every test (pytest.ini).
+# The core tests alone, in seconds: .venv/bin/python -m pytest -m "not ros and not slow"
 test: setup
-	@$(VENV)/bin/ruff check --select F --quiet task_learning nodes test bench
+	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
+	@$(VENV)/bin/mypy --no-error-summary
 	@$(PY) -m pytest -q test
 
 bench: setup

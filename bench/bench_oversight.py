@@ -68,7 +68,7 @@ def bench_queue(runs: int = 500) -> None:
     for i in range(runs):
         request = ConfirmationRequest(f"q{i}", "question?")
         box = {}
-        thread = threading.Thread(target=lambda: box.setdefault("a", queue.ask(request)))
+        thread = threading.Thread(target=lambda box=box, request=request: box.setdefault("a", queue.ask(request)))
         thread.start()
         while not queue.pending():
             time.sleep(0)
@@ -97,7 +97,7 @@ def bench_ros(runs: int = 50) -> None:
             request = ConfirmationRequest(f"bench{i}", "For a mug in the dish rack is the goal ...?")
             box = {}
             start = time.perf_counter()
-            thread = threading.Thread(target=lambda: box.setdefault("a", asker.ask(request)))
+            thread = threading.Thread(target=lambda box=box, request=request: box.setdefault("a", asker.ask(request)))
             thread.start()
             while not any(r.request_id == request.request_id for r in answerer.pending(fresh=True)):
                 time.sleep(0.001)

@@ -26,6 +26,7 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.bcr.selector import ActionSelector
 from task_learning.errors import TaskLearningError
+from task_learning.safe_text import printable
 from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes import convert
@@ -98,6 +99,12 @@ class ActionSelectorNode(Node):
             response.message = ("no world state yet: run perception (world_state topic) or set "
                                 "the 'scene' parameter")
             return response
+        for name, limit in (("goal", 32), ("history", 1000), ("candidates", 256),
+                            ("blocking_conditions", 256)):
+            if len(getattr(request, name)) > limit:
+                response.success = False
+                response.message = f"bad request: {name}: {len(getattr(request, name))} entries, at most {limit}"
+                return response
         try:
             goals = [convert.goal_literal_from_msg(g) for g in request.goal]
             history = [convert.action_outcome_from_msg(o) for o in request.history]
@@ -106,7 +113,7 @@ class ActionSelectorNode(Node):
                                           list(request.blocking_conditions), candidates)
         except (TaskLearningError, ValueError, KeyError) as exc:
             response.success = False
-            response.message = f"bad request: {exc}"
+            response.message = f"bad request: {printable(str(exc), 300)}"
             return response
         response.success = answer.success
         response.message = answer.message

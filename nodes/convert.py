@@ -70,6 +70,18 @@ def parse_json_value(text: str) -> Any:
         return text
 
 
+def strict_json_value(text: str, key: str) -> Any:
+    """JSON text to a value, for requests from outside: not JSON (or NaN/Infinity) is a
+    ValueError naming the key, never a string taken at face value."""
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not allowed")
+
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"parameter {key}: value is not JSON ({exc})") from None
+
+
 def key_value_to_msg(key: str, value: Any) -> m.KeyValue:
     return m.KeyValue(key=str(key), value=json_value(value))
 
@@ -446,8 +458,13 @@ def action_call_to_msg(call: ActionCall) -> m.ActionCall:
                         params=[key_value_to_msg(k, v) for k, v in call.params])
 
 
-def action_call_from_msg(msg: m.ActionCall) -> ActionCall:
-    return ActionCall(msg.action, msg.object_id, tuple(key_value_from_msg(kv) for kv in msg.params))
+def action_call_from_msg(msg: m.ActionCall, *, strict: bool = False) -> ActionCall:
+    """strict: every parameter value must be JSON (requests that will act on the world)."""
+    if strict:
+        params = tuple((kv.key, strict_json_value(kv.value, kv.key)) for kv in msg.params)
+    else:
+        params = tuple(key_value_from_msg(kv) for kv in msg.params)
+    return ActionCall(msg.action, msg.object_id, params)
 
 
 def action_outcome_to_msg(outcome: ActionOutcome) -> m.ActionOutcome:

@@ -27,6 +27,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
+from task_learning.safe_text import printable
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.elicit import ElicitationResult, elicit_goal
 from task_learning.stars.prompts import load_templates
@@ -113,7 +114,7 @@ class GoalElicitationNode(Node):
                 outcome = self._elicit(goal, goal_handle)
             except TaskLearningError as exc:
                 result.success = False
-                result.message = f"error: {exc}"
+                result.message = f"error: {printable(str(exc), 500)}"
                 self.get_logger().warning(f"LearnGoal {goal.object_id!r}: {exc}")
                 goal_handle.abort()
                 return result
@@ -139,6 +140,7 @@ class GoalElicitationNode(Node):
         object_id = goal.object_id.strip()
         if not object_id:
             raise TaskLearningError("the goal names no object (object_id is empty)")
+        _check_request(goal)
         context = [s for s in goal.context if s.strip()]
         if not context and flags(condition).user_context and self._scene is not None:
             context = list(self._scene.context)
@@ -176,6 +178,26 @@ class GoalElicitationNode(Node):
         result.candidates = [convert.goal_candidate_to_msg(c) for c in outcome.candidates]
         result.usage = convert.llm_usage_to_msg(outcome.usage)
         result.counts = convert.elicitation_counts_to_msg(_counts(outcome))
+
+
+MAX_TEXT_CHARS = 200  # task, object id, condition
+MAX_CONTEXT = 20  # user-context sentences (STARS*)
+MAX_CONTEXT_CHARS = 500
+
+
+def _check_request(goal: Any) -> None:
+    """Sizes and characters of a LearnGoal request: TaskLearningError saying which field."""
+    for name in ("task", "object_id", "condition"):
+        value = getattr(goal, name)
+        if len(value) > MAX_TEXT_CHARS:
+            raise TaskLearningError(f"{name}: {len(value)} characters, at most {MAX_TEXT_CHARS}")
+        if printable(value) != value:
+            raise TaskLearningError(f"{name}: control characters are not allowed")
+    if len(goal.context) > MAX_CONTEXT:
+        raise TaskLearningError(f"context: {len(goal.context)} sentences, at most {MAX_CONTEXT}")
+    for i, sentence in enumerate(goal.context):
+        if len(sentence) > MAX_CONTEXT_CHARS or printable(sentence) != sentence:
+            raise TaskLearningError(f"context[{i}]: at most {MAX_CONTEXT_CHARS} printable characters")
 
 
 def _counts(outcome: ElicitationResult) -> dict[str, int]:

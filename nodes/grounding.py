@@ -22,6 +22,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
+from task_learning.safe_text import printable
 from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.scene_state import resolve_object, scene_world_state
 from task_learning.types import WorldState
@@ -77,13 +78,15 @@ class GroundingNode(Node):
                                 "and no scene parameter")
             return response
         try:
+            if len(request.object_id) > 200:
+                raise ValueError(f"object_id: {len(request.object_id)} characters, at most 200")
             candidate = convert.goal_candidate_from_msg(request.candidate)
             context = self._resolve_context(state, request.object_id.strip())
             analysis = analyze_goal(candidate.text, state, context or None, self.knowledge)
         except (TaskLearningError, ValueError) as exc:
             response.success = False
-            response.message = str(exc)
-            self.get_logger().warning(f"bad AnalyzeGoal request: {exc}")
+            response.message = printable(str(exc), 300)
+            self.get_logger().warning(f"bad AnalyzeGoal request: {response.message}")
             return response
         except Exception as exc:  # noqa: BLE001 - one bad request must not stop the service
             response.success = False

@@ -19,6 +19,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable, Sequence
 
 import rclpy
@@ -39,6 +40,33 @@ _stop_event = threading.Event()
 def request_shutdown() -> None:
     """Ask run_node to stop the node (from a callback, e.g. after a fatal backend error)."""
     _stop_event.set()
+
+
+def shutdown_requested() -> bool:
+    """True once a signal or request_shutdown() asked this process's node to stop: long waits in
+    callbacks give up then, so the executor can stop within its few seconds."""
+    return _stop_event.is_set()
+
+
+def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,
+                    stop: Callable[[], bool] | None = None, poll_s: float = 0.25) -> str:
+    """Block a worker thread until `future` completes while the executor spins elsewhere.
+
+    Returns "done", or gives up early: "stopped" when `stop()` (or the process's shutdown) says
+    so, "gone" when `alive()` turns false (the serving node left the graph), "timeout" after
+    `timeout_s`. The caller turns these into its own error naming the node it waited for."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    deadline = time.monotonic() + max(0.0, timeout_s)
+    while not done.wait(min(poll_s, max(0.0, deadline - time.monotonic()))):
+        if _stop_event.is_set() or (stop is not None and stop()):
+            return "stopped"
+        if alive is not None and not alive():
+            # One last look: the answer may have arrived as the server left.
+            return "done" if done.is_set() else "gone"
+        if time.monotonic() >= deadline:
+            return "timeout"
+    return "done"
 
 
 def _install_signal_handlers(stop: threading.Event) -> dict[int, object]:
@@ -80,7 +108,8 @@ def run_node(
             logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
             logger.error(f"cannot start: {exc}")
             return EXIT_BAD_CONFIG
-        executor = MultiThreadedExecutor(num_threads=num_threads)
+        # A node that must serve more callbacks at once than the default says how many.
+        executor = MultiThreadedExecutor(num_threads=num_threads or getattr(node, "executor_threads", None))
         executor.add_node(node)
 
         def spin() -> None:
@@ -97,6 +126,11 @@ def run_node(
         worker.start()
         while not stop.wait(0.2):
             pass
+        # Long-running callbacks (a PerformTask, a question waiting for the operator) end at
+        # their next check instead of holding the executor's shutdown.
+        stop_work = getattr(node, "stop_work", None)
+        if callable(stop_work):
+            stop_work()
         if failure:
             node.get_logger().error(f"executor failed: {failure[0]!r}")
             code = EXIT_FAILED

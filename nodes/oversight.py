@@ -11,7 +11,9 @@
 
 Every question and its answer are persisted in the SQLite knowledge base (`db_path`). The logic is
 `task_learning.oversight.pending.QueueOperator`; this file is only the ROS wiring. A blocking
-Confirm needs its own executor thread, hence a MultiThreadedExecutor and a reentrant group.
+Confirm needs its own executor thread, hence a MultiThreadedExecutor (sized from max_pending)
+and a reentrant group; run_node runs it, and on SIGINT/SIGTERM `stop_work` resolves every waiting
+question before the executor stops.
 """
 from __future__ import annotations
 
@@ -19,20 +21,18 @@ import sys
 import threading
 from typing import Any
 
-import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import ParameterDescriptor
 
-from task_learning.errors import TaskLearningError
 from task_learning.oversight.operator import timeout_answer
-from task_learning.oversight.pending import QueueOperator, parse_safe_default
+from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
+from task_learning.safe_text import printable
 from task_learning.types import ConfirmationRequest
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
+from task_learning_nodes.node_base import run_node
 
 CONFIRM_SERVICE = "oversight/confirm"
 ANSWER_SERVICE = "oversight/answer"
@@ -49,10 +49,32 @@ def pending_qos() -> QoSProfile:
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+MAX_ID_CHARS = 64
+MAX_QUESTION_CHARS = 2000
+MAX_CANDIDATES = 64
+
+
+def _request_problem(question: ConfirmationRequest) -> str:
+    """Why a Confirm request is not put to the operator (sizes, control characters), or ""."""
+    if len(question.request_id) > MAX_ID_CHARS:
+        return f"request_id: {len(question.request_id)} characters, at most {MAX_ID_CHARS}"
+    if not question.question.strip() or len(question.question) > MAX_QUESTION_CHARS:
+        return f"question: must have 1 to {MAX_QUESTION_CHARS} characters"
+    if len(question.candidates) > MAX_CANDIDATES:
+        return f"candidates: {len(question.candidates)}, at most {MAX_CANDIDATES}"
+    for name in ("request_id", "question", "object_id", "object_description"):
+        value = getattr(question, name)
+        if printable(value) != value or len(value) > MAX_QUESTION_CHARS:
+            return f"{name}: control characters are not allowed (or too long)"
+    return ""
+
+
 class OversightNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("oversight", **kwargs)
         self.declare_parameter("timeout_s", 120.0)
+        self.declare_parameter("max_timeout_s", 600.0)
+        self.declare_parameter("max_pending", 8)
         # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
         self.declare_parameter("safe_default", "no", ParameterDescriptor(dynamic_typing=True))
         self.declare_parameter("db_path", "")
@@ -70,11 +92,14 @@ class OversightNode(Node):
             from task_learning.kb.store import KnowledgeBase
 
             self.kb = KnowledgeBase(db_path)
-        self.threads = max(2, int(get("threads")))
         self.queue = QueueOperator(
             timeout_s=float(get("timeout_s")), safe_default=safe_default, kb=self.kb,
             task=str(get("task")), max_description_chars=int(get("max_description_chars")),
-            on_change=self._publish_pending)
+            on_change=self._publish_pending, max_timeout_s=float(get("max_timeout_s")),
+            max_pending=int(get("max_pending")))
+        # Every waiting Confirm holds an executor thread; two more than the questions that may
+        # wait keep answer/list (and the refusals beyond capacity) served whatever waits.
+        self.executor_threads = max(int(get("threads")), self.queue.max_pending + 2)
         # With a knowledge base, a question answered before (e.g. before a restart) is answered
         # from it and not put to the operator again.
         self.operator: Any = self.queue
@@ -89,7 +114,8 @@ class OversightNode(Node):
         self.create_service(ListPendingConfirmations, LIST_SERVICE, self._on_list, callback_group=group)
         self._publish_pending()
         self.get_logger().info(
-            f"oversight ready: timeout {self.queue.timeout_s:g} s, safe default "
+            f"oversight ready: timeout {self.queue.timeout_s:g} s (at most "
+            f"{self.queue.max_timeout_s:g}), at most {self.queue.max_pending} waiting, safe default "
             f"{self.queue.safe_default.value}, db {db_path or '(none)'}")
 
     def _publish_pending(self) -> None:
@@ -111,6 +137,12 @@ class OversightNode(Node):
             bad = ConfirmationRequest(request.request.request_id or "malformed", "")
             response.answer = convert.confirmation_answer_to_msg(timeout_answer(bad))
             return response
+        problem = _request_problem(question)
+        if problem:
+            self.get_logger().error(f"confirmation request refused: {problem}")
+            response.answer = convert.confirmation_answer_to_msg(
+                refused_answer(ConfirmationRequest(printable(question.request_id, 64), ""), problem))
+            return response
         if not question.request_id:
             import uuid
 
@@ -124,6 +156,10 @@ class OversightNode(Node):
     def _on_answer(self, request: AnswerConfirmation.Request,
                    response: AnswerConfirmation.Response) -> AnswerConfirmation.Response:
         msg = request.answer
+        if len(msg.request_id) > MAX_ID_CHARS or len(msg.answered_by) > MAX_ID_CHARS:
+            response.accepted = False
+            response.message = f"request_id and answered_by: at most {MAX_ID_CHARS} characters"
+            return response
         result = self.queue.submit(msg.request_id, msg.answer, msg.description,
                                    msg.answered_by or "operator")
         if not result.accepted:
@@ -137,6 +173,11 @@ class OversightNode(Node):
         response.pending = [convert.confirmation_request_to_msg(r) for r in self.queue.pending()]
         return response
 
+    def stop_work(self) -> None:
+        """SIGINT/SIGTERM: every waiting question resolves at once (never as consent), so no
+        Confirm callback holds the executor's shutdown."""
+        self.queue.close()
+
     def destroy_node(self) -> None:
         queue = getattr(self, "queue", None)  # absent when the parameters were refused
         if queue is not None:
@@ -148,25 +189,7 @@ class OversightNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    try:
-        node = OversightNode()
-    except (TaskLearningError, ParameterException) as exc:
-        print(f"oversight_node: error: {exc}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=node.threads)
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.queue.close()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(OversightNode, argv, name="oversight")
 
 
 if __name__ == "__main__":

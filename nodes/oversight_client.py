@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -28,6 +28,7 @@ from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequ
 from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
+from task_learning_nodes.node_base import wait_for_future
 from task_learning_nodes.oversight import (
     ANSWER_SERVICE,
     CONFIRM_SERVICE,
@@ -54,8 +55,11 @@ class OversightClient:
     def __init__(self, node: Node | None = None, *, name: str = "operator",
                  service_wait_s: float = 5.0, confirm_margin_s: float = 10.0,
                  default_timeout_s: float = 120.0, context: Any = None,
-                 namespace: str = "") -> None:
+                 namespace: str = "", should_stop: Callable[[], bool] | None = None) -> None:
         self.name = name
+        # On a caller's node: a wait also ends when this says so (the caller's goal was
+        # cancelled) or the process is shutting down; the flow then confirms nothing.
+        self.should_stop = should_stop
         self.service_wait_s = service_wait_s
         self.confirm_margin_s = confirm_margin_s
         self.default_timeout_s = default_timeout_s
@@ -103,9 +107,14 @@ class OversightClient:
         if self._executor is not None:
             self._executor.spin_until_future_complete(future, timeout_sec=timeout_s)
         else:
-            done = threading.Event()
-            future.add_done_callback(lambda _f: done.set())
-            done.wait(timeout_s)
+            waited = wait_for_future(future, timeout_s, alive=client.service_is_ready,
+                                     stop=self.should_stop)
+            if waited == "stopped":
+                future.cancel()
+                raise OversightUnavailable(f"{what}: stopped before the oversight node answered")
+            if waited == "gone":
+                future.cancel()
+                raise OversightUnavailable(f"{what}: the oversight node went away before answering")
         if not future.done():
             future.cancel()
             raise OversightUnavailable(f"{what}: no reply from the oversight node in {timeout_s:g} s")
@@ -163,6 +172,10 @@ class OversightClient:
         if not answer.stamp:
             answer.stamp = time.time()
         return answer
+
+    def available(self, timeout_s: float) -> bool:
+        """Whether the oversight node's Confirm service is there (waiting up to `timeout_s`)."""
+        return bool(self._confirm.wait_for_service(timeout_sec=timeout_s))
 
     def ok(self) -> bool:
         """False once the ROS context is shut down (Ctrl-C, SIGTERM)."""

@@ -29,6 +29,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from task_learning.errors import TaskLearningError
 from task_learning.names import normalize_name
+from task_learning.safe_text import printable
+from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
@@ -67,6 +69,7 @@ class PerceptionNode(Node):
         self.declare_parameter("qos_depth", 1)
         self.declare_parameter("qos_reliability", "reliable")
         self.declare_parameter("qos_durability", "transient_local")
+        self.declare_parameter("max_query_chars", 256)
         get = lambda name: self.get_parameter(name).value  # noqa: E731
 
         rate = float(get("publish_rate_hz"))
@@ -74,6 +77,9 @@ class PerceptionNode(Node):
             raise ValueError(f"parameter publish_rate_hz must be >= 0 (0: publish on change only), got {rate}")
         qos = world_state_qos(int(get("qos_depth")), str(get("qos_reliability")), str(get("qos_durability")))
         self.frame_id = str(get("frame_id"))
+        self.max_query_chars = int(get("max_query_chars"))
+        if self.max_query_chars < 1:
+            raise ValueError(f"parameter max_query_chars must be >= 1, got {self.max_query_chars}")
         self.backend_name = str(get("backend")).strip().lower()
         seed = int(get("seed"))
         scene = str(get("scene"))
@@ -118,9 +124,13 @@ class PerceptionNode(Node):
     def on_query(self, request: QueryWorld.Request, response: QueryWorld.Response) -> QueryWorld.Response:
         world = self.world_msg()
         try:
+            if len(request.query) > self.max_query_chars:
+                raise TaskLearningError(f"query too long ({len(request.query)} characters, at most "
+                                        f"{self.max_query_chars}); name an object, a type or "
+                                        f"'<type> in|on <place>'")
             ids = self.find_objects(request.query)
         except TaskLearningError as exc:  # UnknownObjectError: names no object, or several
-            response.success, response.message = False, str(exc)
+            response.success, response.message = False, printable(str(exc), 300)
         else:
             by_id = {o.object_id: o for o in world.objects}
             response.objects = [by_id[i] for i in ids]
@@ -155,16 +165,21 @@ class PerceptionNode(Node):
     def on_execute(self, request: ExecuteAction.Request,
                    response: ExecuteAction.Response) -> ExecuteAction.Response:
         try:
-            call = convert.action_call_from_msg(request.call)
+            call = convert.action_call_from_msg(request.call, strict=True)
+            problem = action_call_problem(call)
+            if problem:
+                raise ValueError(problem)
         except ValueError as exc:
-            call = ActionCall(request.call.action, request.call.object_id)
-            outcome = ActionOutcome(call, False, f"bad action call: {exc}", "InvalidArgument")
+            call = ActionCall(printable(request.call.action, 64), printable(request.call.object_id, 200))
+            outcome = ActionOutcome(call, False, f"bad action call, not executed: {printable(str(exc), 300)}",
+                                    "InvalidArgument")
         else:
             outcome = self.execute(call)
+        shown = printable(str(call), 300)
         if outcome.success:  # rclpy wants one severity per logging call site
-            self.get_logger().info(f"{call}: ok")
+            self.get_logger().info(f"{shown}: ok")
         else:
-            self.get_logger().warning(f"{call}: {outcome.error_message}")
+            self.get_logger().warning(f"{shown}: {printable(outcome.error_message, 300)}")
         response.outcome = convert.action_outcome_to_msg(outcome)
         self.publish_world()
         if request.return_world:
@@ -179,7 +194,8 @@ class PerceptionNode(Node):
         if call.object_id and call.object_id not in ids:
             hint = difflib.get_close_matches(call.object_id, ids, n=1)
             suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
-            return ActionOutcome(call, False, f"no object with id '{call.object_id}' in the world{suffix}",
+            return ActionOutcome(call, False, f"no object with id '{printable(call.object_id, 200)}' in "
+                                 f"the world{suffix}",
                                  "UnknownObject")
         try:
             result = self.backend.step(call.action, **call.step_kwargs())

@@ -9,9 +9,24 @@ ports instead of in-process ones:
 - actions are selected with BCR in this process against that world, and learned goals and
   policies go to this node's SQLite knowledge base (`db_path`), so the next PerformTask of the
   same task is Trial #2: no LLM call, no question.
+
+Safety (issue 10):
+- one body: a second motion goal (PerformTask or ReachGoal) while one runs is refused at once
+  with a result saying what the robot is busy with;
+- cancel is honoured before the next primitive action (result "canceled"; everything learned
+  so far is already committed); SIGINT/SIGTERM stop a running goal the same way;
+- a node it depends on that dies (leaves the graph) or does not answer within its configured
+  time aborts the goal with a message naming that node;
+- with `require_confirmation` (default true) or a +O condition, a goal no operator confirmed is
+  put to the oversight node before it moves (refused when no oversight node is reachable), and
+  ReachGoal only reaches literals a confirmed goal covers;
+- every request is validated: sizes, enums, truth values, scenes by name only (a path only
+  with `allow_scene_paths`).
 """
 from __future__ import annotations
 
+import math
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -22,19 +37,23 @@ from rclpy.node import Node
 
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
+from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.oversight.flow import OversightCounts
-from task_learning.planning.executor import GoalExecutor
+from task_learning.planning.confirmation import GoalConfirmer, goal_covered, requires_confirmation
+from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.loop import TaskLearner
 from task_learning.planning.session import CONDITIONS, check_task
-from task_learning.types import ActionCall, LLMUsage
-from task_learning.world.scene import load_scene
+from task_learning.planning.stop import RunStopped, StopToken, StoppableWorld
+from task_learning.safe_text import printable
+from task_learning.types import ActionCall, GoalLiteral, LLMUsage
+from task_learning.world.scene import available_scenes, load_scene
 from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
 from task_learning_interfaces.msg import TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.node_base import run_node, wait_for_future
 
 PARAMETERS: dict[str, Any] = {
     "scene": "tidy_kitchen",  # scoring and subtasks; the world itself is perception's
@@ -48,21 +67,76 @@ PARAMETERS: dict[str, Any] = {
     "service_timeout_s": 10.0,
     "learn_goal_timeout_s": 900.0,
     "max_actions": 100,
+    "require_confirmation": True,
+    "allow_scene_paths": False,
+    "max_goal_literals": 32,
 }
+
+# Which node serves what the planner waits for (named in every error about it).
+NODE_OF = {"query_world": "perception", "execute_action": "perception",
+           "learn_goal": "goal_elicitation", "oversight/confirm": "oversight"}
+MAX_TEXT_CHARS = 200  # task, scene, condition, subtask, predicate and argument strings
+MAX_SUBTASKS = 64
+SCENE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 
 class RosCallError(TaskLearningError):
-    """A service or action of another node did not answer in time."""
+    """A service or action of another node did not answer in time, or went away."""
 
 
-def wait_future(future: Any, timeout_s: float, what: str) -> Any:
-    """Block this (worker) thread until a future completes; the executor spins elsewhere."""
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout_s):
+def wait_future(future: Any, timeout_s: float, what: str, *, alive: Any = None,
+                stop: StopToken | None = None) -> Any:
+    """The future's result; RunStopped when `stop` is set meanwhile; RosCallError naming the
+    node when it leaves the graph (`alive()` false) or does not answer within `timeout_s`."""
+    waited = wait_for_future(future, timeout_s, alive=alive,
+                             stop=(lambda: stop.requested) if stop is not None else None)
+    node = NODE_OF.get(what.split(" ")[0], "serving")
+    if waited == "stopped":
         future.cancel()
-        raise RosCallError(f"{what} did not answer within {timeout_s:.0f} s")
+        raise RunStopped(stop.reason if stop is not None and stop.reason else "the planner is shutting down")
+    if waited == "gone":
+        future.cancel()
+        raise RosCallError(f"the {node} node went away while the planner waited for {what}")
+    if waited == "timeout":
+        future.cancel()
+        raise RosCallError(f"the {node} node did not answer {what} within {timeout_s:g} s")
     return future.result()
+
+
+class BadRequest(TaskLearningError):
+    """A goal request the planner refuses (says which field and why)."""
+
+
+def _text(value: str, field_name: str) -> str:
+    if len(value) > MAX_TEXT_CHARS:
+        raise BadRequest(f"{field_name}: {len(value)} characters, at most {MAX_TEXT_CHARS}")
+    if printable(value) != value:
+        raise BadRequest(f"{field_name}: control characters are not allowed")
+    return value
+
+
+def literals_from_request(msgs: Any, max_literals: int) -> list[GoalLiteral]:
+    """ReachGoal's literals, validated: count, known predicates, 1-2 arguments, truth values."""
+    if not msgs:
+        raise BadRequest("ReachGoal needs at least one goal literal")
+    if len(msgs) > max_literals:
+        raise BadRequest(f"{len(msgs)} goal literals, at most {max_literals}")
+    literals = []
+    for i, msg in enumerate(msgs):
+        where = f"goal[{i}]"
+        _text(msg.predicate, f"{where}.predicate")
+        if msg.predicate not in KNOWN_PREDICATES:
+            raise BadRequest(f"{where}: unknown predicate {printable(msg.predicate)!r} (known: "
+                             f"{', '.join(sorted(KNOWN_PREDICATES))})")
+        if not 1 <= len(msg.args) <= 2:
+            raise BadRequest(f"{where}: {msg.predicate} takes 1 or 2 arguments, got {len(msg.args)}")
+        for j, arg in enumerate(msg.args):
+            _text(arg, f"{where}.args[{j}]")
+        try:
+            literals.append(convert.goal_literal_from_msg(msg))
+        except ValueError as exc:
+            raise BadRequest(f"{where}: {printable(str(exc))}") from None
+    return literals
 
 
 class RosWorld:
@@ -70,11 +144,13 @@ class RosWorld:
 
     name = "ros"
 
-    def __init__(self, node: Node, query: Any, execute: Any, timeout_s: float) -> None:
+    def __init__(self, node: Node, query: Any, execute: Any, timeout_s: float,
+                 stop: StopToken | None = None) -> None:
         self._node = node
         self._query = query
         self._execute = execute
         self._timeout_s = timeout_s
+        self._stop = stop
         self._metadata: dict[str, Any] | None = None
 
     @property
@@ -82,7 +158,8 @@ class RosWorld:
         if self._metadata is None:
             self._require(self._query, "query_world")
             request = QueryWorld.Request(query="", include_world=True)
-            response = wait_future(self._query.call_async(request), self._timeout_s, "query_world")
+            response = wait_future(self._query.call_async(request), self._timeout_s, "query_world",
+                                   alive=self._query.service_is_ready, stop=self._stop)
             self._metadata = convert.metadata_from_world_state_msg(response.world)
         return self._metadata
 
@@ -91,7 +168,10 @@ class RosWorld:
         object_id = str(params.pop("objectId", ""))
         call = ActionCall(action, object_id, tuple(sorted(params.items())))
         request = ExecuteAction.Request(call=convert.action_call_to_msg(call), return_world=True)
-        response = wait_future(self._execute.call_async(request), self._timeout_s, "execute_action")
+        # Once sent, an action is waited for even when a stop arrives (the body is moving): the
+        # stop takes effect before the next one.
+        response = wait_future(self._execute.call_async(request), self._timeout_s, "execute_action",
+                               alive=self._execute.service_is_ready)
         outcome = convert.action_outcome_from_msg(response.outcome)
         metadata = convert.metadata_from_world_state_msg(response.world)
         metadata.update(lastAction=action, lastActionSuccess=outcome.success,
@@ -101,7 +181,8 @@ class RosWorld:
 
     def _require(self, client: Any, what: str) -> None:
         if not client.wait_for_service(timeout_sec=self._timeout_s):
-            raise RosCallError(f"{what}: the perception node is not running")
+            raise RosCallError(f"the perception node is not running (no {what} service after "
+                               f"{self._timeout_s:g} s)")
 
 
 @dataclass
@@ -143,24 +224,94 @@ class PlannerNode(Node):
         condition = str(self._p("condition")).upper()
         if condition not in CONDITIONS:
             raise TaskLearningError(f"parameter condition: unknown {condition!r}")
+        for name in ("service_timeout_s", "learn_goal_timeout_s"):
+            value = float(self._p(name))
+            if not math.isfinite(value) or value <= 0:
+                raise TaskLearningError(f"parameter {name}: must be a finite number > 0, got {value}")
+        if int(self._p("max_actions")) < 1 or int(self._p("max_goal_literals")) < 1:
+            raise TaskLearningError("parameters max_actions and max_goal_literals must be at least 1")
         self.domain = load_domain("household")
-        self._busy = threading.Lock()
+        # One body: at most one motion goal at a time, and the token that stops it.
+        self._body = threading.Lock()
+        self._busy_with = ""
+        self._stop: StopToken | None = None
+        self._current_goal: Any = None
+        self._shutting_down = False
+        from task_learning_nodes.oversight_client import OversightClient
+
+        self._oversight = OversightClient(
+            self, name="planner", service_wait_s=float(self._p("service_timeout_s")),
+            should_stop=lambda: self._stop is not None and self._stop.requested)
         self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,
-                                     goal_callback=self._accept, cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
                                      callback_group=self.group)
         self._reach = ActionServer(self, ReachGoal, "reach_goal", self._reach_goal,
+                                   goal_callback=self._accept, cancel_callback=self._on_cancel,
                                    callback_group=self.group)
-        self.get_logger().info(f"planner ready (db {self._p('db_path')}, condition {condition})")
+        self.get_logger().info(f"planner ready (db {self._p('db_path')}, condition {condition}, "
+                               f"require_confirmation {bool(self._p('require_confirmation'))})")
 
     def _p(self, name: str) -> Any:
         return self.get_parameter(name).value
 
+    # --- one body, cancel, shutdown --------------------------------------------------------------
     def _accept(self, _goal: Any) -> GoalResponse:
-        # One task at a time: the robot has one body.
-        return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
+        # Accepted so that a goal refused because the body is busy gets a result saying why
+        # (a rejected goal carries no reason); the refusal happens at once in _claim.
+        return GoalResponse.REJECT if self._shutting_down else GoalResponse.ACCEPT
 
-    def _world(self) -> RosWorld:
-        return RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")))
+    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
+        stop, current = self._stop, self._current_goal
+        if stop is not None and current is not None and \
+                bytes(goal_handle.goal_id.uuid) == bytes(current.goal_id.uuid):
+            stop.request("canceled by the client")
+        return CancelResponse.ACCEPT
+
+    def _claim(self, what: str, goal_handle: Any) -> StopToken | None:
+        if self._shutting_down or not self._body.acquire(blocking=False):
+            return None
+        self._busy_with = what
+        self._current_goal = goal_handle
+        self._stop = StopToken()
+        if goal_handle.is_cancel_requested:
+            self._stop.request("canceled by the client")
+        return self._stop
+
+    def _release(self) -> None:
+        self._busy_with = ""
+        self._current_goal = None
+        self._stop = None
+        self._body.release()
+
+    def _busy_message(self, what: str) -> str:
+        if self._shutting_down:
+            return f"refused {what}: the planner is shutting down"
+        return f"refused {what}: the robot is busy with {self._busy_with or 'another goal'} (one body, one motion goal at a time)"
+
+    def stop_work(self, grace_s: float = 4.0) -> None:
+        """SIGINT/SIGTERM (run_node): the running goal stops before its next primitive action,
+        and its result reaches the client before the executor stops (the result is sent by a
+        task the executor runs after the goal's callback returned)."""
+        self._shutting_down = True
+        stop = self._stop
+        if stop is None:
+            return
+        stop.request("the planner is shutting down")
+        if not self._body.acquire(timeout=grace_s):
+            self.get_logger().warning(f"the running goal did not stop within {grace_s:g} s")
+            return
+        self._body.release()
+        executor = self.executor
+        if executor is not None:
+            # A task queued behind the result's: once it ran, the result's was dispatched, and
+            # the executor's shutdown waits for work in progress.
+            barrier = threading.Event()
+            executor.create_task(barrier.set)
+            barrier.wait(grace_s)
+
+    def _world(self, stop: StopToken | None) -> Any:
+        world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)
+        return StoppableWorld(world, stop) if stop is not None else world
 
     def _executor(self, kb: KnowledgeBase | None) -> GoalExecutor:
         engine = str(self._p("engine"))
@@ -172,47 +323,92 @@ class PlannerNode(Node):
         return GoalExecutor(self.domain, lambda: make_engine(engine, client), kb,
                             max_actions=int(self._p("max_actions")))
 
+    def _require_oversight(self, why: str) -> None:
+        timeout = float(self._p("service_timeout_s"))
+        if not self._oversight.available(timeout):
+            raise TaskLearningError(f"refused: {why} requires operator confirmation, but no oversight "
+                                    f"node is reachable (no oversight/confirm service after {timeout:g} s)")
+
     # --- PerformTask ---------------------------------------------------------------------------
+    def _scene(self, name: str) -> Any:
+        name = _text(name, "scene") or str(self._p("scene"))
+        if not bool(self._p("allow_scene_paths")):
+            if not SCENE_NAME.match(name):
+                raise BadRequest(f"scene: {printable(name)!r} is not a scene name (scenes are named, "
+                                 f"e.g. store_groceries; paths need the allow_scene_paths parameter)")
+            if name not in available_scenes():
+                raise BadRequest(f"scene: no scene named {name!r} (known: {', '.join(available_scenes())})")
+        return load_scene(name)
+
     def _perform_task(self, goal_handle: Any) -> PerformTask.Result:
         result = PerformTask.Result()
-        with self._busy:
+        stop = self._claim("perform_task", goal_handle)
+        if stop is None:
+            result.success = False
+            result.message = self._busy_message("perform_task")
+            self.get_logger().warning(result.message)
+            goal_handle.abort()
+            return result
+        learner: TaskLearner | None = None
+        try:
             request = goal_handle.request
-            try:
-                scene = load_scene(request.scene or str(self._p("scene")))
-                check_task(scene, request.task or scene.task)
-                if request.subtasks:
-                    wanted = set(request.subtasks)
-                    unknown = wanted - {s.name for s in scene.subtasks}
-                    if unknown:
-                        raise TaskLearningError(f"unknown subtask(s) {sorted(unknown)} of {scene.task!r}")
-                    scene.subtasks = [s for s in scene.subtasks if s.name in wanted]
-                condition = (request.condition or str(self._p("condition"))).upper()
-                if condition not in CONDITIONS:
-                    raise TaskLearningError(f"unknown condition {condition!r}")
-                usage = LLMUsage()
+            scene = self._scene(request.scene)
+            task = _text(request.task, "task")
+            check_task(scene, task or scene.task)
+            if len(request.subtasks) > MAX_SUBTASKS:
+                raise BadRequest(f"subtasks: {len(request.subtasks)} given, at most {MAX_SUBTASKS}")
+            if request.subtasks:
+                wanted = {_text(s, "subtasks") for s in request.subtasks}
+                unknown = wanted - {s.name for s in scene.subtasks}
+                if unknown:
+                    raise TaskLearningError(f"unknown subtask(s) {sorted(unknown)} of {scene.task!r}")
+                scene.subtasks = [s for s in scene.subtasks if s.name in wanted]
+            condition = (_text(request.condition, "condition") or str(self._p("condition"))).upper()
+            if condition not in CONDITIONS:
+                raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
+            require = bool(self._p("require_confirmation"))
+            if requires_confirmation(condition, require):
+                why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
+                self._require_oversight(why)
+            usage = LLMUsage()
 
-                def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
-                    remote = self._learn_goal(task, object_id, condition, list(scene.context))
-                    usage.merge(remote.usage)
-                    return remote
+            def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
+                remote = self._learn_goal(task, object_id, condition, list(scene.context), stop)
+                usage.merge(remote.usage)
+                return remote
 
-                def progress(done: int, total: int, message: str) -> None:
-                    feedback = PerformTask.Feedback(current_object=message, stage="done",
-                                                    objects_done=done, objects_total=total,
-                                                    progress=float(done) / max(total, 1))
-                    goal_handle.publish_feedback(feedback)
+            def progress(done: int, total: int, message: str) -> None:
+                feedback = PerformTask.Feedback(current_object=message, stage="done",
+                                                objects_done=done, objects_total=total,
+                                                progress=float(done) / max(total, 1))
+                goal_handle.publish_feedback(feedback)
 
-                with KnowledgeBase(str(self._p("db_path"))) as kb:
-                    learner = TaskLearner(scene=scene, world=self._world(), kb=kb, elicit=elicit,
-                                          executor=self._executor(kb), condition=condition,
-                                          progress=progress, usage_source=lambda: usage)
-                    metrics = learner.run()
-            except TaskLearningError as exc:
-                self.get_logger().error(f"perform task failed: {exc}")
+            with KnowledgeBase(str(self._p("db_path"))) as kb:
+                learner = TaskLearner(scene=scene, world=self._world(stop), kb=kb, elicit=elicit,
+                                      executor=self._executor(kb), condition=condition,
+                                      progress=progress, usage_source=lambda: usage,
+                                      confirm=GoalConfirmer(self._oversight, task=scene.task),
+                                      require_confirmation=require, stop=stop)
+                metrics = learner.run()
+        except RunStopped as exc:
+            done = len(learner.reports) if learner is not None else 0
+            result.success = False
+            result.message = f"canceled after {done} object(s): {exc}; everything learned is kept"
+            result.objects = [self._object_msg(r) for r in (learner.reports if learner else [])]
+            self.get_logger().info(result.message)
+            if goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            else:
                 goal_handle.abort()
-                result.success = False
-                result.message = str(exc)
-                return result
+            return result
+        except TaskLearningError as exc:
+            self.get_logger().error(f"perform task failed: {printable(str(exc))}")
+            goal_handle.abort()
+            result.success = False
+            result.message = printable(str(exc))
+            return result
+        finally:
+            self._release()
         result.success = True
         result.message = f"completion {metrics.completion:.1f}%"
         result.satisfied = metrics.satisfied
@@ -238,16 +434,20 @@ class PlannerNode(Node):
         msg.goal = GoalCandidateMsg(text=report.goal)
         return msg
 
-    def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str]) -> RemoteElicitation:
-        if not self._learn.wait_for_server(timeout_sec=float(self._p("service_timeout_s"))):
-            raise RosCallError("learn_goal: the goal elicitation node is not running")
+    def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
+                    stop: StopToken) -> RemoteElicitation:
+        wait_s = float(self._p("service_timeout_s"))
+        if not self._learn.wait_for_server(timeout_sec=wait_s):
+            raise RosCallError(f"the goal_elicitation node is not running (no learn_goal action after {wait_s:g} s)")
         goal = LearnGoal.Goal(task=task, object_id=object_id, condition=condition,
                               context=context if "*" in condition else [])
         timeout = float(self._p("learn_goal_timeout_s"))
-        handle = wait_future(self._learn.send_goal_async(goal), 30.0, "learn_goal (goal)")
+        handle = wait_future(self._learn.send_goal_async(goal), wait_s, "learn_goal (goal)",
+                             alive=self._learn.server_is_ready, stop=stop)
         if not handle.accepted:
-            raise RosCallError(f"learn_goal rejected the goal for {object_id}")
-        wrapped = wait_future(handle.get_result_async(), timeout, "learn_goal (result)")
+            raise RosCallError(f"the goal_elicitation node rejected the learn_goal goal for {object_id}")
+        wrapped = wait_future(handle.get_result_async(), timeout, "learn_goal (result)",
+                              alive=self._learn.server_is_ready, stop=stop)
         res = wrapped.result
         counts = convert.elicitation_counts_from_msg(res.counts)
         chosen = convert.goal_candidate_from_msg(res.chosen) if res.success and res.chosen.text else None
@@ -270,23 +470,58 @@ class PlannerNode(Node):
 
     # --- ReachGoal -----------------------------------------------------------------------------
     def _reach_goal(self, goal_handle: Any) -> ReachGoal.Result:
-        literals = [convert.goal_literal_from_msg(m) for m in goal_handle.request.goal]
         result = ReachGoal.Result()
+        stop = self._claim("reach_goal", goal_handle)
+        if stop is None:
+            result.success = False
+            result.message = self._busy_message("reach_goal")
+            self.get_logger().warning(result.message)
+            goal_handle.abort()
+            return result
+        outcomes: list = []
         try:
+            request = goal_handle.request
+            literals = literals_from_request(request.goal, int(self._p("max_goal_literals")))
+            max_actions = int(self._p("max_actions"))
+            if request.max_steps > max_actions:
+                raise BadRequest(f"max_steps: {request.max_steps}, at most {max_actions} (the "
+                                 f"max_actions parameter)")
+            world = self._world(stop)
+            type_of, _ = type_index(world.metadata)
+            unknown = sorted({a for lit in literals for a in lit.args if a not in type_of})
+            if unknown:
+                raise BadRequest(f"no object with id {', '.join(repr(a) for a in unknown)} in the world")
+            if bool(self._p("require_confirmation")):
+                with KnowledgeBase(str(self._p("db_path"))) as kb:
+                    covered, reason = goal_covered(literals, kb.goals(), type_of)
+                if not covered:
+                    raise BadRequest(f"refused: {reason}")
             executor = self._executor(None)
-            if goal_handle.request.max_steps:
-                executor.max_actions = int(goal_handle.request.max_steps)
-            reached = executor.reach(
-                self._world(), literals,
-                on_outcome=lambda o: goal_handle.publish_feedback(
-                    ReachGoal.Feedback(outcome=convert.action_outcome_to_msg(o))))
-            if not literals:
-                raise TaskLearningError("ReachGoal needs at least one goal literal")
+            if request.max_steps:
+                executor.max_actions = int(request.max_steps)
+
+            def on_outcome(outcome: Any) -> None:
+                outcomes.append(outcome)
+                goal_handle.publish_feedback(ReachGoal.Feedback(outcome=convert.action_outcome_to_msg(outcome)))
+
+            reached = executor.reach(world, literals, on_outcome=on_outcome)
+        except RunStopped as exc:
+            result.success = False
+            result.message = f"canceled after {len(outcomes)} action(s): {exc}"
+            result.outcomes = [convert.action_outcome_to_msg(o) for o in outcomes]
+            if goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            else:
+                goal_handle.abort()
+            return result
         except TaskLearningError as exc:
             goal_handle.abort()
             result.success = False
-            result.message = str(exc)
+            result.message = printable(str(exc))
+            self.get_logger().warning(f"reach_goal: {result.message}")
             return result
+        finally:
+            self._release()
         result.success = reached.success
         result.message = reached.message
         result.outcomes = [convert.action_outcome_to_msg(o) for o in reached.outcomes]

@@ -102,7 +102,7 @@ def params_file_keys(path: Path) -> set[str]:
     if not isinstance(data, Mapping):
         raise ConfigError(path, None, "expected a mapping of node names to {ros__parameters: ...}")
     keys: set[str] = set()
-    for node_name, body in data.items():
+    for body in data.values():
         if isinstance(body, Mapping) and isinstance(body.get("ros__parameters"), Mapping):
             keys.update(str(k) for k in body["ros__parameters"])
     return keys
@@ -164,16 +164,20 @@ def describe_exit(code: int) -> str:
     return f"exit code {code}"
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM if bringup itself dies (Linux), so no node is
-    orphaned even when bringup is killed with SIGKILL."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
+def _die_with_parent() -> Callable[[], None] | None:
+    """What a child runs before exec to get SIGTERM if bringup itself dies (Linux), so no node is
+    orphaned even when bringup is killed with SIGKILL. libc is loaded here, in the parent: between
+    fork and exec the child may only make the call (an import there can deadlock on a lock another
+    thread of bringup held at the fork)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
 
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except OSError:
-            pass
+        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -201,9 +205,10 @@ class Bringup:
     def start(self) -> None:
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        before_exec = _die_with_parent()
         for launch in self.launches:
             process = subprocess.Popen(launch.command, env=env, start_new_session=True,
-                                       preexec_fn=_die_with_parent)
+                                       preexec_fn=before_exec)  # noqa: PLW1509 - only a prctl call
             self.running.append(RunningNode(launch, process))
             log.info("started %s (pid %d): %s", launch.spec.name, process.pid, " ".join(launch.command[1:]))
 
@@ -256,7 +261,8 @@ class Bringup:
                 if code == 0:
                     log.info("node %s stopped cleanly", node.launch.spec.name)
                 else:
-                    log.warning("node %s stopped: %s", node.launch.spec.name, describe_exit(code))
+                    log.warning("node %s stopped: %s", node.launch.spec.name,
+                                describe_exit(code) if code is not None else "still running after SIGKILL")
 
 
 def run_bringup(

@@ -23,7 +23,3 @@ class ConfigError(TaskLearningError):
 
 class UnknownObjectError(TaskLearningError):
     """A name or id matches no object (or several) in the world."""
-
-
-class BudgetExceededError(TaskLearningError):
-    """An LLM token or request budget ran out."""

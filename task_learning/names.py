@@ -15,13 +15,3 @@ def normalize_name(name: str) -> str:
     """'Dish_Rack', 'dish-rack', 'DishRack' and ' dish rack ' all become 'dish rack'."""
     spaced = _CAMEL.sub(" ", name.strip())
     return _SEPARATORS.sub(" ", spaced).strip().lower()
-
-
-def slug(name: str) -> str:
-    """Identifier-safe form: 'dish rack' -> 'dish_rack'."""
-    return normalize_name(name).replace(" ", "_")
-
-
-def camel(name: str) -> str:
-    """Type form: 'dish rack' -> 'DishRack'."""
-    return "".join(part.capitalize() for part in normalize_name(name).split(" "))

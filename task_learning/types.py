@@ -51,12 +51,15 @@ class GoalLiteral:
 
 
 class MismatchKind(str, Enum):
-    """The four reasons seed 000 gives for a goal sentence the robot cannot use."""
+    """Why a goal sentence is not viable: the four reasons of seed 000, and WRONG_OBJECT."""
 
     UNKNOWN_WORD = "unknown_word"
     UNINTERPRETABLE = "uninterpretable"
     UNGROUNDED_OBJECT = "ungrounded_object"
     AFFORDANCE_MISMATCH = "affordance_mismatch"
+    # Not one of the paper's four: a goal asked for object X that says nothing about X ("the
+    # cheese is in the fridge" when asked about the plastic cups). Issue 10.
+    WRONG_OBJECT = "wrong_object"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ ROS_FIXTURES = {"ros_graph", "ros_module_graph"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Qt widgets in tests draw offscreen (no display needed), for the whole session.
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     config.stash[_DOMAINS] = domain_ids(worker)
 

@@ -72,10 +72,11 @@ def is_ordered_subsequence(got: Sequence[Any], sent: Sequence[Any]) -> bool:
 
 
 def wait_future(future: Any, timeout: float, what: str) -> Any:
-    """Block until an rclpy future completes (an executor spins it in another thread)."""
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout):
+    """The result of an rclpy future an executor spins in another thread (the nodes' own
+    wait_for_future does the waiting)."""
+    from task_learning_nodes.node_base import wait_for_future
+
+    if wait_for_future(future, timeout) != "done":
         future.cancel()
         raise AssertionError(f"{what}: no answer within {timeout} s")
     return future.result()

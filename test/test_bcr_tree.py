@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, ClassVar
 
 from task_learning.bcr.agent import MAX_ACTIONS, Selection
 from task_learning.bcr.domain import GroundAction, load_domain
@@ -158,7 +158,7 @@ def test_hundred_action_cap_is_the_default():
 
 def test_single_candidate_is_executed_without_asking():
     class Counting(HeuristicEngine):
-        asked_with: list[int] = []
+        asked_with: ClassVar[list[int]] = []
 
         def select(self, context):
             self.asked_with.append(len(context.candidates))

@@ -36,8 +36,9 @@ VIABLE = [
      ["inside(GlassTumbler|2, Cupboard|1)"]),
     ("tidy_kitchen", "CeramicPlate|1", G + "the ceramic plate is in the dishwasher",
      ["inside(CeramicPlate|1, Dishwasher|1)"]),
-    # duplicates resolved by a subject modifier, whatever the context
-    ("tidy_kitchen", "Mug|2", G + "the steak knife on the counter is in the dishwasher",
+    # duplicates resolved by a subject modifier (with another object in context the goal would
+    # not be about it: wrong_object, test_safety_analysis)
+    ("tidy_kitchen", None, G + "the steak knife on the counter is in the dishwasher",
      ["inside(SteakKnife|2, Dishwasher|1)"]),
     ("tidy_kitchen", None, G + "the steak knife in the dish rack is in the drawer",
      ["inside(SteakKnife|1, Drawer|1)"]),
@@ -151,6 +152,11 @@ def test_viable(states, scene, context, sentence, literals):
 
 # (scene, context, sentence, kind, subject, feedback or None)
 UNVIABLE = [
+    # a goal about another object than the one in context (issue 10)
+    ("tidy_kitchen", "Mug|2", G + "the steak knife on the counter is in the dishwasher",
+     "wrong_object", "mug", "No. The goal must be about the mug."),
+    ("store_groceries", "Cheese|1", G + "the butter is in the fridge", "wrong_object", "cheese",
+     "No. The goal must be about the cheese."),
     # unknown words
     ("tidy_kitchen", "Mug|2", G + "the mug is in the dishwasher and the dishwasher is running",
      "unknown_word", "running", "No. Unknown word running."),

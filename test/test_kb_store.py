@@ -11,7 +11,14 @@ import time
 import pytest
 
 from task_learning.errors import ConfigError
-from task_learning.kb import KnowledgeBase, KnowledgeBaseError, LearnedGoal, Policy, lift_literals
+from task_learning.kb import (
+    Confirmation,
+    KnowledgeBase,
+    KnowledgeBaseError,
+    LearnedGoal,
+    Policy,
+    lift_literals,
+)
 from task_learning.types import (
     ActionCall,
     AnswerKind,
@@ -29,7 +36,8 @@ def _goal(context: str = "mug in dish rack") -> LearnedGoal:
         {"Mug|2": "Mug", "Cupboard|1": "Cupboard"},
     )
     return LearnedGoal("tidy kitchen", context, "Mug", "the mug is in the cupboard", lits,
-                       condition="STARS+O", confirmed=True, provenance={"candidates": 6})
+                       condition="STARS+O", confirmation=Confirmation.OPERATOR_YES,
+                       provenance={"candidates": 6})
 
 
 def test_goal_round_trip_and_lifting(tmp_path):
@@ -39,7 +47,7 @@ def test_goal_round_trip_and_lifting(tmp_path):
     with KnowledgeBase(db) as kb:
         goal = kb.goal_for("tidy kitchen", "mug in dish rack")
         assert goal is not None and goal.confirmed
-        assert [str(l) for l in goal.literals] == ["inside(?object, Cupboard)", "false:open(Cupboard)"]
+        assert [str(lit) for lit in goal.literals] == ["inside(?object, Cupboard)", "false:open(Cupboard)"]
         assert kb.goal_for("tidy kitchen", "mug on counter") is None
 
 
@@ -79,10 +87,59 @@ def test_export_import_and_bad_import(tmp_path):
             kb.import_dict({"goals": [{"task": "x"}]})
 
 
+def test_timeout_standing_in_as_no_is_stored_as_a_timeout_and_never_replayed(tmp_path):
+    """Issue 10: a question that timed out with safe default "no" was remembered as the
+    operator's "no", so the correct goal was never proposed again."""
+    with KnowledgeBase(tmp_path / "kb.sqlite") as kb:
+        q = "For a mug in the dish rack is the goal that the mug is in the cupboard?"
+        kb.record_question(ConfirmationRequest("r1", q, "Mug|2"), task="t", context="c")
+        kb.record_answer(ConfirmationAnswer("r1", AnswerKind.NO, operator="timeout"))
+        assert kb.question_log()[0]["answer"] == "timeout"
+        assert kb.previous_answer(task="t", question=q) is None
+
+
+def test_confirmation_provenance_round_trip_and_old_files_read_as_none(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with KnowledgeBase(path) as kb:
+        kb.learn_goal(_goal())
+    # An older file: the goals table without the confirmation column, the goal marked confirmed.
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE g2 AS SELECT id, task, context, object_type, text, literals_json, condition,
+            confirmed, provenance_json, created_at FROM goals;
+        DROP TABLE goals; ALTER TABLE g2 RENAME TO goals;""")
+    conn.close()
+    with KnowledgeBase(path) as kb:
+        goal = kb.goal_for("tidy kitchen", "mug in dish rack")
+        assert goal.confirmation is Confirmation.NONE and not goal.confirmed
+        assert kb.set_confirmation("tidy kitchen", "mug in dish rack", Confirmation.OPERATOR_YES)
+        assert kb.goal_for("tidy kitchen", "mug in dish rack").confirmed
+        assert not kb.set_confirmation("tidy kitchen", "nothing here", Confirmation.OPERATOR_YES)
+
+
+def test_import_drops_confirmations_unless_trusted(tmp_path):
+    with KnowledgeBase(tmp_path / "a.sqlite") as kb:
+        kb.learn_goal(_goal())
+        data = kb.export_dict()
+    assert data["goals"][0]["confirmation"] == "operator_yes"
+    with KnowledgeBase(tmp_path / "b.sqlite") as kb:
+        kb.import_dict(data)
+        assert kb.goal_for("tidy kitchen", "mug in dish rack").confirmation is Confirmation.NONE
+        kb.import_dict(data, trust_confirmations=True)
+        goal = kb.goal_for("tidy kitchen", "mug in dish rack")
+        assert goal.confirmation is Confirmation.IMPORTED_TRUSTED and goal.confirmed
+        # An export claiming only the old boolean is trusted the same way, never more.
+        data["goals"][0].pop("confirmation")
+        kb.import_dict(data)
+        assert not kb.goal_for("tidy kitchen", "mug in dish rack").confirmed
+
+
 def test_not_a_database(tmp_path):
     bad = tmp_path / "bad.sqlite"
     bad.write_text("this is not sqlite" * 100)
-    with pytest.raises(KnowledgeBaseError, match="bad.sqlite"):
+    with pytest.raises(KnowledgeBaseError, match=r"bad\.sqlite"):
         KnowledgeBase(bad)
 
 

@@ -224,8 +224,10 @@ def test_fixed_latency_overlaps_and_max_in_flight_bounds_it():
     with ThreadPoolExecutor(16) as pool:
         assert all(r.ok for r in pool.map(client.complete, [req(f" {i}") for i in range(16)]))
     elapsed = time.monotonic() - started
+    # overlapping (4 at once) and bounded (never 5); so at least 4 waves of 0.05 s (no upper bound
+    # on wall time: a loaded machine stretches it)
     assert slow.calls == 16 and slow.max_in_flight == 4
-    assert 0.19 <= elapsed < 0.6  # 4 waves of 0.05 s, not 16 (0.8 s)
+    assert elapsed >= 0.19
     with pytest.raises(ValueError):
         FixedLatencyProvider(EchoProvider(), -1)
 
@@ -286,10 +288,7 @@ def test_make_client_applies_config_file_and_options(tmp_path):
         make_client(config=tmp_path / "nope.yaml")
 
 
-def test_make_client_offline_when_available():
-    offline = pytest.importorskip("task_learning.llm.offline")
-    if not hasattr(offline, "OfflineProvider"):
-        pytest.skip("the offline model is not in the tree yet")
+def test_make_client_offline():
     client = make_client("offline")
     assert client.provider.name == "offline"
     with pytest.raises(ConfigError, match="bad option for the offline provider"):

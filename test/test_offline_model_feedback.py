@@ -132,3 +132,13 @@ def test_feedback_changes_nothing_for_unrelated_words(provider):
     base = all_texts(provider, {})
     same = all_texts(provider, {"feedback": "No. Unknown word zebra.", "repair_of": ""})
     assert set(same) == set(base)
+
+
+def test_goal_must_be_about_the_object_is_understood_and_bans_only_the_rejected_answer(provider):
+    rejected = "the goal is that the cheese is in the fridge"
+    avoid = parse_feedback("No. The goal must be about the mug.", rejected, "mug")
+    assert avoid.rejected is None or avoid.banned_goals
+    # Understood: not the "could not read it" fallback that bans clauses and verbs.
+    assert not avoid.banned_clauses and not avoid.unknown_words and not avoid.unseen
+    after = all_texts(provider, {"feedback": "No. The goal must be about the mug.", "repair_of": rejected})
+    assert after and all("mug" in t for t in after)

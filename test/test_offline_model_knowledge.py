@@ -137,7 +137,7 @@ def test_unknown_category_of_an_object(config_copy):
 
 def test_malformed_yaml_is_a_config_error(config_copy):
     (config_copy / "language.yaml").write_text("opening: [unclosed\n")
-    with pytest.raises(ConfigError, match="language.yaml"):
+    with pytest.raises(ConfigError, match=r"language\.yaml"):
         load_knowledge(config_copy)
 
 

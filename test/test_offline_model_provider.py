@@ -193,18 +193,16 @@ def test_unsupported_prompt_type_is_a_clear_error(provider):
         provider.complete(LLMRequest("poetry", prompt="x"), 5)
 
 
-def test_bcr_dispatch_or_clear_error(provider):
-    import importlib.util
-
-    req = LLMRequest("bcr_selection", prompt="x", context={"goal": ["inside(Mug|1, Cupboard|1)"],
-                                                           "candidates": ["PickupObject Mug|1"],
-                                                           "history": [], "errors": []})
-    if importlib.util.find_spec("task_learning.llm.offline.bcr") is None:
-        with pytest.raises(ProviderError, match="bcr"):
-            provider.complete(req, 5)
-    else:
-        r = provider.complete(req, 5)
-        assert r.text or r.error
+def test_bcr_selection_is_answered_in_the_dollar_form(provider):
+    context = {"goal": ["inside(Mug|1, Cupboard|1)"], "history": [], "errors": []}
+    only = provider.complete(LLMRequest("bcr_selection", prompt="x", context=dict(context, candidates=["PickupObject Mug|1"])), 5)
+    assert only.ok and only.finish_reason == "stop"
+    assert only.text.endswith("$$ PickupObject Mug|1 $$") and "inside(Mug|1, Cupboard|1)" in only.text
+    assert only.prompt_tokens > 0 and only.completion_tokens > 0
+    # among several, the answer is one of them (the first step towards the goal: go to the mug)
+    options = ["NavigateToObject Mug|1", "PickupObject Mug|1", "OpenObject Cupboard|1"]
+    several = provider.complete(LLMRequest("bcr_selection", prompt="x", context=dict(context, candidates=options)), 5)
+    assert several.text.endswith("$$ NavigateToObject Mug|1 $$")
 
 
 @pytest.mark.parametrize("context", [

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-elicit = pytest.importorskip("task_learning.stars.elicit")
-pytest.importorskip("task_learning.grounding")
-scene_mod = pytest.importorskip("task_learning.world.scene")
-
-from task_learning.llm.client import make_client  # noqa: E402
-from task_learning.types import MismatchKind  # noqa: E402
-from task_learning.world.state import world_state_from_metadata  # noqa: E402
+from task_learning.llm.client import make_client
+from task_learning.stars import elicit
+from task_learning.types import MismatchKind
+from task_learning.world import scene as scene_mod
+from task_learning.world.state import world_state_from_metadata
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +44,9 @@ def test_mug_in_dish_rack_exercises_every_stage_deterministically(kitchen):
                      "the goal is that the mug is in the cupboard and the dish rack is empty"]:
         assert expected in texts
     kinds = {m.kind for c in first.candidates for m in c.mismatches}
-    assert kinds == set(MismatchKind)  # all four mismatch kinds occur
+    # all four of the paper's mismatch kinds occur (the model answers about its object: never
+    # wrong_object)
+    assert kinds == set(MismatchKind) - {MismatchKind.WRONG_OBJECT}
     assert any(c.source.value.startswith("repair") for c in first.candidates)  # repair found new ones
     assert "cupboard" in first.chosen.text and first.chosen.viable
 

@@ -2,18 +2,15 @@
 from __future__ import annotations
 
 import ast
-import os
 import threading
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-from task_learning.oversight.pending import QueueOperator  # noqa: E402
-from task_learning.types import (  # noqa: E402
+from task_learning.oversight.pending import QueueOperator
+from test.ros_testing import wait_until
+from task_learning.types import (
     AnswerKind,
     CandidateSource,
     ConfirmationRequest,
@@ -63,8 +60,7 @@ def test_panel_shows_candidates_with_repairs_mismatches_and_goals(app):
     box: dict = {}
     thread = threading.Thread(target=lambda: box.setdefault("a", queue.ask(request)))
     thread.start()
-    while not queue.pending():
-        time.sleep(0.005)
+    wait_until(queue.pending, 10, "the question pending", interval=0.005)
     panel = OperatorPanel(queue, poll_ms=0)
     panel.resize(900, 500)
     app.processEvents()

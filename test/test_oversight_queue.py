@@ -13,6 +13,7 @@ from task_learning.oversight.pending import QueueOperator
 from task_learning.types import AnswerKind, ConfirmationRequest
 
 from .oversight_fixtures import MUG_PLACE, by_score, fake_analyze, mug_candidates
+from .ros_testing import wait_until
 
 
 def _request(request_id: str, *, wants_description: bool = False, timeout_s: float = 0.0) -> ConfirmationRequest:
@@ -26,10 +27,8 @@ def _ask_in_thread(queue: QueueOperator, request: ConfirmationRequest) -> tuple[
     box: dict = {}
     thread = threading.Thread(target=lambda: box.setdefault("answer", queue.ask(request)))
     thread.start()
-    deadline = time.monotonic() + 5
-    while request.request_id not in [r.request_id for r in queue.pending()]:
-        assert time.monotonic() < deadline, "question never became pending"
-        time.sleep(0.005)
+    wait_until(lambda: request.request_id in [r.request_id for r in queue.pending()], 10,
+               "the question pending", interval=0.005)
     return thread, box
 
 
@@ -76,7 +75,7 @@ def test_timeout_resolves_to_the_safe_default_and_is_never_consent():
     queue = QueueOperator(timeout_s=0.2, safe_default="no")
     start = time.monotonic()
     answer = queue.ask(_request("r1"))
-    assert 0.15 <= time.monotonic() - start < 3
+    assert 0.15 <= time.monotonic() - start < 30  # waited the timeout, and did not hang
     assert answer.answer is AnswerKind.NO and answer.operator == TIMEOUT_OPERATOR
     late = queue.submit("r1", "yes")
     assert not late.accepted
@@ -121,7 +120,7 @@ def test_queue_persists_questions_and_resolutions(tmp_path):
     log = {row["request_id"]: row for row in kb.question_log()}
     assert log["r1"]["answer"] == "yes" and log["r1"]["operator"] == "panel"
     assert log["r1"]["object_id"] == "Mug|1" and log["r1"]["task"] == "tidy kitchen"
-    assert log["r2"]["answer"] == "no" and log["r2"]["operator"] == TIMEOUT_OPERATOR
+    assert log["r2"]["answer"] == "timeout" and log["r2"]["operator"] == TIMEOUT_OPERATOR
 
 
 def test_listener_is_told_when_the_queue_changes():

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from task_learning.planning.dialogue import count_words, teaching_dialogue
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.types import GoalLiteral
 from task_learning.world.scene import load_scene
+from test.ros_testing import NodeProcess, wait_until
 
 pytestmark = pytest.mark.slow  # whole tasks run in process
 
@@ -110,21 +109,22 @@ def test_killed_run_loses_no_confirmed_goal_and_repeats_no_question(tmp_path):
     goal and never puts an answered question to the operator again."""
     db = tmp_path / "kb.sqlite"
     cmd = CLI + ["run", "--scene", "organize_office", "--condition", "STARS+O", "--db", str(db), "--json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    answered: list = []
-    while time.time() < deadline:
-        time.sleep(0.2)
-        if db.exists():
-            try:
-                answered = _answers(db)
-            except sqlite3.OperationalError:
-                continue
-            if len(answered) >= 4:
-                break
-        assert proc.poll() is None, proc.stderr.read().decode()
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    proc = NodeProcess(cmd, dict(os.environ), name="task-learning run")
+
+    def four_answers() -> list:
+        assert proc.poll() is None, proc.output
+        if not db.exists():
+            return []
+        try:
+            answers = _answers(db)
+        except sqlite3.OperationalError:  # tables not created yet
+            return []
+        return answers if len(answers) >= 4 else []
+
+    try:
+        answered = wait_until(four_answers, 120, "four answered questions", interval=0.2)
+    finally:
+        proc.kill()
     assert len(answered) >= 4
     with KnowledgeBase(db) as kb:
         before = {g.context: g.text for g in kb.goals() if g.confirmed}
@@ -140,3 +140,56 @@ def test_killed_run_loses_no_confirmed_goal_and_repeats_no_question(tmp_path):
         assert after[context] == text
     asked_live = [q for q, _, who in _answers(db) if "remembered" not in who]
     assert len(asked_live) == len(set(asked_live)), "an answered question was asked again"
+
+
+def test_goals_learned_without_oversight_are_asked_again_under_oversight(tmp_path):
+    """Issue 10: STARS stores unconfirmed goals; a later STARS+O run on the same knowledge base
+    reused them with no question, so a wrong goal was executed. Now each one is put to the
+    operator first; a "no" sends it back to elicitation with oversight."""
+    from task_learning.kb import Confirmation
+    from task_learning.oversight.operator import ScriptedOperator
+
+    db = tmp_path / "kb.sqlite"
+    stars, _ = run_in_process(RunSpec(scene="store_groceries", condition="STARS", operator="none", db=db))
+    assert stars.yes_no == 0 and stars.completion < 100.0
+    with KnowledgeBase(db) as kb:
+        assert kb.goals() and all(g.confirmation is Confirmation.NONE for g in kb.goals())
+
+    # An operator who answers nothing: no unconfirmed goal may be executed, none is lost.
+    silent = ScriptedOperator([])
+    idle, learner = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db),
+                                   operator=silent)
+    assert silent.asked, "the stored goals were put to the operator"
+    assert all(r.goal_source != "learned" or r.outcome == "no_goal" for r in learner.reports)
+    assert not any(r.actions for r in learner.reports), "nothing unconfirmed moved"
+    with KnowledgeBase(db) as kb:
+        assert len(kb.goals()) == 15 and not any(g.confirmed for g in kb.goals())
+
+    oversee, learner = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db))
+    assert oversee.yes_no >= 15 and oversee.completion == 100.0
+    with KnowledgeBase(db) as kb:
+        assert all(g.confirmation is Confirmation.OPERATOR_YES for g in kb.goals())
+    again, _ = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db))
+    assert again.yes_no == 0 and again.usage.calls == 0 and again.completion == 100.0
+
+
+def test_a_stopped_run_ends_before_its_next_action_and_keeps_what_it_learned(tmp_path):
+    from task_learning.planning.stop import RunStopped, StopToken
+
+    db = tmp_path / "kb.sqlite"
+    token = StopToken()
+
+    def progress(done: int, _total: int, _message: str) -> None:
+        if done == 3:
+            token.request("canceled by the client")
+
+    with pytest.raises(RunStopped, match="canceled by the client"):
+        run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db),
+                       progress=progress, stop=token)
+    with KnowledgeBase(db) as kb:
+        learned = kb.goals()
+        assert len(learned) == 3 and all(g.confirmed for g in learned)
+        assert len(kb.policies()) == 3
+    again, learner = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=db))
+    assert again.completion == 100.0
+    assert sum(r.goal_source == "learned" for r in learner.reports) == 3

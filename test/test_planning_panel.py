@@ -2,17 +2,13 @@
 thread, shows each question; answers given through the panel reach the run."""
 from __future__ import annotations
 
-import os
-
 import pytest
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-qt = pytest.importorskip("task_learning.oversight.qt_compat")
-
-from task_learning.cli import run_cmd  # noqa: E402
-from task_learning.oversight.simulated import SimulatedOperator  # noqa: E402
-from task_learning.planning.session import RunSpec  # noqa: E402
-from task_learning.world.scene import load_scene  # noqa: E402
+from task_learning.cli import run_cmd
+from task_learning.oversight import qt_compat as qt
+from task_learning.oversight.simulated import SimulatedOperator
+from task_learning.planning.session import RunSpec
+from task_learning.world.scene import load_scene
 
 pytestmark = pytest.mark.slow  # a whole task answered through the Qt panel
 

@@ -20,7 +20,10 @@ NODES = ["perception", "grounding", "goal_elicitation", "planner"]
 
 
 def _bringup(graph: RosGraph, db):
-    return graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES)
+    # A test bench without an operator: require_confirmation off (test_safety_planner_ros checks
+    # the default, on).
+    return graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES,
+                           "--param", "planner.require_confirmation:=false")
 
 
 def _goals(db) -> dict[str, str]:

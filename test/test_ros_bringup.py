@@ -60,12 +60,12 @@ nodes:
     config = bringup.load_bringup_config(path)
     with caplog.at_level(logging.WARNING, logger="task_learning.bringup"):
         launches = bringup.plan(config, None, {"scene": "organize_office", "backend": None})
-    assert [l.spec.name for l in launches] == ["perception", "other"]
+    assert [launch.spec.name for launch in launches] == ["perception", "other"]
     assert "skipping node future" in caplog.text
     assert launches[0].command[1:] == ["-m", "task_learning_nodes.perception", "--ros-args", "--params-file",
                                        str(params), "-p", "scene:=organize_office"]
     assert "-p" not in launches[1].command
-    with pytest.raises(TaskLearningError, match="unknown node.*percepton"):
+    with pytest.raises(TaskLearningError, match=r"unknown node.*percepton"):
         bringup.plan(config, ["percepton"])
 
 

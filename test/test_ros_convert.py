@@ -91,7 +91,7 @@ def test_object_state_typed_fields_and_extra():
     record.update(openable=True, isOpen=True, openness=0.7, receptacle=True,
                   receptacleObjectIds=["Milk|1"], customKey={"a": [1, 2]}, controlledObjects=None)
     msg = convert.object_state_to_msg(record)
-    assert msg.is_open and msg.openable and msg.receptacle and not msg.pickupable is False
+    assert msg.is_open and msg.openable and msg.receptacle and msg.pickupable  # the record says True
     assert msg.openness == 0.7 and list(msg.receptacle_object_ids) == ["Milk|1"]
     assert [(kv.key, kv.value) for kv in msg.extra] == [("customKey", '{"a":[1,2]}')]
     back = convert.object_state_from_msg(msg)

@@ -132,3 +132,29 @@ def test_sigterm_stops_the_node_cleanly(ros_graph):
         code, output = proc.stop(sig=signal.SIGTERM)
     assert code == 0, output
     assert "Traceback" not in output and "terminate called" not in output
+
+
+def test_malformed_requests_are_refused_not_executed_nor_echoed(ros):
+    """Issue 10: `forceAction: "{not json"` executed and reported success; a 50 MB query was
+    echoed back; control characters came back raw."""
+    from task_learning_interfaces.msg import ActionCall as ActionCallMsg, KeyValue
+
+    before = ros.call(QueryWorld, "query_world", QueryWorld.Request(query="Mug|2")).objects[0]
+    call = ActionCallMsg(action="PickupObject", object_id="Mug|2",
+                         params=[KeyValue(key="forceAction", value="{not json")])
+    res = ros.call(ExecuteAction, "execute_action", ExecuteAction.Request(call=call))
+    assert not res.outcome.success and res.outcome.blocking_condition == "InvalidArgument"
+    assert "forceAction" in res.outcome.error_message and "not executed" in res.outcome.error_message
+    after = ros.call(QueryWorld, "query_world", QueryWorld.Request(query="Mug|2")).objects[0]
+    assert list(after.parent_receptacles) == list(before.parent_receptacles) and not after.is_picked_up
+    # A value of the wrong type is refused too.
+    outcome, _ = execute(ros, "PickupObject", "Mug|2", forceAction="yes")
+    assert not outcome.success and "true or false" in outcome.error_message
+
+    res = ros.call(QueryWorld, "query_world", QueryWorld.Request(query="x" * 1_000_000), timeout=60)
+    assert not res.success and "query too long (1000000 characters" in res.message
+    assert len(res.message) < 400
+    res = ros.call(QueryWorld, "query_world", QueryWorld.Request(query="mug\x1b[2J in the \x07sink"))
+    assert not res.success and "\x1b" not in res.message and "\x07" not in res.message
+    outcome, _ = execute(ros, "PickupObject", "Mug|\x1b[31m9")
+    assert not outcome.success and "\x1b" not in outcome.error_message

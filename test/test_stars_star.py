@@ -61,7 +61,7 @@ def test_stars_ctx_gives_the_scene_context_to_every_prompt():
 
 
 def test_stars_star_is_refused_off_tidy_kitchen():
-    with pytest.raises(TaskLearningError, match="tidy kitchen only.*STARS\\+CTX"):
+    with pytest.raises(TaskLearningError, match=r"tidy kitchen only.*STARS\+CTX"):
         elicit("store_groceries", "STARS*", "Yogurt|")
     from task_learning.planning.session import RunSpec, run_in_process
 

@@ -138,14 +138,19 @@ def test_mean_probability_rule_from_level_one():
     high = {"": H + [_t(" w0", 0.3, {" a0": 0.6})],
             P + " a0": [_t(" x", 0.99), _t(" w1", 0.8, {" a1": 0.15})],
             P + " a0 x a1": [_t(" end", 0.99)]}
+    high_mean = (7 * 0.99 + 0.6 + 0.99 + 0.15) / 10  # 0.867
     client, _ = run(high)
-    assert (7 * 0.99 + 0.6 + 0.99 + 0.15) / 10 >= 0.85
     assert client.prefixes == ["", P + " a0", P + " a0 x a1"]
+    # the rule is the mean of exactly these ten tokens: a threshold just above it prunes the branch
+    client, state = run(high, TreeSettings(continue_at_least=high_mean + 0.002))
+    assert client.prefixes == ["", P + " a0"] and state.counts["pruned_low_mean"] == 1
     low = dict(high)
     low[P + " a0"] = [_t(" x", 0.5), _t(" w1", 0.8, {" a1": 0.15})]
+    low_mean = (7 * 0.99 + 0.6 + 0.5 + 0.15) / 10  # 0.818
     client, state = run(low)
-    assert (7 * 0.99 + 0.6 + 0.5 + 0.15) / 10 < 0.85
     assert client.prefixes == ["", P + " a0"] and state.counts["pruned_low_mean"] == 1
+    client, state = run(low, TreeSettings(continue_at_least=low_mean - 0.002))
+    assert client.prefixes == ["", P + " a0", P + " a0 x a1"] and state.counts["pruned_low_mean"] == 0
     # The root's own branches are not subject to the rule (a 0.06 alternative still recurses).
     lowroot = {"": H + [_t(" w0", 0.06, {" a0": 0.06})], P + " a0": [_t(" x", 0.99)]}
     client, _ = run(lowroot)
@@ -198,7 +203,10 @@ def test_concurrent_expansion_equals_sequential():
 
     script = {"": ROOT, **RECURSIONS}
     ctx = GoalContext("tidy kitchen", "kitchen", "mug", "in", "dish rack")
-    mk = lambda: TreeRoot(build_request=lambda pt, prefix: TEMPLATES.goal_request(ctx, pt, prefix), key="g")
+
+    def mk() -> TreeRoot:
+        return TreeRoot(build_request=lambda pt, prefix: TEMPLATES.goal_request(ctx, pt, prefix), key="g")
+
     seq_client = ScriptedClient(script)
     seq = TreeState()
     expand(seq_client, [mk()], seq)

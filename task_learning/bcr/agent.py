@@ -171,7 +171,7 @@ class BCRAgent:
                 goals=remaining, completed=[g for g in self.goals if g not in remaining],
                 candidates=candidates, history=self.history[-HISTORY_LEN:],
                 errors=self.errors[-MAX_ERRORS_KEPT:], state=state, domain=self.domain,
-                tried_here=tried.keys(), dead_fn=lambda: self._dead(signature, tried))
+                tried_here=tried.keys(), dead_fn=functools.partial(self._dead, signature, tried))
             self.stats.overhead_s.append(time.perf_counter() - started)
             if len(candidates) == 1:
                 selection = Selection(candidates[0].action, note="only candidate")
@@ -213,6 +213,7 @@ class BCRAgent:
 
     # ---- internals ---------------------------------------------------------------------------
     def _book(self, last: ActionOutcome | None, state: StateView) -> None:
+        assert self._pending is not None, "nothing proposed to book against"
         action, signature, n_candidates = self._pending
         self._pending = None
         tried = self._tried.setdefault(signature, {})

@@ -525,14 +525,14 @@ def _walk(actions: Mapping[str, ActionSchema], current: GroundAction, chain: lis
                 continue
             new_facts.add(fact)
         for i, ref in enumerate(cond.actions):
-            args = []
+            action_args: list[str] = []
             for token in ref.args:
                 if token.startswith("?"):
                     counter[0] += 1
-                    args.append(f"{token}#{counter[0]}")  # a fresh object
+                    action_args.append(f"{token}#{counter[0]}")  # a fresh object
                 else:
-                    args.append(binding.get(token, token))
-            nxt = GroundAction(ref.schema, tuple(args))
+                    action_args.append(binding.get(token, token))
+            nxt = GroundAction(ref.schema, tuple(action_args))
             key = join_key(join_key(cond.key, "actions"), i)
             if nxt in chain:
                 loop = " -> ".join(str(a) for a in chain[chain.index(nxt):] + [nxt])

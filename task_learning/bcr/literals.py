@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from task_learning.types import GoalLiteral, Truth
 
@@ -164,7 +164,8 @@ def _has_room(state: StateView, r: str) -> bool:
     return state.get(r) is not None
 
 
-_PREDICATES = {
+# predicate -> its truth in a state, given the predicate's arguments (one or two object ids)
+_PREDICATES: dict[str, Callable[..., bool]] = {
     "inside": _inside,
     "on": _inside,  # AI2-THOR places "on" surfaces and "in" containers with the same relation
     "open": lambda s, x: s.flag(x, "isOpen"),

@@ -277,7 +277,7 @@ def _layered_layout(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
     by_level: dict[int, list[str]] = {}
     for node, level in depth.items():
         by_level.setdefault(level, []).append(node)
-    pos = {}
+    pos: dict[str, tuple[float, float]] = {}
     for level, nodes in by_level.items():
         for i, node in enumerate(nodes):
             pos[node] = (i - len(nodes) / 2, -level)

@@ -16,8 +16,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     exp = sub.add_parser("export", help="write goals, policies and the question log as YAML")
     exp.add_argument("--db", required=True)
     exp.add_argument("--out", default="-", help="file, or - for stdout")
-    imp = sub.add_parser("import", help="merge goals and policies from a YAML export")
+    imp = sub.add_parser("import", help="merge goals and policies from a YAML export (each goal's "
+                                        "text is analysed again and must mean its literals)")
     imp.add_argument("--db", required=True)
+    imp.add_argument("--scene", default=None,
+                     help="scene the goals belong to (default: the scene whose task is each goal's)")
+    imp.add_argument("--trust-confirmations", action="store_true",
+                     help="keep the file's operator confirmations (stored as imported_trusted, so "
+                          "those goals are executed without asking again); without it every "
+                          "imported goal is unconfirmed and asked again where confirmation is required")
     imp.add_argument("file")
     show = sub.add_parser("show", help="list learned goals")
     show.add_argument("--db", required=True)
@@ -35,10 +42,17 @@ def run(args: argparse.Namespace) -> int:
                     fh.write(text)
             return 0
         if args.kb_command == "import":
-            goals, policies = kb.import_dict(load_yaml(args.file), source=args.file)
-            print(f"imported {goals} goals and {policies} policies into {args.db}")
+            from task_learning.grounding.goal_check import ImportChecker
+
+            checker = ImportChecker(args.file, args.scene)
+            goals, policies = kb.import_dict(load_yaml(args.file), source=args.file,
+                                             trust_confirmations=args.trust_confirmations,
+                                             verify=checker)
+            trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
+            print(f"imported {goals} goals and {policies} policies into {args.db} "
+                  f"(confirmations {trust})")
             return 0
         for goal in kb.goals():
-            mark = "confirmed" if goal.confirmed else goal.condition or "selected"
-            print(f"{goal.task} | {goal.context}: {goal.text} [{mark}]")
+            print(f"{goal.task} | {goal.context}: {goal.text} [{goal.condition or '-'}, "
+                  f"confirmation {goal.confirmation.value}]")
         return 0

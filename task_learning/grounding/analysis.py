@@ -8,6 +8,10 @@ first stage that fails, as the paper's agent classifies each response under one 
 4. embodiment/affordance: an object moved that is not grabbable ("No. Rack is not grabbable."),
    a destination that is not a receptacle/surface, a state the object cannot have ("empty" needs
    fillable) -> affordance_mismatch
+5. the object in context: a goal asked for object X must be about X (one of its literals names
+   X), else wrong_object ("No. The goal must be about the cheese.") -- not in the paper, whose
+   analysis never met a model answering about another object; without it such an answer became
+   a viable goal for every object it was asked about.
 A sentence with no mismatch is viable and comes with its goal literals on object ids.
 
 Grounding a singular noun when several objects could be meant (documented rule):
@@ -105,6 +109,16 @@ def uninterpretable(sentence: str, detail: str, subject: str = "") -> GoalAnalys
                                        UNINTERPRETABLE_FEEDBACK, subject)])
 
 
+def wrong_object(context: WorldObject) -> Mismatch:
+    """The goal does not mention the object it was asked for; the feedback names that object."""
+    from task_learning.world.catalog import spoken_name
+
+    noun = spoken_name(context.object_type)
+    return Mismatch(MismatchKind.WRONG_OBJECT, f"the goal says nothing about the {noun} "
+                    f"({context.object_id}) it was asked for",
+                    f"No. The goal must be about the {noun}.", noun)
+
+
 class _Grounder:
     """Grounds the noun phrases of one sentence against one state index."""
 
@@ -149,7 +163,7 @@ class _Grounder:
                         f"{modifier[1].text}"
         if not candidates:
             self._report_ungrounded(phrase, described)
-            chosen: list[WorldObject] = []
+            chosen = []
         elif plural:
             chosen = candidates
         else:
@@ -323,5 +337,7 @@ def analyze_goal(sentence: str, state: WorldState, context_object_id: str | None
     reason = _contradictions(literals)
     if reason:
         return uninterpretable(sentence, f"contradictory goal: {reason}")
+    if context is not None and not any(context.object_id in lit.args for lit in literals):
+        return _failed(sentence, [wrong_object(context)])
     return GoalAnalysis(sentence=sentence, viable=True, literals=literals, clauses=clauses,
                         groundings=grounder.groundings)

@@ -1,6 +1,7 @@
 """Persistent knowledge: learned goals, policies, questions and answers (SQLite)."""
 from task_learning.kb.store import (  # noqa: F401
     OBJECT_VAR,
+    Confirmation,
     KnowledgeBase,
     KnowledgeBaseError,
     LearnedGoal,
@@ -8,4 +9,5 @@ from task_learning.kb.store import (  # noqa: F401
     goal_key,
     ground_lifted,
     lift_literals,
+    parse_confirmation,
 )

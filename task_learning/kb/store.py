@@ -19,8 +19,9 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from task_learning.errors import TaskLearningError
 from task_learning.types import (
@@ -34,6 +35,9 @@ from task_learning.types import (
 
 log = logging.getLogger(__name__)
 
+# `ConfirmationAnswer.operator` of an answer nobody gave (task_learning.oversight.operator uses
+# the same value): stored as a timeout, never as the safe default that stood in for it.
+TIMEOUT_OPERATOR = "timeout"
 SCHEMA_VERSION = 1
 OBJECT_VAR = "?object"
 
@@ -70,6 +74,7 @@ CREATE TABLE IF NOT EXISTS goals (
     confirmed INTEGER NOT NULL DEFAULT 0,
     provenance_json TEXT NOT NULL DEFAULT '{}',
     created_at REAL NOT NULL,
+    confirmation TEXT NOT NULL DEFAULT 'none',
     UNIQUE (task, context)
 );
 CREATE TABLE IF NOT EXISTS policies (
@@ -84,15 +89,38 @@ CREATE TABLE IF NOT EXISTS policies (
     updated_at REAL NOT NULL,
     UNIQUE (task, object_type, location, goal_key)
 );
-CREATE TABLE IF NOT EXISTS counters (
-    name TEXT PRIMARY KEY,
-    value REAL NOT NULL
-);
 """
 
 
 class KnowledgeBaseError(TaskLearningError):
     """The knowledge base file is unusable (not SQLite, newer schema, unreadable)."""
+
+
+class Confirmation(str, Enum):
+    """How a learned goal was confirmed: the one input of the confirmation policy.
+
+    OPERATOR_YES and OPERATOR_DESCRIPTION come from a person in an oversight dialogue.
+    IMPORTED_TRUSTED marks a goal from `kb import --trust-confirmations`: the person importing
+    vouched for the exporter's operator confirmations (and the goal's literals were re-grounded
+    from its text), so it counts as confirmed. NONE: nobody confirmed it (a run without
+    oversight, a plain import, or a knowledge base older than this column)."""
+
+    OPERATOR_YES = "operator_yes"
+    OPERATOR_DESCRIPTION = "operator_description"
+    IMPORTED_TRUSTED = "imported_trusted"
+    NONE = "none"
+
+    @property
+    def counts_as_confirmed(self) -> bool:
+        return self is not Confirmation.NONE
+
+
+def parse_confirmation(value: Any) -> Confirmation:
+    """A stored or exported value; anything unknown (or missing) is NONE, never a confirmation."""
+    try:
+        return Confirmation(str(value or "none"))
+    except ValueError:
+        return Confirmation.NONE
 
 
 @dataclass
@@ -105,9 +133,15 @@ class LearnedGoal:
     text: str
     literals: list[GoalLiteral]  # lifted: ?object and object types
     condition: str = ""
-    confirmed: bool = False  # an operator said yes (or described it)
+    confirmation: Confirmation = Confirmation.NONE
     provenance: dict[str, Any] = field(default_factory=dict)
     created_at: float = 0.0
+
+    @property
+    def confirmed(self) -> bool:
+        """Confirmed by an operator (or imported with trusted confirmations): may be executed
+        where the policy asks for confirmation, without asking again."""
+        return self.confirmation.counts_as_confirmed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +152,7 @@ class LearnedGoal:
             "literals": [lit.to_dict() for lit in self.literals],
             "condition": self.condition,
             "confirmed": self.confirmed,
+            "confirmation": self.confirmation.value,
             "provenance": self.provenance,
             "created_at": self.created_at,
         }
@@ -131,7 +166,7 @@ class LearnedGoal:
             text=str(data["text"]),
             literals=[GoalLiteral.from_dict(d) for d in data.get("literals", [])],
             condition=str(data.get("condition", "")),
-            confirmed=bool(data.get("confirmed", False)),
+            confirmation=parse_confirmation(data.get("confirmation")),
             provenance=dict(data.get("provenance") or {}),
             created_at=float(data.get("created_at") or 0.0),
         )
@@ -236,6 +271,7 @@ class KnowledgeBase:
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.executescript(_SCHEMA)
+            self._add_missing_columns()
             self._check_version()
         except sqlite3.DatabaseError as exc:
             raise KnowledgeBaseError(f"{self.path}: not a usable knowledge base: {exc}") from None
@@ -248,6 +284,15 @@ class KnowledgeBase:
         elif int(row[0]) > SCHEMA_VERSION:
             raise KnowledgeBaseError(
                 f"{self.path}: schema version {row[0]} is newer than this software ({SCHEMA_VERSION})")
+
+    def _add_missing_columns(self) -> None:
+        """Columns added after schema version 1, with defaults that keep old files readable by
+        this and by older software: an older file's goals read as confirmation "none" (nothing
+        recorded how they were confirmed, so the policy asks again)."""
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(goals)")}
+        if "confirmation" not in columns:
+            with self._transaction() as cur:
+                cur.execute("ALTER TABLE goals ADD COLUMN confirmation TEXT NOT NULL DEFAULT 'none'")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
@@ -295,13 +340,17 @@ class KnowledgeBase:
             )
 
     def record_answer(self, answer: ConfirmationAnswer) -> None:
+        """Persist an answer. An answer nobody gave (the question timed out, or its operator went
+        away: `operator` is "timeout") is stored as a timeout whatever safe default stood in for
+        it, so it is never replayed as the operator's "no"."""
+        kind = AnswerKind.TIMEOUT if answer.operator == TIMEOUT_OPERATOR else answer.answer
         with self._transaction() as cur:
             known = cur.execute("SELECT 1 FROM questions WHERE request_id=?", (answer.request_id,)).fetchone()
             if not known:
                 raise KnowledgeBaseError(f"no question with request id {answer.request_id!r}")
             cur.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?,?,?,?,?)",
-                (answer.request_id, answer.stamp or time.time(), answer.answer.value,
+                (answer.request_id, answer.stamp or time.time(), kind.value,
                  answer.description, answer.operator),
             )
 
@@ -312,8 +361,8 @@ class KnowledgeBase:
         answers: a question that timed out is asked again."""
         sql = ("SELECT a.request_id, a.answer, a.description, a.operator, a.answered_at "
                "FROM questions q JOIN answers a ON a.request_id = q.request_id "
-               "WHERE q.task=? AND q.question=? AND a.answer != ?")
-        args: list[Any] = [task, question, AnswerKind.TIMEOUT.value]
+               "WHERE q.task=? AND q.question=? AND a.answer != ? AND a.operator != ?")
+        args: list[Any] = [task, question, AnswerKind.TIMEOUT.value, TIMEOUT_OPERATOR]
         if context is not None:
             sql += " AND q.context=?"
             args.append(context)
@@ -342,22 +391,30 @@ class KnowledgeBase:
         with self._transaction() as cur:
             cur.execute(
                 "INSERT INTO goals (task, context, object_type, text, literals_json, condition, "
-                "confirmed, provenance_json, created_at) VALUES (?,?,?,?,?,?,?,?,?) "
+                "confirmed, provenance_json, created_at, confirmation) VALUES (?,?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (task, context) DO UPDATE SET object_type=excluded.object_type, "
                 "text=excluded.text, literals_json=excluded.literals_json, "
                 "condition=excluded.condition, confirmed=excluded.confirmed, "
-                "provenance_json=excluded.provenance_json, created_at=excluded.created_at",
+                "provenance_json=excluded.provenance_json, created_at=excluded.created_at, "
+                "confirmation=excluded.confirmation",
                 (goal.task, goal.context, goal.object_type, goal.text,
                  json.dumps([lit.to_dict() for lit in goal.literals]), goal.condition,
                  int(goal.confirmed), json.dumps(goal.provenance, default=str),
-                 goal.created_at or time.time()),
+                 goal.created_at or time.time(), goal.confirmation.value),
             )
+
+    def set_confirmation(self, task: str, context: str, confirmation: Confirmation) -> bool:
+        """Record how the goal for (task, context) was confirmed; False when there is none."""
+        with self._transaction() as cur:
+            cur.execute("UPDATE goals SET confirmation=?, confirmed=? WHERE task=? AND context=?",
+                        (confirmation.value, int(confirmation.counts_as_confirmed), task, context))
+            return cur.rowcount > 0
 
     def goal_for(self, task: str, context: str) -> LearnedGoal | None:
         with self._lock:
             row = self._conn.execute(
                 "SELECT task, context, object_type, text, literals_json, condition, confirmed, "
-                "provenance_json, created_at FROM goals WHERE task=? AND context=?", (task, context)
+                "provenance_json, created_at, confirmation FROM goals WHERE task=? AND context=?", (task, context)
             ).fetchone()
         return self._goal_from_row(row) if row else None
 
@@ -365,7 +422,7 @@ class KnowledgeBase:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT task, context, object_type, text, literals_json, condition, confirmed, "
-                "provenance_json, created_at FROM goals ORDER BY id"
+                "provenance_json, created_at, confirmation FROM goals ORDER BY id"
             ).fetchall()
         return [self._goal_from_row(r) for r in rows]
 
@@ -374,8 +431,8 @@ class KnowledgeBase:
         return LearnedGoal(
             task=row[0], context=row[1], object_type=row[2], text=row[3],
             literals=[GoalLiteral.from_dict(d) for d in json.loads(row[4])],
-            condition=row[5], confirmed=bool(row[6]), provenance=json.loads(row[7]),
-            created_at=row[8],
+            condition=row[5], confirmation=parse_confirmation(row[9]),
+            provenance=json.loads(row[7]), created_at=row[8],
         )
 
     # --- policies ----------------------------------------------------------------------------
@@ -413,17 +470,6 @@ class KnowledgeBase:
         return [Policy(r[0], r[1], r[2], r[3], [action_from_dict(a) for a in json.loads(r[4])],
                        r[5], r[6]) for r in rows]
 
-    # --- counters ----------------------------------------------------------------------------
-
-    def add_to_counter(self, name: str, amount: float) -> None:
-        with self._transaction() as cur:
-            cur.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
-                        "value = value + excluded.value", (name, amount))
-
-    def counters(self) -> dict[str, float]:
-        with self._lock:
-            return dict(self._conn.execute("SELECT name, value FROM counters").fetchall())
-
     # --- export / import ---------------------------------------------------------------------
 
     def export_dict(self) -> dict[str, Any]:
@@ -432,26 +478,41 @@ class KnowledgeBase:
             "goals": [g.to_dict() for g in self.goals()],
             "policies": [p.to_dict() for p in self.policies()],
             "questions": self.question_log(),
-            "counters": self.counters(),
         }
 
-    def import_dict(self, data: dict[str, Any], *, source: str = "<import>") -> tuple[int, int]:
-        """Merge goals and policies from an export; returns (goals, policies) imported."""
+    def import_dict(self, data: dict[str, Any], *, source: str = "<import>",
+                    trust_confirmations: bool = False,
+                    verify: Callable[[LearnedGoal, str], None] | None = None) -> tuple[int, int]:
+        """Merge goals and policies from an export; returns (goals, policies) imported.
+
+        All or nothing: every entry is parsed (and checked by `verify(goal, key)`, which raises
+        ConfigError naming the entry, e.g. a goal whose literals do not say what its text says)
+        before anything is written. Confirmations are not taken on the file's word: an imported
+        goal is unconfirmed, unless `trust_confirmations`, when a goal the file says an operator
+        confirmed is stored as IMPORTED_TRUSTED."""
         from task_learning.errors import ConfigError
 
         if not isinstance(data, dict):
             raise ConfigError(source, None, "expected a mapping with 'goals' and 'policies'")
         goals, policies = data.get("goals") or [], data.get("policies") or []
+        if not isinstance(goals, list) or not isinstance(policies, list):
+            raise ConfigError(source, None, "'goals' and 'policies' must be lists")
         parsed_goals, parsed_policies = [], []
         for i, item in enumerate(goals):
             try:
-                parsed_goals.append(LearnedGoal.from_dict(item))
-            except (KeyError, TypeError, ValueError) as exc:
+                goal = LearnedGoal.from_dict(item)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise ConfigError(source, f"goals[{i}]", f"invalid goal: {exc}") from None
+            claimed = goal.confirmed or (isinstance(item, dict) and item.get("confirmed") is True)
+            goal.confirmation = (Confirmation.IMPORTED_TRUSTED if trust_confirmations and claimed
+                                 else Confirmation.NONE)
+            if verify is not None:
+                verify(goal, f"goals[{i}] ({goal.task} | {goal.context})")
+            parsed_goals.append(goal)
         for i, item in enumerate(policies):
             try:
                 parsed_policies.append(Policy.from_dict(item))
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise ConfigError(source, f"policies[{i}]", f"invalid policy: {exc}") from None
         for goal in parsed_goals:
             self.learn_goal(goal)
@@ -461,6 +522,8 @@ class KnowledgeBase:
 
 
 __all__ = [
+    "Confirmation",
+    "parse_confirmation",
     "KnowledgeBase",
     "KnowledgeBaseError",
     "LearnedGoal",

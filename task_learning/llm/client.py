@@ -118,7 +118,7 @@ class LLMClient:
                 if waiting is None:
                     self._pending[key] = threading.Event()
                     owner = True
-            if not owner:
+            if not owner and waiting is not None:
                 waiting.wait()
                 hit = self._cache_hit(key, kind, request.scope)
                 if hit is not None:
@@ -325,7 +325,7 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
     if unknown:
         raise ConfigError(None, "make_client", f"unknown option(s) {', '.join(unknown)} (allowed: {', '.join(MAKE_CLIENT_OPTIONS)})")
     settings: LLMSettings = options.get("settings") or load_llm_settings(options.get("config"))
-    env: Mapping[str, str] = options.get("env") if options.get("env") is not None else os.environ
+    env: Mapping[str, str] = options["env"] if options.get("env") is not None else os.environ
     spec = (spec or settings.default or "").strip()
     kind, _, argument = spec.partition(":")
     kind = kind.strip().lower()

@@ -23,20 +23,6 @@ def request_to_dict(request: LLMRequest) -> dict[str, Any]:
     }
 
 
-def request_from_dict(data: Mapping[str, Any]) -> LLMRequest:
-    return LLMRequest(
-        prompt_type=str(data["prompt_type"]),
-        prompt=str(data.get("prompt", "")),
-        messages=tuple((str(r), str(c)) for r, c in data.get("messages", ())),
-        max_tokens=int(data.get("max_tokens", 50)),
-        temperature=float(data.get("temperature", 0.0)),
-        logprobs=int(data.get("logprobs", 0)),
-        stop=tuple(str(s) for s in data.get("stop", ())),
-        context=dict(data.get("context", {})),
-        scope=str(data.get("scope", "")),
-    )
-
-
 def response_to_dict(response: LLMResponse) -> dict[str, Any]:
     """`cached` is not stored: it describes how a response was obtained, not the response."""
     return {

@@ -38,6 +38,14 @@ class ReceivedRequest:
     body: Any
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up mid-reply (a timeout test) is expected here, not an error."""
+
+
 class FakeOpenAIServer:
     """Usage: `with FakeOpenAIServer() as server: OpenAIProvider(base_url=server.base_url, ...)`."""
 
@@ -47,6 +55,8 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.received: list[ReceivedRequest] = []
+        self.in_flight = 0  # requests being answered now
+        self.max_in_flight = 0  # the most answered at once (shows whether a client is concurrent)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -54,8 +64,7 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         if self._httpd is None:
             raise RuntimeError("server not started")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
 
     def queue(self, path: str, *replies: ScriptedReply) -> None:
         with self._lock:
@@ -67,6 +76,11 @@ class FakeOpenAIServer:
                 self._defaults.pop(_path(path), None)
             else:
                 self._defaults[_path(path)] = reply
+
+    def _count_in_flight(self, change: int) -> None:
+        with self._lock:
+            self.in_flight += change
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def requests_to(self, path: str) -> list[ReceivedRequest]:
         with self._lock:
@@ -84,8 +98,12 @@ class FakeOpenAIServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 reply = server._next(self.path, dict(self.headers.items()), body)
-                if reply.delay_s:
-                    server._stop.wait(reply.delay_s)
+                server._count_in_flight(+1)
+                try:
+                    if reply.delay_s:
+                        server._stop.wait(reply.delay_s)
+                finally:
+                    server._count_in_flight(-1)
                 payload = reply.body
                 data = payload.encode() if isinstance(payload, str) else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
@@ -102,10 +120,7 @@ class FakeOpenAIServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
-        self._httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self

@@ -143,7 +143,7 @@ class OpenAIProvider:
         if request.logprobs and names is None:
             if self.require_logprobs:
                 raise ProviderError(self._no_logprobs(request))
-        elif names is not None:
+        elif names is not None and logprobs is not None:
             values = logprobs.token_logprobs or []
             tops = logprobs.top_logprobs or []
             if len(values) != len(names) or (tops and len(tops) != len(names)):

@@ -170,6 +170,18 @@ class _Dialogue:
             self.transcript.append(Turn(speaker, answer.answer.value, request.request_id))
         return answer
 
+    def ask_or_end(self, request: ConfirmationRequest,
+                   rejected: list[GoalCandidate]) -> ConfirmationAnswer | OversightOutcome:
+        """Put a question; the answer, or, when the operator failed or gave no answer in time,
+        the outcome that ends the dialogue with no goal (nothing unconfirmed goes on)."""
+        answer = self.ask(request)
+        if answer is None:
+            return self.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
+        if _timed_out(answer):
+            self.say("No answer in time; no goal is confirmed.", request.request_id)
+            return self.outcome(OversightStatus.TIMEOUT, None, rejected)
+        return answer
+
     def count_yes_no(self, answer: ConfirmationAnswer) -> None:
         self.counts.instructions += 1
         self.counts.yes_no += 1
@@ -253,6 +265,11 @@ def _dedupe(candidates: Sequence[GoalCandidate]) -> list[GoalCandidate]:
     return unique
 
 
+def _always(choice: GoalCandidate) -> Callable[[list[GoalCandidate]], GoalCandidate | None]:
+    """A 'Selection' that keeps choosing `choice` (the option Selection already picked)."""
+    return lambda _options: choice
+
+
 def _pick(reselect: Callable[[list[GoalCandidate]], GoalCandidate | None],
           remaining: list[GoalCandidate]) -> GoalCandidate:
     """Selection over the remaining options; when it fails or answers outside them, the best-ranked
@@ -316,22 +333,18 @@ def run_oversight(
     volunteered: str | None = None
 
     while remaining and dialogue.counts.proposed < max_proposals:
-        cand = None
-        if first is not None:
-            cand = _pick(lambda _options: first, remaining)
+        if first is not None:  # Selection's own pick goes first (matched among the remaining)
+            cand = _pick(_always(first), remaining)
             first = None
-        if cand is None:
+        else:
             cand = _pick(reselect, remaining)
         dialogue.fill_analysis(cand)
         request = dialogue.request(proposal_question(object_description, cand.text),
                                    candidate=cand, candidates=remaining, wants_description=False)
         dialogue.counts.proposed += 1
-        answer = dialogue.ask(request)
-        if answer is None:
-            return dialogue.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
-        if _timed_out(answer):
-            dialogue.say("No answer in time; no goal is confirmed.", request.request_id)
-            return dialogue.outcome(OversightStatus.TIMEOUT, None, rejected)
+        answer = dialogue.ask_or_end(request, rejected)
+        if isinstance(answer, OversightOutcome):
+            return answer
         if answer.answer is AnswerKind.YES:
             dialogue.count_yes_no(answer)
             dialogue.counts.accepted += 1
@@ -363,12 +376,9 @@ def run_oversight(
         else:
             request = dialogue.request(description_question(object_description, feedback),
                                        candidate=None, candidates=rejected, wants_description=True)
-            answer = dialogue.ask(request)
-            if answer is None:
-                return dialogue.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
-            if _timed_out(answer):
-                dialogue.say("No answer in time; no goal is confirmed.", request.request_id)
-                return dialogue.outcome(OversightStatus.TIMEOUT, None, rejected)
+            answer = dialogue.ask_or_end(request, rejected)
+            if isinstance(answer, OversightOutcome):
+                return answer
             if answer.answer is AnswerKind.NO:
                 dialogue.count_yes_no(answer)
                 dialogue.say("Ok, I will not learn a goal for it.", request.request_id)

@@ -24,7 +24,7 @@ class Operator(Protocol):
 # `ConfirmationAnswer.operator` of an answer nobody gave: the question timed out (or its operator
 # went away) and resolved to the configured safe default. Such answers are never counted as the
 # user's instructions or words.
-TIMEOUT_OPERATOR = "timeout"
+TIMEOUT_OPERATOR = "timeout"  # the knowledge base stores such answers as timeouts (kb.store)
 
 
 def timeout_answer(request: ConfirmationRequest, kind: AnswerKind = AnswerKind.TIMEOUT) -> ConfirmationAnswer:

@@ -65,7 +65,7 @@ def _candidate_row(cand: GoalCandidate, asked: bool) -> QTreeWidgetItem:
         item.addChild(QTreeWidgetItem([f"mismatch ({mismatch.kind.value}): {mismatch.detail} "
                                        f"-> \"{mismatch.feedback}\""]))
     if cand.literals:
-        item.addChild(QTreeWidgetItem(["goal: " + ", ".join(str(l) for l in cand.literals)]))
+        item.addChild(QTreeWidgetItem(["goal: " + ", ".join(str(lit) for lit in cand.literals)]))
     return item
 
 
@@ -196,7 +196,7 @@ class OperatorPanel(QWidget):
         self._current = request.request_id if request else ""
         self.candidate_tree.clear()
         has = request is not None
-        self.yes_button.setEnabled(has and not request.wants_description)
+        self.yes_button.setEnabled(request is not None and not request.wants_description)
         self.no_button.setEnabled(has)
         self.send_button.setEnabled(has)
         if request is None:

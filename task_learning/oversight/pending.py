@@ -10,6 +10,7 @@ as it was. Every question and its resolution are persisted when a knowledge base
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ log = logging.getLogger(__name__)
 
 SAFE_DEFAULTS = ("no", "timeout")
 DEFAULT_MAX_DESCRIPTION_CHARS = 2000
+DEFAULT_MAX_TIMEOUT_S = 600.0
+DEFAULT_MAX_PENDING = 8
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,14 @@ class _Slot:
     asked_at: float
     deadline: float
     answer: ConfirmationAnswer | None = None
+
+
+def refused_answer(request: ConfirmationRequest, reason: str) -> ConfirmationAnswer:
+    """A request the queue will not hold: no consent and no operator's answer (a timeout), with
+    the reason in the description."""
+    answer = timeout_answer(request)
+    answer.description = f"refused: {reason}"
+    return answer
 
 
 def parse_safe_default(value: Any, *, file: str = "<parameters>", key: str = "safe_default") -> AnswerKind:
@@ -63,10 +74,19 @@ class QueueOperator:
                  kb: Any = None, task: str = "",
                  max_description_chars: int = DEFAULT_MAX_DESCRIPTION_CHARS,
                  on_change: Callable[[], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        if timeout_s <= 0:
-            raise ConfigError("<parameters>", "timeout_s", f"must be > 0, got {timeout_s}")
+                 clock: Callable[[], float] = time.monotonic,
+                 max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
+                 max_pending: int = DEFAULT_MAX_PENDING) -> None:
+        if not math.isfinite(max_timeout_s) or max_timeout_s <= 0:
+            raise ConfigError("<parameters>", "max_timeout_s", f"must be a finite number > 0, got {max_timeout_s}")
+        if not math.isfinite(timeout_s) or not 0 < timeout_s <= max_timeout_s:
+            raise ConfigError("<parameters>", "timeout_s",
+                              f"must be > 0 and at most max_timeout_s ({max_timeout_s:g}), got {timeout_s}")
+        if max_pending < 1:
+            raise ConfigError("<parameters>", "max_pending", f"must be at least 1, got {max_pending}")
         self.timeout_s = float(timeout_s)
+        self.max_timeout_s = float(max_timeout_s)
+        self.max_pending = int(max_pending)
         self.safe_default = parse_safe_default(
             safe_default.value if isinstance(safe_default, AnswerKind) else safe_default)
         self.kb = kb
@@ -80,16 +100,31 @@ class QueueOperator:
 
     # --- the asking side --------------------------------------------------------------------
 
+    def timeout_for(self, requested: float) -> float:
+        """The request's own timeout bounded by `max_timeout_s`; the default when it sets none
+        (0, negative or NaN). An infinite timeout is the maximum: no question waits forever."""
+        if math.isnan(requested) or requested <= 0:
+            return self.timeout_s
+        return min(float(requested), self.max_timeout_s)
+
     def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
-        """Enqueue and wait; the operator's answer, or the safe default on timeout/shutdown."""
-        timeout = request.timeout_s if request.timeout_s > 0 else self.timeout_s
+        """Enqueue and wait; the operator's answer, or the safe default on timeout/shutdown.
+        Beyond `max_pending` waiting questions a request is refused at once (a timeout whose
+        description says why): it never waits, and it is not recorded as a question or answer."""
+        timeout = self.timeout_for(request.timeout_s)
         with self._cond:
             if self._closed:
                 return self._persisted(request, timeout_answer(request, self.safe_default), record=True)
             if request.request_id in self._slots:
                 # Two callers with one id would steal each other's answer: refuse the second.
                 log.error("duplicate request id %s refused", request.request_id)
-                return timeout_answer(request, self.safe_default)
+                return refused_answer(request, f"request id {request.request_id!r} is already waiting")
+            if len(self._slots) >= self.max_pending:
+                log.warning("question %s refused: %d questions already waiting", request.request_id,
+                            len(self._slots))
+                return refused_answer(request, f"{len(self._slots)} questions are already waiting "
+                                               f"for the operator (max_pending {self.max_pending}); "
+                                               f"ask again later")
             now = self._clock()
             slot = _Slot(request, now, now + timeout)
             self._slots[request.request_id] = slot
@@ -116,11 +151,6 @@ class QueueOperator:
     def pending(self) -> list[ConfirmationRequest]:
         with self._cond:
             return [s.request for s in self._slots.values() if s.answer is None]
-
-    def seconds_left(self, request_id: str) -> float:
-        with self._cond:
-            slot = self._slots.get(request_id)
-            return max(0.0, slot.deadline - self._clock()) if slot else 0.0
 
     def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
                operator: str = "operator") -> SubmitResult:

@@ -84,7 +84,7 @@ class GoalExecutor:
         if self.kb is not None and task and obj_type:
             policy = self.kb.policy_for(task, obj_type, location, key)
         outcomes: list[ActionOutcome] = []
-        if policy is not None:
+        if policy is not None and self.kb is not None:
             reused = self._replay(world, policy, object_id, ids_by_type, outcomes, on_outcome)
             if reused and self._holds(world, literals):
                 policy.successes += 1

@@ -16,7 +16,10 @@ from typing import Any, Callable, Mapping, Protocol
 
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase, LearnedGoal, ground_lifted, lift_literals
+from task_learning.planning.confirmation import (ConfirmationVerdict, confirmation_of,
+                                                 requires_confirmation)
 from task_learning.planning.dialogue import count_words, teaching_dialogue
+from task_learning.planning.stop import StopToken
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.metrics import RunMetrics
 from task_learning.types import CandidateSource, LLMUsage
@@ -36,6 +39,14 @@ class Elicitor(Protocol):
 
 
 ProgressCallback = Callable[[int, int, str], None]  # done, total, message
+
+
+class Confirmer(Protocol):
+    """Puts a goal to the operator (planning.confirmation.GoalConfirmer)."""
+
+    def __call__(self, *, object_id: str, object_description: str, text: str,
+                 literals: Any) -> ConfirmationVerdict:
+        ...
 
 
 @dataclass
@@ -64,7 +75,16 @@ class TaskLearner:
     condition: str = "STARS+O"
     progress: ProgressCallback | None = None
     usage_source: Callable[[], LLMUsage] | None = None  # the LLM client's running usage
+    # The confirmation policy (planning.confirmation): asks about goals nobody confirmed when the
+    # condition has oversight or `require_confirmation` is set (the ROS planner's parameter).
+    confirm: Confirmer | None = None
+    require_confirmation: bool = False
+    stop: StopToken | None = None  # set: stop before the next object or primitive action
     reports: list[ObjectReport] = field(default_factory=list)
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return requires_confirmation(self.condition, self.require_confirmation)
 
     def run(self) -> RunMetrics:
         scene = self.scene
@@ -82,8 +102,13 @@ class TaskLearner:
 
         total = len(scene.task_objects)
         done = 0
+        if self.needs_confirmation and self.confirm is None:
+            raise TaskLearningError(f"condition {self.condition} with confirmation required needs "
+                                    "an operator to confirm goals")
         for subtask in scene.subtasks:
             for object_id in self._objects_at(subtask.places):
+                if self.stop is not None:
+                    self.stop.check()
                 started = time.perf_counter()
                 report = self._handle(object_id, metrics)
                 report.seconds = round(time.perf_counter() - started, 4)
@@ -118,14 +143,25 @@ class TaskLearner:
         context = f"{noun} {relation} {place}"
         task = self.scene.task
 
+        spoken = f"{noun} {relation} the {place}" if place else noun
         learned = self.kb.goal_for(task, context)
         if learned is not None:
             literals = ground_lifted(learned.literals, object_id, ids_by_type)
             if literals is None:
                 return ObjectReport(object_id, context, "unreachable", learned.text, "learned",
                                     message="the learned goal names a place this world lacks")
-            metrics.learned_goals_reused += 1
-            return self._reach(object_id, context, literals, learned.text, "learned", metrics)
+            if self.needs_confirmation and not learned.confirmed:
+                verdict = self._ask(object_id, spoken, learned.text, literals, metrics)
+                if verdict.confirmed:
+                    self.kb.set_confirmation(task, context, verdict.confirmation)
+                elif not self.condition.upper().endswith("+O"):
+                    return ObjectReport(object_id, context, "no_goal", learned.text, "learned",
+                                        message=f"learned goal not confirmed: {verdict.message}")
+                else:
+                    learned = None  # elicit anew, with the oversight dialogue
+            if learned is not None:
+                metrics.learned_goals_reused += 1
+                return self._reach(object_id, context, literals, learned.text, "learned", metrics)
 
         result = self.elicit(task=task, object_id=object_id, metadata=metadata)
         metrics.retrieved += len(result.candidates)
@@ -145,7 +181,13 @@ class TaskLearner:
         source = "described" if chosen.source is CandidateSource.USER else "elicited"
         if source == "elicited":
             metrics.sourced += 1
-        confirmed = oversight is not None and oversight.confirmed
+        confirmation = confirmation_of(oversight, chosen.source)
+        if self.needs_confirmation and not confirmation.counts_as_confirmed:
+            verdict = self._ask(object_id, spoken, chosen.text, list(chosen.literals), metrics)
+            if not verdict.confirmed:
+                return ObjectReport(object_id, context, "no_goal", chosen.text, source,
+                                    message=f"goal not confirmed: {verdict.message}")
+            confirmation = verdict.confirmation
         self.kb.learn_goal(LearnedGoal(
             task=task,
             context=context,
@@ -153,10 +195,23 @@ class TaskLearner:
             text=chosen.text,
             literals=lift_literals(list(chosen.literals), object_id, type_of),
             condition=self.condition,
-            confirmed=confirmed,
+            confirmation=confirmation,
             provenance=result.to_dict() if hasattr(result, "to_dict") else {},
         ))
         return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics)
+
+    def _ask(self, object_id: str, spoken: str, text: str, literals: list,
+             metrics: RunMetrics) -> ConfirmationVerdict:
+        assert self.confirm is not None  # run() refuses to start without one
+        verdict = self.confirm(object_id=object_id, object_description=spoken, text=text,
+                               literals=literals)
+        counts = verdict.counts
+        metrics.proposed += counts.proposed
+        metrics.yes_no += counts.yes_no
+        metrics.instructions += counts.instructions
+        metrics.words += counts.words
+        metrics.questions += counts.instructions
+        return verdict
 
     def _reach(self, object_id: str, context: str, literals: list, text: str, source: str,
                metrics: RunMetrics) -> ObjectReport:

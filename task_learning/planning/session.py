@@ -16,9 +16,11 @@ from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import Operator
+from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
+from task_learning.planning.stop import StopToken, StoppableWorld
 from task_learning.world.factory import make_backend
 from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
 from task_learning.world.scene import Scene, load_scene
@@ -69,10 +71,12 @@ class RunSpec:
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
-                   client: Any = None, operator: Operator | None = None) -> tuple[RunMetrics, TaskLearner]:
+                   client: Any = None, operator: Operator | None = None,
+                   stop: StopToken | None = None) -> tuple[RunMetrics, TaskLearner]:
     """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
-    panel's QueueOperator)."""
+    panel's QueueOperator). `stop`, when set from another thread, ends the run with RunStopped
+    before its next object or primitive action."""
     from task_learning.llm.client import make_client
     from task_learning.stars.elicit import elicit_goal
 
@@ -83,6 +87,8 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     check_task(scene, spec.task)
     paper_selection_context(parse_condition(condition), scene)  # STARS* off tidy kitchen: refused
     world = make_backend("symbolic", scene, spec.seed)
+    if stop is not None:
+        world = StoppableWorld(world, stop)
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
     answerer: Operator | None = None
@@ -107,9 +113,10 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
         return elicit_goal(task, object_id, metadata, scene, condition, client,
                            operator=answerer, kb=kb, executor=pool)
 
+    confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
-                          usage_source=lambda: client.usage)
+                          usage_source=lambda: client.usage, confirm=confirm, stop=stop)
     try:
         metrics = learner.run()
     finally:

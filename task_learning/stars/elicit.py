@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
-from task_learning.errors import TaskLearningError, UnknownObjectError
+from task_learning.errors import TaskLearningError
+from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
@@ -34,6 +35,7 @@ from task_learning.types import (
     MismatchKind,
     WorldState,
 )
+from task_learning.world.resolve import describe_object
 from task_learning.world.state import world_state_from_metadata
 
 log = logging.getLogger(__name__)
@@ -102,33 +104,7 @@ def _as_state_and_metadata(world: WorldState | Mapping[str, Any]) -> tuple[World
     raise TaskLearningError(f"world must be a WorldState or AI2-THOR metadata, got {type(world).__name__}")
 
 
-def describe(metadata: Mapping[str, Any], object_id: str) -> tuple[str, str, str]:
-    """(spoken type, relation, spoken place), via the world component's describe_object."""
-    try:
-        from task_learning.world import describe_object  # the world helper's API
-    except ImportError:
-        describe_object = None
-    if describe_object is not None:
-        return describe_object(metadata, object_id)
-    from task_learning.world.catalog import relation_for, spoken_name
-
-    objects = {str(o.get("objectId")): o for o in metadata.get("objects") or []}
-    if object_id not in objects:
-        raise UnknownObjectError(f"no object {object_id!r} in the scene")
-    obj = objects[object_id]
-    parents = [p for p in (obj.get("parentReceptacles") or []) if p in objects]
-    if not parents:
-        return spoken_name(str(obj["objectType"])), "in", ""
-    place = objects[parents[0]]
-    return (spoken_name(str(obj["objectType"])), relation_for(str(place["objectType"]), place),
-            spoken_name(str(place["objectType"])))
-
-
-def _default_analyzer(state: WorldState, object_id: str) -> Analyzer | None:
-    try:
-        from task_learning.grounding import analyze_goal
-    except ImportError:
-        return None
+def _default_analyzer(state: WorldState, object_id: str) -> Analyzer:
     return lambda sentence: analyze_goal(sentence, state, object_id)
 
 
@@ -168,7 +144,7 @@ def elicit_goal(
     settings = settings or TreeSettings()
     templates = templates or load_templates()
     state, metadata = _as_state_and_metadata(world)
-    obj, relation, place = describe(metadata, object_id)
+    obj, relation, place = describe_object(metadata, object_id)
     if system_context is None:
         system_context = list(getattr(scene, "context", []) or []) if switch.user_context else []
     ctx = GoalContext(task=task or str(getattr(scene, "task", "")),
@@ -178,9 +154,6 @@ def elicit_goal(
                       selection_context=paper_selection_context(cond, scene))
     if analyzer is None:
         analyzer = _default_analyzer(state, object_id)
-        if analyzer is None and switch.analyze_repair:
-            raise TaskLearningError(f"condition {cond.value} needs the grounding component "
-                                    "(task_learning.grounding) for analysis")
     if switch.oversight and operator is None:
         raise TaskLearningError(f"condition {cond.value} needs an operator to answer questions")
 
@@ -227,7 +200,7 @@ def elicit_goal(
                 stage(f"repair_{round_no}", started, repairs=len(roots), new=len(new),
                       viable=sum(1 for c in tree.candidates if c.viable))
     finally:
-        if own_pool:
+        if own_pool and pool is not None:
             pool.shutdown(wait=True)
 
     candidates = list(tree.candidates)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
@@ -157,13 +157,11 @@ class PromptTemplates:
                                    "options": list(options), "system_context": list(sel_context)}
         if retry:
             context["attempt"] = 2
-        common: dict[str, Any] = dict(prompt_type="selection", max_tokens=s.max_tokens,
-                                      temperature=s.temperature, logprobs=s.logprobs, stop=s.stop,
-                                      context=context, scope=scope)
-        if self.selection_style == "chat":
-            messages = ((("system", system.strip()),) if system else ()) + (("user", body),)
-            return LLMRequest(messages=messages, **common)
-        return LLMRequest(prompt=f"{system}{body}", **common)
+        chat = self.selection_style == "chat"
+        messages = ((("system", system.strip()),) if system else ()) + (("user", body),) if chat else ()
+        return LLMRequest(prompt_type="selection", prompt="" if chat else f"{system}{body}", messages=messages,
+                          max_tokens=s.max_tokens, temperature=s.temperature, logprobs=s.logprobs,
+                          stop=s.stop, context=context, scope=scope)
 
 
 def sentence_case(text: str) -> str:
@@ -307,11 +305,3 @@ def _sampling_settings(value: Any, *, file: Path) -> SamplingSettings:
     if samples < 1:
         raise ConfigError(file, "tbp_sampling.samples_per_temperature", "must be >= 1")
     return SamplingSettings(tuple(out), samples)
-
-
-def context_from_mapping(data: Mapping[str, Any]) -> GoalContext:
-    """Build a GoalContext from plain keys (CLI / node input)."""
-    return GoalContext(task=str(data.get("task", "")), location=str(data.get("location", "")),
-                       object=str(data.get("object", "")), relation=str(data.get("relation", "in")),
-                       place=str(data.get("place", "")),
-                       system_context=tuple(str(s) for s in data.get("system_context", ()) or ()))

@@ -25,7 +25,7 @@ _EXPORTS = {
     "generate_scene": "task_learning.world.generate",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names served lazily by __getattr__ below
 
 
 def __getattr__(name: str) -> Any:

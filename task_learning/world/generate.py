@@ -42,7 +42,7 @@ def generate_scene(n_objects: int = 500, *, n_furniture: int = 20, seed: int = 0
         start, goal = rng.sample(open_places, 2) if len(open_places) > 1 else (open_places[0],) * 2
         objects.append({"type": type_name, "id": next_id(type_name), "at": start, "preferred": goal})
     closable = [f["id"] for f in furniture if types[f["type"]].flag("openable")]
-    data = {
+    data: dict[str, Any] = {
         "name": name or f"generated_{n_objects}",
         "task": "tidy up",
         "location": "house",

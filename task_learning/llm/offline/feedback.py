@@ -4,7 +4,8 @@ A real model given "(RESULT) ... cabinet ... Response: No. Cannot see a cabinet.
 the cabinet next time; the offline model does so by rule. Only the feedback text and the rejected
 response are used (never the scene): "Cannot see a X" bans the place X, "Unknown word W" the word
 W, "X is not grabbable" moving X, "X is not a receptacle" putting things in X, "X cannot have
-property S" the state S on X. Feedback it cannot read ("Could not understand. Rephrase.") bans the
+property S" the state S on X, "The goal must be about X" nothing beyond the rejected response
+(its own answers are always about the object asked for). Feedback it cannot read ("Could not understand. Rephrase.") bans the
 rejected response's second clause, or the response itself.
 """
 from __future__ import annotations
@@ -103,6 +104,8 @@ def parse_feedback(feedback: str, repair_of: str, object_name: str) -> Avoidance
 
 
 def _read_one(low: str, avoid: Avoidance, rejected: ParsedGoal | None) -> bool:
+    if re.match(r"^(?:the\s+)?goal\s+(?:must|should)\s+be\s+about\s+.+$", low):
+        return True  # the rejected response (already banned) was about another object
     m = re.match(r"^(?:i\s+)?(?:cannot|can't|can not)\s+see\s+(.+)$", low)
     if m:
         avoid.unseen.add(normalize_name(_strip_article(m.group(1))))

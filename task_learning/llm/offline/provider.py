@@ -15,8 +15,6 @@ request always gets the same answer, in any process, and different samples diffe
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
 import json
 import logging
 import random
@@ -27,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, TokenLogprob
+from task_learning.llm.offline.bcr import respond as bcr_respond
 from task_learning.llm.offline.decoder import decode
 from task_learning.llm.offline.feedback import parse_feedback
 from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
@@ -38,7 +37,6 @@ log = logging.getLogger(__name__)
 
 LABEL = "offline (deterministic, not a language model)"
 GOAL_TYPES = ("initial", "recurse", "repair", "repair_recurse")
-BCR_MODULE = "task_learning.llm.offline.bcr"
 _AWARE = re.compile(r"Aware of (?:an? |the )?(.+?) (in|on) (?:the )?(.+?)\.", re.IGNORECASE)
 
 
@@ -171,15 +169,8 @@ class OfflineProvider:
 
     # ------------------------------------------------------------------ BCR
     def _bcr(self, request: LLMRequest) -> LLMResponse:
-        """BCR action selection lives in offline/bcr.py (owned by the BCR engineer)."""
-        if importlib.util.find_spec(BCR_MODULE) is None:
-            raise ProviderError("offline model: bcr_selection is not available "
-                                "(task_learning/llm/offline/bcr.py with respond(request) is missing)")
-        module = importlib.import_module(BCR_MODULE)
-        respond = getattr(module, "respond", None)
-        if respond is None:
-            raise ProviderError(f"offline model: {BCR_MODULE} has no respond(request) function")
-        response = respond(request)
+        """BCR action selection lives in offline/bcr.py."""
+        response = bcr_respond(request)
         if not response.prompt_tokens:
             response.prompt_tokens = count_prompt_tokens(request)
         return response

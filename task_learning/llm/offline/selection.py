@@ -29,7 +29,7 @@ def _completes(parts, knowledge: Knowledge) -> bool:
     place = knowledge.place(parts.dest)
     if parts.clause_state == "closed" and place.kind == "openable":
         return True
-    return bool(place.states) and parts.clause_state == max(place.states, key=place.states.get)
+    return bool(place.states) and parts.clause_state == max(place.states, key=lambda state: place.states[state])
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,103 @@
+"""The confirmation policy, enforced where motion happens (the task-learning loop and the planner).
+
+One rule: when confirmation is required (any +O condition; on the ROS graph whenever the planner's
+`require_confirmation` parameter is true), a goal is executed only if an operator confirmed it:
+said yes to it, described it, or vouched for it on import (`kb import --trust-confirmations`).
+Any other goal (learned without oversight, imported untrusted, read from a knowledge base older
+than the confirmation column) is put to the operator again as the paper's yes/no question before
+anything moves. A timeout, a dead operator or a "no" is never a confirmation.
+
+`GoalConfirmer` asks that one question through the oversight flow, so it is counted, persisted and
+phrased like any other proposal (a question the operator already answered is answered from the
+knowledge base when the operator is a RememberingOperator, as in the oversight node).
+`goal_covered` answers the ReachGoal side: are these literals part of some confirmed goal?
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
+from task_learning.oversight.flow import OversightCounts, OversightStatus, run_oversight
+from task_learning.oversight.operator import Operator
+from task_learning.types import CandidateSource, GoalCandidate, GoalLiteral
+
+log = logging.getLogger(__name__)
+
+
+def requires_confirmation(condition: str, require_confirmation: bool = False) -> bool:
+    """Any +O condition, or the graph's `require_confirmation` parameter."""
+    return condition.upper().endswith("+O") or require_confirmation
+
+
+def confirmation_of(oversight: Any, source: CandidateSource) -> Confirmation:
+    """How an elicited goal was confirmed: by the oversight dialogue (yes, or the operator's own
+    description), or not at all."""
+    if oversight is None or not getattr(oversight, "confirmed", False):
+        return Confirmation.NONE
+    return Confirmation.OPERATOR_DESCRIPTION if source is CandidateSource.USER else Confirmation.OPERATOR_YES
+
+
+@dataclass
+class ConfirmationVerdict:
+    confirmation: Confirmation
+    counts: OversightCounts = field(default_factory=OversightCounts)
+    message: str = ""
+
+    @property
+    def confirmed(self) -> bool:
+        return self.confirmation.counts_as_confirmed
+
+
+class GoalConfirmer:
+    """Puts one goal to the operator as a yes/no question (no proposals beyond it, no request
+    for words: a "no" leaves the caller to elicit anew or to give up)."""
+
+    def __init__(self, operator: Operator, *, kb: KnowledgeBase | None = None, task: str = "",
+                 timeout_s: float = 0.0) -> None:
+        self.operator = operator
+        self.kb = kb  # persists question and answer in-process; None when the operator does
+        self.task = task
+        self.timeout_s = timeout_s
+
+    def __call__(self, *, object_id: str, object_description: str, text: str,
+                 literals: Sequence[GoalLiteral]) -> ConfirmationVerdict:
+        candidate = GoalCandidate(text=text, score=1.0, source=CandidateSource.INITIAL,
+                                  candidate_id=1, viable=True, literals=list(literals))
+
+        def no_analysis(_sentence: str) -> Any:
+            raise RuntimeError("a stored goal is confirmed as it is, not re-described")
+
+        outcome = run_oversight(ranked=[candidate], reselect=lambda _r: None, operator=self.operator,
+                                object_description=object_description, analyze=no_analysis,
+                                max_proposals=1, max_descriptions=0, selected=candidate,
+                                object_id=object_id, kb=self.kb, task=self.task,
+                                context=object_description, timeout_s=self.timeout_s)
+        if outcome.status is OversightStatus.CONFIRMED:
+            return ConfirmationVerdict(Confirmation.OPERATOR_YES, outcome.counts, "confirmed by the operator")
+        reasons = {OversightStatus.TIMEOUT: "the operator did not answer in time",
+                   OversightStatus.OPERATOR_FAILED: "the operator could not be asked"}
+        message = reasons.get(outcome.status, "the operator did not confirm it")
+        log.info("goal %r for %s not confirmed: %s", text, object_description, message)
+        return ConfirmationVerdict(Confirmation.NONE, outcome.counts, message)
+
+
+def goal_covered(requested: Iterable[GoalLiteral], goals: Iterable[LearnedGoal],
+                 type_of: Mapping[str, str]) -> tuple[bool, str]:
+    """Are all `requested` literals (on this world's ids) part of confirmed goals? Each literal,
+    lifted with one of the request's objects as a confirmed goal's object (an object of that
+    goal's type), must be one of that goal's literals: "the cheese in the fridge and the fridge
+    closed" is covered by the cheese's confirmed goal, "the fridge closed" alone is not.
+    Returns (covered, the reason when not)."""
+    requested = list(requested)
+    confirmed = [g for g in goals if g.confirmed]
+    objects = sorted({arg for literal in requested for arg in literal.args})
+    types = dict(type_of)
+    for literal in requested:
+        if not any(lift_literals([literal], obj, types)[0] in goal.literals
+                   for goal in confirmed for obj in objects if types.get(obj) == goal.object_type):
+            return False, (f"no confirmed goal covers {literal}: only goals an operator confirmed "
+                           f"may be reached (learn and confirm it with PerformTask under a +O "
+                           f"condition, or set require_confirmation false on a test bench)")
+    return True, ""
