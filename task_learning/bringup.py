@@ -108,6 +108,34 @@ def params_file_keys(path: Path) -> set[str]:
     return keys
 
 
+# Parameters every ROS 2 node has without declaring them in a params file.
+ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
+
+
+def check_overrides(config: BringupConfig, overrides: Mapping[str, Any] | None) -> None:
+    """Refuse a "node.name" override for a node the bring-up file does not list, or for a
+    parameter that node's params file does not set (rclpy would ignore it silently)."""
+    nodes = {n.name: n for n in config.nodes}
+    for key, value in (overrides or {}).items():
+        if value is None or "." not in key:
+            continue
+        node_name, _, param = key.partition(".")
+        spec = nodes.get(node_name)
+        if spec is None:
+            raise TaskLearningError(f"parameter {key!r}: unknown node {node_name!r} (nodes in "
+                                    f"{config.source or 'the bring-up file'}: {', '.join(nodes)})")
+        if spec.params_file is None or not spec.params_file.is_file():
+            continue
+        known = params_file_keys(spec.params_file) | ROS_NODE_PARAMETERS
+        if param not in known:
+            import difflib
+
+            hint = difflib.get_close_matches(param, sorted(known), n=1)
+            raise TaskLearningError(
+                f"parameter {key!r}: node {node_name!r} has no parameter {param!r} in {spec.params_file}"
+                + (f" (did you mean {node_name}.{hint[0]}?)" if hint else f" (known: {', '.join(sorted(known))})"))
+
+
 @dataclass
 class NodeLaunch:
     """A node ready to start: its command line."""
@@ -121,6 +149,7 @@ def plan(config: BringupConfig, selected: Sequence[str] | None = None,
     """The command line of every node to start. Unknown names in `selected` are an error; nodes
     whose module is missing are skipped with a warning; an override "key" goes to the nodes whose
     parameter file has that key, "node.key" to that node only."""
+    check_overrides(config, overrides)
     known = [n.name for n in config.nodes]
     if selected:
         unknown = [n for n in selected if n not in known]

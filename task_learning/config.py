@@ -17,6 +17,7 @@ import yaml
 from task_learning.errors import ConfigError
 
 ENV_CONFIG_DIR = "TASK_LEARNING_CONFIG"
+MAX_YAML_BYTES = 64 * 1024 * 1024  # a YAML file larger than this is refused unread
 
 
 def config_dir() -> Path:
@@ -37,15 +38,57 @@ def config_path(*parts: str) -> Path:
     return config_dir().joinpath(*parts)
 
 
+class StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that repeats a key (PyYAML keeps the last value
+    silently, so a typo'd duplicate would override the real setting unseen)."""
+
+
+def _construct_unique_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    first_line: dict[Any, int] = {}
+    for key_node, _value in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *anchor` merges, and explicit keys may override merged ones
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            seen = first_line.get(key)
+        except TypeError:  # an unhashable key: construct_mapping reports it
+            continue
+        if seen is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {seen + 1})", key_node.start_mark)
+        first_line[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+def parse_yaml(text: str) -> Any:
+    """Parse YAML text with the strict loader (duplicate keys refused); raises yaml.YAMLError."""
+    return yaml.load(text, Loader=StrictLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; a syntax error becomes a ConfigError with the line and column."""
+    """Parse a YAML file; a syntax error, a duplicate key, a binary or non-UTF-8 file becomes a
+    ConfigError naming the file (and line and column where YAML gives them)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise ConfigError(path, None, f"{size} bytes: larger than any configuration or export "
+                                          f"({MAX_YAML_BYTES} bytes at most)")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in raw[:8192]:
+        raise ConfigError(path, None, "a binary file, not YAML text")
     try:
-        return yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, None, f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at offset {exc.start}): "
+                                      "a binary file, or save it as UTF-8") from None
+    try:
+        return parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

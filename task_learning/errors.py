@@ -23,3 +23,7 @@ class ConfigError(TaskLearningError):
 
 class UnknownObjectError(TaskLearningError):
     """A name or id matches no object (or several) in the world."""
+
+
+class LLMUnavailableError(TaskLearningError):
+    """The LLM endpoint stopped serving the run (circuit breaker open): the run ends early."""

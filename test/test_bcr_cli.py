@@ -39,6 +39,6 @@ def test_bcr_bad_input_is_one_clear_line(capsys):
     err = capsys.readouterr().err
     assert "unknown BCR task 'make_pizza'" in err and "Traceback" not in err
     assert main(["bcr", "--task", "make_toast", "--trials", "0"]) == 2
-    assert "--trials must be >= 1" in capsys.readouterr().err
+    assert "--trials: must be between 1 and" in capsys.readouterr().err
     assert main(["bcr", "--task", "make_toast", "--scene", "nowhere"]) == 2
     assert "nowhere" in capsys.readouterr().err

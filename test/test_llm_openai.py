@@ -227,13 +227,17 @@ def test_api_key_never_in_logs_reprs_or_errors(server, caplog):
     server.queue(COMPLETIONS, ScriptedReply(status=401, body=error_body(f"Incorrect API key provided: {SECRET}", "invalid_api_key")))
     server.queue(COMPLETIONS, ScriptedReply(status=503, body=error_body(f"overloaded for {SECRET}")))
     server.queue(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS)))
-    client = make_client(
-        "openai", env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": SECRET},
-        backoff_s=0.01, max_backoff_s=0.02, cache=False,
-    )
-    denied = client.complete(goal_request())
-    ok = client.complete(goal_request(" x"))
-    assert "401" in denied.error and ok.ok
+    def fresh():
+        return make_client(
+            "openai", env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": SECRET},
+            backoff_s=0.01, max_backoff_s=0.02, cache=False,
+        )
+
+    client = fresh()
+    denied = client.complete(goal_request())  # a 401 also opens the circuit breaker
+    assert "401" in denied.error and SECRET not in client.unavailable
+    ok = fresh().complete(goal_request(" x"))
+    assert ok.ok
     # The key really was sent ...
     assert server.requests_to(COMPLETIONS)[0].headers.get("authorization") == f"Bearer {SECRET}"
     # ... and is nowhere a user could see it.

@@ -1,16 +1,21 @@
 """`task-learning` command line. Each subcommand lives in its own module under task_learning.cli
 and exposes `register(subparsers)`, which adds its parser and sets `func(args) -> int`.
 
-Errors the core raises on bad input (TaskLearningError) are printed as one clear line, exit 2,
-never as a traceback.
+Errors the core raises on bad input (TaskLearningError), bad options (argparse), and file or
+database errors are printed as one clear line, exit 2, never as a traceback; anything else (a bug)
+is one line too, exit 1, with the traceback only under -v. While a command runs, stdout and
+stderr strip terminal escape sequences and control characters from what it echoes.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
+import sqlite3
 import sys
+from typing import NoReturn
 
+from task_learning.cli.options import PrintableStream, printable
 from task_learning.errors import TaskLearningError
 
 # Modules providing subcommands; a module missing from the tree is skipped, so components land
@@ -26,11 +31,19 @@ SUBCOMMAND_MODULES = (
     "task_learning.cli.kb_cmd",
     "task_learning.cli.experiment_cmd",
     "task_learning.cli.demo_cmd",
+    "task_learning.cli.faults_cmd",
 )
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (no usage dump) and exit 2; subparsers too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="task-learning",
         description="A robot learns household tasks by asking an LLM and a human (STARS, BCR).",
     )
@@ -48,8 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a bad option (one line printed) or --help: an exit code, not a raise
+        return exc.code if isinstance(exc.code, int) else 2
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -62,11 +87,26 @@ def main(argv: list[str] | None = None) -> int:
     except TaskLearningError as exc:
         print(f"task-learning {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, BrokenPipeError):
+            sys.stderr.close()
+            return 0
+        print(f"task-learning {args.command}: error: {_describe(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `task-learning ... | head`: the reader left, which is not an error
-        sys.stderr.close()
-        return 0
+    except Exception as exc:  # a bug: still one line for the user, the traceback under -v
+        if args.verbose:
+            logging.getLogger(__name__).exception("unexpected error")
+        print(f"task-learning {args.command}: internal error: {type(exc).__name__}: {exc} "
+              "(a bug; rerun with -v for the traceback)", file=sys.stderr)
+        return 1
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return f"{type(exc).__name__}: {exc}"
 
 
 if __name__ == "__main__":

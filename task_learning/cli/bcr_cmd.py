@@ -26,6 +26,7 @@ from task_learning.bcr.engines import ENGINES
 from task_learning.bcr.runner import run_trial, summarize
 from task_learning.bcr.tasks import load_tasks
 from task_learning.bcr.tree import render_png
+from task_learning.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, bounded_int
 from task_learning.errors import TaskLearningError
 
 
@@ -41,9 +42,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--engine", choices=ENGINES, default="llm", help="selection engine")
     parser.add_argument("--llm", default="offline",
                         help="LLM provider for --engine llm: offline | openai | replay:FILE")
-    parser.add_argument("--trials", type=int, default=1, help="number of seeded trials")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first trial")
-    parser.add_argument("--max-actions", type=int, default=100, help="action limit per trial")
+    parser.add_argument("--trials", type=bounded_int(1, MAX_TRIALS), default=1,
+                        help=f"number of seeded trials (1-{MAX_TRIALS})")
+    parser.add_argument("--seed", type=SEED, default=0, help="seed of the first trial")
+    parser.add_argument("--max-actions", type=bounded_int(1, MAX_ACTIONS), default=100,
+                        help=f"action limit per trial (1-{MAX_ACTIONS})")
     parser.add_argument("--mode", choices=MODES, default="guarded",
                         help="paper: seed 004 as published; guarded (default): loop breaking and "
                              "heuristic fallback, this project's extension")
@@ -63,8 +66,12 @@ def run(args: argparse.Namespace) -> int:
         from task_learning.llm.client import make_client
 
         client = make_client(args.llm)
-    results = [run_trial(args.scene, args.task, args.engine, client, args.seed + i,
-                         max_actions=args.max_actions, mode=args.mode) for i in range(args.trials)]
+    results = []
+    for i in range(args.trials):
+        results.append(run_trial(args.scene, args.task, args.engine, client, args.seed + i,
+                                 max_actions=args.max_actions, mode=args.mode))
+        if client is not None:
+            client.raise_if_unavailable()
     summary = summarize(results)
     summary.update(task=args.task, engine=args.engine, scene=args.scene, mode=args.mode,
                    llm=args.llm if args.engine == "llm" else "")

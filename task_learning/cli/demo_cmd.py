@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 
 from task_learning.errors import TaskLearningError
+from task_learning.planning.session import CONDITIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("demo", help="learn a task through the ROS graph, then Trial #2")
     p.add_argument("--scene", default="tidy_kitchen")
-    p.add_argument("--condition", default="STARS+O", type=str.upper)
+    p.add_argument("--condition", default="STARS+O", type=str.upper, choices=CONDITIONS)
     p.add_argument("--workdir", default="artifacts/demo", help="knowledge base, logs and plot")
+    p.add_argument("--backend", default="symbolic", choices=("symbolic", "ai2thor", "fetch"),
+                   help="world backend of the perception node and the baselines")
     p.add_argument("--baselines", default="TBP,TBP+O",
                    help="conditions also run in-process for contrast ('' for none)")
     p.set_defaults(func=run)
@@ -24,4 +27,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise TaskLearningError(f"the ROS layer is not available ({exc}); run `make setup`") from None
     baselines = tuple(b.strip().upper() for b in args.baselines.split(",") if b.strip())
-    return run_demo(args.scene, args.condition, args.workdir, baselines)
+    unknown = [b for b in baselines if b not in CONDITIONS]
+    if unknown:
+        raise TaskLearningError(f"--baselines: unknown condition(s) {', '.join(unknown)} "
+                                f"(choose from {', '.join(CONDITIONS)})")
+    return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend)

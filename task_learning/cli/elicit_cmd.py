@@ -14,6 +14,7 @@ import json
 import sys
 from typing import Any
 
+from task_learning.cli.options import MAX_REQUESTS, MAX_WORKERS, bounded_int
 from task_learning.errors import TaskLearningError, UnknownObjectError
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.tree import TreeSettings
@@ -30,8 +31,8 @@ def register(subparsers: Any) -> None:
                         help="TBP, TBP+O, ST, STS, STAR, STARS, STARS* (tidy kitchen), STARS+O, STARS+CTX (default STARS)")
     parser.add_argument("--llm", default="offline", help="offline | openai | replay:FILE (default offline)")
     parser.add_argument("--task", default="", help="task name (default: the scene's task)")
-    parser.add_argument("--max-workers", type=int, default=8, help="concurrent requests per tree level")
-    parser.add_argument("--max-requests", type=int, default=1500, help="request cap for this object")
+    parser.add_argument("--max-workers", type=bounded_int(1, MAX_WORKERS), default=8, help="concurrent requests per tree level")
+    parser.add_argument("--max-requests", type=bounded_int(1, MAX_REQUESTS), default=1500, help="request cap for this object")
     parser.add_argument("--answers", default="",
                         help="+O conditions: scripted operator answers, comma separated "
                              "(default: the simulated user of the scene)")
@@ -61,6 +62,7 @@ def _resolve(scene: Any, metadata: dict[str, Any], name: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from task_learning.llm.client import make_client
+    from task_learning.planning.session import check_run_config
     from task_learning.stars.elicit import elicit_goal
     from task_learning.world.scene import load_scene
 
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_workers < 1 or args.max_requests < 1:
         raise TaskLearningError("--max-workers and --max-requests must be at least 1")
     scene = load_scene(args.scene)
+    check_run_config()
     metadata = {"sceneName": scene.name, "objects": scene.objects}
     object_id = _resolve(scene, metadata, args.object)
     operator = None
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
                              settings=TreeSettings(max_workers=args.max_workers,
                                                    max_requests=args.max_requests),
                              operator=operator)
+        client.raise_if_unavailable()
     finally:
         closer = getattr(client, "close", None)
         if callable(closer):

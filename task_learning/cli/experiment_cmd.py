@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 
+from task_learning.cli.options import SEED
 from task_learning.experiments.runner import run_conditions
 from task_learning.experiments.table import (
     OFFLINE_NOTE,
@@ -29,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llm", default="offline")
     p.add_argument("--workdir", default=None, help="where the knowledge bases go")
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 

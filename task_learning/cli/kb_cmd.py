@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from pathlib import Path
 
 import yaml
 
 from task_learning.config import load_yaml
+from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 
 
@@ -38,8 +42,7 @@ def run(args: argparse.Namespace) -> int:
             if args.out == "-":
                 sys.stdout.write(text)
             else:
-                with open(args.out, "w", encoding="utf-8") as fh:
-                    fh.write(text)
+                write_export(Path(args.out), text)
             return 0
         if args.kb_command == "import":
             from task_learning.grounding.goal_check import ImportChecker
@@ -56,3 +59,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"{goal.task} | {goal.context}: {goal.text} [{goal.condition or '-'}, "
                   f"confirmation {goal.confirmation.value}]")
         return 0
+
+
+def write_export(path: Path, text: str) -> None:
+    """Write atomically (a temporary file in the same folder, then rename): a failed export leaves
+    no truncated file; a directory or an unwritable place is a one-line error."""
+    if path.is_dir():
+        raise TaskLearningError(f"cannot export to {path}: it is a directory (give a file name, e.g. {path / 'kb.yaml'})")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise TaskLearningError(f"cannot export to {path}: the folder {folder} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise TaskLearningError(f"cannot export to {path}: {exc.strerror or exc} (folder {folder})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise TaskLearningError(f"cannot export to {path}: {exc.strerror or exc}") from None

@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any
 
+from task_learning.cli.options import MAX_WAIT_S, bounded_float
 from task_learning.errors import TaskLearningError
 
 
@@ -36,7 +37,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--once", action="store_true",
                         help="prompt mode: answer what is pending now, then exit")
     parser.add_argument("--name", default="", help="who answers (stored with each answer)")
-    parser.add_argument("--wait", type=float, default=5.0,
+    parser.add_argument("--wait", type=bounded_float(0.0, MAX_WAIT_S, low_open=True), default=5.0,
                         help="seconds to wait for the oversight node (default 5)")
     parser.set_defaults(func=run)
 

@@ -93,7 +93,39 @@ CREATE TABLE IF NOT EXISTS policies (
 
 
 class KnowledgeBaseError(TaskLearningError):
-    """The knowledge base file is unusable (not SQLite, newer schema, unreadable)."""
+    """The knowledge base file is unusable (not SQLite, newer schema, unreadable, another
+    program's tables, locked past the busy timeout)."""
+
+
+ADDED_COLUMNS = {"goals": {"confirmation"}}  # added to older files by _add_missing_columns
+DEFAULT_BUSY_TIMEOUT_S = 10.0  # SQLite retries a locked database this long before giving up
+
+
+def _expected_columns() -> dict[str, set[str]]:
+    """Table -> columns of the schema above (read back from SQLite, so it cannot drift)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in tables
+                if not t.startswith("sqlite_")}
+    finally:
+        conn.close()
+
+
+def describe_db_error(path: str, exc: BaseException, busy_timeout_s: float) -> str:
+    """One line saying what is wrong with the database file and what to do."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return (f"{path}: the knowledge base is locked by another process (waited {busy_timeout_s:g} s); "
+                "stop the other run or node using it, or use another --db")
+    if "readonly" in text or "read-only" in text:
+        return f"{path}: the knowledge base is read-only ({text}); use a writable --db"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return f"{path}: not a usable knowledge base, the file is not SQLite or is corrupt ({text})"
+    if "unable to open" in text:
+        return f"{path}: cannot open the knowledge base ({text}): is it a directory or in a missing/unwritable folder?"
+    return f"{path}: knowledge base error: {text}"
 
 
 class Confirmation(str, Enum):
@@ -259,28 +291,58 @@ def goal_key(literals: list[GoalLiteral]) -> str:
 class KnowledgeBase:
     """Thread-safe access to one SQLite file (or ":memory:")."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self.path = str(path)
+        self.busy_timeout_s = float(busy_timeout_s)
+        if not self.path.strip():
+            raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            if Path(self.path).is_dir():
+                raise KnowledgeBaseError(f"{self.path}: is a directory, not a knowledge base file")
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=10.0,
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s,
                                          isolation_level=None)
+        except sqlite3.Error as exc:
+            raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+        try:
+            self._check_schema()  # before changing anything in a file that may be another program's
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.executescript(_SCHEMA)
             self._add_missing_columns()
             self._check_version()
-        except sqlite3.DatabaseError as exc:
-            raise KnowledgeBaseError(f"{self.path}: not a usable knowledge base: {exc}") from None
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+        except KnowledgeBaseError:
+            self._conn.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """A file whose tables belong to another program (a `goals` table of its own) is refused
+        by name instead of failing on the first query."""
+        for table, columns in _expected_columns().items():
+            have = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+            # Absent tables are created, and columns added since version 1 are added to old files.
+            missing = sorted(columns - have - ADDED_COLUMNS.get(table, set())) if have else []
+            if missing:
+                raise KnowledgeBaseError(
+                    f"{self.path}: not a task_learning knowledge base (schema mismatch): table {table!r} "
+                    f"lacks column(s) {', '.join(missing)}; use another --db")
 
     def _check_version(self) -> None:
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
             with self._transaction() as cur:
                 cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        elif not str(row[0]).isdigit():
+            raise KnowledgeBaseError(f"{self.path}: not a task_learning knowledge base (schema version {row[0]!r})")
         elif int(row[0]) > SCHEMA_VERSION:
             raise KnowledgeBaseError(
                 f"{self.path}: schema version {row[0]} is newer than this software ({SCHEMA_VERSION})")
@@ -299,14 +361,22 @@ class KnowledgeBase:
         """BEGIN IMMEDIATE ... COMMIT: all of a write lands, or none of it."""
         with self._lock:
             cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
+            try:
+                cur.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout_s for another writer
+            except sqlite3.OperationalError as exc:
+                raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
             try:
                 yield cur
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
             else:
-                cur.execute("COMMIT")
+                try:
+                    cur.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    if self._conn.in_transaction:
+                        cur.execute("ROLLBACK")
+                    raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
 
     def close(self) -> None:
         with self._lock:
@@ -495,14 +565,15 @@ class KnowledgeBase:
         if not isinstance(data, dict):
             raise ConfigError(source, None, "expected a mapping with 'goals' and 'policies'")
         goals, policies = data.get("goals") or [], data.get("policies") or []
-        if not isinstance(goals, list) or not isinstance(policies, list):
-            raise ConfigError(source, None, "'goals' and 'policies' must be lists")
+        for key, value in (("goals", goals), ("policies", policies)):
+            if not isinstance(value, list):
+                raise ConfigError(source, key, f"expected a list, got {type(value).__name__}")
         parsed_goals, parsed_policies = [], []
         for i, item in enumerate(goals):
             try:
                 goal = LearnedGoal.from_dict(item)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise ConfigError(source, f"goals[{i}]", f"invalid goal: {exc}") from None
+                raise ConfigError(source, f"goals[{i}]", f"invalid goal: {_problem(exc)}") from None
             claimed = goal.confirmed or (isinstance(item, dict) and item.get("confirmed") is True)
             goal.confirmation = (Confirmation.IMPORTED_TRUSTED if trust_confirmations and claimed
                                  else Confirmation.NONE)
@@ -513,12 +584,16 @@ class KnowledgeBase:
             try:
                 parsed_policies.append(Policy.from_dict(item))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise ConfigError(source, f"policies[{i}]", f"invalid policy: {exc}") from None
+                raise ConfigError(source, f"policies[{i}]", f"invalid policy: {_problem(exc)}") from None
         for goal in parsed_goals:
             self.learn_goal(goal)
         for policy in parsed_policies:
             self.save_policy(policy)
         return len(parsed_goals), len(parsed_policies)
+
+
+def _problem(exc: Exception) -> str:
+    return f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
 
 
 __all__ = [

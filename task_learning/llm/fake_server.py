@@ -4,6 +4,10 @@ the `openai` provider: the real `openai` client talks to it exactly as to a remo
 Replies are queued per path (`/v1/completions`, `/v1/chat/completions`) and served in order;
 when a queue is empty the path's default reply (if any) is served, else 404. A reply can delay
 (to provoke client timeouts), return any status (429, 500...) or a raw body (malformed JSON).
+Fault modes for the client's limits: `drip_s` sends the whole answer (status line and headers
+included) one byte at a time with that pause between bytes; `huge_bytes` streams a body of that
+many bytes in chunks (never held in memory, so a test can send 150 MB cheaply); `content_type`
+sends any media type (an HTML error page with status 200).
 Every request received is kept (path, headers, JSON body) so tests can check what was sent.
 It binds 127.0.0.1 on an ephemeral port and stops promptly: delays wait on the stop event.
 """
@@ -26,9 +30,12 @@ ScriptedToken = tuple[str, float, Mapping[str, float]]
 @dataclass
 class ScriptedReply:
     status: int = 200
-    body: Any = None  # dict/list: sent as JSON; str/bytes: sent as is
+    body: Any = None  # dict/list: sent as JSON; str/bytes: sent as is; callable: body(request JSON)
     delay_s: float = 0.0
     headers: Mapping[str, str] = field(default_factory=dict)
+    drip_s: float = 0.0  # > 0: send the answer one byte at a time, this long between bytes
+    huge_bytes: int = 0  # > 0: the body is this many filler bytes, streamed in chunks
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -55,6 +62,7 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.received: list[ReceivedRequest] = []
+        self.huge_bytes_sent = 0  # bytes of `huge_bytes` bodies written before the client hung up
         self.in_flight = 0  # requests being answered now
         self.max_in_flight = 0  # the most answered at once (shows whether a client is concurrent)
         self._httpd: ThreadingHTTPServer | None = None
@@ -104,18 +112,33 @@ class FakeOpenAIServer:
                         server._stop.wait(reply.delay_s)
                 finally:
                     server._count_in_flight(-1)
-                payload = reply.body
+                payload = reply.body(body) if callable(reply.body) else reply.body
                 data = payload.encode() if isinstance(payload, str) else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                length = reply.huge_bytes or len(data)
+                head = [f"HTTP/1.0 {reply.status} {_reason(reply.status)}",
+                        f"Content-Type: {reply.content_type}", f"Content-Length: {length}"]
+                head += [f"{name}: {value}" for name, value in reply.headers.items()]
+                head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
                 try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(data)
+                    if reply.drip_s > 0:
+                        for byte in head_bytes + data:
+                            if server._stop.wait(reply.drip_s):
+                                return
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                    elif reply.huge_bytes:
+                        self.wfile.write(head_bytes)
+                        chunk = b" " * 65536
+                        sent = 0
+                        while sent < reply.huge_bytes and not server._stop.is_set():
+                            part = chunk[: reply.huge_bytes - sent]
+                            self.wfile.write(part)
+                            sent += len(part)
+                            server.huge_bytes_sent += len(part)
+                    else:
+                        self.wfile.write(head_bytes + data)
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout): expected
+                    pass  # the client gave up (timeout, size cap): expected
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
@@ -150,15 +173,60 @@ class FakeOpenAIServer:
         return ScriptedReply(status=404, body={"error": {"message": f"no scripted reply for {path}", "type": "not_found"}})
 
 
+def _reason(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Status"
+
+
 def _path(path: str) -> str:
     path = path.split("?", 1)[0]
     return path if path.startswith("/v1/") else "/v1/" + path.lstrip("/")
 
 
-def _usage(prompt_tokens: int | None, completion_tokens: int | None) -> dict[str, int] | None:
+def _usage(prompt_tokens: int | None, completion_tokens: int | None,
+           cached_tokens: int | None = None) -> dict[str, Any] | None:
     if prompt_tokens is None or completion_tokens is None:
         return None
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                             "total_tokens": prompt_tokens + completion_tokens}
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return usage
+
+
+def _logprobs(tokens: Sequence[ScriptedToken]) -> dict[str, Any]:
+    offsets, at = [], 0
+    for token, _lp, _alts in tokens:
+        offsets.append(at)
+        at += len(token)
+    return {
+        "tokens": [t[0] for t in tokens],
+        "token_logprobs": [t[1] for t in tokens],
+        "top_logprobs": [dict(t[2]) for t in tokens],
+        "text_offset": offsets,
+    }
+
+
+def batch_completion_body(
+    answers: Sequence[Sequence[ScriptedToken]],
+    *,
+    model: str = "fake-instruct",
+    prompt_tokens: int = 10,
+    cached_tokens: int | None = None,
+) -> dict[str, Any]:
+    """A /v1/completions answer to a list of prompts: choice i (index i) answers prompt i; usage
+    is the whole request's (`prompt_tokens` per prompt)."""
+    choices = [{"text": "".join(t[0] for t in tokens), "index": i, "logprobs": _logprobs(tokens),
+                "finish_reason": "stop"} for i, tokens in enumerate(answers)]
+    return {
+        "id": "cmpl-fake-batch", "object": "text_completion", "created": 0, "model": model,
+        "choices": choices,
+        "usage": _usage(prompt_tokens * len(answers), sum(len(t) for t in answers), cached_tokens),
+    }
 
 
 def completion_body(
@@ -168,19 +236,11 @@ def completion_body(
     finish_reason: str = "stop",
     prompt_tokens: int | None = 10,
     with_logprobs: bool = True,
+    cached_tokens: int | None = None,
 ) -> dict[str, Any]:
     """A /v1/completions answer in the legacy logprobs format."""
     text = "".join(t[0] for t in tokens)
-    offsets, at = [], 0
-    for token, _lp, _alts in tokens:
-        offsets.append(at)
-        at += len(token)
-    logprobs = {
-        "tokens": [t[0] for t in tokens],
-        "token_logprobs": [t[1] for t in tokens],
-        "top_logprobs": [dict(t[2]) for t in tokens],
-        "text_offset": offsets,
-    }
+    logprobs = _logprobs(tokens)
     body: dict[str, Any] = {
         "id": "cmpl-fake",
         "object": "text_completion",
@@ -188,7 +248,7 @@ def completion_body(
         "model": model,
         "choices": [{"text": text, "index": 0, "logprobs": logprobs if with_logprobs else None, "finish_reason": finish_reason}],
     }
-    usage = _usage(prompt_tokens, len(tokens) if prompt_tokens is not None else None)
+    usage = _usage(prompt_tokens, len(tokens) if prompt_tokens is not None else None, cached_tokens)
     if usage:
         body["usage"] = usage
     return body

@@ -13,21 +13,50 @@ the default): STARS cannot branch without them, and an empty token list would si
 the Search Tree into plain prompting. With `require_logprobs=False` the text is returned with
 no tokens instead.
 
+Batches (`complete_batch`): requests with the same `batch_key` (same route, model and sampling
+parameters) go out as ONE completions request whose `prompt` is the list of their prompts; the
+answer's choices are matched back by `index`. The server reports usage for the whole request, so
+the prompt, completion and cached tokens are split over the prompts (exact totals, per-prompt
+shares by prompt length). A server that refuses a list (HTTP 400/404/415/422) or answers it with
+the wrong number of choices raises BatchNotSupported, and the client stops sending lists to it.
+Chat routes take one conversation per request: never batched. `usage.prompt_tokens_details.
+cached_tokens` (the server's prefix cache) is reported as `cached_prompt_tokens` when present.
+
 The `openai` client's own retries are disabled (max_retries=0): `LLMClient` retries, with
-backoff, and counts them. Failures map to TransientProviderError (429, 5xx, 408, timeouts,
-connection errors; `retry_after_s` carries a Retry-After header) or ProviderError (anything
-else, including malformed answers). The API key never appears in a repr, a log line or an error.
+backoff, and counts them. Failures map to TransientProviderError (429, 5xx, 408;
+`retry_after_s` carries a Retry-After header), ConnectionProviderError (cannot connect, or no
+complete answer by the call's deadline), AuthProviderError (401, 403) or ProviderError
+(anything else: malformed answers, an error body sent with status 200, an HTML page, logprobs
+that are not log probabilities, an answer over the size cap).
+
+Every call has a wall-clock deadline (connect, send, headers and body together: `timeout_s`)
+and a cap on the bytes received (`max_response_bytes`), enforced at the socket layer
+(`http_guard.py`). The API key and any credentials in the base URL (`http://user:pw@host`)
+never appear in a repr, a log line, an error or a cassette: the URL is shown with `***`.
 """
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Iterable
 
 import openai
 
-from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, TokenLogprob, TransientProviderError
+from task_learning.llm.base import (
+    AuthProviderError,
+    BatchNotSupported,
+    ConnectionProviderError,
+    LLMRequest,
+    LLMResponse,
+    ProviderError,
+    TokenLogprob,
+    TransientProviderError,
+)
+from task_learning.llm.http_guard import CallGuard, guarded_http_client, is_too_large, redact_url, split_credentials
 
 MISSING_LOGPROB = -9999.0  # a token the endpoint gave no logprob for: probability ~0
+LOGPROB_TOLERANCE = 1e-6  # a logprob this far above 0 is rounding noise, read as 0
+DEFAULT_MAX_RESPONSE_BYTES = 8_000_000
 NO_KEY = "no-key"  # local servers accept any key; the openai client insists on one
 
 
@@ -46,22 +75,28 @@ class OpenAIProvider:
         organization: str | None = None,
         require_logprobs: bool = True,
         default_timeout_s: float = 30.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if selection_api not in ("chat", "completions"):
             raise ValueError(f"selection_api must be chat or completions, got {selection_api!r}")
-        self.base_url = base_url
+        url = split_credentials(base_url)
+        self.base_url = url.shown  # for messages: credentials replaced by ***
+        self.max_response_bytes = int(max_response_bytes)
         self.model = completion_model
         self.selection_model = selection_model or completion_model
         self.selection_api = selection_api
         self.selection_prompt_types = frozenset(selection_prompt_types)
         self.require_logprobs = require_logprobs
         self._secret = api_key or ""
+        self._url_secrets = url.secrets
+        self._guard = CallGuard()
         self._client = openai.OpenAI(
             api_key=api_key or NO_KEY,
-            base_url=base_url,
+            base_url=url.url,
             organization=organization,
             max_retries=0,
             timeout=default_timeout_s,
+            http_client=guarded_http_client(self._guard, auth=url.auth, timeout_s=default_timeout_s),
         )
 
     def __repr__(self) -> str:
@@ -72,10 +107,13 @@ class OpenAIProvider:
         )
 
     def redact(self, text: str) -> str:
-        """`text` with the API key masked (error bodies of some servers echo it)."""
+        """`text` with the API key and URL credentials masked (error bodies of some servers echo
+        them), and any URL's user info replaced by ***."""
         if self._secret and len(self._secret) >= 4:
             text = text.replace(self._secret, "***")
-        return text
+        for secret in self._url_secrets:
+            text = text.replace(secret, "***")
+        return redact_url(text)
 
     def is_selection(self, request: LLMRequest) -> bool:
         return request.prompt_type in self.selection_prompt_types
@@ -88,21 +126,83 @@ class OpenAIProvider:
 
     def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
         try:
-            if self.uses_chat(request):
-                raw = self._client.chat.completions.create(**self._chat_args(request), timeout=timeout_s)
-                return self._parse_chat(raw, request)
-            raw = self._client.completions.create(**self._completion_args(request), timeout=timeout_s)
-            return self._parse_completion(raw, request)
+            with self._guard.limits(timeout_s, self.max_response_bytes):
+                if self.uses_chat(request):
+                    raw = self._client.chat.completions.create(**self._chat_args(request), timeout=timeout_s)
+                    return self._parse_chat(raw, request)
+                raw = self._client.completions.create(**self._completion_args(request), timeout=timeout_s)
+                return self._parse_completion(raw, request)
         except ProviderError:
             raise
         except openai.APITimeoutError:
-            raise TransientProviderError(f"timed out after {timeout_s:g} s ({self.base_url})") from None
+            raise ConnectionProviderError(f"timed out after {timeout_s:g} s: no complete answer from {self.base_url} (deadline covers connect and every read)") from None
         except openai.APIConnectionError as exc:
-            raise TransientProviderError(self.redact(f"cannot reach {self.base_url}: {_cause(exc)}")) from None
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
+            raise ConnectionProviderError(self.redact(f"cannot reach {self.base_url}: {_cause(exc)}")) from None
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from None
         except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
-            raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {exc}")) from None
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
+            raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {_printable(str(exc))}")) from None
+
+    # -------------------------------------------------------------------------------- batches
+    def batch_key(self, request: LLMRequest) -> tuple | None:
+        """Requests with equal keys can share one list-prompt request; None: never batched."""
+        if self.uses_chat(request):
+            return None
+        return (self.model_for(request), request.max_tokens, request.temperature, request.logprobs,
+                request.stop)
+
+    def complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
+        """Answer requests of one `batch_key` with one completions request (a list of prompts)."""
+        if not requests:
+            return []
+        if len({self.batch_key(r) for r in requests}) != 1 or self.batch_key(requests[0]) is None:
+            raise ProviderError("complete_batch needs completion requests with one batch key")
+        args = self._completion_args(requests[0])
+        args["prompt"] = [self._completion_args(r)["prompt"] for r in requests]
+        try:
+            with self._guard.limits(timeout_s, self.max_response_bytes):
+                raw = self._client.completions.create(**args, timeout=timeout_s)
+                return self._parse_batch(raw, requests)
+        except ProviderError:
+            raise
+        except openai.APIStatusError as exc:
+            if exc.status_code in LIST_REFUSED:
+                raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {_message(exc)}")) from None
+            raise self._status_error(exc) from None
+        except openai.APITimeoutError:
+            raise ConnectionProviderError(f"timed out after {timeout_s:g} s: no complete answer from {self.base_url}") from None
+        except openai.APIConnectionError as exc:
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
+            raise ConnectionProviderError(self.redact(f"cannot reach {self.base_url}: {_cause(exc)}")) from None
+        except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
+            raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {_printable(str(exc))}")) from None
+
+    def _parse_batch(self, raw: Any, requests: list[LLMRequest]) -> list[LLMResponse]:
+        choices = list(getattr(raw, "choices", None) or [])
+        indices = sorted(int(c.index) for c in choices if isinstance(getattr(c, "index", None), int))
+        if len(choices) != len(requests) or indices != list(range(len(requests))):
+            raise BatchNotSupported(f"{len(requests)} prompts answered with {len(choices)} choices")
+        by_index = {c.index: c for c in choices}
+        responses = []
+        for i, request in enumerate(requests):
+            one = _OneChoice(by_index[i])
+            try:
+                responses.append(self._parse_completion(one, request))
+            except ProviderError as exc:  # one malformed answer does not spoil the others
+                responses.append(LLMResponse(text="", error=f"{self.name}: {exc}"))
+        _split_usage(getattr(raw, "usage", None), requests, responses)
+        return responses
 
     # ------------------------------------------------------------------------------- requests
     def _completion_args(self, request: LLMRequest) -> dict[str, Any]:
@@ -150,7 +250,8 @@ class OpenAIProvider:
                 raise ProviderError(f"malformed logprobs from {self.base_url}: {len(names)} tokens, {len(values)} logprobs, {len(tops)} alternatives")
             for i, token in enumerate(names):
                 alternatives = tops[i] if i < len(tops) and tops[i] else {}
-                tokens.append(TokenLogprob(str(token), _logprob(values[i]), _best_first(alternatives.items())))
+                tokens.append(TokenLogprob(str(token), self._logprob(values[i], token),
+                                           self._best_first(alternatives.items())))
         return self._response(raw, request, choice, text, tokens)
 
     def _parse_chat(self, raw: Any, request: LLMRequest) -> LLMResponse:
@@ -162,15 +263,43 @@ class OpenAIProvider:
             if self.require_logprobs:
                 raise ProviderError(self._no_logprobs(request))
         for item in content or ():
-            top = _best_first((alt.token, alt.logprob) for alt in (item.top_logprobs or ()))
-            tokens.append(TokenLogprob(str(item.token), _logprob(item.logprob), top))
+            top = self._best_first((alt.token, alt.logprob) for alt in (item.top_logprobs or ()))
+            tokens.append(TokenLogprob(str(item.token), self._logprob(item.logprob, item.token), top))
         return self._response(raw, request, choice, text, tokens)
 
     def _first_choice(self, raw: Any) -> Any:
+        if isinstance(raw, (str, bytes)):  # the client hands back a body that is not JSON as text
+            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            kind = "an HTML page" if "<html" in text[:2000].lower() or "<!doctype" in text[:2000].lower() else "not JSON"
+            raise ProviderError(self.redact(f"response from {self.base_url} is {kind}: {_snippet(text)}"))
         choices = getattr(raw, "choices", None)
         if not choices:
+            error = _error_field(raw)
+            if error:
+                raise ProviderError(self.redact(f"error from {self.base_url} (sent with status 200): {error}"))
             raise ProviderError(f"response from {self.base_url} has no choices")
         return choices[0]
+
+    def _logprob(self, value: Any, token: Any) -> float:
+        """A log probability as sent, checked: finite and <= 0 (-inf reads as probability ~0).
+        Anything else makes the whole answer unusable: ranking by it would be garbage."""
+        if value is None:
+            return MISSING_LOGPROB
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ProviderError(f"malformed logprobs from {self.base_url}: {value!r} for token {_snippet(str(token), 40)} is not a number") from None
+        if number == -math.inf:
+            return MISSING_LOGPROB
+        if not math.isfinite(number) or number > LOGPROB_TOLERANCE:
+            raise ProviderError(
+                f"malformed logprobs from {self.base_url}: {number!r} for token {_snippet(str(token), 40)} "
+                "(a log probability is finite and <= 0)")
+        return min(number, 0.0)
+
+    def _best_first(self, pairs: Iterable[tuple[Any, Any]]) -> tuple[tuple[str, float], ...]:
+        items = [(str(token), self._logprob(lp, token)) for token, lp in pairs]
+        return tuple(sorted(items, key=lambda item: -item[1]))  # stable: ties keep the server's order
 
     def _response(self, raw: Any, request: LLMRequest, choice: Any, text: str, tokens: list[TokenLogprob]) -> LLMResponse:
         usage = getattr(raw, "usage", None)
@@ -189,6 +318,7 @@ class OpenAIProvider:
             prompt_tokens=int(prompt_tokens),
             completion_tokens=int(completion_tokens),
             finish_reason=str(getattr(choice, "finish_reason", "") or ""),
+            cached_prompt_tokens=_cached_tokens(usage),
         )
 
     def _no_logprobs(self, request: LLMRequest) -> str:
@@ -204,26 +334,95 @@ class OpenAIProvider:
             error = TransientProviderError(f"HTTP {status} from {self.base_url}: {detail}")
             error.retry_after_s = _retry_after(exc)  # type: ignore[attr-defined]
             return error
+        if status in (401, 403):
+            return AuthProviderError(f"HTTP {status} from {self.base_url}: credentials refused ({detail}); "
+                                     "check the API key variable or the URL's user info")
         return ProviderError(f"HTTP {status} from {self.base_url}: {detail}")
 
     def close(self) -> None:
         self._client.close()
 
 
+LIST_REFUSED = frozenset({400, 404, 415, 422})  # how servers say "prompt must be a string"
+
+
+class _OneChoice:
+    """One choice of a batch answer, shaped as a one-choice response without usage (the batch's
+    usage is split afterwards)."""
+
+    usage = None
+
+    def __init__(self, choice: Any) -> None:
+        self.choices = [choice]
+
+
+def _cached_tokens(usage: Any) -> int:
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    if isinstance(details, dict):
+        value = details.get("cached_tokens")
+    else:
+        value = getattr(details, "cached_tokens", None)
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
+
+
+def _split_usage(usage: Any, requests: list[LLMRequest], responses: list[LLMResponse]) -> None:
+    """Spread a batch's reported usage over its prompts: totals exact, shares by prompt length
+    (prompt and cached tokens) and by tokens generated (completion tokens)."""
+    if usage is None:
+        return  # each response keeps its own estimate
+    weights = [max(1, len(r.prompt or _flatten(r.messages))) for r in requests]
+    prompt_total = getattr(usage, "prompt_tokens", None)
+    completion_total = getattr(usage, "completion_tokens", None)
+    if isinstance(prompt_total, int):
+        for response, share in zip(responses, _shares(prompt_total, weights)):
+            response.prompt_tokens = share
+    cached = _cached_tokens(usage)
+    for response, share in zip(responses, _shares(cached, weights)):
+        response.cached_prompt_tokens = share
+    if isinstance(completion_total, int):
+        generated = [max(1, r.completion_tokens) for r in responses]
+        for response, share in zip(responses, _shares(completion_total, generated)):
+            response.completion_tokens = share
+
+
+def _shares(total: int, weights: list[int]) -> list[int]:
+    """Integers proportional to weights that add up to total exactly (largest remainders)."""
+    whole = sum(weights)
+    raw = [total * w / whole for w in weights]
+    out = [int(x) for x in raw]
+    for i in sorted(range(len(raw)), key=lambda i: out[i] - raw[i])[: total - sum(out)]:
+        out[i] += 1
+    return out
+
+
 def _flatten(messages: Iterable[tuple[str, str]]) -> str:
     return "\n\n".join(content for _role, content in messages)
 
 
-def _logprob(value: Any) -> float:
-    if value is None:
-        return MISSING_LOGPROB
-    value = float(value)
-    return value if math.isfinite(value) else MISSING_LOGPROB
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
 
 
-def _best_first(pairs: Iterable[tuple[Any, Any]]) -> tuple[tuple[str, float], ...]:
-    items = [(str(token), _logprob(lp)) for token, lp in pairs]
-    return tuple(sorted(items, key=lambda item: -item[1]))  # stable: ties keep the server's order
+def _printable(text: str) -> str:
+    """One line of printable text: control characters (escape sequences included) become spaces."""
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
+def _snippet(text: str, limit: int = 200) -> str:
+    text = _printable(re.sub(r"<[^>]{0,200}>", " ", text))  # HTML tags say nothing
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _error_field(raw: Any) -> str:
+    """The message of an `{"error": ...}` body, whatever its shape; "" if there is none."""
+    error = getattr(raw, "error", None)
+    if error is None:
+        extra = getattr(raw, "model_extra", None) or {}
+        error = extra.get("error") if isinstance(extra, dict) else None
+    if error is None:
+        return ""
+    if isinstance(error, dict):
+        error = error.get("message") or error
+    return _printable(str(error))[:300]
 
 
 def _message(exc: openai.APIStatusError) -> str:
@@ -231,8 +430,8 @@ def _message(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])[:300]
-    return str(getattr(exc, "message", "") or exc)[:300]
+            return _printable(str(inner["message"]))[:300]
+    return _printable(re.sub(r"<[^>]{0,200}>", " ", str(getattr(exc, "message", "") or exc)))[:300]
 
 
 def _cause(exc: Exception) -> str:

@@ -10,24 +10,14 @@ deduplication, scores and counts are the same as in the tree.
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.stars.prompts import SamplingSettings
-from task_learning.stars.tree import CompletionClient, TreeRoot, TreeState
+from task_learning.stars.tree import Steps, TreeRoot, TreeState
 from task_learning.types import GoalCandidate
 
 log = logging.getLogger(__name__)
-
-
-def _send(client: CompletionClient, request: LLMRequest) -> LLMResponse:
-    """The client never raises for provider failures; a bug below it becomes a failed sample."""
-    try:
-        return client.complete(request)
-    except Exception as exc:  # noqa: BLE001 (a bug below us becomes a failed sample)
-        log.error("LLM request failed unexpectedly: %s", exc)
-        return LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}")
 
 
 def sample_request(request: LLMRequest, temperature: float, sample: int) -> LLMRequest:
@@ -37,22 +27,22 @@ def sample_request(request: LLMRequest, temperature: float, sample: int) -> LLMR
     return replace(request, temperature=float(temperature), context=context)
 
 
-def sample_responses(client: CompletionClient, root: TreeRoot, sampling: SamplingSettings,
-                     state: TreeState, executor: ThreadPoolExecutor | None = None
-                     ) -> list[GoalCandidate]:
-    """Send the root prompt once per planned (temperature, sample); record each response's text
-    with the probabilities of its tokens. Returns the new distinct candidates, in sending order
-    (the first occurrence of a text keeps its score)."""
-    plan = sampling.plan()[: state.remaining_requests]
-    state.counts["capped"] += max(0, len(sampling.plan()) - len(plan))
+def sample_steps(root: TreeRoot, sampling: SamplingSettings, state: TreeState
+                 ) -> Steps[list[GoalCandidate]]:
+    """Yield one request per planned (temperature, sample) (one level: they are independent),
+    receive the responses in the same order and record each response's text with the
+    probabilities of its tokens. Returns the new distinct candidates, in sending order (the
+    first occurrence of a text keeps its score)."""
+    planned = sampling.plan()
+    plan = planned[: state.remaining_requests]
+    state.counts["capped"] += len(planned) - len(plan)
     base = root.build_request(root.root_type, "")
     requests = [sample_request(base, t, i) for t, i in plan]
     state.counts["requests"] += len(requests)
-    if executor is not None and len(requests) > 1:
-        futures = [executor.submit(_send, client, r) for r in requests]
-        responses = [f.result() for f in futures]  # in sending order, whatever finished first
-    else:
-        responses = [_send(client, r) for r in requests]
+    responses = (yield requests) if requests else []
+    if len(responses) != len(requests):  # a broken sender must not shift answers between samples
+        responses = [LLMResponse(text="", error=f"{len(responses)} answers for {len(requests)} requests")
+                     for _ in requests]
     first_new = len(state.candidates)
     for response in responses:
         if not response.ok:

@@ -1,0 +1,77 @@
+"""Checked command-line values and safe terminal output, shared by every subcommand.
+
+Every numeric option has a range (`bounded_int`, `bounded_float`): `run --workers 0` or
+`bcr --trials 1000000000` is refused by argparse with a one-line error before anything runs.
+`PrintableStream` wraps stdout/stderr while a command runs so that no text it echoes (object
+names from a scene file, goal text from a model or an imported knowledge base) can carry terminal
+escape sequences or other control characters to the user's terminal.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import TextIO
+
+from task_learning.safe_text import printable
+
+# Sane maxima where no configuration gives a bound.
+MAX_WORKERS = 64  # concurrent LLM requests per tree level
+MAX_TRIALS = 10_000  # BCR trials in one command
+MAX_ACTIONS = 10_000  # BCR actions per trial
+MAX_REQUESTS = 100_000  # LLM requests for one object
+MAX_SEED = 2**32 - 1
+MAX_WAIT_S = 86_400.0
+
+__all__ = ["printable"]  # re-exported: the one implementation is task_learning.safe_text
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high]."""
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {printable(value)!r}") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {number}")
+        return number
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def bounded_float(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high] (or (low, high] with low_open)."""
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {printable(value)!r}") from None
+        too_low = number <= low if low_open else number < low
+        if not math.isfinite(number) or too_low or number > high:
+            bracket = "(" if low_open else "["
+            raise argparse.ArgumentTypeError(f"must be a finite number in {bracket}{low:g}, {high:g}], got {printable(value)}")
+        return number
+
+    parse.__name__ = "number"
+    return parse
+
+
+SEED = bounded_int(0, MAX_SEED)
+
+
+class PrintableStream:
+    """A text stream that strips escape sequences and control characters from what it writes."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(printable(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> object:  # flush, fileno, isatty, encoding...
+        return getattr(self._inner, name)
