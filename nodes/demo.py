@@ -112,9 +112,11 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
         rclpy.shutdown(context=context)
 
 
-def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: str) -> dict[str, Any]:
+def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: str,
+                      backend: str = "symbolic") -> dict[str, Any]:
     cli = str(BIN / "task-learning")
-    procs = [_start([cli, "bringup", "--scene", scene, "--db", str(db)], logs / f"bringup_{label}.log")]
+    procs = [_start([cli, "bringup", "--scene", scene, "--db", str(db), "--backend", backend],
+                    logs / f"bringup_{label}.log")]
     if condition.endswith("+O"):
         procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60"],
                             logs / f"operator_{label}.log"))
@@ -129,7 +131,7 @@ def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: s
 
 
 def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: str | Path = "artifacts/demo",
-             baselines: tuple[str, ...] = ("TBP", "TBP+O")) -> int:
+             baselines: tuple[str, ...] = ("TBP", "TBP+O"), backend: str = "symbolic") -> int:
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / "knowledge.sqlite"
@@ -138,19 +140,19 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rows: list[tuple[str, dict[str, Any]]] = []
     print(f"== {scene}: learning the task through the ROS graph ({condition}, offline model, "
-          f"simulated operator)", flush=True)
+          f"simulated operator, {backend} world)", flush=True)
     started = time.time()
-    rows.append((f"{condition} (ROS)", trial_through_ros(scene, condition, db, workdir, "trial1")))
+    rows.append((f"{condition} (ROS)", trial_through_ros(scene, condition, db, workdir, "trial1", backend)))
     print(f"   {rows[-1][1]['completion']:.1f}% in {time.time() - started:.0f} s", flush=True)
     print("== Trial #2: the graph restarted on the same knowledge base", flush=True)
     started = time.time()
-    rows.append(("Trial #2 (ROS)", trial_through_ros(scene, condition, db, workdir, "trial2")))
+    rows.append(("Trial #2 (ROS)", trial_through_ros(scene, condition, db, workdir, "trial2", backend)))
     print(f"   {rows[-1][1]['completion']:.1f}% in {time.time() - started:.0f} s, "
           f"{rows[-1][1]['calls']} LLM calls, {rows[-1][1]['yes_no']} questions", flush=True)
     for baseline in baselines:
         print(f"== baseline {baseline} (in-process)", flush=True)
         operator = "simulated" if baseline.endswith("+O") else "none"
-        metrics, _ = run_in_process(RunSpec(scene=scene, condition=baseline, operator=operator,
+        metrics, _ = run_in_process(RunSpec(scene=scene, condition=baseline, operator=operator, backend=backend,
                                             db=workdir / f"baseline_{baseline.replace('+', 'plus')}.sqlite"))
         data = metrics.to_dict()
         rows.insert(len(rows) - 2, (baseline, data))

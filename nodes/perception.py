@@ -5,8 +5,11 @@
 - serves `execute_action` (ExecuteAction): one primitive action on the backend;
 - serves `get_completion` (GetCompletion): the scene's completion measure, for experiments.
 
-The backend is a parameter (`symbolic` now; `ai2thor` and `fetch` plug in behind
-`task_learning.world.factory.make_backend` without touching this file). A backend that is not
+The backend is a parameter (`symbolic`, `ai2thor`, `fetch`, behind
+`task_learning.world.factory.make_backend`); the AI2-THOR Controller is configured by the
+`ai2thor.*` parameters. A backend that renders (AI2-THOR with ai2thor.render_image) also gets the
+camera topics of camera_topics.py, stamped like world_state. A simulator that dies makes every
+later action fail with a reason naming the simulator; restarting the node starts a new one. A backend that is not
 available, or a scene that does not load, stops the node at start with one clear error line.
 An action naming an object the world does not have fails with a clear message and never reaches
 the backend, so the world stays unchanged.
@@ -20,6 +23,7 @@ After a change only the objects whose records changed are converted again
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from typing import Any
 
@@ -32,6 +36,7 @@ from task_learning.names import normalize_name
 from task_learning.safe_text import printable
 from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
+from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
 from task_learning_nodes import convert
@@ -70,6 +75,11 @@ class PerceptionNode(Node):
         self.declare_parameter("qos_reliability", "reliable")
         self.declare_parameter("qos_durability", "transient_local")
         self.declare_parameter("max_query_chars", 256)
+        self.declare_parameter("camera_frame_id", "camera_color_optical_frame")
+        from task_learning.world.thor.settings import ThorSettings
+
+        for field in dataclasses.fields(ThorSettings):
+            self.declare_parameter(f"ai2thor.{field.name}", field.default)
         get = lambda name: self.get_parameter(name).value  # noqa: E731
 
         rate = float(get("publish_rate_hz"))
@@ -86,7 +96,9 @@ class PerceptionNode(Node):
 
         from task_learning.world.factory import make_backend
 
-        self.backend = make_backend(self.backend_name, scene, None if seed < 0 else seed)
+        thor = ThorSettings.from_params({f.name: get(f"ai2thor.{f.name}") for f in dataclasses.fields(ThorSettings)},
+                                        source="perception parameters ai2thor.*")
+        self.backend = make_backend(self.backend_name, scene, None if seed < 0 else seed, ai2thor_settings=thor)
         self.scene_name = str(getattr(getattr(self.backend, "scene", None), "name", "") or scene)
         self.builder = convert.WorldStateBuilder(frame_id=self.frame_id, backend=self.backend_name)
         self._cached_metadata: Any = None
@@ -94,6 +106,11 @@ class PerceptionNode(Node):
 
         group = MutuallyExclusiveCallbackGroup()
         self.publisher = self.create_publisher(WorldState, WORLD_STATE_TOPIC, qos)
+        self.camera = None
+        if getattr(self.backend, "frame", None) is not None:
+            from task_learning_nodes.camera_topics import CameraTopics
+
+            self.camera = CameraTopics(self, qos, str(get("camera_frame_id")), self.frame_id)
         self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, callback_group=group)
         self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, callback_group=group)
         self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, callback_group=group)
@@ -117,7 +134,16 @@ class PerceptionNode(Node):
         return self._cached_msg
 
     def publish_world(self) -> None:
-        self.publisher.publish(self.world_msg())
+        msg = self.world_msg()
+        self.publisher.publish(msg)
+        if self.camera is not None:
+            self.camera.publish(self.backend, msg.header.stamp)
+
+    def destroy_node(self) -> None:
+        close = getattr(getattr(self, "backend", None), "close", None)  # stop a simulator process
+        if callable(close):
+            close()
+        super().destroy_node()
 
     # -- services -------------------------------------------------------------------------------
 
@@ -199,6 +225,9 @@ class PerceptionNode(Node):
                                  "UnknownObject")
         try:
             result = self.backend.step(call.action, **call.step_kwargs())
+        except WorldUnavailableError as exc:  # the simulator (or robot) is gone: say which
+            self.get_logger().error(f"{call}: {exc}")
+            return ActionOutcome(call, False, str(exc), WORLD_UNAVAILABLE)
         except (TaskLearningError, TypeError, ValueError, KeyError) as exc:  # bad parameters
             return ActionOutcome(call, False, f"{call.action} failed in the {self.backend_name} backend: {exc}",
                                  "BackendError")

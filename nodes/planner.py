@@ -48,6 +48,7 @@ from task_learning.planning.session import CONDITIONS, check_task
 from task_learning.planning.stop import RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.types import ActionCall, GoalLiteral, LLMUsage
+from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
 from task_learning_interfaces.msg import TaskObjectOutcome
@@ -173,6 +174,8 @@ class RosWorld:
         response = wait_future(self._execute.call_async(request), self._timeout_s, "execute_action",
                                alive=self._execute.service_is_ready)
         outcome = convert.action_outcome_from_msg(response.outcome)
+        if outcome.blocking_condition == WORLD_UNAVAILABLE:
+            raise WorldUnavailableError(f"perception: {outcome.error_message}")
         metadata = convert.metadata_from_world_state_msg(response.world)
         metadata.update(lastAction=action, lastActionSuccess=outcome.success,
                         errorMessage=outcome.error_message, errorCode=outcome.blocking_condition)

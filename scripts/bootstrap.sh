@@ -71,4 +71,18 @@ ln -sfn "$ROOT/nodes" "$SITE/task_learning_nodes"
 for exe in "$VENV"/lib/task_learning/*; do
   [ -f "$exe" ] && ln -sf "$exe" "$VENV/bin/$(basename "$exe")"
 done
+# 4. Xvfb: an X display for AI2-THOR's Linux build (the ai2thor backend starts a private one when
+#    DISPLAY is unset; the tests use it too). Debian/Ubuntu, as root or with passwordless sudo;
+#    elsewhere only a note: nothing else needs it.
+if [ "$(uname -s)" = Linux ] && ! command -v Xvfb >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev/null; }; then
+    log "installing xvfb (an X display for AI2-THOR)"
+    { $SUDO apt-get install -y -q xvfb >/dev/null 2>&1 \
+      || { $SUDO apt-get update -q >/dev/null 2>&1 && $SUDO apt-get install -y -q xvfb >/dev/null 2>&1; }; } \
+      || log "could not install xvfb: the ai2thor backend will need DISPLAY set"
+  else
+    log "note: no Xvfb here; the ai2thor backend needs DISPLAY set (or: apt-get install xvfb)"
+  fi
+fi
 log "ready: $VENV"

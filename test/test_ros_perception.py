@@ -108,7 +108,6 @@ def test_completion_service(ros):
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("backend:=ai2thor", "not implemented yet"),
     ("backend:=fetch", "not implemented yet"),
     ("scene:=no_such_scene", "no_such_scene"),
     ("qos_reliability:=sometimes", "qos_reliability"),
@@ -116,6 +115,18 @@ def test_completion_service(ros):
 ])
 def test_bad_parameters_stop_the_node_with_a_clear_error(ros_graph, override, expected):
     proc = ros_graph.run(PERCEPTION + ["-p", override], timeout=60.0, name="perception")
+    code, output = proc.returncode, proc.output
+    assert code == 2, output
+    assert "cannot start" in output and expected in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("ai2thor.local_executable_path:=/no/such/simulator", "/no/such/simulator is not an executable file"),
+    ("ai2thor.width:=0", "must be positive"),
+])
+def test_bad_ai2thor_settings_stop_the_node_with_a_clear_error(ros_graph, override, expected):
+    proc = ros_graph.run(PERCEPTION + ["-p", "backend:=ai2thor", "-p", "scene:=tidy_floorplan1", "-p", override],
+                         timeout=60.0, name="perception")
     code, output = proc.returncode, proc.output
     assert code == 2, output
     assert "cannot start" in output and expected in output and "Traceback" not in output

@@ -199,3 +199,36 @@ def test_confirmation_policy_and_request_validation_on_the_graph(ros_graph, tmp_
         client.close()
         operator.stop(signal.SIGINT, timeout=30)
         bringup.stop(signal.SIGINT, timeout=60)
+
+
+def test_goals_learned_without_oversight_are_asked_again_under_oversight_on_the_graph(ros_graph, tmp_path):
+    """The issue's sequence through ROS: PerformTask with STARS (here on a bench with
+    require_confirmation off, so nothing is asked and the goals are stored unconfirmed), then, on
+    a fresh world and the same knowledge base, with STARS+O: every stored goal is put to the
+    operator before it moves."""
+    db = tmp_path / "kb.sqlite"
+    nodes = ["perception", "grounding", "goal_elicitation", "oversight", "planner"]
+    results = []
+    for condition, extra in (("STARS", ("--param", "planner.require_confirmation:=false")), ("STARS+O", ())):
+        bringup = _bringup(ros_graph, db, nodes, *extra)
+        operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60")
+        client = ros_graph.client(f"safety_reask_{len(results)}")
+        goals = Goals(client)
+        try:
+            status, result = goals.result(goals.send(goals.perform, PerformTask.Goal(
+                task=TASK, scene=SCENE, condition=condition)), 600)
+            assert status == GoalStatus.STATUS_SUCCEEDED, result.message
+            results.append(result)
+        finally:
+            client.close()
+            operator.stop(signal.SIGINT, timeout=30)
+            bringup.stop(signal.SIGINT, timeout=60)
+        if condition == "STARS":
+            assert result.counts.yes_no == 0 and result.satisfied < result.total
+            with KnowledgeBase(db) as kb:
+                assert len(kb.goals()) == 15 and not any(g.confirmed for g in kb.goals())
+    oversee = results[-1]
+    assert oversee.counts.yes_no >= 15 and oversee.satisfied == oversee.total
+    assert oversee.usage.calls > 0, "the goals the operator rejected were elicited again"
+    with KnowledgeBase(db) as kb:
+        assert all(g.confirmation is Confirmation.OPERATOR_YES for g in kb.goals())

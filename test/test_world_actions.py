@@ -57,9 +57,10 @@ def test_symbolic_world_is_a_world_backend(kitchen):
 def test_factory_makes_symbolic_and_refuses_the_rest_clearly():
     world = make_backend("symbolic", "tidy_kitchen", seed=None)
     assert isinstance(world, SymbolicWorld)
-    for name in ("ai2thor", "fetch"):
-        with pytest.raises(BackendUnavailableError, match="not available"):
-            make_backend(name, "tidy_kitchen", None)
+    with pytest.raises(BackendUnavailableError, match="not available"):
+        make_backend("fetch", "tidy_kitchen", None)
+    with pytest.raises(BackendUnavailableError, match="takes no seed"):  # the simulator places things
+        make_backend("ai2thor", "tidy_kitchen", 3)
     with pytest.raises(BackendUnavailableError, match="unknown world backend"):
         make_backend("gazebo", "tidy_kitchen", None)
 
@@ -74,7 +75,8 @@ def test_unknown_object_id_fails_and_changes_nothing(kitchen):
 
 
 def test_malformed_calls_fail_cleanly(kitchen):
-    fails(kitchen, "Teleport", "InvalidAction")
+    fails(kitchen, "Fly", "InvalidAction")
+    fails(kitchen, "Teleport", "MissingArguments")
     fails(kitchen, "PickupObject", "MissingArguments")
     fails(kitchen, "PickupObject", "InvalidArgument", objectId="Mug|1", speed=3)
     before = world_part(kitchen.metadata)

@@ -114,9 +114,8 @@ def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain 
     outcome, in order (the planner learns policies from them)."""
     started = time.perf_counter() if started is None else started
     domain = domain or _domain("household")
-    if not isinstance(world, FailurePointWorld):
-        # adds BCR's VisualSearch (look around) to any backend, without injected failures
-        world = FailurePointWorld(world, door_block_p=0.0)
+    # VisualSearch (look around) is a capability of every backend (world/look.py); BCR's test-bed
+    # failure points are added only by make_world, for the BCR experiments.
     check_goals(goals, domain, world.metadata)
     agent = BCRAgent(domain, goals, engine, max_actions=max_actions)
     last: ActionOutcome | None = None

@@ -1,8 +1,8 @@
-"""The BCR testbed around any world backend: the exploration primitive and the paper's failure
-points (seed 004 §V-D) that a plain symbolic world does not have.
+"""The BCR testbed around any world backend: the paper's failure points (seed 004 §V-D) that a
+plain symbolic world does not have. Only the BCR experiments use it (runner.make_world).
 
-* `VisualSearch(objectId)`: look around (rotate, look up/down, step back), AI2-THOR's
-  exploration macro. It clears a blocked view; otherwise it changes nothing.
+* `VisualSearch(objectId)`: the backend's own look-around (rotations, LookUp/LookDown; every
+  backend has it, world/look.py); here it also clears a blocked view.
 * A door hides what is behind it: opening a fridge from where NavigateToObject put the robot
   (right at the fridge) may leave the door between the camera and the shelves (seeded, per
   opening). Until the robot looks around or moves to another object, what is inside the fridge is
@@ -18,13 +18,14 @@ import random
 from typing import Any
 
 from task_learning.world.backend import WorldBackend
+from task_learning.world.look import SEARCH_ACTION
 
 DOOR_TYPES = ("Fridge",)
-SEARCH_ACTION = "VisualSearch"
 
 
 class FailurePointWorld:
-    """WorldBackend wrapper adding VisualSearch and door occlusion (probability `door_block_p`)."""
+    """WorldBackend wrapper adding door occlusion (probability `door_block_p`) that the
+    backend's VisualSearch clears."""
 
     def __init__(self, inner: WorldBackend, seed: int | None = None,
                  door_block_p: float = 0.5, door_types: tuple[str, ...] = DOOR_TYPES) -> None:
@@ -54,10 +55,9 @@ class FailurePointWorld:
         self._last = None
         target = str(params.get("objectId", ""))
         if action == SEARCH_ACTION:
-            self.inner.step("Pass")
-            self._blocking_door = None
-            self._last = {"lastAction": SEARCH_ACTION, "lastActionSuccess": True,
-                          "errorMessage": "", "errorCode": "", "actionReturn": None}
+            result = self.inner.step(action, **params)
+            if result.get("lastActionSuccess"):
+                self._blocking_door = None
             return self.metadata
         if self._blocking_door and action in ("PickupObject", "PutObject") \
                 and self._behind_door(target):

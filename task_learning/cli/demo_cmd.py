@@ -14,6 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--condition", default="STARS+O", type=str.upper, choices=CONDITIONS)
     p.add_argument("--workdir", default="artifacts/demo", help="knowledge base, logs and plot")
+    p.add_argument("--backend", default="symbolic", choices=("symbolic", "ai2thor", "fetch"),
+                   help="world backend of the perception node and the baselines")
     p.add_argument("--baselines", default="TBP,TBP+O",
                    help="conditions also run in-process for contrast ('' for none)")
     p.set_defaults(func=run)
@@ -29,4 +31,4 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise TaskLearningError(f"--baselines: unknown condition(s) {', '.join(unknown)} "
                                 f"(choose from {', '.join(CONDITIONS)})")
-    return run_demo(args.scene, args.condition, args.workdir, baselines)
+    return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend)

@@ -1,5 +1,7 @@
 """`task-learning scene`: what a scene holds, where things are, and what the task measures.
 
+`--backend ai2thor` reads the objects back through the AI2-THOR Controller (the simulator
+process the perception parameters name) instead of the symbolic world.
 The JSON form is for scripts and tests (keys: name, task, location, source, objects (every AI2-THOR
 object dict), task_objects, subtasks, closable, context, assertions, completion); the plain form
 is a summary a person reads. `--object NAME` shows one object, named as everywhere in the CLI.
@@ -17,7 +19,7 @@ from task_learning.cli.options import SEED
 from task_learning.world.completion import completion
 from task_learning.world.resolve import describe, resolve_object
 from task_learning.world.scene import available_scenes, load_scene
-from task_learning.world.symbolic import SymbolicWorld
+from task_learning.world.factory import BACKENDS, make_backend
 
 
 def register(subparsers: Any) -> None:
@@ -31,6 +33,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--scene", required=True, help="scene name or path")
     parser.add_argument("--seed", type=SEED, default=None, help="vary placements reproducibly")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
+    parser.add_argument("--backend", default="symbolic", choices=BACKENDS,
+                        help="read the scene through this world backend (default: symbolic)")
     parser.add_argument("--object", metavar="NAME",
                         help="show one object: id, type naming one object, or '<type> in|on <place>'")
     parser.add_argument("--preferences", action="store_true",
@@ -51,8 +55,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     scene = load_scene(args.scene)
-    world = SymbolicWorld(scene, seed=args.seed)
-    metadata = world.metadata
+    world = make_backend(getattr(args, "backend", "symbolic"), scene, args.seed)
+    try:
+        metadata = world.metadata
+    finally:
+        close = getattr(world, "close", None)  # a simulator process to stop
+        if callable(close):
+            close()
     if args.object:
         object_id = resolve_object(metadata, args.object)
         record = next(o for o in metadata["objects"] if o["objectId"] == object_id)

@@ -18,7 +18,7 @@ from task_learning.bcr.runner import run_goals
 from task_learning.errors import TaskLearningError
 from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy, goal_key, lift_literals
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
-from task_learning.world.backend import WorldBackend
+from task_learning.world.backend import WorldBackend, WorldUnavailableError
 from task_learning.world.outcome import run_action
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,8 @@ class GoalExecutor:
         try:
             trial = run_goals(world, literals, self.engine_factory(), self.domain,
                               max_actions=self.max_actions, on_outcome=record)
+        except WorldUnavailableError:
+            raise  # no plan can help: the caller stops (a planner goal aborts naming the world)
         except (TaskLearningError, ValueError, KeyError) as exc:
             return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
         return ReachResult(trial.success, outcomes, message="" if trial.success else trial.failure)

@@ -9,6 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from task_learning.errors import TaskLearningError
+
+# The blocking condition of an action that failed because the world itself is gone.
+WORLD_UNAVAILABLE = "WorldUnavailable"
+
+
+class WorldUnavailableError(TaskLearningError):
+    """The world itself is gone (a simulator process exited or stopped answering, a robot
+    disconnected): no action can succeed until it is restarted, so callers stop instead of
+    trying other actions. The message names what failed."""
+
 
 @runtime_checkable
 class WorldBackend(Protocol):

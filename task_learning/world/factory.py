@@ -1,5 +1,7 @@
-"""Backend selection by name: the seam where `ai2thor` and `fetch` plug in later."""
+"""Backend selection by name: the seam where `ai2thor` and `fetch` plug in."""
 from __future__ import annotations
+
+from typing import Any
 
 from task_learning.errors import TaskLearningError
 from task_learning.world.backend import WorldBackend
@@ -7,8 +9,6 @@ from task_learning.world.scene import Scene, load_scene
 
 BACKENDS = ("symbolic", "ai2thor", "fetch")
 _NOT_YET = {
-    "ai2thor": "not available: the AI2-THOR bridge is not implemented yet (it also needs the Unity "
-               "simulator build, which this machine cannot download); use backend 'symbolic'",
     "fetch": "not available: the Fetch robot bridge is not implemented yet; use backend 'symbolic'",
 }
 
@@ -17,14 +17,23 @@ class BackendUnavailableError(TaskLearningError):
     """The requested world backend cannot be created here."""
 
 
-def make_backend(name: str, scene: Scene | str, seed: int | None = None) -> WorldBackend:
+def make_backend(name: str, scene: Scene | str, seed: int | None = None, *,
+                 ai2thor_settings: Any = None) -> WorldBackend:
     """A world backend by name ('symbolic' is the default everywhere); `scene` is a Scene or
-    anything `load_scene` accepts."""
+    anything `load_scene` accepts. `ai2thor_settings` (a ThorSettings) configures the AI2-THOR
+    Controller; default: the perception node's parameter file."""
     key = (name or "symbolic").strip().lower()
     if key not in BACKENDS:
         raise BackendUnavailableError(f"unknown world backend {name!r} (known: {', '.join(BACKENDS)})")
     if key in _NOT_YET:
         raise BackendUnavailableError(f"world backend {key!r} {_NOT_YET[key]}")
+    if key == "ai2thor":
+        if seed is not None:
+            raise BackendUnavailableError("world backend 'ai2thor' takes no seed: the simulator places the "
+                                          "objects (leave --seed / the seed parameter unset)")
+        from task_learning.world.thor.bridge import Ai2ThorWorld
+
+        return Ai2ThorWorld(scene if isinstance(scene, Scene) else load_scene(scene), ai2thor_settings)
     from task_learning.world.symbolic import SymbolicWorld
 
     return SymbolicWorld(scene if isinstance(scene, Scene) else load_scene(scene), seed=seed)

@@ -15,6 +15,11 @@ from typing import Any
 REACH_M = 1.75
 # How far from an object NavigateToObject stops the robot.
 STANDOFF_M = 0.6
+# AI2-THOR's camera horizon limits in degrees (positive looks down).
+MIN_HORIZON = -30.0
+MAX_HORIZON = 60.0
+# iTHOR's default agent: the camera sits this far above the agent's position when standing.
+CAMERA_HEIGHT_M = 0.675
 _SPACING_M = 2.2
 _MIN_RADIUS_M = 2.5
 _SLOT_RADIUS_M = 0.25

@@ -10,10 +10,16 @@ Scene YAML keys: name, task, location, context (STARS* sentences), types (extra 
 objects (list of {type, id, at, preferred, state, capacity, position}), subtasks (list of {name,
 instruction, places}), closable (openables that must end closed), assertions (optional check of
 the completion measure's total), agent ({position}), slice_requires_knife.
+
+A scene in an iTHOR FloorPlan names it (`floorplan: FloorPlan1`) instead of listing objects: the
+objects come from the FloorPlan's recorded metadata (world/floorplans.py), and `task_objects`
+(list of {object, at, preferred}) says which of them to put away, where each starts (`at`, moved
+there at reset: AI2-THOR's SetObjectPoses) and where the user wants it (`preferred`).
 """
 from __future__ import annotations
 
 import difflib
+import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -39,6 +45,10 @@ SCENE_KEYS_OPTIONAL = (
     "slice_requires_knife",
 )
 OBJECT_KEYS = ("type", "id", "at", "preferred", "state", "capacity", "position", "name")
+FLOORPLAN_SCENE_KEYS_REQUIRED = ("task", "floorplan", "task_objects")
+FLOORPLAN_SCENE_KEYS_OPTIONAL = ("name", "description", "context", "location", "subtasks", "closable",
+                                 "assertions")
+TASK_OBJECT_KEYS = ("object", "at", "preferred")
 SUBTASK_KEYS = ("name", "instruction", "places")
 # State keys a scene may set per object, with the capability each needs (None: always allowed).
 STATE_KEYS: dict[str, str | None] = {
@@ -106,6 +116,10 @@ class Scene:
     capacities: dict[str, int] = field(default_factory=dict)
     types: dict[str, ObjectType] = field(default_factory=dict)
     slice_requires_knife: bool = False
+    # the iTHOR FloorPlan the scene is set in ('' for scenes written object by object), and the
+    # objects moved away from their recorded place at reset: object id -> receptacle id
+    floorplan: str = ""
+    start_moves: dict[str, str] = field(default_factory=dict)
 
     def by_id(self) -> dict[str, dict[str, Any]]:
         return {o["objectId"]: o for o in self.objects}
@@ -204,7 +218,7 @@ def load_scene(name_or_path: str | Path) -> Scene:
     (a .json file; a file holding several scenes takes '#<key>', e.g. 'objects.json#21')."""
     text = str(name_or_path)
     base, key = text.rsplit("#", 1) if "#" in text else (text, "")
-    looks_like_path = "/" in base or base.endswith((".yaml", ".yml", ".json")) or Path(base).is_file()
+    looks_like_path = "/" in base or base.endswith((".yaml", ".yml", ".json", ".json.gz")) or Path(base).is_file()
     if not looks_like_path:
         path = scene_file(base)
         if not path.is_file():
@@ -214,7 +228,7 @@ def load_scene(name_or_path: str | Path) -> Scene:
             raise ConfigError(path, None, f"no scene named '{base}'{suffix}")
     else:
         path = Path(base)
-    if path.suffix == ".json":
+    if path.suffix == ".json" or path.name.endswith(".json.gz"):
         return _load_metadata_file(path, key or None)
     return _load_yaml_scene(path)
 
@@ -229,7 +243,11 @@ def load_metadata_scenes(path: str | Path) -> dict[str, Scene]:
 
 
 def _read_json(path: Path) -> Any:
+    """JSON, or gzipped JSON (name ending .gz)."""
     try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return json.loads(handle.read())
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
@@ -258,7 +276,7 @@ def _scene_name(path: Path, key: str, data: Any) -> str:
         return f"FloorPlan{key}" if key.isdigit() else key
     if isinstance(data, Mapping) and isinstance(data.get("sceneName"), str):
         return data["sceneName"]
-    stem = path.stem
+    stem = path.name.split(".")[0]
     return stem[: -len("_objects")] if stem.endswith("_objects") else stem
 
 
@@ -365,7 +383,109 @@ def scene_from_metadata(
 
 
 def _load_yaml_scene(path: Path) -> Scene:
-    return scene_from_dict(load_yaml(path), source=str(path), default_name=path.stem)
+    data = load_yaml(path)
+    if isinstance(data, Mapping) and "floorplan" in data:
+        return floorplan_scene_from_dict(data, source=str(path), default_name=path.stem)
+    return scene_from_dict(data, source=str(path), default_name=path.stem)
+
+
+def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "scene") -> Scene:
+    """A task set in an iTHOR FloorPlan: its recorded objects, the task objects moved to where
+    they start, the user's wanted places and the closable containers."""
+    from task_learning.world.floorplans import canonical, floorplan_source
+
+    file = source
+    check_keys(data, file=file, key="", required=FLOORPLAN_SCENE_KEYS_REQUIRED,
+               optional=FLOORPLAN_SCENE_KEYS_OPTIONAL)
+    floorplan = expect_type(data["floorplan"], str, file=file, key="floorplan")
+    if canonical(floorplan) is None:
+        raise ConfigError(file, "floorplan", f"expected an iTHOR scene name like 'FloorPlan1', got {floorplan!r}")
+    try:
+        recorded = load_scene(floorplan_source(floorplan))
+    except ConfigError as exc:
+        raise ConfigError(file, "floorplan", exc.message) from None
+    name = expect_type(data.get("name", default_name), str, file=file, key="name")
+    task = expect_type(data["task"], str, file=file, key="task")
+    location = expect_type(data.get("location", recorded.location), str, file=file, key="location")
+    context = expect_type(data.get("context") or [], list, file=file, key="context")
+    for i, sentence in enumerate(context):
+        expect_type(sentence, str, file=file, key=join_key("context", i))
+    records = recorded.objects
+    resolver = _SceneRefs(records, recorded.types, file)
+    entries = expect_type(data["task_objects"], list, file=file, key="task_objects")
+    if not entries:
+        raise ConfigError(file, "task_objects", "a task needs at least one object to put away")
+    preferences: dict[str, list[str]] = {}
+    start_moves: dict[str, str] = {}
+    for index, entry in enumerate(entries):
+        key = join_key("task_objects", index)
+        check_keys(entry, file=file, key=key, required=("object", "preferred"), optional=TASK_OBJECT_KEYS)
+        oid = resolver.resolve(entry["object"], join_key(key, "object"))
+        if oid in preferences:
+            raise ConfigError(file, join_key(key, "object"), f"{oid} is listed twice")
+        if not resolver.by_id[oid].get("pickupable"):
+            raise ConfigError(file, join_key(key, "object"), f"{oid} cannot be picked up")
+        if entry.get("at") is not None:
+            place = resolver.resolve(entry["at"], join_key(key, "at"))
+            if place == oid or not resolver.by_id[place]["receptacle"]:
+                raise ConfigError(file, join_key(key, "at"), f"{place} is not a receptacle {oid} can be in")
+            start_moves[oid] = place
+        pref = entry["preferred"]
+        refs = pref if isinstance(pref, list) else [pref]
+        if not refs:
+            raise ConfigError(file, join_key(key, "preferred"), "empty list of destinations")
+        dests = []
+        for i, ref in enumerate(refs):
+            where = join_key(key, "preferred") + (f"[{i}]" if isinstance(pref, list) else "")
+            dest = resolver.resolve(ref, where)
+            if not resolver.by_id[dest]["receptacle"]:
+                raise ConfigError(file, where, f"{dest} is not a receptacle")
+            dests.append(dest)
+        preferences[oid] = dests
+    by_id = resolver.by_id
+    for oid, place in start_moves.items():
+        for parent in by_id[oid]["parentReceptacles"]:
+            if oid in by_id[parent]["receptacleObjectIds"]:
+                by_id[parent]["receptacleObjectIds"].remove(oid)
+        by_id[oid]["parentReceptacles"] = [place]
+        by_id[place]["receptacleObjectIds"].append(oid)
+        _move_with_contents(by_id, oid, layout.slot_position(by_id[place], len(by_id[place]["receptacleObjectIds"]) - 1))
+    closable = []
+    for i, ref in enumerate(expect_type(data.get("closable") or [], list, file=file, key="closable")):
+        oid = resolver.resolve(ref, join_key("closable", i))
+        if not by_id[oid]["openable"]:
+            raise ConfigError(file, join_key("closable", i), f"{oid} is not openable")
+        closable.append(oid)
+    subtasks = []
+    for i, entry in enumerate(expect_type(data.get("subtasks") or [], list, file=file, key="subtasks")):
+        key = join_key("subtasks", i)
+        check_keys(entry, file=file, key=key, required=("name", "places"), optional=SUBTASK_KEYS)
+        places_raw = entry["places"] if isinstance(entry["places"], list) else [entry["places"]]
+        subtasks.append(Subtask(
+            name=expect_type(entry["name"], str, file=file, key=join_key(key, "name")),
+            instruction=expect_type(entry.get("instruction", ""), str, file=file, key=join_key(key, "instruction")),
+            places=[resolver.resolve(ref, join_key(join_key(key, "places"), j)) for j, ref in enumerate(places_raw)],
+        ))
+    total = len(preferences) + len(closable)
+    if "assertions" in data:
+        stated = expect_type(data["assertions"], int, file=file, key="assertions")
+        if stated != total:
+            raise ConfigError(file, "assertions", f"states {stated} but the scene defines {total} "
+                              f"({len(preferences)} preferred places + {len(closable)} closable)")
+    return Scene(
+        name=name, task=task, location=location, objects=records,
+        task_objects=[r["objectId"] for r in records if r["objectId"] in preferences],
+        subtasks=subtasks, preferences=preferences, closable=closable,
+        context=[str(c) for c in context], assertions=total, source=file, agent=recorded.agent,
+        capacities=recorded.capacities, types=recorded.types,
+        floorplan=canonical(floorplan) or floorplan, start_moves=start_moves,
+    )
+
+
+def _move_with_contents(by_id: Mapping[str, dict[str, Any]], oid: str, position: dict[str, float]) -> None:
+    by_id[oid]["position"] = dict(position)
+    for slot, child in enumerate(by_id[oid]["receptacleObjectIds"]):
+        _move_with_contents(by_id, child, layout.slot_position(by_id[oid], slot))
 
 
 def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "scene") -> Scene:

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 
 from task_learning.world import layout
 from task_learning.world.effects import RULES, StateRule, apply_rules
+from task_learning.world.look import SEARCH_ACTION, look_around_plan
 from task_learning.world.scene import Scene, make_object_record
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,10 @@ OBJECT_ACTIONS = (
     "SliceObject",
     "NavigateToObject",
 )
-ACTIONS = OBJECT_ACTIONS + ("DropHandObject", "Pass", "Done")
+# Moving the camera: rotations, looking up/down and teleporting (AI2-THOR's names and parameters);
+# VisualSearch is the look-around BCR uses (seed 004), built from them (world/look.py).
+VIEW_ACTIONS = ("RotateLeft", "RotateRight", "LookUp", "LookDown", "Teleport", "TeleportFull")
+ACTIONS = OBJECT_ACTIONS + ("DropHandObject", "Pass", "Done", SEARCH_ACTION) + VIEW_ACTIONS
 # parameters each action accepts besides objectId (AI2-THOR names)
 _EXTRA_PARAMS = {
     "PickupObject": {"forceAction", "manualInteract"},
@@ -51,6 +55,13 @@ _EXTRA_PARAMS = {
     "DropHandObject": {"forceAction"},
     "Pass": set(),
     "Done": set(),
+    SEARCH_ACTION: {"objectId"},
+    "RotateLeft": {"degrees"},
+    "RotateRight": {"degrees"},
+    "LookUp": {"degrees"},
+    "LookDown": {"degrees"},
+    "Teleport": {"position", "rotation", "horizon", "standing", "forceAction"},
+    "TeleportFull": {"position", "rotation", "horizon", "standing", "forceAction"},
 }
 
 
@@ -226,6 +237,13 @@ class SymbolicWorld:
             "NavigateToObject": self._navigate,
             "Pass": lambda p: None,
             "Done": lambda p: None,
+            SEARCH_ACTION: self._visual_search,
+            "RotateLeft": lambda p: self._turn(-self._degrees(p, 90.0), 0.0),
+            "RotateRight": lambda p: self._turn(self._degrees(p, 90.0), 0.0),
+            "LookUp": lambda p: self._turn(0.0, -self._degrees(p, 30.0)),
+            "LookDown": lambda p: self._turn(0.0, self._degrees(p, 30.0)),
+            "Teleport": self._teleport,
+            "TeleportFull": self._teleport,
         }
         if not isinstance(action, str) or action not in handlers:
             raise ActionFailed("InvalidAction", f"Invalid action: {action!r} (the symbolic world knows "
@@ -410,6 +428,77 @@ class SymbolicWorld:
                 self._move_subtree(self._held, self._hand_position())
         self._agent["location"] = oid
         return dict(self._agent["position"])
+
+    # -- the camera: rotations, looking up/down, teleporting, looking around -------------------
+
+    @staticmethod
+    def _degrees(params: dict[str, Any], default: float) -> float:
+        value = params.get("degrees", default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ActionFailed("InvalidArgument", f"degrees must be a number, got {value!r}")
+        return float(value)
+
+    def _turn(self, yaw: float, pitch: float) -> None:
+        """Rotate by `yaw` degrees and tilt the camera by `pitch` (positive: down), within
+        AI2-THOR's horizon limits (-30 up to 60 down)."""
+        horizon = float(self._agent["cameraHorizon"]) + pitch
+        if pitch and not layout.MIN_HORIZON - 1e-3 <= horizon <= layout.MAX_HORIZON + 1e-3:
+            raise ActionFailed("horizon_limit", f"can't look {'down' if pitch > 0 else 'up'} beyond "
+                               f"{layout.MAX_HORIZON if pitch > 0 else layout.MIN_HORIZON:g} degrees")
+        rotation = dict(self._agent["rotation"])
+        rotation["y"] = round((float(rotation.get("y", 0.0)) + yaw) % 360.0, 4)
+        self._agent["rotation"] = rotation
+        self._agent["cameraHorizon"] = round(min(max(horizon, layout.MIN_HORIZON), layout.MAX_HORIZON), 4)
+
+    def _teleport(self, params: dict[str, Any]) -> None:
+        position = params.get("position")
+        if position is None:
+            raise ActionFailed("MissingArguments", "Teleport requires a position {x, y, z}")
+        if not isinstance(position, dict) or not all(isinstance(position.get(a), (int, float)) for a in "xz"):
+            raise ActionFailed("InvalidArgument", f"position must be {{x, y, z}}, got {position!r}")
+        rotation = params.get("rotation", self._agent["rotation"])
+        if isinstance(rotation, (int, float)):
+            rotation = {"x": 0.0, "y": float(rotation), "z": 0.0}
+        horizon = params.get("horizon", self._agent["cameraHorizon"])
+        if not isinstance(rotation, dict) or not isinstance(horizon, (int, float)):
+            raise ActionFailed("InvalidArgument", "rotation must be {x, y, z} (or a yaw) and horizon a number")
+        if not layout.MIN_HORIZON <= float(horizon) <= layout.MAX_HORIZON:
+            raise ActionFailed("horizon_limit", f"horizon must be within [{layout.MIN_HORIZON:g}, "
+                               f"{layout.MAX_HORIZON:g}] degrees, got {horizon}")
+        height = position.get("y")
+        self._agent["position"] = layout.vec(float(position["x"]),
+                                             float(height) if isinstance(height, (int, float)) else
+                                             float(self._centre.get("y", 0.9)), float(position["z"]))
+        self._agent["rotation"] = layout.vec(0.0, float(rotation.get("y", 0.0)) % 360.0, 0.0)
+        self._agent["cameraHorizon"] = round(float(horizon), 4)
+        self._agent["isStanding"] = bool(params.get("standing", True))
+        self._agent["location"] = ""  # teleported: not at an object the robot navigated to
+        if self._held is not None:
+            self._move_subtree(self._held, self._hand_position())
+
+    def _visual_search(self, params: dict[str, Any]) -> None:
+        """Look around: a full turn, then face `objectId` (if given) with the camera tilted onto
+        it; each move an AI2-THOR rotation or LookUp/LookDown, as a bridge runs them."""
+        target = self._target(params)["position"] if params.get("objectId") else None
+        for action, degrees in look_around_plan(self.metadata["agent"], target):
+            self._handler(action)({"degrees": degrees})
+            self._cache = None
+
+    def place_object(self, object_id: str, receptacle_id: str) -> None:
+        """Put an object in/on a receptacle directly (scene set-up, AI2-THOR's SetObjectPoses),
+        without the robot: no reach or hand checks, the containment kept consistent."""
+        if object_id not in self._objects or receptacle_id not in self._objects:
+            raise KeyError(object_id if object_id not in self._objects else receptacle_id)
+        if object_id == self._held:
+            self._held = None
+            self._objects[object_id]["isPickedUp"] = False
+        self._detach(object_id)
+        receptacle = self._objects[receptacle_id]
+        self._objects[object_id]["parentReceptacles"] = [receptacle_id]
+        receptacle["receptacleObjectIds"].append(object_id)
+        self._move_subtree(object_id, layout.slot_position(receptacle, len(receptacle["receptacleObjectIds"]) - 1))
+        apply_rules(self._objects, self.rules)
+        self._cache = None
 
     # -- containment helpers --------------------------------------------------------------------
 

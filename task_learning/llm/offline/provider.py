@@ -93,6 +93,11 @@ class OfflineProvider:
         raise ProviderError(f"offline model: unsupported prompt_type {kind!r} "
                             f"(expected one of {', '.join(GOAL_TYPES + ('selection', 'bcr_selection'))})")
 
+    def complete_batch(self, requests: list[LLMRequest], timeout_s: float = 30.0) -> list[LLMResponse]:
+        """A list of requests in one "round trip" (what a list-prompt completions request is to a
+        real server): each answered exactly as alone, so batching never changes an answer."""
+        return [self.complete(request, timeout_s) for request in requests]
+
     # ------------------------------------------------------------------ goals
     def goal_query(self, request: LLMRequest) -> GoalQuery:
         """The request's context as a GoalQuery; a missing object falls back to the prompt's last
