@@ -47,7 +47,7 @@ PARAMETERS = (
     Param("llm_cache", "memory", "Response cache: memory, none, or a file path (a rerun then costs 0 "
           "calls)"),
     Param("condition", "STARS", "Condition used when a goal leaves it empty: TBP, TBP+O, ST, STS, "
-          "STAR, STARS, STARS*, STARS+O"),
+          "STAR, STARS, STARS* (tidy kitchen only), STARS+O, STARS+CTX"),
     Param("max_workers", 8, "Concurrent requests of one search-tree level (1 = sequential)", min=1,
           max=256),
     Param("max_requests", 1500, "Hard cap on goal requests per object, over the tree and all repairs",
