@@ -21,12 +21,13 @@ from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.planning.stop import StopToken, StoppableWorld
+from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
 
 log = logging.getLogger(__name__)
 
-CONDITIONS = ("TBP", "TBP+O", "ST", "STS", "STAR", "STARS", "STARS*", "STARS+O")
+CONDITIONS = tuple(c.value for c in Condition)
 OPERATORS = ("simulated", "terminal", "panel", "none")
 # How the model is asked (the answers, and so the goals learned, are the same in every mode):
 #   concurrent      one object after another, a tree level as concurrent single requests
@@ -121,6 +122,7 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
                                 f"(choose from {', '.join(ELICITATION_MODES)})")
     scene = spec.scene if isinstance(spec.scene, Scene) else load_scene(spec.scene)
     check_task(scene, spec.task)
+    paper_selection_context(parse_condition(condition), scene)  # STARS* off tidy kitchen: refused
     check_run_config()
     world = make_backend(spec.backend, scene, spec.seed)
     try:

@@ -22,8 +22,9 @@ from typing import Any, Callable, Mapping, Sequence
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.stars.conditions import Condition, flags, parse_condition
+from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
+from task_learning.stars.sampling import sample_steps
 from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal, select_goal_steps
 from task_learning.stars.tree import (
     CompletionClient,
@@ -176,7 +177,8 @@ def prepare_elicitation(
     ctx = GoalContext(task=task or str(getattr(scene, "task", "")),
                       location=location or str(getattr(scene, "location", "") or "kitchen"),
                       object=obj, relation=relation, place=place,
-                      system_context=tuple(system_context))
+                      system_context=tuple(system_context),
+                      selection_context=paper_selection_context(cond, scene))
     if analyzer is None:
         analyzer = _default_analyzer(state, object_id)
     if switch.oversight and needs_operator and operator is None:
@@ -196,7 +198,10 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
     started = time.perf_counter()
     root = TreeRoot(build_request=lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id),
                     key="goal")
-    yield from expand_steps([root], tree)
+    if switch.search_tree:
+        yield from expand_steps([root], tree)
+    else:  # TBP: several samples at the configured temperatures (stars/sampling.py)
+        yield from sample_steps(root, templates.tbp_sampling, tree)
     prep.stage("search_tree" if switch.search_tree else "template_prompt", started)
 
     if analyzer is not None:
@@ -276,7 +281,8 @@ def elicit_goal(
     """Elicit a goal for one object.
 
     task: "tidy kitchen"; object_id: "Mug|2"; world: the perceived WorldState or AI2-THOR metadata;
-    scene: a world.Scene (supplies location and, for STARS*, its user context) or None.
+    scene: a world.Scene (supplies location, STARS+CTX's user context and STARS*'s Selection
+    context) or None.
     client: an LLMClient (anything with complete(request) -> response; `.usage` is diffed).
     analyzer: sentence -> analysis (default: grounding.analyze_goal against `world`).
     operator: who answers the +O conditions' questions (oversight.operator.Operator).
