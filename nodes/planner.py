@@ -44,7 +44,7 @@ from task_learning.planning.confirmation import GoalConfirmer, goal_covered, req
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.loop import TaskLearner
 from task_learning.planning.session import CONDITIONS, check_task
-from task_learning.planning.stop import RunStopped, StopToken, StoppableWorld
+from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.types import ActionCall, GoalLiteral, LLMUsage
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
@@ -91,7 +91,7 @@ MAX_SUBTASKS = 64
 SCENE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 
-class RosCallError(TaskLearningError):
+class RosCallError(DependencyFailed):
     """A service or action of another node did not answer in time, or went away."""
 
 
@@ -405,7 +405,7 @@ class PlannerNode(Node):
             else:
                 goal_handle.abort()
             return result
-        except TaskLearningError as exc:
+        except (TaskLearningError, DependencyFailed) as exc:
             self.get_logger().error(f"perform task failed: {printable(str(exc))}")
             goal_handle.abort()
             result.success = False
@@ -518,7 +518,7 @@ class PlannerNode(Node):
             else:
                 goal_handle.abort()
             return result
-        except TaskLearningError as exc:
+        except (TaskLearningError, DependencyFailed) as exc:
             goal_handle.abort()
             result.success = False
             result.message = printable(str(exc))
