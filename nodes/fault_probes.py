@@ -388,8 +388,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.fast:  # a fresh graph (a fresh world) for the kill
             name = "perception killed during perform_task"
             with open(workdir / "ros_kill.log", "w", encoding="utf-8") as kill_log:
+                # No questions on this graph (require_confirmation off, nobody answering): the task
+                # keeps calling perception, so the probe measures the dead dependency, not a
+                # question waiting out its operator timeout.
                 graph = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros_kill.sqlite"),
-                                                "--keep-going"], stdout=kill_log, stderr=subprocess.STDOUT, env=env,
+                                                "--keep-going", "--param", "planner.require_confirmation:=false"],
+                                         stdout=kill_log, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
                 try:
                     out_kill = probe_node_kill(client, graph)

@@ -1,6 +1,6 @@
 """goal_elicitation_node: the LearnGoal action server (STARS goal elicitation for one object).
 
-Goal: task, object_id, context (STARS* user-context sentences), condition ("" = the node's
+Goal: task, object_id, context (STARS+CTX user-context sentences), condition ("" = the node's
 default; "STARS", "stars_plus_o", "TBP+O", ...). Feedback: the stage just finished (retrieve |
 recurse | analyze | repair | select | confirm | done) with the candidates so far. Result: the
 chosen goal, every candidate with its provenance, the LLM usage of this object and the counts.

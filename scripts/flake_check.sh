@@ -27,6 +27,8 @@ fi
 LOGS="$ROOT/build/flake-check"
 mkdir -p "$LOGS"
 cd "$ROOT"
+# The venv as make test would have it (interfaces rebuilt when msg/srv/action files changed).
+VENV="$VENV" bash scripts/bootstrap.sh > "$LOGS/bootstrap.log" 2>&1 || { cat "$LOGS/bootstrap.log"; exit 2; }
 export ROS_HOME="$ROOT/.ros" ROS_LOG_DIR="$ROOT/.ros/log" QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}"
 
 # The hog: one busy process on the second core (the first one when the machine has only one).
@@ -41,21 +43,28 @@ HOG=$!
 trap 'kill "$HOG" 2>/dev/null; wait "$HOG" 2>/dev/null' EXIT INT TERM
 echo "flake_check: $N run(s) of pytest ${ARGS[*]}, CPU hog (pid $HOG) on core $HOG_CORE of $CORES"
 
+# CPU seconds (user + system) of pytest and the processes it waited for: what the suite costs on
+# its own, apart from what other load on the machine adds to the wall time.
+TIMER=()
+[ -x /usr/bin/time ] && TIMER=(/usr/bin/time -f "%U %S" -o "$LOGS/cpu")
+
 passes=0
 times=()
 for i in $(seq 1 "$N"); do
   log="$LOGS/run-$i.log"
+  rm -f "$LOGS/cpu"
   start=$(date +%s.%N)
-  "$PY" -m pytest -q -p no:cacheprovider "${ARGS[@]}" > "$log" 2>&1
+  "${TIMER[@]}" "$PY" -m pytest -q -p no:cacheprovider "${ARGS[@]}" > "$log" 2>&1
   code=$?
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
   times+=("$secs")
+  cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ {printf "%.0f s CPU, ", $1 + $2}' "$LOGS/cpu" 2>/dev/null)
   summary=$(grep -v "^[[:space:]]*$" "$log" | tail -n 1)
   if [ "$code" -eq 0 ]; then
     passes=$((passes + 1))
-    printf 'run %d/%d: PASS in %.0f s (%s)\n' "$i" "$N" "$secs" "$summary"
+    printf 'run %d/%d: PASS in %.0f s wall, %s(%s)\n' "$i" "$N" "$secs" "$cpu" "$summary"
   else
-    printf 'run %d/%d: FAIL (exit %d) in %.0f s (%s), log %s\n' "$i" "$N" "$code" "$secs" "$summary" "$log"
+    printf 'run %d/%d: FAIL (exit %d) in %.0f s wall, %s(%s), log %s\n' "$i" "$N" "$code" "$secs" "$cpu" "$summary" "$log"
     grep -E '^(FAILED|ERROR) ' "$log" | sed 's/^/    /'
   fi
 done

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import re
 
-# C0 and C1 control characters except tab and newline; DEL.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# CSI/OSC escape sequences as a whole, so their parameters do not remain as text.
-_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# ANSI escape sequences as a whole (CSI, OSC, two-byte, 8-bit CSI), so their parameters do not
+# remain as text; then any other C0/C1 control character except tab, newline and carriage return.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def printable(text: str, limit: int | None = None) -> str:
-    """`text` without escape sequences and control characters, cut to `limit` characters
-    (with an ellipsis saying how much was cut)."""
-    clean = _CONTROL.sub("", _ESCAPE.sub("", text))
+    """`text` without escape sequences and control characters (newlines and tabs kept), cut to
+    `limit` characters (with a note saying how much was cut). The one implementation: the CLI's
+    output stream (cli/options.py) and the nodes' answers use it."""
+    clean = _CONTROLS.sub("", _ESCAPES.sub("", text))
     if limit is not None and len(clean) > limit:
         return f"{clean[:limit]}... ({len(clean) - limit} more characters)"
     return clean

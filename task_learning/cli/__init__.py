@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
     try:
         return _main(argv)
     finally:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from collections.abc import Callable
 from typing import TextIO
+
+from task_learning.safe_text import printable
 
 # Sane maxima where no configuration gives a bound.
 MAX_WORKERS = 64  # concurrent LLM requests per tree level
@@ -22,14 +23,7 @@ MAX_REQUESTS = 100_000  # LLM requests for one object
 MAX_SEED = 2**32 - 1
 MAX_WAIT_S = 86_400.0
 
-# ANSI escape sequences (CSI, OSC, two-byte), then any other C0/C1 control except \t \n \r.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """`text` without terminal escape sequences or control characters (newlines and tabs kept)."""
-    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+__all__ = ["printable"]  # re-exported: the one implementation is task_learning.safe_text
 
 
 def bounded_int(low: int, high: int) -> Callable[[str], int]:

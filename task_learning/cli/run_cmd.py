@@ -10,7 +10,7 @@ import json
 import sys
 
 from task_learning.cli.options import MAX_WORKERS, SEED, bounded_int
-from task_learning.planning.session import CONDITIONS, OPERATORS, RunSpec, run_in_process
+from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="world backend: the symbolic world (default) or AI2-THOR through its Controller "
                    "(settings: config/nodes/perception.yaml, ai2thor section)")
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=4,
-                   help=f"concurrent LLM requests per tree level (1-{MAX_WORKERS})")
+                   help=f"concurrent LLM requests per tree level with --elicitation concurrent (1-{MAX_WORKERS})")
+    p.add_argument("--elicitation", default="batched", choices=ELICITATION_MODES,
+                   help="concurrent: one object after another, one request per branch; batched (default):"
+                        " one object after another, a tree level as list-prompt round trips;"
+                        " across-objects: every object's levels in shared round trips, the operator"
+                        " still asked one question at a time in the task's order")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.set_defaults(func=run)
 
@@ -85,14 +90,15 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
 def run(args: argparse.Namespace) -> int:
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
-                   task=args.task, backend=args.backend)
+                   task=args.task, backend=args.backend, elicitation=args.elicitation)
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
     if args.operator == "panel" and args.condition.endswith("+O"):
         metrics, learner = _run_with_panel(spec, progress)
     else:
         metrics, learner = run_in_process(spec, progress=progress)
     data = metrics.to_dict()
-    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend)
+    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
+                elicitation=args.elicitation)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
@@ -102,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 "instructions", "yes_no", "words", "learned_goals_reused", "policies_reused"):
         print(f"  {key:<22}{data[key]}")
     print(f"  {'llm calls':<22}{data['usage']['calls']}")
+    print(f"  {'llm round trips':<22}{data['usage']['requests']}")
     failed = [r for r in learner.reports if r.outcome != "done"]
     for report in failed:
         print(f"  ! {report.context}: {report.outcome} {report.message}")

@@ -183,8 +183,13 @@ def _wrong_object(ctx: ProbeContext) -> ProbeResult:
     return ProbeResult(CATEGORY, "wrong object in the answer", True, f"chose a goal about the cups: {chosen.text.strip()!r}")
 
 
+def _bad(value: float) -> list[tuple[str, float, dict[str, float]]]:
+    """The scripted answer with its first token's logprob (and alternative) set to `value`."""
+    return [(" the", value, {" the": value, " a": math.log(0.05)})] + list(TOKENS[1:])
+
+
 def probes() -> list[Probe]:
-    bad = lambda value: [(" the", value, {" the": value, " a": math.log(0.05)})] + TOKENS[1:]
+    bad = _bad
     return [
         Probe(CATEGORY, "429 burst", _served("429 burst", [ScriptedReply(status=429, body=error_body("slow down"))] * 3,
                                              _recovered(3), max_retries=5)),

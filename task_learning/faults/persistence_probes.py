@@ -131,7 +131,8 @@ def _locked(ctx: ProbeContext) -> ProbeResult:
         if ctx.fast:  # the same code path with a short busy timeout
             try:
                 with KnowledgeBase(db, busy_timeout_s=0.3) as kb:
-                    kb.add_to_counter("probe", 1)
+                    kb.learn_goal(LearnedGoal(task="t", context="mug in sink", object_type="Mug", text="x",
+                                              literals=[]))
             except KnowledgeBaseError as exc:
                 ok = "locked by another process" in str(exc)
                 return ProbeResult(CATEGORY, "locked database", ok, str(exc))
