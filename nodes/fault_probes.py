@@ -6,7 +6,7 @@ The graph is started with `task-learning bringup` on a scratch knowledge base; a
 acts as a hostile or careless client would: malformed and oversized requests, motion requests
 nobody confirmed, questions that never expire, a node killed in the middle of a task. Every probe
 has a deadline; a probe that gets no answer within it is "not handled" (a hang), never waited out.
-Run it in an isolated network namespace (`/work/bin/isolated`) when other graphs share the host.
+Run it in an isolated network namespace (`scripts/isolated.sh`) when other graphs share the host.
 """
 from __future__ import annotations
 
