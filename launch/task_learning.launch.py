@@ -1,24 +1,33 @@
-"""Launch every task_learning node on a ROS 2 install (Jazzy/Kilted), with the same executables and
-parameter files as `task-learning bringup`:
+"""Launch every task_learning node, with the same executables and parameter files as
+`task-learning bringup`:
 
     ros2 launch task_learning task_learning.launch.py [scene:=tidy_kitchen] [backend:=symbolic]
-        [nodes:=perception,grounding]
+        [nodes:=perception,grounding] [db:=kb.sqlite]
 
 The node list, parameter files and exit policy come from config/bringup.yaml (installed under
 share/task_learning/config), so both bring-ups stay the same. `scene` / `backend`, when given,
 override that key in every node whose parameter file has it; empty means "as in the file".
+`db` is the knowledge base the planner and oversight nodes share; by default
+$ROS_HOME/task_learning/task_learning.sqlite (~/.ros/...), so it does not depend on the folder
+`ros2 launch` runs in; a relative path is taken relative to that folder and made absolute.
+
+Errors end the launch with exit code 1 and one line saying why: a name in `nodes:=` that
+config/bringup.yaml does not list (nothing is started), a `backend:=` that is not a backend, and
+(with on_node_exit: shutdown, the default) a node that dies on its own, after which the other
+nodes are stopped. Ctrl-C stops every node cleanly.
 """
 import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from task_learning.bringup import load_bringup_config, module_exists, params_file_keys
+from task_learning.bringup import check_selected, load_bringup_config, module_exists, params_file_keys
+from task_learning.world.factory import BACKENDS
+from task_learning_nodes.launch_support import PACKAGE, default_db, on_node_exit
 
-PACKAGE = "task_learning"
 OVERRIDABLE = ("scene", "backend")
 
 
@@ -26,8 +35,11 @@ def _nodes(context, *args, **kwargs):
     share = get_package_share_directory(PACKAGE)
     config = load_bringup_config(os.path.join(share, "config", "bringup.yaml"))
     wanted = [n.strip() for n in LaunchConfiguration("nodes").perform(context).split(",") if n.strip()]
+    check_selected(config, wanted)  # a typo starts nothing and ends the launch with the reason
     overrides = {key: LaunchConfiguration(key).perform(context) for key in OVERRIDABLE}
-    actions = []
+    db = LaunchConfiguration("db").perform(context) or default_db()
+    overrides["db_path"] = os.path.abspath(os.path.expanduser(db))
+    actions = [LogInfo(msg=f"knowledge base: {overrides['db_path']}")]
     for spec in config.nodes:
         if wanted and spec.name not in wanted:
             continue
@@ -42,9 +54,6 @@ def _nodes(context, *args, **kwargs):
         given = {k: v for k, v in overrides.items() if v and k in keys}
         if given:
             parameters.append(given)
-        extra = {}
-        if config.on_node_exit == "shutdown":
-            extra["on_exit"] = Shutdown(reason=f"node {spec.name} exited")
         actions.append(Node(
             package=PACKAGE,
             executable=spec.executable,
@@ -52,7 +61,9 @@ def _nodes(context, *args, **kwargs):
             parameters=parameters,
             output="screen",
             emulate_tty=True,
-            **extra,
+            on_exit=on_node_exit(spec.name, config.on_node_exit),
+            # Ctrl-C: as long as `task-learning bringup` waits before it escalates.
+            sigterm_timeout=str(config.shutdown_timeout_s),
         ))
     return actions
 
@@ -62,10 +73,13 @@ def generate_launch_description():
         DeclareLaunchArgument("scene", default_value="",
                               description="scene for every node that takes one (tidy_kitchen, "
                                           "store_groceries, organize_office); empty: as in config/nodes/"),
-        DeclareLaunchArgument("backend", default_value="",
-                              description="world backend of perception: symbolic | ai2thor | fetch; "
-                                          "empty: as in config/nodes/perception.yaml"),
+        DeclareLaunchArgument("backend", default_value="", choices=["", *BACKENDS],
+                              description="world backend of perception; empty: as in "
+                                          "config/nodes/perception.yaml"),
         DeclareLaunchArgument("nodes", default_value="",
                               description="comma-separated node names from config/bringup.yaml; empty: all"),
+        DeclareLaunchArgument("db", default_value="",
+                              description="knowledge base of the planner and oversight nodes; empty: "
+                                          "$ROS_HOME/task_learning/task_learning.sqlite"),
         OpaqueFunction(function=_nodes),
     ])

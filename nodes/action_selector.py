@@ -20,10 +20,9 @@ from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from task_learning.bcr.domain import load_domain
-from task_learning.bcr.engines import make_engine
+from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.selector import ActionSelector
 from task_learning.errors import TaskLearningError
 from task_learning.safe_text import printable
@@ -31,30 +30,41 @@ from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
+from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.qos import latched
 
 NODE_NAME = "action_selector"
+
+PARAMETERS = (
+    Param("service_name", "select_next_action", "Name of the SelectNextAction service"),
+    Param("tree_topic", "bcr_tree", "The candidate tree (CandidateTree, kind bcr, with DOT) is "
+          "published here, latched, after each selection"),
+    Param("world_state_topic", "world_state", "The latest WorldState on this topic is the world "
+          "selected in"),
+    Param("world_state_transient_local", False, "Subscribe transient local (latched) to get the "
+          "last state on start; only matches a transient-local publisher"),
+    Param("scene", "", "With no perception: a scene (e.g. bcr_kitchen) whose symbolic testbed is "
+          "read until a world_state message arrives; empty: none"),
+    Param("seed", -1, "Placement seed of that scene; -1 keeps it as written", min=-1, max=2**31 - 1),
+    Param("domain", "household", "Domain file under config/domains/ (actions, blocking conditions, "
+          "resolutions)"),
+    Param("engine", "llm", "Selection engine: llm (seed 004 prompt) or heuristic (no LLM)",
+          choices=ENGINES),
+    Param("llm", "offline", "LLM for engine llm: offline (not a language model), openai or "
+          "replay:FILE"),
+    Param("max_actions", 100, "Actions per task before the session ends as a failure", min=1,
+          max=100000),
+    Param("max_reasks", 5, "Answers outside the candidate list are asked again this many times",
+          min=0, max=100),
+    Param("search_action", "VisualSearch", "Backend action run for BCR's VisualSearch (look around)"),
+)
 
 
 class ActionSelectorNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        declare = self.declare_parameter
-        declare("service_name", "select_next_action")
-        declare("tree_topic", "bcr_tree")
-        declare("world_state_topic", "world_state")
-        declare("world_state_transient_local", False)
-        declare("scene", "")
-        declare("seed", -1)
-        declare("domain", "household")
-        declare("engine", "llm")
-        declare("llm", "offline")
-        declare("max_actions", 100)
-        declare("max_reasks", 5)
-        declare("search_action", "VisualSearch")
-        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        get = declare_parameters(self, PARAMETERS).__getitem__
 
-        if int(get("max_actions")) < 1 or int(get("max_reasks")) < 0:
-            raise ValueError("parameters max_actions must be >= 1 and max_reasks >= 0")
         domain = load_domain(str(get("domain")))  # ConfigError: one line, exit 2
         engine_name = str(get("engine"))
         client = None
@@ -83,9 +93,7 @@ class ActionSelectorNode(Node):
                                       transient_local=bool(get("world_state_transient_local")),
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=group)
-        tree_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.tree_pub = self.create_publisher(CandidateTree, str(get("tree_topic")), tree_qos)
+        self.tree_pub = self.create_publisher(CandidateTree, str(get("tree_topic")), latched())
         self.create_service(SelectNextAction, str(get("service_name")), self._on_select,
                             callback_group=group)
         self.get_logger().info(f"serving {get('service_name')} (engine {engine_name}); world "

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -27,7 +28,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
-from task_learning.experiments.table import format_table, plot_rows
+from task_learning.experiments.table import OFFLINE_NOTE, format_table, plot_rows
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import PerformTask
@@ -158,6 +159,7 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
         rows.insert(len(rows) - 2, (baseline, data))
     print()
     print(format_table(scene, rows))
+    print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     plot = plot_rows(scene, rows, workdir / f"table2_{scene}.png")
     print(f"\nplot: {plot}\nknowledge base: {db} (inspect with `task-learning kb show --db {db}`)")
     return 0

@@ -6,7 +6,7 @@ The graph is started with `task-learning bringup` on a scratch knowledge base; a
 acts as a hostile or careless client would: malformed and oversized requests, motion requests
 nobody confirmed, questions that never expire, a node killed in the middle of a task. Every probe
 has a deadline; a probe that gets no answer within it is "not handled" (a hang), never waited out.
-Run it in an isolated network namespace (`/work/bin/isolated`) when other graphs share the host.
+Run it in an isolated network namespace (`scripts/isolated.sh`) when other graphs share the host.
 """
 from __future__ import annotations
 
@@ -388,8 +388,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.fast:  # a fresh graph (a fresh world) for the kill
             name = "perception killed during perform_task"
             with open(workdir / "ros_kill.log", "w", encoding="utf-8") as kill_log:
+                # No questions on this graph (require_confirmation off, nobody answering): the task
+                # keeps calling perception, so the probe measures the dead dependency, not a
+                # question waiting out its operator timeout.
                 graph = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros_kill.sqlite"),
-                                                "--keep-going"], stdout=kill_log, stderr=subprocess.STDOUT, env=env,
+                                                "--keep-going", "--param", "planner.require_confirmation:=false"],
+                                         stdout=kill_log, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
                 try:
                     out_kill = probe_node_kill(client, graph)

@@ -1,6 +1,6 @@
 """goal_elicitation_node: the LearnGoal action server (STARS goal elicitation for one object).
 
-Goal: task, object_id, context (STARS* user-context sentences), condition ("" = the node's
+Goal: task, object_id, context (STARS+CTX user-context sentences), condition ("" = the node's
 default; "STARS", "stars_plus_o", "TBP+O", ...). Feedback: the stage just finished (retrieve |
 recurse | analyze | repair | select | confirm | done) with the candidates so far. Result: the
 chosen goal, every candidate with its provenance, the LLM usage of this object and the counts.
@@ -22,7 +22,6 @@ import traceback
 from typing import Any
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
@@ -35,10 +34,34 @@ from task_learning.stars.tree import TreeSettings
 from task_learning_interfaces.action import LearnGoal
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
+from task_learning_nodes.params import Param, declare_parameters
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
 DEFAULT_TOPIC = "world_state"
+
+PARAMETERS = (
+    Param("action_name", DEFAULT_ACTION, "Name of the LearnGoal action server"),
+    Param("llm", "offline", "LLM: offline (deterministic, not a language model), openai (see "
+          "config/llm.yaml) or replay:FILE (a cassette)"),
+    Param("llm_cache", "memory", "Response cache: memory, none, or a file path (a rerun then costs 0 "
+          "calls)"),
+    Param("condition", "STARS", "Condition used when a goal leaves it empty: TBP, TBP+O, ST, STS, "
+          "STAR, STARS, STARS* (tidy kitchen only), STARS+O, STARS+CTX"),
+    Param("max_workers", 8, "Concurrent requests of one search-tree level (1 = sequential)", min=1,
+          max=256),
+    Param("max_requests", 1500, "Hard cap on goal requests per object, over the tree and all repairs",
+          min=1, max=1000000),
+    Param("scene", "", "Scene whose initial state is used until a world state arrives (empty: wait "
+          "for the topic); also the location and STARS* user context when a goal gives none"),
+    Param("location", "", "Gross location for the prompt (I am in <location>); empty: the scene's"),
+    Param("world_state_topic", DEFAULT_TOPIC, "Perception's world state topic"),
+    Param("world_state_transient_local", False, "Subscribe transient local (latched) to get the "
+          "last state on start; only matches a transient-local publisher"),
+    Param("oversight_timeout_s", 120.0, "Seconds the operator gets per question in the +O "
+          "conditions (through oversight_node)", min=0.1, max=86400.0),
+)
+
 STAGE_NAMES = {
     "template_prompt": "retrieve", "search_tree": "recurse", "analysis": "analyze",
     "repair_1": "repair", "repair_2": "repair", "selection": "select", "highest_score": "select",
@@ -49,24 +72,12 @@ STAGE_NAMES = {
 class GoalElicitationNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        for name, default in (("action_name", DEFAULT_ACTION), ("llm", "offline"),
-                              ("condition", "STARS"), ("max_workers", 8), ("max_requests", 1500),
-                              ("scene", ""), ("location", ""), ("world_state_topic", DEFAULT_TOPIC),
-                              ("world_state_transient_local", False), ("llm_cache", "memory"),
-                              ("oversight_timeout_s", 120.0)):
-            try:
-                self.declare_parameter(name, default)
-            except InvalidParameterTypeException as exc:
-                raise TaskLearningError(f"parameter {name}: expected {type(default).__name__} "
-                                        f"(quote strings like \"off\"): {exc}") from None
-        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        get = declare_parameters(self, PARAMETERS).__getitem__
 
         from task_learning.llm.client import make_client
 
         self.default_condition = parse_condition(str(get("condition")))  # bad value: exit 2
         self.settings = TreeSettings(max_workers=int(get("max_workers")), max_requests=int(get("max_requests")))
-        if self.settings.max_workers < 1 or self.settings.max_requests < 1:
-            raise TaskLearningError("max_workers and max_requests must be at least 1")
         self.templates = load_templates()  # ConfigError names the file and key
         self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None)
         self.location = str(get("location") or "")
@@ -211,7 +222,7 @@ def _counts(outcome: ElicitationResult) -> dict[str, int]:
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(GoalElicitationNode, args)
+    return run_node(GoalElicitationNode, args, name=NODE_NAME)
 
 
 if __name__ == "__main__":

@@ -29,20 +29,26 @@ from task_learning.types import WorldState
 from task_learning_interfaces.srv import AnalyzeGoal
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
+from task_learning_nodes.params import Param, declare_parameters
 
 NODE_NAME = "grounding"
 DEFAULT_SERVICE = "grounding/analyze_goal"
 DEFAULT_TOPIC = "world_state"
 
+PARAMETERS = (
+    Param("service_name", DEFAULT_SERVICE, "Name of the AnalyzeGoal service"),
+    Param("world_state_topic", DEFAULT_TOPIC, "The latest WorldState on this topic is the world analysed"),
+    Param("world_state_transient_local", False, "Subscribe transient local (latched) to get the last "
+          "state on start; only matches a transient-local publisher"),
+    Param("scene", "", "With no perception running: a scene name or file whose symbolic world is "
+          "analysed until a world_state message arrives; empty: none (requests are refused until then)"),
+)
+
 
 class GroundingNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        self.declare_parameter("service_name", DEFAULT_SERVICE)
-        self.declare_parameter("world_state_topic", DEFAULT_TOPIC)
-        self.declare_parameter("world_state_transient_local", False)
-        self.declare_parameter("scene", "")
-        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        get = declare_parameters(self, PARAMETERS).__getitem__
 
         self.knowledge = GroundingKnowledge.load()  # raises ConfigError: exit 2, one line
         scene = str(get("scene") or "")
@@ -103,7 +109,7 @@ class GroundingNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(GroundingNode, args)
+    return run_node(GroundingNode, args, name=NODE_NAME)
 
 
 if __name__ == "__main__":

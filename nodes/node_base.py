@@ -9,7 +9,9 @@
   the node to call `request_shutdown()`), so a signal is seen at once and not only when the
   executor wakes up.
 - Shutdown order matters (an executor thread still spinning at exit aborts the process):
-  shut the executor down, join its thread, destroy the node, then rclpy.shutdown().
+  end long callbacks (a node's `stop_work()`, e.g. the oversight node's waiting questions get the
+  safe default), shut the executor down, join its thread, destroy the node, then
+  rclpy.shutdown(). A second Ctrl-C while stopping changes nothing (no traceback).
 - A node that cannot start because of bad parameters or configuration raises TaskLearningError
   or ValueError from its constructor (rclpy raises ParameterException for a value of the wrong
   type): one clear error line, exit code 2, no traceback.
@@ -157,17 +159,16 @@ class LatestWorldState:
     def __init__(self, node: Node, topic: str, convert: Callable[[Any], Any], *,
                  transient_local: bool = False, initial: Any = None, initial_source: str = "none",
                  callback_group: Any = None) -> None:
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from task_learning_interfaces.msg import WorldState as WorldStateMsg
+        from task_learning_nodes.qos import world_state_subscription
 
         self._node = node
         self._convert = convert
         self._lock = threading.Lock()
         self._value = initial
         self.source = initial_source
-        durability = DurabilityPolicy.TRANSIENT_LOCAL if transient_local else DurabilityPolicy.VOLATILE
-        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=durability)
-        node.create_subscription(WorldStateMsg, topic, self._on_message, qos,
+        node.create_subscription(WorldStateMsg, topic, self._on_message,
+                                 world_state_subscription(transient_local),
                                  callback_group=callback_group)
 
     def _on_message(self, msg: Any) -> None:

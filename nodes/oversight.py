@@ -17,14 +17,11 @@ question before the executor stops.
 """
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rcl_interfaces.msg import ParameterDescriptor
 
 from task_learning.oversight.operator import timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
@@ -33,6 +30,8 @@ from task_learning.types import ConfirmationRequest
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import run_node
+from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.qos import latched
 
 CONFIRM_SERVICE = "oversight/confirm"
 ANSWER_SERVICE = "oversight/answer"
@@ -42,11 +41,28 @@ PENDING_TOPIC = "oversight/pending"
 # would fetch, with no extra message definition.
 PendingMsg = ListPendingConfirmations.Response
 
-
-def pending_qos() -> QoSProfile:
-    """Latched: a panel that starts late still gets the current list."""
-    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+PARAMETERS = (
+    Param("timeout_s", 120.0, "Seconds a question waits for the operator when the request sets no "
+          "timeout of its own (at most max_timeout_s)", min=0.1, max=86400.0),
+    Param("max_timeout_s", 600.0, "Longest a question may wait, whatever a request asks for",
+          min=0.1, max=86400.0),
+    Param("max_pending", 8, "Questions that may wait at once; a Confirm request beyond them is "
+          "refused at once", min=1, max=1000),
+    # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
+    Param("safe_default", "no", "What an unanswered question resolves to: no or timeout; never yes "
+          "(refused at start)", dynamic_typing=True),
+    Param("db_path", "", "SQLite knowledge base where every question and answer is persisted; empty: "
+          "not persisted; relative paths are relative to the node's working directory"),
+    Param("task", "", "Task name stored with each question"),
+    Param("max_description_chars", 2000, "Longest goal description accepted, in characters",
+          min=1, max=1000000),
+    Param("pending_topic", PENDING_TOPIC, "Topic where the pending questions are published, latched, "
+          "for panels"),
+    Param("threads", 8, "Executor threads (at least max_pending + 2: each waiting Confirm call "
+          "holds one)", min=2, max=1024),
+    Param("remember_answers", True, "With a db: a question answered before (also before a restart) "
+          "is answered from the knowledge base instead of being asked again"),
+)
 
 
 MAX_ID_CHARS = 64
@@ -72,18 +88,7 @@ def _request_problem(question: ConfirmationRequest) -> str:
 class OversightNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("oversight", **kwargs)
-        self.declare_parameter("timeout_s", 120.0)
-        self.declare_parameter("max_timeout_s", 600.0)
-        self.declare_parameter("max_pending", 8)
-        # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
-        self.declare_parameter("safe_default", "no", ParameterDescriptor(dynamic_typing=True))
-        self.declare_parameter("db_path", "")
-        self.declare_parameter("task", "")
-        self.declare_parameter("max_description_chars", 2000)
-        self.declare_parameter("pending_topic", PENDING_TOPIC)
-        self.declare_parameter("threads", 8)
-        self.declare_parameter("remember_answers", True)
-        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        get = declare_parameters(self, PARAMETERS).__getitem__
         self._publish_lock = threading.Lock()
         safe_default = parse_safe_default(get("safe_default"), file="oversight parameters")
         self.kb = None
@@ -108,7 +113,7 @@ class OversightNode(Node):
 
             self.operator = RememberingOperator(self.queue, self.kb, str(get("task")))
         group = ReentrantCallbackGroup()
-        self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), pending_qos())
+        self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), latched())
         self.create_service(Confirm, CONFIRM_SERVICE, self._on_confirm, callback_group=group)
         self.create_service(AnswerConfirmation, ANSWER_SERVICE, self._on_answer, callback_group=group)
         self.create_service(ListPendingConfirmations, LIST_SERVICE, self._on_list, callback_group=group)
@@ -188,9 +193,9 @@ class OversightNode(Node):
         super().destroy_node()
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run_node(OversightNode, argv, name="oversight")
+def main(args: list[str] | None = None) -> int:
+    return run_node(OversightNode, args, name="oversight")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

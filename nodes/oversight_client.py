@@ -35,8 +35,8 @@ from task_learning_nodes.oversight import (
     LIST_SERVICE,
     PENDING_TOPIC,
     PendingMsg,
-    pending_qos,
 )
+from task_learning_nodes.qos import latched
 
 
 class OversightUnavailable(TaskLearningError):
@@ -85,7 +85,7 @@ class OversightClient:
         self._listed_at = 0.0
         self.resync_s = 2.0
         self._lock = threading.Lock()
-        node.create_subscription(PendingMsg, PENDING_TOPIC, self._on_pending, pending_qos(),
+        node.create_subscription(PendingMsg, PENDING_TOPIC, self._on_pending, latched(),
                                  callback_group=group)
 
     # --- plumbing ----------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from task_learning.errors import TaskLearningError
 from task_learning.names import normalize_name
@@ -39,59 +38,57 @@ from task_learning.safe_text import printable
 from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
+from task_learning.world.thor.settings import ThorSettings
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import run_node
+from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.qos import DURABILITY, RELIABILITY, world_state_qos
 
 WORLD_STATE_TOPIC = "world_state"
 QUERY_SERVICE = "query_world"
 EXECUTE_SERVICE = "execute_action"
 COMPLETION_SERVICE = "get_completion"
 
-RELIABILITY = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
-DURABILITY = {"transient_local": DurabilityPolicy.TRANSIENT_LOCAL, "volatile": DurabilityPolicy.VOLATILE}
 ARTICLES = ("the ", "a ", "an ")
 
-
-def world_state_qos(depth: int, reliability: str, durability: str) -> QoSProfile:
-    """QoS of `world_state` from parameter values; ValueError naming the parameter if invalid."""
-    if depth < 1:
-        raise ValueError(f"parameter qos_depth must be >= 1, got {depth}")
-    if reliability not in RELIABILITY:
-        raise ValueError(f"parameter qos_reliability must be one of {sorted(RELIABILITY)}, got {reliability!r}")
-    if durability not in DURABILITY:
-        raise ValueError(f"parameter qos_durability must be one of {sorted(DURABILITY)}, got {durability!r}")
-    return QoSProfile(depth=depth, reliability=RELIABILITY[reliability], durability=DURABILITY[durability])
+PARAMETERS = (
+    Param("backend", "symbolic", "World backend: symbolic (built-in offline twin of AI2-THOR), "
+          "ai2thor or fetch"),
+    Param("scene", "tidy_kitchen", "Scene name under config/scenes/ (tidy_kitchen, store_groceries, "
+          "organize_office) or a path to a scene YAML or recorded AI2-THOR metadata JSON"),
+    Param("seed", -1, "Placement variation of the symbolic world; -1 keeps the scene as written",
+          min=-1, max=2**31 - 1),
+    Param("publish_rate_hz", 10.0, "world_state publish rate in Hz; 0 publishes only at start and "
+          "after each action", min=0.0, max=1000.0),
+    Param("frame_id", "world", "frame_id of every pose in world_state (the backend's world frame)"),
+    Param("qos_depth", 1, "History depth of world_state", min=1, max=1000),
+    Param("qos_reliability", "reliable", "Reliability of world_state", choices=tuple(RELIABILITY)),
+    Param("qos_durability", "transient_local", "Durability of world_state; transient_local makes it "
+          "latched (a late subscriber with the same durability gets the last state)",
+          choices=tuple(DURABILITY)),
+    Param("max_query_chars", 256, "Longest query_world query accepted, in characters (longer ones "
+          "are refused with a message)", min=1, max=100000),
+    Param("camera_frame_id", "camera_color_optical_frame", "frame_id of the camera topics of backends "
+          "that render (ai2thor with render_image)"),
+) + tuple(
+    # The AI2-THOR Controller's settings: one parameter per field of ThorSettings (its defaults).
+    Param(f"ai2thor.{field.name}", field.default, f"AI2-THOR controller setting {field.name} (see "
+          f"config/nodes/perception.yaml and task_learning.world.thor.settings.ThorSettings)")
+    for field in dataclasses.fields(ThorSettings)
+)
 
 
 class PerceptionNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("perception", **kwargs)
-        self.declare_parameter("backend", "symbolic")
-        self.declare_parameter("scene", "tidy_kitchen")
-        self.declare_parameter("seed", -1)
-        self.declare_parameter("publish_rate_hz", 10.0)
-        self.declare_parameter("frame_id", "world")
-        self.declare_parameter("qos_depth", 1)
-        self.declare_parameter("qos_reliability", "reliable")
-        self.declare_parameter("qos_durability", "transient_local")
-        self.declare_parameter("max_query_chars", 256)
-        self.declare_parameter("camera_frame_id", "camera_color_optical_frame")
-        from task_learning.world.thor.settings import ThorSettings
-
-        for field in dataclasses.fields(ThorSettings):
-            self.declare_parameter(f"ai2thor.{field.name}", field.default)
-        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        get = declare_parameters(self, PARAMETERS).__getitem__
 
         rate = float(get("publish_rate_hz"))
-        if rate < 0:
-            raise ValueError(f"parameter publish_rate_hz must be >= 0 (0: publish on change only), got {rate}")
         qos = world_state_qos(int(get("qos_depth")), str(get("qos_reliability")), str(get("qos_durability")))
         self.frame_id = str(get("frame_id"))
         self.max_query_chars = int(get("max_query_chars"))
-        if self.max_query_chars < 1:
-            raise ValueError(f"parameter max_query_chars must be >= 1, got {self.max_query_chars}")
         self.backend_name = str(get("backend")).strip().lower()
         seed = int(get("seed"))
         scene = str(get("scene"))

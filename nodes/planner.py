@@ -25,7 +25,6 @@ Safety (issue 10):
 """
 from __future__ import annotations
 
-import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -36,7 +35,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from task_learning.bcr.domain import load_domain
-from task_learning.bcr.engines import make_engine
+from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
@@ -45,7 +44,7 @@ from task_learning.planning.confirmation import GoalConfirmer, goal_covered, req
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.loop import TaskLearner
 from task_learning.planning.session import CONDITIONS, check_task
-from task_learning.planning.stop import RunStopped, StopToken, StoppableWorld
+from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.types import ActionCall, GoalLiteral, LLMUsage
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
@@ -55,23 +54,34 @@ from task_learning_interfaces.msg import TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import run_node, wait_for_future
+from task_learning_nodes.params import Param, declare_parameters
 
-PARAMETERS: dict[str, Any] = {
-    "scene": "tidy_kitchen",  # scoring and subtasks; the world itself is perception's
-    "condition": "STARS+O",
-    "db_path": "artifacts/task_learning.sqlite",
-    "engine": "heuristic",  # BCR selection engine: heuristic | llm
-    "llm": "offline",  # only used by the llm engine
-    "query_world_service": "query_world",
-    "execute_action_service": "execute_action",
-    "learn_goal_action": "learn_goal",
-    "service_timeout_s": 10.0,
-    "learn_goal_timeout_s": 900.0,
-    "max_actions": 100,
-    "require_confirmation": True,
-    "allow_scene_paths": False,
-    "max_goal_literals": 32,
-}
+PARAMETERS = (
+    Param("scene", "tidy_kitchen", "Scene used for the subtasks and the completion measure when a "
+          "PerformTask goal names none (the world itself is perception's: give both the same scene)"),
+    Param("condition", "STARS+O", "Condition used when a goal leaves it empty",
+          choices=CONDITIONS),
+    Param("db_path", "artifacts/task_learning.sqlite", "SQLite knowledge base of learned goals and "
+          "policies (the same task again on the same file is Trial #2); relative to the node's "
+          "working directory"),
+    Param("engine", "heuristic", "BCR engine used to reach goals: heuristic (no LLM) or llm",
+          choices=ENGINES),
+    Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai or "
+          "replay:FILE"),
+    Param("query_world_service", "query_world", "Perception's QueryWorld service"),
+    Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
+    Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
+    Param("service_timeout_s", 10.0, "Seconds to wait for a service call", min=0.1, max=3600.0),
+    Param("learn_goal_timeout_s", 900.0, "Seconds for one object's goal elicitation (with oversight "
+          "this includes the operator's time)", min=1.0, max=86400.0),
+    Param("max_actions", 100, "Actions per goal before reaching it counts as failed", min=1,
+          max=100000),
+    Param("require_confirmation", True, "Every learned or reused goal is confirmed by the oversight "
+          "node before the robot moves, whatever the condition; false only on a test bench"),
+    Param("allow_scene_paths", False, "Whether a PerformTask goal may name a scene file path (else "
+          "scene names only)"),
+    Param("max_goal_literals", 32, "Most goal literals one ReachGoal may ask for", min=1, max=10000),
+)
 
 # Which node serves what the planner waits for (named in every error about it).
 NODE_OF = {"query_world": "perception", "execute_action": "perception",
@@ -81,7 +91,7 @@ MAX_SUBTASKS = 64
 SCENE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 
-class RosCallError(TaskLearningError):
+class RosCallError(DependencyFailed):
     """A service or action of another node did not answer in time, or went away."""
 
 
@@ -217,22 +227,13 @@ class RemoteElicitation:
 class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner", **kwargs)
-        for name, default in PARAMETERS.items():
-            self.declare_parameter(name, default)
+        declare_parameters(self, PARAMETERS)
         self.group = ReentrantCallbackGroup()
         self._query = self.create_client(QueryWorld, self._p("query_world_service"), callback_group=self.group)
         self._execute = self.create_client(ExecuteAction, self._p("execute_action_service"),
                                            callback_group=self.group)
         self._learn = ActionClient(self, LearnGoal, self._p("learn_goal_action"), callback_group=self.group)
-        condition = str(self._p("condition")).upper()
-        if condition not in CONDITIONS:
-            raise TaskLearningError(f"parameter condition: unknown {condition!r}")
-        for name in ("service_timeout_s", "learn_goal_timeout_s"):
-            value = float(self._p(name))
-            if not math.isfinite(value) or value <= 0:
-                raise TaskLearningError(f"parameter {name}: must be a finite number > 0, got {value}")
-        if int(self._p("max_actions")) < 1 or int(self._p("max_goal_literals")) < 1:
-            raise TaskLearningError("parameters max_actions and max_goal_literals must be at least 1")
+        condition = str(self._p("condition"))
         self.domain = load_domain("household")
         # One body: at most one motion goal at a time, and the token that stops it.
         self._body = threading.Lock()
@@ -404,7 +405,7 @@ class PlannerNode(Node):
             else:
                 goal_handle.abort()
             return result
-        except TaskLearningError as exc:
+        except (TaskLearningError, DependencyFailed) as exc:
             self.get_logger().error(f"perform task failed: {printable(str(exc))}")
             goal_handle.abort()
             result.success = False
@@ -517,7 +518,7 @@ class PlannerNode(Node):
             else:
                 goal_handle.abort()
             return result
-        except TaskLearningError as exc:
+        except (TaskLearningError, DependencyFailed) as exc:
             goal_handle.abort()
             result.success = False
             result.message = printable(str(exc))

@@ -71,7 +71,51 @@ ln -sfn "$ROOT/nodes" "$SITE/task_learning_nodes"
 for exe in "$VENV"/lib/task_learning/*; do
   [ -f "$exe" ] && ln -sf "$exe" "$VENV/bin/$(basename "$exe")"
 done
-# 4. Xvfb: an X display for AI2-THOR's Linux build (the ai2thor backend starts a private one when
+
+# 4. The ROS 2 command-line tools (ros2 launch|run|topic|service|node|param|action, launch_ros):
+#    wheels from ../shared/ros2-tools (none of them is on PyPI), installed without an index and
+#    without dependency resolution (PyPI's `launch` is an unrelated package), then the two runtime
+#    dependencies the venv lacks, from PyPI by name (neither has dependencies of its own; pip's
+#    check would only complain that the ROS wheels name ament_index_python differently).
+TOOLS="${TASK_LEARNING_SHARED:-$ROOT/../shared}/ros2-tools"
+if ls "$TOOLS"/*.whl > /dev/null 2>&1; then
+  want=$(ls -l "$TOOLS"/*.whl | awk '{print $5, $NF}' | sha256sum | cut -c1-16)
+  if [ "$(cat "$STAMPS/ros2tools" 2>/dev/null)" != "$want" ]; then
+    log "installing the ROS 2 tools (ros2 launch, ros2cli, launch_ros) from $TOOLS"
+    "$VENV/bin/pip" install -q --disable-pip-version-check --no-index --no-deps "$TOOLS"/*.whl
+    "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps osrf-pycommon psutil \
+      2> >(grep -v "is ignored: it is neither" >&2)
+    echo "$want" > "$STAMPS/ros2tools"
+  else
+    log "ROS 2 tools up to date"
+  fi
+else
+  log "note: no ROS 2 tools at $TOOLS, so no \`ros2\` command and no \`ros2 launch\`;"
+  log "      \`task-learning bringup\` starts the graph (put ../shared/ros2-tools beside the repository and rerun make setup)"
+fi
+
+# 5. The ament prefix of task_learning in the venv, as colcon would install it, so `ros2 launch
+#    task_learning ...`, `ros2 run task_learning <node>` and rqt find the package: the index entry,
+#    share/task_learning with package.xml, plugin.xml, config/ (a link to the source's) and a real
+#    launch/ folder (ros2launch walks it with os.walk, which does not enter a linked folder) of
+#    links to the source's launch files; the node executables are already in lib/task_learning.
+#    Links keep it in step with the editable source; this step is cheap and always runs.
+SHARE="$VENV/share/task_learning"
+mkdir -p "$VENV/share/ament_index/resource_index/packages" "$SHARE/launch"
+ln -sfn "$ROOT/resource/task_learning" "$VENV/share/ament_index/resource_index/packages/task_learning"
+ln -sfn "$ROOT/package.xml" "$SHARE/package.xml"
+ln -sfn "$ROOT/plugin.xml" "$SHARE/plugin.xml"
+ln -sfn "$ROOT/config" "$SHARE/config"
+find "$SHARE/launch" -maxdepth 1 -type l -delete
+for file in "$ROOT"/launch/*.launch.py; do
+  ln -sfn "$file" "$SHARE/launch/$(basename "$file")"
+done
+# Every Python of the venv finds that prefix: AMENT_PREFIX_PATH gets the venv appended when it
+# does not name it (ament_index_python, hence ros2cli and launch, read only that variable).
+SITE_PTH="$SITE/task_learning_ament_prefix.pth"
+printf '%s\n' "import os, sys; _p = os.environ.get('AMENT_PREFIX_PATH', ''); sys.prefix in _p.split(os.pathsep) or os.environ.__setitem__('AMENT_PREFIX_PATH', os.pathsep.join(x for x in (_p, sys.prefix) if x))" > "$SITE_PTH"
+
+# 6. Xvfb: an X display for AI2-THOR's Linux build (the ai2thor backend starts a private one when
 #    DISPLAY is unset; the tests use it too). Debian/Ubuntu, as root or with passwordless sudo;
 #    elsewhere only a note: nothing else needs it.
 if [ "$(uname -s)" = Linux ] && ! command -v Xvfb >/dev/null 2>&1; then

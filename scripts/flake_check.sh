@@ -7,7 +7,7 @@
 # kind of loaded 2-core machine CI has. Each run's output is kept in build/flake-check/run-<i>.log;
 # failing tests are listed per run. Exit status: 0 when every run passed, 1 otherwise.
 # Run it through a network namespace of its own when other ROS graphs share the host, e.g.
-#   /work/bin/isolated scripts/flake_check.sh 10
+#   scripts/isolated.sh scripts/flake_check.sh 10
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"

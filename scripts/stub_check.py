@@ -4,7 +4,7 @@ empty/default value, run the test, and expect it to fail; the source is restored
 (even on Ctrl-C). A test that still passes with its code stubbed out checks nothing.
 
     .venv/bin/python scripts/stub_check.py            # every case (ROS cases need
-    /work/bin/isolated .venv/bin/python scripts/stub_check.py --ros   #  their own network)
+    scripts/isolated.sh .venv/bin/python scripts/stub_check.py --ros   #  their own network)
     .venv/bin/python scripts/stub_check.py --list
 
 Exit status 0 when every stubbed test failed, 1 when one passed (listed).

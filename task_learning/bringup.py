@@ -11,6 +11,7 @@ Pure Python: this module never imports rclpy (the nodes do, in their own process
 """
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import logging
 import os
@@ -108,6 +109,16 @@ def params_file_keys(path: Path) -> set[str]:
     return keys
 
 
+def check_selected(config: BringupConfig, selected: Sequence[str] | None) -> None:
+    """Refuse node names the bring-up file does not list (a typo must not start nothing
+    silently): TaskLearningError naming them, with a "did you mean" and the known names."""
+    known = [n.name for n in config.nodes]
+    unknown = [n for n in selected or () if n not in known]
+    if unknown:
+        hints = [f"{n} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(n, known, n=1))
+                 else n for n in unknown]
+        raise TaskLearningError(f"unknown node(s) {', '.join(hints)}; known in {config.source}: "
+                                f"{', '.join(known)}")
 # Parameters every ROS 2 node has without declaring them in a params file.
 ROS_NODE_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service"})
 
@@ -150,12 +161,7 @@ def plan(config: BringupConfig, selected: Sequence[str] | None = None,
     whose module is missing are skipped with a warning; an override "key" goes to the nodes whose
     parameter file has that key, "node.key" to that node only."""
     check_overrides(config, overrides)
-    known = [n.name for n in config.nodes]
-    if selected:
-        unknown = [n for n in selected if n not in known]
-        if unknown:
-            raise TaskLearningError(f"unknown node(s) {', '.join(unknown)} (known in {config.source}: "
-                                    f"{', '.join(known)})")
+    check_selected(config, selected)
     launches = []
     for spec in config.nodes:
         if selected and spec.name not in selected:

@@ -17,21 +17,41 @@ import yaml
 from task_learning.errors import ConfigError
 
 ENV_CONFIG_DIR = "TASK_LEARNING_CONFIG"
+PACKAGE = "task_learning"
+AMENT_PACKAGES_INDEX = Path("share", "ament_index", "resource_index", "packages")
 MAX_YAML_BYTES = 64 * 1024 * 1024  # a YAML file larger than this is refused unread
 
 
 def config_dir() -> Path:
-    """The config folder: $TASK_LEARNING_CONFIG, the source tree's `config/`, or the installed share."""
+    """The config folder, first found of: $TASK_LEARNING_CONFIG; the source tree's `config/` (a
+    checkout, an editable install); `share/task_learning/config` of the package's prefix in the
+    ament index (a colcon install, or the venv's prefix that `make setup` lays out); the same
+    under sys.prefix."""
     env = os.environ.get(ENV_CONFIG_DIR)
     if env:
         return Path(env)
     source_tree = Path(__file__).resolve().parent.parent / "config"
     if source_tree.is_dir():
         return source_tree
-    installed = Path(sys.prefix) / "share" / "task_learning" / "config"
-    if installed.is_dir():
-        return installed
-    raise ConfigError(None, None, f"no config folder found (set {ENV_CONFIG_DIR})")
+    candidates = [share / "config" for share in _ament_share_dirs()]
+    candidates.append(Path(sys.prefix) / "share" / PACKAGE / "config")
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    searched = ", ".join(str(c) for c in candidates)
+    raise ConfigError(None, None, f"no config folder found (searched {searched}; set {ENV_CONFIG_DIR} "
+                      f"or AMENT_PREFIX_PATH)")
+
+
+def _ament_share_dirs() -> list[Path]:
+    """`share/task_learning` of every prefix on AMENT_PREFIX_PATH that registers the package in
+    the ament index (`share/ament_index/resource_index/packages/task_learning`), first one first.
+    Read directly, as ament_index_python does, so the core library needs no ROS package."""
+    found = []
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix and (Path(prefix) / AMENT_PACKAGES_INDEX / PACKAGE).is_file():
+            found.append(Path(prefix) / "share" / PACKAGE)
+    return found
 
 
 def config_path(*parts: str) -> Path:

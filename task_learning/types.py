@@ -152,12 +152,16 @@ class PromptTypeUsage:
     completion_tokens: int = 0
     cache_hits: int = 0
     failures: int = 0
+    requests: int = 0  # round trips (HTTP requests) this type opened; see LLMUsage
+    cached_prompt_tokens: int = 0  # prompt tokens the server said it served from its prefix cache
 
 
 @dataclass
 class LLMUsage:
     """Counts of LLM traffic, by prompt type (initial, recurse, repair, repair_recurse, selection,
-    bcr_selection...). `calls` counts requests that reached a provider (cache hits excluded)."""
+    bcr_selection...). `calls` counts model calls (prompts) that reached a provider (cache hits
+    excluded); `requests` counts round trips: a batch of many prompts sent as one request is many
+    calls and one request, counted against the prompt type of its first prompt."""
 
     by_type: dict[str, PromptTypeUsage] = field(default_factory=dict)
 
@@ -181,22 +185,29 @@ class LLMUsage:
     def failures(self) -> int:
         return sum(u.failures for u in self.by_type.values())
 
+    @property
+    def requests(self) -> int:
+        return sum(u.requests for u in self.by_type.values())
+
+    @property
+    def cached_prompt_tokens(self) -> int:
+        return sum(u.cached_prompt_tokens for u in self.by_type.values())
+
     def merge(self, other: "LLMUsage") -> None:
         for kind, usage in other.by_type.items():
             mine = self.by_type.setdefault(kind, PromptTypeUsage())
-            mine.calls += usage.calls
-            mine.prompt_tokens += usage.prompt_tokens
-            mine.completion_tokens += usage.completion_tokens
-            mine.cache_hits += usage.cache_hits
-            mine.failures += usage.failures
+            for name in vars(usage):
+                setattr(mine, name, getattr(mine, name) + getattr(usage, name))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "calls": self.calls,
+            "requests": self.requests,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cache_hits": self.cache_hits,
             "failures": self.failures,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
             "by_type": {k: vars(v).copy() for k, v in sorted(self.by_type.items())},
         }
 

@@ -13,7 +13,6 @@ Waits are on conditions with deadlines (`wait_until`, `NodeProcess.wait_for_line
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -418,37 +417,3 @@ class Collector:
                 if left <= 0:
                     raise AssertionError(f"no matching message within {timeout} s ({len(self.messages)} received)")
                 self._cond.wait(left)
-
-
-# -- the old per-file interface: kept only while branches written against it are merged; new tests
-# use the fixtures (these give no domain id of its own, no drained-output report on failure).
-
-def ros_env(domain_id: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(ROS_DOMAIN_ID=str(domain_id), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-               ROS_HOME=str(ROOT / ".ros"), ROS_LOG_DIR=str(ROOT / ".ros" / "log"),
-               PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env
-
-
-def start_process(args: list[str], domain_id: int) -> NodeProcess:
-    return NodeProcess(args, ros_env(domain_id))
-
-
-def stop_process(proc: NodeProcess, sig: int | None = signal.SIGINT, timeout: float = 10.0) -> tuple[int, str]:
-    return proc.stop(sig, timeout)
-
-
-@contextlib.contextmanager
-def ros_environ(extra: dict[str, str]) -> Iterator[dict[str, str]]:
-    saved = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
-        yield dict(ros_env(int(extra.get("ROS_DOMAIN_ID", "0"))), **extra)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

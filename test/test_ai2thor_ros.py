@@ -26,7 +26,9 @@ pytestmark = [pytest.mark.usefixtures("thor_env"), pytest.mark.slow, pytest.mark
 
 SCENE = "tidy_floorplan1"
 NODES = ["perception", "grounding", "oversight", "goal_elicitation", "planner"]
-LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# Latched like the publishers, with room for every message: a busy test process must not lose the
+# world_state published with a frame (KEEP_LAST with depth 1 would overwrite it).
+LATCHED = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def _graph(graph: RosGraph, db, nodes=NODES, **env: str):

@@ -117,7 +117,7 @@ def test_loop_of_repeated_actions_is_detected_and_broken():
 def test_action_cap_ends_the_trial_as_a_failure():
     result = run_trial("bcr_kitchen", "make_toast", "heuristic", None, seed=0, max_actions=5)
     assert not result.success and result.actions == 5
-    assert "5-action limit" in result.failure
+    assert "5-action limit" in result.failure_detail
 
 
 class RestlessWorld:
@@ -153,7 +153,7 @@ def test_hundred_action_cap_is_the_default():
     result = run_goals(world, [parse_literal("switched_on(Lamp|1)")], HeuristicEngine(), DOMAIN)
     assert not result.success
     assert result.actions == 100 and world.steps == 100
-    assert "100-action limit" in result.failure
+    assert "100-action limit" in result.failure_detail
 
 
 def test_single_candidate_is_executed_without_asking():

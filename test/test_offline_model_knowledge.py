@@ -135,12 +135,6 @@ def test_unknown_category_of_an_object(config_copy):
         load_knowledge(config_copy)
 
 
-def test_token_split_must_spell_the_word(config_copy):
-    _edit(config_copy / "language.yaml", lambda d: d["token_splits"].update({"cupboard": [" cup", "bored"]}))
-    with pytest.raises(ConfigError, match=r"token_splits\.cupboard"):
-        load_knowledge(config_copy)
-
-
 def test_malformed_yaml_is_a_config_error(config_copy):
     (config_copy / "language.yaml").write_text("opening: [unclosed\n")
     with pytest.raises(ConfigError, match=r"language\.yaml"):

@@ -7,6 +7,7 @@ import pytest
 
 from task_learning.llm.base import LLMProvider, LLMRequest, ProviderError
 from task_learning.llm.offline import LABEL, OfflineProvider, count_prompt_tokens
+from task_learning.llm.tokens import count_tokens, split_tokens
 
 STOPS = ("(END RESULT)", ".", "Steps:", "\n")
 
@@ -50,7 +51,8 @@ def test_goal_text_is_gpt_tokenised_and_stops_before_the_period(provider):
     assert "".join(t.token for t in r.tokens) == r.text
     tokens = [t.token for t in r.tokens]
     assert tokens[:5] == [" The", " goal", " is", " that", " the"]
-    assert " dish" in tokens and "washer" in tokens  # " dishwasher" is two tokens, as in GPT
+    assert tokens == split_tokens(r.text)  # cl100k_base's own split
+    assert " dishwasher" in tokens  # one token in cl100k_base (GPT-3's p50k_base split it)
 
 
 def test_token_alternatives_are_well_formed(provider):
@@ -82,12 +84,13 @@ def test_decision_points_have_branching_alternatives(provider):
 
 def test_mug_in_dish_rack_resembles_the_paper(provider):
     """Seed 000 Table 9: GPT-3's answer for the mug in the dish rack was the dishwasher, turned on,
-    with " cup" and " cabinet" as the strong alternatives to " dish"."""
+    with the cupboard and the cabinet as strong alternatives at the destination (whole words in
+    cl100k_base)."""
     r = provider.complete(goal_request(), 5)
     assert r.text == " The goal is that the mug is in the dishwasher and the dishwasher is turned on"
-    dish = next(t for t in r.tokens if t.token == " dish")
+    dish = next(t for t in r.tokens if t.token == " dishwasher")
     alts = {tok for tok, lp in dish.top[1:] if math.exp(lp) > 0.05}
-    assert {" cup", " cabinet"} <= alts
+    assert {" cupboard", " cabinet"} <= alts
     conj = next(t for t in r.tokens if t.token == " and")
     assert any(tok.startswith(".") and math.exp(lp) > 0.05 for tok, lp in conj.top[1:])
 
@@ -114,9 +117,9 @@ def test_any_prefix_of_an_earlier_answer_continues_it_exactly(provider):
 
 def test_alternative_prefix_gives_a_different_consistent_sentence(provider):
     root = provider.complete(goal_request(), 5)
-    dish = next(t for t in root.tokens if t.token == " dish")
-    alt = next(tok for tok, lp in dish.top[1:] if tok == " cup")
-    head = root.text[: root.text.index(" dish")]
+    dish = next(t for t in root.tokens if t.token == " dishwasher")
+    alt = next(tok for tok, lp in dish.top[1:] if tok == " cupboard")
+    head = root.text[: root.text.index(" dishwasher")]
     r1 = provider.complete(goal_request(prefix=head + alt, prompt_type="recurse"), 5)
     r2 = provider.complete(goal_request(prefix=head + alt, prompt_type="recurse"), 5)
     assert r1.text == r2.text and (head + alt + r1.text).startswith(" The goal is that the mug is in the cupboard")
@@ -148,13 +151,14 @@ def test_logprobs_zero_gives_no_alternatives(provider):
 
 
 def test_prompt_tokens_are_counted_from_the_prompt(provider):
+    """cl100k_base counts: one token per common word here; chat adds OpenAI's overhead."""
     short = provider.complete(goal_request(prompt="one two three four five six seven eight nine ten"), 5)
-    assert short.prompt_tokens == 13
+    assert short.prompt_tokens == 10
     long_prompt = "word " * 700
-    assert provider.complete(goal_request(prompt=long_prompt), 5).prompt_tokens == 910
+    assert provider.complete(goal_request(prompt=long_prompt), 5).prompt_tokens == count_tokens(long_prompt)
     chat = LLMRequest("selection", messages=(("system", "a b c"), ("user", "d e f g")),
                       context={"options": ["the goal is that the mug is in the cupboard"], "object": "mug"})
-    assert count_prompt_tokens(chat) == math.ceil(7 * 1.3) + 8
+    assert count_prompt_tokens(chat) == 3 + (3 + 1 + 3) + (3 + 1 + 4)
 
 
 def test_unknown_object_gets_a_generic_answer(provider):

@@ -1,8 +1,8 @@
 """The offline model inside the real STARS pipeline (search tree, grounding analysis, repair,
-selection): every stage gets work, the run is deterministic, and its calibration has the paper's
-shape (the top answer often unusable, the tree usually holding the conventional answer).
-
-Scene preferences are read here only to score; the offline model never sees them.
+selection): every stage gets work, the run is deterministic, and the stages relate as the
+algorithm says (the tree contains TBP's answers, analysis keeps unusable goals out of STARS).
+No assertion here pins the offline model to the paper's percentages: it was written with the
+paper's tables at hand, so matching them would show nothing.
 """
 from __future__ import annotations
 
@@ -26,12 +26,6 @@ def run(scene, state, object_id, condition):
     client = make_client("offline", cache=False)
     return elicit.elicit_goal(scene.task, object_id, state, scene, condition, client)
 
-
-def preferred_hit(candidate, object_id, preferred) -> bool:
-    if candidate is None or not candidate.viable:
-        return False
-    return any(lit.predicate in ("inside", "on") and lit.args[0] == object_id and lit.args[1] in preferred
-               for lit in candidate.literals)
 
 
 def test_mug_in_dish_rack_exercises_every_stage_deterministically(kitchen):
@@ -57,20 +51,22 @@ def test_mug_in_dish_rack_exercises_every_stage_deterministically(kitchen):
     assert "cupboard" in first.chosen.text and first.chosen.viable
 
 
-@pytest.mark.slow  # three conditions over every task object of the kitchen
-def test_calibration_top_answer_often_unusable_tree_usually_right(kitchen):
+@pytest.mark.slow  # three conditions on twelve objects
+def test_stages_relate_as_the_algorithm_says(kitchen):
     scene, state = kitchen
     client = make_client("offline", cache=False)
-    tbp = tree = stars = 0
-    for oid in scene.task_objects:
-        pref = scene.preferences[oid]
-        top = elicit.elicit_goal(scene.task, oid, state, scene, "TBP", client)
-        tbp += preferred_hit(top.chosen, oid, pref)
+    for oid in scene.task_objects[:12]:
+        tbp = elicit.elicit_goal(scene.task, oid, state, scene, "TBP", client)
         st = elicit.elicit_goal(scene.task, oid, state, scene, "ST", client)
-        tree += any(preferred_hit(c, oid, pref) for c in st.candidates)
-        full = elicit.elicit_goal(scene.task, oid, state, scene, "STARS", client)
-        stars += preferred_hit(full.chosen, oid, pref)
-    n = len(scene.task_objects)
-    assert 0.35 <= tbp / n <= 0.70, tbp / n  # paper: TBP 52.5 %
-    assert tree / n >= 0.9, tree / n
-    assert stars > tbp and stars / n >= 0.7, stars / n  # paper: STARS 77.5 %
+        stars = elicit.elicit_goal(scene.task, oid, state, scene, "STARS", client)
+        # TBP's temperature-0 answer is the tree's root response, so the tree holds it
+        assert tbp.candidates[0].text in {c.text for c in st.candidates}
+        # TBP and ST choose by score; STARS only ever chooses what analysis found usable
+        assert tbp.chosen.score == max(c.score for c in tbp.candidates)
+        assert st.chosen.score == max(c.score for c in st.candidates)
+        if stars.chosen is not None:
+            assert stars.chosen.viable
+        else:
+            assert stars.outcome == "no_viable_goal" and not stars.viable
+        # repair only ever adds responses the tree had not seen
+        assert len({c.text for c in stars.candidates}) == len(stars.candidates)

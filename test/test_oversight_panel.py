@@ -97,6 +97,52 @@ def test_panel_reports_an_unreachable_backend(app):
     panel.deleteLater()
 
 
+def test_the_read_error_goes_once_questions_arrive(app):
+    from task_learning.oversight.panel import OperatorPanel
+
+    queue = QueueOperator(timeout_s=10)
+
+    class Late:
+        """Not running at first (as when rqt starts before the oversight node), then up."""
+        up = False
+
+        def pending(self):
+            if not self.up:
+                raise ConnectionError("the oversight node is not running (yet)")
+            return queue.pending()
+
+        def submit(self, *args, **kwargs):
+            return queue.submit(*args, **kwargs)
+
+    backend = Late()
+    panel = OperatorPanel(backend, poll_ms=0)
+    assert panel.status_label.text().startswith("Cannot read pending questions")
+    backend.up = True
+    request = ConfirmationRequest("late-1", "For a mug in the dish rack is the goal that the mug is in "
+                                  "the cupboard?", "Mug|2", "mug in the dish rack")
+    thread = threading.Thread(target=queue.ask, args=(request,))
+    thread.start()
+    wait_until(queue.pending, 10, "the question pending", interval=0.005)
+    panel.refresh()
+    assert panel.current_request().request_id == "late-1"
+    assert panel.status_label.text() == "", panel.status_label.text()
+    panel.no_button.click()
+    thread.join(5)
+    assert panel.status_label.text().startswith("Sent")
+    panel.refresh()  # a later successful read keeps the answer's line
+    assert panel.status_label.text().startswith("Sent")
+    panel.close()
+    panel.deleteLater()
+
+
+def test_qt_compat_takes_pyside6_standalone_and_qtest_from_the_same_binding():
+    from task_learning.oversight import qt_compat
+
+    assert qt_compat.BINDING == "PySide6"  # this process never imported python_qt_binding
+    assert qt_compat.QTest.__module__.startswith("PySide6")
+    assert qt_compat.QWidget.__module__.startswith("PySide6")
+
+
 def test_rqt_plugin_is_declared_and_exported():
     plugin = ET.parse(REPO / "plugin.xml").getroot()
     cls = plugin.find("class")

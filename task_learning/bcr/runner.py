@@ -5,6 +5,7 @@ import functools
 import logging
 import statistics
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -33,7 +34,9 @@ class TrialResult:
     seed: int | None = None
     task: str = ""
     engine: str = ""
-    failure: str = ""
+    failure: str | None = None  # loop | max_actions | no_candidates | llm_error | invalid_answer
+    failure_detail: str = ""
+    mode: str = "guarded"
     executed: int = 0  # actions actually run in the world
     llm_requests: int = 0
     reasks: int = 0
@@ -53,7 +56,9 @@ class TrialResult:
             "seed": self.seed,
             "task": self.task,
             "engine": self.engine,
+            "mode": self.mode,
             "failure": self.failure,
+            "failure_detail": self.failure_detail,
             "executed": self.executed,
             "llm_requests": self.llm_requests,
             "reasks": self.reasks,
@@ -87,9 +92,10 @@ def make_world(scene: Scene, seed: int | None) -> FailurePointWorld:
 def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
               engine: Any = "heuristic", client: Any = None, seed: int | None = 0, *,
               domain: Domain | None = None, max_actions: int = MAX_ACTIONS,
-              world: Any = None) -> TrialResult:
+              world: Any = None, mode: str = "guarded") -> TrialResult:
     """Run one task to success or failure. `engine` is a name ('llm', 'heuristic') or an engine
-    object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed."""
+    object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed;
+    `mode` 'paper' (seed 004 as published) or 'guarded' (loop breaking, heuristic fallback)."""
     started = time.perf_counter()
     tasks = _tasks()
     spec = tasks.task(task)
@@ -97,18 +103,19 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
     domain = domain or _domain(tasks.domain)
     world = world if world is not None else make_world(scene_obj, seed)
     if isinstance(engine, str):
-        engine_obj = make_engine(engine, client, **({"scope": f"bcr:{task}:{seed}"}
+        engine_obj = make_engine(engine, client, **({"scope": f"bcr:{task}:{seed}", "mode": mode}
                                                      if engine == "llm" else {}))
     else:
         engine_obj = engine
     return run_goals(world, list(spec.goals), engine_obj, domain, max_actions=max_actions,
-                     seed=seed, task=task, started=started)
+                     seed=seed, task=task, started=started, mode=mode)
 
 
 def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain | None = None,
               *, max_actions: int = MAX_ACTIONS, seed: int | None = None, task: str = "",
               started: float | None = None,
-              on_outcome: Callable[[ActionOutcome], None] | None = None) -> TrialResult:
+              on_outcome: Callable[[ActionOutcome], None] | None = None,
+              mode: str = "guarded") -> TrialResult:
     """BCR on any world backend and goal literals (e.g. a planner's inside(Mug|1, Cupboard|1)
     and not open(Cupboard|1) in the tidy kitchen). `on_outcome` sees every executed action's
     outcome, in order (the planner learns policies from them)."""
@@ -117,7 +124,7 @@ def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain 
     # VisualSearch (look around) is a capability of every backend (world/look.py); BCR's test-bed
     # failure points are added only by make_world, for the BCR experiments.
     check_goals(goals, domain, world.metadata)
-    agent = BCRAgent(domain, goals, engine, max_actions=max_actions)
+    agent = BCRAgent(domain, goals, engine, max_actions=max_actions, mode=mode)
     last: ActionOutcome | None = None
     executed: list[str] = []
     while True:
@@ -138,7 +145,8 @@ def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain 
         candidates_per_decision=statistics.fmean(counts) if counts else 0.0,
         runtime_s=time.perf_counter() - started,
         seed=seed, task=task, engine=getattr(engine, "name", str(engine)),
-        failure=agent.failure, executed=len(executed), llm_requests=stats.llm_requests,
+        failure=agent.failure_kind or None, failure_detail=agent.failure, mode=mode,
+        executed=len(executed), llm_requests=stats.llm_requests,
         reasks=stats.reasks, loops_broken=stats.loops_broken, candidate_counts=list(counts),
         action_log=[f"{r.action} -> {r.outcome}" + (f" ({r.detail})" if r.detail else "")
                     for r in agent.log],
@@ -166,4 +174,5 @@ def summarize(results: list[TrialResult]) -> dict[str, Any]:
         "llm_requests": sum(r.llm_requests for r in results),
         "reasks": sum(r.reasks for r in results),
         "loops_broken": sum(r.loops_broken for r in results),
+        "failures": dict(Counter(r.failure for r in results if r.failure)),
     }

@@ -1,10 +1,15 @@
 """`task-learning bcr`: run BCR action-selection trials (seed 004 §V) on a scene's task.
 
     task-learning bcr --scene bcr_kitchen --task make_coffee --engine llm --llm offline \
-        --trials 50 --seed 0 --json
+        --trials 50 --seed 0 --mode paper --json
 
-JSON: {"trials": [{"success", "actions", "decisions", "candidates_per_decision", "runtime_s",
-...}], "summary": {...}}. `--dot FILE` writes the last trial's final tree (Graphviz DOT); a FILE
+`--mode paper` runs seed 004 as published (all resolutions, re-send only, no loop breaking, no
+heuristic fallback); `--mode guarded` (the default, what the robot uses) is this project's
+extension: loops are broken and the heuristic answers when the LLM cannot.
+
+JSON: {"trials": [{"success", "actions", "failure" (null on success, else loop | max_actions |
+no_candidates | llm_error | invalid_answer), "failure_detail", "mode", "decisions",
+"candidates_per_decision", "runtime_s", ...}], "summary": {...}}. `--dot FILE` writes the last trial's final tree (Graphviz DOT); a FILE
 ending in .png is drawn (graphviz `dot` if installed, else matplotlib) next to FILE.dot.
 """
 from __future__ import annotations
@@ -16,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from task_learning.bcr.agent import MODES
 from task_learning.bcr.engines import ENGINES
 from task_learning.bcr.runner import run_trial, summarize
 from task_learning.bcr.tasks import load_tasks
@@ -41,6 +47,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the first trial")
     parser.add_argument("--max-actions", type=bounded_int(1, MAX_ACTIONS), default=100,
                         help=f"action limit per trial (1-{MAX_ACTIONS})")
+    parser.add_argument("--mode", choices=MODES, default="guarded",
+                        help="paper: seed 004 as published; guarded (default): loop breaking and "
+                             "heuristic fallback, this project's extension")
     parser.add_argument("--dot", metavar="FILE", help="write the last trial's tree (DOT, or PNG)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
@@ -60,11 +69,11 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for i in range(args.trials):
         results.append(run_trial(args.scene, args.task, args.engine, client, args.seed + i,
-                                 max_actions=args.max_actions))
+                                 max_actions=args.max_actions, mode=args.mode))
         if client is not None:
             client.raise_if_unavailable()
     summary = summarize(results)
-    summary.update(task=args.task, engine=args.engine, scene=args.scene,
+    summary.update(task=args.task, engine=args.engine, scene=args.scene, mode=args.mode,
                    llm=args.llm if args.engine == "llm" else "")
     if client is not None:
         summary["llm_usage"] = client.usage.to_dict()
@@ -79,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
                 mark = "ok  " if r.success else "FAIL"
                 print(f"{mark} seed {r.seed}: {r.actions} actions, {r.decisions} decisions, "
                       f"{r.candidates_per_decision:.2f} candidates/decision, {r.runtime_s:.3f} s"
-                      + (f" ({r.failure})" if r.failure else ""))
-            print(f"{args.task} [{args.engine}]: {summary['successes']}/{summary['trials']} "
+                      + (f" ({r.failure}: {r.failure_detail})" if r.failure else ""))
+            print(f"{args.task} [{args.engine}, {args.mode} mode]: {summary['successes']}/{summary['trials']} "
                   f"succeeded, mean {summary['mean_actions']:.1f} actions, "
                   f"{summary['mean_candidates_per_decision']:.2f} candidates/decision")
         sys.stdout.flush()

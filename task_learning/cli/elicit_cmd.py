@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--object", required=True,
                         help='object id ("Mug|2"), a type naming one object, or "<type> in|on <place>"')
     parser.add_argument("--condition", default="STARS",
-                        help="TBP, TBP+O, ST, STS, STAR, STARS, STARS*, STARS+O (default STARS)")
+                        help="TBP, TBP+O, ST, STS, STAR, STARS, STARS* (tidy kitchen), STARS+O, STARS+CTX (default STARS)")
     parser.add_argument("--llm", default="offline", help="offline | openai | replay:FILE (default offline)")
     parser.add_argument("--task", default="", help="task name (default: the scene's task)")
     parser.add_argument("--max-workers", type=bounded_int(1, MAX_WORKERS), default=8, help="concurrent requests per tree level")

@@ -5,18 +5,28 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from task_learning.cli.options import SEED
 from task_learning.experiments.runner import run_conditions
-from task_learning.experiments.table import format_table, plot_rows
+from task_learning.experiments.table import (
+    OFFLINE_NOTE,
+    format_table,
+    paper_key,
+    paper_row,
+    plot_rows,
+    scene_kind,
+    tokenizer_for,
+)
 from task_learning.planning.session import CONDITIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
     p.add_argument("--scene", default="tidy_kitchen")
-    p.add_argument("--conditions", default="TBP,TBP+O,ST,STS,STAR,STARS,STARS+O",
-                   help=f"comma-separated, from {','.join(CONDITIONS)}")
+    p.add_argument("--conditions", default=None,
+                   help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
+                        "Table 1 conditions; STARS* on tidy kitchen only, as in the paper)")
     p.add_argument("--llm", default="offline")
     p.add_argument("--workdir", default=None, help="where the knowledge bases go")
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
@@ -25,8 +35,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _per_object(data: dict, key: str) -> float | None:
+    objects = data.get("objects") or []
+    return round(data.get(key, 0) / len(objects), 2) if objects else None
+
+
+def default_conditions(scene: str) -> str:
+    """Table 1's conditions; STARS* where the scene carries footnote 3's context (tidy kitchen)."""
+    from task_learning.world.scene import load_scene
+
+    paper = "TBP,TBP+O,ST,STS,STAR,STARS"
+    if load_scene(scene).selection_context:
+        paper += ",STARS*"
+    return paper + ",STARS+O"
+
+
 def run(args: argparse.Namespace) -> int:
-    conditions = [c.strip().upper() for c in args.conditions.split(",") if c.strip()]
+    conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
+                  if c.strip()]
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         print(f"unknown condition(s): {', '.join(unknown)}", file=sys.stderr)
@@ -34,11 +60,24 @@ def run(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=args.workdir,
                           seed=args.seed, report=report)
+    offline = args.llm == "offline"
     if args.json:
-        print(json.dumps([{"condition": label, **{k: v for k, v in data.items() if k != "objects"}}
-                          for label, data in rows], indent=2))
+        print(json.dumps({
+            "scene": args.scene,
+            "scene_kind": scene_kind(args.scene),
+            "llm": args.llm,
+            "tokenizer": tokenizer_for(args.llm),
+            "note": OFFLINE_NOTE if offline else "",
+            "rows": [{"condition": label,
+                      **{k: v for k, v in data.items() if k != "objects"},
+                      "retrieved_per_object": _per_object(data, "retrieved"),
+                      "paper": paper_row(args.scene, paper_key(label))}
+                     for label, data in rows],
+        }, indent=2))
     else:
-        print(format_table(args.scene, rows))
+        print(format_table(args.scene, rows, llm=args.llm))
+        if offline:
+            print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     if args.plot:
         path = plot_rows(args.scene, rows, args.plot)
         print(f"plot: {path}", file=sys.stderr)

@@ -7,7 +7,7 @@ goals lost (both must be 0).
     task-learning faults --category llm cli   # some categories
 
 The `ros` category starts the ROS graph: run it in an isolated network namespace when other
-graphs share the machine (`/work/bin/isolated task-learning faults`). Exit status: 0 when every
+graphs share the machine (`scripts/isolated.sh task-learning faults`). Exit status: 0 when every
 fault tried was handled and both counts are 0, else 1.
 """
 from __future__ import annotations

@@ -5,6 +5,7 @@ command runs, so the core library never imports rclpy.
 
   task-learning operator                 answer pending questions at a prompt (Ctrl-D quits)
   task-learning operator --panel         the Qt operator panel (PySide6)
+  task-learning operator --rqt           the panel as a plugin of the real rqt (its own venv)
   task-learning operator --list [--json] print the pending questions
   task-learning operator --answer ID yes|no|"the goal is that ..."
 """
@@ -12,9 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from task_learning.cli.options import MAX_WAIT_S, bounded_float
@@ -28,6 +33,9 @@ def register(subparsers: Any) -> None:
                     "requests. Needs a running oversight_node (same ROS_DOMAIN_ID).")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--panel", action="store_true", help="open the Qt operator panel")
+    mode.add_argument("--rqt", action="store_true",
+                      help="open rqt with the operator plugin (task_learning/OperatorPanel); in a "
+                           "checkout rqt runs in its own venv, made on first use (make rqt)")
     mode.add_argument("--list", action="store_true", help="print the pending questions and exit")
     mode.add_argument("--simulated", metavar="SCENE",
                       help="answer every question as the simulated user of SCENE would (experiments, demo)")
@@ -53,6 +61,8 @@ def _client(args: argparse.Namespace, default_name: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     if args.panel:
         return _run_panel(args)
+    if args.rqt:
+        return _run_rqt()
     client = _client(args, "simulated" if args.simulated else "terminal")
     try:
         if args.simulated:
@@ -190,3 +200,33 @@ def _run_panel(args: argparse.Namespace) -> int:
         return int(app.exec())
     finally:
         client.close()
+
+
+RQT_PLUGIN = "task_learning/OperatorPanel"
+RQT_VENV_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "rqt_venv.sh"
+
+
+def _run_rqt() -> int:
+    """rqt with the operator plugin: in a checkout, from the rqt venv (scripts/rqt_venv.sh, made
+    on first use: PyQt5 never shares a process with the standalone panel's PySide6); on a ROS 2
+    install, the `rqt` on PATH. Returns rqt's exit code."""
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM")):
+        raise TaskLearningError("no display for rqt (DISPLAY is not set); set QT_QPA_PLATFORM=offscreen "
+                                "to run it without a window")
+    if RQT_VENV_SCRIPT.is_file():
+        made = subprocess.run(["bash", str(RQT_VENV_SCRIPT)], stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, VENV=str(Path(sys.prefix))))
+        if made.returncode != 0:
+            raise TaskLearningError(f"rqt is not available here ({RQT_VENV_SCRIPT.name} exited with "
+                                    f"{made.returncode}; its reason is above)")
+        rqt = made.stdout.strip().splitlines()[-1]
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "_ROS_WHEELS_BOOTSTRAP_COMPLETE")}
+    else:
+        found = shutil.which("rqt")
+        if found is None:
+            raise TaskLearningError("rqt is not installed (on a ROS 2 install: the rqt_gui package)")
+        rqt, env = found, dict(os.environ)
+    sys.stdout.flush()
+    os.execve(rqt, [rqt, "--force-discover", "-s", RQT_PLUGIN], env)
+    return 0  # not reached: execve replaced this process (or raised OSError)

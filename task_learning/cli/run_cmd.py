@@ -10,7 +10,7 @@ import json
 import sys
 
 from task_learning.cli.options import MAX_WORKERS, SEED, bounded_int
-from task_learning.planning.session import CONDITIONS, OPERATORS, RunSpec, run_in_process
+from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +29,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="world backend: the symbolic world (default) or AI2-THOR through its Controller "
                    "(settings: config/nodes/perception.yaml, ai2thor section)")
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=4,
-                   help=f"concurrent LLM requests per tree level (1-{MAX_WORKERS})")
+                   help=f"concurrent LLM requests per tree level with --elicitation concurrent (1-{MAX_WORKERS})")
+    p.add_argument("--elicitation", default="batched", choices=ELICITATION_MODES,
+                   help="concurrent: one object after another, one request per branch; batched (default):"
+                        " one object after another, a tree level as list-prompt round trips;"
+                        " across-objects: every object's levels in shared round trips, the operator"
+                        " still asked one question at a time in the task's order")
     p.add_argument("--synthetic", action="store_true",
                    help="with --backend fetch: the simulated robot (camera topics + skill server), through ROS")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
@@ -95,8 +100,9 @@ def _run_fetch(args: argparse.Namespace) -> int:
     if args.operator == "panel":
         raise TaskLearningError("--backend fetch: use --operator simulated, or run `task-learning operator "
                                 "--panel` beside `task-learning bringup`")
-    if args.seed is not None or args.task or args.engine != "heuristic":
-        raise TaskLearningError("--backend fetch takes the scene as written: no --seed, --task or --engine")
+    if args.seed is not None or args.task or args.engine != "heuristic" or args.elicitation != "batched":
+        raise TaskLearningError("--backend fetch takes the scene as written and the nodes' own settings: "
+                                "no --seed, --task, --engine or --elicitation")
     from task_learning_nodes.fetch_run import run_synthetic_fetch
 
     data = run_synthetic_fetch(args.scene, args.condition, str(args.db), llm=args.llm,
@@ -117,14 +123,15 @@ def run(args: argparse.Namespace) -> int:
         return _run_fetch(args)
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
-                   task=args.task, backend=args.backend)
+                   task=args.task, backend=args.backend, elicitation=args.elicitation)
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
     if args.operator == "panel" and args.condition.endswith("+O"):
         metrics, learner = _run_with_panel(spec, progress)
     else:
         metrics, learner = run_in_process(spec, progress=progress)
     data = metrics.to_dict()
-    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend)
+    data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
+                elicitation=args.elicitation)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
@@ -134,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
                 "instructions", "yes_no", "words", "learned_goals_reused", "policies_reused"):
         print(f"  {key:<22}{data[key]}")
     print(f"  {'llm calls':<22}{data['usage']['calls']}")
+    print(f"  {'llm round trips':<22}{data['usage']['requests']}")
     failed = [r for r in learner.reports if r.outcome != "done"]
     for report in failed:
         print(f"  ! {report.context}: {report.outcome} {report.message}")

@@ -78,6 +78,7 @@ class LLMResponse:
     finish_reason: str = ""
     cached: bool = False
     error: str = ""
+    cached_prompt_tokens: int = 0  # of prompt_tokens, served by the server's prefix cache (if it says)
 
     @property
     def ok(self) -> bool:
@@ -90,6 +91,11 @@ class ProviderError(Exception):
 
 class TransientProviderError(ProviderError):
     """Rate limit, 5xx or timeout: worth retrying with backoff."""
+
+
+class BatchNotSupported(ProviderError):
+    """The endpoint refused a list of prompts in one request (or answered it wrongly): the client
+    remembers this and sends that provider's requests one by one, concurrently, from then on."""
 
 
 class ConnectionProviderError(TransientProviderError):
@@ -111,3 +117,22 @@ class LLMProvider(Protocol):
 
     def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
         ...
+
+
+@runtime_checkable
+class BatchProvider(LLMProvider, Protocol):
+    """A provider that can answer several requests in one round trip (the completions API takes a
+    list of prompts). `requests` share their sampling parameters (`batch_signature`); the answers
+    come back in request order. Raises BatchNotSupported when the endpoint refuses lists."""
+
+    def complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
+        ...
+
+
+def batch_signature(request: LLMRequest) -> tuple | None:
+    """Requests with equal signatures may share one round trip: a list-prompt completions request
+    carries its sampling parameters once for all its prompts. Chat requests (one conversation per
+    request) are never batched: None."""
+    if request.is_chat:
+        return None
+    return (request.max_tokens, request.temperature, request.logprobs, request.stop)

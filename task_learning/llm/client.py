@@ -36,18 +36,21 @@ import os
 import random
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from task_learning.errors import ConfigError, LLMUnavailableError
 from task_learning.llm.base import (
     AuthProviderError,
+    BatchNotSupported,
     ConnectionProviderError,
     LLMProvider,
     LLMRequest,
     LLMResponse,
     ProviderError,
     TransientProviderError,
+    batch_signature,
 )
 from task_learning.llm.cache import ResponseCache
 from task_learning.llm.latency import FixedLatencyProvider
@@ -77,6 +80,7 @@ class LLMClient:
         jitter: float = 0.5,
         seed: int = 0,
         max_in_flight: int | None = None,
+        max_batch_size: int = 1,
         sleep: Callable[[float], None] = time.sleep,
         breaker_failures: int = 5,
     ) -> None:
@@ -104,6 +108,12 @@ class LLMClient:
         self._scope_requests: dict[str, int] = {}
         self._retries: dict[str, int] = {}
         self._refused = {"scope_cap": 0, "token_budget": 0}
+        if max_batch_size < 0:
+            raise ValueError(f"max_batch_size must be >= 0, got {max_batch_size}")
+        self.max_batch_size = int(max_batch_size) or 1  # prompts per round trip (1: no lists)
+        self.batches_refused = False  # the provider refused a list once: singles from then on
+        self._pool_workers = int(max_in_flight or 32)
+        self._pools: dict[str, ThreadPoolExecutor] = {}
         if breaker_failures < 0:
             raise ValueError(f"breaker_failures must be >= 0, got {breaker_failures}")
         self.breaker_failures = int(breaker_failures)  # 0: the breaker never opens
@@ -166,8 +176,18 @@ class LLMClient:
         response = self._call_with_retries(request, kind)
         with self._lock:
             for usage in (self._usage, self._scope(request.scope)):
+                record(usage, kind, requests=1)
+        self._settle(request, kind, key, response)
+        return response
+
+    def _settle(self, request: LLMRequest, kind: str, key: str, response: LLMResponse) -> None:
+        """Count one answered call, cache and record it."""
+        with self._lock:
+            for usage in (self._usage, self._scope(request.scope)):
                 if response.ok:
-                    record(usage, kind, prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens)
+                    record(usage, kind, prompt_tokens=response.prompt_tokens,
+                           completion_tokens=response.completion_tokens,
+                           cached_prompt_tokens=response.cached_prompt_tokens)
                 else:
                     record(usage, kind, failures=1)
         if response.ok and self.cache is not None:
@@ -177,7 +197,6 @@ class LLMClient:
                 self.recorder.record(request, response, provider=self.provider_name, model=self.model_for(request))
             except OSError as exc:
                 log.warning("cannot record LLM call to %s: %s", self.recorder.path, exc)
-        return response
 
     def _admit(self, request: LLMRequest, kind: str) -> str:
         """Reserve a call against the scope cap and the budget; the refusal message, or ""."""
@@ -303,6 +322,197 @@ class LLMClient:
                     record(usage, kind, cache_hits=1)
         return hit
 
+    # --------------------------------------------------------------------------------- batches
+    def complete_many(self, requests: list[LLMRequest]) -> list[LLMResponse]:
+        """Answer independent requests (one search-tree level, of one object or of many) with as
+        few round trips as the provider allows; answers come back in request order.
+
+        Cache hits and the single flight work as in `complete`; identical requests in the list
+        make one call (the others count as cache hits). The rest is admitted one by one (scope
+        cap, budget: a whole batch may overshoot the budget), grouped by batch signature (the
+        provider's `batch_key`, else `base.batch_signature`) and sent as list-prompt requests of
+        at most `max_batch_size` prompts; the chunks of one call go out concurrently. A provider
+        without `complete_batch`, or one that refused a list once (`batches_refused`), gets the
+        requests one by one, concurrently (bounded by max_in_flight). Never raises for provider
+        trouble.
+        """
+        for request in requests:
+            if not isinstance(request, LLMRequest):
+                raise TypeError(f"LLMClient.complete_many expects LLMRequests, got {type(request).__name__}")
+        answers: list[LLMResponse | None] = [None] * len(requests)
+        keys = [r.cache_key(self.provider_name, self.model_for(r)) for r in requests]
+        owned: dict[str, int] = {}  # key -> index of the request that makes the call
+        later: list[int] = []  # duplicates and requests another thread is already making
+        to_send: list[int] = []
+        for i, request in enumerate(requests):
+            kind = request.prompt_type or "unknown"
+            if self.cache is None:
+                to_send.append(i)
+                continue
+            hit = self._cache_hit(keys[i], kind, request.scope)
+            if hit is not None:
+                answers[i] = hit
+                continue
+            with self._lock:
+                if keys[i] in owned or keys[i] in self._pending:
+                    later.append(i)
+                    continue
+                self._pending[keys[i]] = threading.Event()
+            owned[keys[i]] = i
+            to_send.append(i)
+        try:
+            admitted: list[int] = []
+            for i in to_send:
+                kind = requests[i].prompt_type or "unknown"
+                refusal = self._breaker_refusal()
+                if refusal:
+                    with self._lock:
+                        for usage in (self._usage, self._scope(requests[i].scope)):
+                            record(usage, kind, failures=1)
+                    answers[i] = LLMResponse(text="", error=refusal)
+                    continue
+                refusal = self._admit(requests[i], kind)
+                if refusal:
+                    log.warning("LLM request refused (%s): %s", kind, refusal)
+                    answers[i] = LLMResponse(text="", error=refusal)
+                else:
+                    admitted.append(i)
+            chunks = self._chunks([(i, requests[i]) for i in admitted])
+            sent = self._map(self._send_chunk, [c for _, c in chunks], pool="chunks")
+            for (indices, _chunk), responses in zip(chunks, sent):
+                for i, response in zip(indices, responses):
+                    answers[i] = response
+                    self._settle(requests[i], requests[i].prompt_type or "unknown", keys[i], response)
+        finally:
+            for key in owned:
+                with self._lock:
+                    self._pending.pop(key).set()
+        for i in later:  # now answered by the cache, or asked again if that call failed
+            answers[i] = self.complete(requests[i])
+        return [a if a is not None else LLMResponse(text="", error="no answer") for a in answers]
+
+    def _chunks(self, items: list[tuple[int, LLMRequest]]) -> list[tuple[list[int], list[LLMRequest]]]:
+        """Group by batch signature (first appearance order), then cut into max_batch_size."""
+        key_of = getattr(self.provider, "batch_key", None)
+        groups: dict[Any, list[tuple[int, LLMRequest]]] = {}
+        for n, (i, request) in enumerate(items):
+            signature = key_of(request) if callable(key_of) else batch_signature(request)
+            groups.setdefault(("single", n) if signature is None else signature, []).append((i, request))
+        size = self.max_batch_size
+        chunks = []
+        for members in groups.values():
+            for start in range(0, len(members), size):
+                part = members[start:start + size]
+                chunks.append(([i for i, _ in part], [r for _, r in part]))
+        return chunks
+
+    def _send_chunk(self, chunk: list[LLMRequest]) -> list[LLMResponse]:
+        """One round trip for a chunk, or one per request when lists are not possible."""
+        batch = getattr(self.provider, "complete_batch", None)
+        if len(chunk) == 1 or not callable(batch) or self.batches_refused:
+            return self._map(lambda r: self._call_counted(r), chunk)
+        responses = self._call_batch_with_retries(chunk)
+        if responses is None:  # refused: remembered, and this chunk goes out one by one
+            return self._map(lambda r: self._call_counted(r), chunk)
+        return responses
+
+    def _call_counted(self, request: LLMRequest) -> LLMResponse:
+        kind = request.prompt_type or "unknown"
+        response = self._call_with_retries(request, kind)
+        with self._lock:
+            for usage in (self._usage, self._scope(request.scope)):
+                record(usage, kind, requests=1)
+        return response
+
+    def _call_batch_with_retries(self, chunk: list[LLMRequest]) -> list[LLMResponse] | None:
+        """One list-prompt round trip (retried as a whole on transient failures); None when the
+        provider refuses lists (then `batches_refused` is set)."""
+        first = chunk[0].prompt_type or "unknown"
+        attempt = 0
+        while True:
+            refusal = self._breaker_refusal()
+            if refusal:  # opened while this batch was waiting to retry
+                responses = [LLMResponse(text="", error=refusal) for _ in chunk]
+                break
+            try:
+                if self._slots is not None:
+                    with self._slots:
+                        responses = self.provider.complete_batch(chunk, self.timeout_s)  # type: ignore[attr-defined]
+                else:
+                    responses = self.provider.complete_batch(chunk, self.timeout_s)  # type: ignore[attr-defined]
+                if len(responses) != len(chunk) or not all(isinstance(r, LLMResponse) for r in responses):
+                    raise BatchNotSupported(f"{len(chunk)} prompts answered with {len(responses)} responses")
+                self._note_reached()
+                break
+            except BatchNotSupported as exc:
+                with self._lock:
+                    already, self.batches_refused = self.batches_refused, True
+                if not already:
+                    log.warning("%s refuses a list of prompts (%s): sending requests one by one from now on",
+                                self.provider_name, self._redact(str(exc)))
+                return None
+            except TransientProviderError as exc:
+                message = self._redact(str(exc))
+                if isinstance(exc, ConnectionProviderError):
+                    self._note_unreachable(message)
+                else:
+                    self._note_reached()  # 429 / 5xx: the endpoint answers
+                if self.unavailable:  # this failure opened the breaker: no backoff, no retry
+                    error = f"{self.provider_name}: {message}; {self._breaker_refusal()}"
+                    responses = [LLMResponse(text="", error=error) for _ in chunk]
+                    break
+                if attempt >= self.max_retries:
+                    log.warning("LLM batch of %d failed after %d attempt(s): %s", len(chunk), attempt + 1, message)
+                    error = f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}"
+                    responses = [LLMResponse(text="", error=error) for _ in chunk]
+                    break
+                delay = self._backoff(attempt, getattr(exc, "retry_after_s", None))
+                with self._lock:
+                    self._retries[first] = self._retries.get(first, 0) + 1
+                log.info("LLM batch of %d: %s; retry %d/%d in %.2f s", len(chunk), message, attempt + 1,
+                         self.max_retries, delay)
+                self._sleep(delay)
+                attempt += 1
+            except AuthProviderError as exc:
+                message = self._redact(str(exc))
+                self._open_breaker(message)
+                log.error("LLM batch of %d failed: %s", len(chunk), message)
+                responses = [LLMResponse(text="", error=f"{self.provider_name}: {message}") for _ in chunk]
+                break
+            except ProviderError as exc:
+                message = self._redact(str(exc))
+                self._note_reached()
+                log.warning("LLM batch of %d failed: %s", len(chunk), message)
+                responses = [LLMResponse(text="", error=f"{self.provider_name}: {message}") for _ in chunk]
+                break
+            except Exception as exc:  # a provider bug must not take the caller down
+                message = self._redact(f"{type(exc).__name__}: {exc}")
+                log.warning("LLM batch of %d: unexpected provider error: %s", len(chunk), message)
+                responses = [LLMResponse(text="", error=f"{self.provider_name}: unexpected error: {message}")
+                             for _ in chunk]
+                break
+        with self._lock:
+            record(self._usage, first, requests=1)
+            seen: set[str] = set()
+            for request in chunk:  # a round trip counts once for every scope (object) it served
+                if request.scope not in seen:
+                    seen.add(request.scope)
+                    record(self._scope(request.scope), request.prompt_type or "unknown", requests=1)
+        return responses
+
+    def _map(self, fn: Callable[[Any], Any], items: list[Any], pool: str = "calls") -> list[Any]:
+        """fn over items, concurrently when there is more than one. Chunks and single calls have
+        pools of their own: a chunk falling back to single calls waits on the other pool, never on
+        its own (no deadlock when every worker is busy)."""
+        if len(items) <= 1:
+            return [fn(item) for item in items]
+        with self._lock:
+            if pool not in self._pools:
+                self._pools[pool] = ThreadPoolExecutor(max_workers=self._pool_workers,
+                                                       thread_name_prefix=f"llm-{pool}")
+            executor = self._pools[pool]
+        return list(executor.map(fn, items))
+
     # ------------------------------------------------------------------------------ accounting
     @property
     def provider_name(self) -> str:
@@ -366,6 +576,8 @@ class LLMClient:
 
     # -------------------------------------------------------------------------------- lifetime
     def close(self) -> None:
+        for executor in self._pools.values():
+            executor.shutdown(wait=True)
         for part in (self.cache, self.recorder, self.provider):
             closer = getattr(part, "close", None)
             if callable(closer):
@@ -382,7 +594,7 @@ class LLMClient:
 MAKE_CLIENT_OPTIONS = (
     "config", "settings", "env",
     "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "jitter", "seed",
-    "max_requests_per_scope", "token_budget", "max_in_flight", "cache", "record", "latency_s", "sleep",
+    "max_requests_per_scope", "token_budget", "max_in_flight", "max_batch_size", "cache", "record", "latency_s", "sleep",
     "max_response_bytes", "breaker_failures",
     "base_url", "api_key", "completion_model", "selection_model", "selection_api", "offline",
 )
@@ -396,7 +608,7 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
     to FILE); None or "" takes `default` from llm.yaml.
     options: config (path of an llm.yaml) or settings (an LLMSettings); env (a mapping instead of
     os.environ); any `client:` value (timeout_s, max_retries, backoff_s, max_backoff_s, jitter,
-    seed, max_requests_per_scope, token_budget, max_in_flight, cache: None/False/"off" | True/
+    seed, max_requests_per_scope, token_budget, max_in_flight, max_batch_size, cache: None/False/"off" | True/
     "memory" | a path | a ResponseCache); record (a cassette path, with any spec); latency_s (wrap
     the provider in FixedLatencyProvider, for benches); openai values base_url, api_key,
     completion_model, selection_model, selection_api; offline (options for OfflineProvider).
@@ -446,6 +658,7 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
             max_requests_per_scope=int(pick("max_requests_per_scope")),
             token_budget=int(pick("token_budget")),
             max_in_flight=int(pick("max_in_flight")),
+            max_batch_size=int(pick("max_batch_size")),
             recorder=CassetteRecorder(record_to) if record_to else None,
             sleep=options.get("sleep") or time.sleep,
             breaker_failures=int(pick("breaker_failures")),

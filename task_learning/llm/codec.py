@@ -35,6 +35,7 @@ def response_to_dict(response: LLMResponse) -> dict[str, Any]:
         "completion_tokens": response.completion_tokens,
         "finish_reason": response.finish_reason,
         "error": response.error,
+        **({"cached_prompt_tokens": response.cached_prompt_tokens} if response.cached_prompt_tokens else {}),
     }
 
 
@@ -52,6 +53,7 @@ def response_from_dict(data: Mapping[str, Any]) -> LLMResponse:
         completion_tokens=int(data.get("completion_tokens", 0)),
         finish_reason=str(data.get("finish_reason", "")),
         error=str(data.get("error", "")),
+        cached_prompt_tokens=int(data.get("cached_prompt_tokens", 0)),
     )
 
 
@@ -65,6 +67,7 @@ def copy_response(response: LLMResponse, *, cached: bool | None = None) -> LLMRe
         finish_reason=response.finish_reason,
         cached=response.cached if cached is None else cached,
         error=response.error,
+        cached_prompt_tokens=response.cached_prompt_tokens,
     )
 
 

@@ -30,7 +30,7 @@ ScriptedToken = tuple[str, float, Mapping[str, float]]
 @dataclass
 class ScriptedReply:
     status: int = 200
-    body: Any = None  # dict/list: sent as JSON; str/bytes: sent as is
+    body: Any = None  # dict/list: sent as JSON; str/bytes: sent as is; callable: body(request JSON)
     delay_s: float = 0.0
     headers: Mapping[str, str] = field(default_factory=dict)
     drip_s: float = 0.0  # > 0: send the answer one byte at a time, this long between bytes
@@ -112,7 +112,7 @@ class FakeOpenAIServer:
                         server._stop.wait(reply.delay_s)
                 finally:
                     server._count_in_flight(-1)
-                payload = reply.body
+                payload = reply.body(body) if callable(reply.body) else reply.body
                 data = payload.encode() if isinstance(payload, str) else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 length = reply.huge_bytes or len(data)
                 head = [f"HTTP/1.0 {reply.status} {_reason(reply.status)}",
@@ -187,10 +187,46 @@ def _path(path: str) -> str:
     return path if path.startswith("/v1/") else "/v1/" + path.lstrip("/")
 
 
-def _usage(prompt_tokens: int | None, completion_tokens: int | None) -> dict[str, int] | None:
+def _usage(prompt_tokens: int | None, completion_tokens: int | None,
+           cached_tokens: int | None = None) -> dict[str, Any] | None:
     if prompt_tokens is None or completion_tokens is None:
         return None
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                             "total_tokens": prompt_tokens + completion_tokens}
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return usage
+
+
+def _logprobs(tokens: Sequence[ScriptedToken]) -> dict[str, Any]:
+    offsets, at = [], 0
+    for token, _lp, _alts in tokens:
+        offsets.append(at)
+        at += len(token)
+    return {
+        "tokens": [t[0] for t in tokens],
+        "token_logprobs": [t[1] for t in tokens],
+        "top_logprobs": [dict(t[2]) for t in tokens],
+        "text_offset": offsets,
+    }
+
+
+def batch_completion_body(
+    answers: Sequence[Sequence[ScriptedToken]],
+    *,
+    model: str = "fake-instruct",
+    prompt_tokens: int = 10,
+    cached_tokens: int | None = None,
+) -> dict[str, Any]:
+    """A /v1/completions answer to a list of prompts: choice i (index i) answers prompt i; usage
+    is the whole request's (`prompt_tokens` per prompt)."""
+    choices = [{"text": "".join(t[0] for t in tokens), "index": i, "logprobs": _logprobs(tokens),
+                "finish_reason": "stop"} for i, tokens in enumerate(answers)]
+    return {
+        "id": "cmpl-fake-batch", "object": "text_completion", "created": 0, "model": model,
+        "choices": choices,
+        "usage": _usage(prompt_tokens * len(answers), sum(len(t) for t in answers), cached_tokens),
+    }
 
 
 def completion_body(
@@ -200,19 +236,11 @@ def completion_body(
     finish_reason: str = "stop",
     prompt_tokens: int | None = 10,
     with_logprobs: bool = True,
+    cached_tokens: int | None = None,
 ) -> dict[str, Any]:
     """A /v1/completions answer in the legacy logprobs format."""
     text = "".join(t[0] for t in tokens)
-    offsets, at = [], 0
-    for token, _lp, _alts in tokens:
-        offsets.append(at)
-        at += len(token)
-    logprobs = {
-        "tokens": [t[0] for t in tokens],
-        "token_logprobs": [t[1] for t in tokens],
-        "top_logprobs": [dict(t[2]) for t in tokens],
-        "text_offset": offsets,
-    }
+    logprobs = _logprobs(tokens)
     body: dict[str, Any] = {
         "id": "cmpl-fake",
         "object": "text_completion",
@@ -220,7 +248,7 @@ def completion_body(
         "model": model,
         "choices": [{"text": text, "index": 0, "logprobs": logprobs if with_logprobs else None, "finish_reason": finish_reason}],
     }
-    usage = _usage(prompt_tokens, len(tokens) if prompt_tokens is not None else None)
+    usage = _usage(prompt_tokens, len(tokens) if prompt_tokens is not None else None, cached_tokens)
     if usage:
         body["usage"] = usage
     return body

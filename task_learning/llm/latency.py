@@ -1,5 +1,9 @@
-"""A provider wrapper adding a fixed delay per call, for benches: with a known per-call latency,
-wall time shows directly whether tree levels go out concurrently or one after another."""
+"""A provider wrapper adding a fixed delay per round trip, for benches: with a known latency, wall
+time shows directly whether tree levels go out concurrently, batched, or one after another.
+
+A list of prompts sent in one request (`complete_batch`) costs one delay, like one HTTP round
+trip to a server that answers the whole list in one forward pass; it is offered only when the
+wrapped provider can answer lists itself."""
 from __future__ import annotations
 
 import threading
@@ -11,8 +15,8 @@ from task_learning.llm.base import LLMProvider, LLMRequest, LLMResponse
 class FixedLatencyProvider:
     """Sleeps `latency_s` (outside any lock, so concurrent calls overlap), then asks `inner`.
 
-    Counts calls and the peak number of calls in flight at once (`max_in_flight`), which is the
-    concurrency a bench actually achieved.
+    Counts calls (prompts), round trips and the peak number of round trips in flight at once
+    (`max_in_flight`), which is the concurrency a bench actually achieved.
     """
 
     def __init__(self, inner: LLMProvider, latency_s: float) -> None:
@@ -24,8 +28,13 @@ class FixedLatencyProvider:
         self.model = getattr(inner, "model", "")
         self._lock = threading.Lock()
         self.calls = 0
+        self.round_trips = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        if callable(getattr(inner, "complete_batch", None)):
+            self.complete_batch = self._complete_batch
+        if callable(getattr(inner, "batch_key", None)):
+            self.batch_key = inner.batch_key  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return f"FixedLatencyProvider({self.inner!r}, latency_s={self.latency_s})"
@@ -39,16 +48,29 @@ class FixedLatencyProvider:
         return redact(text) if callable(redact) else text
 
     def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
-        with self._lock:
-            self.calls += 1
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        self._enter(1)
         try:
             time.sleep(self.latency_s)
             return self.inner.complete(request, timeout_s)
         finally:
             with self._lock:
                 self.in_flight -= 1
+
+    def _complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
+        self._enter(len(requests))
+        try:
+            time.sleep(self.latency_s)
+            return self.inner.complete_batch(requests, timeout_s)  # type: ignore[attr-defined]
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _enter(self, prompts: int) -> None:
+        with self._lock:
+            self.calls += prompts
+            self.round_trips += 1
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def close(self) -> None:
         closer = getattr(self.inner, "close", None)

@@ -13,6 +13,15 @@ the default): STARS cannot branch without them, and an empty token list would si
 the Search Tree into plain prompting. With `require_logprobs=False` the text is returned with
 no tokens instead.
 
+Batches (`complete_batch`): requests with the same `batch_key` (same route, model and sampling
+parameters) go out as ONE completions request whose `prompt` is the list of their prompts; the
+answer's choices are matched back by `index`. The server reports usage for the whole request, so
+the prompt, completion and cached tokens are split over the prompts (exact totals, per-prompt
+shares by prompt length). A server that refuses a list (HTTP 400/404/415/422) or answers it with
+the wrong number of choices raises BatchNotSupported, and the client stops sending lists to it.
+Chat routes take one conversation per request: never batched. `usage.prompt_tokens_details.
+cached_tokens` (the server's prefix cache) is reported as `cached_prompt_tokens` when present.
+
 The `openai` client's own retries are disabled (max_retries=0): `LLMClient` retries, with
 backoff, and counts them. Failures map to TransientProviderError (429, 5xx, 408;
 `retry_after_s` carries a Retry-After header), ConnectionProviderError (cannot connect, or no
@@ -35,6 +44,7 @@ import openai
 
 from task_learning.llm.base import (
     AuthProviderError,
+    BatchNotSupported,
     ConnectionProviderError,
     LLMRequest,
     LLMResponse,
@@ -138,6 +148,61 @@ class OpenAIProvider:
             if too_large is not None:
                 raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
             raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {_printable(str(exc))}")) from None
+
+    # -------------------------------------------------------------------------------- batches
+    def batch_key(self, request: LLMRequest) -> tuple | None:
+        """Requests with equal keys can share one list-prompt request; None: never batched."""
+        if self.uses_chat(request):
+            return None
+        return (self.model_for(request), request.max_tokens, request.temperature, request.logprobs,
+                request.stop)
+
+    def complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
+        """Answer requests of one `batch_key` with one completions request (a list of prompts)."""
+        if not requests:
+            return []
+        if len({self.batch_key(r) for r in requests}) != 1 or self.batch_key(requests[0]) is None:
+            raise ProviderError("complete_batch needs completion requests with one batch key")
+        args = self._completion_args(requests[0])
+        args["prompt"] = [self._completion_args(r)["prompt"] for r in requests]
+        try:
+            with self._guard.limits(timeout_s, self.max_response_bytes):
+                raw = self._client.completions.create(**args, timeout=timeout_s)
+                return self._parse_batch(raw, requests)
+        except ProviderError:
+            raise
+        except openai.APIStatusError as exc:
+            if exc.status_code in LIST_REFUSED:
+                raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {_message(exc)}")) from None
+            raise self._status_error(exc) from None
+        except openai.APITimeoutError:
+            raise ConnectionProviderError(f"timed out after {timeout_s:g} s: no complete answer from {self.base_url}") from None
+        except openai.APIConnectionError as exc:
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
+            raise ConnectionProviderError(self.redact(f"cannot reach {self.base_url}: {_cause(exc)}")) from None
+        except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
+            raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {_printable(str(exc))}")) from None
+
+    def _parse_batch(self, raw: Any, requests: list[LLMRequest]) -> list[LLMResponse]:
+        choices = list(getattr(raw, "choices", None) or [])
+        indices = sorted(int(c.index) for c in choices if isinstance(getattr(c, "index", None), int))
+        if len(choices) != len(requests) or indices != list(range(len(requests))):
+            raise BatchNotSupported(f"{len(requests)} prompts answered with {len(choices)} choices")
+        by_index = {c.index: c for c in choices}
+        responses = []
+        for i, request in enumerate(requests):
+            one = _OneChoice(by_index[i])
+            try:
+                responses.append(self._parse_completion(one, request))
+            except ProviderError as exc:  # one malformed answer does not spoil the others
+                responses.append(LLMResponse(text="", error=f"{self.name}: {exc}"))
+        _split_usage(getattr(raw, "usage", None), requests, responses)
+        return responses
 
     # ------------------------------------------------------------------------------- requests
     def _completion_args(self, request: LLMRequest) -> dict[str, Any]:
@@ -253,6 +318,7 @@ class OpenAIProvider:
             prompt_tokens=int(prompt_tokens),
             completion_tokens=int(completion_tokens),
             finish_reason=str(getattr(choice, "finish_reason", "") or ""),
+            cached_prompt_tokens=_cached_tokens(usage),
         )
 
     def _no_logprobs(self, request: LLMRequest) -> str:
@@ -275,6 +341,58 @@ class OpenAIProvider:
 
     def close(self) -> None:
         self._client.close()
+
+
+LIST_REFUSED = frozenset({400, 404, 415, 422})  # how servers say "prompt must be a string"
+
+
+class _OneChoice:
+    """One choice of a batch answer, shaped as a one-choice response without usage (the batch's
+    usage is split afterwards)."""
+
+    usage = None
+
+    def __init__(self, choice: Any) -> None:
+        self.choices = [choice]
+
+
+def _cached_tokens(usage: Any) -> int:
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    if isinstance(details, dict):
+        value = details.get("cached_tokens")
+    else:
+        value = getattr(details, "cached_tokens", None)
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
+
+
+def _split_usage(usage: Any, requests: list[LLMRequest], responses: list[LLMResponse]) -> None:
+    """Spread a batch's reported usage over its prompts: totals exact, shares by prompt length
+    (prompt and cached tokens) and by tokens generated (completion tokens)."""
+    if usage is None:
+        return  # each response keeps its own estimate
+    weights = [max(1, len(r.prompt or _flatten(r.messages))) for r in requests]
+    prompt_total = getattr(usage, "prompt_tokens", None)
+    completion_total = getattr(usage, "completion_tokens", None)
+    if isinstance(prompt_total, int):
+        for response, share in zip(responses, _shares(prompt_total, weights)):
+            response.prompt_tokens = share
+    cached = _cached_tokens(usage)
+    for response, share in zip(responses, _shares(cached, weights)):
+        response.cached_prompt_tokens = share
+    if isinstance(completion_total, int):
+        generated = [max(1, r.completion_tokens) for r in responses]
+        for response, share in zip(responses, _shares(completion_total, generated)):
+            response.completion_tokens = share
+
+
+def _shares(total: int, weights: list[int]) -> list[int]:
+    """Integers proportional to weights that add up to total exactly (largest remainders)."""
+    whole = sum(weights)
+    raw = [total * w / whole for w in weights]
+    out = [int(x) for x in raw]
+    for i in sorted(range(len(raw)), key=lambda i: out[i] - raw[i])[: total - sum(out)]:
+        out[i] += 1
+    return out
 
 
 def _flatten(messages: Iterable[tuple[str, str]]) -> str:

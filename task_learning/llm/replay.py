@@ -151,6 +151,11 @@ class ReplayProvider:
             self.served += 1
         return copy_response(found, cached=False)
 
+    def complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
+        """A recorded batch replays prompt by prompt (cassettes hold one entry per prompt, however
+        the prompts travelled), so a cassette recorded with lists replays without them and back."""
+        return [self.complete(request, timeout_s) for request in requests]
+
     def lookup(self, request: LLMRequest) -> LLMResponse | None:
         exact = self._exact.get(cassette_key(request))
         if exact is not None:

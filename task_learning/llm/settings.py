@@ -28,6 +28,7 @@ class ClientSettings:
     max_requests_per_scope: int = 1500  # per object (the original STARS cap); 0: no cap
     token_budget: int = 0  # prompt + completion tokens per run; 0: no budget
     max_in_flight: int = 16  # concurrent provider calls; 0: unbounded
+    max_batch_size: int = 256  # prompts per list-prompt request (complete_many); 1: no lists
     cache: str = "memory"  # off | memory | a JSONL file path (relative: to the working directory)
     max_response_bytes: int = 8_000_000  # an answer larger than this is refused, unread past it
     breaker_failures: int = 5  # unreachable attempts in a row that end the run; 0: never
@@ -101,7 +102,8 @@ def _check_client(client: ClientSettings, file: str | Path) -> None:
             raise ConfigError(file, f"client.{name}", "must be >= 0")
     if client.max_response_bytes < 1024:
         raise ConfigError(file, "client.max_response_bytes", f"must be >= 1024, got {client.max_response_bytes}")
-    for name in ("max_retries", "max_requests_per_scope", "token_budget", "max_in_flight", "breaker_failures"):
+    for name in ("max_retries", "max_requests_per_scope", "token_budget", "max_in_flight", "breaker_failures",
+                 "max_batch_size"):
         if getattr(client, name) < 0:
             raise ConfigError(file, f"client.{name}", "must be >= 0")
     if not 0 <= client.jitter <= 1:

@@ -79,6 +79,7 @@ class OperatorPanel(QWidget):
         self.operator = operator
         self._requests: dict[str, ConfirmationRequest] = {}
         self._current: str = ""
+        self._read_error = ""  # the status line's read error, cleared once reading works again
         self.setObjectName("TaskLearningOperatorPanel")
         self.setWindowTitle("task_learning: operator")
         self._build()
@@ -165,8 +166,13 @@ class OperatorPanel(QWidget):
         try:
             pending = list(self.backend.pending())
         except Exception as exc:
-            self.status_label.setText(f"Cannot read pending questions: {exc}")
+            self._read_error = f"Cannot read pending questions: {exc}"
+            self.status_label.setText(self._read_error)
             return
+        if self._read_error:  # the backend answers again: the old error no longer holds
+            if self.status_label.text() == self._read_error:
+                self.status_label.setText("")
+            self._read_error = ""
         ids = [r.request_id for r in pending]
         if ids == list(self._requests):
             return

@@ -27,6 +27,16 @@ log = logging.getLogger(__name__)
 
 PLACEMENT_PREDICATES = ("inside", "on")
 # Furniture one puts things on rather than in (AI2-THOR types); everything else takes "in".
+def _relation(dest_type: str) -> str:
+    """'on' or 'in' for the destination: the catalogue's kind when it knows the type (a stove
+    burner is a surface), else by the list of surface types below."""
+    from task_learning.world.catalog import load_object_types, relation_for
+
+    if dest_type in load_object_types():
+        return relation_for(dest_type)
+    return "on" if dest_type in SURFACE_TYPES else "in"
+
+
 SURFACE_TYPES = frozenset({
     "DiningTable", "CounterTop", "Desk", "Chair", "Shelf", "Bookshelf", "SideTable", "CoffeeTable",
     "Sofa", "Bed", "Dresser", "TVStand", "Stool", "Floor", "ShelvingUnit", "Ottoman", "ArmChair",
@@ -128,7 +138,7 @@ class SimulatedOperator:
         if not dests:
             return ""
         dest = dests[0]
-        relation = "on" if _type_of(dest) in SURFACE_TYPES else "in"
+        relation = _relation(_type_of(dest))
         thing, place = self.spoken(object_id), self.spoken(dest)
         text = f"the goal is that the {thing} is {relation} the {place}"
         if dest in self.closable:

@@ -130,7 +130,7 @@ class GoalExecutor:
             raise  # no plan can help: the caller stops (a planner goal aborts naming the world)
         except (TaskLearningError, ValueError, KeyError) as exc:
             return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
-        return ReachResult(trial.success, outcomes, message="" if trial.success else trial.failure)
+        return ReachResult(trial.success, outcomes, message="" if trial.success else trial.failure_detail)
 
     def _holds(self, world: WorldBackend, literals: list[GoalLiteral]) -> bool:
         state = StateView(world.metadata)

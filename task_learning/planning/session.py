@@ -21,13 +21,20 @@ from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.planning.stop import StopToken, StoppableWorld
+from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
 
 log = logging.getLogger(__name__)
 
-CONDITIONS = ("TBP", "TBP+O", "ST", "STS", "STAR", "STARS", "STARS*", "STARS+O")
+CONDITIONS = tuple(c.value for c in Condition)
 OPERATORS = ("simulated", "terminal", "panel", "none")
+# How the model is asked (the answers, and so the goals learned, are the same in every mode):
+#   concurrent      one object after another, a tree level as concurrent single requests
+#   batched         one object after another, a tree level as list-prompt round trips
+#   across-objects  every object's levels merged into shared list-prompt round trips; the
+#                   operator still gets one question at a time in the task's order
+ELICITATION_MODES = ("concurrent", "batched", "across-objects")
 
 
 def check_task(scene: Scene, task: str | None) -> None:
@@ -75,7 +82,7 @@ def _stop_if_unavailable(client: Any) -> None:
 
 @dataclass
 class RunSpec:
-    scene: str = "tidy_kitchen"
+    scene: str | Scene = "tidy_kitchen"  # a scene name, a YAML path, or a Scene (generated ones)
     condition: str = "STARS+O"
     llm: str = "offline"
     operator: str = "simulated"
@@ -86,6 +93,18 @@ class RunSpec:
     task: str | None = None  # the task the user names; must be the scene's
     backend: str = "symbolic"  # world backend (world/factory.py): symbolic | ai2thor | fetch
     llm_options: dict[str, Any] = field(default_factory=dict)
+    elicitation: str = "batched"  # one of ELICITATION_MODES
+
+
+def task_order(scene: Scene, metadata: Mapping[str, Any]) -> list[str]:
+    """The task objects in the order the loop meets them: subtask by subtask, the objects at its
+    places in the scene's order (an object at several subtasks' places counts once)."""
+    parents = {o["objectId"]: set(o.get("parentReceptacles") or []) for o in metadata.get("objects") or []}
+    order: list[str] = []
+    for subtask in scene.subtasks:
+        wanted = set(subtask.places)
+        order += [oid for oid in scene.task_objects if wanted & parents.get(oid, set()) and oid not in order]
+    return order
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
@@ -98,8 +117,12 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
-    scene = load_scene(spec.scene)
+    if spec.elicitation not in ELICITATION_MODES:
+        raise TaskLearningError(f"unknown elicitation mode {spec.elicitation!r} "
+                                f"(choose from {', '.join(ELICITATION_MODES)})")
+    scene = spec.scene if isinstance(spec.scene, Scene) else load_scene(spec.scene)
     check_task(scene, spec.task)
+    paper_selection_context(parse_condition(condition), scene)  # STARS* off tidy kitchen: refused
     check_run_config()
     world = make_backend(spec.backend, scene, spec.seed)
     try:
@@ -116,6 +139,7 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
     """The trial on a world that run_in_process owns (and closes)."""
     from task_learning.llm.client import make_client
     from task_learning.stars.elicit import elicit_goal
+    from task_learning.stars.prompts import load_templates
 
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
@@ -136,13 +160,26 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
     bcr_client = client if spec.engine == "llm" else None
     executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb)
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
+    templates = load_templates()  # once per run, not once per object
+    together = None
+    if spec.elicitation == "across-objects":
+        from task_learning.stars.together import CrossObjectElicitor
+
+        together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb, templates=templates)
+        together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
+    batched = spec.elicitation == "batched"
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
         _stop_if_unavailable(client)
-        result = elicit_goal(task, object_id, metadata, scene, condition, client,
-                             operator=answerer, kb=kb, executor=pool)
+        if together is not None:
+            result = together(task=task, object_id=object_id, metadata=metadata)
+        else:
+            result = elicit_goal(task, object_id, metadata, scene, condition, client, templates=templates,
+                                 operator=answerer, kb=kb, executor=pool, batched=batched)
         _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
         return result
+
+    elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
 
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
@@ -151,6 +188,8 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
     try:
         metrics = learner.run()
     finally:
+        if together is not None:
+            together.close()
         pool.shutdown(wait=True)
         kb.close()
     return metrics, learner

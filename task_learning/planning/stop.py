@@ -17,6 +17,12 @@ class RunStopped(Exception):
     object and carry on)."""
 
 
+class DependencyFailed(Exception):
+    """A component the run depends on (a node serving the world, the elicitor) died or did not
+    answer: the whole run ends with a message naming it. Not a TaskLearningError, so no layer
+    takes it for one object's failure and carries on with the next object."""
+
+
 class StopToken:
     def __init__(self) -> None:
         self._event = threading.Event()

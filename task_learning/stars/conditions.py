@@ -8,14 +8,15 @@ from task_learning.errors import TaskLearningError
 
 
 class Condition(str, Enum):
-    TBP = "TBP"  # template-based prompting: the temperature-0 response only
+    TBP = "TBP"  # template-based prompting: samples at several temperatures, best mean probability
     TBP_O = "TBP+O"
     ST = "ST"  # search tree, highest score
     STS = "STS"  # search tree + LLM selection
     STAR = "STAR"  # search tree + analysis and repair, highest viable score
     STARS = "STARS"  # + LLM selection
-    STARS_STAR = "STARS*"  # STARS with the user's context as a system prompt
+    STARS_STAR = "STARS*"  # STARS, Selection given seed 000 footnote 3's context (tidy kitchen)
     STARS_O = "STARS+O"  # STARS + user oversight
+    STARS_CTX = "STARS+CTX"  # extension, not in the paper: the scene's user context to every prompt
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,8 @@ class ConditionFlags:
     analyze_repair: bool
     llm_selection: bool
     oversight: bool
-    user_context: bool
+    user_context: bool  # the scene's `context` to goal prompts and Selection (STARS+CTX)
+    selection_context: bool = False  # the scene's `selection_context` to Selection only (STARS*)
 
 
 _FLAGS = {
@@ -34,8 +36,9 @@ _FLAGS = {
     Condition.STS: ConditionFlags(True, False, True, False, False),
     Condition.STAR: ConditionFlags(True, True, False, False, False),
     Condition.STARS: ConditionFlags(True, True, True, False, False),
-    Condition.STARS_STAR: ConditionFlags(True, True, True, False, True),
+    Condition.STARS_STAR: ConditionFlags(True, True, True, False, False, selection_context=True),
     Condition.STARS_O: ConditionFlags(True, True, True, True, False),
+    Condition.STARS_CTX: ConditionFlags(True, True, True, False, True),
 }
 
 
@@ -57,3 +60,17 @@ def parse_condition(name: str | Condition) -> Condition:
             return cond
     raise TaskLearningError(f"unknown condition {name!r} (choose from "
                             f"{', '.join(c.value for c in Condition)})")
+
+
+def paper_selection_context(condition: Condition, scene: object) -> tuple[str, ...]:
+    """STARS*'s sentences for Selection: the scene's `selection_context` (seed 000 gives them,
+    in footnote 3, for tidy kitchen only). Other conditions get none; STARS* on a scene without
+    them is an error that names the alternative."""
+    if not flags(condition).selection_context:
+        return ()
+    sentences = tuple(str(s) for s in (getattr(scene, "selection_context", None) or ()))
+    if not sentences:
+        name = getattr(scene, "name", "") or "this scene"
+        raise TaskLearningError(f"STARS* is defined by the paper for tidy kitchen only (footnote 3);"
+                                f" {name} has no selection_context: use STARS+CTX for user context")
+    return sentences

@@ -22,10 +22,21 @@ from typing import Any, Callable, Mapping, Sequence
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.stars.conditions import Condition, flags, parse_condition
+from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
-from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal
-from task_learning.stars.tree import CompletionClient, TreeRoot, TreeSettings, TreeState, expand
+from task_learning.stars.sampling import sample_steps
+from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal, select_goal_steps
+from task_learning.stars.tree import (
+    CompletionClient,
+    Steps,
+    TreeRoot,
+    TreeSettings,
+    TreeState,
+    batched_sender,
+    concurrent_sender,
+    drive,
+    expand_steps,
+)
 from task_learning.types import (
     CandidateSource,
     GoalCandidate,
@@ -108,6 +119,146 @@ def _default_analyzer(state: WorldState, object_id: str) -> Analyzer:
 
 
 # --------------------------------------------------------------------------- the pipeline
+@dataclass
+class PreparedElicitation:
+    """Everything one object's elicitation needs besides the model: built by `prepare_elicitation`,
+    run by `elicitation_steps` (the model stages) and `finish_elicitation` (oversight, counts)."""
+
+    cond: Condition
+    object_id: str
+    ctx: GoalContext
+    settings: TreeSettings
+    templates: PromptTemplates
+    analyzer: Analyzer | None
+    tree: TreeState
+    stages: list[Stage] = field(default_factory=list)
+    on_stage: StageCallback | None = None
+    candidates: list[GoalCandidate] = field(default_factory=list)
+    pool_for_choice: list[GoalCandidate] = field(default_factory=list)
+    chosen: GoalCandidate | None = None
+    selection: SelectionOutcome | None = None
+    repairs: int = 0
+
+    def stage(self, name: str, started: float, **extra: int) -> None:
+        counts = dict(self.tree.counts, candidates=len(self.tree.candidates), **extra)
+        self.stages.append(Stage(name, time.perf_counter() - started, counts))
+        if self.on_stage is not None:
+            try:
+                self.on_stage(name, counts)
+            except Exception as exc:  # a feedback publisher must not break elicitation
+                log.warning("stage callback failed: %s", exc)
+
+
+def prepare_elicitation(
+    task: str,
+    object_id: str,
+    world: WorldState | Mapping[str, Any],
+    scene: Any = None,
+    condition: str | Condition = Condition.STARS,
+    *,
+    location: str | None = None,
+    system_context: Sequence[str] | None = None,
+    templates: PromptTemplates | None = None,
+    settings: TreeSettings | None = None,
+    analyzer: Analyzer | None = None,
+    needs_operator: bool = True,
+    operator: Any = None,
+    on_stage: StageCallback | None = None,
+) -> PreparedElicitation:
+    """Check the inputs and build the object's context (see `elicit_goal` for the arguments)."""
+    cond = parse_condition(condition)
+    switch = flags(cond)
+    settings = settings or TreeSettings()
+    templates = templates or load_templates()
+    state, metadata = _as_state_and_metadata(world)
+    obj, relation, place = describe_object(metadata, object_id)
+    if system_context is None:
+        system_context = list(getattr(scene, "context", []) or []) if switch.user_context else []
+    ctx = GoalContext(task=task or str(getattr(scene, "task", "")),
+                      location=location or str(getattr(scene, "location", "") or "kitchen"),
+                      object=obj, relation=relation, place=place,
+                      system_context=tuple(system_context),
+                      selection_context=paper_selection_context(cond, scene))
+    if analyzer is None:
+        analyzer = _default_analyzer(state, object_id)
+    if switch.oversight and needs_operator and operator is None:
+        raise TaskLearningError(f"condition {cond.value} needs an operator to answer questions")
+    tree_settings = settings if switch.search_tree else replace(settings, max_depth=0)
+    return PreparedElicitation(cond, object_id, ctx, settings, templates, analyzer,
+                               TreeState(settings=tree_settings), on_stage=on_stage)
+
+
+def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
+    """The model stages of one object as a generator of request levels: Search Tree (or TBP),
+    Analysis, Repair rounds, Selection (or the highest score). Oversight is not here: it talks to
+    a person, one question at a time (`finish_elicitation`)."""
+    switch = flags(prep.cond)
+    tree, ctx, templates, analyzer = prep.tree, prep.ctx, prep.templates, prep.analyzer
+    object_id = prep.object_id
+    started = time.perf_counter()
+    root = TreeRoot(build_request=lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id),
+                    key="goal")
+    if switch.search_tree:
+        yield from expand_steps([root], tree)
+    else:  # TBP: several samples at the configured temperatures (stars/sampling.py)
+        yield from sample_steps(root, templates.tbp_sampling, tree)
+    prep.stage("search_tree" if switch.search_tree else "template_prompt", started)
+
+    if analyzer is not None:
+        started = time.perf_counter()
+        _analyze(analyzer, tree.candidates)
+        prep.stage("analysis", started, viable=sum(1 for c in tree.candidates if c.viable))
+    if switch.analyze_repair and analyzer is not None:
+        for round_no in range(1, REPAIR_ROUNDS + 1):
+            started = time.perf_counter()
+            roots = _repair_roots(tree, templates, ctx, object_id, round_no)
+            if not roots:
+                break
+            prep.repairs += len(roots)
+            new = yield from expand_steps(roots, tree)
+            _analyze(analyzer, new)
+            prep.stage(f"repair_{round_no}", started, repairs=len(roots), new=len(new),
+                       viable=sum(1 for c in tree.candidates if c.viable))
+
+    prep.candidates = list(tree.candidates)
+    prep.pool_for_choice = [c for c in prep.candidates if c.viable] if switch.analyze_repair else prep.candidates
+    started = time.perf_counter()
+    if switch.llm_selection:
+        prep.selection = yield from select_goal_steps(templates, ctx, prep.pool_for_choice, scope=object_id)
+        prep.chosen = prep.selection.chosen
+        prep.stage("selection", started, options=len(prep.selection.options))
+    else:
+        prep.chosen = highest_score(prep.pool_for_choice)
+        prep.stage("highest_score", started, options=len(prep.pool_for_choice))
+    return prep
+
+
+def finish_elicitation(prep: PreparedElicitation, client: CompletionClient, usage: Callable[[], LLMUsage],
+                       *, operator: Any = None, kb: Any = None) -> ElicitationResult:
+    """Oversight for the +O conditions (the operator's questions, with reselection on "no"), then
+    the result. `usage` returns this object's LLM usage once everything is done."""
+    chosen = prep.chosen
+    oversight = None
+    if flags(prep.cond).oversight:
+        if operator is None:
+            raise TaskLearningError(f"condition {prep.cond.value} needs an operator to answer questions")
+        started = time.perf_counter()
+        oversight, chosen = _oversee(prep.cond, client, prep.templates, prep.ctx, prep.object_id,
+                                     prep.pool_for_choice, chosen, operator, prep.analyzer, kb)
+        prep.stage("oversight", started, proposed=oversight.counts.proposed)
+    tree, candidates, selection = prep.tree, prep.candidates, prep.selection
+    counts = dict(tree.counts)
+    counts.update(candidates=len(candidates), viable=sum(1 for c in candidates if c.viable),
+                  analysed=sum(1 for c in candidates if c.viable is not None), repairs=prep.repairs,
+                  selection_calls=len(selection.answers) if selection else 0)
+    outcome = _outcome(chosen, candidates, tree, flags(prep.cond).analyze_repair, oversight)
+    if outcome != "ok":
+        log.info("%s %s: %s", prep.cond.value, prep.object_id, outcome)
+    return ElicitationResult(prep.cond, prep.object_id, prep.ctx, chosen, candidates, usage(),
+                             counts, prep.stages, selection, oversight, outcome,
+                             list(dict.fromkeys(tree.errors)))
+
+
 def elicit_goal(
     task: str,
     object_id: str,
@@ -125,108 +276,38 @@ def elicit_goal(
     kb: Any = None,
     executor: ThreadPoolExecutor | None = None,
     on_stage: StageCallback | None = None,
+    batched: bool = False,
 ) -> ElicitationResult:
     """Elicit a goal for one object.
 
     task: "tidy kitchen"; object_id: "Mug|2"; world: the perceived WorldState or AI2-THOR metadata;
-    scene: a world.Scene (supplies location and, for STARS*, its user context) or None.
+    scene: a world.Scene (supplies location, STARS+CTX's user context and STARS*'s Selection
+    context) or None.
     client: an LLMClient (anything with complete(request) -> response; `.usage` is diffed).
     analyzer: sentence -> analysis (default: grounding.analyze_goal against `world`).
     operator: who answers the +O conditions' questions (oversight.operator.Operator).
     executor: a shared pool for concurrent tree levels (default: one of settings.max_workers).
+    batched: send each tree level as list-prompt round trips (`LLMClient.complete_many`) instead of
+    one request per branch; the answers, and so the result, are the same.
     """
     if client is None:
         raise TaskLearningError("elicit_goal needs an LLM client")
-    cond = parse_condition(condition)
-    switch = flags(cond)
-    settings = settings or TreeSettings()
-    templates = templates or load_templates()
-    state, metadata = _as_state_and_metadata(world)
-    obj, relation, place = describe_object(metadata, object_id)
-    if system_context is None:
-        system_context = list(getattr(scene, "context", []) or []) if switch.user_context else []
-    ctx = GoalContext(task=task or str(getattr(scene, "task", "")),
-                      location=location or str(getattr(scene, "location", "") or "kitchen"),
-                      object=obj, relation=relation, place=place,
-                      system_context=tuple(system_context))
-    if analyzer is None:
-        analyzer = _default_analyzer(state, object_id)
-    if switch.oversight and operator is None:
-        raise TaskLearningError(f"condition {cond.value} needs an operator to answer questions")
-
+    prep = prepare_elicitation(task, object_id, world, scene, condition, location=location,
+                               system_context=system_context, templates=templates, settings=settings,
+                               analyzer=analyzer, operator=operator, on_stage=on_stage)
     usage_before = copy_usage(getattr(client, "usage", None) or LLMUsage())
-    tree_settings = settings if switch.search_tree else replace(settings, max_depth=0)
-    tree = TreeState(settings=tree_settings)
-    stages: list[Stage] = []
-
-    def stage(name: str, started: float, **extra: int) -> None:
-        counts = dict(tree.counts, candidates=len(tree.candidates), **extra)
-        stages.append(Stage(name, time.perf_counter() - started, counts))
-        if on_stage is not None:
-            try:
-                on_stage(name, counts)
-            except Exception as exc:  # a feedback publisher must not break elicitation
-                log.warning("stage callback failed: %s", exc)
-
-    own_pool = executor is None and settings.max_workers > 1
+    settings = prep.settings
+    own_pool = not batched and executor is None and settings.max_workers > 1
     pool = ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="stars") if own_pool else executor
     try:
-        started = time.perf_counter()
-        root = TreeRoot(build_request=lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id),
-                        key="goal")
-        expand(client, [root], tree, pool)
-        stage("search_tree" if switch.search_tree else "template_prompt", started)
-
-        repairs = 0
-        if analyzer is not None:
-            started = time.perf_counter()
-            _analyze(analyzer, tree.candidates)
-            stage("analysis", started, viable=sum(1 for c in tree.candidates if c.viable))
-        if switch.analyze_repair:
-            for round_no in range(1, REPAIR_ROUNDS + 1):
-                started = time.perf_counter()
-                roots = _repair_roots(tree, templates, ctx, object_id, round_no)
-                if not roots:
-                    break
-                repairs += len(roots)
-                new = expand(client, roots, tree, pool)
-                _analyze(analyzer, new)
-                stage(f"repair_{round_no}", started, repairs=len(roots), new=len(new),
-                      viable=sum(1 for c in tree.candidates if c.viable))
+        send = batched_sender(client) if batched else concurrent_sender(client, pool)
+        drive(elicitation_steps(prep), send)
     finally:
         if own_pool and pool is not None:
             pool.shutdown(wait=True)
-
-    candidates = list(tree.candidates)
-    pool_for_choice = [c for c in candidates if c.viable] if switch.analyze_repair else candidates
-    selection: SelectionOutcome | None = None
-    started = time.perf_counter()
-    if switch.llm_selection:
-        selection = select_goal(client, templates, ctx, pool_for_choice, scope=object_id)
-        chosen = selection.chosen
-        stage("selection", started, options=len(selection.options))
-    else:
-        chosen = highest_score(pool_for_choice)
-        stage("highest_score", started, options=len(pool_for_choice))
-
-    oversight = None
-    if switch.oversight:
-        started = time.perf_counter()
-        oversight, chosen = _oversee(cond, client, templates, ctx, object_id, pool_for_choice, chosen,
-                                     operator, analyzer, kb)
-        stage("oversight", started, proposed=oversight.counts.proposed)
-
-    usage_after = getattr(client, "usage", None) or LLMUsage()
-    usage = usage_diff(usage_after, usage_before)
-    counts = dict(tree.counts)
-    counts.update(candidates=len(candidates), viable=sum(1 for c in candidates if c.viable),
-                  analysed=sum(1 for c in candidates if c.viable is not None), repairs=repairs,
-                  selection_calls=len(selection.answers) if selection else 0)
-    outcome = _outcome(chosen, candidates, tree, switch.analyze_repair, oversight)
-    if outcome != "ok":
-        log.info("%s %s: %s", cond.value, object_id, outcome)
-    return ElicitationResult(cond, object_id, ctx, chosen, candidates, usage, counts, stages,
-                             selection, oversight, outcome, list(dict.fromkeys(tree.errors)))
+    return finish_elicitation(
+        prep, client, lambda: usage_diff(getattr(client, "usage", None) or LLMUsage(), usage_before),
+        operator=operator, kb=kb)
 
 
 def _outcome(chosen: GoalCandidate | None, candidates: list[GoalCandidate], tree: TreeState,

@@ -35,7 +35,8 @@ class GoalContext:
     object: str  # spoken type, "mug"
     relation: str  # "in" / "on"
     place: str  # spoken place, "dish rack"
-    system_context: tuple[str, ...] = ()  # STARS* user-context sentences
+    system_context: tuple[str, ...] = ()  # STARS+CTX: user context for goal prompts and Selection
+    selection_context: tuple[str, ...] = ()  # STARS*: context for Selection only (footnote 3)
 
     @property
     def description(self) -> str:
@@ -49,6 +50,23 @@ class RequestSettings:
     max_tokens: int
     logprobs: int
     stop: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """TBP's several responses per prompt: one request per temperature (temperature 0 once,
+    every other temperature `samples_per_temperature` times)."""
+
+    temperatures: tuple[float, ...] = (0.0,)
+    samples_per_temperature: int = 1
+
+    def plan(self) -> list[tuple[float, int]]:
+        """(temperature, sample index) of every request, in sending order."""
+        out: list[tuple[float, int]] = []
+        for temperature in self.temperatures:
+            count = 1 if temperature <= 0 else self.samples_per_temperature
+            out.extend((temperature, i) for i in range(count))
+        return out
 
 
 @dataclass
@@ -70,6 +88,7 @@ class PromptTemplates:
     selection_question: string.Template
     selection_retry: string.Template
     source: dict[str, str] = field(default_factory=dict)
+    tbp_sampling: SamplingSettings = field(default_factory=SamplingSettings)
 
     # ----------------------------------------------------------------- goal prompts
     def system_text(self, ctx: GoalContext) -> str:
@@ -121,6 +140,7 @@ class PromptTemplates:
                           scope: str = "") -> LLMRequest:
         """Numbered options (already in presentation order: lowest score first)."""
         numbered = "\n".join(f"{i}. {sentence_case(text)}" for i, text in enumerate(options, 1))
+        sel_context = tuple(ctx.system_context) + tuple(ctx.selection_context)
         question = self.selection_question.substitute(
             task=ctx.task, location=ctx.location, object=ctx.object, relation=ctx.relation,
             place=ctx.place, options=numbered)
@@ -130,11 +150,11 @@ class PromptTemplates:
             question = f"{head}{instruction}{sep}{tail}" if sep else question + "\n" + instruction
         body = f"{self.selection_example}\n{question}"
         system = ""
-        if ctx.system_context:
-            system = self.selection_system_prefix.substitute(system_context=" ".join(ctx.system_context))
+        if sel_context:
+            system = self.selection_system_prefix.substitute(system_context=" ".join(sel_context))
         s = self.selection_request_settings
         context: dict[str, Any] = {"task": ctx.task, "object": ctx.object, "object_place": ctx.place,
-                                   "options": list(options), "system_context": list(ctx.system_context)}
+                                   "options": list(options), "system_context": list(sel_context)}
         if retry:
             context["attempt"] = 2
         chat = self.selection_style == "chat"
@@ -196,7 +216,7 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     goal_file, repair_file, sel_file = base / GOAL_FILE, base / REPAIR_FILE, base / SELECTION_FILE
 
     goal = check_keys(load_yaml(goal_file), file=goal_file, key="",
-                      required=["request", "examples", "task"], optional=["system_prefix"])
+                      required=["request", "examples", "task"], optional=["system_prefix", "tbp_sampling"])
     goal_settings = _request_settings(goal["request"], file=goal_file, key="request", logprobs_required=True)
     examples = expect_type(goal["examples"], str, file=goal_file, key="examples")
     task = _template(goal["task"], file=goal_file, key="task", allowed=GOAL_PLACEHOLDERS)
@@ -204,6 +224,8 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
         raise ConfigError(goal_file, "task", "must end with an open '(RESULT)$prefix' for the model to continue")
     goal_system = _template(goal.get("system_prefix", "$system_context\n"), file=goal_file,
                             key="system_prefix", allowed={"system_context"})
+
+    sampling = _sampling_settings(goal.get("tbp_sampling"), file=goal_file)
 
     repair = check_keys(load_yaml(repair_file), file=repair_file, key="",
                         required=["repair_kinds", "attempt", "templates", "default_feedback"])
@@ -257,6 +279,29 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
         selection_retry=_template(sel["retry_instruction"], file=sel_file, key="retry_instruction",
                                   allowed={"count"}),
         source={"goal": str(goal_file), "repair": str(repair_file), "selection": str(sel_file)},
+        tbp_sampling=sampling,
     )
 
 
+def _sampling_settings(value: Any, *, file: Path) -> SamplingSettings:
+    if value is None:
+        return SamplingSettings()
+    check_keys(value, file=file, key="tbp_sampling", required=["temperatures"],
+               optional=["samples_per_temperature"])
+    temps = expect_type(value["temperatures"], list, file=file, key="tbp_sampling.temperatures")
+    if not temps:
+        raise ConfigError(file, "tbp_sampling.temperatures", "needs at least one temperature")
+    out = []
+    for i, t in enumerate(temps):
+        key = join_key("tbp_sampling.temperatures", i)
+        t = float(expect_type(t, (int, float), file=file, key=key))
+        if not 0.0 <= t <= 2.0:
+            raise ConfigError(file, key, f"temperature must be within 0-2, got {t:g}")
+        out.append(t)
+    if len(set(out)) != len(out):
+        raise ConfigError(file, "tbp_sampling.temperatures", "a temperature is listed twice")
+    samples = expect_type(value.get("samples_per_temperature", 1), int, file=file,
+                          key="tbp_sampling.samples_per_temperature")
+    if samples < 1:
+        raise ConfigError(file, "tbp_sampling.samples_per_temperature", "must be >= 1")
+    return SamplingSettings(tuple(out), samples)

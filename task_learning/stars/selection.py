@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from task_learning.stars.prompts import GoalContext, PromptTemplates
-from task_learning.stars.tree import CompletionClient
+from task_learning.llm.base import LLMResponse
+from task_learning.stars.tree import CompletionClient, Steps, drive
 from task_learning.types import GoalCandidate
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,21 @@ def select_goal(client: CompletionClient, templates: PromptTemplates, ctx: GoalC
                 candidates: Sequence[GoalCandidate], *, scope: str = "",
                 ask_single: bool = False) -> SelectionOutcome:
     """Ask the model which candidate is the most reasonable goal."""
+    def send(requests: list) -> list[LLMResponse]:
+        out = []
+        for request in requests:
+            try:
+                out.append(client.complete(request))
+            except Exception as exc:  # the client should not raise; never let selection crash
+                out.append(LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}"))
+        return out
+
+    return drive(select_goal_steps(templates, ctx, candidates, scope=scope, ask_single=ask_single), send)
+
+
+def select_goal_steps(templates: PromptTemplates, ctx: GoalContext, candidates: Sequence[GoalCandidate],
+                      *, scope: str = "", ask_single: bool = False) -> Steps[SelectionOutcome]:
+    """`select_goal` as a generator: yields [request] (at most twice), receives [response]."""
     options = presentation_order(candidates)
     if not options:
         return SelectionOutcome(None, [], "no_options")
@@ -79,25 +95,20 @@ def select_goal(client: CompletionClient, templates: PromptTemplates, ctx: GoalC
     texts = [c.text for c in options]
     for attempt, retry in enumerate((False, True)):
         request = templates.selection_request(ctx, texts, retry=retry, scope=scope)
-        try:
-            response = client.complete(request)
-        except Exception as exc:  # the client should not raise; never let selection crash
-            response = None
-            outcome.answers.append(f"error: {exc}")
-            outcome.problems.append(f"client raised {type(exc).__name__}")
-        if response is not None:
-            if not response.ok:
-                outcome.answers.append(f"error: {response.error}")
-                outcome.problems.append(f"request failed: {response.error}")
-            else:
-                outcome.answers.append(response.text)
-                number, problem = parse_answer(response.text, len(options))
-                if number is not None:
-                    outcome.chosen = options[number - 1]
-                    outcome.index = number
-                    outcome.method = "llm_retry" if attempt else "llm"
-                    return outcome
-                outcome.problems.append(problem)
+        answers = yield [request]
+        response = answers[0] if answers else LLMResponse(text="", error="no answer")
+        if not response.ok:
+            outcome.answers.append(f"error: {response.error}")
+            outcome.problems.append(f"request failed: {response.error}")
+        else:
+            outcome.answers.append(response.text)
+            number, problem = parse_answer(response.text, len(options))
+            if number is not None:
+                outcome.chosen = options[number - 1]
+                outcome.index = number
+                outcome.method = "llm_retry" if attempt else "llm"
+                return outcome
+            outcome.problems.append(problem)
         log.info("selection answer unusable (%s)%s", outcome.problems[-1],
                  "; asking once more" if not retry else "; using the highest score")
     best = highest_score(options)

@@ -14,9 +14,13 @@ Seed 000 §4.1 / B.3 and notes/stars-reference.md, exactly:
   (including repair trees) by normalised text, and a prefix is never requested twice;
 - a hard cap on requests per object.
 
-Several trees (the repair trees of one round) expand together level by level; the independent
-requests of one level go out concurrently through a bounded thread pool, and their responses are
-processed in submission order, so the result does not depend on completion order.
+Several trees (the repair trees of one round) expand together level by level. The expansion is a
+generator (`expand_steps`) that yields the independent requests of one level and receives their
+responses, processed in request order, so the result never depends on how or in what order they
+were answered. A `Sender` answers a level: `concurrent_sender` (one request per call, concurrently
+through a bounded thread pool), `batched_sender` (one list-prompt round trip through
+`LLMClient.complete_many`), or a driver that merges the levels of many objects
+(task_learning.stars.together).
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ import math
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Generator, Protocol, Sequence, TypeVar
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.types import CandidateSource, GoalCandidate
@@ -42,6 +46,44 @@ class CompletionClient(Protocol):
     """What the tree needs from `task_learning.llm.client.LLMClient`."""
 
     def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+T = TypeVar("T")
+Sender = Callable[[list[LLMRequest]], list[LLMResponse]]
+# A stage that needs the model: yields lists of independent requests, receives their responses in
+# the same order, returns its result.
+Steps = Generator[list[LLMRequest], list[LLMResponse], T]
+
+
+def drive(steps: Steps[T], send: Sender) -> T:
+    """Run a generator of request levels to its end, answering each level with `send`."""
+    try:
+        requests = next(steps)
+        while True:
+            requests = steps.send(send(requests))
+    except StopIteration as done:
+        return done.value
+
+
+def concurrent_sender(client: CompletionClient, executor: ThreadPoolExecutor | None = None) -> Sender:
+    """One request per call; a level's requests concurrently on `executor` (None: one by one)."""
+    return lambda requests: _send_all(client, requests, executor)
+
+
+def batched_sender(client: CompletionClient) -> Sender:
+    """A level as list-prompt round trips (`complete_many`); a client without it answers one by one."""
+    many = getattr(client, "complete_many", None)
+    if not callable(many):
+        return concurrent_sender(client)
+
+    def send(requests: list[LLMRequest]) -> list[LLMResponse]:
+        try:
+            return list(many(requests))
+        except Exception as exc:  # a bug below us becomes failed requests, counted and reported
+            log.error("LLM batch failed unexpectedly: %s", exc)
+            return [LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}") for _ in requests]
+
+    return send
 
 
 @dataclass(frozen=True)
@@ -158,9 +200,16 @@ class TreeState:
 
 
 def expand(client: CompletionClient, roots: Sequence[TreeRoot], state: TreeState,
-           executor: ThreadPoolExecutor | None = None) -> list[GoalCandidate]:
+           executor: ThreadPoolExecutor | None = None, sender: Sender | None = None) -> list[GoalCandidate]:
     """Expand the trees of `roots` together, level by level; returns the NEW distinct candidates in
-    the order found (duplicates of earlier responses are counted, not returned)."""
+    the order found (duplicates of earlier responses are counted, not returned). Levels go out
+    through `sender` (default: concurrently on `executor`)."""
+    return drive(expand_steps(roots, state), sender or concurrent_sender(client, executor))
+
+
+def expand_steps(roots: Sequence[TreeRoot], state: TreeState) -> Steps[list[GoalCandidate]]:
+    """`expand` as a generator: yields each level's requests (never an empty list), receives
+    their responses in the same order."""
     settings = state.settings
     first_new = len(state.candidates)
     pending = [_Pending(root, "", (), 0, root.parent_id) for root in roots]
@@ -182,7 +231,10 @@ def expand(client: CompletionClient, roots: Sequence[TreeRoot], state: TreeState
             log.warning("request cap of %d reached: %d branch(es) not requested",
                         settings.max_requests, state.counts["capped"] - capped_before)
         state.counts["requests"] += len(batch)
-        responses = _send_all(client, [req for _, req in batch], executor)
+        responses = (yield [req for _, req in batch]) if batch else []
+        if len(responses) != len(batch):  # a broken sender must not shift answers between branches
+            responses = [LLMResponse(text="", error=f"{len(responses)} answers for {len(batch)} requests")
+                         for _ in batch]
         next_pending: list[_Pending] = []
         for (item, _request), response in zip(batch, responses):
             next_pending.extend(_process(item, response, state))

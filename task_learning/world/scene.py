@@ -6,8 +6,9 @@ object dicts, so everything downstream reads one format. YAML scenes are validat
 every error names the file and the key, because a silently misread scene would corrupt every
 experiment run on it.
 
-Scene YAML keys: name, task, location, context (STARS* sentences), types (extra object types),
-objects (list of {type, id, at, preferred, state, capacity, position}), subtasks (list of {name,
+Scene YAML keys: name, task, location, context (STARS+CTX user-context sentences),
+selection_context (STARS*: seed 000 footnote 3's sentences, given to Selection only), types (extra
+object types), objects (list of {type, id, at, preferred, state, capacity, position}), subtasks (list of {name,
 instruction, places}), closable (openables that must end closed), assertions (optional check of
 the completion measure's total), agent ({position}), slice_requires_knife.
 
@@ -37,6 +38,7 @@ SCENE_KEYS_OPTIONAL = (
     "name",
     "description",
     "context",
+    "selection_context",
     "types",
     "subtasks",
     "closable",
@@ -107,6 +109,8 @@ class Scene:
     preferences: dict[str, list[str]] = field(default_factory=dict)
     closable: list[str] = field(default_factory=list)
     context: list[str] = field(default_factory=list)
+    # STARS* (seed 000 footnote 3): sentences given to Selection only, as a system prompt
+    selection_context: list[str] = field(default_factory=list)
     assertions: int = 0
     source: str = ""
     agent: dict[str, Any] = field(default_factory=lambda: {"position": dict(DEFAULT_AGENT_POSITION)})
@@ -142,6 +146,7 @@ class Scene:
             "preferences": {k: list(v) for k, v in self.preferences.items()},
             "closable": list(self.closable),
             "context": list(self.context),
+            "selection_context": list(self.selection_context),
             "assertions": self.assertions,
         }
 
@@ -499,6 +504,10 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
     context = expect_type(data.get("context") or [], list, file=file, key="context")
     for i, sentence in enumerate(context):
         expect_type(sentence, str, file=file, key=join_key("context", i))
+    selection_context = expect_type(data.get("selection_context") or [], list, file=file,
+                                    key="selection_context")
+    for i, sentence in enumerate(selection_context):
+        expect_type(sentence, str, file=file, key=join_key("selection_context", i))
     types = load_object_types()
     types.update(parse_object_types(data.get("types"), file=file, key="types"))
     slice_requires_knife = expect_type(data.get("slice_requires_knife", False), bool, file=file,
@@ -626,6 +635,7 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
         preferences=preferences,
         closable=closable,
         context=[str(s) for s in context],
+        selection_context=[str(s) for s in selection_context],
         assertions=total,
         source=file,
         agent=agent,

@@ -8,8 +8,9 @@ common sense (where things are usually kept); never the world state or any groun
 Behaviour, so the BCR engines meet realistic answers:
 * it favours actions that resolve the latest blocking condition ("needs near(X)" -> go to X,
   "needs visible(X)" -> look around or open where X is usually kept, "No valid positions" ->
-  take out what is in the way), actions on the objects of the first remaining goal, and actions
-  it has not just tried;
+  take out what is in the way), actions on the objects of the first remaining goal, and (only
+  when the request's context says mode "guarded", this project's extension) actions it has not
+  just tried; in mode "paper" it has no repeat penalty;
 * it sometimes picks a sibling of the best action (about one decision in eight);
 * about one answer in twenty-five names something outside the list (a paraphrase), unless the
   prompt already warns that its last choice was not in the list; then it copies from the list.
@@ -17,12 +18,12 @@ The same request always gets the same answer (hash-based, no random state).
 """
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.offline.hashing import unit_hash
+from task_learning.llm.tokens import count_tokens
 
 SIBLING_RATE = 0.12
 OFF_LIST_RATE = 0.04
@@ -142,11 +143,12 @@ def _score(cand: str, context: Mapping[str, Any]) -> float:
                          if o in ("blocked", "failed")), "")
     if last_blocked and set(_OBJECT_ID.findall(last_blocked)) & set(args):
         score += 0.8
-    # 4. do not repeat what was just done
-    repeats = sum(1 for h in recent if h == cand)
-    score -= 1.8 * repeats
-    if recent and recent[-1] == cand:
-        score -= 1.0
+    # 4. do not repeat what was just done (guarded mode only)
+    if context.get("mode", "guarded") != "paper":
+        repeats = sum(1 for h in recent if h == cand)
+        score -= 1.8 * repeats
+        if recent and recent[-1] == cand:
+            score -= 1.0
     return score
 
 
@@ -202,6 +204,5 @@ def respond(request: LLMRequest) -> LLMResponse:
     goals = context.get("goal") or []
     text = (f"The remaining goal is {goals[0] if goals else 'done'}. {why}\n"
             f"$$ {answer} $$")
-    words = len(text.split())
-    return LLMResponse(text=text, prompt_tokens=0, completion_tokens=int(math.ceil(words * 1.3)),
+    return LLMResponse(text=text, prompt_tokens=0, completion_tokens=count_tokens(text),
                        finish_reason="stop")

@@ -1,14 +1,18 @@
-"""Greedy (temperature 0) decoding over the offline model's sentence set, with top alternatives.
+"""Decoding over the offline model's sentence set, with top alternatives.
 
 At each position the next-token distribution is the probability mass of the sentences that
 continue the text so far with that token (sentence ends split over the end tokens), plus a little
 deterministic "filler" mass on generic tokens where the sentence is settled, so the alternative
-lists look like a real model's. The chosen token is the most probable one; ties go to the
-lexicographically smaller token so that nothing depends on dict order.
+lists look like a real model's. At temperature 0 the chosen token is the most probable one; ties
+go to the lexicographically smaller token so that nothing depends on dict order. Above 0 the token
+is drawn from the sentence tokens' probabilities raised to 1/temperature (the fillers only
+decorate the alternative lists and are never drawn), with a generator the caller seeds; the
+reported log probabilities stay the model's own, untempered, as an endpoint reports them.
 """
 from __future__ import annotations
 
 import math
+import random
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -65,8 +69,11 @@ def decode(
     stop: tuple[str, ...],
     top_k: int,
     salt: str,
+    temperature: float = 0.0,
+    rng: random.Random | None = None,
 ) -> Decoded:
-    """Continue `prefix` greedily. `salt` (the request's context) seeds the filler variation."""
+    """Continue `prefix`: greedily at temperature 0, else sampled with `rng`. `salt` (the request's
+    context) seeds the filler variation."""
     matches, matched_prefix, ended = _match(sentences, prefix)
     if ended or not matches:
         # Nothing of ours continues this prefix: end the sentence at once, like a model that
@@ -90,8 +97,9 @@ def decode(
         if total <= 0:
             return Decoded(text, out, "stop", generated, True)
         dist = {t: p / total for t, p in dist.items()}
+        sampled = _sample(dist, temperature, rng)
         dist = _with_fillers(dist, language, salt, matched_prefix + text)
-        chosen = min(dist, key=lambda t: (-dist[t], t))
+        chosen = sampled if sampled is not None else min(dist, key=lambda t: (-dist[t], t))
         out.append(_token_logprob(chosen, dist, top_k))
         generated += 1
         new_text = text + chosen
@@ -105,6 +113,16 @@ def decode(
         matches = [s for s in matches if s.text.startswith(matched_prefix + text)
                    or s.text.lower().startswith((matched_prefix + text).lower())]
     return Decoded(text, out, "length", generated, True)
+
+
+def _sample(dist: dict[str, float], temperature: float, rng: random.Random | None) -> str | None:
+    """A token drawn from dist ** (1 / temperature), or None for greedy decoding."""
+    if temperature <= 0 or rng is None or len(dist) == 1:
+        return None
+    tokens = sorted(dist)  # a fixed order: the draw depends on the seed only
+    top = max(dist.values())
+    weights = [(dist[t] / top) ** (1.0 / temperature) for t in tokens]
+    return rng.choices(tokens, weights=weights, k=1)[0]
 
 
 def _after_end(text, out, generated, stop, language, top_k) -> Decoded:

@@ -7,14 +7,17 @@ outside the robot's vocabulary, states it cannot check), so that every STARS sta
 It reads the request's structured context (task, object, place, prefix, repair feedback, user
 context), never a scene's preferred destinations or any other ground truth.
 
-Decoding is always greedy (what STARS asks for: temperature 0); a request's temperature is
-ignored, so the same request always gets the same answer, in any process.
+At temperature 0 (what the Search Tree asks for) decoding is greedy. Above 0 (TBP's several
+samples) each token is drawn from the model's probabilities raised to 1/temperature, with a
+generator seeded from the request (its context, prefix, temperature and sample index): the same
+request always gets the same answer, in any process, and different samples differ.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
-import math
+import random
 import re
 import threading
 from collections import OrderedDict
@@ -28,6 +31,7 @@ from task_learning.llm.offline.feedback import parse_feedback
 from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
 from task_learning.llm.offline.selection import answer_tokens, rate_options
 from task_learning.llm.offline.sentences import GoalQuery, Sentence, build_sentences
+from task_learning.llm.tokens import count_chat_tokens, count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +41,11 @@ _AWARE = re.compile(r"Aware of (?:an? |the )?(.+?) (in|on) (?:the )?(.+?)\.", re
 
 
 def count_prompt_tokens(request: LLMRequest) -> int:
-    """Roughly what a GPT tokenizer bills: 1.3 tokens per word, plus 4 per chat message."""
+    """The request's prompt tokens as cl100k_base counts them (chat: with OpenAI's per-message
+    overhead)."""
     if request.is_chat:
-        words = sum(len(str(content).split()) for _, content in request.messages)
-        return int(math.ceil(words * 1.3)) + 4 * len(request.messages)
-    return int(math.ceil(len(request.prompt.split()) * 1.3))
+        return count_chat_tokens(request.messages)
+    return count_tokens(request.prompt)
 
 
 class OfflineProvider:
@@ -93,6 +97,11 @@ class OfflineProvider:
         raise ProviderError(f"offline model: unsupported prompt_type {kind!r} "
                             f"(expected one of {', '.join(GOAL_TYPES + ('selection', 'bcr_selection'))})")
 
+    def complete_batch(self, requests: list[LLMRequest], timeout_s: float = 30.0) -> list[LLMResponse]:
+        """A list of requests in one "round trip" (what a list-prompt completions request is to a
+        real server): each answered exactly as alone, so batching never changes an answer."""
+        return [self.complete(request, timeout_s) for request in requests]
+
     # ------------------------------------------------------------------ goals
     def goal_query(self, request: LLMRequest) -> GoalQuery:
         """The request's context as a GoalQuery; a missing object falls back to the prompt's last
@@ -125,9 +134,16 @@ class OfflineProvider:
         salt = json.dumps([query.object, query.object_place, query.feedback, query.repair_of,
                            list(query.system_context)])
         top_k = max(0, int(request.logprobs or 0))
+        temperature = max(0.0, float(request.temperature or 0.0))
+        rng = None
+        if temperature > 0:
+            sample = (request.context or {}).get("sample", 0)
+            seed = hashlib.sha256(json.dumps([salt, query.prefix, temperature, str(sample)])
+                                  .encode("utf-8")).digest()
+            rng = random.Random(int.from_bytes(seed[:8], "big"))
         decoded = decode(sentences, query.prefix, self.knowledge.language,
                          max_tokens=max(0, int(request.max_tokens)), stop=tuple(request.stop),
-                         top_k=top_k, salt=salt)
+                         top_k=top_k, salt=salt, temperature=temperature, rng=rng)
         if not decoded.matched_prefix and query.prefix:
             log.debug("offline model: nothing continues prefix %r for %s", query.prefix, query.object)
         tokens = decoded.tokens if top_k else [TokenLogprob(t.token, t.logprob, ()) for t in decoded.tokens]

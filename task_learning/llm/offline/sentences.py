@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from task_learning.llm.offline.hashing import unit_hash
 from task_learning.llm.offline.knowledge import Knowledge, ObjectProfile
+from task_learning.llm.tokens import split_tokens
 from task_learning.names import normalize_name
 
 if TYPE_CHECKING:
@@ -72,13 +73,10 @@ class Sentence:
         object.__setattr__(self, "ends", tuple(ends))
 
 
-def tokenize(text: str, knowledge: Knowledge) -> list[str]:
-    """Split words GPT-style: each word carries its leading space; known words split in pieces."""
-    out: list[str] = []
-    for word in text.split():
-        pieces = knowledge.language.token_splits.get(word)
-        out.extend(pieces if pieces else [" " + word])
-    return out
+def tokenize(text: str) -> list[str]:
+    """The sentence as cl100k_base tokens, with the leading space a completion after "(RESULT)"
+    starts with (" The", " goal", ..., " dish", "washer")."""
+    return split_tokens(" " + " ".join(text.split()))
 
 
 def build_sentences(query: GoalQuery, knowledge: Knowledge, avoid: "Avoidance | None" = None) -> list[Sentence]:
@@ -133,7 +131,7 @@ def _enumerate(query: GoalQuery, knowledge: Knowledge, profile: ObjectProfile) -
             u = 2.0 * unit_hash("conj", obj, start, dest) - 1.0
             conj = min(0.97, max(0.02, conj * math.exp(lang.jitter_conjunction * u)))
             base = ParsedGoal(verb, place.relation, dest)
-            yield Sentence(tuple(tokenize(clause1, knowledge)), p1 * (1.0 - conj), base)
+            yield Sentence(tuple(tokenize(clause1)), p1 * (1.0 - conj), base)
             kinds = dict(lang.second_clause[place.kind])
             if not start or start == dest:
                 kinds.pop("start_state", None)
@@ -151,7 +149,7 @@ def _enumerate(query: GoalQuery, knowledge: Knowledge, profile: ObjectProfile) -
                     else:
                         text = f"{clause1} and the {subject} {_be(subject, knowledge)} {state}"
                     parts = ParsedGoal(verb, place.relation, dest, kind, subject, state)
-                    yield Sentence(tuple(tokenize(text, knowledge)), p_kind * w_state, parts)
+                    yield Sentence(tuple(tokenize(text)), p_kind * w_state, parts)
 
 
 def _be(subject: str, knowledge: Knowledge) -> str:

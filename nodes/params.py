@@ -1,0 +1,88 @@
+"""Node parameters declared from one table per node, with descriptors `ros2 param describe` shows.
+
+Every node lists its parameters as `Param` rows (name, default, description, range or choices,
+read-only) and declares them with `declare_parameters`. The descriptor carries the description,
+the range (integer or floating point) and the allowed values as additional constraints, so
+
+    ros2 param describe /perception backend
+
+documents the parameter where it runs. The nodes read their parameters once, at start, so they
+are read-only by default: `ros2 param set` then says so instead of silently changing nothing.
+Values from a params file or `-p name:=value` still apply (read-only only refuses later changes).
+
+A value of the wrong type, out of range or not among the choices stops the node at start with one
+line naming the parameter (run_node turns the TaskLearningError into exit code 2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, ParameterException
+from rclpy.node import Node
+
+from task_learning.errors import TaskLearningError
+
+ParamValue = bool | int | float | str
+
+
+@dataclass(frozen=True)
+class Param:
+    """One node parameter: its default (which fixes its type), what it means, what it accepts."""
+
+    name: str
+    default: ParamValue
+    description: str
+    min: float | None = None  # inclusive bounds, both or neither (int or double parameters)
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+    read_only: bool = True
+    dynamic_typing: bool = False  # accept any type (the node checks the value itself)
+
+    def descriptor(self) -> ParameterDescriptor:
+        descriptor = ParameterDescriptor(description=self.description, read_only=self.read_only,
+                                         dynamic_typing=self.dynamic_typing)
+        if self.choices:
+            descriptor.additional_constraints = "one of: " + ", ".join(
+                repr(c) if c == "" else c for c in self.choices)
+        if self.min is not None and self.max is not None:
+            if isinstance(self.default, bool) or not isinstance(self.default, (int, float)):
+                raise TypeError(f"parameter {self.name}: a range needs an int or float default")
+            if isinstance(self.default, int):
+                descriptor.integer_range = [IntegerRange(from_value=int(self.min), to_value=int(self.max),
+                                                         step=0)]
+            else:
+                descriptor.floating_point_range = [FloatingPointRange(
+                    from_value=float(self.min), to_value=float(self.max), step=0.0)]
+        return descriptor
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number with a decimal point",
+            str: "a string"}.get(type(value), type(value).__name__)
+
+
+def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
+    """Declare every parameter of `params` on `node`; returns their values by name.
+
+    Raises TaskLearningError naming the parameter when a given value has the wrong type, is out
+    of range or is not one of the choices."""
+    values: dict[str, Any] = {}
+    for param in params:
+        try:
+            value = node.declare_parameter(param.name, param.default, param.descriptor()).value
+        except InvalidParameterTypeException:
+            hint = " (write it with a decimal point, e.g. 120.0)" if isinstance(param.default, float) \
+                else ' (quote strings that look like numbers or booleans, e.g. "off")' \
+                if isinstance(param.default, str) else ""
+            raise TaskLearningError(f"parameter {param.name}: expected {_type_name(param.default)}"
+                                    f"{hint}") from None
+        except ParameterException as exc:
+            reason = exc.args[0] if exc.args else str(exc)
+            raise TaskLearningError(f"parameter {param.name}: {reason}") from None
+        if param.choices and value not in param.choices:
+            raise TaskLearningError(f"parameter {param.name}: {value!r} is not one of "
+                                    f"{', '.join(repr(c) for c in param.choices)}")
+        values[param.name] = value
+    return values

@@ -1,0 +1,203 @@
+"""Cross-object elicitation: the model stages of every task object at once, the operator one
+question at a time.
+
+Sequential STARS (the paper's protocol) elicits one object after another, so a task of 35 objects
+costs 35 times the round trips of one object. Nothing but the operator's questions needs that
+order: the Search Tree, Analysis, Repair and Selection of different objects are independent. Here
+each object's model stages run as a generator of request levels (`stars.elicit.elicitation_steps`)
+and one background driver merges the current level of every object into one `complete_many` call
+(list-prompt round trips), so a whole task needs about as many round trips as its slowest object.
+
+The task-learning loop still handles objects one by one in the task's order: calling the elicitor
+for an object waits until that object's candidates and selection are ready (often long before the
+others'), then runs Oversight (the operator's questions, with reselection after a "no") in the
+loop's thread, exactly as sequential elicitation does, before anything is executed. With the same
+model answers the same goals are learned; only the order of model calls differs.
+
+An object is prefetched with the context it had when the task started; if the loop finds it in
+another context (something moved it), or it was not prefetched, it is elicited on its own then.
+Only the first object of each context is prefetched: the loop reuses the goal learned for it for
+the others, as in sequential elicitation.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from task_learning.llm.base import LLMRequest, LLMResponse
+from task_learning.llm.usage import copy_usage, usage_diff
+from task_learning.stars.conditions import Condition, flags, parse_condition
+from task_learning.stars.elicit import (
+    ElicitationResult,
+    PreparedElicitation,
+    elicit_goal,
+    elicitation_steps,
+    finish_elicitation,
+    prepare_elicitation,
+)
+from task_learning.stars.prompts import PromptTemplates, load_templates
+from task_learning.stars.tree import CompletionClient, Sender, Steps, TreeSettings, batched_sender
+from task_learning.types import LLMUsage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Prefetch:
+    prep: PreparedElicitation
+    context: tuple[str, ...]
+    usage_before: LLMUsage
+    future: Future
+    used: bool = False
+
+
+class CrossObjectElicitor:
+    """An `Elicitor` for the task-learning loop that elicits many objects together.
+
+    Call `prefetch(task, object_ids, metadata)` once before the loop (objects in the order the loop
+    will handle them); then the loop calls the elicitor per object as usual. `close()` stops the
+    driver (pending objects are then elicited on their own if the loop still asks for them).
+    """
+
+    def __init__(self, client: CompletionClient, scene: Any, condition: str | Condition, *,
+                 operator: Any = None, kb: Any = None, templates: PromptTemplates | None = None,
+                 settings: TreeSettings | None = None, sender: Sender | None = None) -> None:
+        self.client = client
+        self.scene = scene
+        self.condition = condition
+        self.operator = operator
+        self.kb = kb
+        self.templates = templates or load_templates()
+        self.settings = settings
+        self.send = sender or batched_sender(client)
+        self._prefetched: dict[str, _Prefetch] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.levels = 0  # merged request levels sent by the driver
+
+    # ------------------------------------------------------------------------------ prefetch
+    def prefetch(self, task: str, object_ids: Sequence[str], metadata: Mapping[str, Any]) -> int:
+        """Start the model stages of every object whose context has no learned goal yet (the first
+        object of each context); returns how many objects are being elicited."""
+        if self._thread is not None:
+            raise RuntimeError("prefetch was already called")
+        from task_learning.world.resolve import describe_object
+
+        seen: set[tuple[str, ...]] = set()
+        steps: list[tuple[str, Steps[PreparedElicitation]]] = []
+        for object_id in object_ids:
+            context = tuple(describe_object(metadata, object_id))
+            if context in seen or self._learned(task, context):
+                continue
+            seen.add(context)
+            prep = prepare_elicitation(task, object_id, metadata, self.scene, self.condition,
+                                       templates=self.templates, settings=self.settings,
+                                       needs_operator=False)
+            self._prefetched[object_id] = _Prefetch(prep, context, self._scope_usage(object_id), Future())
+            steps.append((object_id, elicitation_steps(prep)))
+        self._thread = threading.Thread(target=self._drive, args=(steps,), name="stars-together", daemon=True)
+        self._thread.start()
+        return len(steps)
+
+    def _learned(self, task: str, context: tuple[str, ...]) -> bool:
+        """A goal the loop will reuse: learned, and confirmed when the condition has oversight
+        (the loop elicits anew for an unconfirmed one)."""
+        goal_for = getattr(self.kb, "goal_for", None)
+        goal = goal_for(task, " ".join(context)) if callable(goal_for) else None
+        if goal is None:
+            return False
+        return not flags(parse_condition(self.condition)).oversight or bool(getattr(goal, "confirmed", False))
+
+    def _drive(self, steps: list[tuple[str, Steps[PreparedElicitation]]]) -> None:
+        """Lockstep: every live object's current level goes out in one merged call. Whatever
+        happens, every future ends (result, exception or cancelled): the loop never waits forever."""
+        futures = {object_id: self._prefetched[object_id].future for object_id, _ in steps}
+        try:
+            self._lockstep(steps, futures)
+        except Exception as exc:  # a bug here must not leave the loop waiting
+            log.error("cross-object elicitation stopped: %s", exc)
+        finally:
+            for future in futures.values():
+                future.cancel()  # no effect on a future that has ended
+
+    def _lockstep(self, steps: list[tuple[str, Steps[PreparedElicitation]]], futures: dict[str, Future]) -> None:
+        waiting: dict[str, list[LLMRequest]] = {}
+        generators = dict(steps)
+        for object_id, gen in steps:
+            self._advance(futures[object_id], gen, None, waiting, object_id)
+        while waiting and not self._stop.is_set():
+            order = list(waiting)
+            merged = [request for object_id in order for request in waiting[object_id]]
+            responses = self.send(merged)
+            self.levels += 1
+            if len(responses) != len(merged):
+                responses = [LLMResponse(text="", error="sender lost answers") for _ in merged]
+            at = 0
+            for object_id in order:
+                count = len(waiting[object_id])
+                part, at = responses[at:at + count], at + count
+                self._advance(futures[object_id], generators[object_id], part, waiting, object_id)
+        for object_id in list(waiting):  # stopped: nobody will use these
+            generators[object_id].close()
+
+    @staticmethod
+    def _advance(future: Future, gen: Steps[PreparedElicitation], answers: list[LLMResponse] | None,
+                 waiting: dict[str, list[LLMRequest]], object_id: str) -> None:
+        try:
+            requests = next(gen) if answers is None else gen.send(answers)
+            waiting[object_id] = requests
+        except StopIteration as done:
+            waiting.pop(object_id, None)
+            future.set_result(done.value)
+        except Exception as exc:  # one object's failure must not stop the others
+            log.error("elicitation of %s failed: %s", object_id, exc)
+            waiting.pop(object_id, None)
+            future.set_exception(exc)
+
+    # ------------------------------------------------------------------------------- per object
+    def __call__(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> ElicitationResult:
+        """The object's result: its prefetched model stages (waited for) and Oversight now; an object
+        not prefetched, or found in another context, is elicited on its own."""
+        from task_learning.world.resolve import describe_object
+
+        entry = self._prefetched.get(object_id)
+        if entry is not None and entry.used:
+            entry = None  # asked again (the first goal was not learned): elicited on its own
+        if entry is not None:
+            entry.used = True
+        if entry is not None and tuple(describe_object(metadata, object_id)) != entry.context:
+            log.info("%s moved since the task started: eliciting it again", object_id)
+            entry = None
+        prep = None
+        if entry is not None:
+            try:
+                prep = entry.future.result()
+            except Exception as exc:  # cancelled (closed) or failed: elicit it on its own
+                log.info("prefetched elicitation of %s unusable (%s): eliciting it again", object_id,
+                         type(exc).__name__)
+        if prep is None or entry is None:
+            return elicit_goal(task, object_id, metadata, self.scene, self.condition, self.client,
+                               templates=self.templates, settings=self.settings, operator=self.operator,
+                               kb=self.kb, batched=True)
+        before = entry.usage_before
+        return finish_elicitation(prep, self.client,
+                                  lambda: usage_diff(self._scope_usage(object_id), before),
+                                  operator=self.operator, kb=self.kb)
+
+    def _scope_usage(self, object_id: str) -> LLMUsage:
+        get: Callable[[str], LLMUsage] | None = getattr(self.client, "scope_usage", None)
+        return copy_usage(get(object_id)) if callable(get) else LLMUsage()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def __enter__(self) -> "CrossObjectElicitor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
