@@ -29,7 +29,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.msg import WorldState
 from task_learning_nodes.demo import _start, _stop, perform_task
-from task_learning_nodes.fetch_bridge import FETCH_PARAMETERS
+from task_learning_nodes.fetch_params import FETCH_PARAMETERS
 
 BIN = Path(sys.executable).parent
 

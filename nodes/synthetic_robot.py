@@ -34,7 +34,7 @@ from task_learning.perception.skills import SKILLS, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import Skill
-from task_learning_nodes.fetch_bridge import DEFAULT_CAMERA_TO_BASE, FETCH_PARAMETERS
+from task_learning_nodes.fetch_params import DEFAULT_CAMERA_TO_BASE, FETCH_PARAMETERS
 from task_learning_nodes.node_base import run_node
 
 FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker")
