@@ -1,0 +1,1 @@
+"""Bootstrapped production rules (seed 001): what an LLM taught once runs as rules, as data."""
