@@ -409,6 +409,16 @@ def normalize_effect(effect: str) -> str:
     return text
 
 
+def option_key(option: str) -> str:
+    """The comparable form of an option: canonical, case-folded, `put X in Y` == `put X on Y`."""
+    text = normalize_effect(option).lower()
+    return re.sub(r"^(motor action: put \S+) (?:in|on) ", r"\1 in/on ", text)
+
+
+def same_option(a: str, b: str) -> bool:
+    return option_key(a) == option_key(b)
+
+
 def motor_form(text: str) -> tuple[str, dict[str, str]] | None:
     for verb, pattern in MOTOR_FORMS:
         found = pattern.match(text.strip())
@@ -549,7 +559,7 @@ def check_replay(rule: Production, ctx: MatchContext, expected_effect: str) -> s
         failed = _first_failing(rule, ctx)
         return f"(False, {failed!r})"
     got = apply(rule, binding)
-    if normalize_effect(got).lower() != normalize_effect(expected_effect).lower():
+    if not same_option(got, expected_effect):
         return f"(True, '') but the effect is {got!r}, not the chosen {normalize_effect(expected_effect)!r}"
     return ""
 

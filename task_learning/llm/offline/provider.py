@@ -29,6 +29,8 @@ from task_learning.llm.offline.bcr import respond as bcr_respond
 from task_learning.llm.offline.decoder import decode
 from task_learning.llm.offline.feedback import parse_feedback
 from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
+from task_learning.llm.offline.productions import PROMPT_TYPES as PRODUCTION_TYPES
+from task_learning.llm.offline.productions import respond as productions_respond
 from task_learning.llm.offline.selection import answer_tokens, rate_options
 from task_learning.llm.offline.sentences import GoalQuery, Sentence, build_sentences
 from task_learning.llm.tokens import count_chat_tokens, count_tokens
@@ -94,8 +96,10 @@ class OfflineProvider:
             return self._selection(request)
         if kind == "bcr_selection":
             return self._bcr(request)
-        raise ProviderError(f"offline model: unsupported prompt_type {kind!r} "
-                            f"(expected one of {', '.join(GOAL_TYPES + ('selection', 'bcr_selection'))})")
+        if kind in PRODUCTION_TYPES:
+            return self._productions(request)
+        raise ProviderError(f"offline model: unsupported prompt_type {kind!r} (expected one of "
+                            f"{', '.join(GOAL_TYPES + ('selection', 'bcr_selection') + PRODUCTION_TYPES)})")
 
     def complete_batch(self, requests: list[LLMRequest], timeout_s: float = 30.0) -> list[LLMResponse]:
         """A list of requests in one "round trip" (what a list-prompt completions request is to a
@@ -171,6 +175,13 @@ class OfflineProvider:
             text=tokens[0].token, tokens=tokens, prompt_tokens=count_prompt_tokens(request),
             completion_tokens=1, finish_reason="stop",
         )
+
+    # ------------------------------------------------------------------ seed 001 productions
+    def _productions(self, request: LLMRequest) -> LLMResponse:
+        """Production-rule prompts (seed 001) live in offline/productions.py."""
+        response = productions_respond(request)
+        response.prompt_tokens = count_prompt_tokens(request)
+        return response
 
     # ------------------------------------------------------------------ BCR
     def _bcr(self, request: LLMRequest) -> LLMResponse:

@@ -1,0 +1,160 @@
+"""Seed 001's task families in iTHOR kitchens: instances drawn from a FloorPlan's recorded
+metadata, and their goal conditions (for scoring only: the agent and the LLM never see them).
+
+* explore <receptacle>: the receptacle has been explored.
+* find a/an <object>: the robot holds one (the paper's goal: the object in view; the learned end
+  condition: in the gripper).
+* pick and place a/an <object> in/on a/an <receptacle>: one is in/on one, gripper empty.
+* slice a/an <object>: one is sliced (a knife is needed: the world refuses otherwise).
+* clear the countertops: each of the (five) objects put on the counters at set-up is elsewhere.
+
+Set-up moves objects the way AI2-THOR's SetObjectPoses does (SymbolicWorld.place_object), seeded,
+so each trial shuffles where the target is.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from task_learning.errors import TaskLearningError
+from task_learning.productions.knowledge import GRIPPER
+from task_learning.productions.world import IGNORED_RECEPTACLES, WorldAdapter, type_matches
+from task_learning.world.floorplans import canonical, floorplan_source
+from task_learning.world.scene import Scene, load_scene
+from task_learning.world.symbolic import SymbolicWorld
+
+PATTERNS = {
+    "explore": "explore <receptacle>",
+    "find": "find a/an <object>",
+    "pick_place": "pick and place a/an <object> in/on a/an <receptacle>",
+    "slice": "slice a/an <object>",
+    "clear": "clear the countertops",
+}
+CURRICULUM = ("explore", "find", "pick_place", "slice", "clear")
+TEST_FAMILIES = ("find", "slice", "clear")
+STORAGE_TYPES = ("Cabinet", "Drawer", "Fridge", "CounterTop", "Shelf")
+FIND_TYPES = ("Apple", "Bowl", "Bread", "Cup", "Egg", "Kettle", "Knife", "Lettuce", "Mug", "Pan", "Plate",
+              "Pot", "Potato", "SaltShaker", "Spatula", "Spoon", "Tomato")
+SLICE_TYPES = ("Apple", "Bread", "Lettuce", "Potato", "Tomato")
+PLACE_TARGETS = ("CounterTop", "Fridge", "Cabinet", "SinkBasin", "Drawer")
+CLEAR_OBJECTS = 5
+
+
+class FamilyError(TaskLearningError):
+    """An unknown family, or a scene that cannot host one."""
+
+
+@dataclass
+class Instance:
+    family: str
+    task: str
+    scene: str
+    moves: list[tuple[str, str]] = field(default_factory=list)  # object id -> receptacle id at set-up
+    params: dict[str, Any] = field(default_factory=dict)
+    units: int = 1  # objects the instance counts as (clear: 5)
+
+
+def parse_families(text: str, allowed: tuple[str, ...] = CURRICULUM) -> list[str]:
+    names = [n.strip().lower().replace("-", "_") for n in text.split(",") if n.strip()]
+    aliases = {"pick_and_place": "pick_place", "place": "pick_place", "clear_countertops": "clear"}
+    names = [aliases.get(n, n) for n in names]
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        raise FamilyError(f"unknown task famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown) or '(none)'} "
+                          f"(known: {', '.join(allowed)})")
+    return names
+
+
+def load_kitchen(floorplan: str) -> Scene:
+    """A FloorPlan's recorded objects as a scene in which slicing needs a knife."""
+    name = canonical(floorplan)
+    if name is None:
+        raise FamilyError(f"expected a FloorPlan name like FloorPlan1, got {floorplan!r}")
+    scene = load_scene(floorplan_source(name))
+    scene.name = name
+    scene.slice_requires_knife = True
+    return scene
+
+
+def _storage(scene: Scene, rng: random.Random) -> list[str]:
+    return [o["objectId"] for o in scene.objects if o.get("objectType") in STORAGE_TYPES
+            and not o.get("pickupable")]
+
+
+def _of_type(scene: Scene, kind: str) -> list[dict[str, Any]]:
+    return [o for o in scene.objects if o.get("objectType") == kind and o.get("pickupable")]
+
+
+def make_instance(family: str, scene: Scene, rng: random.Random, *, kind: str | None = None) -> Instance:
+    """One instance of a family in a scene (kind: the object type to use, else drawn)."""
+    storage = _storage(scene, rng)
+    if family == "explore":
+        places = sorted(o["objectId"] for o in scene.objects if o.get("receptacle") and not o.get("pickupable")
+                        and o.get("objectType") not in IGNORED_RECEPTACLES)
+        target = rng.choice(places)
+        return Instance(family, f"explore {target}", scene.name, params={"receptacle": target})
+    if family in ("find", "slice", "pick_place"):
+        pool = SLICE_TYPES if family == "slice" else FIND_TYPES
+        kinds = [k for k in pool if _of_type(scene, k)]
+        if not kinds:
+            raise FamilyError(f"{scene.name} has nothing to {family}")
+        kind = kind or rng.choice(kinds)
+        target = rng.choice(_of_type(scene, kind))
+        moves = [(target["objectId"], rng.choice(storage))]
+        if family == "find":
+            return Instance(family, f"find a/an {kind.lower()}", scene.name, moves, {"kind": kind})
+        if family == "slice":
+            return Instance(family, f"slice a/an {kind.lower()}", scene.name, moves, {"kind": kind})
+        present = {o.get("objectType") for o in scene.objects}
+        place = rng.choice([p for p in PLACE_TARGETS if p in present])
+        return Instance(family, f"pick and place a/an {kind.lower()} in/on a/an {place.lower()}", scene.name,
+                        [(target["objectId"], rng.choice([s for s in storage if not s.startswith(place + "|")]))],
+                        {"kind": kind, "place": place})
+    if family == "clear":
+        counters = [o["objectId"] for o in scene.objects if o.get("objectType") == "CounterTop"]
+        floor = next((o["objectId"] for o in scene.objects if o.get("objectType") == "Floor"), None)
+        things = sorted(o["objectId"] for o in scene.objects if o.get("pickupable"))
+        chosen = rng.sample(things, min(CLEAR_OBJECTS, len(things)))
+        moves = [(oid, rng.choice(counters)) for oid in chosen]
+        # the other things on the counters are set aside (on the floor, which the robot ignores)
+        if floor is not None:
+            moves = [(o["objectId"], floor) for o in scene.objects if o.get("pickupable")
+                     and o["objectId"] not in chosen
+                     and any(p.startswith("CounterTop|") for p in o.get("parentReceptacles") or [])] + moves
+        return Instance(family, "clear the countertops", scene.name, moves, {"objects": chosen}, units=len(chosen))
+    raise FamilyError(f"unknown task family {family!r} (known: {', '.join(PATTERNS)})")
+
+
+def make_world(instance: Instance, scene: Scene) -> tuple[SymbolicWorld, WorldAdapter]:
+    world = SymbolicWorld(scene)
+    for oid, rid in instance.moves:
+        world.place_object(oid, rid)
+    return world, WorldAdapter(world)
+
+
+def successes(instance: Instance, world: SymbolicWorld, adapter: WorldAdapter) -> int:
+    """How many of the instance's units reached the goal condition (scoring only)."""
+    records = {o["objectId"]: o for o in world.metadata["objects"]}
+    held = {o["objectId"] for o in world.metadata.get("inventoryObjects") or []}
+    p = instance.params
+    if instance.family == "explore":
+        return int(adapter.knowledge().receptacles.get(p["receptacle"]) is not None
+                   and adapter.knowledge().receptacles[p["receptacle"]].explored)
+    if instance.family == "find":
+        return int(any(type_matches(records[h], p["kind"]) for h in held))
+    if instance.family == "slice":
+        return int(any(type_matches(r, p["kind"]) and r.get("isSliced") for r in records.values()))
+    if instance.family == "pick_place":
+        return int(not held and any(
+            type_matches(r, p["kind"]) and any(type_matches(records.get(q, {}), p["place"])
+                                               for q in r.get("parentReceptacles") or [])
+            for r in records.values()))
+    if instance.family == "clear":
+        return sum(1 for oid in p["objects"] if oid not in held and not any(
+            q.startswith("CounterTop|") for q in records[oid].get("parentReceptacles") or []))
+    return 0
+
+
+__all__ = ["CURRICULUM", "GRIPPER", "Instance", "PATTERNS", "TEST_FAMILIES", "load_kitchen", "make_instance",
+           "make_world", "parse_families", "successes"]

@@ -1,0 +1,213 @@
+"""The LLM side of seed 001: action selection, and while bootstrapping production generation.
+
+English rule -> structured rule -> replay check on the state it was made in (it must apply and
+give the chosen option) -> revision with the error fed back, at most `max_revisions` rounds
+(counted in `self.stats`); a rule that never passes is not stored. Then, per task family, the
+critic: end condition (shown with the family's subtask option from then on) and keep / modify /
+remove for each rule. Every call goes through the one LLMClient.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from task_learning.llm.base import LLMRequest
+from task_learning.llm.client import LLMClient
+from task_learning.productions import prompts
+from task_learning.productions.agent import Advice, Decision, ProductionSet
+from task_learning.productions.knowledge import EnvKnowledge, WorldKnowledge, name_equal
+from task_learning.productions.language import (
+    DONE,
+    QUIT,
+    SUBTASK,
+    MatchContext,
+    Production,
+    RuleError,
+    check_replay,
+    same_option,
+    parse_rule_text,
+    task_binding,
+)
+
+log = logging.getLogger(__name__)
+MAX_TOKENS = {prompts.SELECTION: 900, prompts.ENGLISH: 600, prompts.RULE: 700, prompts.REVISION: 700,
+              prompts.CRITIC: 700, prompts.STATEMENT: 5}
+
+
+@dataclass
+class Family:
+    pattern: str  # "find a/an <object>"
+    end_condition: str = ""  # from the critic; a family with one is offered as a subtask option
+
+
+@dataclass
+class GenerationStats:
+    generated: int = 0
+    rejected: int = 0
+    revisions: int = 0
+    replay_failures: list[str] = field(default_factory=list)
+
+
+class LLMAdvisor:
+    """Advisor over an LLMClient. `learn`: also generate a production for each choice."""
+
+    def __init__(self, client: LLMClient, families: Sequence[Family], *, learn: bool = False,
+                 max_revisions: int = 3, max_invalid: int = 2) -> None:
+        self.client = client
+        self.families = list(families)
+        self.learn = learn
+        self.max_revisions = max_revisions
+        self.max_invalid = max_invalid
+        self.stats = GenerationStats()
+        self.scope = "productions"  # what the client's per-scope request cap counts (set per task)
+
+    # ------------------------------------------------------------------------------ requests
+    def _ask(self, kind: str, messages: list[tuple[str, str]], context: dict[str, Any]) -> str:
+        response = self.client.complete(LLMRequest(prompt_type=kind, messages=tuple(messages),
+                                                   max_tokens=MAX_TOKENS[kind], context=context,
+                                                   scope=self.scope))
+        if not response.ok:
+            log.warning("%s request failed: %s", kind, response.error)
+            return ""
+        return response.text
+
+    def subtask_options(self, task: str) -> list[tuple[str, str]]:
+        return [(f.pattern, f.end_condition) for f in self.families
+                if f.end_condition and task_binding(f.pattern, task) is None]
+
+    def allowed(self, option: str, decision: Decision) -> bool:
+        if any(name_equal(option, b) for b in decision.blacklist):
+            return False
+        if option in (DONE, QUIT) or any(same_option(option, o) for o in decision.options):
+            return True
+        if option.startswith(SUBTASK):
+            sub = option[len(SUBTASK):].strip()
+            return any(task_binding(p, sub) is not None and "<" not in sub
+                       for p, _ in self.subtask_options(decision.task))
+        return False
+
+    # ------------------------------------------------------------------------------ selection
+    def selection_messages(self, decision: Decision) -> list[tuple[str, str]]:
+        user = prompts.selection_user_prompt(decision.task, decision.env, decision.history, decision.options,
+                                             self.subtask_options(decision.task), decision.blacklist)
+        return [("system", prompts.SELECTION_SYSTEM), ("user", user)]
+
+    def selection_context(self, decision: Decision) -> dict[str, Any]:
+        return {"task": decision.task, "env": decision.env.to_dict(), "options": list(decision.options),
+                "subtasks": [p for p, _ in self.subtask_options(decision.task)],
+                "blacklist": list(decision.blacklist), "reason": decision.reason}
+
+    def advise(self, decision: Decision) -> Advice | None:
+        messages = self.selection_messages(decision)
+        context = self.selection_context(decision)
+        for attempt in range(self.max_invalid + 1):
+            text = self._ask(prompts.SELECTION, messages, context | {"attempt": attempt})
+            answer = prompts.parse_selection(text) if text else None
+            if answer is not None and self.allowed(answer.option, decision):
+                production = self.generate(decision, messages, text, answer) if self.learn else None
+                return Advice(answer.option, answer.purpose, production)
+            said = answer.option if answer else "(no option found)"
+            messages = messages + [("assistant", text), ("user", f"{said!r} is not one of the possible options "
+                                    "or is blacklisted. Choose again from [Possible Options].")]
+        return None
+
+    # ------------------------------------------------------------------------------ generation
+    def generate(self, decision: Decision, messages: list[tuple[str, str]], selection_text: str,
+                 answer: prompts.SelectionAnswer) -> Production | None:
+        conversation = messages + [("assistant", selection_text), ("user", prompts.ENGLISH_INSTRUCTIONS)]
+        base = {"task": decision.task, "env": decision.env.to_dict(), "option": answer.option}
+        english_text = self._ask(prompts.ENGLISH, conversation, base)
+        english = prompts.parse_generalized_rule(english_text)
+        if not english:
+            return None
+        rule_messages = [("system", prompts.rule_system_prompt()),
+                         ("user", english_text + "\n\n" + prompts.RULE_INSTRUCTIONS)]
+        rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english})
+        ctx = MatchContext(decision.task, decision.env, decision.world)
+        production = self.check_and_revise(rule_text, ctx, answer.option, messages[1][1], base | {"english": english})
+        if production is None:
+            return None
+        production.english = english
+        production.provenance = {
+            "created_at": time.time(), "llm": self.client.provider_name, "task": decision.task,
+            "option": answer.option, "state": decision.env.to_dict(),
+            "conversation": [list(m) for m in conversation] + [["assistant", english_text]],
+            "rule_answer": rule_text, "revisions": production.provenance.get("revisions", 0),
+            "replay_errors": production.provenance.get("replay_errors", []),
+        }
+        self.stats.generated += 1
+        return production
+
+    def check_and_revise(self, rule_text: str, ctx: MatchContext, option: str, selection_user: str,
+                         context: dict[str, Any]) -> Production | None:
+        """Parse, replay, revise: the first version that passes, or None (never stored)."""
+        errors: list[str] = []
+        for round_ in range(self.max_revisions + 1):
+            production: Production | None = None
+            try:
+                production = parse_rule_text(rule_text, where="rule")
+                error = check_replay(production, ctx, option)
+            except RuleError as exc:
+                error = f"RuleError: {exc}"
+            if production is not None and not error:
+                production.provenance = {"revisions": round_, "replay_errors": errors}
+                return production
+            errors.append(error)
+            self.stats.replay_failures.append(error)
+            if round_ == self.max_revisions:
+                break
+            self.stats.revisions += 1
+            user = (selection_user + "\n\n[Expected Return of the precondition]\n(True, \"\") and the effect "
+                    f"\"{option}\"\n\n[Your Rule]\n{rule_text}\n\n[Your Rule Return]\n{error}\n\n"
+                    + prompts.REVISION_INSTRUCTIONS)
+            rule_text = self._ask(prompts.REVISION, [("system", prompts.rule_system_prompt()), ("user", user)],
+                                  context | {"error": error, "round": round_ + 1})
+        self.stats.rejected += 1
+        log.info("rule rejected after %d revision(s): %s", self.max_revisions, errors[-1] if errors else "")
+        return None
+
+    # ------------------------------------------------------------------------------ critic
+    def critique(self, family: Family, productions: ProductionSet, world: WorldKnowledge) -> dict[str, str]:
+        """Summarise the family's end condition; keep / modify / remove each of its rules. A
+        modified rule is regenerated from its new English and must pass the replay check on the
+        state it was first made in, else the old one stays."""
+        own = [p for p in productions if p.task == family.pattern]
+        if not own:
+            return {}
+        text = self._ask(prompts.CRITIC, [("system", prompts.CRITIC_SYSTEM),
+                                          ("user", prompts.critic_prompt(family.pattern, [(p.name, p.english, p.effect)
+                                                                                          for p in own]))],
+                         {"family": family.pattern, "rules": [{"name": p.name, "english": p.english,
+                                                               "effect": p.effect} for p in own]})
+        answer = prompts.parse_critic(text)
+        if answer.end_condition:
+            family.end_condition = answer.end_condition
+        outcome: dict[str, str] = {}
+        for p in own:
+            verdict, english = answer.verdicts.get(p.name, ("keep", ""))
+            if verdict == "remove":
+                productions.remove(p.name)
+            elif verdict == "modify" and english and p.provenance.get("state"):
+                state = EnvKnowledge.from_dict(p.provenance["state"])
+                ctx = MatchContext(str(p.provenance.get("task", "")), state, world)
+                rule_text = self._ask(prompts.RULE, [("system", prompts.rule_system_prompt()),
+                                                     ("user", f"[Generalized Rule]\n{english}\n\n" + prompts.RULE_INSTRUCTIONS)],
+                                      {"english": english, "task": ctx.task, "env": p.provenance["state"],
+                                       "option": p.provenance.get("option", "")})
+                new = self.check_and_revise(rule_text, ctx, str(p.provenance.get("option", "")), "", {"english": english})
+                if new is None:
+                    verdict = "keep (modification failed its replay check)"
+                else:
+                    p.conditions, p.effect, p.english = new.conditions, new.effect, english
+                    productions.changed(p)
+            outcome[p.name] = verdict
+        return outcome
+
+    # ------------------------------------------------------------------------------ statements
+    def oracle(self, statement: str) -> bool | None:
+        text = self._ask(prompts.STATEMENT, [("system", "Answer True or False."),
+                                             ("user", f"Is this statement true in a typical household? {statement}")],
+                         {"statement": statement})
+        return prompts.parse_truth(text)
