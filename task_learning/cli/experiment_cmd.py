@@ -20,6 +20,8 @@ from task_learning.experiments.table import (
 )
 from task_learning.planning.session import CONDITIONS
 
+PAPERS = ("stars", "bootstrapping")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
@@ -32,6 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
     p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--paper", choices=PAPERS, default="stars",
+                   help="stars: seed 000's Table 2 on --scene (default); bootstrapping: seed 001's Table 1, "
+                        "production rules bootstrapped in --train-scene and tested on --test-scenes")
+    p.add_argument("--train-scene", default="FloorPlan1", help="bootstrapping: the kitchen to learn in")
+    p.add_argument("--test-scenes", default="FloorPlan6,FloorPlan9,FloorPlan14,FloorPlan21",
+                   help="bootstrapping: held-out kitchens, comma-separated")
+    p.add_argument("--db", default=None, help="bootstrapping: knowledge base to use (its productions are "
+                                              "reused if it has any; default: a fresh one in --workdir or a temp dir)")
     p.set_defaults(func=run)
 
 
@@ -51,6 +61,10 @@ def default_conditions(scene: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.paper == "bootstrapping":
+        from task_learning.cli.bootstrap_cmd import run_paper_table
+
+        return run_paper_table(args)
     conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
                   if c.strip()]
     unknown = [c for c in conditions if c not in CONDITIONS]

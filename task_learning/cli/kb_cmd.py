@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "those goals are executed without asking again); without it every "
                           "imported goal is unconfirmed and asked again where confirmation is required")
     imp.add_argument("file")
-    show = sub.add_parser("show", help="list learned goals")
+    show = sub.add_parser("show", help="list learned goals and production rules (with utility U and count N)")
     show.add_argument("--db", required=True)
     p.set_defaults(func=run)
 
@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         for goal in kb.goals():
             print(f"{goal.task} | {goal.context}: {goal.text} [{goal.condition or '-'}, "
                   f"confirmation {goal.confirmation.value}]")
+        show_productions(kb)
         return 0
 
 
@@ -82,3 +83,26 @@ def write_export(path: Path, text: str) -> None:
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise TaskLearningError(f"cannot export to {path}: {exc.strerror or exc}") from None
+
+
+def show_productions(kb: KnowledgeBase) -> None:
+    """Productions (seed 001) by task family, highest utility first; each row validated as it is
+    shown (one that does not validate is named as such, never run)."""
+    from task_learning.productions.language import RuleError, production_from_dict
+
+    rows = kb.productions()
+    if not rows:
+        return
+    ends = kb.family_end_conditions()
+    print(f"productions ({len(rows)}):")
+    for task in dict.fromkeys(r["task"] for r in rows):
+        print(f"  {task}" + (f"  [end condition: {ends[task]}]" if task in ends else ""))
+        for row in sorted((r for r in rows if r["task"] == task), key=lambda r: -r["utility"]):
+            try:
+                rule = production_from_dict(row["rule"], where=row["name"])
+                text = rule.describe()
+            except RuleError as exc:
+                text = f"INVALID, not loaded: {exc}"
+            source = row["provenance"].get("llm", "") if isinstance(row["provenance"], dict) else ""
+            print(f"    {row['name']}: U={row['utility']:.4f} N={row['count']} ({source or 'unknown source'})")
+            print(f"      {text}")

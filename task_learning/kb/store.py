@@ -89,6 +89,24 @@ CREATE TABLE IF NOT EXISTS policies (
     updated_at REAL NOT NULL,
     UNIQUE (task, object_type, location, goal_key)
 );
+CREATE TABLE IF NOT EXISTS productions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL UNIQUE,
+    task TEXT NOT NULL,
+    rule_json TEXT NOT NULL,
+    english TEXT NOT NULL DEFAULT '',
+    utility REAL NOT NULL DEFAULT 0,
+    count INTEGER NOT NULL DEFAULT 0,
+    provenance_json TEXT NOT NULL DEFAULT '{}',
+    approval TEXT NOT NULL DEFAULT 'none',
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS world_statements (
+    statement TEXT PRIMARY KEY,
+    truth INTEGER NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL
+);
 """
 
 
@@ -539,6 +557,68 @@ class KnowledgeBase:
                 "FROM policies ORDER BY id").fetchall()
         return [Policy(r[0], r[1], r[2], r[3], [action_from_dict(a) for a in json.loads(r[4])],
                        r[5], r[6]) for r in rows]
+
+    # --- productions (seed 001) and world knowledge -----------------------------------------
+
+    def save_production(self, record: dict[str, Any]) -> None:
+        """Store (or replace) a production by name: `record` holds name, task, rule (its data
+        form, validated by task_learning.productions.language on every load), english, utility,
+        count, provenance (the conversation that produced it) and approval."""
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO productions (name, task, rule_json, english, utility, count, provenance_json, "
+                "approval, updated_at) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (name) DO UPDATE SET "
+                "task=excluded.task, rule_json=excluded.rule_json, english=excluded.english, "
+                "utility=excluded.utility, count=excluded.count, provenance_json=excluded.provenance_json, "
+                "approval=excluded.approval, updated_at=excluded.updated_at",
+                (str(record["name"]), str(record["task"]), json.dumps(record["rule"]),
+                 str(record.get("english", "")), float(record.get("utility", 0.0)), int(record.get("count", 0)),
+                 json.dumps(record.get("provenance") or {}, default=str), str(record.get("approval", "none")),
+                 time.time()),
+            )
+
+    def update_production_utility(self, name: str, utility: float, count: int) -> None:
+        with self._transaction() as cur:
+            cur.execute("UPDATE productions SET utility=?, count=?, updated_at=? WHERE name=?",
+                        (float(utility), int(count), time.time(), name))
+
+    def delete_production(self, name: str) -> None:
+        with self._transaction() as cur:
+            cur.execute("DELETE FROM productions WHERE name=?", (name,))
+
+    def productions(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT name, task, rule_json, english, utility, count, provenance_json, approval "
+                "FROM productions ORDER BY id").fetchall()
+        return [{"name": r[0], "task": r[1], "rule": json.loads(r[2]), "english": r[3], "utility": r[4],
+                 "count": r[5], "provenance": json.loads(r[6]), "approval": r[7]} for r in rows]
+
+    def statement_truth(self, statement: str) -> bool | None:
+        with self._lock:
+            row = self._conn.execute("SELECT truth FROM world_statements WHERE statement=?",
+                                     (statement,)).fetchone()
+        return None if row is None else bool(row[0])
+
+    def record_statement(self, statement: str, truth: bool, source: str) -> None:
+        with self._transaction() as cur:
+            cur.execute("INSERT OR REPLACE INTO world_statements VALUES (?,?,?,?)",
+                        (statement, int(bool(truth)), source, time.time()))
+
+    def family_end_conditions(self) -> dict[str, str]:
+        """Task family pattern -> the critic's end condition (kept in `meta`)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT key, value FROM meta WHERE key LIKE 'family_end:%'").fetchall()
+        return {r[0][len("family_end:"):]: r[1] for r in rows}
+
+    def set_family_end_condition(self, family: str, end_condition: str) -> None:
+        with self._transaction() as cur:
+            cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"family_end:{family}", end_condition))
+
+    def statements(self) -> dict[str, bool]:
+        with self._lock:
+            rows = self._conn.execute("SELECT statement, truth FROM world_statements ORDER BY statement").fetchall()
+        return {r[0]: bool(r[1]) for r in rows}
 
     # --- export / import ---------------------------------------------------------------------
 

@@ -92,9 +92,11 @@ class ProductionSet:
     """The procedural memory. `on_change(production)` persists a new or updated production."""
 
     def __init__(self, productions: list[Production] | None = None,
-                 on_change: Callable[[Production], None] | None = None) -> None:
+                 on_change: Callable[[Production], None] | None = None,
+                 on_remove: Callable[[str], None] | None = None) -> None:
         self._items: dict[str, Production] = {}
         self.on_change = on_change
+        self.on_remove = on_remove
         for p in productions or []:
             self._items[p.name] = p
 
@@ -120,7 +122,13 @@ class ProductionSet:
         return production
 
     def remove(self, name: str) -> None:
-        self._items.pop(name, None)
+        if self._items.pop(name, None) is not None and self.on_remove:
+            self.on_remove(name)
+
+    def copy(self) -> "ProductionSet":
+        """A detached copy (no persistence): a test trial that must not change the learned set."""
+        return ProductionSet([Production(p.name, p.task, p.conditions, p.effect, p.english, p.utility, p.count,
+                                         dict(p.provenance)) for p in self])
 
     def changed(self, production: Production) -> None:
         if self.on_change:

@@ -156,5 +156,5 @@ def successes(instance: Instance, world: SymbolicWorld, adapter: WorldAdapter) -
     return 0
 
 
-__all__ = ["CURRICULUM", "GRIPPER", "Instance", "PATTERNS", "TEST_FAMILIES", "load_kitchen", "make_instance",
+__all__ = ["CURRICULUM", "canonical", "GRIPPER", "Instance", "PATTERNS", "TEST_FAMILIES", "load_kitchen", "make_instance",
            "make_world", "parse_families", "successes"]

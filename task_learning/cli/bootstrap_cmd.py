@@ -1,0 +1,92 @@
+"""`task-learning bootstrap`: learn production rules for task families in one kitchen (seed 001).
+
+Each family of the curriculum is attempted on instances drawn in the training FloorPlan; where no
+production applies (or a cycle shows) the LLM chooses an action and writes a production, which is
+kept only if it passes its replay check. Productions (with provenance, utility U and count N),
+the families' end conditions and the world-knowledge statements go to the knowledge base.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from task_learning.cli.options import SEED, bounded_int
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("bootstrap", help="learn production rules for task families (seed 001)")
+    p.add_argument("--train-scene", default="FloorPlan1", help="the iTHOR kitchen to learn in (recorded metadata)")
+    p.add_argument("--families", default="explore,find,pick_place,slice,clear",
+                   help="comma-separated, run in curriculum order: explore, find, pick_place, slice, clear")
+    p.add_argument("--db", required=True, help="knowledge base file (productions are added to it)")
+    p.add_argument("--llm", default="offline")
+    p.add_argument("--max-instances", type=bounded_int(1, 100), default=8,
+                   help="instances per family at most (a family ends after 2 in a row need no LLM)")
+    p.add_argument("--max-revisions", type=bounded_int(0, 10), default=3,
+                   help="revision rounds after a failed replay check before a rule is dropped")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from task_learning.kb import KnowledgeBase
+    from task_learning.llm.client import make_client
+    from task_learning.productions.experiment import OFFLINE_NOTE, bootstrap_into, load_kitchen
+    from task_learning.productions.families import parse_families
+
+    families = parse_families(args.families)
+    load_kitchen(args.train_scene)  # a bad scene name fails before anything is written
+    report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
+    with KnowledgeBase(args.db) as kb, make_client(args.llm, cache=None) as client:
+        results, productions = bootstrap_into(kb, client, train_scene=args.train_scene, families=families,
+                                              seed=args.seed, max_instances=args.max_instances,
+                                              max_revisions=args.max_revisions, report=report)
+        client.raise_if_unavailable()
+        rows = [{"name": p.name, "task": p.task, "utility": round(p.utility, 4), "count": p.count,
+                 "english": p.english} for p in productions]
+        if args.json:
+            print(json.dumps({"train_scene": args.train_scene, "llm": args.llm, "families": [r.to_dict() for r in results],
+                              "productions": rows, "note": OFFLINE_NOTE if args.llm == "offline" else ""}, indent=2))
+            return 0
+        for r in results:
+            print(f"{r.family}: {r.instances} instances, {r.llm_decisions} LLM decisions, {r.tokens} tokens, "
+                  f"{len(r.learned)} new productions, {'converged' if r.converged else 'NOT converged'}; "
+                  f"end condition: {r.end_condition or '-'}")
+        print(f"{len(productions)} productions in {args.db}")
+        if args.llm == "offline":
+            print("Note: the offline model is not a language model (see `task-learning experiment --paper bootstrapping`).")
+    return 0
+
+
+def run_paper_table(args: argparse.Namespace) -> int:
+    """`task-learning experiment --paper bootstrapping`: seed 001's Table 1 beside the paper's."""
+    import tempfile
+    import textwrap
+    from pathlib import Path
+
+    from task_learning.kb import KnowledgeBase
+    from task_learning.llm.client import make_client
+    from task_learning.productions.experiment import OFFLINE_NOTE, PAPER_TABLE1, Row, format_table, paper_experiment
+
+    tests = [s.strip() for s in args.test_scenes.split(",") if s.strip()]
+    report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
+    with tempfile.TemporaryDirectory(prefix="bootstrapping-") as tmp:
+        db = args.db or str(Path(args.workdir or tmp) / "bootstrapping.sqlite")
+        with KnowledgeBase(db) as kb, make_client(args.llm, cache=None) as client:
+            data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests,
+                                    seed=args.seed or 0, report=report)
+            client.raise_if_unavailable()
+    offline = args.llm == "offline"
+    if args.json:
+        print(json.dumps(data | {"llm": args.llm, "note": OFFLINE_NOTE if offline else "",
+                                 "paper": {f: {a: dict(zip(("success", "success_without_llm", "steps", "tokens"), v))
+                                               for a, v in by.items()} for f, by in PAPER_TABLE1.items()}}, indent=2))
+        return 0
+    print(format_table([Row(**r) for r in data["rows"]], llm=args.llm, scenes=data["test_scenes"]))
+    print(f"\nBootstrapped in {data['train_scene']} ({data['productions']} productions); tested on held-out "
+          f"{', '.join(data['test_scenes'])}.")
+    if offline:
+        print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
+    return 0
