@@ -240,8 +240,10 @@ class ProductionAgent:
                         break
                     effect, purpose, source = normalize_effect(advice.option), advice.purpose, None
                     if advice.production is not None:
+                        # passed its replay check here: this step is its first application
                         added = self.productions.add(advice.production)
                         learned.append(added.name)
+                        source = added.name
             steps += 1
             frame.taken.setdefault(key, []).append(effect)
             item = HistoryItem(steps, frame.task, effect, purpose, source or "llm")
