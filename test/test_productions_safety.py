@@ -131,6 +131,6 @@ def test_stored_rule_that_no_longer_validates_is_refused_on_load(tmp_path: Path)
         record["name"] = "tampered"
         record["rule"] = dict(record["rule"], name="tampered", conditions=["run_shell(<x>)"])
         kb.save_production(record)
-        with pytest.raises(RuleError, match="production 'tampered'.*unknown predicate 'run_shell'"):
+        with pytest.raises(RuleError, match=r"production 'tampered'.*unknown predicate 'run_shell'"):
             load_productions(kb)
     assert isinstance(ProductionSet(), ProductionSet)

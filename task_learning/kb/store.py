@@ -577,10 +577,12 @@ class KnowledgeBase:
                  time.time()),
             )
 
-    def update_production_utility(self, name: str, utility: float, count: int) -> None:
+    def update_production_utilities(self, updates: list[tuple[str, float, int]]) -> None:
+        """(name, U, N) for several productions, in one transaction (a task's reward)."""
         with self._transaction() as cur:
-            cur.execute("UPDATE productions SET utility=?, count=?, updated_at=? WHERE name=?",
-                        (float(utility), int(count), time.time(), name))
+            now = time.time()
+            cur.executemany("UPDATE productions SET utility=?, count=?, updated_at=? WHERE name=?",
+                            [(float(u), int(n), now, name) for name, u, n in updates])
 
     def delete_production(self, name: str) -> None:
         with self._transaction() as cur:

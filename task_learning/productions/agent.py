@@ -93,10 +93,15 @@ class ProductionSet:
 
     def __init__(self, productions: list[Production] | None = None,
                  on_change: Callable[[Production], None] | None = None,
-                 on_remove: Callable[[str], None] | None = None) -> None:
+                 on_remove: Callable[[str], None] | None = None,
+                 on_flush: Callable[[list[Production]], None] | None = None) -> None:
         self._items: dict[str, Production] = {}
         self.on_change = on_change
         self.on_remove = on_remove
+        # utility updates are written together when a task ends (one transaction), new
+        # productions at once
+        self.on_flush = on_flush
+        self._dirty: dict[str, Production] = {}
         for p in productions or []:
             self._items[p.name] = p
 
@@ -131,8 +136,15 @@ class ProductionSet:
                                          dict(p.provenance)) for p in self])
 
     def changed(self, production: Production) -> None:
-        if self.on_change:
+        if self.on_flush:
+            self._dirty[production.name] = production
+        elif self.on_change:
             self.on_change(production)
+
+    def flush(self) -> None:
+        if self.on_flush and self._dirty:
+            self.on_flush(list(self._dirty.values()))
+        self._dirty.clear()
 
 
 @dataclass
@@ -285,6 +297,7 @@ class ProductionAgent:
                 item.error = f"unknown effect {effect!r}"
                 last_error = item.error
                 frame.pending = (key, source)
+        self.productions.flush()
         return Episode(task, outcome, steps, llm, used, learned, history)
 
     def _options(self, env: EnvKnowledge) -> list[str]:

@@ -32,4 +32,5 @@ def load_productions(kb: KnowledgeBase) -> list[Production]:
 def persistent_set(kb: KnowledgeBase) -> ProductionSet:
     """The knowledge base's productions; every new or updated one is written back at once."""
     return ProductionSet(load_productions(kb), on_change=lambda p: kb.save_production(production_record(p)),
-                         on_remove=kb.delete_production)
+                         on_remove=kb.delete_production,
+                         on_flush=lambda ps: kb.update_production_utilities([(p.name, p.utility, p.count) for p in ps]))

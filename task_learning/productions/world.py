@@ -77,12 +77,12 @@ class WorldAdapter:
                     openable=bool(record.get("openable")), is_open=bool(record.get("isOpen")),
                     explored=oid in self._explored)
         for oid, where in self._seen.items():
-            record = records.get(oid)
-            if record is None:
+            seen = records.get(oid)
+            if seen is None:
                 continue
-            env.objects[oid] = Thing(name=oid, type=str(record["objectType"]), location=where,
-                                     pickupable=bool(record.get("pickupable")),
-                                     sliceable=bool(record.get("sliceable")), sliced=bool(record.get("isSliced")))
+            env.objects[oid] = Thing(name=oid, type=str(seen["objectType"]), location=where,
+                                     pickupable=bool(seen.get("pickupable")),
+                                     sliceable=bool(seen.get("sliceable")), sliced=bool(seen.get("isSliced")))
         return env
 
     def motor_options(self) -> list[str]:
