@@ -51,7 +51,7 @@ def test_explore_and_find_bootstrapped_in_floorplan1_run_without_llm_in_floorpla
     scene = load_kitchen("FloorPlan6")
     instance = make_instance("explore", scene, random.Random(5))
     before = client.usage.calls
-    result = run_trial(instance, "bootstrapped", productions, client, book, world.statements, seed=1)
+    result = run_trial(instance, "bootstrapped", productions, client, book, world, seed=1)
     assert result.succeeded == 1 and result.outcome == "done"
     assert result.llm_calls == 0 and client.usage.calls == before and result.tokens == 0
 
@@ -86,11 +86,11 @@ def test_full_curriculum_then_held_out_slice_and_clear_need_no_llm() -> None:
     assert 15 <= len(productions) <= 30  # the paper: 27
     for family in ("slice", "clear", "find"):
         instance = held_out_instances(family, ["FloorPlan6", "FloorPlan14"], seed=0)[0]
-        result = run_trial(instance, "bootstrapped", productions, client, book, world.statements, seed=0)
+        result = run_trial(instance, "bootstrapped", productions, client, book, world, seed=0)
         assert result.succeeded == result.units, result
         if family != "find":  # no action from the LLM; only new "commonly stored" statements may be asked
             assert result.llm_decisions == 0, result
-        baseline = run_trial(instance, "action-only", productions, client, book, world.statements, seed=0)
+        baseline = run_trial(instance, "action-only", productions, client, book, world, seed=0)
         assert baseline.llm_calls >= baseline.steps > 0
 
 

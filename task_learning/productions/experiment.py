@@ -165,12 +165,14 @@ def held_out_instances(family: str, scenes: Sequence[str], seed: int = 0, kinds:
 
 
 def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient,
-              book: list[Family], statements: dict[str, bool], seed: int, max_steps: int = 400) -> TrialResult:
+              book: list[Family], knowledge: WorldKnowledge, seed: int, max_steps: int = 400) -> TrialResult:
+    """One held-out instance. `knowledge` is the agent's world knowledge, kept across trials as the
+    paper's is (a statement the LLM answered once is not asked again); its oracle is the LLM."""
     scene = load_kitchen(instance.scene)
     world, adapter = make_world(instance, scene)
     advisor = LLMAdvisor(client, book, learn=False)
     advisor.scope = f"test:{agent_kind}:{instance.scene}:{instance.task}:{seed}"
-    knowledge = WorldKnowledge(dict(statements), oracle=advisor.oracle)
+    knowledge.oracle = advisor.oracle
     before = client.usage_snapshot()
     if agent_kind == "bootstrapped":
         agent = ProductionAgent(productions.copy(), adapter, world_knowledge=knowledge, advisor=advisor,
@@ -267,12 +269,12 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
         if report:
             report(f"using the {len(productions)} productions already in {kb.path}")
     book = families_book(kb.family_end_conditions())
-    statements = kb.statements()
+    knowledge = WorldKnowledge(kb.statements(), store=kb)
     results = []
     for family in families:
         for index, instance in enumerate(held_out_instances(family, tests, seed=seed)):
             for agent in AGENTS:
-                result = run_trial(instance, agent, productions, client, book, statements, seed * 1000 + index)
+                result = run_trial(instance, agent, productions, client, book, knowledge, seed * 1000 + index)
                 results.append(result)
                 if report:
                     report(f"{agent} {instance.scene} {instance.task}: {result.succeeded}/{result.units}, "
