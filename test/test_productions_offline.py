@@ -144,3 +144,28 @@ def test_bootstrap_command_json(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert data["families"][0]["family"] == "explore" and data["families"][0]["converged"]
     assert {p["name"] for p in data["productions"]} == {"explore-move", "explore-open", "explore-done"}
     assert "NOT a language model" in data["note"]
+
+
+def test_productions_export_and_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    source, target, bad_target = tmp_path / "a.sqlite", tmp_path / "b.sqlite", tmp_path / "c.sqlite"
+    assert main(["bootstrap", "--db", str(source), "--families", "explore", "--json"]) == 0
+    out = tmp_path / "kb.yaml"
+    assert main(["kb", "export", "--db", str(source), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["kb", "import", "--db", str(target), str(out)]) == 0
+    assert "and 3 productions" in capsys.readouterr().out
+    with KnowledgeBase(source) as a, KnowledgeBase(target) as b:
+        assert [(p.name, p.utility, p.count) for p in load_productions(a)] == \
+               [(p.name, p.utility, p.count) for p in load_productions(b)]
+        assert b.family_end_conditions() == a.family_end_conditions()
+        assert all(p.provenance["imported_from"] == str(out) for p in load_productions(b))
+    data = yaml.safe_load(out.read_text())
+    data["productions"][1]["rule"]["conditions"] = ["os_system(<r>)"]
+    out.write_text(yaml.safe_dump(data))
+    assert main(["kb", "import", "--db", str(bad_target), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "productions[1]" in err and "unknown predicate 'os_system'" in err
+    with KnowledgeBase(bad_target) as c:
+        assert c.productions() == [] and c.goals() == []  # all or nothing

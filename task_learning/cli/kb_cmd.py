@@ -48,11 +48,14 @@ def run(args: argparse.Namespace) -> int:
             from task_learning.grounding.goal_check import ImportChecker
 
             checker = ImportChecker(args.file, args.scene)
-            goals, policies = kb.import_dict(load_yaml(args.file), source=args.file,
+            data = load_yaml(args.file)
+            productions = kb.parse_production_import(data, source=args.file)  # all validated first
+            goals, policies = kb.import_dict(data, source=args.file,
                                              trust_confirmations=args.trust_confirmations,
                                              verify=checker)
+            kb.import_productions(productions, data)
             trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
-            print(f"imported {goals} goals and {policies} policies into {args.db} "
+            print(f"imported {goals} goals, {policies} policies and {len(productions)} productions into {args.db} "
                   f"(confirmations {trust})")
             return 0
         for goal in kb.goals():

@@ -622,6 +622,46 @@ class KnowledgeBase:
             rows = self._conn.execute("SELECT statement, truth FROM world_statements ORDER BY statement").fetchall()
         return {r[0]: bool(r[1]) for r in rows}
 
+    def parse_production_import(self, data: Any, *, source: str = "<import>") -> list[dict[str, Any]]:
+        """The productions of an export, each validated by the rule language (a rule that does
+        not validate refuses the whole import, naming it). Nothing is written."""
+        from task_learning.errors import ConfigError
+        from task_learning.productions.language import RuleError, production_from_dict
+
+        items = (data.get("productions") if isinstance(data, dict) else None) or []
+        if not isinstance(items, list):
+            raise ConfigError(source, "productions", f"expected a list, got {type(items).__name__}")
+        records = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ConfigError(source, f"productions[{i}]", "expected a mapping")
+            try:
+                rule = production_from_dict(item.get("rule"), where="rule")
+                utility, count = float(item.get("utility", 0.0)), int(item.get("count", 0))
+            except RuleError as exc:
+                raise ConfigError(source, f"productions[{i}]", str(exc)) from None
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(source, f"productions[{i}]", f"invalid utility or count: {exc}") from None
+            provenance = item.get("provenance") if isinstance(item.get("provenance"), dict) else {}
+            records.append({"name": rule.name, "task": rule.task, "rule": rule.to_dict(),
+                            "english": str(item.get("english", "")), "utility": utility, "count": count,
+                            "provenance": dict(provenance, imported_from=source), "approval": "none"})
+        return records
+
+    def import_productions(self, records: list[dict[str, Any]], data: Any) -> int:
+        """Write productions parsed by parse_production_import, with the export's end conditions
+        and world statements (only strings and booleans are taken)."""
+        for record in records:
+            self.save_production(record)
+        if isinstance(data, dict):
+            for family, end in (data.get("family_end_conditions") or {}).items():
+                if isinstance(family, str) and isinstance(end, str):
+                    self.set_family_end_condition(family, end)
+            for statement, truth in (data.get("world_statements") or {}).items():
+                if isinstance(statement, str) and isinstance(truth, bool):
+                    self.record_statement(statement, truth, "import")
+        return len(records)
+
     # --- export / import ---------------------------------------------------------------------
 
     def export_dict(self) -> dict[str, Any]:
@@ -630,6 +670,9 @@ class KnowledgeBase:
             "goals": [g.to_dict() for g in self.goals()],
             "policies": [p.to_dict() for p in self.policies()],
             "questions": self.question_log(),
+            "productions": self.productions(),
+            "family_end_conditions": self.family_end_conditions(),
+            "world_statements": self.statements(),
         }
 
     def import_dict(self, data: dict[str, Any], *, source: str = "<import>",
