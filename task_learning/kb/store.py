@@ -642,7 +642,8 @@ class KnowledgeBase:
                 raise ConfigError(source, f"productions[{i}]", str(exc)) from None
             except (TypeError, ValueError) as exc:
                 raise ConfigError(source, f"productions[{i}]", f"invalid utility or count: {exc}") from None
-            provenance = item.get("provenance") if isinstance(item.get("provenance"), dict) else {}
+            raw = item.get("provenance")
+            provenance: dict[str, Any] = raw if isinstance(raw, dict) else {}
             records.append({"name": rule.name, "task": rule.task, "rule": rule.to_dict(),
                             "english": str(item.get("english", "")), "utility": utility, "count": count,
                             "provenance": dict(provenance, imported_from=source), "approval": "none"})
