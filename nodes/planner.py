@@ -81,6 +81,10 @@ PARAMETERS = (
     Param("allow_scene_paths", False, "Whether a PerformTask goal may name a scene file path (else "
           "scene names only)"),
     Param("max_goal_literals", 32, "Most goal literals one ReachGoal may ask for", min=1, max=10000),
+    Param("use_productions", True, "Learned production rules (seed 001, `task-learning bootstrap`) try each "
+          "goal of a PerformTask before BCR selects actions, with no LLM; false: BCR only"),
+    Param("productions_require_approval", True, "Only productions an operator approved (`task-learning kb "
+          "approve`) are used; false only on a test bench"),
 )
 
 # Which node serves what the planner waits for (named in every error about it).
@@ -324,8 +328,13 @@ class PlannerNode(Node):
             from task_learning.llm.client import make_client
 
             client = make_client(str(self._p("llm")))
+        productions = None
+        if kb is not None and bool(self._p("use_productions")):
+            from task_learning.productions.planning import reacher_from_kb
+
+            productions = reacher_from_kb(kb, approved_only=bool(self._p("productions_require_approval")))
         return GoalExecutor(self.domain, lambda: make_engine(engine, client), kb,
-                            max_actions=int(self._p("max_actions")))
+                            max_actions=int(self._p("max_actions")), productions=productions)
 
     def _require_oversight(self, why: str) -> None:
         timeout = float(self._p("service_timeout_s"))

@@ -30,6 +30,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "those goals are executed without asking again); without it every "
                           "imported goal is unconfirmed and asked again where confirmation is required")
     imp.add_argument("file")
+    approve = sub.add_parser("approve", help="approve production rules for the planner (seed 001): an operator "
+                                             "has read them (`kb show`); only approved ones run on a robot")
+    approve.add_argument("--db", required=True)
+    which = approve.add_mutually_exclusive_group(required=True)
+    which.add_argument("--production", action="append", default=[], help="a production's name (repeatable)")
+    which.add_argument("--all", action="store_true", help="every production in the knowledge base")
     show = sub.add_parser("show", help="list learned goals and production rules (with utility U and count N)")
     show.add_argument("--db", required=True)
     p.set_defaults(func=run)
@@ -57,6 +63,17 @@ def run(args: argparse.Namespace) -> int:
             trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
             print(f"imported {goals} goals, {policies} policies and {len(productions)} productions into {args.db} "
                   f"(confirmations {trust})")
+            return 0
+        if args.kb_command == "approve":
+            existing = [r["name"] for r in kb.productions()]
+            names = existing if args.all else args.production
+            unknown = [n for n in names if n not in existing]
+            if unknown:  # nothing approved when any name is wrong
+                raise TaskLearningError(f"no production named {', '.join(repr(n) for n in unknown)} in {args.db} "
+                                        "(see `task-learning kb show`)")
+            for name in names:
+                kb.approve_production(name, "operator")
+            print(f"approved {len(names)} production(s) in {args.db}")
             return 0
         for goal in kb.goals():
             print(f"{goal.task} | {goal.context}: {goal.text} [{goal.condition or '-'}, "
@@ -107,5 +124,6 @@ def show_productions(kb: KnowledgeBase) -> None:
             except RuleError as exc:
                 text = f"INVALID, not loaded: {exc}"
             source = row["provenance"].get("llm", "") if isinstance(row["provenance"], dict) else ""
-            print(f"    {row['name']}: U={row['utility']:.4f} N={row['count']} ({source or 'unknown source'})")
+            print(f"    {row['name']}: U={row['utility']:.4f} N={row['count']} ({source or 'unknown source'}; "
+                  f"approval {row['approval']})")
             print(f"      {text}")

@@ -584,6 +584,12 @@ class KnowledgeBase:
             cur.executemany("UPDATE productions SET utility=?, count=?, updated_at=? WHERE name=?",
                             [(float(u), int(n), now, name) for name, u, n in updates])
 
+    def approve_production(self, name: str, approval: str) -> bool:
+        """Record an operator's approval of a production; False when there is no such one."""
+        with self._transaction() as cur:
+            cur.execute("UPDATE productions SET approval=?, updated_at=? WHERE name=?", (approval, time.time(), name))
+            return cur.rowcount > 0
+
     def delete_production(self, name: str) -> None:
         with self._transaction() as cur:
             cur.execute("DELETE FROM productions WHERE name=?", (name,))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from task_learning.bcr.agent import SelectionEngine
 from task_learning.bcr.domain import Domain
@@ -20,6 +20,9 @@ from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy, goal_key, lift_l
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 from task_learning.world.backend import WorldBackend, WorldUnavailableError
 from task_learning.world.outcome import run_action
+
+if TYPE_CHECKING:
+    from task_learning.productions.planning import ProductionReacher
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,7 @@ class ReachResult:
     policy_reused: bool = False
     policy_learned: bool = False
     message: str = ""
+    by_productions: bool = False  # reached by seed 001's productions alone (no BCR, no LLM)
 
     @property
     def actions(self) -> list[ActionCall]:
@@ -67,11 +71,14 @@ class GoalExecutor:
     """Reaches goals for one task, with policies kept in the knowledge base."""
 
     def __init__(self, domain: Domain, engine_factory: Callable[[], SelectionEngine],
-                 kb: KnowledgeBase | None = None, *, max_actions: int = 100) -> None:
+                 kb: KnowledgeBase | None = None, *, max_actions: int = 100,
+                 productions: ProductionReacher | None = None) -> None:
         self.domain = domain
         self.engine_factory = engine_factory
         self.kb = kb
         self.max_actions = max_actions
+        # seed 001: learned productions try a goal before BCR selects actions (None: off)
+        self.productions = productions
 
     def reach(self, world: WorldBackend, literals: list[GoalLiteral], *, task: str = "",
               object_id: str = "", on_outcome: OutcomeCallback | None = None) -> ReachResult:
@@ -93,6 +100,16 @@ class GoalExecutor:
             policy.failures += 1
             self.kb.save_policy(policy)
             log.info("policy for %s %s failed; falling back to action selection", task, obj_type)
+        if self.productions is not None:
+            def record(outcome: ActionOutcome) -> None:
+                outcomes.append(outcome)
+                if on_outcome:
+                    on_outcome(outcome)
+
+            attempt = self.productions.attempt(world, literals, on_outcome=record)
+            if attempt is not None and attempt.reached:
+                return ReachResult(True, outcomes, by_productions=True,
+                                   message=f"reached by productions alone ({attempt.task})")
         result = self._select(world, literals, outcomes, on_outcome)
         if result.success and self.kb is not None and task and obj_type:
             # Learn only the actions that worked: failed attempts are not part of the recipe.

@@ -229,6 +229,18 @@ def _knows(args: list[Term], binding: Binding, ctx: MatchContext) -> Iterator[Bi
         yield binding
 
 
+def _kind(args: list[Term], binding: Binding, ctx: MatchContext) -> Iterator[Binding]:
+    """kind(<x>, <k>): the kind a task's object names (a type name as it is; an AI2-THOR id
+    'Apple|+00.1|...' names its type), so a statement can be about kinds only."""
+    named = _value(args[0], binding)
+    if named is None:
+        raise RuleError(f"kind({args[0]}, {args[1]}): the first argument must be bound before it is used")
+    kind = named.split("|", 1)[0].strip() if "|" in named else named.strip()
+    extended = _bind(args[1], kind, binding)
+    if extended is not None:
+        yield extended
+
+
 def _previous(args: list[Term], binding: Binding, ctx: MatchContext) -> Iterator[Binding]:
     """previous("task"): that task was finished with done earlier."""
     task = _value(args[0], binding) or ""
@@ -268,6 +280,8 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("nearest", 2, "<r> is the nearest receptacle of the kind", _nearest),
     Predicate("knows", 1, 'the world knowledge says the statement is true ("<object> is commonly stored '
                           'in a/an <kind>"); statements about types only, never about one object', _knows),
+    Predicate("kind", 2, "binds the second argument to the kind the first names (a type, or an object id's type)",
+              _kind),
     Predicate("previous", 1, "that task was done earlier in this episode", _previous),
 )}
 
@@ -464,7 +478,7 @@ def _check_variables(task: str, conditions: tuple[Condition, ...], effect: str, 
         needs: set[str] = set()
         if cond.pred in ("is", "nearest"):
             needs = cond.args[1].variables()
-        elif cond.pred in ("knows", "previous"):
+        elif cond.pred in ("knows", "previous", "kind"):
             needs = cond.args[0].variables()
         missing = sorted(needs - bound)
         if missing and not cond.negated:
@@ -483,7 +497,7 @@ def _check_group(group: tuple[Condition, ...], bound: set[str], where: str) -> N
         needs: set[str] = set()
         if cond.pred in ("is", "nearest"):
             needs = cond.args[1].variables()
-        elif cond.pred in ("knows", "previous"):
+        elif cond.pred in ("knows", "previous", "kind"):
             needs = cond.args[0].variables()
         missing = sorted(needs - bound)
         if missing:

@@ -10,12 +10,14 @@ from 0.9 m away implies. A failed action returns the world's error message (an a
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from task_learning.productions.knowledge import GRIPPER, EnvKnowledge, Receptacle, Thing, name_equal
 from task_learning.productions.language import motor_form
 from task_learning.world import layout
+from task_learning.types import ActionCall, ActionOutcome
 from task_learning.world.backend import WorldBackend
+from task_learning.world.outcome import run_action
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +28,9 @@ IGNORED_RECEPTACLES = ("Floor", "Stool", "Chair", "Sink")
 class WorldAdapter:
     """ProductionWorld over a WorldBackend (the symbolic world, or the AI2-THOR bridge)."""
 
-    def __init__(self, backend: WorldBackend) -> None:
+    def __init__(self, backend: WorldBackend, on_outcome: Callable[[ActionOutcome], None] | None = None) -> None:
         self.backend = backend
+        self.on_outcome = on_outcome  # every AI2-THOR action and how it went (the planner records them)
         self._explored: set[str] = set()
         self._seen: dict[str, str] = {}  # object id -> receptacle id where last seen ('' unknown)
         self.actions = 0  # AI2-THOR actions sent
@@ -107,10 +110,11 @@ class WorldAdapter:
 
     def _step(self, action: str, **params: Any) -> str:
         self.actions += 1
-        metadata = self.backend.step(action, **params)
-        if metadata.get("lastActionSuccess"):
-            return ""
-        return str(metadata.get("errorMessage") or f"{action} failed")
+        object_id = str(params.pop("objectId", ""))
+        outcome = run_action(self.backend, ActionCall(action, object_id, tuple(sorted(params.items()))))
+        if self.on_outcome:
+            self.on_outcome(outcome)
+        return "" if outcome.success else outcome.error_message
 
     def execute(self, action: str) -> str:
         """Run one motor action; '' or the error (the world unchanged)."""
