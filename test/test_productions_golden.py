@@ -268,3 +268,56 @@ def test_subtask_is_its_own_pathway_and_quit_changes_nothing() -> None:
     episode = ProductionAgent(quitting, PlacesWorld(["A0", "A1"], "A0")).run("q")
     assert episode.outcome == "quit"
     assert [(p.utility, p.count) for p in quitting] == [(0.0, 0), (0.0, 0)]
+
+
+# ------------------------------------------------------------------------------- critic, selection
+
+def test_critic_end_condition_keep_modify_remove() -> None:
+    advisor, _ = lettuce_advisor(max_revisions=3)
+    production = advisor.advise(lettuce_decision()).production  # type: ignore[union-attr]
+    assert production is not None
+    done = production_from_dict({"name": "slice-done", "task": "slice a/an <object>",
+                                 "conditions": ["is(<x>, <object>)", "sliced(<x>)"], "effect": "special action: done"})
+    done.english = "IF the current task is to slice a/an <object> AND the <object> is sliced THEN choose done."
+    extra = production_from_dict({"name": "slice-bad", "task": "slice a/an <object>", "conditions": [],
+                                  "effect": "special action: quit"})
+    productions = ProductionSet([production, done, extra])
+    critic = ("[End Condition]\nthe sliceable object is already sliced and the robot's gripper is holding a knife.\n\n"
+              "[Rule Review]\n* slice-put-object-on-countertop: modify: put the held object on the nearest countertop\n"
+              "* slice-done: keep\n* slice-bad: remove\n")
+    provider = ScriptedProvider({prompts.CRITIC: [critic], prompts.RULE: [RULE_V3_CORRECT]})
+    critic_advisor = LLMAdvisor(scripted_client(provider), [], learn=True)
+    family = Family("slice a/an <object>")
+    verdicts = critic_advisor.critique(family, productions, WorldKnowledge())
+    assert family.end_condition.startswith("the sliceable object is already sliced")
+    assert verdicts == {"slice-put-object-on-countertop": "modify", "slice-done": "keep", "slice-bad": "remove"}
+    assert sorted(p.name for p in productions) == ["slice-done", "slice-put-object-on-countertop"]
+    assert productions.get("slice-put-object-on-countertop").english == "put the held object on the nearest countertop"  # type: ignore[union-attr]
+
+    # a modification whose rule fails the replay on the state the rule was made in is not applied
+    provider = ScriptedProvider({prompts.CRITIC: [critic.replace("slice-bad: remove", "")],
+                                 prompts.RULE: [RULE_V2_AS_PRINTED], prompts.REVISION: [RULE_V2_AS_PRINTED]})
+    before = productions.get("slice-put-object-on-countertop").conditions  # type: ignore[union-attr]
+    verdicts = LLMAdvisor(scripted_client(provider), [], learn=True, max_revisions=1).critique(
+        family, productions, WorldKnowledge())
+    assert verdicts["slice-put-object-on-countertop"].startswith("keep (modification failed")
+    assert productions.get("slice-put-object-on-countertop").conditions == before  # type: ignore[union-attr]
+
+
+def test_an_option_outside_the_list_or_blacklisted_is_asked_again_then_the_task_fails() -> None:
+    blacklisted = SELECTION_ANSWER.replace('"motor action: put Lettuce_895e9ec5 on CounterTop4"\n\n[Purpose]',
+                                           '"attend to subtask: slice a/an lettuce"\n\n[Purpose]')
+    off_list = SELECTION_ANSWER.replace('"motor action: put Lettuce_895e9ec5 on CounterTop4"\n\n[Purpose]',
+                                        '"motor action: juggle Lettuce_895e9ec5"\n\n[Purpose]')
+    provider = ScriptedProvider({prompts.SELECTION: [blacklisted, off_list, SELECTION_ANSWER]})
+    advisor = LLMAdvisor(scripted_client(provider), [], learn=False, max_invalid=2)
+    advice = advisor.advise(lettuce_decision())
+    assert advice is not None and advice.option == CHOSEN and provider.counts[prompts.SELECTION] == 3
+    assert "is not one of the possible options or is blacklisted" in provider.requests[1].messages[-1][1]
+
+    provider = ScriptedProvider({prompts.SELECTION: [off_list]})
+    advisor = LLMAdvisor(scripted_client(provider), [], learn=False, max_invalid=2)
+    assert advisor.advise(lettuce_decision()) is None
+    world = PlacesWorld(["A"], "A")
+    episode = ProductionAgent(ProductionSet(), world, advisor=advisor).run("slice a/an lettuce")
+    assert episode.outcome == "failed" and world.moves == []
