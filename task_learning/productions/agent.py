@@ -243,7 +243,8 @@ class ProductionAgent:
                     blacklist = [SUBTASK + t for t in names]
                     if cycle:
                         blacklist += frame.taken.get(key, [])
-                    decision = Decision(frame.task, env, list(history), self._options(env), blacklist,
+                    decision = Decision(frame.task, env, list(history),
+                                        [MOTOR + o for o in self.world.motor_options()], blacklist,
                                         reason, self.world_knowledge)
                     llm += 1
                     advice = self.advisor.advise(decision)
@@ -299,9 +300,6 @@ class ProductionAgent:
                 frame.pending = (key, source)
         self.productions.flush()
         return Episode(task, outcome, steps, llm, used, learned, history)
-
-    def _options(self, env: EnvKnowledge) -> list[str]:
-        return [MOTOR + o for o in self.world.motor_options()]
 
     def _reward(self, graph: TransitionGraph) -> None:
         path = graph.shortest_path()

@@ -77,7 +77,7 @@ def load_kitchen(floorplan: str) -> Scene:
     return scene
 
 
-def _storage(scene: Scene, rng: random.Random) -> list[str]:
+def _storage(scene: Scene) -> list[str]:
     return [o["objectId"] for o in scene.objects if o.get("objectType") in STORAGE_TYPES
             and not o.get("pickupable")]
 
@@ -88,7 +88,7 @@ def _of_type(scene: Scene, kind: str) -> list[dict[str, Any]]:
 
 def make_instance(family: str, scene: Scene, rng: random.Random, *, kind: str | None = None) -> Instance:
     """One instance of a family in a scene (kind: the object type to use, else drawn)."""
-    storage = _storage(scene, rng)
+    storage = _storage(scene)
     if family == "explore":
         places = sorted(o["objectId"] for o in scene.objects if o.get("receptacle") and not o.get("pickupable")
                         and o.get("objectType") not in IGNORED_RECEPTACLES)
