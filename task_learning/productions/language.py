@@ -299,15 +299,9 @@ class Production:
     count: int = 0
     provenance: dict[str, Any] = field(default_factory=dict)
 
-    def task_pattern(self) -> re.Pattern[str]:
-        return task_regex(self.task)
-
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "task": self.task,
                 "conditions": [c.to_data() for c in self.conditions], "effect": self.effect}
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
 
     def describe(self) -> str:
         conds = " AND ".join(str(c) for c in self.conditions) or "true"
@@ -458,6 +452,9 @@ def production_from_dict(data: Any, *, where: str = "rule") -> Production:
     task = data["task"]
     if not isinstance(task, str) or not task.strip() or len(task) > MAX_TEXT:
         raise RuleError(f"{where}.task: expected a task pattern like 'slice a/an <object>'")
+    names = _VAR.findall(task)
+    if len(names) != len(set(names)):
+        raise RuleError(f"{where}.task: a variable appears twice in {task!r}")
     conditions_raw = data["conditions"]
     if not isinstance(conditions_raw, list) or len(conditions_raw) > MAX_CONDITIONS:
         raise RuleError(f"{where}.conditions: expected a list of at most {MAX_CONDITIONS} conditions")
