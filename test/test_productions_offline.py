@@ -169,3 +169,21 @@ def test_productions_export_and_import(tmp_path: Path, capsys: pytest.CaptureFix
     assert "productions[1]" in err and "unknown predicate 'os_system'" in err
     with KnowledgeBase(bad_target) as c:
         assert c.productions() == [] and c.goals() == []  # all or nothing
+
+
+def test_a_dead_endpoint_stops_bootstrapping_with_its_reason() -> None:
+    from task_learning.errors import LLMUnavailableError
+    from task_learning.llm.base import ConnectionProviderError, LLMRequest, LLMResponse
+    from task_learning.llm.client import LLMClient
+
+    class Dead:
+        name, model = "dead", "nothing"
+
+        def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
+            raise ConnectionProviderError("cannot reach http://127.0.0.1:9/v1")
+
+    client = LLMClient(Dead(), cache=None, max_retries=0, breaker_failures=1, sleep=lambda s: None)
+    productions = ProductionSet()
+    with pytest.raises(LLMUnavailableError, match="cannot reach"):
+        bootstrap(productions, client, WorldKnowledge(), families_book({}), families=("explore",))
+    assert len(productions) == 0

@@ -123,6 +123,7 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
             agent = ProductionAgent(productions, adapter, world_knowledge=world, advisor=advisor,
                                     rng=random.Random(rng.randrange(2**32)))
             episode = agent.run(instance.task)
+            client.raise_if_unavailable()  # a dead endpoint ends the run at once, with its reason
             result.instances += 1
             result.llm_decisions += episode.llm_decisions
             result.tokens += _tokens(client, before)
@@ -275,6 +276,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
         for index, instance in enumerate(held_out_instances(family, tests, seed=seed)):
             for agent in AGENTS:
                 result = run_trial(instance, agent, productions, client, book, knowledge, seed * 1000 + index)
+                client.raise_if_unavailable()
                 results.append(result)
                 if report:
                     report(f"{agent} {instance.scene} {instance.task}: {result.succeeded}/{result.units}, "
