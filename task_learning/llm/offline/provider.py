@@ -26,6 +26,8 @@ from typing import Any, Mapping
 
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, TokenLogprob
 from task_learning.llm.offline.bcr import respond as bcr_respond
+from task_learning.llm.offline.llm_state import PROMPT_TYPES as LLM_STATE_TYPES
+from task_learning.llm.offline.llm_state import respond as llm_state_respond
 from task_learning.llm.offline.decoder import decode
 from task_learning.llm.offline.feedback import parse_feedback
 from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
@@ -94,8 +96,10 @@ class OfflineProvider:
             return self._selection(request)
         if kind == "bcr_selection":
             return self._bcr(request)
-        raise ProviderError(f"offline model: unsupported prompt_type {kind!r} "
-                            f"(expected one of {', '.join(GOAL_TYPES + ('selection', 'bcr_selection'))})")
+        if kind in LLM_STATE_TYPES:
+            return llm_state_respond(request)  # seed 003's three prompts (offline/llm_state.py)
+        raise ProviderError(f"offline model: unsupported prompt_type {kind!r} (expected one of "
+                            f"{', '.join(GOAL_TYPES + ('selection', 'bcr_selection') + LLM_STATE_TYPES)})")
 
     def complete_batch(self, requests: list[LLMRequest], timeout_s: float = 30.0) -> list[LLMResponse]:
         """A list of requests in one "round trip" (what a list-prompt completions request is to a
