@@ -32,7 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
     p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--paper", choices=PAPERS, default=None,
+                   help="another seed's tables instead of STARS (llm-state: seed 003's Tables I and II)")
     p.set_defaults(func=run)
+
+
+# --paper NAME -> the module whose run(args) prints that seed's tables.
+PAPERS = {"llm-state": "task_learning.cli.llm_state_experiment"}
 
 
 def _per_object(data: dict, key: str) -> float | None:
@@ -51,6 +57,10 @@ def default_conditions(scene: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "paper", None):
+        import importlib
+
+        return int(importlib.import_module(PAPERS[args.paper]).run(args))
     conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
                   if c.strip()]
     unknown = [c for c in conditions if c not in CONDITIONS]

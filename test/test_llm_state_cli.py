@@ -1,0 +1,51 @@
+"""`task-learning llm-state` and `task-learning experiment --paper llm-state`, in process."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from task_learning.cli import main
+
+
+def test_llm_state_json_has_the_issue_fields(capsys):
+    assert main(["llm-state", "--scene", "all", "--task", "heat_milk", "--method", "ours", "--llm", "offline",
+                 "--trials", "5", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [t["map"] for t in data["trials"]] == ["map1", "map2", "map3", "map4", "map5"]
+    for trial in data["trials"]:
+        assert {"success", "steps", "llm_calls", "tokens", "replans", "dropped_calls"} <= set(trial)
+        assert trial["success"] and trial["steps"] > 0 and trial["llm_calls"] > 0 and trial["tokens"] > 0
+    assert "NOT a language model" in data["note"] and data["summary"]["successes"] == 5
+
+
+def test_llm_state_text_output_and_state(capsys):
+    assert main(["llm-state", "--task", "switch_off_bedroom_light", "--method", "no_summary", "--show-state"]) == 0
+    out = capsys.readouterr().out
+    assert "ok   map1" in out and "['switchoff', 'lightswitch2'](Success)" in out and "Note: " in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--task", "nope"], "unknown task 'nope'"),
+    (["--task", "heat_milk", "--scene", "map9"], "unknown map 'map9'"),
+    (["--task", "heat_milk", "--trials", "0"], "must be between 1 and 1000"),
+    (["--task", "heat_milk", "--method", "magic"], "invalid choice: 'magic'"),
+    (["--task", "heat_milk", "--llm", "bogus"], "unknown LLM provider 'bogus'"),
+    (["--task", "heat_milk", "--cap", "-3"], "must be between 1 and 1000"),
+])
+def test_llm_state_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    assert main(["llm-state", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_experiment_prints_tables_i_and_ii_beside_the_paper(capsys, tmp_path):
+    plot = tmp_path / "tables.png"
+    assert main(["experiment", "--paper", "llm-state", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "TABLE I" in out and "TABLE II" in out and "NOT a language model" in out
+    # a paper row under every task and both means, two in Table II, and one in each title
+    assert out.count("(paper)") == 15 + 2 + 2 + 2
+    assert "77.14%" in out and "8.71%" in out and "131.0" in out
+    assert plot.is_file() and plot.stat().st_size > 1000
