@@ -12,8 +12,11 @@ from task_learning.experiments.llm_state_tables import (
     TABLE_I_METHODS,
     TABLE_II_METHODS,
     format_table_i,
+    format_heldout,
     format_table_ii,
+    heldout_to_dict,
     plot_tables,
+    run_heldout,
     run_tables,
 )
 from task_learning.llm_state.household import load_household
@@ -27,14 +30,18 @@ def run(args: argparse.Namespace) -> int:
     methods = list(dict.fromkeys(TABLE_I_METHODS + TABLE_II_METHODS))
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     table = run_tables(house, client, methods, report=report)
+    heldout = run_heldout(house, client)
     offline = args.llm == "offline"
     if args.json:
         print(json.dumps({"paper": "llm-state", "llm": getattr(client.provider, "label", args.llm),
-                          "note": OFFLINE_NOTE if offline else "", **table.to_dict(house)}, indent=2))
+                          "note": OFFLINE_NOTE if offline else "", **table.to_dict(house),
+                          "heldout": heldout_to_dict(heldout)}, indent=2))
     else:
         print(format_table_i(house, table))
         print()
         print(format_table_ii(house, table))
+        print()
+        print(format_heldout(house, heldout))
         if offline:
             print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     if args.plot:

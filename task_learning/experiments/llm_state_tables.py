@@ -73,13 +73,14 @@ class TableRun:
         return sum(r.success for r in results), sum(r.steps for r in results) / len(results), len(results)
 
     def mean_sr(self, household: Household, level: str, method: str) -> float:
-        tasks = [t for t, spec in household.tasks.items() if spec.level == level]
+        tasks = [t for t in household.paper_tasks if household.tasks[t].level == level]
         rates = [self.cell(t, method)[0] / max(1, self.cell(t, method)[2]) for t in tasks]
         return 100.0 * sum(rates) / len(rates) if rates else 0.0
 
     def to_dict(self, household: Household) -> dict[str, Any]:
         rows = []
-        for task, spec in household.tasks.items():
+        for task in household.paper_tasks:
+            spec = household.tasks[task]
             row: dict[str, Any] = {"task": task, "goal": spec.goal, "level": spec.level, "cap": spec.cap}
             for method in {m for (_t, m) in self.runs}:
                 wins, avg, n = self.cell(task, method)
@@ -100,14 +101,14 @@ class TableRun:
 
 def run_tables(household: Household, client: Completer, methods: Sequence[str], *,
                maps: Sequence[str] | None = None, report: Callable[[str], None] | None = None) -> TableRun:
-    maps = tuple(maps or household.maps)
+    maps = tuple(maps or household.paper_maps)
     table = TableRun(maps=maps)
     for method in methods:
-        for task in household.tasks:
+        for task in household.paper_tasks:
             table.runs[(task, method)] = [run_trial(task, m, method, client, household=household) for m in maps]
         if report:
             wins = sum(r.success for (t, m), rs in table.runs.items() if m == method for r in rs)
-            report(f"{LABELS[method]}: {wins}/{len(household.tasks) * len(maps)} runs reached the goal")
+            report(f"{LABELS[method]}: {wins}/{len(household.paper_tasks) * len(maps)} runs reached the goal")
     return table
 
 
@@ -120,7 +121,8 @@ def format_table_i(household: Household, table: TableRun) -> str:
     lines = ["TABLE I (SR x/5, AS average steps): this run, then (paper)", head, "-" * len(head)]
     for level in ("simple", "hard"):
         lines.append(level.capitalize())
-        for task, spec in household.tasks.items():
+        for task in household.paper_tasks:
+            spec = household.tasks[task]
             if spec.level != level:
                 continue
             label = ("  " + spec.goal + ("*" if spec.special else ""))[:W]
@@ -172,3 +174,37 @@ def plot_tables(household: Household, table: TableRun, path: str | Path) -> Path
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+HELDOUT_METHODS = ("no_states", "ours")
+
+
+def run_heldout(household: Household, client: Completer) -> dict[str, dict[str, list[TrialResult]]]:
+    """Held-out runs, apart from the tables: every task (the paper's and the held-out ones) on the
+    held-out maps, and the held-out tasks there too; method -> task -> results per held-out map."""
+    maps = [n for n, m in household.maps.items() if m.heldout]
+    return {method: {task: [run_trial(task, m, method, client, household=household) for m in maps]
+                     for task in household.tasks}
+            for method in HELDOUT_METHODS}
+
+
+def format_heldout(household: Household, runs: Mapping[str, Mapping[str, list[TrialResult]]]) -> str:
+    maps = ", ".join(n for n, m in household.maps.items() if m.heldout)
+    lines = [f"HELD OUT (map {maps}, written after the offline model; tasks marked + are not in the paper): "
+             "successes/runs and steps",
+             f"{'Task':{W}s}" + "".join(f"{LABELS[m]:>14s}" for m in HELDOUT_METHODS)]
+    for task, spec in household.tasks.items():
+        label = ("  " + ("+ " if spec.heldout else "") + spec.goal)[:W]
+        cells = []
+        for method in HELDOUT_METHODS:
+            results = runs[method][task]
+            wins = sum(r.success for r in results)
+            cells.append(f"{wins}/{len(results)} {sum(r.steps for r in results) / max(1, len(results)):5.1f}")
+        lines.append(f"{label:{W}s}" + "".join(f"{c:>14s}" for c in cells))
+    return "\n".join(lines)
+
+
+def heldout_to_dict(runs: Mapping[str, Mapping[str, list[TrialResult]]]) -> dict[str, Any]:
+    return {method: {task: [{"map": r.map, "success": r.success, "steps": r.steps, "end_reason": r.end_reason}
+                            for r in results] for task, results in tasks.items()}
+            for method, tasks in runs.items()}

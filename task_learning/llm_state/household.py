@@ -70,6 +70,7 @@ class MapSpec:
     rooms: tuple[str, ...]
     start: str
     objects: tuple[tuple[str, str, str], ...]  # (name, relation ROOM|ON|IN, parent)
+    heldout: bool = False  # written after the offline model: reported apart
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class TaskSpec:
     check: tuple[Mapping[str, Any], ...]
     special: bool = False
     setup: Mapping[str, Any] = field(default_factory=dict)
+    heldout: bool = False  # not in the paper, written after the offline model: reported apart
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,14 @@ class Household:
     classes: Mapping[str, ObjectClass]
     maps: Mapping[str, MapSpec]
     tasks: Mapping[str, TaskSpec]
+
+    @property
+    def paper_maps(self) -> list[str]:
+        return [n for n, m in self.maps.items() if not m.heldout]
+
+    @property
+    def paper_tasks(self) -> list[str]:
+        return [n for n, t in self.tasks.items() if not t.heldout]
 
     def map(self, name: str) -> MapSpec:
         if name not in self.maps:
@@ -124,7 +134,7 @@ def _load_classes(data: Any, file: Path) -> dict[str, ObjectClass]:
 
 def _load_map(name: str, spec: Any, classes: Mapping[str, ObjectClass], file: Path) -> MapSpec:
     key = join_key("maps", name)
-    check_keys(spec, file=file, key=key, required=("rooms", "start", "objects"))
+    check_keys(spec, file=file, key=key, required=("rooms", "start", "objects"), optional=("heldout",))
     rooms = tuple(str(r) for r in expect_type(spec["rooms"], list, file=file, key=join_key(key, "rooms")))
     if not rooms:
         raise ConfigError(file, join_key(key, "rooms"), "needs at least one room")
@@ -156,7 +166,8 @@ def _load_map(name: str, spec: Any, classes: Mapping[str, ObjectClass], file: Pa
                 raise ConfigError(file, join_key(okey, "on"), f"{parent!r} is not a surface")
         seen[obj] = parent
         objects.append((obj, {"room": "ROOM", "on": "ON", "in": "IN"}[where[0]], parent))
-    return MapSpec(name=name, rooms=rooms, start=str(spec["start"]), objects=tuple(objects))
+    return MapSpec(name=name, rooms=rooms, start=str(spec["start"]), objects=tuple(objects),
+                   heldout=bool(expect_type(spec.get("heldout", False), bool, file=file, key=join_key(key, "heldout"))))
 
 
 _CHECK_KEYS = ("class", "from_on", "state", "on", "in", "not_on", "room", "not_held", "count")
@@ -165,7 +176,7 @@ _CHECK_KEYS = ("class", "from_on", "state", "on", "in", "not_on", "room", "not_h
 def _load_task(name: str, spec: Any, file: Path) -> TaskSpec:
     key = join_key("tasks", name)
     check_keys(spec, file=file, key=key, required=("goal", "level", "cap", "check"),
-               optional=("special", "setup"))
+               optional=("special", "setup", "heldout"))
     if spec["level"] not in ("simple", "hard"):
         raise ConfigError(file, join_key(key, "level"), "expected simple or hard")
     cap = expect_type(spec["cap"], int, file=file, key=join_key(key, "cap"))
@@ -191,7 +202,7 @@ def _load_task(name: str, spec: Any, file: Path) -> TaskSpec:
                    required=("count",), optional=("class", "on"))
     return TaskSpec(name=name, goal=str(spec["goal"]), level=str(spec["level"]), cap=cap,
                     check=tuple(dict(c) for c in checks), special=bool(spec.get("special", False)),
-                    setup=dict(setup))
+                    setup=dict(setup), heldout=bool(spec.get("heldout", False)))
 
 
 def load_household(folder: str | Path | None = None) -> Household:
