@@ -92,13 +92,19 @@ class LLMStateAgent:
     """Runs one method's loop in one world; every model call goes through `client`."""
 
     def __init__(self, client: Completer, method: str = "ours", *, max_tokens: int = MAX_ANSWER_TOKENS,
-                 on_state: Callable[[OpenState], None] | None = None) -> None:
+                 on_state: Callable[[OpenState], None] | None = None, history_window: int | None = None) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
         self.client = client
         self.method = method
         self.max_tokens = max_tokens
         self.on_state = on_state  # e.g. a ROS node publishing the state topic
+        # None: the paper's mode (the estimator reads the whole history at every rebuild). N: this
+        # project's extension for long runs: the estimator reads the last state and the last N
+        # actions, and the policy sees the last N actions (bench/bench_llm_state.py).
+        if history_window is not None and history_window < 1:
+            raise ValueError(f"history_window must be >= 1, got {history_window}")
+        self.history_window = history_window
         self.state = OpenState()
 
     # ------------------------------------------------------------------ model calls
@@ -141,9 +147,15 @@ class LLMStateAgent:
                 parsed = parse_attention(self._ask("llm_state_attention", text, ctx, result, scope))
                 report = state.add_key_objects(parsed.calls, obs.known)
                 self._count(result, "attention", parsed, len(report.rejected))
+            window = self.history_window
+            recent = history[-window:] if window else history
             if uses_state and history:
-                text, ctx = estimator_prompt(state, history, obs, task.goal, with_summary=with_summary,
-                                             with_objects=with_objects)
+                previous = None
+                if window and len(history) > window:
+                    previous = OpenState(list(state.key_objects), {k: list(v) for k, v in state.entries.items()},
+                                         state.summary)
+                text, ctx = estimator_prompt(state, recent, obs, task.goal, with_summary=with_summary,
+                                             with_objects=with_objects, previous=previous)
                 parsed = parse_estimator(self._ask("llm_state_estimator", text, ctx, result, scope))
                 report = state.rebuild(parsed.calls, obs.known, with_summary=with_summary,
                                        with_objects=with_objects)
@@ -155,7 +167,7 @@ class LLMStateAgent:
             elif self.method == "inner_monologue":
                 text, ctx = policy_prompt(task.goal, obs, history[-INNER_MONOLOGUE_WINDOW:], None, single_step=True)
             else:
-                text, ctx = policy_prompt(task.goal, obs, history, state if uses_state else None,
+                text, ctx = policy_prompt(task.goal, obs, recent, state if uses_state else None,
                                           with_summary=with_summary, with_objects=with_objects)
             answer = self._ask("llm_state_policy", text, ctx, result, scope)
             parsed = parse_plan(answer)

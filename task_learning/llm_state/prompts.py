@@ -65,7 +65,11 @@ def attention_prompt(state: OpenState, obs: Observation, goal: str) -> tuple[str
 
 
 def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Observation, goal: str, *,
-                     with_summary: bool = True, with_objects: bool = True) -> tuple[str, dict[str, Any]]:
+                     with_summary: bool = True, with_objects: bool = True,
+                     previous: OpenState | None = None) -> tuple[str, dict[str, Any]]:
+    """C(ŝ_t, A_h, O_t). Paper mode (previous None): the whole history and the key objects with
+    empty entries. Windowed mode (this project's extension, for long runs): `previous` is the last
+    state, shown whole, and `history` only the actions since the window's start."""
     functions, examples = [], []
     if with_objects:
         functions.append("update_state(object, updated_status)")
@@ -75,9 +79,16 @@ def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Obs
         functions.append('update_reasoning("reasoning process")')
         examples.insert(0, 'update_reasoning("what happened step by step, and why any action failed")')
     skeleton = OpenState(key_objects=list(state.key_objects), entries={k: [] for k in state.key_objects})
+    shown = skeleton.render(with_summary=False, with_objects=with_objects)
+    if previous is not None:
+        shown = previous.render(with_summary=with_summary, with_objects=with_objects)
+        for name in state.key_objects:
+            if name not in previous.entries and with_objects:
+                shown = f"{name}: []\n" + shown
     text = "\n\n".join([
-        block("current state", skeleton.render(with_summary=False, with_objects=with_objects) + "\n"),
-        block("robot actions", render_history(history)),
+        block("current state", shown + "\n"),
+        block("robot actions" if previous is None else "latest robot actions (the state above covers the "
+              "earlier ones)", render_history(history)),
         block("current observation", obs.render()),
         RULES,
         "Read the robot actions from the first to the last and write the state they leave, with "
@@ -87,6 +98,8 @@ def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Obs
                "history": [h.to_list() for h in history],
                "observation": obs.to_dict(),
                "with_summary": with_summary, "with_objects": with_objects}
+    if previous is not None:
+        context["previous_state"] = previous.to_dict()
     return text, context
 
 

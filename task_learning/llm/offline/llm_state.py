@@ -376,6 +376,20 @@ def estimator(ctx: Mapping[str, Any]) -> str:
     obs = ctx.get("observation") or {}
     where = {str(n): (str(r), str(p)) for n, r, p in obs.get("objects", ())}
     beliefs = track(ctx.get("history") or [], explain=with_summary, where=where)
+    previous = ctx.get("previous_state")
+    if previous:  # windowed mode: what the earlier state said, then the recent actions on top
+        seeded = Beliefs()
+        for name, attrs in (previous.get("objects") or {}).items():
+            for attr in attrs:
+                seeded.add(str(name), str(attr))
+        for name, attrs in read_summary(str(previous.get("summary") or "")).items():
+            for attr in attrs:
+                seeded.add(name, attr)
+        for name, attrs in beliefs.attrs.items():
+            for attr in attrs:
+                seeded.add(name, attr)
+        seeded.narrative, seeded.notes = beliefs.narrative, beliefs.notes
+        beliefs = seeded
     keys = list(ctx.get("key_objects") or [])
     lines = []
     facts = {k: v for k, v in beliefs.attrs.items() if v}
