@@ -189,6 +189,21 @@ def test_estimator_naming_unobserved_objects_is_dropped_and_counted():
     assert result.state["objects"] == {"fridge1": ["open"]}
 
 
+def test_windowed_mode_bounds_the_estimator_history_and_keeps_the_previous_state():
+    client = Scripted(attention=['add_related_objects("fridge1")'],
+                      estimator=['update_state("fridge1", "closed")\nupdate_reasoning("r")'],
+                      policy=["1. wait()"])
+    agent = LLMStateAgent(client, "ours", history_window=3)
+    agent.run(_world("open_fridge", "map2"), HOUSE.task("open_fridge"), cap=6)  # starts in the kitchen
+    estimates = [r for r in client.requests if r.prompt_type == "llm_state_estimator"]
+    assert [len(r.context["history"]) for r in estimates] == [1, 2, 3, 3, 3]
+    assert "previous_state" not in estimates[2].context
+    assert estimates[3].context["previous_state"]["objects"] == {"fridge1": ["closed"]}
+    assert "fridge1: closed" in estimates[3].prompt and "latest robot actions" in estimates[3].prompt
+    with pytest.raises(ValueError):
+        LLMStateAgent(client, "ours", history_window=0)
+
+
 def test_the_step_cap_ends_a_run():
     result = LLMStateAgent(Scripted(policy=["1. wait()"]), "no_states").run(_world("open_fridge"),
                                                                             HOUSE.task("open_fridge"), cap=7)

@@ -125,7 +125,8 @@ def format_table_i(household: Household, table: TableRun) -> str:
             spec = household.tasks[task]
             if spec.level != level:
                 continue
-            label = ("  " + spec.goal + ("*" if spec.special else ""))[:W]
+            mark = "*" if spec.special else ""
+            label = ("  " + spec.goal)[:W - len(mark)] + mark
             lines.append(f"{label:{W}s}" + "".join(f"{_sr_as(*table.cell(task, m)):>14s}" for m in TABLE_I_METHODS))
             paper = PAPER_TABLE_I[task]
             lines.append(f"{'    (paper)':{W}s}" + "".join(f"{_sr_as(paper[m][0], paper[m][1], 5):>14s}"
