@@ -49,3 +49,32 @@ def test_experiment_prints_tables_i_and_ii_beside_the_paper(capsys, tmp_path):
     assert out.count("(paper)") == 15 + 2 + 2 + 2
     assert "77.14%" in out and "8.71%" in out and "131.0" in out
     assert plot.is_file() and plot.stat().st_size > 1000
+
+
+def test_the_loop_runs_against_an_openai_compatible_endpoint():
+    """The three prompts go through LLMClient to a (loopback, scripted) completions endpoint;
+    its answers are parsed like the offline model's."""
+    from task_learning.llm.client import make_client
+    from task_learning.llm.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply, completion_body
+    from task_learning.llm_state.agent import LLMStateAgent
+    from task_learning.llm_state.household import HouseholdWorld, load_household
+
+    house = load_household()
+    task = house.task("open_fridge")
+    answers = [
+        "Low-level Action Plan:\n1. move(fridge1)\n2. open(fridge1)",  # policy (no history yet)
+        'add_related_objects("fridge1")',  # attention
+        'update_reasoning("The robot opened fridge1.")\nupdate_state("fridge1", "open")',  # estimator
+        "Low-level Action Plan:\n",  # policy: done
+    ]
+    with FakeOpenAIServer() as server:
+        server.queue(COMPLETIONS, ScriptedReply(body=completion_body([("", -0.1, {})])))  # first attention: nothing
+        for text in answers:
+            server.queue(COMPLETIONS, ScriptedReply(body=completion_body([(text, -0.1, {})])))
+        client = make_client("openai", env={"OPENAI_BASE_URL": server.base_url}, cache=False)
+        result = LLMStateAgent(client, "ours").run(HouseholdWorld(house, "map2", task), task)
+        sent = [r.body["prompt"] for r in server.requests_to(COMPLETIONS)]
+    assert result.success and result.steps == 2 and result.llm_calls == 5
+    assert result.state["objects"] == {"fridge1": ["open"]} and result.end_reason.startswith("policy_done")
+    assert "******** current observation start ********" in sent[0] and "Task goal: open the fridge" in sent[1]
+    assert "['open', 'fridge1'](Success)" in sent[3]

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for i in range(args.trials):
         world = HouseholdWorld(house, maps[i % len(maps)], task, hands=args.hands)
-        results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap))
+        results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap, trial=i))
         client.raise_if_unavailable()
     offline = args.llm == "offline"
     trials = []

@@ -129,13 +129,16 @@ class LLMStateAgent:
             result.dropped_calls += n
 
     # ------------------------------------------------------------------ the loop
-    def run(self, world: HouseholdWorld, task: TaskSpec, *, cap: int | None = None) -> TrialResult:
+    def run(self, world: HouseholdWorld, task: TaskSpec, *, cap: int | None = None, trial: int = 0) -> TrialResult:
+        """One episode. `llm_calls` and `tokens` count every request the method made (a cache
+        hit included: they measure what the method asks for); `trial` keeps the client's
+        per-scope request cap per run."""
         started = time.perf_counter()
         result = TrialResult(task=task.name, map=world.map_name, method=self.method)
         limit = int(cap or task.cap)
         history: list[HistoryEntry] = []
         state = self.state = OpenState()
-        scope = f"{task.name}@{world.map_name}/{self.method}"
+        scope = f"{task.name}@{world.map_name}/{self.method}#{trial}"
         uses_state = self.method in ("ours", "no_summary", "no_objects")
         with_summary = self.method != "no_summary"
         with_objects = self.method != "no_objects"
