@@ -165,6 +165,17 @@ def test_an_answer_without_a_parseable_call_ends_the_run_with_a_reason():
     assert result.dropped_calls == 2 and result.dropped["policy"] == 2 and result.steps == 0
 
 
+def test_a_failed_policy_call_ends_the_run_as_an_llm_error():
+    class Failing(Scripted):
+        def complete(self, request: LLMRequest) -> LLMResponse:
+            self.requests.append(request)
+            return LLMResponse(text="", error="openai: connection refused")
+
+    result = _agent_run(Failing())
+    assert result.end_reason == "llm_error: the policy call failed" and result.llm_errors == 2
+    assert result.steps == 0 and not result.success
+
+
 def test_a_plan_longer_than_twenty_steps_is_cut_and_counted():
     plan = "Low-level Action Plan:\n" + "\n".join(f"{i}. wait()" for i in range(1, 26))
     result = _agent_run(Scripted(policy=[plan, ""]))

@@ -172,14 +172,16 @@ class LLMStateAgent:
             else:
                 text, ctx = policy_prompt(task.goal, obs, recent, state if uses_state else None,
                                           with_summary=with_summary, with_objects=with_objects)
+            errors_before = result.llm_errors
             answer = self._ask("llm_state_policy", text, ctx, result, scope)
             parsed = parse_plan(answer)
             self._count(result, "policy", parsed)
             calls = parsed.calls
             if not calls:
-                if parsed.dropped or not answer.strip() and result.llm_errors:
-                    result.end_reason = ("llm_error: the policy call failed" if not parsed.dropped
-                                         else "no_parseable_plan: the policy's answer held no parseable call")
+                if result.llm_errors > errors_before:
+                    result.end_reason = "llm_error: the policy call failed"
+                elif parsed.dropped:
+                    result.end_reason = "no_parseable_plan: the policy's answer held no parseable call"
                 else:
                     result.end_reason = "policy_done: the policy returned an empty plan"
                 break
