@@ -215,6 +215,18 @@ def test_windowed_mode_bounds_the_estimator_history_and_keeps_the_previous_state
         LLMStateAgent(client, "ours", history_window=0)
 
 
+def test_the_prompts_state_the_robots_number_of_hands():
+    client = Scripted(policy=["1. move(kitchen1)", ""])
+    LLMStateAgent(client, "ours").run(_world("open_fridge", hands=1), HOUSE.task("open_fridge"))
+    policy = [r for r in client.requests if r.prompt_type == "llm_state_policy"]
+    assert "You have one hand: while it holds something" in policy[0].prompt
+    assert policy[0].context["hands"] == 1
+    offline = make_client("offline", cache=False)
+    result = run_trial("heat_milk", "map1", "ours", offline, household=HOUSE, hands=1)
+    assert result.success  # it puts the milk down to open the microwave with its one hand
+    assert any(line.startswith("['placeon', 'milk1'") for line in result.action_log)
+
+
 def test_the_step_cap_ends_a_run():
     result = LLMStateAgent(Scripted(policy=["1. wait()"]), "no_states").run(_world("open_fridge"),
                                                                             HOUSE.task("open_fridge"), cap=7)

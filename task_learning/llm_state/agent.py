@@ -158,7 +158,7 @@ class LLMStateAgent:
                     previous = OpenState(list(state.key_objects), {k: list(v) for k, v in state.entries.items()},
                                          state.summary)
                 text, ctx = estimator_prompt(state, recent, obs, task.goal, with_summary=with_summary,
-                                             with_objects=with_objects, previous=previous)
+                                             with_objects=with_objects, previous=previous, hands=world.hands)
                 parsed = parse_estimator(self._ask("llm_state_estimator", text, ctx, result, scope))
                 report = state.rebuild(parsed.calls, obs.known, with_summary=with_summary,
                                        with_objects=with_objects)
@@ -166,12 +166,13 @@ class LLMStateAgent:
             if uses_state and self.on_state is not None:
                 self.on_state(state)
             if self.method == "progprompt":
-                text, ctx = progprompt_prompt(task.goal, obs, history)
+                text, ctx = progprompt_prompt(task.goal, obs, history, hands=world.hands)
             elif self.method == "inner_monologue":
-                text, ctx = policy_prompt(task.goal, obs, history[-INNER_MONOLOGUE_WINDOW:], None, single_step=True)
+                text, ctx = policy_prompt(task.goal, obs, history[-INNER_MONOLOGUE_WINDOW:], None, single_step=True,
+                                          hands=world.hands)
             else:
                 text, ctx = policy_prompt(task.goal, obs, recent, state if uses_state else None,
-                                          with_summary=with_summary, with_objects=with_objects)
+                                          with_summary=with_summary, with_objects=with_objects, hands=world.hands)
             errors_before = result.llm_errors
             answer = self._ask("llm_state_policy", text, ctx, result, scope)
             parsed = parse_plan(answer)

@@ -21,12 +21,14 @@ from task_learning.llm_state.state import OpenState
 
 PLAN_LIMIT = 20  # "Make the plan concise and short, less than 20 steps."
 
-RULES = (
-    "Important!\n"
-    "Places and closed containers may hide what you need: look in them.\n"
-    "You can only act on (pick up, open, switch on...) an object you are close to.\n"
-    "You have two hands: while both hold something you cannot pick up, open or switch anything."
-)
+def rules(hands: int = 2) -> str:
+    """The "Important!" block; the hand rule follows the robot's number of hands."""
+    count = {1: "one hand", 2: "two hands"}.get(hands, f"{hands} hands")
+    return ("Important!\n"
+            "Places and closed containers may hide what you need: look in them.\n"
+            "You can only act on (pick up, open, switch on...) an object you are close to.\n"
+            f"You have {count}: while {'it holds' if hands == 1 else 'all hold'} something you cannot pick up, "
+            "open or switch anything.")
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def attention_prompt(state: OpenState, obs: Observation, goal: str) -> tuple[str
 
 def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Observation, goal: str, *,
                      with_summary: bool = True, with_objects: bool = True,
-                     previous: OpenState | None = None) -> tuple[str, dict[str, Any]]:
+                     previous: OpenState | None = None, hands: int = 2) -> tuple[str, dict[str, Any]]:
     """C(ŝ_t, A_h, O_t). Paper mode (previous None): the whole history and the key objects with
     empty entries. Windowed mode (this project's extension, for long runs): `previous` is the last
     state, shown whole, and `history` only the actions since the window's start."""
@@ -90,14 +92,14 @@ def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Obs
         block("robot actions" if previous is None else "latest robot actions (the state above covers the "
               "earlier ones)", render_history(history)),
         block("current observation", obs.render()),
-        RULES,
+        rules(hands),
         "Read the robot actions from the first to the last and write the state they leave, with "
         "these functions:\n" + "\n".join(functions) + "\n\nexample:\n" + "\n".join(examples),
     ])
     context = {"goal": goal, "key_objects": list(state.key_objects),
                "history": [h.to_list() for h in history],
                "observation": obs.to_dict(),
-               "with_summary": with_summary, "with_objects": with_objects}
+               "with_summary": with_summary, "with_objects": with_objects, "hands": hands}
     if previous is not None:
         context["previous_state"] = previous.to_dict()
     return text, context
@@ -105,7 +107,7 @@ def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Obs
 
 def policy_prompt(goal: str, obs: Observation, history: Sequence[HistoryEntry], state: OpenState | None, *,
                   with_summary: bool = True, with_objects: bool = True,
-                  single_step: bool = False) -> tuple[str, dict[str, Any]]:
+                  single_step: bool = False, hands: int = 2) -> tuple[str, dict[str, Any]]:
     """The policy G(s_t, O_t, I); state None: the w/o States baseline (observation and history
     only); single_step: InnerMonologue-W's one action per call over a history window."""
     parts = [
@@ -119,7 +121,7 @@ def policy_prompt(goal: str, obs: Observation, history: Sequence[HistoryEntry], 
     ]
     if state is not None:
         parts.append(block("current state", state.render(with_summary=with_summary, with_objects=with_objects)))
-    parts.append(RULES)
+    parts.append(rules(hands))
     bullets = ["- Plan from the current state and observation." if state is not None
                else "- Plan from the observation and the history of actions.",
                "- Give only the next action." if single_step
@@ -129,7 +131,8 @@ def policy_prompt(goal: str, obs: Observation, history: Sequence[HistoryEntry], 
                "- When the goal is reached, answer with an empty plan."]
     parts.append(f"Task goal: {goal}\n" + "\n".join(bullets))
     context: dict[str, Any] = {"goal": goal, "observation": obs.to_dict(),
-                               "history": [h.to_list() for h in history], "single_step": single_step}
+                               "history": [h.to_list() for h in history], "single_step": single_step,
+                               "hands": hands}
     if state is not None:
         shown = state.to_dict()
         if not with_objects:
@@ -140,7 +143,8 @@ def policy_prompt(goal: str, obs: Observation, history: Sequence[HistoryEntry], 
     return "\n\n".join(parts), context
 
 
-def progprompt_prompt(goal: str, obs: Observation, program_steps: Sequence[HistoryEntry]) -> tuple[str, dict[str, Any]]:
+def progprompt_prompt(goal: str, obs: Observation, program_steps: Sequence[HistoryEntry],
+                      hands: int = 2) -> tuple[str, dict[str, Any]]:
     """ProgPrompt-style: the task as a Python-like program over the primitives and the objects
     seen, continued from the steps run so far (each marked ok or FAILED) after a failure."""
     objects = [o[0] for o in obs.objects]
@@ -153,8 +157,8 @@ def progprompt_prompt(goal: str, obs: Observation, program_steps: Sequence[Histo
     done = "\n".join(f"    {h.call.name}({', '.join(repr(a) for a in h.call.args)})  # "
                      f"{'ok' if h.success else 'FAILED'}" for h in program_steps)
     name = "".join(c if c.isalnum() else "_" for c in goal.lower()).strip("_")[:60]
-    text = "\n".join([header, example, f"def {name}():", done,
+    text = "\n".join([header, "# " + rules(hands).replace("\n", "\n# "), "", example, f"def {name}():", done,
                       "    # continue the program (one call per line, at most "
                       f"{PLAN_LIMIT}); if a step FAILED, work around it"])
     return text, {"goal": goal, "observation": obs.to_dict(),
-                  "history": [h.to_list() for h in program_steps], "progprompt": True}
+                  "history": [h.to_list() for h in program_steps], "progprompt": True, "hands": hands}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
 from task_learning.llm.tokens import count_tokens
@@ -33,7 +33,7 @@ from task_learning.llm.tokens import count_tokens
 PROMPT_TYPES = ("llm_state_attention", "llm_state_estimator", "llm_state_policy")
 IMPLICIT_SPAN = 10  # history lines the policy tracks by itself (see module docstring)
 PLAN_LIMIT = 20
-HANDS = 2
+HANDS = 2  # when the prompt does not say
 _DIGITS = re.compile(r"\d+$")
 
 # Household common sense (ours): where things are usually kept, which room holds which furniture,
@@ -188,7 +188,7 @@ _OPPOSITES: Mapping[str, tuple[str, ...]] = {
 
 
 def track(history: Sequence[Sequence[Any]], *, explain: bool,
-          where: Mapping[str, tuple[str, str]] | None = None) -> Beliefs:
+          where: Mapping[str, tuple[str, str]] | None = None, hands: int = HANDS) -> Beliefs:
     """Replay history entries [name, *args, success] with rules of thumb; with `explain`, guess
     why each failed action failed (the summary's reasoning). `where` (name -> (IN|ON, parent), as
     the observation last showed) tells what stands together: moving to a cabinet brings the robot
@@ -255,7 +255,7 @@ def track(history: Sequence[Sequence[Any]], *, explain: bool,
         beliefs.narrative.append(f"{call} failed")
         if not explain:
             continue
-        reason = _explain(name, args, held, near, beliefs)
+        reason = _explain(name, args, held, near, beliefs, hands)
         beliefs.narrative[-1] += f": {reason}"
         if step == len(history):
             beliefs.notes.append(f"The last action, {call}, failed: {reason}.")
@@ -272,14 +272,15 @@ def _narrate(name: str, args: Sequence[str]) -> str:
     return verbs.get(name, name).format(*args, "", "")
 
 
-def _explain(name: str, args: Sequence[str], held: Sequence[str], near: set[str], beliefs: Beliefs) -> str:
+def _explain(name: str, args: Sequence[str], held: Sequence[str], near: set[str], beliefs: Beliefs,
+             hands: int) -> str:
     """Why an action probably failed, recording what that implies in the beliefs."""
     target = args[0] if args else ""
     if name == "move":
         beliefs.add(target, "not_found")
         return f"{target} has not been seen, so it is probably not there"
-    if name in ("pickup", "open", "close", "switchon", "switchoff") and len(held) >= HANDS:
-        return "both hands are full"
+    if name in ("pickup", "open", "close", "switchon", "switchoff") and len(held) >= hands:
+        return "its hands are full"
     place_target = args[1] if name in ("placein", "placeon") and len(args) == 2 else target
     if place_target not in near and target not in held:
         return f"the robot is not close to {place_target}"
@@ -375,7 +376,7 @@ def estimator(ctx: Mapping[str, Any]) -> str:
     with_objects = bool(ctx.get("with_objects", True))
     obs = ctx.get("observation") or {}
     where = {str(n): (str(r), str(p)) for n, r, p in obs.get("objects", ())}
-    beliefs = track(ctx.get("history") or [], explain=with_summary, where=where)
+    beliefs = track(ctx.get("history") or [], explain=with_summary, where=where, hands=_hands(ctx))
     previous = ctx.get("previous_state")
     if previous:  # windowed mode: what the earlier state said, then the recent actions on top
         seeded = Beliefs()
@@ -417,6 +418,7 @@ class _World:
     near: set[str]
     beliefs: Beliefs
     visited: set[str]
+    hands: int = HANDS
 
     def room_of(self, name: str) -> str:
         seen: set[str] = set()
@@ -460,7 +462,7 @@ class _Planner:
         self.w.near = {top} | {n for n in self.w.where if self.w.top(n) == top}
 
     def free_hand(self, keep: str = "") -> None:
-        while len(self.w.held) >= HANDS:
+        while len(self.w.held) >= self.w.hands:
             drop = next((h for h in self.w.held if h != keep), self.w.held[0])
             surface = next((n for n in sorted(self.w.near) if class_of(n) in _SURFACES), "")
             if not surface:
@@ -710,7 +712,7 @@ def _beliefs_for_policy(ctx: Mapping[str, Any], where: Mapping[str, tuple[str, s
     for name, attrs in read_summary(str(state.get("summary") or "")).items():
         for attr in attrs:
             beliefs.add(name, attr)
-    recent = track(history[-IMPLICIT_SPAN:], explain=False, where=where)
+    recent = track(history[-IMPLICIT_SPAN:], explain=False, where=where, hands=_hands(ctx))
     for name, attrs in recent.attrs.items():
         for attr in attrs:
             beliefs.add(name, attr)
@@ -751,7 +753,8 @@ def _plan(ctx: Mapping[str, Any], banned: set[str]) -> list[str]:
             if attr.startswith("in_") and name not in where and name not in held:
                 where[name] = ("IN", attr[3:])
     world = _World(where=where, rooms=[str(r) for r in obs.get("rooms", ())], room=str(obs.get("room", "")),
-                   held=held, near=set(obs.get("close_to", ())), beliefs=beliefs, visited=set())
+                   held=held, near=set(obs.get("close_to", ())), beliefs=beliefs, visited=set(),
+                   hands=_hands(ctx))
     world.visited = {world.room_of(n) for n in where} | {world.room}
     for call in banned:  # failures it remembers teach what a summary would say
         name, _, rest = call.partition("(")
@@ -790,5 +793,8 @@ def _as_code(step: str) -> str:
     return f"{name}({', '.join(repr(a) for a in args)})"
 
 
-def known_prompt_types() -> Iterable[str]:
-    return PROMPT_TYPES
+def _hands(ctx: Mapping[str, Any]) -> int:
+    try:
+        return max(1, int(ctx.get("hands", HANDS)))
+    except (TypeError, ValueError):
+        return HANDS
