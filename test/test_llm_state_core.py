@@ -33,6 +33,7 @@ def test_parser_reads_numbered_calls_with_comments_and_quotes():
     ("4. move(fridge1", "missing ')'"),
     ("5. move('fridge1)", "unterminated string"),
     ("6. move(a + b)", "unexpected '+' in the arguments"),
+    ("8. move(desk1), pickup(book1)", "more than one call on a line"),
 ])
 def test_parser_drops_malformed_calls_with_a_reason(line, reason):
     parsed = parse_plan(f"Low-level Action Plan:\n{line}\n7. wait()")
@@ -45,6 +46,16 @@ def test_parser_never_evaluates_and_prose_is_not_a_dropped_call():
     assert parsed.calls == [] and parsed.dropped == []
     parsed = parse_estimator('update_state("a", "x")\nadd_attribute("b", "y | z")\ngenerate_summary("s")')
     assert [c.name for c in parsed.calls] == ["update_state", "update_state", "update_reasoning"]
+
+
+def test_parser_survives_garbage():
+    garbage = ["\x00move(a)", "move(" + "x" * 50000 + ")", "move('" + "y" * 30000 + "')", "((((((", "move(\u201ca\u201d)",
+               "switchoff(lightswitch1); import os", "placein(a, b, c)", "1. wait() # done", "open(\u2018fridge1\u2019)"]
+    parsed = parse_plan("\n".join(garbage))
+    assert [c.render() for c in parsed.calls] == ["move(a)", "switchoff(lightswitch1)", "wait()", "open(fridge1)"]
+    assert [reason for _line, reason in parsed.dropped] == [
+        "no function call", "argument too long", "argument too long", "no function call",
+        "placein takes 2 argument(s), got 3"]
 
 
 def test_split_attributes():

@@ -28,7 +28,8 @@ ESTIMATOR_FUNCTIONS: Mapping[str, int] = {
 }
 ESTIMATOR_ALIASES: Mapping[str, str] = {"add_attribute": "update_state", "generate_summary": "update_reasoning"}
 
-MAX_ARG_CHARS = 20000  # a longer argument is garbage, not an object name or a summary
+MAX_ARG_CHARS = 20000  # a longer quoted argument is garbage, not a summary
+MAX_NAME_CHARS = 200  # a longer bare argument is garbage, not an object name
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BARE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.|-]*")
 _NUMBERING = re.compile(r"^\s*(?:[-*]\s*)?(?:(?:step\s*)?\d+\s*[.):]\s*)?", re.IGNORECASE)
@@ -102,6 +103,8 @@ class _Scanner:
         match = _BARE.match(self.text, self.pos)
         if not match:
             raise ValueError(f"unexpected {self.peek()!r} in the arguments" if self.peek() else "missing ')'")
+        if match.end() - match.start() > MAX_NAME_CHARS:
+            raise ValueError("argument too long")
         self.pos = match.end()
         return match.group(0)
 
@@ -140,6 +143,9 @@ def _parse_line(line: str, table: Mapping[str, int]) -> tuple[Call | None, str]:
             return None, "missing ')'" if not scanner.peek() else f"unexpected {scanner.peek()!r} in the arguments"
     if len(args) != table[name]:
         return None, f"{name} takes {table[name]} argument(s), got {len(args)}"
+    rest = body[scanner.pos:]
+    if any(re.search(rf"\b{re.escape(other)}\s*\(", rest) for other in table):
+        return None, "more than one call on a line"
     return Call(name, tuple(a.strip() for a in args)), ""
 
 
