@@ -40,15 +40,40 @@ def test_llm_state_bad_input_is_one_line_and_exit_2(capsys, argv, message):
 
 
 @pytest.mark.slow
-def test_experiment_prints_tables_i_and_ii_beside_the_paper(capsys, tmp_path):
+def test_experiment_runs_every_method_on_every_task_and_map(capsys, tmp_path):
     plot = tmp_path / "tables.png"
-    assert main(["experiment", "--paper", "llm-state", "--plot", str(plot)]) == 0
-    out = capsys.readouterr().out
-    assert "TABLE I" in out and "TABLE II" in out and "NOT a language model" in out
-    # a paper row under every task and both means, two in Table II, and one in each title
-    assert out.count("(paper)") == 15 + 2 + 2 + 2
-    assert "77.14%" in out and "8.71%" in out and "131.0" in out
+    assert main(["experiment", "--paper", "llm-state", "--json", "--plot", str(plot)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["maps"] == ["map1", "map2", "map3", "map4", "map5"] and len(data["table_i"]) == 15
+    methods = ("ours", "no_states", "inner_monologue", "progprompt", "no_summary", "no_objects")
+    for row in data["table_i"]:
+        for method in methods:
+            assert row[method]["sr"].endswith("/5") and 0 < row[method]["as"] <= row["cap"], (row["task"], method)
+    assert data["means"]["hard"]["ours"]["paper"] == 77.14 and "NOT a language model" in data["note"]
+    assert sum(int(row["ours"]["sr"][0]) for row in data["table_i"]) >= 60
+    assert set(data["heldout"]) == {"no_states", "ours"}
     assert plot.is_file() and plot.stat().st_size > 1000
+
+
+def test_tables_i_and_ii_print_the_papers_rows_beside_ours():
+    from task_learning.experiments.llm_state_tables import (
+        TABLE_I_METHODS,
+        TABLE_II_METHODS,
+        format_table_i,
+        format_table_ii,
+        run_tables,
+    )
+    from task_learning.llm.client import make_client
+    from task_learning.llm_state.household import load_household
+
+    house = load_household()
+    table = run_tables(house, make_client("offline", cache=False),
+                       list(dict.fromkeys(TABLE_I_METHODS + TABLE_II_METHODS)), maps=["map1"])
+    first, second = format_table_i(house, table), format_table_ii(house, table)
+    assert first.count("(paper)") == 15 + 2 + 1 and second.count("(paper)") == 2 + 1
+    assert "2/5 131.0" in first and "77.14%" in first and "8.71%" in second and "64.86%" in second
+    assert "1/1" in first  # one map here: x/1
+    assert "make 2 slices of toasts using toaster and place them on*" in first
 
 
 def test_the_loop_runs_against_an_openai_compatible_endpoint():
