@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, TokenLogprob
+from task_learning.llm.offline.anticipation import anticipation_response, base8_response
 from task_learning.llm.offline.bcr import respond as bcr_respond
 from task_learning.llm.offline.decoder import decode
 from task_learning.llm.offline.feedback import parse_feedback
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 LABEL = "offline (deterministic, not a language model)"
 GOAL_TYPES = ("initial", "recurse", "repair", "repair_recurse")
+SEED_002_TYPES = ("anticipation", "base8_action")
 _AWARE = re.compile(r"Aware of (?:an? |the )?(.+?) (in|on) (?:the )?(.+?)\.", re.IGNORECASE)
 
 
@@ -94,8 +96,11 @@ class OfflineProvider:
             return self._selection(request)
         if kind == "bcr_selection":
             return self._bcr(request)
+        if kind in SEED_002_TYPES:  # task anticipation (offline/anticipation.py)
+            answer = anticipation_response if kind == "anticipation" else base8_response
+            return answer(request, count_prompt_tokens(request))
         raise ProviderError(f"offline model: unsupported prompt_type {kind!r} "
-                            f"(expected one of {', '.join(GOAL_TYPES + ('selection', 'bcr_selection'))})")
+                            f"(expected one of {', '.join(GOAL_TYPES + ('selection', 'bcr_selection') + SEED_002_TYPES)})")
 
     def complete_batch(self, requests: list[LLMRequest], timeout_s: float = 30.0) -> list[LLMResponse]:
         """A list of requests in one "round trip" (what a list-prompt completions request is to a
