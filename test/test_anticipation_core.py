@@ -168,5 +168,5 @@ def test_config_errors_name_file_and_key(tmp_path):
     data = yaml.safe_load(default_path().read_text())
     data["validator"]["threshold"] = 1.5
     bad.write_text(yaml.safe_dump(data))
-    with pytest.raises(ConfigError, match="validator.threshold"):
+    with pytest.raises(ConfigError, match=r"validator\.threshold"):
         load_anticipation_config(bad)

@@ -240,16 +240,17 @@ class Household:
                 return Infeasible(OBJECT_LOCATION, f"you must be at {dest} to put something on it; you are at {here}")
             return None
         # open / close / switchon / switchoff
-        c = self.spec.containers.get(target)
-        if c is None or (name in ("open", "close") and not c.opens) or (name.startswith("switch") and not c.switches):
+        appliance = self.spec.containers.get(target)
+        if appliance is None or (name in ("open", "close") and not appliance.opens) or (
+                name.startswith("switch") and not appliance.switches):
             return Infeasible(ACTIONS_RULE, f"{target} cannot be {'opened or closed' if name in ('open', 'close') else 'switched'}")
-        if c.at != here:
-            return Infeasible(OBJECT_LOCATION, f"you must be at {c.at} to {name} {target}; you are at {here}")
+        if appliance.at != here:
+            return Infeasible(OBJECT_LOCATION, f"you must be at {appliance.at} to {name} {target}; you are at {here}")
         if len(held) >= CARRY_LIMIT:
             return Infeasible(CARRYING, f"you are holding two objects: put one down before you {name} {target}")
         if name == "open" and target in self.on:
             return Infeasible(SAFETY, f"{target} is switched on: it must not be opened")
-        if name == "switchon" and c.switch_needs_closed and target in self.open:
+        if name == "switchon" and appliance.switch_needs_closed and target in self.open:
             return Infeasible(SAFETY, f"{target} is open: close it before switching it on")
         return None
 

@@ -70,15 +70,15 @@ def next_action(house: Household, actor: str, literals: Sequence[Literal], *, ad
         return None  # what is left is in someone else's hands
     for lit in pending:
         target = lit.args[0]
-        c = containers.get(target)
-        if c is None:
+        appliance = containers.get(target)
+        if appliance is None:
             continue
         if lit.predicate == "closed":
-            return _act_at(house, actor, c.at, Action("close", (target,)), adjacent_only)
+            return _act_at(house, actor, appliance.at, Action("close", (target,)), adjacent_only)
         if lit.predicate == "switchedon":
-            if c.switch_needs_closed and target in house.open:
-                return _act_at(house, actor, c.at, Action("close", (target,)), adjacent_only)
-            return _act_at(house, actor, c.at, Action("switchon", (target,)), adjacent_only)
+            if appliance.switch_needs_closed and target in house.open:
+                return _act_at(house, actor, appliance.at, Action("close", (target,)), adjacent_only)
+            return _act_at(house, actor, appliance.at, Action("switchon", (target,)), adjacent_only)
     return None
 
 

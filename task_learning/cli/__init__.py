@@ -34,6 +34,7 @@ SUBCOMMAND_MODULES = (
     "task_learning.cli.faults_cmd",
     "task_learning.cli.perceive_cmd",
     "task_learning.cli.bag_cmd",
+    "task_learning.cli.anticipate_cmd",
 )
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import textwrap
+from typing import Callable
 
 from task_learning.cli.options import SEED
 from task_learning.experiments.runner import run_conditions
@@ -21,8 +22,30 @@ from task_learning.experiments.table import (
 from task_learning.planning.session import CONDITIONS
 
 
+def _anticipation(args: argparse.Namespace) -> int:
+    from task_learning.experiments.anticipation import NO_TABLE, OFFLINE_NOTE, format_table, run_experiment
+
+    report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
+    rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report)
+    offline = args.llm == "offline"
+    if args.json:
+        print(json.dumps({"paper": "anticipation", "llm": args.llm, "note": OFFLINE_NOTE if offline else "",
+                          "paper_table": None, "paper_note": NO_TABLE, "rows": rows}, indent=2))
+    else:
+        print(format_table(rows, llm=args.llm))
+        print("\n" + textwrap.fill(NO_TABLE, width=100))
+        if offline:
+            print(textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
+    return 0
+
+
+PAPERS: dict[str, Callable[[argparse.Namespace], int] | None] = {"stars": None, "anticipation": _anticipation}  # --paper: seed 000's table is `run` below
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
+    p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
+                   help="stars (seed 000, the default) or anticipation (seed 002: the traces' days)")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--conditions", default=None,
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
@@ -51,6 +74,9 @@ def default_conditions(scene: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    other_paper = PAPERS.get(args.paper)
+    if other_paper is not None:
+        return other_paper(args)
     conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
                   if c.strip()]
     unknown = [c for c in conditions if c not in CONDITIONS]

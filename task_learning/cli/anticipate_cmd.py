@@ -1,0 +1,163 @@
+"""`task-learning anticipate`: the rest of the day's tasks, anticipated and validated (seed 002).
+
+    task-learning anticipate --context "weekday, working from home and need a snack" \
+        [--done "Prepare breakfast weekday"] [--assigned "Prepare coffee"] --llm offline [--db kb.sqlite] --json
+
+    task-learning anticipate --day trace_01 --operator simulated|terminal [--db kb.sqlite] [--json]
+
+`--day` runs a simulated day of config/anticipation/household.yaml in-process instead: the human
+does the day's routine, the robot anticipates after each finished task, proposes every anticipated
+task to the operator ("Shall I prepare coffee next?") and works only on the confirmed ones; it
+prints what was anticipated, kept, confirmed and done.
+
+JSON: {"proposed": [...], "kept": [...], "dropped": [{"task", "reason"}], "merged": [...],
+"issues": {...}, "unknown_names": [...], ...}. `proposed` is what the LLM named from the task
+list (duplicates and done tasks removed), `kept` what the validator kept, `merged` the assigned
+tasks then the kept ones. Names outside the list, an empty answer, duplicates, done tasks and a
+context never seen are handled and counted in `issues`; a --done or --assigned name outside the
+list, or a context naming no day, is refused with a one-line error (exit 2).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from task_learning.cli.options import SEED
+from task_learning.errors import TaskLearningError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("anticipate", help="anticipate the rest of the day's tasks (seed 002)",
+                              description="Ask the LLM for the rest of the day's routine, keep what experience "
+                                          "supports, merge with the assigned tasks.")
+    p.add_argument("--context", default=None,
+                   help='the day, e.g. "weekday, working from home and need a snack"')
+    p.add_argument("--done", default="", help="tasks already done today, comma-separated, in order")
+    p.add_argument("--assigned", default="", help="tasks the robot was asked to do, comma-separated")
+    p.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
+    p.add_argument("--db", default=None, help="knowledge base with the routines (seeded from config when new); "
+                                              "default: the config's experience in memory")
+    p.add_argument("--agent", default="agent", help="the agent's name (its own draws of examples)")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--day", default=None, help="simulate a day of config/anticipation/household.yaml (its `days`)")
+    p.add_argument("--operator", choices=("simulated", "terminal"), default="simulated",
+                   help="who confirms anticipated tasks in --day (simulated: knows the true routine)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _task_list(value: str, option: str, cfg) -> list[str]:  # noqa: ANN001 - AnticipationConfig
+    out = []
+    for name in (n.strip() for n in value.split(",")):
+        if not name:
+            continue
+        task = cfg.task_named(name)
+        if task is None:
+            raise TaskLearningError(f"{option}: {name!r} is not a task of the list "
+                                    f"({', '.join(cfg.tasks)}; file {cfg.source}, key tasks)")
+        if task in out:
+            raise TaskLearningError(f"{option}: {task!r} given twice")
+        out.append(task)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from task_learning.anticipation.anticipator import Anticipator
+    from task_learning.anticipation.config import load_anticipation_config
+    from task_learning.anticipation.context import parse_context
+    from task_learning.anticipation.experience import Experience, seed_experience
+    from task_learning.errors import ConfigError
+    from task_learning.kb.store import KnowledgeBase
+    from task_learning.llm.client import make_client
+
+    cfg = load_anticipation_config()
+    if args.day is not None:
+        return _run_day(args, cfg)
+    if args.context is None or not args.context.strip():
+        raise TaskLearningError("--context: empty; say the day, e.g. \"weekday, working from home\"")
+    try:
+        ctx = parse_context(args.context, cfg)
+    except ConfigError as exc:
+        raise TaskLearningError(f"--context: {exc.message}") from None
+    done = _task_list(args.done, "--done", cfg)
+    assigned = _task_list(args.assigned, "--assigned", cfg)
+    if ctx.unknown_words:
+        print(f"task-learning anticipate: note: --context words not understood and ignored: "
+              f"{' '.join(ctx.unknown_words)} (known: {', '.join(cfg.facts)})", file=sys.stderr)
+    client = make_client(args.llm)
+    with KnowledgeBase(args.db or ":memory:") as kb:
+        seed_experience(kb, cfg)
+        experience = Experience.from_kb(kb)
+    result = Anticipator(client, cfg, experience, agent=args.agent, seed=args.seed).anticipate(ctx, done, assigned)
+    client.raise_if_unavailable()
+    data = result.to_dict()
+    data["issues"]["unknown_context_words"] = len(ctx.unknown_words)
+    data["llm"] = args.llm
+    if args.llm == "offline":
+        from task_learning.experiments.anticipation import OFFLINE_NOTE
+
+        data["note"] = OFFLINE_NOTE
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"context: {result.context}; done: {', '.join(done) or 'nothing'}")
+    print(f"proposed by the LLM: {', '.join(result.proposed) or 'nothing'}")
+    print(f"kept: {', '.join(result.kept) or 'nothing'}")
+    for d in result.dropped:
+        print(f"dropped {d['task']}: {d['reason']}")
+    print(f"to do (assigned first): {', '.join(result.merged) or 'nothing'}")
+    counted = {k: v for k, v in data["issues"].items() if v}
+    if counted:
+        print("handled: " + ", ".join(f"{k} {v}" for k, v in counted.items()))
+    if result.error:
+        print(f"the LLM gave no answer: {result.error}")
+    if args.llm == "offline":
+        print("(offline model: not a language model)")
+    return 0
+
+
+def _run_day(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - AnticipationConfig
+    from task_learning.anticipation.experience import Experience, seed_experience
+    from task_learning.anticipation.household import load_household
+    from task_learning.anticipation.proposals import RoutineOperator
+    from task_learning.anticipation.simulation import run_day
+    from task_learning.kb.store import KnowledgeBase
+    from task_learning.llm.client import make_client
+    from task_learning.oversight.operator import Operator
+    from task_learning.oversight.terminal import TerminalOperator
+
+    spec = load_household(tasks=cfg.tasks)
+    days = {str(d["name"]): d for d in spec.days}
+    if args.day not in days:
+        raise TaskLearningError(f"--day: unknown day {args.day!r} (days of {spec.source}: {', '.join(days)})")
+    if args.context or args.done or args.assigned:
+        raise TaskLearningError("--day takes its context and tasks from the day; drop --context/--done/--assigned")
+    day = days[args.day]
+    operator: Operator = RoutineOperator(day["tasks"]) if args.operator == "simulated" else TerminalOperator()
+    client = make_client(args.llm)
+    with KnowledgeBase(args.db or ":memory:") as kb:
+        seed_experience(kb, cfg)
+        result = run_day(spec, cfg, Experience.from_kb(kb), day, agent="proposed", client=client,
+                         operator=operator, kb=kb, seed=args.seed)
+    client.raise_if_unavailable()
+    data = result.to_dict()
+    if args.json:
+        data["log"] = result.log
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"day {result.day}: {result.context}; the human's routine: {', '.join(result.routine)}")
+    for a in result.anticipations:
+        print(f"after {', '.join(a.done) or 'nothing'}: anticipated {', '.join(a.proposed) or 'nothing'}; "
+              f"kept {', '.join(a.kept) or 'nothing'}"
+              + "".join(f"; dropped {d['task']} ({d['reason']})" for d in a.dropped))
+    print(f"proposed to the operator: {', '.join(result.asked) or 'nothing'}")
+    print(f"confirmed: {', '.join(result.confirmed) or 'nothing'}; refused: {', '.join(result.refused) or 'nothing'}")
+    print(f"worked on ahead of the human (confirmed only): {', '.join(result.performed) or 'nothing'}")
+    print(f"done: {', '.join(result.done)} in {result.steps} team steps"
+          + ("" if result.finished else " (NOT finished)"))
+    print(f"LLM calls {result.llm_calls}, tokens {result.tokens}; actions for unconfirmed tasks: "
+          f"{result.unconfirmed_actions}")
+    if args.llm == "offline":
+        print("(offline model: not a language model)")
+    return 0
