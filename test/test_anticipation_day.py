@@ -165,3 +165,23 @@ def test_cli_experiment_anticipation(capsys):
     out = capsys.readouterr().out
     assert "Seed 002 gives no table of results" in out and "not a language model" in out
     assert "our days (held out)" in out
+
+
+def test_cli_anticipate_through_an_openai_compatible_endpoint(capsys, monkeypatch):
+    """The prompt goes as chat (config/llm.yaml routes the anticipation type to the chat model) to
+    a scripted server on loopback answering with the trace's Example 01 text."""
+    from task_learning.llm.fake_server import CHAT, FakeOpenAIServer, ScriptedReply, chat_body
+
+    with FakeOpenAIServer() as server:
+        server.queue(CHAT, ScriptedReply(body=chat_body(
+            "Prepare breakfast weekday, Prepare home work-station, Serve snacks, Clean kitchen\nBecause.")))
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        assert main(["anticipate", "--context", "weekday, working from home and need a snack", "--llm", "openai",
+                     "--json"]) == 0
+        sent = server.requests_to(CHAT)
+    data = json.loads(capsys.readouterr().out)
+    assert data["kept"] == ["Prepare breakfast weekday", "Prepare home work-station", "Serve snacks"]
+    assert [d["task"] for d in data["dropped"]] == ["Clean kitchen"]
+    assert len(sent) == 1 and sent[0].body["messages"][0]["role"] == "system"
+    assert sent[0].body["messages"][1]["content"].startswith("Task List: [")
