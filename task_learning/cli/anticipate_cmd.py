@@ -41,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--agent", default="agent", help="the agent's name (its own draws of examples)")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--day", default=None, help="simulate a day of config/anticipation/household.yaml (its `days`)")
+    p.add_argument("--robot", action="store_true",
+                   help="with --day: the robot's day in the symbolic world (AI2-THOR-like): confirmed tasks are "
+                        "performed by the planner's executor with the goals of config/anticipation/robot_goals.yaml")
     p.add_argument("--operator", choices=("simulated", "terminal"), default="simulated",
                    help="who confirms anticipated tasks in --day (simulated: knows the true routine)")
     p.add_argument("--json", action="store_true")
@@ -136,6 +139,8 @@ def _run_day(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - Anticipati
     day = days[args.day]
     operator: Operator = RoutineOperator(day["tasks"]) if args.operator == "simulated" else TerminalOperator()
     client = make_client(args.llm)
+    if args.robot:
+        return _robot_day(args, cfg, day, operator, client)
     with KnowledgeBase(args.db or ":memory:") as kb:
         seed_experience(kb, cfg)
         result = run_day(spec, cfg, Experience.from_kb(kb), day, agent="proposed", client=client,
@@ -158,6 +163,38 @@ def _run_day(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - Anticipati
           + ("" if result.finished else " (NOT finished)"))
     print(f"LLM calls {result.llm_calls}, tokens {result.tokens}; actions for unconfirmed tasks: "
           f"{result.unconfirmed_actions}")
+    if args.llm == "offline":
+        print("(offline model: not a language model)")
+    return 0
+
+
+def _robot_day(args: argparse.Namespace, cfg, day, operator, client) -> int:  # noqa: ANN001
+    from task_learning.anticipation.experience import Experience, seed_experience
+    from task_learning.anticipation.robot_day import run_robot_day
+    from task_learning.kb.store import KnowledgeBase
+
+    with KnowledgeBase(args.db or ":memory:") as kb:
+        seed_experience(kb, cfg)
+        result = run_robot_day(cfg, Experience.from_kb(kb), day, client=client, operator=operator, kb=kb,
+                               seed=args.seed)
+    client.raise_if_unavailable()
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return 0
+    print(f"robot's day {result.day}: {result.context}; the human's routine: {', '.join(result.routine)}")
+    for a in result.anticipations:
+        print(f"after {', '.join(a.done) or 'nothing'}: anticipated {', '.join(a.proposed) or 'nothing'}; "
+              f"kept {', '.join(a.kept) or 'nothing'}")
+    print(f"proposed to the operator: {', '.join(result.asked) or 'nothing'}")
+    print(f"confirmed: {', '.join(result.confirmed) or 'nothing'}; refused: {', '.join(result.refused) or 'nothing'}")
+    for p in result.performed:
+        how = "policy reused" if p["policy_reused"] else "BCR"
+        print(f"robot performed {p['task']}: {'done' if p['success'] else 'FAILED ' + p['message']} "
+              f"({p['actions']} actions, {how})")
+    print(f"done: {', '.join(result.done)} (by the robot: {', '.join(result.done_by_robot) or 'none'}; "
+          f"the human's actions: {result.human_actions})")
+    print(f"LLM calls {result.llm_calls}, tokens {result.tokens}; executions of unconfirmed tasks: "
+          f"{result.unconfirmed_executions}")
     if args.llm == "offline":
         print("(offline model: not a language model)")
     return 0
