@@ -161,6 +161,7 @@ class Base8Agent:
     name: str = "agent"
     max_corrections: int = MAX_CORRECTIONS
     max_tokens: int = 300
+    temperature: float = 0.7  # not stated in the seed; the anticipation prompt's (config prompt.temperature)
     corrections: int = 0
     calls: list[Call] = field(default_factory=list)
     refused_after_limit: int = 0  # infeasible answers met when no correction was left
@@ -174,9 +175,10 @@ class Base8Agent:
         messages = build_messages(house, goal_name, goal, self.context_text, previous or {}, self.name)
         feedback: list[str] = []
         while True:
+            context = request_context(house, goal, self.name, feedback)
+            context["sample"] = len(self.calls)  # each call is a new draw (as TBP's samples are)
             request = LLMRequest(prompt_type=PROMPT_TYPE, messages=messages, max_tokens=self.max_tokens,
-                                 context=request_context(house, goal, self.name, feedback),
-                                 scope=f"base8:{self.name}")
+                                 temperature=self.temperature, context=context, scope=f"base8:{self.name}")
             response = self.client.complete(request)
             if not response.ok:
                 self.llm_errors += 1

@@ -64,7 +64,7 @@ def _pct(value: float | None) -> str:
 
 def format_table(rows: list[dict[str, Any]], llm: str = "offline") -> str:
     head = (f"{'day':<14}{'condition':<13}{'steps':>6}{'P1 %':>6}{'R1 %':>6}{'P %':>6}{'R %':>6}"
-            f"{'LLM P %':>8}{'LLM R %':>8}{'calls':>7}{'tokens':>8}{'corr':>6}{'asked':>6}{'yes':>5}")
+            f"{'LLM P %':>8}{'LLM R %':>8}{'calls':>7}{'tokens':>8}{'corr':>6}{'over':>6}{'asked':>6}{'yes':>5}")
     lines = [f"Task anticipation (seed 002), LLM: {llm}", head]
     for source, title in (("trace", "days of the traces"), ("ours", "our days (held out)")):
         part = [r for r in rows if r["source"] == source]
@@ -79,9 +79,9 @@ def format_table(rows: list[dict[str, Any]], llm: str = "offline") -> str:
                 f"{r['day']:<14}{r['condition']:<13}{steps:>6}{_pct(r['first_precision']):>6}"
                 f"{_pct(r['first_recall']):>6}{_pct(r['precision']):>6}{_pct(r['recall']):>6}"
                 f"{_pct(r['llm_precision']):>8}{_pct(r['llm_recall']):>8}{r['llm_calls']:>7}{r['tokens']:>8}"
-                f"{r['corrections']:>6}{asked!s:>6}{yes!s:>5}")
+                f"{r['corrections']:>6}{r['refused_after_limit']:>6}{asked!s:>6}{yes!s:>5}")
     lines.append("P1/R1: the day's first anticipation (kept tasks vs the true routine); P/R: all of the day's "
                  "anticipations; LLM P/R: the LLM's answer before the validator; steps: team steps to finish "
                  "the routine (! = not finished in 200); corr: Base8 corrections (at most 3 per trial); "
-                 "asked/yes: proposals to the operator and its confirmations.")
+                 "over: infeasible Base8 answers after the 3 corrections (not executed: the agent waits); asked/yes: proposals to the operator and its confirmations.")
     return "\n".join(lines)

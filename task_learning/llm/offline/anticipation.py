@@ -18,6 +18,7 @@ Above temperature 0 a choice of probability p is taken when the hash is below p;
 Base8: the sound next action of the project's planner (task_learning/anticipation/planner.py) on
 the state the prompt gives, except that, like the trace's model, it sometimes names a place that
 is not adjacent (moving straight to where it wants to be) when no feedback has warned it yet.
+Above temperature 0 every call is a new draw (the request's `sample` index is hashed in).
 """
 from __future__ import annotations
 
@@ -142,6 +143,8 @@ def base8_response(request: LLMRequest, prompt_tokens: int) -> LLMResponse:
             straight = next_action(house, agent, goal, adjacent_only=False, avoid=avoid)
             salt = [agent, ",".join(f"{k}={v}" for k, v in sorted(house.at.items())), ",".join(ctx.get("goal") or ()),
                     ",".join(sorted(f"{k}:{v}" for k, v in house.place.items()))]
+            if float(request.temperature or 0.0) > 0:  # a new draw per call, seeded by the call's index
+                salt.append(str(ctx.get("sample", 0)))
             if (not ctx.get("feedback") and straight is not None and straight != action
                     and unit_hash(*salt, "skip adjacency") < SKIP_ADJACENCY_RATE):
                 action = straight  # names where it wants to be, not the next place on the way
