@@ -33,6 +33,9 @@ class Proposals:
     context: str = ""
     kb: KnowledgeBase | None = None
     timeout_s: float = 0.0
+    # Said after the question: through the oversight node, the day ("(trace_01, 2026-11-22)"), so
+    # the node's memory of answered questions never replays yesterday's "yes" as today's.
+    question_suffix: str = ""
     asked: list[str] = field(default_factory=list)
     confirmed: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # no, timeout or a failed operator
@@ -47,7 +50,8 @@ class Proposals:
 
     def _ask(self, task: str) -> bool:
         request = ConfirmationRequest(request_id=f"anticipate-{uuid.uuid4().hex[:12]}",
-                                      question=proposal_question(task), object_description=task,
+                                      question=proposal_question(task) + self.question_suffix,
+                                      object_description=task,
                                       timeout_s=self.timeout_s)
         if self.kb is not None:
             self.kb.record_question(request, task=KB_TASK, context=self.context)

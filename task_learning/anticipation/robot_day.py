@@ -88,7 +88,7 @@ class RobotDayResult:
 
 def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str, Any], *, client: Completer,
                   operator: Operator, kb: KnowledgeBase, goals: RobotGoals | None = None, seed: int = 0,
-                  max_actions: int = 100) -> RobotDayResult:
+                  max_actions: int = 100, question_suffix: str = "") -> RobotDayResult:
     from task_learning.bcr.domain import load_domain
     from task_learning.bcr.engines import HeuristicEngine
     from task_learning.planning.executor import GoalExecutor
@@ -102,7 +102,7 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
     robot = GoalExecutor(load_domain("household"), HeuristicEngine, kb, max_actions=max_actions)
     human = GoalExecutor(load_domain("household"), HeuristicEngine, None, max_actions=max_actions)
     anticipator = Anticipator(client, cfg, experience, agent="robot", seed=seed)
-    proposals = Proposals(operator, ctx.describe(cfg), kb)
+    proposals = Proposals(operator, ctx.describe(cfg), kb, question_suffix=question_suffix)
     attempted: set[str] = set()
 
     def holds_now(task: str) -> bool:

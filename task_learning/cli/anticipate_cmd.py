@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 
-from task_learning.cli.options import SEED
+from task_learning.cli.options import SEED, bounded_float
 from task_learning.errors import TaskLearningError
 
 
@@ -44,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--robot", action="store_true",
                    help="with --day: the robot's day in the symbolic world (AI2-THOR-like): confirmed tasks are "
                         "performed by the planner's executor with the goals of config/anticipation/robot_goals.yaml")
+    p.add_argument("--oversight", choices=("local", "ros"), default="local",
+                   help="with --day --robot: ask in-process (local) or through the ROS graph's oversight node (ros; "
+                        "start it with `task-learning bringup --nodes oversight`; with --operator terminal, answer "
+                        "with `task-learning operator` or the panel)")
+    p.add_argument("--wait", type=bounded_float(0.0, 600.0), default=10.0,
+                   help="seconds to wait for the oversight node (--oversight ros)")
     p.add_argument("--operator", choices=("simulated", "terminal"), default="simulated",
                    help="who confirms anticipated tasks in --day (simulated: knows the true routine)")
     p.add_argument("--json", action="store_true")
@@ -141,6 +147,8 @@ def _run_day(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - Anticipati
     client = make_client(args.llm)
     if args.robot:
         return _robot_day(args, cfg, day, operator, client)
+    if args.oversight == "ros":
+        raise TaskLearningError("--oversight ros goes with --robot (the robot's day)")
     with KnowledgeBase(args.db or ":memory:") as kb:
         seed_experience(kb, cfg)
         result = run_day(spec, cfg, Experience.from_kb(kb), day, agent="proposed", client=client,
@@ -169,19 +177,43 @@ def _run_day(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - Anticipati
 
 
 def _robot_day(args: argparse.Namespace, cfg, day, operator, client) -> int:  # noqa: ANN001
+    import datetime
+
     from task_learning.anticipation.experience import Experience, seed_experience
     from task_learning.anticipation.robot_day import run_robot_day
     from task_learning.kb.store import KnowledgeBase
 
-    with KnowledgeBase(args.db or ":memory:") as kb:
-        seed_experience(kb, cfg)
-        result = run_robot_day(cfg, Experience.from_kb(kb), day, client=client, operator=operator, kb=kb,
-                               seed=args.seed)
+    suffix = ""
+    answerer = None
+    if args.oversight == "ros":
+        from task_learning.anticipation.ros_oversight import SimulatedRoutineAnswerer, oversight_client
+
+        suffix = f" ({day['name']}, {datetime.date.today().isoformat()})"
+        asker = oversight_client("anticipation", args.wait)
+        if args.operator == "simulated":
+            try:
+                answerer = SimulatedRoutineAnswerer(day["tasks"], suffix, args.wait).start()
+            except BaseException:
+                asker.close()
+                raise
+        operator = asker
+    try:
+        with KnowledgeBase(args.db or ":memory:") as kb:
+            seed_experience(kb, cfg)
+            result = run_robot_day(cfg, Experience.from_kb(kb), day, client=client, operator=operator, kb=kb,
+                                   seed=args.seed, question_suffix=suffix)
+    finally:
+        if answerer is not None:
+            answerer.stop()
+        if args.oversight == "ros":
+            operator.close()
     client.raise_if_unavailable()
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
+    via = "the oversight node (ROS)" if args.oversight == "ros" else "in-process"
     print(f"robot's day {result.day}: {result.context}; the human's routine: {', '.join(result.routine)}")
+    print(f"questions go to the operator {via}")
     for a in result.anticipations:
         print(f"after {', '.join(a.done) or 'nothing'}: anticipated {', '.join(a.proposed) or 'nothing'}; "
               f"kept {', '.join(a.kept) or 'nothing'}")
