@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
+from task_learning.anticipation.anticipator import Completer
 from task_learning.anticipation.household import (
     ACTIONS,
     Action,
@@ -23,7 +24,7 @@ from task_learning.anticipation.household import (
     Literal,
     feedback_text,
 )
-from task_learning.llm.base import LLMRequest, LLMResponse
+from task_learning.llm.base import LLMRequest
 
 log = logging.getLogger(__name__)
 
@@ -130,10 +131,6 @@ def request_context(house: Household, goal: Sequence[Literal], agent: str, feedb
         "goal": [str(g) for g in goal],
         "feedback": list(feedback),
     }
-
-
-class Completer(Protocol):
-    def complete(self, request: LLMRequest) -> LLMResponse: ...
 
 
 @dataclass

@@ -165,7 +165,7 @@ def run_day(spec: HouseholdSpec, cfg: AnticipationConfig, experience: Experience
         current = next(t for t in routine if t not in result.done)
         if work and work[0] != current:
             work = [current] + [t for t in work if t != current and t not in result.done]
-        others = {o for o in house.held["agent"]}
+        others = set(house.held["agent"])
         human = next_action(house, "human", list(goals[current]), adjacent_only=False, avoid=others)
         mine: Action | None = None
         serves = current

@@ -22,9 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from task_learning.cli.options import SEED, bounded_float
 from task_learning.errors import TaskLearningError
+
+if TYPE_CHECKING:
+    from task_learning.anticipation.config import AnticipationConfig
+    from task_learning.llm.client import LLMClient
+    from task_learning.oversight.operator import Operator
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _task_list(value: str, option: str, cfg) -> list[str]:  # noqa: ANN001 - AnticipationConfig
+def _task_list(value: str, option: str, cfg: AnticipationConfig) -> list[str]:
     out = []
     for name in (n.strip() for n in value.split(",")):
         if not name:
@@ -126,14 +132,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_day(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - AnticipationConfig
+def _run_day(args: argparse.Namespace, cfg: AnticipationConfig) -> int:
     from task_learning.anticipation.experience import Experience, seed_experience
     from task_learning.anticipation.household import load_household
     from task_learning.anticipation.proposals import RoutineOperator
     from task_learning.anticipation.simulation import run_day
     from task_learning.kb.store import KnowledgeBase
     from task_learning.llm.client import make_client
-    from task_learning.oversight.operator import Operator
     from task_learning.oversight.terminal import TerminalOperator
 
     spec = load_household(tasks=cfg.tasks)
@@ -176,7 +181,8 @@ def _run_day(args: argparse.Namespace, cfg) -> int:  # noqa: ANN001 - Anticipati
     return 0
 
 
-def _robot_day(args: argparse.Namespace, cfg, day, operator, client) -> int:  # noqa: ANN001
+def _robot_day(args: argparse.Namespace, cfg: AnticipationConfig, day: dict[str, Any], operator: Operator,
+               client: LLMClient) -> int:
     import datetime
 
     from task_learning.anticipation.experience import Experience, seed_experience
@@ -185,6 +191,7 @@ def _robot_day(args: argparse.Namespace, cfg, day, operator, client) -> int:  # 
 
     suffix = ""
     answerer = None
+    asker = None
     if args.oversight == "ros":
         from task_learning.anticipation.ros_oversight import SimulatedRoutineAnswerer, oversight_client
 
@@ -205,8 +212,8 @@ def _robot_day(args: argparse.Namespace, cfg, day, operator, client) -> int:  # 
     finally:
         if answerer is not None:
             answerer.stop()
-        if args.oversight == "ros":
-            operator.close()
+        if asker is not None:
+            asker.close()
     client.raise_if_unavailable()
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

@@ -22,11 +22,14 @@ Above temperature 0 every call is a new draw (the request's `sample` index is ha
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
 from task_learning.llm.offline.hashing import unit_hash
 from task_learning.llm.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from task_learning.anticipation.household import Household
 
 # Spellings a model might use for a task (the traces' headers); the parser's alias table has them.
 SPELLINGS = {
@@ -42,7 +45,7 @@ REPEAT_DONE_RATE = 0.1
 SKIP_ADJACENCY_RATE = 0.3
 
 
-def _chooser(ctx: Mapping[str, Any], temperature: float):  # noqa: ANN202 - a small closure
+def _chooser(ctx: Mapping[str, Any], temperature: float) -> Callable[[str, float], bool]:
     salt = [str(ctx.get("agent", "")), str(ctx.get("day", "")), ",".join(ctx.get("facts") or ()),
             ",".join(ctx.get("done") or ()), f"{temperature:.3f}"]
 
@@ -154,7 +157,7 @@ def base8_response(request: LLMRequest, prompt_tokens: int) -> LLMResponse:
                        finish_reason="stop")
 
 
-def _house(ctx: Mapping[str, Any]):  # noqa: ANN202 - a Household
+def _house(ctx: Mapping[str, Any]) -> "Household":
     from task_learning.anticipation.household import Container, Household, HouseholdSpec
 
     containers = {n: Container(n, str(c["at"]), bool(c["opens"]), bool(c["switches"]),
