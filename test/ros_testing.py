@@ -393,6 +393,21 @@ class RosClient:
         return publisher
 
 
+def _summary(msg: Any) -> str:
+    """A failure message's view of a message: its status and how many objects, not a 1 MB repr."""
+    parts = [type(msg).__name__]
+    for field in ("status", "message"):
+        if isinstance(getattr(msg, field, None), str):
+            parts.append(f"{field}={getattr(msg, field)[:300]!r}")
+    objects = getattr(msg, "objects", None)
+    if objects is not None:
+        parts.append(f"{len(objects)} objects")
+    stamp = getattr(getattr(msg, "header", None), "stamp", None)
+    if stamp is not None:
+        parts.append(f"stamp {stamp.sec}.{stamp.nanosec:09d}")
+    return " ".join(parts)
+
+
 class Collector:
     """Messages received on one topic, with a wait for the first one matching a condition."""
 
@@ -415,5 +430,6 @@ class Collector:
                         return msg
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise AssertionError(f"no matching message within {timeout} s ({len(self.messages)} received)")
+                    last = f"; the last: {_summary(self.messages[-1])}" if self.messages else ""
+                    raise AssertionError(f"no matching message within {timeout} s ({len(self.messages)} received){last}")
                 self._cond.wait(left)

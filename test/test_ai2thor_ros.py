@@ -27,13 +27,15 @@ pytestmark = [pytest.mark.usefixtures("thor_env"), pytest.mark.slow, pytest.mark
 SCENE = "tidy_floorplan1"
 NODES = ["perception", "grounding", "oversight", "goal_elicitation", "planner"]
 # Latched like the publishers, with room for every message: a busy test process must not lose the
-# world_state published with a frame (KEEP_LAST with depth 1 would overwrite it).
+# world_state published with a frame (KEEP_LAST with depth 1 would overwrite it, on either side).
 LATCHED = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def _graph(graph: RosGraph, db, nodes=NODES, **env: str):
-    procs = [graph.start([CLI, "bringup", "--backend", "ai2thor", "--scene", SCENE, "--db", str(db), "--nodes", *nodes],
-                         name="bringup", **env)]
+    # world_state keeps its last 100 messages for reliable delivery (the node's default is 1): at
+    # 10 Hz a busy test process would otherwise lose the one published with the last frame.
+    procs = [graph.start([CLI, "bringup", "--backend", "ai2thor", "--scene", SCENE, "--db", str(db), "--nodes", *nodes,
+                          "--param", "perception.qos_depth:=100"], name="bringup", **env)]
     if "oversight" in nodes:
         procs.append(graph.start_cli("operator", "--simulated", SCENE, "--wait", "60"))
     return procs
