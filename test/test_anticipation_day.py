@@ -185,3 +185,25 @@ def test_cli_anticipate_through_an_openai_compatible_endpoint(capsys, monkeypatc
     assert [d["task"] for d in data["dropped"]] == ["Clean kitchen"]
     assert len(sent) == 1 and sent[0].body["messages"][0]["role"] == "system"
     assert sent[0].body["messages"][1]["content"].startswith("Task List: [")
+
+
+def test_cli_record_a_day_changes_what_the_validator_keeps(capsys, tmp_path):
+    db = str(tmp_path / "kb.sqlite")
+    ask = ["anticipate", "--context", "weekday, leaving for office", "--done",
+           "Prepare breakfast weekday,Pack bag,Prepare lunch", "--db", db, "--json"]
+    assert main(ask) == 0
+    before = json.loads(capsys.readouterr().out)
+    for _ in range(3):
+        assert main(["anticipate", "--context", "weekday, leaving for office", "--db", db, "--record",
+                     "Prepare breakfast weekday,Pack bag,Prepare lunch,Clean dishes"]) == 0
+    assert "17 days of experience" in capsys.readouterr().out.splitlines()[0]
+    assert main(ask) == 0
+    after = json.loads(capsys.readouterr().out)
+    # the offline model proposes Clean dishes here (deterministic); no office day had it, three now do
+    assert before["proposed"] == after["proposed"] == ["Clean dishes"]
+    assert before["kept"] == [] and "0 of 3 past routines" in before["dropped"][0]["reason"]
+    assert after["kept"] == ["Clean dishes"]
+    assert main(["anticipate", "--context", "weekday", "--record", "Pack bag"]) == 2
+    assert "--record needs --db" in capsys.readouterr().err
+    assert main(["anticipate", "--context", "weekday", "--db", db, "--record", "Pack bag,Fly"]) == 2
+    assert "--record: 'Fly' is not a task of the list" in capsys.readouterr().err

@@ -3,6 +3,10 @@
     task-learning anticipate --context "weekday, working from home and need a snack" \
         [--done "Prepare breakfast weekday"] [--assigned "Prepare coffee"] --llm offline [--db kb.sqlite] --json
 
+    task-learning anticipate --context "weekend, no guests" --record "Prepare breakfast weekend,Pack bag" --db kb.sqlite
+
+`--record` remembers a day the human did as experience (the validator then counts it).
+
     task-learning anticipate --day trace_01 --operator simulated|terminal [--db kb.sqlite] [--json]
 
 `--day` runs a simulated day of config/anticipation/household.yaml in-process instead: the human
@@ -29,6 +33,7 @@ from task_learning.errors import TaskLearningError
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig
+    from task_learning.anticipation.context import DayContext
     from task_learning.llm.client import LLMClient
     from task_learning.oversight.operator import Operator
 
@@ -44,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
     p.add_argument("--db", default=None, help="knowledge base with the routines (seeded from config when new); "
                                               "default: the config's experience in memory")
+    p.add_argument("--record", default=None, metavar="TASKS",
+                   help="instead of anticipating: remember a day the human did (its tasks, comma-separated, in "
+                        "order) as experience of --context in --db")
     p.add_argument("--agent", default="agent", help="the agent's name (its own draws of examples)")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--day", default=None, help="simulate a day of config/anticipation/household.yaml (its `days`)")
@@ -95,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         ctx = parse_context(args.context, cfg)
     except ConfigError as exc:
         raise TaskLearningError(f"--context: {exc.message}") from None
+    if args.record is not None:
+        return _record(args, cfg, ctx)
     done = _task_list(args.done, "--done", cfg)
     assigned = _task_list(args.assigned, "--assigned", cfg)
     if ctx.unknown_words:
@@ -129,6 +139,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"the LLM gave no answer: {result.error}")
     if args.llm == "offline":
         print("(offline model: not a language model)")
+    return 0
+
+
+def _record(args: argparse.Namespace, cfg: AnticipationConfig, ctx: DayContext) -> int:
+    from task_learning.anticipation.experience import record_day, seed_experience
+    from task_learning.kb.store import KnowledgeBase
+
+    if not args.db:
+        raise TaskLearningError("--record needs --db (the knowledge base that keeps the robot's experience)")
+    if ctx.unknown_words:
+        raise TaskLearningError(f"--context: words not understood: {' '.join(ctx.unknown_words)} "
+                                f"(known facts: {', '.join(cfg.facts)}); a remembered day must say what it was")
+    tasks = _task_list(args.record, "--record", cfg)
+    if not tasks:
+        raise TaskLearningError("--record: no tasks given")
+    with KnowledgeBase(args.db) as kb:
+        seed_experience(kb, cfg)
+        record_day(kb, ctx, tasks)
+        count = len(kb.routines())
+    print(json.dumps({"recorded": tasks, "context": ctx.describe(cfg), "routines": count}) if args.json
+          else f"remembered a {ctx.describe(cfg)}: {', '.join(tasks)} ({count} days of experience)")
     return 0
 
 
