@@ -21,8 +21,20 @@ from task_learning.experiments.table import (
 from task_learning.planning.session import CONDITIONS
 
 
+# --paper NAME -> the module whose run(args) prints that seed's tables; "stars" (seed 000) is
+# `run` below. Imported only when chosen, so `experiment` for one seed never loads the others.
+PAPERS = {
+    "stars": "",
+    "llm-state": "task_learning.cli.llm_state_experiment",
+    "anticipation": "task_learning.cli.anticipation_experiment",
+}
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
+    p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
+                   help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II) "
+                        "or anticipation (seed 002: the traces' days)")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--conditions", default=None,
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
@@ -32,13 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
     p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--paper", choices=PAPERS, default=None,
-                   help="another seed's tables instead of STARS (llm-state: seed 003's Tables I and II)")
     p.set_defaults(func=run)
-
-
-# --paper NAME -> the module whose run(args) prints that seed's tables.
-PAPERS = {"llm-state": "task_learning.cli.llm_state_experiment"}
 
 
 def _per_object(data: dict, key: str) -> float | None:
@@ -57,7 +63,7 @@ def default_conditions(scene: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if getattr(args, "paper", None):
+    if PAPERS.get(args.paper):
         import importlib
 
         return int(importlib.import_module(PAPERS[args.paper]).run(args))
