@@ -20,11 +20,22 @@ from task_learning.experiments.table import (
 )
 from task_learning.planning.session import CONDITIONS
 
-PAPERS = ("stars", "bootstrapping")
+# --paper NAME -> the module whose run(args) prints that seed's tables; "stars" (seed 000) is
+# `run` below. Imported only when chosen, so `experiment` for one seed never loads the others.
+PAPERS = {
+    "stars": "",
+    "llm-state": "task_learning.cli.llm_state_experiment",
+    "anticipation": "task_learning.cli.anticipation_experiment",
+    "bootstrapping": "task_learning.cli.bootstrapping_experiment",
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
+    p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
+                   help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II), "
+                        "anticipation (seed 002: the traces' days) or bootstrapping (seed 001's Table 1: "
+                        "production rules bootstrapped in --train-scene, tested on --test-scenes)")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--conditions", default=None,
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
@@ -34,9 +45,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
     p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--json", action="store_true")
-    p.add_argument("--paper", choices=PAPERS, default="stars",
-                   help="stars: seed 000's Table 2 on --scene (default); bootstrapping: seed 001's Table 1, "
-                        "production rules bootstrapped in --train-scene and tested on --test-scenes")
     p.add_argument("--train-scene", default="FloorPlan1", help="bootstrapping: the kitchen to learn in")
     p.add_argument("--test-scenes", default="FloorPlan6,FloorPlan9,FloorPlan14,FloorPlan21",
                    help="bootstrapping: held-out kitchens, comma-separated")
@@ -61,10 +69,10 @@ def default_conditions(scene: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.paper == "bootstrapping":
-        from task_learning.cli.bootstrap_cmd import run_paper_table
+    if PAPERS.get(args.paper):
+        import importlib
 
-        return run_paper_table(args)
+        return int(importlib.import_module(PAPERS[args.paper]).run(args))
     conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
                   if c.strip()]
     unknown = [c for c in conditions if c not in CONDITIONS]

@@ -107,6 +107,15 @@ CREATE TABLE IF NOT EXISTS world_statements (
     source TEXT NOT NULL DEFAULT '',
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS routines (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    day TEXT NOT NULL,
+    facts_json TEXT NOT NULL,
+    tasks_json TEXT NOT NULL,
+    explanation TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL
+);
 """
 
 
@@ -256,6 +265,21 @@ class Policy:
             successes=int(data.get("successes", 0)),
             failures=int(data.get("failures", 0)),
         )
+
+
+@dataclass(frozen=True)
+class StoredRoutine:
+    """One day the robot saw (task anticipation, seed 002): the day ("weekday"/"weekend"), the
+    facts of its context ("working_from_home", ...), the tasks in the order they were done, and
+    an explanation used when the day is shown to the LLM as an example."""
+
+    day: str
+    facts: tuple[str, ...]
+    tasks: tuple[str, ...]
+    explanation: str = ""
+    source: str = ""  # where it came from: "config" (the seeded days), "observed" (a day watched)
+    created_at: float = 0.0
+    routine_id: int = 0
 
 
 def action_to_dict(call: ActionCall) -> dict[str, Any]:
@@ -669,6 +693,32 @@ class KnowledgeBase:
                     self.record_statement(statement, truth, "import")
         return len(records)
 
+    # --- routines (task anticipation's experience, seed 002) ---------------------------------
+
+    def add_routines(self, routines: list[StoredRoutine]) -> list[int]:
+        """Store days the robot has seen (context, ordered tasks, explanation), all in one
+        transaction; returns their ids."""
+        ids = []
+        with self._transaction() as cur:
+            for r in routines:
+                cur.execute(
+                    "INSERT INTO routines (day, facts_json, tasks_json, explanation, source, created_at) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (r.day, json.dumps(sorted(r.facts)), json.dumps(list(r.tasks)), r.explanation,
+                     r.source, r.created_at or time.time()))
+                ids.append(int(cur.lastrowid or 0))
+        return ids
+
+    def routines(self) -> list[StoredRoutine]:
+        """Every stored routine, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, day, facts_json, tasks_json, explanation, source, created_at "
+                "FROM routines ORDER BY id").fetchall()
+        return [StoredRoutine(day=r[1], facts=tuple(json.loads(r[2])), tasks=tuple(json.loads(r[3])),
+                              explanation=r[4], source=r[5], created_at=r[6], routine_id=r[0])
+                for r in rows]
+
     # --- export / import ---------------------------------------------------------------------
 
     def export_dict(self) -> dict[str, Any]:
@@ -735,6 +785,7 @@ __all__ = [
     "KnowledgeBaseError",
     "LearnedGoal",
     "Policy",
+    "StoredRoutine",
     "OBJECT_VAR",
     "lift_literals",
     "ground_lifted",

@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, TokenLogprob
+from task_learning.llm.offline.anticipation import anticipation_response, base8_response
 from task_learning.llm.offline.bcr import respond as bcr_respond
+from task_learning.llm.offline.llm_state import PROMPT_TYPES as LLM_STATE_TYPES
+from task_learning.llm.offline.llm_state import respond as llm_state_respond
 from task_learning.llm.offline.decoder import decode
 from task_learning.llm.offline.feedback import parse_feedback
 from task_learning.llm.offline.knowledge import Knowledge, load_knowledge
@@ -39,6 +42,7 @@ log = logging.getLogger(__name__)
 
 LABEL = "offline (deterministic, not a language model)"
 GOAL_TYPES = ("initial", "recurse", "repair", "repair_recurse")
+SEED_002_TYPES = ("anticipation", "base8_action")
 _AWARE = re.compile(r"Aware of (?:an? |the )?(.+?) (in|on) (?:the )?(.+?)\.", re.IGNORECASE)
 
 
@@ -96,10 +100,15 @@ class OfflineProvider:
             return self._selection(request)
         if kind == "bcr_selection":
             return self._bcr(request)
+        if kind in LLM_STATE_TYPES:
+            return llm_state_respond(request)  # seed 003's three prompts (offline/llm_state.py)
+        if kind in SEED_002_TYPES:  # task anticipation (offline/anticipation.py)
+            answer = anticipation_response if kind == "anticipation" else base8_response
+            return answer(request, count_prompt_tokens(request))
         if kind in PRODUCTION_TYPES:
-            return self._productions(request)
-        raise ProviderError(f"offline model: unsupported prompt_type {kind!r} (expected one of "
-                            f"{', '.join(GOAL_TYPES + ('selection', 'bcr_selection') + PRODUCTION_TYPES)})")
+            return self._productions(request)  # seed 001's prompts (offline/productions.py)
+        known = GOAL_TYPES + ("selection", "bcr_selection") + LLM_STATE_TYPES + SEED_002_TYPES + PRODUCTION_TYPES
+        raise ProviderError(f"offline model: unsupported prompt_type {kind!r} (expected one of {', '.join(known)})")
 
     def complete_batch(self, requests: list[LLMRequest], timeout_s: float = 30.0) -> list[LLMResponse]:
         """A list of requests in one "round trip" (what a list-prompt completions request is to a

@@ -1,0 +1,145 @@
+"""The robot's day: anticipated tasks proposed to the operator, confirmed ones performed by the
+planner's executor in the built-in symbolic world (AI2-THOR's metadata and actions).
+
+Each task of the list maps to goal literals the stack understands (config/anticipation/
+robot_goals.yaml, BCR's literal syntax, on config/anticipation/home_scene.yaml). The day runs in
+rounds: the robot anticipates the rest of the day (from the tasks done so far), proposes every
+kept task it has not asked about yet ("Shall I prepare coffee next?"), and performs the first
+confirmed one not done yet, reaching its literals with `GoalExecutor` (BCR with the heuristic
+engine; the policy it learns is stored in the knowledge base and replayed next time); then the
+simulated human does the next task of its routine that is not done yet (the same executor acts for
+the human, counted apart). A task is done when its literals hold. The robot never acts for a task
+the operator did not confirm: `unconfirmed_executions` counts any attempt and must stay 0."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from task_learning.anticipation.anticipator import AnticipationResult, Anticipator, Completer
+from task_learning.anticipation.config import AnticipationConfig
+from task_learning.anticipation.context import parse_context
+from task_learning.anticipation.experience import Experience
+from task_learning.anticipation.proposals import Proposals
+from task_learning.bcr.literals import LiteralSyntaxError, StateView, holds, parse_literal
+from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.errors import ConfigError
+from task_learning.kb.store import KnowledgeBase
+from task_learning.oversight.operator import Operator
+from task_learning.types import GoalLiteral
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RobotGoals:
+    scene: Path
+    tasks: dict[str, tuple[GoalLiteral, ...]]
+
+
+def load_robot_goals(path: str | Path | None = None, tasks: Sequence[str] | None = None) -> RobotGoals:
+    file = Path(path) if path else config_path("anticipation", "robot_goals.yaml")
+    data = check_keys(load_yaml(file), file=file, key="", required=("scene", "tasks"))
+    scene = file.parent / str(expect_type(data["scene"], str, file=file, key="scene"))
+    goals = {}
+    for task, texts in expect_type(data["tasks"], dict, file=file, key="tasks").items():
+        key = join_key("tasks", str(task))
+        literals = []
+        for i, text in enumerate(expect_type(texts, list, file=file, key=key)):
+            try:
+                literals.append(parse_literal(str(text)))
+            except LiteralSyntaxError as exc:
+                raise ConfigError(file, f"{key}[{i}]", str(exc)) from None
+        goals[str(task)] = tuple(literals)
+    missing = [t for t in tasks or () if t not in goals]
+    if missing:
+        raise ConfigError(file, "tasks", f"no goals for task(s) {', '.join(missing)}")
+    return RobotGoals(scene, goals)
+
+
+@dataclass
+class RobotDayResult:
+    day: str
+    context: str
+    routine: list[str]
+    anticipations: list[AnticipationResult] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+    confirmed: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    performed: list[dict[str, Any]] = field(default_factory=list)  # the robot's tasks: task, success, actions
+    done: list[str] = field(default_factory=list)
+    done_by_robot: list[str] = field(default_factory=list)
+    human_actions: int = 0
+    unconfirmed_executions: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    finished: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"day": self.day, "context": self.context, "routine": self.routine,
+                "anticipations": [{"done": a.done, "proposed": a.proposed, "kept": a.kept, "dropped": a.dropped,
+                                   "issues": a.issues} for a in self.anticipations],
+                "asked": self.asked, "confirmed": self.confirmed, "refused": self.refused,
+                "performed": self.performed, "done": self.done, "done_by_robot": self.done_by_robot,
+                "human_actions": self.human_actions, "unconfirmed_executions": self.unconfirmed_executions,
+                "llm_calls": self.llm_calls, "tokens": self.tokens, "finished": self.finished}
+
+
+def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str, Any], *, client: Completer,
+                  operator: Operator, kb: KnowledgeBase, goals: RobotGoals | None = None, seed: int = 0,
+                  max_actions: int = 100, question_suffix: str = "") -> RobotDayResult:
+    from task_learning.bcr.domain import load_domain
+    from task_learning.bcr.engines import HeuristicEngine
+    from task_learning.planning.executor import GoalExecutor
+    from task_learning.world.factory import make_backend
+
+    goals = goals or load_robot_goals(tasks=cfg.tasks)
+    ctx = parse_context(str(day["context"]), cfg)
+    routine = [str(t) for t in day["tasks"]]
+    result = RobotDayResult(str(day["name"]), ctx.describe(cfg), routine)
+    world = make_backend("symbolic", str(goals.scene), seed=seed)
+    robot = GoalExecutor(load_domain("household"), HeuristicEngine, kb, max_actions=max_actions)
+    human = GoalExecutor(load_domain("household"), HeuristicEngine, None, max_actions=max_actions)
+    anticipator = Anticipator(client, cfg, experience, agent="robot", seed=seed)
+    proposals = Proposals(operator, ctx.describe(cfg), kb, question_suffix=question_suffix)
+    attempted: set[str] = set()
+
+    def holds_now(task: str) -> bool:
+        state = StateView(world.metadata)
+        return all(holds(lit, state) for lit in goals.tasks[task])
+
+    for _round in range(2 * len(routine) + 2):
+        if all(t in result.done for t in routine):
+            break
+        res = anticipator.anticipate(ctx, result.done)
+        result.anticipations.append(res)
+        result.llm_calls += 1
+        result.tokens += res.prompt_tokens + res.completion_tokens
+        confirmed = proposals.confirm_new(res.kept)
+        todo = [t for t in confirmed if t not in result.done and t not in attempted]
+        if todo:
+            task = todo[0]
+            attempted.add(task)
+            if task not in proposals.confirmed:  # cannot happen: confirm_new returns confirmed tasks only
+                result.unconfirmed_executions += 1
+                continue
+            literals = list(goals.tasks[task])
+            # The executor keys a learned policy by the task and its first object's type and place.
+            reach = robot.reach(world, literals, task=f"anticipated: {task}", object_id=literals[0].args[0])
+            result.performed.append({"task": task, "success": reach.success, "actions": len(reach.outcomes),
+                                     "policy_reused": reach.policy_reused, "message": reach.message})
+            if reach.success and task in routine and task not in result.done:
+                result.done.append(task)
+                result.done_by_robot.append(task)
+        following = next((t for t in routine if t not in result.done), None)
+        if following is None:
+            break
+        if not holds_now(following):
+            outcome = human.reach(world, list(goals.tasks[following]))
+            result.human_actions += len(outcome.outcomes)
+        result.done.append(following)
+    result.done = [t for t in routine if t in result.done]
+    result.finished = all(t in result.done for t in routine)
+    result.asked, result.confirmed, result.refused = proposals.asked, proposals.confirmed, proposals.refused
+    return result

@@ -1,0 +1,71 @@
+"""Proposals through the ROS graph's oversight node (the `oversight/confirm` service), and a
+simulated operator that answers them through `oversight/answer` as someone who knows the day's
+routine would.
+
+Kept apart from the core: it imports the ROS client (`task_learning_nodes.oversight_client`)
+lazily, so the core library stays free of rclpy."""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Sequence
+
+from task_learning.anticipation.proposals import RoutineOperator
+from task_learning.errors import TaskLearningError
+
+log = logging.getLogger(__name__)
+
+
+def oversight_client(name: str, wait_s: float) -> Any:
+    """An OversightClient (an Operator) whose node is up, or a clear error."""
+    try:
+        from task_learning_nodes.oversight_client import OversightClient
+    except ImportError as exc:
+        raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
+    client = OversightClient(name=name, service_wait_s=wait_s)
+    if not client.available(wait_s):
+        client.close()
+        raise TaskLearningError(f"the oversight node is not running (no oversight/confirm service after {wait_s:g} s); "
+                                "start it with `task-learning bringup --nodes oversight`")
+    return client
+
+
+class SimulatedRoutineAnswerer:
+    """Answers, through the oversight node, the day's "Shall I ... next? (<tag>)" questions (and no
+    others) as `RoutineOperator` would; runs in a thread of its own until `stop()`."""
+
+    def __init__(self, routine: Sequence[str], tag: str, wait_s: float = 10.0) -> None:
+        self.user = RoutineOperator(routine)
+        self.tag = tag
+        self.client = oversight_client("simulated_routine", wait_s)
+        self.answered: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="simulated-routine-operator", daemon=True)
+
+    def start(self) -> "SimulatedRoutineAnswerer":
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set() and self.client.ok():
+            try:
+                pending = [r for r in self.client.pending(fresh=True)
+                           if r.request_id not in self.answered and r.question.endswith(self.tag)]
+            except TaskLearningError as exc:
+                log.warning("simulated operator: %s", exc)
+                self._stop.wait(0.2)
+                continue
+            if not pending:
+                self.client.spin_once(0.1)
+                continue
+            for request in pending:
+                answer = self.user.ask(request)
+                reply = self.client.submit(request.request_id, answer.answer, answer.description)
+                self.answered.add(request.request_id)
+                if not reply.accepted:
+                    log.warning("simulated operator: answer refused: %s", reply.message)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10.0)
+        self.client.close()

@@ -1,0 +1,225 @@
+"""Algorithm 1 of seed 003 (LLM-State) and the baselines and ablations it is compared with.
+
+Loop (Algorithm 1): until done, (1) attention adds key objects from the current observation,
+(2) the estimator rebuilds the state from the whole history since step 0, (3) the policy returns a
+plan of fewer than 20 primitives, executed in order; the first failed action breaks the plan and
+the loop re-plans. The state is thus rebuilt after a failure and after a fully executed plan.
+
+Where the paper is silent (documented choices):
+* done: the run ends when the policy returns an empty plan (it believes the goal holds), when
+  the step cap is reached (every executed action counts, failed ones too), or when an answer holds
+  no parseable call (the clear reason is recorded); success is the task's goal check on the
+  world's true state at the end;
+* the estimator is not called while the history is empty (there is nothing to estimate yet);
+* a plan longer than 20 calls is cut to 20; the rest counts as dropped (plan_too_long);
+* a call on an object never observed (the appendix's "move(lightswitch3)") is executed and fails
+  in the world, then the loop re-plans; such calls are counted (unknown_object_calls).
+
+Methods: ours; no_summary and no_objects (Table II's ablations: the state without the summary /
+without the object entries); no_states (Table I's "w/o States": observation and history straight
+to the policy); inner_monologue (InnerMonologue-W: one action per call over a window of the last
+INNER_MONOLOGUE_WINDOW actions); progprompt (the task as a program over the primitives and the
+objects seen; after a failure it is continued from the steps run so far, each marked ok or FAILED).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from task_learning.llm.base import LLMRequest, LLMResponse
+from task_learning.llm_state.calls import ParsedAnswer, parse_attention, parse_estimator, parse_plan
+from task_learning.llm_state.household import Household, HouseholdWorld, TaskSpec, load_household
+from task_learning.llm_state.prompts import (
+    PLAN_LIMIT,
+    HistoryEntry,
+    attention_prompt,
+    estimator_prompt,
+    policy_prompt,
+    progprompt_prompt,
+)
+from task_learning.llm_state.state import OpenState
+
+log = logging.getLogger(__name__)
+
+METHODS = ("ours", "no_states", "inner_monologue", "progprompt", "no_summary", "no_objects")
+INNER_MONOLOGUE_WINDOW = 10  # the paper gives no size; ten actions, fixed before any run
+MAX_ANSWER_TOKENS = 1500
+
+
+class Completer(Protocol):
+    """What the loop needs of an LLM client (task_learning.llm.client.LLMClient fits)."""
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        ...
+
+
+@dataclass
+class TrialResult:
+    """One run of one method on one task and map."""
+
+    task: str
+    map: str
+    method: str
+    success: bool = False
+    steps: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    replans: int = 0
+    dropped_calls: int = 0
+    dropped: Counter = field(default_factory=Counter)  # by kind
+    unknown_object_calls: int = 0
+    end_reason: str = ""
+    llm_errors: int = 0
+    action_log: list[str] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    runtime_s: float = 0.0
+    prompt_tokens_last: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"success": self.success, "steps": self.steps, "llm_calls": self.llm_calls,
+                "tokens": self.tokens, "replans": self.replans, "dropped_calls": self.dropped_calls,
+                "dropped_by_kind": dict(sorted(self.dropped.items())),
+                "unknown_object_calls": self.unknown_object_calls, "end_reason": self.end_reason,
+                "task": self.task, "map": self.map, "method": self.method,
+                "llm_errors": self.llm_errors, "action_log": list(self.action_log),
+                "final_state": self.state, "runtime_s": round(self.runtime_s, 4)}
+
+
+class LLMStateAgent:
+    """Runs one method's loop in one world; every model call goes through `client`."""
+
+    def __init__(self, client: Completer, method: str = "ours", *, max_tokens: int = MAX_ANSWER_TOKENS,
+                 on_state: Callable[[OpenState], None] | None = None, history_window: int | None = None) -> None:
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+        self.client = client
+        self.method = method
+        self.max_tokens = max_tokens
+        self.on_state = on_state  # e.g. a ROS node publishing the state topic
+        # None: the paper's mode (the estimator reads the whole history at every rebuild). N: this
+        # project's extension for long runs: the estimator reads the last state and the last N
+        # actions, and the policy sees the last N actions (bench/bench_llm_state.py).
+        if history_window is not None and history_window < 1:
+            raise ValueError(f"history_window must be >= 1, got {history_window}")
+        self.history_window = history_window
+        self.state = OpenState()
+
+    # ------------------------------------------------------------------ model calls
+    def _ask(self, kind: str, prompt: str, context: dict[str, Any], result: TrialResult, scope: str) -> str:
+        request = LLMRequest(prompt_type=kind, prompt=prompt, max_tokens=self.max_tokens,
+                             context=context, scope=scope)
+        response = self.client.complete(request)
+        result.llm_calls += 1
+        result.tokens += response.prompt_tokens + response.completion_tokens
+        result.prompt_tokens_last[kind] = response.prompt_tokens
+        if not response.ok:
+            result.llm_errors += 1
+            log.warning("%s call failed: %s", kind, response.error)
+            return ""
+        return response.text
+
+    @staticmethod
+    def _count(result: TrialResult, kind: str, parsed: ParsedAnswer | None = None, rejected: int = 0) -> None:
+        n = (len(parsed.dropped) if parsed else 0) + rejected
+        if n:
+            result.dropped[kind] += n
+            result.dropped_calls += n
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, world: HouseholdWorld, task: TaskSpec, *, cap: int | None = None, trial: int = 0) -> TrialResult:
+        """One episode. `llm_calls` and `tokens` count every request the method made (a cache
+        hit included: they measure what the method asks for); `trial` keeps the client's
+        per-scope request cap per run."""
+        started = time.perf_counter()
+        result = TrialResult(task=task.name, map=world.map_name, method=self.method)
+        limit = int(cap or task.cap)
+        history: list[HistoryEntry] = []
+        state = self.state = OpenState()
+        scope = f"{task.name}@{world.map_name}/{self.method}#{trial}"
+        uses_state = self.method in ("ours", "no_summary", "no_objects")
+        with_summary = self.method != "no_summary"
+        with_objects = self.method != "no_objects"
+        first = True
+        while result.steps < limit:
+            obs = world.observe()
+            if uses_state and with_objects:
+                text, ctx = attention_prompt(state, obs, task.goal)
+                parsed = parse_attention(self._ask("llm_state_attention", text, ctx, result, scope))
+                report = state.add_key_objects(parsed.calls, obs.known)
+                self._count(result, "attention", parsed, len(report.rejected))
+            window = self.history_window
+            recent = history[-window:] if window else history
+            if uses_state and history:
+                previous = None
+                if window and len(history) > window:
+                    previous = OpenState(list(state.key_objects), {k: list(v) for k, v in state.entries.items()},
+                                         state.summary)
+                text, ctx = estimator_prompt(state, recent, obs, task.goal, with_summary=with_summary,
+                                             with_objects=with_objects, previous=previous, hands=world.hands)
+                parsed = parse_estimator(self._ask("llm_state_estimator", text, ctx, result, scope))
+                report = state.rebuild(parsed.calls, obs.known, with_summary=with_summary,
+                                       with_objects=with_objects)
+                self._count(result, "estimator", parsed, len(report.rejected))
+            if uses_state and self.on_state is not None:
+                self.on_state(state)
+            if self.method == "progprompt":
+                text, ctx = progprompt_prompt(task.goal, obs, history, hands=world.hands)
+            elif self.method == "inner_monologue":
+                text, ctx = policy_prompt(task.goal, obs, history[-INNER_MONOLOGUE_WINDOW:], None, single_step=True,
+                                          hands=world.hands)
+            else:
+                text, ctx = policy_prompt(task.goal, obs, recent, state if uses_state else None,
+                                          with_summary=with_summary, with_objects=with_objects, hands=world.hands)
+            errors_before = result.llm_errors
+            answer = self._ask("llm_state_policy", text, ctx, result, scope)
+            parsed = parse_plan(answer)
+            self._count(result, "policy", parsed)
+            calls = parsed.calls
+            if not calls:
+                if result.llm_errors > errors_before:
+                    result.end_reason = "llm_error: the policy call failed"
+                elif parsed.dropped:
+                    result.end_reason = "no_parseable_plan: the policy's answer held no parseable call"
+                else:
+                    result.end_reason = "policy_done: the policy returned an empty plan"
+                break
+            if len(calls) > PLAN_LIMIT:
+                self._count(result, "plan_too_long", rejected=len(calls) - PLAN_LIMIT)
+                calls = calls[:PLAN_LIMIT]
+            if not first:
+                result.replans += 1
+            first = False
+            known = obs.known
+            for call in calls:
+                if result.steps >= limit:
+                    break
+                if any(arg not in known for arg in call.args):
+                    result.unknown_object_calls += 1
+                outcome = world.execute(call)
+                result.steps += 1
+                entry = HistoryEntry(call, outcome.success)
+                history.append(entry)
+                result.action_log.append(entry.render() + ("" if outcome.success else f" [{outcome.reason}]"))
+                known = world.observe().known
+                if not outcome.success:
+                    break  # re-plan on the first failure
+        else:
+            result.end_reason = f"step_cap: {limit} steps"
+        if not result.end_reason:
+            result.end_reason = f"step_cap: {limit} steps"
+        result.success = world.check(task)
+        result.state = state.to_dict() if uses_state else {}
+        result.runtime_s = time.perf_counter() - started
+        return result
+
+
+def run_trial(task_name: str, map_name: str, method: str, client: Completer, *, hands: int = 2,
+              household: Household | None = None, cap: int | None = None) -> TrialResult:
+    """One fresh world, one run."""
+    house = household or load_household()
+    task = house.task(task_name)
+    world = HouseholdWorld(house, map_name, task, hands=hands)
+    return LLMStateAgent(client, method).run(world, task, cap=cap)

@@ -1,0 +1,561 @@
+"""The open-world household of seed 003's experiments, as a deterministic symbolic world.
+
+Rooms, light switches, closed containers that hide their contents until opened, appliances
+(fridge, microwave, toaster), a robot with `hands` hands (two, as in the paper), and objects the
+robot sees only in its own room. It takes the paper's nine primitives (`move(o)`, `pickup(o)`,
+`placein(o1, o2)`, `placeon(o1, o2)`, `open(o)`, `close(o)`, `switchon(o)`, `switchoff(o)`,
+`wait()`) and answers each with a binary success flag, as VirtualHome's API does in the paper.
+The reason for a failure is kept for logs and tests; the planner never sees it.
+
+Rules (the preconditions the prompts' "Important!" block states, plus the hidden ones the
+paper's failures come from):
+* move(x): x is a room, or an object the robot has seen; the robot goes to x's room and is then
+  close to x's piece of furniture and everything visible on or in it (the appendix's
+  "You are closed to"). Moving to a room leaves it close to nothing.
+* acting on an object needs it close (held objects are always close) and visible;
+* pickup needs a free hand and a graspable, pickable object; open/close/switchon/switchoff need a
+  free hand (two held items block them, as the prompt warns);
+* placein needs an open container (or one that does not open, like a toaster) with room left:
+  a toaster takes one slice (Fig. 4 of the paper), a microwave one item;
+* switching on a toaster toasts what is in it, a microwave (closed) heats what is in it; both
+  then turn off by themselves. Light switches start on, containers closed, appliances off.
+
+This world is not the AI2-THOR-speaking `world/symbolic.py`: the paper's primitives, lower-case
+VirtualHome names and several rooms do not fit a one-room AI2-THOR kitchen, so the grounding
+stack does not run on it.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.llm_state.calls import PLAN_FUNCTIONS, Call
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HANDS = 2
+_CLASS_KEYS = ("container", "openable", "surface", "switchable", "pickable", "capacity", "effect",
+               "needs_closed", "starts_on")
+_DIGITS = re.compile(r"\d+$")
+
+
+def class_of(name: str) -> str:
+    """lightswitch2 -> lightswitch; kitchen1 -> kitchen."""
+    return _DIGITS.sub("", name)
+
+
+@dataclass(frozen=True)
+class ObjectClass:
+    name: str
+    container: bool = False
+    openable: bool = False
+    surface: bool = False
+    switchable: bool = False
+    pickable: bool = False
+    capacity: int = 0  # 0: no limit
+    effect: str = ""  # attribute switching on gives to the contents (toasted, hot)
+    needs_closed: bool = False
+    starts_on: bool = False
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    name: str
+    rooms: tuple[str, ...]
+    start: str
+    objects: tuple[tuple[str, str, str], ...]  # (name, relation ROOM|ON|IN, parent)
+    heldout: bool = False  # written after the offline model: reported apart
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    goal: str
+    level: str  # simple | hard
+    cap: int
+    check: tuple[Mapping[str, Any], ...]
+    special: bool = False
+    setup: Mapping[str, Any] = field(default_factory=dict)
+    heldout: bool = False  # not in the paper, written after the offline model: reported apart
+
+
+@dataclass(frozen=True)
+class Household:
+    """Everything households.yaml and tasks.yaml define."""
+
+    classes: Mapping[str, ObjectClass]
+    maps: Mapping[str, MapSpec]
+    tasks: Mapping[str, TaskSpec]
+
+    @property
+    def paper_maps(self) -> list[str]:
+        return [n for n, m in self.maps.items() if not m.heldout]
+
+    @property
+    def paper_tasks(self) -> list[str]:
+        return [n for n, t in self.tasks.items() if not t.heldout]
+
+    def map(self, name: str) -> MapSpec:
+        if name not in self.maps:
+            raise TaskLearningError(f"unknown map {name!r} (known: {', '.join(self.maps)})")
+        return self.maps[name]
+
+    def task(self, name: str) -> TaskSpec:
+        if name not in self.tasks:
+            raise TaskLearningError(f"unknown task {name!r} (known: {', '.join(self.tasks)})")
+        return self.tasks[name]
+
+
+# ----------------------------------------------------------------------------- loading
+def _load_classes(data: Any, file: Path) -> dict[str, ObjectClass]:
+    classes = {}
+    for name, spec in expect_type(data, dict, file=file, key="classes").items():
+        key = join_key("classes", str(name))
+        check_keys(spec, file=file, key=key, optional=_CLASS_KEYS)
+        values = dict(spec)
+        for flag in ("container", "openable", "surface", "switchable", "pickable", "needs_closed", "starts_on"):
+            expect_type(values.get(flag, False), bool, file=file, key=join_key(key, flag))
+        capacity = expect_type(values.get("capacity", 0), int, file=file, key=join_key(key, "capacity"))
+        if capacity < 0:
+            raise ConfigError(file, join_key(key, "capacity"), "must be >= 0")
+        effect = expect_type(values.get("effect", ""), str, file=file, key=join_key(key, "effect"))
+        classes[str(name)] = ObjectClass(name=str(name), capacity=capacity, effect=effect,
+                                         **{k: bool(values.get(k, False)) for k in (
+                                             "container", "openable", "surface", "switchable", "pickable",
+                                             "needs_closed", "starts_on")})
+    return classes
+
+
+def _load_map(name: str, spec: Any, classes: Mapping[str, ObjectClass], file: Path) -> MapSpec:
+    key = join_key("maps", name)
+    check_keys(spec, file=file, key=key, required=("rooms", "start", "objects"), optional=("heldout",))
+    rooms = tuple(str(r) for r in expect_type(spec["rooms"], list, file=file, key=join_key(key, "rooms")))
+    if not rooms:
+        raise ConfigError(file, join_key(key, "rooms"), "needs at least one room")
+    if spec["start"] not in rooms:
+        raise ConfigError(file, join_key(key, "start"), f"{spec['start']!r} is not one of the rooms")
+    objects: list[tuple[str, str, str]] = []
+    seen: dict[str, str] = {}
+    for i, entry in enumerate(expect_type(spec["objects"], list, file=file, key=join_key(key, "objects"))):
+        okey = join_key(join_key(key, "objects"), i)
+        check_keys(entry, file=file, key=okey, required=("name",), optional=("room", "on", "in"))
+        obj = str(entry["name"])
+        where = [k for k in ("room", "on", "in") if k in entry]
+        if len(where) != 1:
+            raise ConfigError(file, okey, "needs exactly one of room, on, in")
+        parent = str(entry[where[0]])
+        if class_of(obj) not in classes:
+            raise ConfigError(file, join_key(okey, "name"), f"unknown class {class_of(obj)!r}")
+        if obj in seen or obj in rooms:
+            raise ConfigError(file, join_key(okey, "name"), f"{obj!r} is defined twice")
+        if where[0] == "room" and parent not in rooms:
+            raise ConfigError(file, join_key(okey, "room"), f"{parent!r} is not one of the rooms")
+        if where[0] != "room":
+            if parent not in seen:
+                raise ConfigError(file, join_key(okey, where[0]), f"{parent!r} is not defined above")
+            cls = classes[class_of(parent)]
+            if where[0] == "in" and not cls.container:
+                raise ConfigError(file, join_key(okey, "in"), f"{parent!r} is not a container")
+            if where[0] == "on" and not cls.surface:
+                raise ConfigError(file, join_key(okey, "on"), f"{parent!r} is not a surface")
+        seen[obj] = parent
+        objects.append((obj, {"room": "ROOM", "on": "ON", "in": "IN"}[where[0]], parent))
+    return MapSpec(name=name, rooms=rooms, start=str(spec["start"]), objects=tuple(objects),
+                   heldout=bool(expect_type(spec.get("heldout", False), bool, file=file, key=join_key(key, "heldout"))))
+
+
+_CHECK_KEYS = ("class", "from_on", "state", "on", "in", "not_on", "room", "not_held", "count")
+
+
+def _load_task(name: str, spec: Any, file: Path) -> TaskSpec:
+    key = join_key("tasks", name)
+    check_keys(spec, file=file, key=key, required=("goal", "level", "cap", "check"),
+               optional=("special", "setup", "heldout"))
+    if spec["level"] not in ("simple", "hard"):
+        raise ConfigError(file, join_key(key, "level"), "expected simple or hard")
+    cap = expect_type(spec["cap"], int, file=file, key=join_key(key, "cap"))
+    if cap < 1:
+        raise ConfigError(file, join_key(key, "cap"), "must be >= 1")
+    checks = expect_type(spec["check"], list, file=file, key=join_key(key, "check"))
+    for i, cond in enumerate(checks):
+        ckey = join_key(join_key(key, "check"), i)
+        check_keys(cond, file=file, key=ckey, optional=_CHECK_KEYS)
+        if ("class" in cond) == ("from_on" in cond):
+            raise ConfigError(file, ckey, "needs exactly one of class, from_on")
+        states = cond.get("state", [])
+        if not isinstance(states, list) or not all(isinstance(v, str) for v in states):
+            raise ConfigError(file, join_key(ckey, "state"), 'expected a list of strings (quote "on" and "off": '
+                              'YAML reads them as true and false)')
+        count = cond.get("count", 1)
+        if count != "all" and not (isinstance(count, int) and count >= 1):
+            raise ConfigError(file, join_key(ckey, "count"), "expected a number >= 1 or 'all'")
+    setup = spec.get("setup") or {}
+    check_keys(setup, file=file, key=join_key(key, "setup"), optional=("ungraspable",))
+    if "ungraspable" in setup:
+        check_keys(setup["ungraspable"], file=file, key=join_key(key, "setup.ungraspable"),
+                   required=("count",), optional=("class", "on"))
+    return TaskSpec(name=name, goal=str(spec["goal"]), level=str(spec["level"]), cap=cap,
+                    check=tuple(dict(c) for c in checks), special=bool(spec.get("special", False)),
+                    setup=dict(setup), heldout=bool(spec.get("heldout", False)))
+
+
+def load_household(folder: str | Path | None = None) -> Household:
+    """Read and validate households.yaml and tasks.yaml (config/llm_state/ by default)."""
+    base = Path(folder) if folder is not None else config_path("llm_state")
+    return _load_household(str(base))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_household(base: str) -> Household:
+    house_file = Path(base) / "households.yaml"
+    data = check_keys(load_yaml(house_file), file=house_file, key="", required=("classes", "maps"))
+    classes = _load_classes(data["classes"], house_file)
+    maps = {str(n): _load_map(str(n), s, classes, house_file)
+            for n, s in expect_type(data["maps"], dict, file=house_file, key="maps").items()}
+    task_file = Path(base) / "tasks.yaml"
+    tdata = check_keys(load_yaml(task_file), file=task_file, key="", required=("tasks",))
+    tasks = {str(n): _load_task(str(n), s, task_file)
+             for n, s in expect_type(tdata["tasks"], dict, file=task_file, key="tasks").items()}
+    return Household(classes=classes, maps=maps, tasks=tasks)
+
+
+# ----------------------------------------------------------------------------- observation
+@dataclass(frozen=True)
+class Observation:
+    """O_t as the appendix prints it: cumulative object, container and surface lists (every
+    object seen so far, where it was last seen), the rooms, what is held, what is close, the room."""
+
+    objects: tuple[tuple[str, str, str], ...]  # (name, IN|ON, parent) as last seen
+    containers: tuple[str, ...]
+    surfaces: tuple[str, ...]
+    rooms: tuple[str, ...]
+    holding: tuple[str, ...]
+    close_to: tuple[str, ...]
+    room: str
+
+    @property
+    def known(self) -> frozenset[str]:
+        """Every name the robot may talk about: seen objects and rooms."""
+        return frozenset([o[0] for o in self.objects] + list(self.rooms) + list(self.holding))
+
+    def where(self, name: str) -> tuple[str, str] | None:
+        for obj, rel, parent in self.objects:
+            if obj == name:
+                return rel, parent
+        return None
+
+    def render(self) -> str:
+        def listing(items: list[str]) -> str:
+            return "[" + ", ".join(repr(i) for i in items) + "]"
+
+        placed = {o[0]: f"{o[0]} {o[1]} {o[2]}" for o in self.objects}
+        return "\n".join([
+            "Object List: " + listing(list(placed.values())),
+            "Container List: " + listing([placed.get(c, c) for c in self.containers]),
+            "Surface List: " + listing([placed.get(s, s) for s in self.surfaces]),
+            "Room List: " + listing(list(self.rooms)),
+            "Current Holding: " + listing(list(self.holding)),
+            "You are closed to: " + listing(list(self.close_to)),
+            f"Current Room: {self.room}",
+        ])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"objects": [list(o) for o in self.objects], "containers": list(self.containers),
+                "surfaces": list(self.surfaces), "rooms": list(self.rooms),
+                "holding": list(self.holding), "close_to": list(self.close_to), "room": self.room}
+
+
+# ----------------------------------------------------------------------------- the world
+@dataclass
+class _Thing:
+    name: str
+    cls: ObjectClass
+    relation: str  # ROOM | ON | IN | HELD
+    parent: str  # room name, object name, or "" when held
+    is_open: bool = False
+    is_on: bool = False
+    graspable: bool = True
+    attributes: set[str] = field(default_factory=set)  # toasted, hot
+
+
+@dataclass(frozen=True)
+class StepResult:
+    success: bool
+    reason: str = ""  # for logs and tests only: the planner sees the flag alone
+
+
+class HouseholdWorld:
+    """One episode on one map for one task. Deterministic: no randomness anywhere."""
+
+    def __init__(self, household: Household, map_name: str, task: TaskSpec | None = None,
+                 hands: int = DEFAULT_HANDS) -> None:
+        if hands < 1:
+            raise TaskLearningError(f"hands must be >= 1, got {hands}")
+        spec = household.map(map_name)
+        self.map_name = map_name
+        self.rooms = spec.rooms
+        self.hands = hands
+        self.room = spec.start
+        self.anchor = ""  # the furniture the robot stands at ("" = middle of the room)
+        self.held: list[str] = []
+        self.things: dict[str, _Thing] = {}
+        for name, relation, parent in spec.objects:
+            cls = household.classes[class_of(name)]
+            self.things[name] = _Thing(name, cls, relation, parent, is_on=cls.starts_on)
+        self.initial_on = {n for n, t in self.things.items() if t.relation == "ON"}
+        self.initial_parent = {n: t.parent for n, t in self.things.items()}
+        self.seen: dict[str, tuple[str, str]] = {}
+        if task is not None:
+            self._setup(task)
+        self._look()
+
+    def _setup(self, task: TaskSpec) -> None:
+        spec = task.setup.get("ungraspable")
+        if not spec:
+            return
+        names = sorted(n for n, t in self.things.items() if t.cls.pickable
+                       and ("class" not in spec or class_of(n) == spec["class"])
+                       and ("on" not in spec or class_of(t.parent) == spec["on"]))
+        for name in names[: int(spec["count"])]:
+            self.things[name].graspable = False
+
+    # ------------------------------------------------------------------ geometry
+    def room_of(self, name: str) -> str:
+        if name in self.rooms:
+            return name
+        thing = self.things[name]
+        if thing.relation == "HELD":
+            return self.room
+        if thing.relation == "ROOM":
+            return thing.parent
+        return self.room_of(thing.parent)
+
+    def _top(self, name: str) -> str:
+        """The piece of furniture (resting in a room) that `name` is on or in."""
+        thing = self.things[name]
+        while thing.relation in ("ON", "IN"):
+            thing = self.things[thing.parent]
+        return thing.name
+
+    def visible(self, name: str) -> bool:
+        thing = self.things.get(name)
+        if thing is None:
+            return False
+        if thing.relation == "HELD":
+            return True
+        if self.room_of(name) != self.room:
+            return False
+        while thing.relation in ("ON", "IN"):
+            parent = self.things[thing.parent]
+            if thing.relation == "IN" and parent.cls.openable and not parent.is_open:
+                return False
+            thing = parent
+        return True
+
+    def close_to(self) -> list[str]:
+        if not self.anchor:
+            return []
+        return [n for n in self.things if self.things[n].relation != "HELD" and self.visible(n)
+                and self._top(n) == self.anchor]
+
+    def _look(self) -> None:
+        for name, thing in self.things.items():
+            if thing.relation != "HELD" and self.visible(name):
+                self.seen[name] = ("IN" if thing.relation in ("ROOM", "IN") else "ON", thing.parent)
+
+    def observe(self) -> Observation:
+        objects = tuple((n, rel, parent) for n, (rel, parent) in self.seen.items())
+        return Observation(
+            objects=objects,
+            containers=tuple(n for n in self.seen if self.things[n].cls.container),
+            surfaces=tuple(n for n in self.seen if self.things[n].cls.surface),
+            rooms=self.rooms, holding=tuple(self.held), close_to=tuple(self.close_to()), room=self.room)
+
+    # ------------------------------------------------------------------ actions
+    def execute(self, call: Call) -> StepResult:
+        """Run one primitive; a failed one changes nothing."""
+        if call.name not in PLAN_FUNCTIONS or len(call.args) != PLAN_FUNCTIONS[call.name]:
+            return StepResult(False, f"not a primitive: {call.render()}")
+        result = getattr(self, "_do_" + call.name)(*call.args)
+        if result.success:
+            self._look()
+        return result
+
+    def _reachable(self, name: str) -> StepResult | None:
+        if name not in self.things:
+            return StepResult(False, f"no object {name!r} here")
+        if name in self.held:
+            return None
+        if not self.visible(name):
+            return StepResult(False, f"{name} is not visible")
+        if name not in self.close_to():
+            return StepResult(False, f"not close to {name}")
+        return None
+
+    def _free_hand(self) -> bool:
+        return len(self.held) < self.hands
+
+    def _do_move(self, target: str) -> StepResult:
+        if target in self.rooms:
+            self.room, self.anchor = target, ""
+            return StepResult(True)
+        if target not in self.things or target not in self.seen:
+            return StepResult(False, f"unknown object {target!r}")
+        if target in self.held:
+            return StepResult(False, f"{target} is in hand")
+        self.room = self.room_of(target)
+        self.anchor = self._top(target)
+        return StepResult(True)
+
+    def _do_pickup(self, name: str) -> StepResult:
+        blocked = self._reachable(name)
+        if blocked:
+            return blocked
+        thing = self.things[name]
+        if name in self.held:
+            return StepResult(False, f"{name} is already held")
+        if not thing.cls.pickable or not thing.graspable:
+            return StepResult(False, f"{name} cannot be grasped")
+        if not self._free_hand():
+            return StepResult(False, "both hands are full")
+        if any(t.parent == name and t.relation in ("ON", "IN") for t in self.things.values()):
+            return StepResult(False, f"something is on or in {name}")
+        thing.relation, thing.parent = "HELD", ""
+        self.held.append(name)
+        return StepResult(True)
+
+    def _place(self, name: str, target: str, relation: str) -> StepResult:
+        if name not in self.held:
+            return StepResult(False, f"{name} is not held")
+        blocked = self._reachable(target)
+        if blocked:
+            return blocked
+        dest = self.things[target]
+        if relation == "IN":
+            if not dest.cls.container:
+                return StepResult(False, f"{target} is not a container")
+            if dest.cls.openable and not dest.is_open:
+                return StepResult(False, f"{target} is closed")
+            inside = sum(1 for t in self.things.values() if t.relation == "IN" and t.parent == target)
+            if dest.cls.capacity and inside >= dest.cls.capacity:
+                return StepResult(False, f"{target} is full")
+        elif not dest.cls.surface:
+            return StepResult(False, f"{target} is not a surface")
+        thing = self.things[name]
+        thing.relation, thing.parent = relation, target
+        self.held.remove(name)
+        return StepResult(True)
+
+    def _do_placein(self, name: str, target: str) -> StepResult:
+        return self._place(name, target, "IN")
+
+    def _do_placeon(self, name: str, target: str) -> StepResult:
+        return self._place(name, target, "ON")
+
+    def _toggle_check(self, name: str) -> StepResult | None:
+        blocked = self._reachable(name)
+        if blocked:
+            return blocked
+        if not self._free_hand():
+            return StepResult(False, "both hands are full")
+        return None
+
+    def _do_open(self, name: str) -> StepResult:
+        blocked = self._toggle_check(name)
+        if blocked:
+            return blocked
+        thing = self.things[name]
+        if not thing.cls.openable:
+            return StepResult(False, f"{name} cannot be opened")
+        if thing.is_open:
+            return StepResult(False, f"{name} is already open")
+        thing.is_open = True
+        return StepResult(True)
+
+    def _do_close(self, name: str) -> StepResult:
+        blocked = self._toggle_check(name)
+        if blocked:
+            return blocked
+        thing = self.things[name]
+        if not thing.cls.openable or not thing.is_open:
+            return StepResult(False, f"{name} is not open")
+        thing.is_open = False
+        return StepResult(True)
+
+    def _do_switchon(self, name: str) -> StepResult:
+        blocked = self._toggle_check(name)
+        if blocked:
+            return blocked
+        thing = self.things[name]
+        if not thing.cls.switchable:
+            return StepResult(False, f"{name} cannot be switched")
+        if thing.is_on:
+            return StepResult(False, f"{name} is already on")
+        if thing.cls.needs_closed and thing.is_open:
+            return StepResult(False, f"{name} must be closed to switch on")
+        if thing.cls.effect:
+            for other in self.things.values():
+                if other.relation == "IN" and other.parent == name:
+                    other.attributes.add(thing.cls.effect)
+            return StepResult(True)  # done at once: the appliance turns itself off
+        thing.is_on = True
+        return StepResult(True)
+
+    def _do_switchoff(self, name: str) -> StepResult:
+        blocked = self._toggle_check(name)
+        if blocked:
+            return blocked
+        thing = self.things[name]
+        if not thing.cls.switchable or not thing.is_on:
+            return StepResult(False, f"{name} is not on")
+        thing.is_on = False
+        return StepResult(True)
+
+    def _do_wait(self) -> StepResult:
+        return StepResult(True)
+
+    # ------------------------------------------------------------------ goal checks
+    def _facts(self, name: str) -> set[str]:
+        thing = self.things[name]
+        facts = set(thing.attributes)
+        if thing.cls.switchable and not thing.cls.effect:
+            facts.add("on" if thing.is_on else "off")
+        if thing.cls.openable:
+            facts.add("open" if thing.is_open else "closed")
+        return facts
+
+    def _satisfies(self, name: str, cond: Mapping[str, Any]) -> bool:
+        thing = self.things[name]
+        if any(s not in self._facts(name) for s in cond.get("state", [])):
+            return False
+        if "on" in cond and not (thing.relation == "ON" and class_of(thing.parent) == cond["on"]):
+            return False
+        if "in" in cond and not (thing.relation == "IN" and class_of(thing.parent) == cond["in"]):
+            return False
+        if "not_on" in cond and thing.relation == "ON" and class_of(thing.parent) == cond["not_on"]:
+            return False
+        if cond.get("not_held") and thing.relation == "HELD":
+            return False
+        return not ("room" in cond and class_of(self.room_of(name)) != cond["room"])
+
+    def check(self, task: TaskSpec) -> bool:
+        """Does the task's goal hold in the world's true state?"""
+        for cond in task.check:
+            if "from_on" in cond:
+                pool = [n for n in self.things if n in self.initial_on and self.things[n].cls.pickable
+                        and class_of(self.initial_parent[n]) == cond["from_on"]]
+            else:
+                pool = [n for n in self.things if class_of(n) == cond["class"]]
+                if "room" in cond:
+                    pool = [n for n in pool if class_of(self.room_of(n)) == cond["room"]]
+            good = [n for n in pool if self._satisfies(n, cond)]
+            need = len(pool) if cond.get("count", 1) == "all" else int(cond.get("count", 1))
+            if not pool or len(good) < need:
+                return False
+        return True
