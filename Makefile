@@ -15,12 +15,13 @@ setup:
 demo: setup
 	@$(VENV)/bin/task-learning demo
 
-# Lint (rules in ruff.toml), type check (mypy.ini: task_learning/), then every test (pytest.ini).
+# Lint (rules in ruff.toml), type check (mypy.ini: task_learning/), then every test (pytest.ini),
+# printing the 25 slowest: where the suite's time goes.
 # The core tests alone, in seconds: .venv/bin/python -m pytest -m "not ros and not slow"
 test: setup
 	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
 	@$(VENV)/bin/mypy --no-error-summary
-	@$(PY) -m pytest -q test
+	@$(PY) -m pytest -q --durations=25 test
 
 # rqt with the operator plugin (rqt's own venv, made on first use). The offscreen default above is
 # for the tests: with a display, rqt opens a window unless QT_QPA_PLATFORM was set by the caller.
