@@ -84,11 +84,11 @@ def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
 
     goals = load_robot_goals(tasks=load_anticipation_config().tasks)
     db = tmp_path / "planner.sqlite"
-    graph = _bringup(ros_graph, db, tmp_path / "oversight.sqlite", 8.0)
+    graph = _bringup(ros_graph, db, tmp_path / "oversight.sqlite", 12.0)
     client = ros_graph.client("anticipation_test")
     try:
         # Nobody but this test answers: the first question gets "no", the second none (it times
-        # out at the node's 8 s), every later one "yes".
+        # out at the node's 12 s), every later one "yes".
         proc = _day(ros_graph, "trace_03", db, "--operator", "terminal")
         answered: dict[str, str] = {}
         seen: list[str] = []
