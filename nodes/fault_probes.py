@@ -129,14 +129,17 @@ def probe_force_action_json(c: Client) -> dict[str, Any]:
                   unconfirmed_executed=int(response.outcome.success))
 
 
+def _refused_or_hung(name: str, status: str) -> dict[str, Any]:
+    """A goal the planner rejected passes (it did nothing); one that never ended fails."""
+    return result(name, status == "rejected", "rejected" if status == "rejected" else "no result (hang)")
+
+
 def probe_scene_path(c: Client) -> dict[str, Any]:
     name = "perform_task scene '/etc/passwd'"
     status, res = c.goal(PerformTask, "perform_task", PerformTask.Goal(task="tidy kitchen", scene="/etc/passwd",
                                                                        condition="STARS+O"), timeout=60)
-    if status == "rejected":
-        return result(name, True, "rejected")
-    if status == "timeout":
-        return result(name, False, "no result (hang)")
+    if status != "done":
+        return _refused_or_hung(name, status)
     # Scenes come over ROS by name only: an error that comes from parsing the file means the
     # planner opened a path a client chose.
     read_it = any(w in res.message for w in ("root:", "expected a mapping", "malformed YAML", "not UTF-8"))
@@ -149,10 +152,8 @@ def probe_truth_maybe(c: Client) -> dict[str, Any]:
     name = "reach_goal with truth 'maybe'"
     goal = ReachGoal.Goal(goal=[GoalLiteral(predicate="inside", args=["Mug|1", "Cabinet|1"], truth="maybe")])
     status, res = c.goal(ReachGoal, "reach_goal", goal, timeout=60)
-    if status == "rejected":
-        return result(name, True, "rejected")
-    if status == "timeout":
-        return result(name, False, "no result (hang)")
+    if status != "done":
+        return _refused_or_hung(name, status)
     ok = not res.success and bool(res.message)
     return result(name, ok, f"success={res.success}: {res.message[:160] or '(empty message)'}",
                   unconfirmed_executed=int(bool(res.outcomes)))
@@ -162,10 +163,8 @@ def probe_unconfirmed_reach(c: Client) -> dict[str, Any]:
     name = "reach_goal nobody confirmed"
     goal = ReachGoal.Goal(goal=[GoalLiteral(predicate="inside", args=["Mug|1", "GarbageCan|1"], truth="true")])
     status, res = c.goal(ReachGoal, "reach_goal", goal, timeout=120)
-    if status == "rejected":
-        return result(name, True, "rejected")
-    if status == "timeout":
-        return result(name, False, "no result (hang)")
+    if status != "done":
+        return _refused_or_hung(name, status)
     moved = sum(1 for o in res.outcomes if o.success)
     ok = moved == 0 and not res.success
     return result(name, ok, f"success={res.success}, {moved} action(s) executed: {res.message[:120]}",

@@ -21,7 +21,6 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -44,6 +43,7 @@ from task_learning.world.scene import Scene
 from task_learning_interfaces.action import Skill
 
 from task_learning_nodes.fetch_params import FETCH_PARAMETERS
+from task_learning_nodes.params import declare_parameters
 
 
 def stamp_of(header: Any) -> float:
@@ -113,9 +113,7 @@ class FetchFrontend:
 
     def __init__(self, node: Node, scene: Scene | None) -> None:
         self.node = node
-        for name, (default, doc) in FETCH_PARAMETERS.items():
-            node.declare_parameter(name, default, ParameterDescriptor(description=doc))
-        get = lambda name: node.get_parameter(name).value  # noqa: E731
+        get = declare_parameters(node, FETCH_PARAMETERS).__getitem__  # ranges and choices checked here
         try:
             self.T_base_camera = g.from_xyz_quat([float(v) for v in get("camera_to_base")])
         except ValueError as exc:
@@ -143,10 +141,6 @@ class FetchFrontend:
             raise ValueError(f"parameter marker_dictionary: {exc}") from None
         self.pose_tolerance_s = float(get("pose_tolerance_s"))
         self._pending: tuple[Image, Image, CameraInfo] | None = None
-        for name in ("sync_slop_s", "pose_tolerance_s", "max_frame_age_s", "frame_timeout_s", "belief_half_life_s", "block_after_s",
-                     "skill_server_wait_s", "skill_timeout_s"):
-            if float(get(name)) < 0:
-                raise ValueError(f"parameter {name} must be >= 0, got {get(name)}")
         self.skills = RosSkillClient(node, str(get("skill_action")), server_wait_s=float(get("skill_server_wait_s")),
                                      timeout_s=float(get("skill_timeout_s")))
         self.world = FetchWorld(registry, self.skills, scene=scene, max_age_s=float(get("max_frame_age_s")),
@@ -159,8 +153,6 @@ class FetchFrontend:
         self._pose_lock = threading.Lock()
         self._color_count = 0
         qos_name = str(get("image_qos"))
-        if qos_name not in ("sensor_data", "reliable"):
-            raise ValueError(f"parameter image_qos must be sensor_data or reliable, got {qos_name!r}")
         # keep only the newest frames: a bridge that falls behind skips frames rather than using
         # ones that went stale in a queue
         qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT if qos_name == "sensor_data"

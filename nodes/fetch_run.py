@@ -29,7 +29,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.msg import WorldState
 from task_learning_nodes.demo import _start, _stop, perform_task
-from task_learning_nodes.fetch_params import FETCH_PARAMETERS
+from task_learning_nodes.fetch_params import FETCH_DEFAULTS
 
 BIN = Path(sys.executable).parent
 
@@ -47,7 +47,7 @@ class GraphWatch:
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(WorldState, "world_state", self._on_world, latched)
-        self.node.create_subscription(Image, str(FETCH_PARAMETERS["color_topic"][0]), self._on_image,
+        self.node.create_subscription(Image, str(FETCH_DEFAULTS["color_topic"]), self._on_image,
                                       QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)

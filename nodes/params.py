@@ -24,7 +24,7 @@ from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
 
-ParamValue = bool | int | float | str
+ParamValue = bool | int | float | str | tuple[float, ...]  # a tuple: a double array
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ class Param:
 
 def _type_name(value: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number with a decimal point",
-            str: "a string"}.get(type(value), type(value).__name__)
+            str: "a string", tuple: "a list of numbers with decimal points, e.g. [0.1, 0.0]"}.get(
+                type(value), type(value).__name__)
 
 
 def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
@@ -71,7 +72,8 @@ def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for param in params:
         try:
-            value = node.declare_parameter(param.name, param.default, param.descriptor()).value
+            default = list(param.default) if isinstance(param.default, tuple) else param.default
+            value = node.declare_parameter(param.name, default, param.descriptor()).value
         except InvalidParameterTypeException:
             hint = " (write it with a decimal point, e.g. 120.0)" if isinstance(param.default, float) \
                 else ' (quote strings that look like numbers or booleans, e.g. "off")' \

@@ -281,6 +281,16 @@ class PlannerNode(Node):
             self._stop.request("canceled by the client")
         return self._stop
 
+    def _claim_or_refuse(self, what: str, goal_handle: Any, result: Any) -> StopToken | None:
+        """The body for this goal, or None with the goal aborted and `result` saying who has it."""
+        stop = self._claim(what, goal_handle)
+        if stop is None:
+            result.success = False
+            result.message = self._busy_message(what)
+            self.get_logger().warning(result.message)
+            goal_handle.abort()
+        return stop
+
     def _release(self) -> None:
         self._busy_with = ""
         self._current_goal = None
@@ -346,12 +356,8 @@ class PlannerNode(Node):
 
     def _perform_task(self, goal_handle: Any) -> PerformTask.Result:
         result = PerformTask.Result()
-        stop = self._claim("perform_task", goal_handle)
+        stop = self._claim_or_refuse("perform_task", goal_handle, result)
         if stop is None:
-            result.success = False
-            result.message = self._busy_message("perform_task")
-            self.get_logger().warning(result.message)
-            goal_handle.abort()
             return result
         learner: TaskLearner | None = None
         try:
@@ -475,12 +481,8 @@ class PlannerNode(Node):
     # --- ReachGoal -----------------------------------------------------------------------------
     def _reach_goal(self, goal_handle: Any) -> ReachGoal.Result:
         result = ReachGoal.Result()
-        stop = self._claim("reach_goal", goal_handle)
+        stop = self._claim_or_refuse("reach_goal", goal_handle, result)
         if stop is None:
-            result.success = False
-            result.message = self._busy_message("reach_goal")
-            self.get_logger().warning(result.message)
-            goal_handle.abort()
             return result
         outcomes: list = []
         try:

@@ -17,7 +17,6 @@ import threading
 import time
 from typing import Any
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
@@ -34,45 +33,40 @@ from task_learning.perception.skills import SKILLS, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import Skill
-from task_learning_nodes.fetch_params import DEFAULT_CAMERA_TO_BASE, FETCH_PARAMETERS
+from task_learning_nodes.fetch_params import FETCH_PARAMETERS
+from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.node_base import run_node
 
 FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker")
 STRAY_MARKER_ID = 99
 
 
+PARAMETERS: tuple[Param, ...] = (
+    Param("scene", "store_groceries", "scene under config/scenes/ (or a path)"),
+    Param("publish_rate_hz", 5.0, "frames per second", min=0.1, max=100.0),
+    Param("width", 640, "image width in pixels", min=16, max=4096),
+    Param("height", 480, "image height in pixels", min=16, max=4096),
+    Param("depth_noise_m", 0.005, "sigma of the Gaussian depth noise, m", min=0.0, max=1.0),
+    Param("look_around_steps", 12, "headings of the look-around at start (0: none)", min=0, max=360),
+    Param("look_around_hold_s", 2.0, "how long the robot looks in each heading", min=0.0, max=60.0),
+    Param("scan_until_first_skill", True, "repeat the look-around until the first skill goal arrives"),
+    Param("skill_delay_s", 0.0, "every skill takes this long (tests of timeouts)", min=0.0, max=3600.0),
+    Param("fault", "", "bad input to inject: " + " | ".join(f for f in FAULTS if f), choices=FAULTS),
+    Param("seed", 0, "depth noise seed"),
+    Param("camera_frame", "head_camera_rgb_optical_frame", "frame_id of the images"),
+    # the robot's end of the bridge's topics, skill server and camera mount, from the same rows
+    *(p for p in FETCH_PARAMETERS if p.name in ("color_topic", "depth_topic", "camera_info_topic",
+                                                "base_pose_topic", "skill_action", "camera_to_base")),
+)
+
+
 class SyntheticRobotNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("synthetic_robot", **kwargs)
-        params: dict[str, tuple[Any, str]] = {
-            "scene": ("store_groceries", "scene under config/scenes/ (or a path)"),
-            "publish_rate_hz": (5.0, "frames per second"),
-            "width": (640, "image width in pixels"),
-            "height": (480, "image height in pixels"),
-            "depth_noise_m": (0.005, "sigma of the Gaussian depth noise, m"),
-            "look_around_steps": (12, "headings of the look-around at start (0: none)"),
-            "look_around_hold_s": (2.0, "how long the robot looks in each heading"),
-            "scan_until_first_skill": (True, "repeat the look-around until the first skill goal arrives"),
-            "skill_delay_s": (0.0, "every skill takes this long (tests of timeouts)"),
-            "fault": ("", "bad input to inject: " + " | ".join(f for f in FAULTS if f)),
-            "seed": (0, "depth noise seed"),
-            "camera_frame": ("head_camera_rgb_optical_frame", "frame_id of the images"),
-        }
-        for key in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic", "skill_action"):
-            params[key] = FETCH_PARAMETERS[key]
-        params["camera_to_base"] = (DEFAULT_CAMERA_TO_BASE, FETCH_PARAMETERS["camera_to_base"][1])
-        for name, (default, doc) in params.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=doc))
-        get = lambda name: self.get_parameter(name).value  # noqa: E731
+        get = declare_parameters(self, PARAMETERS).__getitem__
         self.fault = str(get("fault"))
-        if self.fault not in FAULTS:
-            raise ValueError(f"parameter fault must be one of {', '.join(repr(f) for f in FAULTS)}, got {self.fault!r}")
         rate = float(get("publish_rate_hz"))
-        if rate <= 0:
-            raise ValueError(f"parameter publish_rate_hz must be > 0, got {rate}")
         width, height = int(get("width")), int(get("height"))
-        if width < 16 or height < 16:
-            raise ValueError(f"image size {width}x{height} is too small")
         try:
             T_base_camera = g.from_xyz_quat([float(v) for v in get("camera_to_base")])
         except ValueError as exc:

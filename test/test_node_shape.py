@@ -11,6 +11,9 @@ import pytest
 
 from task_learning.bringup import load_bringup_config, params_file_keys
 
+from task_learning_nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
+from task_learning_nodes.fetch_params import FETCH_PARAMETERS
+
 from .ros_testing import ROOT
 
 NODES = [spec for spec in load_bringup_config().nodes]
@@ -26,10 +29,22 @@ def test_main_is_run_node(spec):
 
 @pytest.mark.parametrize("spec", NODES, ids=lambda s: s.name)
 def test_parameters_are_described_and_the_file_sets_only_declared_ones(spec):
-    from task_learning_nodes.params import Param
-
     module = importlib.import_module(spec.module)
     params = module.PARAMETERS
+    _check_rows(params)
+    declared = {p.name for p in params}
+    # rclpy ignores a value for an undeclared parameter: a misspelt key would change nothing.
+    # (A nested mapping in the file, e.g. `ai2thor:`, sets the parameters named `ai2thor.<key>`.)
+    groups = {name.split(".", 1)[0] for name in declared if "." in name}
+    if spec.name == "perception":  # declared by the fetch bridge when backend is fetch
+        declared |= {p.name for p in FETCH_PARAMETERS}
+    assert params_file_keys(spec.params_file) <= declared | groups
+
+
+def _check_rows(params) -> None:
+    """Each row has a description, a descriptor rclpy accepts, a default within its range."""
+    from task_learning_nodes.params import Param
+
     assert params and all(isinstance(p, Param) for p in params)
     for param in params:
         assert len(param.description) > 10, param.name
@@ -39,14 +54,16 @@ def test_parameters_are_described_and_the_file_sets_only_declared_ones(spec):
             assert param.min <= param.default <= param.max, param.name
         if param.choices:
             assert param.default in param.choices, param.name
-    declared = {p.name for p in params}
-    # rclpy ignores a value for an undeclared parameter: a misspelt key would change nothing.
-    # (A nested mapping in the file, e.g. `ai2thor:`, sets the parameters named `ai2thor.<key>`.)
-    groups = {name.split(".", 1)[0] for name in declared if "." in name}
-    if spec.name == "perception":  # declared by the fetch bridge when backend is fetch
-        from task_learning_nodes.fetch_params import FETCH_PARAMETERS
-        declared |= set(FETCH_PARAMETERS)
-    assert params_file_keys(spec.params_file) <= declared | groups
+
+
+def test_the_fetch_bridge_and_the_synthetic_robot_declare_described_rows():
+    _check_rows(FETCH_PARAMETERS)
+    _check_rows(synthetic_robot.PARAMETERS)
+    # the robot's end of the topics and the camera mount are the bridge's own rows
+    shared = {p.name: p for p in FETCH_PARAMETERS}
+    robot_end = {p.name: p for p in synthetic_robot.PARAMETERS if p.name in shared}
+    assert robot_end == {n: shared[n] for n in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic",
+                                                "skill_action", "camera_to_base")}
 
 
 def test_bad_values_name_the_parameter(ros_graph):

@@ -186,14 +186,7 @@ def _reuse_without_operator(ctx: ProbeContext) -> ProbeResult:
     first = _run(ctx, db, "STARS")
     if first.returncode != 0:
         return ProbeResult(CATEGORY, "STARS goals reused under STARS+O", False, f"STARS run failed: {first.stderr[-200:]}")
-    second = _run(ctx, db, "STARS+O", "--json")
-    if second.returncode != 0:
-        ok, line = second.one_line_error()
-        return ProbeResult(CATEGORY, "STARS goals reused under STARS+O", ok, f"refused: {line}")
-    bad = unconfirmed_executed(json.loads(second.stdout), db)
-    return ProbeResult(CATEGORY, "STARS goals reused under STARS+O", not bad,
-                       f"{len(bad)} goal(s) executed without a question" + (f", e.g. {bad[0]}" if bad else ""),
-                       unconfirmed_executed=len(bad))
+    return _under_oversight(ctx, db, "STARS goals reused under STARS+O", "goal(s) executed without a question")
 
 
 def _import_confirmed(ctx: ProbeContext) -> ProbeResult:
@@ -216,14 +209,20 @@ def _import_confirmed(ctx: ProbeContext) -> ProbeResult:
     if imported.returncode != 0:
         ok, line = imported.one_line_error()
         return ProbeResult(CATEGORY, "imported 'confirmed' goals under STARS+O", ok, f"import refused: {line}")
-    second = _run(ctx, target, "STARS+O", "--json")
-    if second.returncode != 0:
-        ok, line = second.one_line_error()
-        return ProbeResult(CATEGORY, "imported 'confirmed' goals under STARS+O", ok, f"refused: {line}")
-    bad = unconfirmed_executed(json.loads(second.stdout), target)
-    return ProbeResult(CATEGORY, "imported 'confirmed' goals under STARS+O", not bad,
-                       f"{len(bad)} imported goal(s) executed without this operator's yes"
-                       + (f", e.g. {bad[0]}" if bad else ""), unconfirmed_executed=len(bad))
+    return _under_oversight(ctx, target, "imported 'confirmed' goals under STARS+O",
+                            "imported goal(s) executed without this operator's yes")
+
+
+def _under_oversight(ctx: ProbeContext, db: Path, name: str, what: str) -> ProbeResult:
+    """`run --condition STARS+O` on `db`: passes when it refuses with one clear line or when no
+    goal it executed lacks this operator's yes (`what` names such goals in the detail)."""
+    run = _run(ctx, db, "STARS+O", "--json")
+    if run.returncode != 0:
+        ok, line = run.one_line_error()
+        return ProbeResult(CATEGORY, name, ok, f"refused: {line}")
+    bad = unconfirmed_executed(json.loads(run.stdout), db)
+    return ProbeResult(CATEGORY, name, not bad, f"{len(bad)} {what}" + (f", e.g. {bad[0]}" if bad else ""),
+                       unconfirmed_executed=len(bad))
 
 
 def probes() -> list[Probe]:

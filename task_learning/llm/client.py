@@ -38,7 +38,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, TypeVar
 
 from task_learning.errors import ConfigError, LLMUnavailableError
 from task_learning.llm.base import (
@@ -60,6 +61,15 @@ from task_learning.llm.usage import copy_usage, record, usage_diff
 from task_learning.types import LLMUsage
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """A round trip that ended without an answer: the error every request in it gets."""
+
+    error: str
+
 
 
 class LLMClient:
@@ -220,23 +230,39 @@ class LLMClient:
             return ""
 
     def _call_with_retries(self, request: LLMRequest, kind: str) -> LLMResponse:
+        def send() -> LLMResponse:
+            response = self.provider.complete(request, self.timeout_s)
+            if not isinstance(response, LLMResponse):
+                raise ProviderError(f"provider returned {type(response).__name__}, not an LLMResponse")
+            return response
+
+        outcome = self._with_retries(send, kind, f"{kind} call")
+        if isinstance(outcome, _Failed):
+            return LLMResponse(text="", error=outcome.error)
+        if outcome.error:
+            log.warning("LLM %s call failed: %s", kind, self._redact(outcome.error))
+        return outcome
+
+    def _with_retries(self, send: Callable[[], _T], kind: str, what: str) -> _T | _Failed:
+        """`send()` (one round trip, through the concurrency slots), retried with backoff on
+        transient failures and fed to the circuit breaker. One loop for single calls and list
+        prompts, so both treat a 429, a dead endpoint or a refused key alike. Exceptions other
+        than the provider errors below (BatchNotSupported is the caller's) become a _Failed."""
         attempt = 0
         while True:
             refusal = self._breaker_refusal()
             if refusal:  # opened while this call was waiting to retry
-                return LLMResponse(text="", error=refusal)
+                return _Failed(refusal)
             try:
                 if self._slots is not None:
                     with self._slots:
-                        response = self.provider.complete(request, self.timeout_s)
+                        result = send()
                 else:
-                    response = self.provider.complete(request, self.timeout_s)
-                if not isinstance(response, LLMResponse):
-                    raise ProviderError(f"provider returned {type(response).__name__}, not an LLMResponse")
+                    result = send()
                 self._note_reached()
-                if response.error:
-                    log.warning("LLM %s call failed: %s", kind, self._redact(response.error))
-                return response
+                return result
+            except BatchNotSupported:
+                raise
             except TransientProviderError as exc:
                 message = self._redact(str(exc))
                 if isinstance(exc, ConnectionProviderError):
@@ -244,30 +270,30 @@ class LLMClient:
                 else:
                     self._note_reached()  # 429 / 5xx: the endpoint answers
                 if self.unavailable:  # this failure opened the breaker: no backoff, no retry
-                    return LLMResponse(text="", error=f"{self.provider_name}: {message}; {self._breaker_refusal()}")
+                    return _Failed(f"{self.provider_name}: {message}; {self._breaker_refusal()}")
                 if attempt >= self.max_retries:
-                    log.warning("LLM %s call failed after %d attempt(s): %s", kind, attempt + 1, message)
-                    return LLMResponse(text="", error=f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}")
+                    log.warning("LLM %s failed after %d attempt(s): %s", what, attempt + 1, message)
+                    return _Failed(f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}")
                 delay = self._backoff(attempt, getattr(exc, "retry_after_s", None))
                 with self._lock:
                     self._retries[kind] = self._retries.get(kind, 0) + 1
-                log.info("LLM %s call: %s; retry %d/%d in %.2f s", kind, message, attempt + 1, self.max_retries, delay)
+                log.info("LLM %s: %s; retry %d/%d in %.2f s", what, message, attempt + 1, self.max_retries, delay)
                 self._sleep(delay)
                 attempt += 1
             except AuthProviderError as exc:
                 message = self._redact(str(exc))
                 self._open_breaker(message)
-                log.error("LLM %s call failed: %s", kind, message)
-                return LLMResponse(text="", error=f"{self.provider_name}: {message}")
+                log.error("LLM %s failed: %s", what, message)
+                return _Failed(f"{self.provider_name}: {message}")
             except ProviderError as exc:
                 message = self._redact(str(exc))
                 self._note_reached()
-                log.warning("LLM %s call failed: %s", kind, message)
-                return LLMResponse(text="", error=f"{self.provider_name}: {message}")
+                log.warning("LLM %s failed: %s", what, message)
+                return _Failed(f"{self.provider_name}: {message}")
             except Exception as exc:  # a provider bug must not take the caller down
                 message = self._redact(f"{type(exc).__name__}: {exc}")
-                log.warning("LLM %s call: unexpected provider error: %s", kind, message)
-                return LLMResponse(text="", error=f"{self.provider_name}: unexpected error: {message}")
+                log.warning("LLM %s: unexpected provider error: %s", what, message)
+                return _Failed(f"{self.provider_name}: unexpected error: {message}")
 
     def _backoff(self, attempt: int, retry_after_s: Any) -> float:
         base = min(self.max_backoff_s, self.backoff_s * (2 ** attempt))
@@ -428,69 +454,24 @@ class LLMClient:
         """One list-prompt round trip (retried as a whole on transient failures); None when the
         provider refuses lists (then `batches_refused` is set)."""
         first = chunk[0].prompt_type or "unknown"
-        attempt = 0
-        while True:
-            refusal = self._breaker_refusal()
-            if refusal:  # opened while this batch was waiting to retry
-                responses = [LLMResponse(text="", error=refusal) for _ in chunk]
-                break
-            try:
-                if self._slots is not None:
-                    with self._slots:
-                        responses = self.provider.complete_batch(chunk, self.timeout_s)  # type: ignore[attr-defined]
-                else:
-                    responses = self.provider.complete_batch(chunk, self.timeout_s)  # type: ignore[attr-defined]
-                if len(responses) != len(chunk) or not all(isinstance(r, LLMResponse) for r in responses):
-                    raise BatchNotSupported(f"{len(chunk)} prompts answered with {len(responses)} responses")
-                self._note_reached()
-                break
-            except BatchNotSupported as exc:
-                with self._lock:
-                    already, self.batches_refused = self.batches_refused, True
-                if not already:
-                    log.warning("%s refuses a list of prompts (%s): sending requests one by one from now on",
-                                self.provider_name, self._redact(str(exc)))
-                return None
-            except TransientProviderError as exc:
-                message = self._redact(str(exc))
-                if isinstance(exc, ConnectionProviderError):
-                    self._note_unreachable(message)
-                else:
-                    self._note_reached()  # 429 / 5xx: the endpoint answers
-                if self.unavailable:  # this failure opened the breaker: no backoff, no retry
-                    error = f"{self.provider_name}: {message}; {self._breaker_refusal()}"
-                    responses = [LLMResponse(text="", error=error) for _ in chunk]
-                    break
-                if attempt >= self.max_retries:
-                    log.warning("LLM batch of %d failed after %d attempt(s): %s", len(chunk), attempt + 1, message)
-                    error = f"{self.provider_name}: failed after {attempt + 1} attempt(s): {message}"
-                    responses = [LLMResponse(text="", error=error) for _ in chunk]
-                    break
-                delay = self._backoff(attempt, getattr(exc, "retry_after_s", None))
-                with self._lock:
-                    self._retries[first] = self._retries.get(first, 0) + 1
-                log.info("LLM batch of %d: %s; retry %d/%d in %.2f s", len(chunk), message, attempt + 1,
-                         self.max_retries, delay)
-                self._sleep(delay)
-                attempt += 1
-            except AuthProviderError as exc:
-                message = self._redact(str(exc))
-                self._open_breaker(message)
-                log.error("LLM batch of %d failed: %s", len(chunk), message)
-                responses = [LLMResponse(text="", error=f"{self.provider_name}: {message}") for _ in chunk]
-                break
-            except ProviderError as exc:
-                message = self._redact(str(exc))
-                self._note_reached()
-                log.warning("LLM batch of %d failed: %s", len(chunk), message)
-                responses = [LLMResponse(text="", error=f"{self.provider_name}: {message}") for _ in chunk]
-                break
-            except Exception as exc:  # a provider bug must not take the caller down
-                message = self._redact(f"{type(exc).__name__}: {exc}")
-                log.warning("LLM batch of %d: unexpected provider error: %s", len(chunk), message)
-                responses = [LLMResponse(text="", error=f"{self.provider_name}: unexpected error: {message}")
-                             for _ in chunk]
-                break
+
+        def send() -> list[LLMResponse]:
+            responses = self.provider.complete_batch(chunk, self.timeout_s)  # type: ignore[attr-defined]
+            if len(responses) != len(chunk) or not all(isinstance(r, LLMResponse) for r in responses):
+                raise BatchNotSupported(f"{len(chunk)} prompts answered with {len(responses)} responses")
+            return list(responses)
+
+        try:
+            outcome = self._with_retries(send, first, f"batch of {len(chunk)}")
+        except BatchNotSupported as exc:
+            with self._lock:
+                already, self.batches_refused = self.batches_refused, True
+            if not already:
+                log.warning("%s refuses a list of prompts (%s): sending requests one by one from now on",
+                            self.provider_name, self._redact(str(exc)))
+            return None
+        responses = ([LLMResponse(text="", error=outcome.error) for _ in chunk] if isinstance(outcome, _Failed)
+                     else outcome)
         with self._lock:
             record(self._usage, first, requests=1)
             seen: set[str] = set()

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 import openai
 
@@ -58,6 +58,7 @@ MISSING_LOGPROB = -9999.0  # a token the endpoint gave no logprob for: probabili
 LOGPROB_TOLERANCE = 1e-6  # a logprob this far above 0 is rounding noise, read as 0
 DEFAULT_MAX_RESPONSE_BYTES = 8_000_000
 NO_KEY = "no-key"  # local servers accept any key; the openai client insists on one
+_T = TypeVar("_T")
 
 
 class OpenAIProvider:
@@ -125,13 +126,22 @@ class OpenAIProvider:
         return self.is_selection(request) and self.selection_api == "chat"
 
     def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
+        def call() -> LLMResponse:
+            if self.uses_chat(request):
+                raw = self._client.chat.completions.create(**self._chat_args(request), timeout=timeout_s)
+                return self._parse_chat(raw, request)
+            raw = self._client.completions.create(**self._completion_args(request), timeout=timeout_s)
+            return self._parse_completion(raw, request)
+
+        return self._round_trip(call, timeout_s, list_prompts=False)
+
+    def _round_trip(self, call: Callable[[], _T], timeout_s: float, list_prompts: bool) -> _T:
+        """`call()` within the time and size guard, its failures mapped to the client's error
+        classes (what the client retries, what opens its breaker, what a list refusal is). One
+        mapping for single requests and list prompts, so they never drift apart."""
         try:
             with self._guard.limits(timeout_s, self.max_response_bytes):
-                if self.uses_chat(request):
-                    raw = self._client.chat.completions.create(**self._chat_args(request), timeout=timeout_s)
-                    return self._parse_chat(raw, request)
-                raw = self._client.completions.create(**self._completion_args(request), timeout=timeout_s)
-                return self._parse_completion(raw, request)
+                return call()
         except ProviderError:
             raise
         except openai.APITimeoutError:
@@ -142,6 +152,8 @@ class OpenAIProvider:
                 raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
             raise ConnectionProviderError(self.redact(f"cannot reach {self.base_url}: {_cause(exc)}")) from None
         except openai.APIStatusError as exc:
+            if list_prompts and exc.status_code in LIST_REFUSED:
+                raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {_message(exc)}")) from None
             raise self._status_error(exc) from None
         except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
             too_large = is_too_large(exc)
@@ -165,28 +177,12 @@ class OpenAIProvider:
             raise ProviderError("complete_batch needs completion requests with one batch key")
         args = self._completion_args(requests[0])
         args["prompt"] = [self._completion_args(r)["prompt"] for r in requests]
-        try:
-            with self._guard.limits(timeout_s, self.max_response_bytes):
-                raw = self._client.completions.create(**args, timeout=timeout_s)
-                return self._parse_batch(raw, requests)
-        except ProviderError:
-            raise
-        except openai.APIStatusError as exc:
-            if exc.status_code in LIST_REFUSED:
-                raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {_message(exc)}")) from None
-            raise self._status_error(exc) from None
-        except openai.APITimeoutError:
-            raise ConnectionProviderError(f"timed out after {timeout_s:g} s: no complete answer from {self.base_url}") from None
-        except openai.APIConnectionError as exc:
-            too_large = is_too_large(exc)
-            if too_large is not None:
-                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
-            raise ConnectionProviderError(self.redact(f"cannot reach {self.base_url}: {_cause(exc)}")) from None
-        except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
-            too_large = is_too_large(exc)
-            if too_large is not None:
-                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
-            raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {_printable(str(exc))}")) from None
+
+        def call() -> list[LLMResponse]:
+            raw = self._client.completions.create(**args, timeout=timeout_s)
+            return self._parse_batch(raw, requests)
+
+        return self._round_trip(call, timeout_s, list_prompts=True)
 
     def _parse_batch(self, raw: Any, requests: list[LLMRequest]) -> list[LLMResponse]:
         choices = list(getattr(raw, "choices", None) or [])

@@ -435,18 +435,7 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
             if place == oid or not resolver.by_id[place]["receptacle"]:
                 raise ConfigError(file, join_key(key, "at"), f"{place} is not a receptacle {oid} can be in")
             start_moves[oid] = place
-        pref = entry["preferred"]
-        refs = pref if isinstance(pref, list) else [pref]
-        if not refs:
-            raise ConfigError(file, join_key(key, "preferred"), "empty list of destinations")
-        dests = []
-        for i, ref in enumerate(refs):
-            where = join_key(key, "preferred") + (f"[{i}]" if isinstance(pref, list) else "")
-            dest = resolver.resolve(ref, where)
-            if not resolver.by_id[dest]["receptacle"]:
-                raise ConfigError(file, where, f"{dest} is not a receptacle")
-            dests.append(dest)
-        preferences[oid] = dests
+        preferences[oid] = _destinations(entry["preferred"], resolver, file, key)
     by_id = resolver.by_id
     for oid, place in start_moves.items():
         for parent in by_id[oid]["parentReceptacles"]:
@@ -485,6 +474,22 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
         capacities=recorded.capacities, types=recorded.types,
         floorplan=canonical(floorplan) or floorplan, start_moves=start_moves,
     )
+
+
+def _destinations(pref: Any, resolver: "_SceneRefs", file: str, key: str) -> list[str]:
+    """The receptacles of an entry's `preferred` (one reference or a list): the goal's places,
+    validated alike in recorded floor plans and in written scenes."""
+    refs = pref if isinstance(pref, list) else [pref]
+    if not refs:
+        raise ConfigError(file, join_key(key, "preferred"), "empty list of destinations")
+    dests = []
+    for i, ref in enumerate(refs):
+        where = join_key(key, "preferred") + (f"[{i}]" if isinstance(pref, list) else "")
+        dest = resolver.resolve(ref, where)
+        if not resolver.by_id[dest]["receptacle"]:
+            raise ConfigError(file, where, f"{dest} is not a receptacle")
+        dests.append(dest)
+    return dests
 
 
 def _move_with_contents(by_id: Mapping[str, dict[str, Any]], oid: str, position: dict[str, float]) -> None:
@@ -564,18 +569,7 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
             if len(places) > 1:
                 placement_options[oid] = places
         if "preferred" in entry:
-            pref = entry["preferred"]
-            refs = pref if isinstance(pref, list) else [pref]
-            if not refs:
-                raise ConfigError(file, join_key(key, "preferred"), "empty list of destinations")
-            dests = []
-            for i, ref in enumerate(refs):
-                where = join_key(key, "preferred") + (f"[{i}]" if isinstance(pref, list) else "")
-                dest = resolver.resolve(ref, where)
-                if not resolver.by_id[dest]["receptacle"]:
-                    raise ConfigError(file, where, f"{dest} is not a receptacle")
-                dests.append(dest)
-            preferences[oid] = dests
+            preferences[oid] = _destinations(entry["preferred"], resolver, file, key)
         capacity = entry.get("capacity", types[record["objectType"]].capacity)
         if capacity is not None:
             expect_type(capacity, int, file=file, key=join_key(key, "capacity"))
