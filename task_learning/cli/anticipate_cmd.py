@@ -14,6 +14,12 @@ does the day's routine, the robot anticipates after each finished task, proposes
 task to the operator ("Shall I prepare coffee next?") and works only on the confirmed ones; it
 prints what was anticipated, kept, confirmed and done.
 
+    task-learning anticipate --day trace_01 --robot --oversight ros --graph --db kb.sqlite
+
+`--graph` runs the robot's day through the ROS graph: questions through the oversight node, the
+human's routine and the checks in the perception node's world, confirmed tasks performed by the
+planner node (ReachGoal); --db is the planner's knowledge base (task_learning_nodes.anticipation_graph).
+
 JSON: {"proposed": [...], "kept": [...], "dropped": [{"task", "reason"}], "merged": [...],
 "issues": {...}, "unknown_names": [...], ...}. `proposed` is what the LLM named from the task
 list (duplicates and done tasks removed), `kept` what the validator kept, `merged` the assigned
