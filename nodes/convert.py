@@ -610,3 +610,22 @@ def candidate_tree_from_msg(msg: m.CandidateTree) -> dict[str, Any]:
         "nodes": [{k: getattr(n, k) for k in TREE_NODE_KEYS} for n in msg.nodes],
         "edges": [{"parent_id": e.parent_id, "child_id": e.child_id, "label": e.label} for e in msg.edges],
     }
+
+
+def llm_state_to_msg(state: Mapping[str, Any], *, goal: str = "", method: str = "",
+                     stamp: float | None = None) -> m.LLMState:
+    """LLM-State's open state as OpenState.to_dict gives it ({"key_objects", "objects",
+    "summary"}) -> LLMState; entries keep the state's order (key objects first)."""
+    objects = state.get("objects") or {}
+    msg = m.LLMState(goal=goal, method=method, key_objects=[str(k) for k in state.get("key_objects") or []],
+                     objects=[m.LLMStateObject(name=str(name), attributes=[str(a) for a in attrs])
+                              for name, attrs in objects.items()],
+                     summary=str(state.get("summary") or ""))
+    msg.stamp = time_to_msg(time.time() if stamp is None else stamp)
+    return msg
+
+
+def llm_state_from_msg(msg: m.LLMState) -> dict[str, Any]:
+    return {"key_objects": list(msg.key_objects),
+            "objects": {o.name: list(o.attributes) for o in msg.objects},
+            "summary": msg.summary}

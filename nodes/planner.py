@@ -39,6 +39,8 @@ from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
+from task_learning.llm_state.agent import METHODS
+from task_learning.llm_state.strategy import STRATEGIES
 from task_learning.oversight.flow import OversightCounts
 from task_learning.planning.confirmation import GoalConfirmer, goal_covered, requires_confirmation
 from task_learning.planning.executor import GoalExecutor, type_index
@@ -50,11 +52,12 @@ from task_learning.types import ActionCall, GoalLiteral, LLMUsage
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
-from task_learning_interfaces.msg import TaskObjectOutcome
+from task_learning_interfaces.msg import LLMState, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import run_node, wait_for_future
 from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.qos import latched
 
 PARAMETERS = (
     Param("scene", "tidy_kitchen", "Scene used for the subtasks and the completion measure when a "
@@ -68,6 +71,12 @@ PARAMETERS = (
           choices=ENGINES),
     Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai or "
           "replay:FILE"),
+    Param("strategy", "bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
+          "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES),
+    Param("llm_state_method", "ours", "LLM-State method for strategy llm_state (ours, no_summary, "
+          "no_objects, no_states, inner_monologue, progprompt)", choices=METHODS),
+    Param("llm_state_topic", "llm_state", "With strategy llm_state: its open state (LLMState) is "
+          "published here, latched, after every rebuild"),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
@@ -252,7 +261,10 @@ class PlannerNode(Node):
         self._reach = ActionServer(self, ReachGoal, "reach_goal", self._reach_goal,
                                    goal_callback=self._accept, cancel_callback=self._on_cancel,
                                    callback_group=self.group)
+        # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
+        self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
         self.get_logger().info(f"planner ready (db {self._p('db_path')}, condition {condition}, "
+                               f"strategy {self._p('strategy')}, "
                                f"require_confirmation {bool(self._p('require_confirmation'))})")
 
     def _p(self, name: str) -> Any:
@@ -330,12 +342,22 @@ class PlannerNode(Node):
     def _executor(self, kb: KnowledgeBase | None) -> GoalExecutor:
         engine = str(self._p("engine"))
         client = None
-        if engine == "llm":
+        if engine == "llm" or self._p("strategy") == "llm_state":
             from task_learning.llm.client import make_client
 
             client = make_client(str(self._p("llm")))
+        reacher = None
+        if self._p("strategy") == "llm_state":
+            from task_learning.llm_state.strategy import LLMStateStrategy
+
+            reacher = LLMStateStrategy(client, method=str(self._p("llm_state_method")),
+                                       on_state=self._publish_llm_state)
         return GoalExecutor(self.domain, lambda: make_engine(engine, client), kb,
-                            max_actions=int(self._p("max_actions")))
+                            max_actions=int(self._p("max_actions")), reacher=reacher)
+
+    def _publish_llm_state(self, state: Any, goal: str) -> None:
+        self._llm_state_pub.publish(convert.llm_state_to_msg(
+            state.to_dict(), goal=goal, method=str(self._p("llm_state_method"))))
 
     def _require_oversight(self, why: str) -> None:
         timeout = float(self._p("service_timeout_s"))

@@ -25,7 +25,8 @@ from task_learning_nodes.node_base import run_node
 
 MESSAGE_TYPES = (
     m.ActionCall, m.ActionOutcome, m.CandidateTree, m.ConfirmationAnswer, m.ConfirmationRequest,
-    m.ElicitationCounts, m.GoalCandidate, m.GoalLiteral, m.KeyValue, m.LLMUsage, m.Mismatch,
+    m.ElicitationCounts, m.GoalCandidate, m.GoalLiteral, m.KeyValue, m.LLMState, m.LLMStateObject,
+    m.LLMUsage, m.Mismatch,
     m.ObjectState, m.PromptTypeUsage, m.TaskObjectOutcome, m.TreeEdge, m.TreeNode, m.WorldState,
 )
 ECHO_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,

@@ -27,6 +27,9 @@ CALL = ActionCall("PutObject", "Cupboard|1", (("forceAction", False),))
 RECORD = {"objectId": "Mug|1", "objectType": "Mug", "parentReceptacles": ["DishRack|1"], "pickupable": True,
           "position": {"x": 1.0, "y": 0.9, "z": -0.5}, "rotation": {"x": 0, "y": 90, "z": 0}, "distance": 1.2,
           "salientMaterials": ["Ceramic"], "axisAlignedBoundingBox": {"center": {"x": 1, "y": 2, "z": 3}}}
+STATE = {"key_objects": ["lightswitch1", "bedroom1", "lightswitch2"],
+         "objects": {"lightswitch1": ["off"], "bedroom1": ["robot_inside"], "lightswitch2": []},
+         "summary": "The last switchoff failed: the robot is no longer close to lightswitch1."}
 USAGE = LLMUsage(by_type={"initial": PromptTypeUsage(3, 300, 60, 1, 0)})
 
 
@@ -54,6 +57,9 @@ def sample_messages() -> dict[str, object]:
         "GoalCandidate": convert.goal_candidate_to_msg(MUG),
         "GoalLiteral": convert.goal_literal_to_msg(GoalLiteral("open", ("Fridge|1",), Truth.POSSIBLY_FALSE)),
         "KeyValue": convert.key_value_to_msg("openness", 0.5),
+        "LLMState": convert.llm_state_to_msg(STATE, goal="switch off all the lights in the house", method="ours",
+                                             stamp=7.25),
+        "LLMStateObject": m.LLMStateObject(name="kitchencabinet1", attributes=["closed", "in_kitchen"]),
         "LLMUsage": convert.llm_usage_to_msg(USAGE),
         "Mismatch": convert.mismatch_to_msg(MUG.mismatches[0]),
         "ObjectState": convert.object_state_to_msg(RECORD),
@@ -100,6 +106,7 @@ def test_every_message_type_crosses_processes(echo):
     world = convert.metadata_from_world_state_msg(collectors["WorldState"].messages[0])
     assert world["objects"][0]["axisAlignedBoundingBox"] == RECORD["axisAlignedBoundingBox"]
     assert world["objects"][1]["receptacleObjectIds"] == ["Mug|1"]
+    assert convert.llm_state_from_msg(collectors["LLMState"].messages[0]) == STATE
 
 
 def test_analyze_goal_service(echo):

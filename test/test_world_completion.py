@@ -88,3 +88,17 @@ def test_generated_scene_scores_too():
     assert len(scene.task_objects) == 60
     report = completion(scene, SymbolicWorld(scene).metadata)
     assert report.total == 60 + len(scene.closable) and report.satisfied == len(scene.closable)
+
+
+def test_a_learnable_generated_scene_has_one_kind_of_place_per_object_type():
+    scene = generate_scene(120, n_furniture=28, seed=2, learnable=True)  # two pieces of each kind
+    by_id = scene.by_id()
+    kind_of_type: dict[str, set[str]] = {}
+    for object_id, acceptable in scene.preferences.items():
+        kinds = {by_id[a]["objectType"] for a in acceptable}
+        assert len(kinds) == 1 and len(acceptable) == 2  # any piece of the one kind will do
+        kind_of_type.setdefault(by_id[object_id]["objectType"], set()).update(kinds)
+        assert by_id[object_id]["parentReceptacles"][0] not in acceptable  # it starts out of place
+    assert all(len(kinds) == 1 for kinds in kind_of_type.values())
+    report = completion(scene, SymbolicWorld(scene).metadata)
+    assert report.satisfied == len(scene.closable)

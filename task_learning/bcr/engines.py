@@ -7,12 +7,13 @@
   conversation per decision; an answer outside the list is asked again with a warning, up to 5
   times. Then, and on an LLM error, mode `guarded` lets the heuristic decide (the note says so);
   mode `paper` has no fallback: the selection reports `invalid_answer` or `llm_error` and the
-  trial ends there.
+  trial ends there. With `state_notes` (a callable returning LLM-State's current state text,
+  e.g. `LatestState.render`), every prompt also shows the open state (see bcr/prompt.py).
 """
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from task_learning.bcr.agent import MODES, DecisionContext, Selection
 from task_learning.bcr.domain import GroundAction
@@ -91,13 +92,15 @@ class LLMEngine:
     name = "llm"
 
     def __init__(self, client: Any, max_reasks: int = MAX_REASKS, scope: str = "bcr",
-                 fallback: HeuristicEngine | None = None, mode: str = "guarded") -> None:
+                 fallback: HeuristicEngine | None = None, mode: str = "guarded",
+                 state_notes: Callable[[], str] | None = None) -> None:
         if mode not in MODES:
             raise ConfigError(None, "mode", f"unknown BCR mode {mode!r} (expected one of {', '.join(MODES)})")
         self.client = client
         self.max_reasks = max_reasks
         self.scope = scope
         self.mode = mode
+        self.state_notes = state_notes  # LLM-State's state text, read afresh for each decision
         self.fallback: HeuristicEngine | None = None if mode == "paper" else (fallback or HeuristicEngine())
 
     def select(self, context: DecisionContext) -> Selection:
@@ -105,9 +108,10 @@ class LLMEngine:
         errors = list(context.errors)
         requests = 0
         last_prompt = ""
+        notes = self.state_notes() if self.state_notes is not None else ""
         for attempt in range(self.max_reasks + 1):
             request = build_request(context.goals, context.completed, texts, context.history,
-                                    errors, scope=self.scope, mode=self.mode)
+                                    errors, scope=self.scope, mode=self.mode, state_notes=notes)
             last_prompt = request.messages[0][1]
             response = self.client.complete(request)
             requests += 1

@@ -4,6 +4,11 @@ Eight parts, in the paper's order: role; take your time and reason step by step;
 (last 5); completed sub-goals; candidate actions; remaining goal literals; errors and blocking
 conditions met so far (with "your last choice was not in the list" when that happened); the
 reminder to choose only from the list, answering `$$ <action> $$`.
+
+With LLM-State on as well (seed 003; `state_notes` non-empty), one more part comes before the
+candidates: the open state's object entries and its summary, which tells the model what the robot
+learned about things it cannot see now and why earlier actions failed. Without notes the prompt
+and the request's context are exactly the seed 004 ones.
 """
 from __future__ import annotations
 
@@ -20,6 +25,9 @@ MAX_ERRORS_SHOWN = 6
 ROLE = ("You help a household robot decide which single action it should try next. The robot "
         "works towards a goal one action at a time and tells you what blocked it so far.")
 REASON = "Take your time: think it through step by step before you answer."
+STATE_NOTES = ("What the robot keeps about the world so far (its open state: key objects with their "
+               "attributes, and a summary of what happened and why actions failed):")
+MAX_STATE_NOTES_CHARS = 4000  # a runaway state must not crowd out the candidates
 REMINDER = ("Choose exactly one action from the candidate list above, copied as written. "
             "Give your selected action in the format $$ <selected action> $$.")
 
@@ -28,14 +36,25 @@ def _bullets(items: list[str], empty: str) -> str:
     return "\n".join(f"- {item}" for item in items) if items else f"- {empty}"
 
 
+def shown_notes(state_notes: str) -> str:
+    """The state notes as the prompt shows them: stripped, cut to MAX_STATE_NOTES_CHARS."""
+    text = state_notes.strip()
+    return text if len(text) <= MAX_STATE_NOTES_CHARS else text[:MAX_STATE_NOTES_CHARS] + " ..."
+
+
 def build_prompt(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
-                 history: list[str], errors: list[str]) -> str:
+                 history: list[str], errors: list[str], state_notes: str = "") -> str:
     shown_errors = errors[-MAX_ERRORS_SHOWN:]
     parts = [
         ROLE,
         REASON,
         "Previous actions (oldest first):\n" + _bullets(history, "none yet"),
         "Sub-goals already achieved:\n" + _bullets([literal_text(g) for g in completed], "none yet"),
+    ]
+    notes = shown_notes(state_notes)
+    if notes:
+        parts.append(STATE_NOTES + "\n" + notes)
+    parts += [
         "Candidate actions:\n" + _bullets(candidates, "none"),
         "Goal literals still to achieve:\n" + _bullets([literal_text(g) for g in goals], "none"),
         "Errors and blocking conditions met so far (latest last):\n"
@@ -47,11 +66,12 @@ def build_prompt(goals: list[GoalLiteral], completed: list[GoalLiteral], candida
 
 def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
                   history: list[str], errors: list[str], scope: str = "",
-                  mode: str = "guarded") -> LLMRequest:
+                  mode: str = "guarded", state_notes: str = "") -> LLMRequest:
     """A fresh one-message conversation per decision, with the structured context the offline
     model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed, and
-    the agent's mode: the offline chooser adds its repeat penalty in `guarded` mode only)."""
-    prompt = build_prompt(goals, completed, candidates, history, errors)
+    the agent's mode: the offline chooser adds its repeat penalty in `guarded` mode only; and
+    `llm_state`, the notes shown, only when there are any)."""
+    prompt = build_prompt(goals, completed, candidates, history, errors, state_notes)
     context: dict[str, Any] = {
         "goal": [literal_text(g) for g in goals],
         "completed": [literal_text(g) for g in completed],
@@ -61,6 +81,9 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
     }
     if mode != "guarded":  # guarded requests keep the keys (and cache keys) they always had
         context["mode"] = mode
+    notes = shown_notes(state_notes)
+    if notes:  # requests without notes keep their keys (and cache keys)
+        context["llm_state"] = notes
     return LLMRequest(
         prompt_type="bcr_selection",
         messages=(("user", prompt),),

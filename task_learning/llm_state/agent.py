@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from task_learning.llm.base import LLMRequest, LLMResponse
-from task_learning.llm_state.calls import ParsedAnswer, parse_attention, parse_estimator, parse_plan
-from task_learning.llm_state.household import Household, HouseholdWorld, TaskSpec, load_household
+from task_learning.llm_state.calls import Call, ParsedAnswer, parse_attention, parse_estimator, parse_plan
+from task_learning.llm_state.household import Household, HouseholdWorld, Observation, StepResult, TaskSpec, load_household
 from task_learning.llm_state.prompts import (
     PLAN_LIMIT,
     HistoryEntry,
@@ -53,6 +53,23 @@ class Completer(Protocol):
     """What the loop needs of an LLM client (task_learning.llm.client.LLMClient fits)."""
 
     def complete(self, request: LLMRequest) -> LLMResponse:
+        ...
+
+
+class EpisodeWorld(Protocol):
+    """What the loop acts in: the household (HouseholdWorld) or an AI2-THOR-speaking backend
+    seen through thor_world.ThorWorld."""
+
+    hands: int
+    map_name: str
+
+    def observe(self) -> Observation:
+        ...
+
+    def execute(self, call: Call) -> StepResult:
+        ...
+
+    def check(self, task: TaskSpec) -> bool:
         ...
 
 
@@ -129,7 +146,7 @@ class LLMStateAgent:
             result.dropped_calls += n
 
     # ------------------------------------------------------------------ the loop
-    def run(self, world: HouseholdWorld, task: TaskSpec, *, cap: int | None = None, trial: int = 0) -> TrialResult:
+    def run(self, world: EpisodeWorld, task: TaskSpec, *, cap: int | None = None, trial: int = 0) -> TrialResult:
         """One episode. `llm_calls` and `tokens` count every request the method made (a cache
         hit included: they measure what the method asks for); `trial` keeps the client's
         per-scope request cap per run."""

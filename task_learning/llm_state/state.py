@@ -111,3 +111,24 @@ class OpenState:
         return {"key_objects": list(self.key_objects),
                 "objects": {k: list(v) for k, v in self.entries.items()},
                 "summary": self.summary}
+
+
+class LatestState:
+    """The newest open state of a running LLM-State loop, for readers beside it (BCR's prompt
+    when both are on, a ROS publisher): pass `update` as LLMStateAgent's `on_state` and `render`
+    as LLMEngine's `state_notes`. Holds a copy, so a reader never sees a half-rebuilt state."""
+
+    def __init__(self) -> None:
+        self._state: OpenState | None = None
+
+    def update(self, state: OpenState) -> None:
+        self._state = OpenState(list(state.key_objects), {k: list(v) for k, v in state.entries.items()},
+                                state.summary)
+
+    @property
+    def state(self) -> OpenState | None:
+        return self._state
+
+    def render(self) -> str:
+        """The state block's body ("name: a | b" lines, then "Reasoning: ..."); "" before any."""
+        return self._state.render() if self._state is not None else ""

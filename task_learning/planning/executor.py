@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 from task_learning.bcr.agent import SelectionEngine
 from task_learning.bcr.domain import Domain
@@ -24,6 +24,14 @@ from task_learning.world.outcome import run_action
 log = logging.getLogger(__name__)
 
 OutcomeCallback = Callable[[ActionOutcome], None]
+
+
+class Reacher(Protocol):
+    """Another way to reach literals than BCR (e.g. llm_state.strategy.LLMStateStrategy)."""
+
+    def reach(self, world: WorldBackend, literals: list[GoalLiteral], *, max_actions: int,
+              on_outcome: OutcomeCallback | None = None) -> Any:
+        ...  # an object with .success and .message
 
 
 @dataclass
@@ -67,11 +75,13 @@ class GoalExecutor:
     """Reaches goals for one task, with policies kept in the knowledge base."""
 
     def __init__(self, domain: Domain, engine_factory: Callable[[], SelectionEngine],
-                 kb: KnowledgeBase | None = None, *, max_actions: int = 100) -> None:
+                 kb: KnowledgeBase | None = None, *, max_actions: int = 100,
+                 reacher: Reacher | None = None) -> None:
         self.domain = domain
         self.engine_factory = engine_factory
         self.kb = kb
         self.max_actions = max_actions
+        self.reacher = reacher  # None: BCR with engine_factory's engine
 
     def reach(self, world: WorldBackend, literals: list[GoalLiteral], *, task: str = "",
               object_id: str = "", on_outcome: OutcomeCallback | None = None) -> ReachResult:
@@ -123,6 +133,14 @@ class GoalExecutor:
             if on_outcome:
                 on_outcome(outcome)
 
+        if self.reacher is not None:
+            try:
+                reached = self.reacher.reach(world, literals, max_actions=self.max_actions, on_outcome=record)
+            except WorldUnavailableError:
+                raise
+            except (TaskLearningError, ValueError, KeyError) as exc:
+                return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
+            return ReachResult(bool(reached.success), outcomes, message=str(reached.message or ""))
         try:
             trial = run_goals(world, literals, self.engine_factory(), self.domain,
                               max_actions=self.max_actions, on_outcome=record)

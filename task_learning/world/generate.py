@@ -17,8 +17,15 @@ _FURNITURE = ("DiningTable", "CounterTop", "DishRack", "GarbageCan", "RecyclingB
 
 
 def generate_scene(n_objects: int = 500, *, n_furniture: int = 20, seed: int = 0,
-                   name: str | None = None) -> Scene:
-    """A scene with `n_furniture` furniture objects and `n_objects` pickupable objects."""
+                   name: str | None = None, learnable: bool = False) -> Scene:
+    """A scene with `n_furniture` furniture objects and `n_objects` pickupable objects.
+
+    By default each object gets its own random destination, one piece of furniture: fine for
+    timing the world and the completion measure, but not a task a learner of goals per object
+    type can finish once there are several objects of a type or several pieces of one kind of
+    furniture ("in the fridge" cannot say which of two fridges in one room). `learnable` draws
+    one kind of furniture per object type instead, and any piece of that kind will do, which is
+    what a household's habits look like and what seed 000's scenes are."""
     if n_objects < 0 or n_furniture < 1:
         raise ValueError("need n_objects >= 0 and n_furniture >= 1")
     rng = random.Random(seed)
@@ -36,10 +43,17 @@ def generate_scene(n_objects: int = 500, *, n_furniture: int = 20, seed: int = 0
         type_name = _FURNITURE[i % len(_FURNITURE)]
         furniture.append({"type": type_name, "id": next_id(type_name)})
     open_places = [f["id"] for f in furniture]
+    kinds = sorted({f["type"] for f in furniture})
+    habit: dict[str, str] = {}  # learnable: object type -> the kind of furniture it belongs in
     objects: list[dict[str, Any]] = []
     for _ in range(n_objects):
         type_name = rng.choice(small)
-        start, goal = rng.sample(open_places, 2) if len(open_places) > 1 else (open_places[0],) * 2
+        if learnable and len(kinds) > 1:
+            kind = habit.setdefault(type_name, rng.choice(kinds))
+            goal: Any = [f["id"] for f in furniture if f["type"] == kind]
+            start = rng.choice([f["id"] for f in furniture if f["type"] != kind])
+        else:
+            start, goal = rng.sample(open_places, 2) if len(open_places) > 1 else (open_places[0],) * 2
         objects.append({"type": type_name, "id": next_id(type_name), "at": start, "preferred": goal})
     closable = [f["id"] for f in furniture if types[f["type"]].flag("openable")]
     data: dict[str, Any] = {

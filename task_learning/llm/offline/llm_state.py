@@ -56,7 +56,8 @@ USUAL_ROOM: Mapping[str, str] = {
     "computer": "bedroom", "magazine": "livingroom", "book": "bedroom", "bathroomcabinet": "bathroom",
     "toothbrush": "bathroom", "facecream": "bathroom", "sofa": "livingroom",
 }
-OPENABLE = ("fridge", "microwave", "kitchencabinet", "bathroomcabinet", "closet", "nightstand")
+OPENABLE = ("fridge", "microwave", "kitchencabinet", "bathroomcabinet", "closet", "nightstand",
+            "cabinet", "cupboard", "pantry", "drawer", "dishwasher")
 SINGLE_SLOT = ("toaster", "microwave")
 FIXED = ("lightswitch", "fridge", "microwave", "toaster", "kitchencabinet", "bathroomcabinet", "closet",
          "nightstand", "bookshelf", "kitchentable", "kitchencounter", "bathroomcounter", "desk", "bed",
@@ -72,6 +73,8 @@ def class_of(name: str) -> str:
 def noun_class(words: str) -> str:
     """"kitchen table" -> kitchentable, "face cream" -> facecream, "kitchen cabinets" -> kitchencabinet."""
     text = re.sub(r"^(?:the|a|an|some|all)\s+", "", words.strip().lower())
+    if re.fullmatch(r"[a-z]+\d+", text):  # an object's name ("chips1"): its class as written
+        return class_of(text)
     if text in NOUNS:
         return NOUNS[text]
     joined = re.sub(r"[^a-z]", "", text)
@@ -83,7 +86,7 @@ def noun_class(words: str) -> str:
 # --------------------------------------------------------------------------- goals
 @dataclass(frozen=True)
 class Subgoal:
-    kind: str  # switch_off | switch_on | open | place | attr | clear
+    kind: str  # switch_off | switch_on | open | close | place | attr | clear
     cls: str = ""
     room: str = ""  # switch_off: the room class ("" = every room)
     relation: str = ""  # place: ON | IN
@@ -96,8 +99,15 @@ _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 
 
 
 def read_goal(goal: str) -> list[Subgoal]:
-    """The goal text as subgoals, from a handful of phrasings (the offline model's only grammar)."""
+    """The goal text as subgoals, from a handful of phrasings (the offline model's only grammar).
+    Clauses joined by ";" (goal literals as text, llm_state/thor_world.py) are read one by one."""
     text = goal.strip().lower().rstrip(".")
+    clauses = [c for c in re.split(r"\s*;\s*", text) if c]
+    if len(clauses) > 1:
+        return [sub for clause in clauses for sub in read_goal(clause)]
+    match = re.fullmatch(r"close (?:the )?(\w+)", text)
+    if match:
+        return [Subgoal("close", noun_class(match.group(1)))]
     match = re.search(r"switch off (all )?(?:the )?lights?(?: in (?:the )?(\w+))?", text)
     if match:
         room = "" if (match.group(2) or "house") == "house" else noun_class(match.group(2))
@@ -583,6 +593,16 @@ class _Planner:
         if any(self.w.is_open(t) for t in things):
             return True
         self.open(things[0])
+        return False
+
+    def _close(self, sub: Subgoal) -> bool:
+        todo = [t for t in self.known(sub.cls) if self.w.beliefs.has(t, "open")
+                and f"close({t})" not in self.banned]
+        if not todo:
+            return True
+        self.goto(todo[0])
+        self.emit(f"close({todo[0]})")
+        self.w.beliefs.add(todo[0], "closed")
         return False
 
     def _appliance(self, attr: str) -> str:
