@@ -9,13 +9,16 @@ confirmed one not done yet, reaching its literals with `GoalExecutor` (BCR with 
 engine; the policy it learns is stored in the knowledge base and replayed next time); then the
 simulated human does the next task of its routine that is not done yet (the same executor acts for
 the human, counted apart). A task is done when its literals hold. The robot never acts for a task
-the operator did not confirm: `unconfirmed_executions` counts any attempt and must stay 0."""
+the operator did not confirm: `unconfirmed_executions` counts any attempt and must stay 0.
+
+`world` and `perform` let the same day run on the ROS graph (task_learning_nodes.anticipation_graph):
+the world is then the perception node's, and a confirmed task is performed by the planner node."""
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from task_learning.anticipation.anticipator import AnticipationResult, Anticipator, Completer
 from task_learning.anticipation.config import AnticipationConfig
@@ -58,6 +61,11 @@ def load_robot_goals(path: str | Path | None = None, tasks: Sequence[str] | None
     return RobotGoals(scene, goals)
 
 
+# Performs one confirmed task (its name, its goal literals); returns the `performed` entry:
+# {"task", "success", "actions", "policy_reused", "message"}.
+Perform = Callable[[str, list[GoalLiteral]], dict[str, Any]]
+
+
 @dataclass
 class RobotDayResult:
     day: str
@@ -88,7 +96,11 @@ class RobotDayResult:
 
 def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str, Any], *, client: Completer,
                   operator: Operator, kb: KnowledgeBase, goals: RobotGoals | None = None, seed: int = 0,
-                  max_actions: int = 100, question_suffix: str = "") -> RobotDayResult:
+                  max_actions: int = 100, question_suffix: str = "", world: Any = None,
+                  perform: Perform | None = None) -> RobotDayResult:
+    """`world`: the world the human acts in and tasks are checked in (default: the symbolic world
+    of the goals' scene); `perform`: how the robot performs a confirmed task (default: the planner's
+    executor in this process, its policies in `kb`)."""
     from task_learning.bcr.domain import load_domain
     from task_learning.bcr.engines import HeuristicEngine
     from task_learning.planning.executor import GoalExecutor
@@ -98,8 +110,16 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
     ctx = parse_context(str(day["context"]), cfg)
     routine = [str(t) for t in day["tasks"]]
     result = RobotDayResult(str(day["name"]), ctx.describe(cfg), routine)
-    world = make_backend("symbolic", str(goals.scene), seed=seed)
-    robot = GoalExecutor(load_domain("household"), HeuristicEngine, kb, max_actions=max_actions)
+    if world is None:
+        world = make_backend("symbolic", str(goals.scene), seed=seed)
+    if perform is None:
+        robot = GoalExecutor(load_domain("household"), HeuristicEngine, kb, max_actions=max_actions)
+
+        def perform(task: str, literals: list[GoalLiteral]) -> dict[str, Any]:
+            # The executor keys a learned policy by the task and its first object's type and place.
+            reach = robot.reach(world, literals, task=f"anticipated: {task}", object_id=literals[0].args[0])
+            return {"task": task, "success": reach.success, "actions": len(reach.outcomes),
+                    "policy_reused": reach.policy_reused, "message": reach.message}
     human = GoalExecutor(load_domain("household"), HeuristicEngine, None, max_actions=max_actions)
     anticipator = Anticipator(client, cfg, experience, agent="robot", seed=seed)
     proposals = Proposals(operator, ctx.describe(cfg), kb, question_suffix=question_suffix)
@@ -124,12 +144,9 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
             if task not in proposals.confirmed:  # cannot happen: confirm_new returns confirmed tasks only
                 result.unconfirmed_executions += 1
                 continue
-            literals = list(goals.tasks[task])
-            # The executor keys a learned policy by the task and its first object's type and place.
-            reach = robot.reach(world, literals, task=f"anticipated: {task}", object_id=literals[0].args[0])
-            result.performed.append({"task": task, "success": reach.success, "actions": len(reach.outcomes),
-                                     "policy_reused": reach.policy_reused, "message": reach.message})
-            if reach.success and task in routine and task not in result.done:
+            performed = perform(task, list(goals.tasks[task]))
+            result.performed.append(performed)
+            if performed["success"] and task in routine and task not in result.done:
                 result.done.append(task)
                 result.done_by_robot.append(task)
         following = next((t for t in routine if t not in result.done), None)

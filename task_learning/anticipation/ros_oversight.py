@@ -30,6 +30,21 @@ def oversight_client(name: str, wait_s: float) -> Any:
     return client
 
 
+def anticipation_graph(wait_s: float) -> Any:
+    """An AnticipationGraph (clients of the perception and planner nodes) whose nodes are up, or a
+    clear error."""
+    try:
+        from task_learning_nodes.anticipation_graph import AnticipationGraph
+    except ImportError as exc:
+        raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
+    graph = AnticipationGraph(wait_s=wait_s)
+    try:
+        return graph.require()
+    except BaseException:
+        graph.close()
+        raise
+
+
 class SimulatedRoutineAnswerer:
     """Answers, through the oversight node, the day's "Shall I ... next? (<tag>)" questions (and no
     others) as `RoutineOperator` would; runs in a thread of its own until `stop()`."""

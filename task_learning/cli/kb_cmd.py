@@ -6,22 +6,29 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from task_learning.config import load_yaml
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
+from task_learning.kb.store import StoredRoutine
+
+if TYPE_CHECKING:
+    from task_learning.anticipation.config import AnticipationConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("kb", help="export, import or show the knowledge base")
     sub = p.add_subparsers(dest="kb_command", required=True)
-    exp = sub.add_parser("export", help="write goals, policies and the question log as YAML")
+    exp = sub.add_parser("export", help="write goals, policies, the question log and the routines (task "
+                                        "anticipation's experience) as YAML")
     exp.add_argument("--db", required=True)
     exp.add_argument("--out", default="-", help="file, or - for stdout")
-    imp = sub.add_parser("import", help="merge goals and policies from a YAML export (each goal's "
-                                        "text is analysed again and must mean its literals)")
+    imp = sub.add_parser("import", help="merge goals, policies and routines from a YAML export (each goal's "
+                                        "text is analysed again and must mean its literals; each routine's "
+                                        "tasks and facts must be those of config/anticipation/anticipation.yaml)")
     imp.add_argument("--db", required=True)
     imp.add_argument("--scene", default=None,
                      help="scene the goals belong to (default: the scene whose task is each goal's)")
@@ -56,13 +63,12 @@ def run(args: argparse.Namespace) -> int:
             checker = ImportChecker(args.file, args.scene)
             data = load_yaml(args.file)
             productions = kb.parse_production_import(data, source=args.file)  # all validated first
-            goals, policies = kb.import_dict(data, source=args.file,
-                                             trust_confirmations=args.trust_confirmations,
-                                             verify=checker)
+            counts = kb.import_dict(data, source=args.file, trust_confirmations=args.trust_confirmations,
+                                    verify=checker, verify_routine=RoutineChecker(args.file))
             kb.import_productions(productions, data)
             trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
-            print(f"imported {goals} goals, {policies} policies and {len(productions)} productions into {args.db} "
-                  f"(confirmations {trust})")
+            print(f"imported {counts.goals} goals, {counts.policies} policies, {counts.routines} new routines and "
+                  f"{len(productions)} productions into {args.db} (confirmations {trust})")
             return 0
         if args.kb_command == "approve":
             existing = [r["name"] for r in kb.productions()]
@@ -80,6 +86,41 @@ def run(args: argparse.Namespace) -> int:
                   f"confirmation {goal.confirmation.value}]")
         show_productions(kb)
         return 0
+
+
+class RoutineChecker:
+    """`verify_routine(routine, key)` for KnowledgeBase.import_dict: a routine's day, facts and
+    tasks must be those of the anticipation config (the validator counts tasks by these names), so
+    a misspelt task never becomes experience."""
+
+    DAYS = ("weekday", "weekend")
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self._cfg: AnticipationConfig | None = None
+
+    @property
+    def cfg(self) -> AnticipationConfig:
+        if self._cfg is None:  # loaded only when the file has routines
+            from task_learning.anticipation.config import load_anticipation_config
+
+            self._cfg = load_anticipation_config()
+        return self._cfg
+
+    def __call__(self, routine: StoredRoutine, key: str) -> None:
+        from task_learning.errors import ConfigError
+
+        DAYS = self.DAYS
+        if routine.day not in DAYS:
+            raise ConfigError(self.file, f"{key}.day", f"unknown day {routine.day!r} (known: {', '.join(DAYS)})")
+        for fact in routine.facts:
+            if fact not in self.cfg.facts:
+                raise ConfigError(self.file, f"{key}.facts", f"unknown fact {fact!r} (known: "
+                                  f"{', '.join(self.cfg.facts)}; file {self.cfg.source})")
+        for task in routine.tasks:
+            if task not in self.cfg.tasks:
+                raise ConfigError(self.file, f"{key}.tasks", f"{task!r} is not a task of the list "
+                                  f"({', '.join(self.cfg.tasks)}; file {self.cfg.source})")
 
 
 def write_export(path: Path, text: str) -> None:

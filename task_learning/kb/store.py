@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from task_learning.errors import TaskLearningError
 from task_learning.types import (
@@ -280,6 +280,47 @@ class StoredRoutine:
     source: str = ""  # where it came from: "config" (the seeded days), "observed" (a day watched)
     created_at: float = 0.0
     routine_id: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"day": self.day, "facts": list(self.facts), "tasks": list(self.tasks),
+                "explanation": self.explanation, "source": self.source, "created_at": self.created_at}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "StoredRoutine":
+        """An exported routine; its strings must be strings (a number or a list where a name goes
+        is refused, not turned into text)."""
+        def names(key: str) -> tuple[str, ...]:
+            value = data.get(key)
+            if value is None:
+                return ()
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise ValueError(f"{key}: expected a list of names")
+            return tuple(value)
+
+        day, explanation, source = data["day"], data.get("explanation") or "", data.get("source") or ""
+        if not isinstance(day, str) or not day.strip():
+            raise ValueError("day: expected a name (weekday or weekend)")
+        if not isinstance(explanation, str) or not isinstance(source, str):
+            raise ValueError("explanation and source must be text")
+        tasks = names("tasks")
+        if not tasks:
+            raise ValueError("tasks: a routine needs at least one task")
+        return cls(day=day, facts=tuple(sorted(names("facts"))), tasks=tasks, explanation=explanation,
+                   source=source, created_at=float(data.get("created_at") or 0.0))
+
+    def same_day(self, other: "StoredRoutine") -> bool:
+        """The same remembered day (what an import of an export already imported would repeat).
+        The config's seeded days are the same days whenever they were seeded."""
+        def key(r: StoredRoutine) -> tuple:
+            return (r.day, tuple(sorted(r.facts)), r.tasks, r.explanation, r.source,
+                    None if r.source == "config" else r.created_at)
+        return key(self) == key(other)
+
+
+class ImportCounts(NamedTuple):
+    goals: int
+    policies: int
+    routines: int  # new routines; a day the knowledge base already has is not added twice
 
 
 def action_to_dict(call: ActionCall) -> dict[str, Any]:
@@ -730,16 +771,21 @@ class KnowledgeBase:
             "productions": self.productions(),
             "family_end_conditions": self.family_end_conditions(),
             "world_statements": self.statements(),
+            "routines": [r.to_dict() for r in self.routines()],
         }
 
     def import_dict(self, data: dict[str, Any], *, source: str = "<import>",
                     trust_confirmations: bool = False,
-                    verify: Callable[[LearnedGoal, str], None] | None = None) -> tuple[int, int]:
-        """Merge goals and policies from an export; returns (goals, policies) imported.
+                    verify: Callable[[LearnedGoal, str], None] | None = None,
+                    verify_routine: Callable[[StoredRoutine, str], None] | None = None) -> ImportCounts:
+        """Merge goals, policies and routines (task anticipation's experience) from an export;
+        returns how many of each were imported (a routine already stored, the same day with the
+        same time, is not added again: importing a file twice does not double the experience the
+        validator counts).
 
         All or nothing: every entry is parsed (and checked by `verify(goal, key)`, which raises
         ConfigError naming the entry, e.g. a goal whose literals do not say what its text says)
-        before anything is written. Confirmations are not taken on the file's word: an imported
+        (and every routine by `verify_routine(routine, key)`) before anything is written. Confirmations are not taken on the file's word: an imported
         goal is unconfirmed, unless `trust_confirmations`, when a goal the file says an operator
         confirmed is stored as IMPORTED_TRUSTED."""
         from task_learning.errors import ConfigError
@@ -747,7 +793,8 @@ class KnowledgeBase:
         if not isinstance(data, dict):
             raise ConfigError(source, None, "expected a mapping with 'goals' and 'policies'")
         goals, policies = data.get("goals") or [], data.get("policies") or []
-        for key, value in (("goals", goals), ("policies", policies)):
+        routines = data.get("routines") or []
+        for key, value in (("goals", goals), ("policies", policies), ("routines", routines)):
             if not isinstance(value, list):
                 raise ConfigError(source, key, f"expected a list, got {type(value).__name__}")
         parsed_goals, parsed_policies = [], []
@@ -767,11 +814,27 @@ class KnowledgeBase:
                 parsed_policies.append(Policy.from_dict(item))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise ConfigError(source, f"policies[{i}]", f"invalid policy: {_problem(exc)}") from None
+        parsed_routines: list[StoredRoutine] = []
+        for i, item in enumerate(routines):
+            try:
+                routine = StoredRoutine.from_dict(item)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise ConfigError(source, f"routines[{i}]", f"invalid routine: {_problem(exc)}") from None
+            if verify_routine is not None:
+                verify_routine(routine, f"routines[{i}]")
+            parsed_routines.append(routine)
+        stored = self.routines()
+        new_routines: list[StoredRoutine] = []
+        for routine in parsed_routines:
+            if not any(routine.same_day(r) for r in stored + new_routines):
+                new_routines.append(routine)
         for goal in parsed_goals:
             self.learn_goal(goal)
         for policy in parsed_policies:
             self.save_policy(policy)
-        return len(parsed_goals), len(parsed_policies)
+        if new_routines:
+            self.add_routines(new_routines)
+        return ImportCounts(len(parsed_goals), len(parsed_policies), len(new_routines))
 
 
 def _problem(exc: Exception) -> str:
@@ -786,6 +849,7 @@ __all__ = [
     "LearnedGoal",
     "Policy",
     "StoredRoutine",
+    "ImportCounts",
     "OBJECT_VAR",
     "lift_literals",
     "ground_lifted",
