@@ -34,9 +34,9 @@ def test_routines_travel_with_export_and_import(tmp_path, capsys):
         before = len(kb.routines())
     capsys.readouterr()
     assert main(["kb", "import", "--db", str(dst), str(out)]) == 0
-    assert "and 1 new routines" in capsys.readouterr().out
+    assert ", 1 new routines and" in capsys.readouterr().out
     assert main(["kb", "import", "--db", str(dst), str(out)]) == 0
-    assert "and 0 new routines" in capsys.readouterr().out
+    assert ", 0 new routines and" in capsys.readouterr().out
     with KnowledgeBase(dst) as kb:
         assert len(kb.routines()) == before + 1
     assert _observed(dst) == _observed(src) * 2  # its own remembered day and the imported one
