@@ -95,6 +95,9 @@ PARAMETERS = (
           "strategy only"),
     Param("productions_require_approval", True, "Only productions an operator approved (`task-learning kb "
           "approve`) are used; false only on a test bench"),
+    Param("productions_ask_operator", True, "With productions_require_approval: before a PerformTask, new "
+          "(unapproved) productions are put to the operator through the oversight node, one yes/no question per "
+          "task family; only a yes approves (a no, a timeout or no oversight node leaves them unused)"),
 )
 
 # Which node serves what the planner waits for (named in every error about it).
@@ -361,9 +364,23 @@ class PlannerNode(Node):
         if kb is not None and bool(self._p("use_productions")):
             from task_learning.productions.planning import reacher_from_kb
 
-            productions = reacher_from_kb(kb, approved_only=bool(self._p("productions_require_approval")))
+            approved_only = bool(self._p("productions_require_approval"))
+            if approved_only and bool(self._p("productions_ask_operator")):
+                self._ask_production_approval(kb)
+            productions = reacher_from_kb(kb, approved_only=approved_only)
         return GoalExecutor(self.domain, lambda: make_engine(engine, client), kb,
                             max_actions=int(self._p("max_actions")), reacher=reacher, productions=productions)
+
+    def _ask_production_approval(self, kb: KnowledgeBase) -> None:
+        from task_learning.productions.approval import ask_approval, unapproved_families
+
+        if not unapproved_families(kb):
+            return
+        if not self._oversight.available(float(self._p("service_timeout_s"))):
+            self.get_logger().warning("new productions stay unapproved: no oversight node to ask")
+            return
+        for message in ask_approval(kb, self._oversight).messages:
+            self.get_logger().info(f"productions {message}")
 
     def _publish_llm_state(self, state: Any, goal: str) -> None:
         self._llm_state_pub.publish(convert.llm_state_to_msg(
