@@ -1,6 +1,8 @@
 """Seed 001 through the ROS graph (issue 18): productions bootstrapped and approved beforehand
 perform a task through planner -> perception with no LLM call; with productions_require_approval
-on (the default), productions nobody approved are not used (the strategy, BCR, reaches the goals).
+on (the default), productions nobody approved are not used (the strategy, BCR, reaches the goals);
+with an oversight node, new productions are put to the operator (one yes/no question per task
+family) and only a yes approves them.
 
 The knowledge base is prepared in process, as a robot's would be before the run: productions
 bootstrapped in FloorPlan1 with the offline model (not a language model), the world knowledge a
@@ -24,12 +26,17 @@ from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
 pytest.importorskip("rclpy")
+from rclpy.action import ActionClient  # noqa: E402
 from task_learning_interfaces.action import PerformTask  # noqa: E402
+from task_learning_interfaces.msg import ConfirmationAnswer  # noqa: E402
+from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations  # noqa: E402
+from test.ros_testing import wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SCENE = "tidy_floorplan1"  # iTHOR FloorPlan1, the kitchen the productions were bootstrapped in
 NODES = ["perception", "planner"]
+WITH_OVERSIGHT = ["perception", "oversight", "planner"]
 
 
 def _prepare(db: Path, *, approve: bool) -> int:
@@ -58,23 +65,50 @@ def _prepare(db: Path, *, approve: bool) -> int:
     return len(goals)
 
 
-def _perform(ros_graph, db: Path, name: str) -> PerformTask.Result:
-    # A test bench without an operator for the goals (require_confirmation off, as in
-    # test_planning_ros); productions_require_approval stays at its default (on).
-    bringup = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES,
+def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
+             answers: list[str] | None = None) -> tuple[PerformTask.Result, list[tuple[str, str]]]:
+    """PerformTask on a fresh graph; with `answers`, the operator's answers to the questions the
+    oversight node holds, in order (returned as (question, answer) pairs)."""
+    # The goals were confirmed beforehand (require_confirmation off: no goal question, as in
+    # test_planning_ros); productions_require_approval and productions_ask_operator stay at their
+    # defaults (on).
+    bringup = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *nodes,
                                   "--param", "planner.require_confirmation:=false",
                                   "--param", "planner.max_actions:=400",
                                   "--param", "planner.service_timeout_s:=30.0")
     client = ros_graph.client(name)
+    asked: list[tuple[str, str]] = []
     try:
-        result, _ = client.send_goal(PerformTask, "perform_task",
-                                     PerformTask.Goal(task="tidy kitchen", scene=SCENE, condition="STARS"),
-                                     timeout=600)
+        action = ActionClient(client.node, PerformTask, "perform_task")
+        assert action.wait_for_server(timeout_sec=120), "planner not up"
+        handle = client.wait_future(action.send_goal_async(
+            PerformTask.Goal(task="tidy kitchen", scene=SCENE, condition="STARS")), 120, "send goal")
+        assert handle.accepted
+        done = handle.get_result_async()
+
+        def answer_next() -> bool:
+            if answers is not None and not done.done():
+                pending = client.call(ListPendingConfirmations, "oversight/list_pending",
+                                      ListPendingConfirmations.Request(), timeout=60).pending
+                for request in pending:
+                    if request.request_id in seen:
+                        continue
+                    reply = answers[len(asked)] if len(asked) < len(answers) else "yes"
+                    msg = ConfirmationAnswer(request_id=request.request_id, answer=reply, answered_by="test")
+                    assert client.call(AnswerConfirmation, "oversight/answer",
+                                       AnswerConfirmation.Request(answer=msg), timeout=60).accepted
+                    seen.append(request.request_id)
+                    asked.append((request.question, reply))
+            return done.done()
+
+        seen: list[str] = []
+        wait_until(answer_next, 600, "the task to end", interval=0.1)
+        result = done.result().result
     finally:
         client.close()
         code, output = bringup.stop(signal.SIGINT, timeout=60)
     assert code == 0, output[-2000:]
-    return result
+    return result, asked
 
 
 def test_a_task_performed_by_approved_productions_makes_no_llm_call(ros_graph, tmp_path):
@@ -82,7 +116,7 @@ def test_a_task_performed_by_approved_productions_makes_no_llm_call(ros_graph, t
     count = _prepare(db, approve=True)
     with KnowledgeBase(db) as kb:
         before = sum(row["count"] for row in kb.productions())
-    result = _perform(ros_graph, db, "productions_test")
+    result, _ = _perform(ros_graph, db, "productions_test")
     assert result.success, result.message
     assert len(result.objects) == count > 0
     assert all(o.success and "reached by productions alone" in o.message for o in result.objects), \
@@ -92,11 +126,33 @@ def test_a_task_performed_by_approved_productions_makes_no_llm_call(ros_graph, t
         assert sum(row["count"] for row in kb.productions()) > before
 
 
-def test_unapproved_productions_are_not_used(ros_graph, tmp_path):
+def _approvals(db: Path) -> dict[str, str]:
+    with KnowledgeBase(db) as kb:
+        return {row["task"]: row["approval"] for row in kb.productions()}
+
+
+def test_a_no_from_the_operator_is_not_approval_and_unapproved_productions_are_not_used(ros_graph, tmp_path):
     db = tmp_path / "unapproved.sqlite"
     _prepare(db, approve=False)
-    result = _perform(ros_graph, db, "unapproved_test")
+    result, asked = _perform(ros_graph, db, "unapproved_test", WITH_OVERSIGHT, answers=["no"])
     assert result.success, result.message
+    # one question per family: explore (refused), find and pick and place (approved)
+    assert [a for _q, a in asked] == ["no", "yes", "yes"], asked
+    assert "explore <receptacle>" in asked[0][0] and "May it use them" in asked[0][0]
+    approvals = _approvals(db)
+    assert approvals.pop("explore <receptacle>") == "none" and set(approvals.values()) == {"operator"}
+    # Without the explore rules, the productions cannot find anything: BCR reached every goal.
     assert result.objects and not any("productions" in o.message for o in result.objects), \
         [o.message for o in result.objects]
     assert result.usage.calls == 0  # the goals were known and BCR's heuristic engine asks no LLM
+
+
+def test_productions_the_operator_approves_through_oversight_perform_the_task(ros_graph, tmp_path):
+    db = tmp_path / "asked.sqlite"
+    _prepare(db, approve=False)
+    result, asked = _perform(ros_graph, db, "approve_test", WITH_OVERSIGHT, answers=["yes", "yes", "yes"])
+    assert result.success, result.message
+    assert len(asked) == 3 and set(_approvals(db).values()) == {"operator"}
+    assert all(o.success and "reached by productions alone" in o.message for o in result.objects), \
+        [o.message for o in result.objects]
+    assert result.usage.calls == 0
