@@ -14,7 +14,7 @@ does the day's routine, the robot anticipates after each finished task, proposes
 task to the operator ("Shall I prepare coffee next?") and works only on the confirmed ones; it
 prints what was anticipated, kept, confirmed and done.
 
-    task-learning anticipate --day trace_01 --robot --oversight ros --graph --db kb.sqlite
+    task-learning anticipate --day trace_01 --robot --oversight ros --graph
 
 `--graph` asks the anticipation node (task_learning_nodes.anticipation, AnticipateDay) to run the
 robot's day through the ROS graph: questions through the oversight node, the human's routine and the
