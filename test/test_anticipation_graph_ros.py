@@ -133,16 +133,29 @@ def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
     assert code == 0, out
 
 
-def test_the_node_withdraws_confirmations_a_killed_day_left(tmp_path):
+def test_the_node_withdraws_confirmations_a_killed_day_left(ros_graph, tmp_path):
     """A kill between the yes written for the planner and its withdrawal leaves one goal confirmed;
-    the node withdraws such leftovers when it starts and stops (unit test, no graph)."""
+    the node withdraws such leftovers when it starts (and stops), and nothing else. An unknown day
+    is refused with the days there are."""
     from task_learning.kb.store import Confirmation, LearnedGoal
-    from task_learning_nodes.anticipation import withdraw_anticipated_confirmations
+    from task_learning_interfaces.action import AnticipateDay
 
-    with KnowledgeBase(tmp_path / "kb.sqlite") as kb:
-        for task, context in (("task anticipation", "Prepare coffee (trace_01)"), ("tidy", "Mug")):
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeBase(db) as kb:
+        for task, context in (("task anticipation", "Prepare coffee (trace_01, 2026-11-22)"), ("tidy", "Mug")):
             kb.learn_goal(LearnedGoal(task=task, context=context, object_type="Mug", text="t", literals=[],
                                       condition="anticipation", confirmation=Confirmation.OPERATOR_YES))
-        assert withdraw_anticipated_confirmations(kb) == 1
+    node = ros_graph.start_node("anticipation", "-p", f"db_path:={db}", params_file="anticipation.yaml")
+    node.wait_for_line(r"withdrew 1 confirmation\(s\) of anticipated tasks", timeout=60)
+    node.wait_for_line(r"anticipation ready", timeout=60)
+    client = ros_graph.client("anticipation_test")
+    try:
+        result, _ = client.send_goal(AnticipateDay, "anticipate_day", AnticipateDay.Goal(day="someday"), timeout=60)
+    finally:
+        client.close()
+    assert not result.success and not result.result_json
+    assert "unknown day 'someday'" in result.message and "trace_01" in result.message
+    code, out = node.stop(signal.SIGINT, timeout=60)
+    assert code == 0, out
+    with KnowledgeBase(db) as kb:
         assert {(g.task, g.confirmed) for g in kb.goals()} == {("task anticipation", False), ("tidy", True)}
-        assert withdraw_anticipated_confirmations(kb) == 0
