@@ -3,15 +3,21 @@ the observation, the primitives as AI2-THOR actions, goal literals as goal text,
 strategy reaching a scene's goals through GoalExecutor (offline model: not a language model)."""
 from __future__ import annotations
 
+import pytest
+
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
+from task_learning.kb import ground_lifted
 from task_learning.llm.client import make_client
+from task_learning.llm.offline.llm_state import plan_for, read_goal
 from task_learning.llm_state.calls import Call
 from task_learning.llm_state.strategy import LLMStateStrategy
 from task_learning.llm_state.thor_world import ThorWorld, goal_text
-from task_learning.planning.executor import GoalExecutor
+from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.types import GoalLiteral, Truth
 from task_learning.world.factory import make_backend
+
+from .thor_helpers import settings, thor_env  # noqa: F401  (thor_env: a fixture)
 
 
 def _world():
@@ -77,3 +83,88 @@ def test_a_goal_it_cannot_reach_fails_with_the_reason():
                             reacher=strategy)
     reached = executor.reach(backend, [GoalLiteral("sliced", ("Cheese|1",), Truth.TRUE)])
     assert not reached.success and "LLM-State did not reach the goal" in reached.message
+
+
+# FloorPlan1 has nine cabinets and nine drawers: a learned goal lifted to a type is grounded to the
+# first by id (kb.ground_lifted), so the policy must reach that very one, not any of its type.
+LIFTED = {"Cabinet": [GoalLiteral("inside", ("?object", "Cabinet")), GoalLiteral("open", ("Cabinet",), Truth.FALSE)],
+          "Drawer": [GoalLiteral("inside", ("?object", "Drawer")), GoalLiteral("open", ("Drawer",), Truth.FALSE)]}
+# (object, type): the fork starts shut in another drawer; the cup follows the apple into the cabinet
+SAME_TYPED = (("Apple|-00.47|+01.15|+00.48", "Cabinet"), ("Fork|+00.95|+00.77|-02.37", "Drawer"),
+              ("Cup|+00.37|+01.64|-02.58", "Cabinet"), ("Bowl|+00.27|+01.10|-00.75", "Drawer"))
+
+
+def reach_grounded_goals(backend) -> None:
+    strategy = LLMStateStrategy(make_client("offline"))
+    executor = GoalExecutor(load_domain("household"), lambda: make_engine("heuristic"), None, max_actions=60,
+                            reacher=strategy)
+    for obj, kind in SAME_TYPED:
+        _types, ids_by_type = type_index(backend.metadata)
+        literals = ground_lifted(LIFTED[kind], obj, ids_by_type)
+        assert literals is not None and literals[0].args[1] == sorted(ids_by_type[kind])[0]
+        reached = executor.reach(backend, literals)
+        assert reached.success, (obj, reached.message, strategy.last.action_log if strategy.last else None)
+        record = next(o for o in backend.metadata["objects"] if o["objectId"] == obj)
+        assert literals[0].args[1] in record["parentReceptacles"]
+
+
+def test_goals_grounded_to_one_of_several_same_typed_places_are_reached_there():
+    reach_grounded_goals(make_backend("symbolic", "tidy_floorplan1"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.usefixtures("thor_env")
+def test_on_the_ai2thor_backend_too():
+    """The same goals through the real ai2thor Controller and the stand-in simulator."""
+    pytest.importorskip("ai2thor")
+    with make_backend("ai2thor", "tidy_floorplan1", ai2thor_settings=settings()) as backend:
+        reach_grounded_goals(backend)
+
+
+def test_the_goal_text_names_the_very_objects_and_the_offline_policy_keeps_them():
+    subgoals = read_goal("put the fork1 in the drawer1; close the drawer1")
+    assert [(s.kind, s.cls, s.name, s.dest) for s in subgoals] == [
+        ("place", "fork", "fork1", "drawer1"), ("close", "drawer", "drawer1", "")]
+    # already in another drawer: not done; the plan takes it to drawer1
+    context = {"goal": "put the fork1 in the drawer1; close the drawer1", "hands": 1,
+               "observation": {"objects": [["fork1", "IN", "drawer2"], ["drawer1", "IN", "kitchen1"],
+                                           ["drawer2", "IN", "kitchen1"]],
+                               "rooms": ["kitchen1"], "room": "kitchen1", "holding": [], "close_to": []}}
+    assert plan_for(context) == ["move(drawer2)", "open(drawer2)", "pickup(fork1)", "move(drawer1)", "open(drawer1)",
+                                 "placein(fork1, drawer1)", "close(drawer1)"]
+    # a named place never observed: go to it by name and look
+    context["observation"]["objects"] = [["fork1", "IN", "drawer2"]]
+    assert plan_for(context)[-1] == "move(drawer1)"
+
+
+def _tidy_floorplan1_with_llm_state(monkeypatch, backend: str, db: str) -> list:
+    """The lead's run in process: STARS+O on tidy_floorplan1 with the simulated operator, every goal
+    reached by LLM-State (the planner's strategy llm_state) instead of BCR."""
+    import functools
+
+    import task_learning.planning.session as session
+    from task_learning.planning.session import RunSpec, run_in_process
+
+    strategy = LLMStateStrategy(make_client("offline"))
+    monkeypatch.setattr(session, "GoalExecutor", functools.partial(GoalExecutor, reacher=strategy))
+    metrics, learner = run_in_process(RunSpec(scene="tidy_floorplan1", condition="STARS+O", db=db, backend=backend))
+    assert metrics.satisfied == metrics.assertions
+    return learner.reports
+
+
+def test_tidy_floorplan1_every_cupboard_and_drawer_goal_is_reached(monkeypatch, tmp_path):
+    # before the fix: the bowl, the mug (cupboards), the butter knife and the spatula (drawers) were
+    # "unreachable ... policy_done" while the world showed them in another cabinet or drawer
+    reports = _tidy_floorplan1_with_llm_state(monkeypatch, "symbolic", str(tmp_path / "kb.sqlite"))
+    assert len(reports) == 9 and [r.message for r in reports if r.outcome != "done"] == []
+    assert sum("cupboard" in r.goal or "drawer" in r.goal for r in reports) >= 4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.usefixtures("thor_env")
+def test_tidy_floorplan1_on_the_ai2thor_backend(monkeypatch, tmp_path):
+    pytest.importorskip("ai2thor")
+    reports = _tidy_floorplan1_with_llm_state(monkeypatch, "ai2thor", str(tmp_path / "kb.sqlite"))
+    assert len(reports) == 9 and [r.message for r in reports if r.outcome != "done"] == []

@@ -3,7 +3,9 @@
     task-learning llm-state --scene map1 --task heat_milk --method ours --llm offline --trials 5 --json
 
 `--scene` is a map of config/llm_state/households.yaml (map1..map5) or `all` (trial i runs on
-the i-th map, round robin). JSON: {"trials": [{"success", "steps", "llm_calls", "tokens", "replans",
+the i-th map, round robin). `--backend symbolic|ai2thor` runs the task instead in the FloorPlan
+config/llm_state/thor_tasks.yaml names for it (llm_state/thor_tasks.py; tasks no FloorPlan
+supports end with the reason). JSON: {"trials": [{"success", "steps", "llm_calls", "tokens", "replans",
 "dropped_calls", "dropped_by_kind", "unknown_object_calls", "end_reason", "map", ...}],
 "summary": {...}, "llm": ..., "note": ...}. `--show-state` adds each trial's final open state.
 """
@@ -17,9 +19,11 @@ import textwrap
 from typing import Any
 
 from task_learning.cli.options import bounded_int
+from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
+from task_learning.llm_state.thor_tasks import THOR_BACKENDS, load_thor_tasks, run_thor_trial
 
 MAX_CAP = 1000
 
@@ -31,12 +35,18 @@ def register(subparsers: Any) -> None:
         description="Algorithm 1 of seed 003: attention, state estimation from the whole history, a "
                     "plan of fewer than 20 primitives, re-planning on the first failure.",
     )
-    parser.add_argument("--scene", default="map1", help="household map (map1..map5) or 'all'")
+    parser.add_argument("--scene", default=None,
+                        help="household map (map1..map5) or 'all' (default map1); with --backend symbolic|ai2thor "
+                             "the task's project scene (config/llm_state/thor_tasks.yaml) unless given")
+    parser.add_argument("--backend", choices=("household",) + THOR_BACKENDS, default="household",
+                        help="household: seed 003's open-world household (default); symbolic / ai2thor: the task "
+                             "in an AI2-THOR FloorPlan, on recorded metadata / through the ai2thor Controller")
     parser.add_argument("--task", required=True, help="task name (config/llm_state/tasks.yaml)")
     parser.add_argument("--method", choices=METHODS, default="ours")
     parser.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
     parser.add_argument("--trials", type=bounded_int(1, 1000), default=1, help="number of runs (1-1000)")
-    parser.add_argument("--hands", type=bounded_int(1, 4), default=2, help="the robot's hands (default 2)")
+    parser.add_argument("--hands", type=bounded_int(1, 4), default=None,
+                        help="the robot's hands (default 2; AI2-THOR's agent has 1)")
     parser.add_argument("--cap", type=bounded_int(1, MAX_CAP), default=None,
                         help="step cap (default: the task's, from Table I)")
     parser.add_argument("--show-state", action="store_true", help="add each trial's final state and actions")
@@ -47,14 +57,29 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     house = load_household()
     task = house.task(args.task)
-    maps = list(house.maps) if args.scene == "all" else [house.map(args.scene).name]
+    on_thor = args.backend != "household"
+    if on_thor:
+        thor_task = load_thor_tasks().task(task.name)
+        if args.hands not in (None, 1):
+            raise TaskLearningError(f"--hands {args.hands}: AI2-THOR's agent holds one object (--backend {args.backend})")
+        if args.scene not in (None, thor_task.scene):
+            raise TaskLearningError(f"--scene {args.scene}: task {task.name!r} runs in {thor_task.scene} on an "
+                                    "AI2-THOR world (config/llm_state/thor_tasks.yaml)")
+        args.scene, args.hands = thor_task.scene, 1
+    else:
+        args.scene, args.hands = args.scene or "map1", args.hands or 2
+        maps = list(house.maps) if args.scene == "all" else [house.map(args.scene).name]
     from task_learning.llm.client import make_client
 
     client = make_client(args.llm)
     results = []
     for i in range(args.trials):
-        world = HouseholdWorld(house, maps[i % len(maps)], task, hands=args.hands)
-        results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap, trial=i))
+        if on_thor:
+            results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend, cap=args.cap,
+                                          trial=i))
+        else:
+            world = HouseholdWorld(house, maps[i % len(maps)], task, hands=args.hands)
+            results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap, trial=i))
         client.raise_if_unavailable()
     offline = args.llm == "offline"
     trials = []
@@ -65,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         trials.append(data)
     n = len(results)
     summary = {"task": task.name, "goal": task.goal, "method": args.method, "scene": args.scene,
+               "backend": args.backend,
                "successes": sum(r.success for r in results), "trials": n,
                "mean_steps": round(sum(r.steps for r in results) / n, 2),
                "llm_calls": sum(r.llm_calls for r in results), "tokens": sum(r.tokens for r in results),

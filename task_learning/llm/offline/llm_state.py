@@ -20,6 +20,9 @@ How it reasons, so its numbers can be read for what they are:
   (a fixed limit on how much raw history it tracks without a state, chosen before any run).
   That limit is what separates the baselines from LLM-State here: it is a design of this
   stand-in, not evidence that a state helps a language model.
+* a goal that names objects ("put the apple1 in the cabinet3", goal literals as text on an
+  AI2-THOR world) is about those very objects: another cabinet, or another apple, does not do.
+  Table I's goals name classes ("the kitchen cabinets"), where any object of the class does.
 """
 from __future__ import annotations
 
@@ -70,6 +73,13 @@ def class_of(name: str) -> str:
     return _DIGITS.sub("", name)
 
 
+def instance_named(words: str) -> str:
+    """"the cabinet3" -> "cabinet3": an object's name written in the goal (goal literals as text
+    name the very objects, thor_world.goal_text); "" for a class ("the kitchen cabinets")."""
+    text = re.sub(r"^(?:the|a|an|some|all)\s+", "", words.strip().lower())
+    return text if re.fullmatch(r"[a-z]+\d+", text) else ""
+
+
 def noun_class(words: str) -> str:
     """"kitchen table" -> kitchentable, "face cream" -> facecream, "kitchen cabinets" -> kitchencabinet."""
     text = re.sub(r"^(?:the|a|an|some|all)\s+", "", words.strip().lower())
@@ -93,6 +103,8 @@ class Subgoal:
     target: str = ""  # place/clear: class of the destination
     attr: str = ""  # place/attr: attribute the object needs (toasted, hot)
     count: int = 1  # clear: 0 = all
+    name: str = ""  # the very object when the goal names one ("apple1"): only it will do
+    dest: str = ""  # place: the very destination when the goal names one ("cabinet3")
 
 
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
@@ -107,7 +119,7 @@ def read_goal(goal: str) -> list[Subgoal]:
         return [sub for clause in clauses for sub in read_goal(clause)]
     match = re.fullmatch(r"close (?:the )?(\w+)", text)
     if match:
-        return [Subgoal("close", noun_class(match.group(1)))]
+        return [Subgoal("close", noun_class(match.group(1)), name=instance_named(match.group(1)))]
     match = re.search(r"switch off (all )?(?:the )?lights?(?: in (?:the )?(\w+))?", text)
     if match:
         room = "" if (match.group(2) or "house") == "house" else noun_class(match.group(2))
@@ -146,12 +158,13 @@ def read_goal(goal: str) -> list[Subgoal]:
         for item in items:
             item = re.sub(r"^(?:find|get|put|place|bring)\s+", "", item.strip())
             if item and item not in ("it", "them", "put it", "put them", "place them"):
-                out.append(Subgoal("place", noun_class(item), relation=relation, target=target))
+                out.append(Subgoal("place", noun_class(item), relation=relation, target=target,
+                                   name=instance_named(item), dest=instance_named(match.group(3))))
         if out:
             return out
     match = re.search(r"open (?:the )?(\w+)", text)
     if match:
-        return [Subgoal("open", noun_class(match.group(1)))]
+        return [Subgoal("open", noun_class(match.group(1)), name=instance_named(match.group(1)))]
     return []
 
 
@@ -526,6 +539,18 @@ class _Planner:
         here = [n for n in names if self.w.room_of(n) == self.w.room]
         return sorted(set(here)) + sorted(set(names) - set(here))
 
+    def known_as(self, cls: str, name: str) -> list[str]:
+        """known(cls), or only the object the goal names when it names one."""
+        return [n for n in self.known(cls) if not name or n == name]
+
+    def approach(self, name: str) -> None:
+        """The goal names an object the robot has not observed: go to it by name and look."""
+        if f"move({name})" in self.banned:
+            self.stop = True
+            return
+        self.emit(f"move({name})")
+        self.stop = True
+
     def explore(self, cls: str) -> None:
         """Look where `cls` is usually kept: an unopened container, else an unvisited room."""
         places = USUAL_PLACES.get(cls, ())
@@ -586,9 +611,12 @@ class _Planner:
         return False
 
     def _open(self, sub: Subgoal) -> bool:
-        things = self.known(sub.cls)
+        things = self.known_as(sub.cls, sub.name)
         if not things:
-            self.explore(sub.cls)
+            if sub.name:
+                self.approach(sub.name)
+            else:
+                self.explore(sub.cls)
             return False
         if any(self.w.is_open(t) for t in things):
             return True
@@ -596,7 +624,7 @@ class _Planner:
         return False
 
     def _close(self, sub: Subgoal) -> bool:
-        todo = [t for t in self.known(sub.cls) if self.w.beliefs.has(t, "open")
+        todo = [t for t in self.known_as(sub.cls, sub.name) if self.w.beliefs.has(t, "open")
                 and f"close({t})" not in self.banned]
         if not todo:
             return True
@@ -654,16 +682,20 @@ class _Planner:
         return False
 
     def _place(self, sub: Subgoal) -> bool:
-        dests = self.known(sub.target)
-        done = [n for n in self.known(sub.cls) if self.w.where.get(n, ("", ""))[0] == sub.relation
+        dests = self.known_as(sub.target, sub.dest)
+        done = [n for n in self.known_as(sub.cls, sub.name) if self.w.where.get(n, ("", ""))[0] == sub.relation
                 and class_of(self.w.where[n][1]) == sub.target
+                and (not sub.dest or self.w.where[n][1] == sub.dest)
                 and (not sub.attr or self.w.beliefs.has(n, sub.attr))]
         if len(done) >= sub.count:
             return True
         if not dests:
-            self.explore(sub.target)
+            if sub.dest:
+                self.approach(sub.dest)
+            else:
+                self.explore(sub.target)
             return False
-        todo = [n for n in self._candidates(sub.cls, sub.attr) if n not in done]
+        todo = [n for n in self._candidates(sub.cls, sub.attr) if n not in done and (not sub.name or n == sub.name)]
         # toast-like goals: a treated item first, then the one in hand, then any
         todo.sort(key=lambda n: (not (sub.attr and self.w.beliefs.has(n, sub.attr)), n not in self.w.held))
         if not todo:
