@@ -16,6 +16,7 @@ NODE_EXECUTABLES = {
     "oversight_node": "task_learning_nodes.oversight:main",
     "action_selector_node": "task_learning_nodes.action_selector:main",
     "planner_node": "task_learning_nodes.planner:main",
+    "anticipation_node": "task_learning_nodes.anticipation:main",
     "synthetic_robot_node": "task_learning_nodes.synthetic_robot:main",
 }
 

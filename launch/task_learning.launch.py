@@ -24,7 +24,7 @@ from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from task_learning.bringup import check_selected, load_bringup_config, module_exists, params_file_keys
+from task_learning.bringup import check_selected, started, load_bringup_config, module_exists, params_file_keys
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.launch_support import PACKAGE, default_db, on_node_exit
 
@@ -41,7 +41,7 @@ def _nodes(context, *args, **kwargs):
     overrides["db_path"] = os.path.abspath(os.path.expanduser(db))
     actions = [LogInfo(msg=f"knowledge base: {overrides['db_path']}")]
     for spec in config.nodes:
-        if wanted and spec.name not in wanted:
+        if not started(spec, wanted):
             continue
         if not module_exists(spec.module):
             actions.append(LogInfo(msg=f"skipping node {spec.name}: {spec.module} is not installed"))
@@ -77,7 +77,8 @@ def generate_launch_description():
                               description="world backend of perception; empty: as in "
                                           "config/nodes/perception.yaml"),
         DeclareLaunchArgument("nodes", default_value="",
-                              description="comma-separated node names from config/bringup.yaml; empty: all"),
+                              description="comma-separated node names from config/bringup.yaml; empty: all but "
+                                          "those with default: false (anticipation)"),
         DeclareLaunchArgument("db", default_value="",
                               description="knowledge base of the planner and oversight nodes; empty: "
                                           "$ROS_HOME/task_learning/task_learning.sqlite"),

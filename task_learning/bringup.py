@@ -41,6 +41,7 @@ class NodeSpec:
     module: str
     executable: str
     params_file: Path | None
+    default: bool = True  # started when no nodes are named; false: only when named
 
 
 @dataclass
@@ -67,7 +68,7 @@ def load_bringup_config(path: str | Path | None = None) -> BringupConfig:
     nodes = []
     for name, entry in nodes_data.items():
         key = join_key("nodes", str(name))
-        check_keys(entry, file=file, key=key, required=["module"], optional=["executable", "params"])
+        check_keys(entry, file=file, key=key, required=["module"], optional=["executable", "params", "default"])
         module = expect_type(entry["module"], str, file=file, key=join_key(key, "module"))
         executable = expect_type(entry.get("executable", ""), str, file=file, key=join_key(key, "executable"))
         params = entry.get("params")
@@ -75,7 +76,8 @@ def load_bringup_config(path: str | Path | None = None) -> BringupConfig:
         if params is not None:
             params = expect_type(params, str, file=file, key=join_key(key, "params"))
             params_file = Path(params) if Path(params).is_absolute() else file.parent / params
-        nodes.append(NodeSpec(str(name), module, executable, params_file))
+        default = expect_type(entry.get("default", True), bool, file=file, key=join_key(key, "default"))
+        nodes.append(NodeSpec(str(name), module, executable, params_file, default))
     return BringupConfig(nodes, timeout, policy, str(file))
 
 
@@ -147,6 +149,11 @@ def check_overrides(config: BringupConfig, overrides: Mapping[str, Any] | None) 
                 + (f" (did you mean {node_name}.{hint[0]}?)" if hint else f" (known: {', '.join(sorted(known))})"))
 
 
+def started(spec: NodeSpec, selected: Sequence[str] | None) -> bool:
+    """Whether `spec` starts: named in `selected`, or none named and the node is a default one."""
+    return spec.name in selected if selected else spec.default
+
+
 @dataclass
 class NodeLaunch:
     """A node ready to start: its command line."""
@@ -164,7 +171,7 @@ def plan(config: BringupConfig, selected: Sequence[str] | None = None,
     check_selected(config, selected)
     launches = []
     for spec in config.nodes:
-        if selected and spec.name not in selected:
+        if not started(spec, selected):
             continue
         if not module_exists(spec.module):
             log.warning("skipping node %s: module %s is not in the tree yet", spec.name, spec.module)

@@ -1,7 +1,7 @@
-"""The robot's day through the whole ROS graph: the simulated human does its routine in the
-perception node's world, the robot anticipates after each finished task, proposes every anticipated
-task through the oversight node, and the planner node performs only the confirmed ones (ReachGoal on
-perception's world). A "no" and an unanswered question confirm nothing, and the planner itself
+"""The robot's day through the whole ROS graph, run by the anticipation node (AnticipateDay, asked by
+`anticipate --graph`): the simulated human does its routine in the perception node's world, the
+node anticipates after each finished task, proposes every anticipated task through the oversight
+node, and the planner node performs only the confirmed ones (ReachGoal on perception's world). A "no" and an unanswered question confirm nothing, and the planner itself
 refuses literals no operator confirmed."""
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ SCENE = ROOT / "config" / "anticipation" / "home_scene.yaml"
 
 def _bringup(ros_graph, db, oversight_db, timeout_s: float):
     return ros_graph.start_cli(
-        "bringup", "--nodes", "oversight", "perception", "planner", "--db", str(db),
+        "bringup", "--nodes", "oversight", "perception", "planner", "anticipation", "--db", str(db),
         "--param", f"perception.scene:={SCENE}", "--param", f"oversight.db_path:={oversight_db}",
         "--param", f"oversight.timeout_s:={timeout_s}")
 
 
-def _day(ros_graph, day: str, db, *extra: str):
+def _day(ros_graph, day: str, *extra: str):
     return ros_graph.start_cli("anticipate", "--day", day, "--robot", "--oversight", "ros", "--graph",
-                               "--db", str(db), "--wait", "60", "--json", *extra)
+                               "--wait", "60", "--json", *extra)
 
 
 def _world(client) -> dict:
@@ -55,7 +55,7 @@ def test_confirmed_tasks_are_performed_by_the_planner(ros_graph, tmp_path):
     graph = _bringup(ros_graph, db, tmp_path / "oversight.sqlite", 30.0)
     client = ros_graph.client("anticipation_test")
     try:
-        proc = _day(ros_graph, "trace_01", db)  # the simulated operator answers through the node
+        proc = _day(ros_graph, "trace_01")  # the simulated operator answers through the node
         assert proc.wait(300) == 0, proc.report()
         data = json.loads(proc.stdout)
         assert data["finished"] and data["unconfirmed_executions"] == 0
@@ -89,7 +89,7 @@ def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
     try:
         # Nobody but this test answers: the first question gets "no", the second none (it times
         # out at the node's 12 s), every later one "yes".
-        proc = _day(ros_graph, "trace_03", db, "--operator", "terminal")
+        proc = _day(ros_graph, "trace_03", "--operator", "terminal")
         answered: dict[str, str] = {}
         seen: list[str] = []
 
@@ -131,3 +131,31 @@ def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
         client.close()
         code, out = graph.stop(signal.SIGINT, timeout=60)
     assert code == 0, out
+
+
+def test_the_node_withdraws_confirmations_a_killed_day_left(ros_graph, tmp_path):
+    """A kill between the yes written for the planner and its withdrawal leaves one goal confirmed;
+    the node withdraws such leftovers when it starts (and stops), and nothing else. An unknown day
+    is refused with the days there are."""
+    from task_learning.kb.store import Confirmation, LearnedGoal
+    from task_learning_interfaces.action import AnticipateDay
+
+    db = tmp_path / "kb.sqlite"
+    with KnowledgeBase(db) as kb:
+        for task, context in (("task anticipation", "Prepare coffee (trace_01, 2026-11-22)"), ("tidy", "Mug")):
+            kb.learn_goal(LearnedGoal(task=task, context=context, object_type="Mug", text="t", literals=[],
+                                      condition="anticipation", confirmation=Confirmation.OPERATOR_YES))
+    node = ros_graph.start_node("anticipation", "-p", f"db_path:={db}", params_file="anticipation.yaml")
+    node.wait_for_line(r"withdrew 1 confirmation\(s\) of anticipated tasks", timeout=60)
+    node.wait_for_line(r"anticipation ready", timeout=60)
+    client = ros_graph.client("anticipation_test")
+    try:
+        result, _ = client.send_goal(AnticipateDay, "anticipate_day", AnticipateDay.Goal(day="someday"), timeout=60)
+    finally:
+        client.close()
+    assert not result.success and not result.result_json
+    assert "unknown day 'someday'" in result.message and "trace_01" in result.message
+    code, out = node.stop(signal.SIGINT, timeout=60)
+    assert code == 0, out
+    with KnowledgeBase(db) as kb:
+        assert {(g.task, g.confirmed) for g in kb.goals()} == {("task anticipation", False), ("tidy", True)}

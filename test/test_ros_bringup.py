@@ -69,6 +69,21 @@ nodes:
         bringup.plan(config, ["percepton"])
 
 
+def test_a_node_with_default_false_starts_only_when_named(tmp_path):
+    path = write(tmp_path, """
+nodes:
+  perception: {module: task_learning_nodes.perception}
+  anticipation: {module: task_learning_nodes.anticipation, default: false}
+""")
+    config = bringup.load_bringup_config(path)
+    assert [launch.spec.name for launch in bringup.plan(config)] == ["perception"]
+    assert [launch.spec.name for launch in bringup.plan(config, ["anticipation"])] == ["anticipation"]
+    shipped = {spec.name: spec.default for spec in bringup.load_bringup_config().nodes}
+    assert shipped.pop("anticipation") is False and all(shipped.values())  # nothing else changes
+    with pytest.raises(ConfigError, match=r"nodes\.a\.default"):
+        bringup.load_bringup_config(write(tmp_path, "nodes:\n  a: {module: m, default: maybe}\n"))
+
+
 def test_core_bringup_does_not_import_rclpy():
     code = "import sys, task_learning.bringup, task_learning.cli.bringup_cmd; print('rclpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -30,19 +30,14 @@ def oversight_client(name: str, wait_s: float) -> Any:
     return client
 
 
-def anticipation_graph(wait_s: float) -> Any:
-    """An AnticipationGraph (clients of the perception and planner nodes) whose nodes are up, or a
+def run_day_on_node(day: str, question_tag: str, seed: int, wait_s: float) -> dict[str, Any]:
+    """The anticipation node's day (its AnticipateDay action), as RobotDayResult.to_dict(), or a
     clear error."""
     try:
-        from task_learning_nodes.anticipation_graph import AnticipationGraph
+        from task_learning_nodes.anticipation import request_day as run_day
     except ImportError as exc:
         raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
-    graph = AnticipationGraph(wait_s=wait_s)
-    try:
-        return graph.require()
-    except BaseException:
-        graph.close()
-        raise
+    return run_day(day, question_tag, seed, wait_s)
 
 
 class SimulatedRoutineAnswerer:

@@ -14,11 +14,12 @@ does the day's routine, the robot anticipates after each finished task, proposes
 task to the operator ("Shall I prepare coffee next?") and works only on the confirmed ones; it
 prints what was anticipated, kept, confirmed and done.
 
-    task-learning anticipate --day trace_01 --robot --oversight ros --graph --db kb.sqlite
+    task-learning anticipate --day trace_01 --robot --oversight ros --graph
 
-`--graph` runs the robot's day through the ROS graph: questions through the oversight node, the
-human's routine and the checks in the perception node's world, confirmed tasks performed by the
-planner node (ReachGoal); --db is the planner's knowledge base (task_learning_nodes.anticipation_graph).
+`--graph` asks the anticipation node (task_learning_nodes.anticipation, AnticipateDay) to run the
+robot's day through the ROS graph: questions through the oversight node, the human's routine and the
+checks in the perception node's world, confirmed tasks performed by the planner node (ReachGoal);
+the knowledge base is the node's db_path (`bringup --db`), so --db is not used with --graph.
 
 JSON: {"proposed": [...], "kept": [...], "dropped": [{"task", "reason"}], "merged": [...],
 "issues": {...}, "unknown_names": [...], ...}. `proposed` is what the LLM named from the task
@@ -69,10 +70,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "start it with `task-learning bringup --nodes oversight`; with --operator terminal, answer "
                         "with `task-learning operator` or the panel)")
     p.add_argument("--graph", action="store_true",
-                   help="with --day --robot --oversight ros: the robot performs confirmed tasks through the ROS graph's "
-                        "planner node (ReachGoal) on the perception node's world, where the simulated human acts too; "
-                        "start `task-learning bringup --nodes oversight perception planner --db KB --param "
-                        "perception.scene:=config/anticipation/home_scene.yaml` and give the same --db here")
+                   help="with --day --robot --oversight ros: the anticipation node runs the day; the robot performs "
+                        "confirmed tasks through the planner node (ReachGoal) on the perception node's world, where the "
+                        "simulated human acts too; start `task-learning bringup --nodes oversight perception planner "
+                        "anticipation --db KB --param perception.scene:=config/anticipation/home_scene.yaml`")
     p.add_argument("--wait", type=bounded_float(0.0, 600.0), default=10.0,
                    help="seconds to wait for the oversight node (--oversight ros)")
     p.add_argument("--operator", choices=("simulated", "terminal"), default="simulated",
@@ -234,64 +235,66 @@ def _robot_day(args: argparse.Namespace, cfg: AnticipationConfig, day: dict[str,
     suffix = ""
     answerer = None
     asker = None
-    graph = None
-    if args.graph and (args.oversight != "ros" or not args.db):
-        raise TaskLearningError("--graph needs --oversight ros and --db (the planner's knowledge base, as given to "
-                                "`task-learning bringup --db`)")
+    if args.graph and args.oversight != "ros":
+        raise TaskLearningError("--graph needs --oversight ros (the anticipation node asks through the oversight node)")
+    if args.graph and args.db:
+        raise TaskLearningError("--graph: the knowledge base is the anticipation node's db_path (`bringup --db`); "
+                                "drop --db")
+    if args.graph and args.llm != "offline":
+        raise TaskLearningError("--graph: the anticipation node's LLM is its `llm` parameter "
+                                "(--param anticipation.llm:=...), not --llm")
     if args.oversight == "ros":
         from task_learning.anticipation.ros_oversight import SimulatedRoutineAnswerer, oversight_client
 
         suffix = f" ({day['name']}, {datetime.date.today().isoformat()})"
-        asker = oversight_client("anticipation", args.wait)
+        if not args.graph:
+            asker = oversight_client("anticipation", args.wait)
         if args.operator == "simulated":
             try:
                 answerer = SimulatedRoutineAnswerer(day["tasks"], suffix, args.wait).start()
             except BaseException:
-                asker.close()
+                if asker is not None:
+                    asker.close()
                 raise
-        operator = asker
+        if asker is not None:
+            operator = asker
     try:
-        world = perform = None
         if args.graph:
-            from task_learning.anticipation.ros_oversight import anticipation_graph
+            from task_learning.anticipation.ros_oversight import run_day_on_node
 
-            graph = anticipation_graph(args.wait)
-        with KnowledgeBase(args.db or ":memory:") as kb:
-            if graph is not None:
-                from task_learning_nodes.anticipation_graph import PlannerPerformer
-
-                world, perform = graph.world, PlannerPerformer(graph, kb, suffix)
-            seed_experience(kb, cfg)
-            result = run_robot_day(cfg, Experience.from_kb(kb), day, client=client, operator=operator, kb=kb,
-                                   seed=args.seed, question_suffix=suffix, world=world, perform=perform)
+            data = run_day_on_node(str(day["name"]), suffix, args.seed, args.wait)
+        else:
+            with KnowledgeBase(args.db or ":memory:") as kb:
+                seed_experience(kb, cfg)
+                data = run_robot_day(cfg, Experience.from_kb(kb), day, client=client, operator=operator, kb=kb,
+                                     seed=args.seed, question_suffix=suffix).to_dict()
     finally:
-        if graph is not None:
-            graph.close()
         if answerer is not None:
             answerer.stop()
         if asker is not None:
             asker.close()
     client.raise_if_unavailable()
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps(data, indent=2))
         return 0
     via = "the oversight node (ROS)" if args.oversight == "ros" else "in-process"
-    acts = "the planner node on the perception node's world (ROS)" if args.graph else "in-process (symbolic world)"
-    print(f"robot's day {result.day}: {result.context}; the human's routine: {', '.join(result.routine)}")
+    acts = ("the planner node on the perception node's world, driven by the anticipation node (ROS)" if args.graph
+            else "in-process (symbolic world)")
+    print(f"robot's day {data['day']}: {data['context']}; the human's routine: {', '.join(data['routine'])}")
     print(f"questions to the operator: {via}; the robot acts: {acts}")
-    for a in result.anticipations:
-        print(f"after {', '.join(a.done) or 'nothing'}: anticipated {', '.join(a.proposed) or 'nothing'}; "
-              f"kept {', '.join(a.kept) or 'nothing'}")
-    print(f"proposed to the operator: {', '.join(result.asked) or 'nothing'}")
-    print(f"confirmed: {', '.join(result.confirmed) or 'nothing'}; refused: {', '.join(result.refused) or 'nothing'}")
-    for p in result.performed:
+    for a in data["anticipations"]:
+        print(f"after {', '.join(a['done']) or 'nothing'}: anticipated {', '.join(a['proposed']) or 'nothing'}; "
+              f"kept {', '.join(a['kept']) or 'nothing'}")
+    print(f"proposed to the operator: {', '.join(data['asked']) or 'nothing'}")
+    print(f"confirmed: {', '.join(data['confirmed']) or 'nothing'}; refused: {', '.join(data['refused']) or 'nothing'}")
+    for p in data["performed"]:
         how = "planner node" if p.get("via") == "planner" else "policy reused" if p["policy_reused"] else "BCR"
         print(f"robot performed {p['task']}: {'done' if p['success'] else 'FAILED ' + p['message']} "
               f"({p['actions']} actions, {how})")
-    print(f"done: {', '.join(result.done)} (by the robot: {', '.join(result.done_by_robot) or 'none'}; "
-          f"the human's actions: {result.human_actions})")
-    print(f"LLM calls {result.llm_calls}, tokens {result.tokens}; executions of unconfirmed tasks: "
-          f"{result.unconfirmed_executions}")
+    print(f"done: {', '.join(data['done'])} (by the robot: {', '.join(data['done_by_robot']) or 'none'}; "
+          f"the human's actions: {data['human_actions']})")
+    print(f"LLM calls {data['llm_calls']}, tokens {data['tokens']}; executions of unconfirmed tasks: "
+          f"{data['unconfirmed_executions']}")
     if args.llm == "offline":
         print("(offline model: not a language model)")
     return 0

@@ -15,10 +15,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "its parameter file from config/nodes/. Ctrl-C or SIGTERM stops them cleanly; a "
                     "node that dies is reported with its exit code.")
     parser.add_argument("--nodes", nargs="+", metavar="NODE",
-                        help="only these nodes (names from config/bringup.yaml; default: all)")
+                        help="only these nodes (names from config/bringup.yaml; default: all but those with "
+                             "default: false, e.g. anticipation)")
     parser.add_argument("--scene", help="scene for every node that takes one (e.g. tidy_kitchen)")
     parser.add_argument("--backend", help="world backend for perception: symbolic | ai2thor | fetch")
-    parser.add_argument("--db", help="knowledge base shared by the planner and oversight nodes")
+    parser.add_argument("--db", help="knowledge base shared by the planner, oversight and anticipation nodes")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME:=VALUE",
                         help="a parameter for one node, e.g. planner.condition:=STARS (repeatable)")
     parser.add_argument("--config", help="bring-up file (default: config/bringup.yaml)")
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     config = bringup.load_bringup_config(args.config)
     overrides: dict[str, object] = {"scene": args.scene, "backend": args.backend}
     if args.db:
-        overrides.update({"planner.db_path": args.db, "oversight.db_path": args.db})
+        overrides.update({"planner.db_path": args.db, "oversight.db_path": args.db,
+                          "anticipation.db_path": args.db})
     for item in args.param:
         key, sep, value = item.partition(":=")
         if not sep or "." not in key:

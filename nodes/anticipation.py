@@ -1,0 +1,313 @@
+"""anticipation_node: the robot's day of task anticipation (seed 002) as a node of the graph.
+
+An `anticipate_day` action (AnticipateDay) runs one simulated day of
+config/anticipation/household.yaml with task_learning.anticipation.robot_day, with ROS ports:
+- the world is the perception node's (query_world / execute_action): the simulated human does its
+  routine there (its moves are not checked, as in the traces) and a task's literals are checked
+  there, read afresh after the planner acted;
+- after each finished task the robot anticipates the rest of the day and every kept task is put to
+  the operator through the oversight node (`oversight/confirm`: "Shall I prepare coffee next?");
+  a "no", a timeout or an unreachable oversight node confirm nothing;
+- a confirmed task is sent to the planner's ReachGoal with its goal literals
+  (config/anticipation/robot_goals.yaml). A task nobody confirmed is never sent.
+
+The planner (require_confirmation on, its default) reaches only literals a confirmed goal of its
+knowledge base covers, and ReachGoal has no confirmation path of its own (it asks nobody). So this
+node writes the operator's yes into that knowledge base (`db_path`, the planner's) as the task's
+confirmed goal just before it sends the goal and withdraws it right after (one yes, one
+execution); the planner's check stands as a second gate. A kill of this node between the two
+leaves that one goal confirmed: the node withdraws every confirmation of an anticipated task it
+finds when it starts and when it stops, so the yes outlives a crash only until the node runs again
+(the planner would then reach those literals on a direct ReachGoal meanwhile).
+
+Not started by a plain `task-learning bringup` or the default launch (config/bringup.yaml,
+`default: false`): name it, e.g. `task-learning bringup --nodes oversight perception planner
+anticipation --db kb.sqlite --param perception.scene:=config/anticipation/home_scene.yaml`, then
+`task-learning anticipate --day trace_01 --robot --oversight ros --graph`.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+from typing import Any
+
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from task_learning.anticipation.proposals import KB_TASK, proposal_question
+from task_learning.errors import TaskLearningError
+from task_learning.kb.store import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
+from task_learning.planning.executor import type_index
+from task_learning.safe_text import printable
+from task_learning.types import GoalLiteral
+from task_learning_interfaces.action import AnticipateDay, ReachGoal
+from task_learning_interfaces.srv import ExecuteAction, QueryWorld
+from task_learning_nodes import convert
+from task_learning_nodes.node_base import run_node, wait_for_future
+from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.planner import RosWorld
+
+PARAMETERS = (
+    Param("db_path", "artifacts/task_learning.sqlite", "The planner's knowledge base (its db_path): the "
+          "routines of experience, the questions asked, and the confirmed goal of a task the planner is "
+          "performing; relative to the node's working directory"),
+    Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai or replay:FILE"),
+    Param("query_world_service", "query_world", "Perception's QueryWorld service"),
+    Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
+    Param("reach_goal_action", "reach_goal", "The planner's ReachGoal action"),
+    Param("service_timeout_s", 10.0, "Seconds to wait for a service, the planner or the oversight node",
+          min=0.1, max=3600.0),
+    Param("reach_timeout_s", 300.0, "Seconds the planner may take for one confirmed task", min=1.0,
+          max=86400.0),
+)
+
+
+class GraphWorld(RosWorld):
+    """Perception's world; `refresh()` forgets the last state read (another node acted since)."""
+
+    def refresh(self) -> None:
+        self._metadata = None
+
+
+def withdraw_anticipated_confirmations(kb: KnowledgeBase) -> int:
+    """Withdraw every confirmation of an anticipated task's goal (left by a kill mid-task)."""
+    left = [g for g in kb.goals() if g.task == KB_TASK and g.confirmed]
+    for goal in left:
+        kb.set_confirmation(KB_TASK, goal.context, Confirmation.NONE)
+    return len(left)
+
+
+class AnticipationNode(Node):
+    executor_threads = 4  # the day's goal, its service and action replies, a cancel
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__("anticipation", **kwargs)
+        self.params = declare_parameters(self, PARAMETERS)
+        self.group = ReentrantCallbackGroup()
+        self.wait_s = float(self.params["service_timeout_s"])
+        self.reach_timeout_s = float(self.params["reach_timeout_s"])
+        self.query = self.create_client(QueryWorld, self.params["query_world_service"], callback_group=self.group)
+        execute = self.create_client(ExecuteAction, self.params["execute_action_service"], callback_group=self.group)
+        self.reach = ActionClient(self, ReachGoal, self.params["reach_goal_action"], callback_group=self.group)
+        self.world = GraphWorld(self, self.query, execute, self.wait_s)
+        self._stop = threading.Event()  # the node stops
+        self._cancel = threading.Event()  # the running day was cancelled
+        self._busy = threading.Lock()
+        from task_learning_nodes.oversight_client import OversightClient
+
+        self.oversight = OversightClient(self, name="anticipation", service_wait_s=self.wait_s,
+                                         should_stop=self.stopping)
+        self._withdraw_left_confirmations("start")
+        self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day,
+                                    goal_callback=self._accept, cancel_callback=self._on_cancel,
+                                    callback_group=self.group)
+        self.get_logger().info(f"anticipation ready (db {self.params['db_path']}, llm {self.params['llm']})")
+
+    def _withdraw_left_confirmations(self, when: str) -> None:
+        with KnowledgeBase(str(self.params["db_path"])) as kb:
+            count = withdraw_anticipated_confirmations(kb)
+        if count:
+            self.get_logger().warning(f"{when}: withdrew {count} confirmation(s) of anticipated tasks left by an "
+                                      f"interrupted day")
+
+    def stopping(self) -> bool:
+        """True once the day was cancelled or the node stops: questions still waiting end
+        unconfirmed and no further task is sent to the planner."""
+        return self._stop.is_set() or self._cancel.is_set()
+
+    def _on_cancel(self, _goal_handle: Any) -> CancelResponse:
+        self._cancel.set()
+        return CancelResponse.ACCEPT
+
+    def _accept(self, _goal: Any) -> GoalResponse:
+        return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
+
+    def stop_work(self) -> None:
+        """A signal: questions waiting end unconfirmed; no confirmation outlives the node."""
+        self._stop.set()
+        try:
+            self._withdraw_left_confirmations("stop")
+        except Exception as exc:  # the file may be gone; nothing to withdraw then
+            self.get_logger().warning(f"stop: {exc}")
+
+    def require(self) -> None:
+        """Fails with one clear line when the perception, planner or oversight node is not there."""
+        if not self.query.wait_for_service(timeout_sec=self.wait_s):
+            raise TaskLearningError(f"the perception node is not running (no query_world service after "
+                                    f"{self.wait_s:g} s); start it with --param "
+                                    f"perception.scene:=config/anticipation/home_scene.yaml")
+        if not self.reach.wait_for_server(timeout_sec=self.wait_s):
+            raise TaskLearningError(f"the planner node is not running (no reach_goal action after {self.wait_s:g} s)")
+        if not self.oversight.available(self.wait_s):
+            raise TaskLearningError(f"the oversight node is not running (no oversight/confirm service after "
+                                    f"{self.wait_s:g} s)")
+
+    def _run_day(self, goal_handle: Any) -> AnticipateDay.Result:
+        result = AnticipateDay.Result()
+        if not self._busy.acquire(blocking=False):
+            goal_handle.abort()
+            result.message = "busy with another day"
+            return result
+        self._cancel.clear()
+        try:
+            day = self._day(goal_handle)
+            result.result_json = json.dumps(day.to_dict())
+            result.success = not self.stopping()
+            result.message = f"day {day.day}: confirmed {len(day.confirmed)}, performed {len(day.performed)}"
+            if goal_handle.is_cancel_requested:
+                result.message += " (canceled: later questions unconfirmed, no further task performed)"
+                goal_handle.canceled()
+            elif self._stop.is_set():
+                goal_handle.abort()
+            else:
+                goal_handle.succeed()
+        except (TaskLearningError, ValueError) as exc:
+            result.message = printable(str(exc))
+            self.get_logger().warning(f"anticipate_day: {result.message}")
+            goal_handle.abort()
+        finally:
+            self._busy.release()
+        return result
+
+    def _day(self, goal_handle: Any) -> Any:
+        from task_learning.anticipation.config import load_anticipation_config
+        from task_learning.anticipation.experience import Experience, seed_experience
+        from task_learning.anticipation.household import load_household
+        from task_learning.anticipation.robot_day import run_robot_day
+        from task_learning.llm.client import make_client
+
+        request = goal_handle.request
+        cfg = load_anticipation_config()
+        spec = load_household(tasks=cfg.tasks)
+        days = {str(d["name"]): d for d in spec.days}
+        if request.day not in days:
+            raise TaskLearningError(f"day: unknown day {request.day!r} (days of {spec.source}: {', '.join(days)})")
+        self.require()
+        tag = request.question_tag or f" ({request.day}, {datetime.date.today().isoformat()})"
+        client = make_client(str(self.params["llm"]))
+
+        def event(text: str) -> None:
+            goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))
+
+        with KnowledgeBase(str(self.params["db_path"])) as kb:
+            seed_experience(kb, cfg)
+            perform = PlannerPerformer(self, kb, tag, on_event=event)
+            day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,
+                                operator=self.oversight, kb=kb, seed=int(request.seed), question_suffix=tag,
+                                world=self.world, perform=perform)
+        client.raise_if_unavailable()
+        return day
+
+
+class PlannerPerformer:
+    """Performs a confirmed task through the planner's ReachGoal (see the module's docstring).
+    `kb` must be the planner's knowledge base (its db_path); `tag` says which day the yes was for."""
+
+    def __init__(self, node: AnticipationNode, kb: KnowledgeBase, tag: str = "", on_event: Any = None) -> None:
+        self.node = node
+        self.kb = kb
+        self.tag = tag
+        self.on_event = on_event or (lambda _text: None)
+
+    def __call__(self, task: str, literals: list[GoalLiteral]) -> dict[str, Any]:
+        if self.node.stopping():
+            return {"task": task, "success": False, "actions": 0, "policy_reused": False,
+                    "message": "not sent to the planner: the day was stopped", "via": "planner"}
+        type_of, _ = type_index(self.node.world.metadata)
+        obj = literals[0].args[0]
+        context = f"{task}{self.tag}"
+        self.kb.learn_goal(LearnedGoal(
+            task=KB_TASK, context=context, object_type=type_of.get(obj, obj), text=task,
+            literals=lift_literals(literals, obj, type_of), condition="anticipation",
+            confirmation=Confirmation.OPERATOR_YES,
+            provenance={"source": "anticipation", "question": proposal_question(task) + self.tag}))
+        try:
+            success, actions, message = self._reach(literals)
+        finally:
+            self.kb.set_confirmation(KB_TASK, context, Confirmation.NONE)  # one yes, one execution
+            self.node.world.refresh()
+        self.on_event(f"performed {task}: {'done' if success else message}")
+        return {"task": task, "success": success, "actions": actions, "policy_reused": False,
+                "message": message, "via": "planner"}
+
+    def _reach(self, literals: list[GoalLiteral]) -> tuple[bool, int, str]:
+        goal = ReachGoal.Goal(goal=[convert.goal_literal_to_msg(lit) for lit in literals])
+        client = self.node.reach
+        future = client.send_goal_async(goal)
+        if wait_for_future(future, self.node.wait_s, alive=client.server_is_ready) != "done":
+            future.cancel()
+            return False, 0, "the planner did not take the goal"
+        handle = future.result()
+        if not handle.accepted:
+            return False, 0, "the planner rejected the goal"
+        waited = handle.get_result_async()
+        if wait_for_future(waited, self.node.reach_timeout_s, alive=client.server_is_ready) != "done":
+            handle.cancel_goal_async()
+            return False, 0, f"the planner did not finish within {self.node.reach_timeout_s:g} s"
+        result = waited.result().result
+        return bool(result.success), len(result.outcomes), str(result.message)
+
+
+DAY_TIMEOUT_S = 24 * 3600.0  # a day's questions wait for a person; the node itself gives up earlier
+
+
+def request_day(day: str, question_tag: str, seed: int, wait_s: float) -> dict[str, Any]:
+    """A client of the node (`task-learning anticipate --graph`): runs `day` through its
+    AnticipateDay action and returns the day as RobotDayResult.to_dict(). One clear error when the
+    node is not there, rejects the day or goes away; Ctrl-C cancels the day."""
+    import uuid
+
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    if not rclpy.ok():
+        rclpy.init()
+    node = rclpy.create_node(f"anticipation_client_{uuid.uuid4().hex[:6]}")
+    executor = MultiThreadedExecutor(num_threads=2)
+    executor.add_node(node)
+    spinner = threading.Thread(target=executor.spin, name="anticipation-client", daemon=True)
+    spinner.start()
+    client = ActionClient(node, AnticipateDay, "anticipate_day")
+    handle = None
+    try:
+        if not client.wait_for_server(timeout_sec=wait_s):
+            raise TaskLearningError(f"the anticipation node is not running (no anticipate_day action after {wait_s:g} s); "
+                                    f"start it with `task-learning bringup --nodes oversight perception planner "
+                                    f"anticipation --db KB --param perception.scene:=config/anticipation/home_scene.yaml`")
+        future = client.send_goal_async(AnticipateDay.Goal(day=day, question_tag=question_tag, seed=seed))
+        if wait_for_future(future, wait_s, alive=client.server_is_ready) != "done":
+            raise TaskLearningError("the anticipation node did not take the day")
+        handle = future.result()
+        if not handle.accepted:
+            raise TaskLearningError("the anticipation node refused the day (it is running another one)")
+        waited = handle.get_result_async()
+        how = wait_for_future(waited, DAY_TIMEOUT_S, alive=client.server_is_ready)
+        if how != "done":
+            raise TaskLearningError(f"the anticipation node {'went away' if how == 'gone' else 'did not finish'} "
+                                    f"before the day ended")
+        handle = None
+        result = waited.result().result
+        if not result.result_json:
+            raise TaskLearningError(f"the anticipation node: {result.message}")
+        data: dict[str, Any] = json.loads(result.result_json)
+        return data
+    finally:
+        if handle is not None:  # Ctrl-C or an error while the day ran: cancel it
+            handle.cancel_goal_async()
+        client.destroy()
+        executor.shutdown()
+        spinner.join(timeout=5.0)
+        try:
+            node.destroy_node()
+        except Exception:  # the context may already be shut down by a signal
+            pass
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(AnticipationNode, args, name="anticipation")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
