@@ -6,7 +6,8 @@ import pytest
 
 from task_learning.anticipation.base8 import Base8Agent, parse_action
 from task_learning.anticipation.household import Action, Household, load_household, log_line
-from task_learning.llm.base import LLMRequest, LLMResponse
+
+from .test_anticipation_core import Scripted  # the scripted completer these tests share
 
 CALL_5 = ("In the current state, the human is holding both cereal and bananas, which means they cannot handle "
           "any additional objects. ... one action I can perform immediately is to move to the livingroom desk "
@@ -17,16 +18,6 @@ RETRY = ("The kitchen_smalltable is adjacent to the kitchentable. Therefore, the
 FEEDBACK = ("Your previous action move(agent,livingroom_desk) was not feasible since you can only move to adjacent "
             "locations. livingroom_desk and kitchentable are not next to each other. Please select a feasible "
             "action.\n\nEnsure the Action Feasibility Rules: Movement Limitation(Critical) is strictly respected.")
-
-
-class Scripted:
-    def __init__(self, *answers: str) -> None:
-        self.answers = list(answers)
-        self.requests: list[LLMRequest] = []
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        return LLMResponse(text=self.answers.pop(0), prompt_tokens=10, completion_tokens=5)
 
 
 @pytest.fixture(scope="module")

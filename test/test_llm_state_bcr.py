@@ -3,20 +3,17 @@ when both are on"): without notes the request is exactly seed 004's; with them t
 (entries and summary) of a real LLM-State run comes before the candidates, and in the context."""
 from __future__ import annotations
 
-from task_learning.bcr.agent import BCRAgent
-from task_learning.bcr.domain import load_domain
-from task_learning.bcr.engines import HeuristicEngine, LLMEngine
+from task_learning.bcr.engines import LLMEngine
 from task_learning.bcr.literals import parse_literal
 from task_learning.bcr.prompt import MAX_STATE_NOTES_CHARS, STATE_NOTES, build_prompt, build_request
-from task_learning.bcr.runner import make_world
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.client import LLMClient, make_client
 from task_learning.llm_state.agent import LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
 from task_learning.llm_state.state import LatestState
-from task_learning.world.scene import load_scene
 
-DOMAIN = load_domain("household")
+from .test_bcr_engines import first_context  # the apple task's first real choice
+
 GOAL = [parse_literal("inside(Apple|1, Fridge|1)")]
 
 
@@ -30,23 +27,6 @@ class Recorder:
     def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
         self.requests.append(request)
         return LLMResponse(text="$$ nothing from the list $$", prompt_tokens=10, completion_tokens=5)
-
-
-class Capture(HeuristicEngine):
-    context = None
-
-    def select(self, context):
-        if self.context is None:
-            self.context = context
-        return super().select(context)
-
-
-def first_context():
-    capture = Capture()
-    world = make_world(load_scene("bcr_kitchen"), 5)
-    BCRAgent(DOMAIN, GOAL, capture).next_action(world.metadata)
-    assert capture.context is not None
-    return capture.context
 
 
 def llm_state_notes() -> LatestState:
