@@ -326,19 +326,25 @@ def _oversight_param(name: str) -> Any:
     return (data.get("oversight") or {}).get("ros__parameters", {}).get(name)
 
 
-def _child_with(parent: int, needle: str) -> int | None:
+def children(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of the direct children of a process, from /proc."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if ppid == pid:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append((int(entry.name), cmdline))
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == parent and needle in cmdline:
-            return int(entry.name)
-    return None
+    return found
+
+
+def _child_with(parent: int, needle: str) -> int | None:
+    return next((pid for pid, cmdline in children(parent) if needle in cmdline), None)
 
 
 def probe_stop(bringup: subprocess.Popen) -> dict[str, Any]:

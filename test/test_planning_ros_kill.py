@@ -12,29 +12,13 @@ import pytest
 
 from task_learning.kb import KnowledgeBase
 from task_learning_interfaces.action import PerformTask
+from task_learning_nodes.fault_probes import children
 from test.ros_testing import RosGraph, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 SCENE = "organize_office"
 NODES = ["perception", "grounding", "oversight", "goal_elicitation", "planner"]
-
-
-def _children(pid: int) -> list[tuple[int, str]]:
-    """(pid, command line) of the direct children of a process, from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == pid:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                found.append((int(entry.name), cmd))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
 
 
 def _answers(db: Path) -> list[tuple[str, str, str]]:
@@ -74,7 +58,7 @@ def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(ros_graph, tmp
         answered = wait_until(lambda: len(_answers_so_far(db)) >= 4 and _answers_so_far(db), 120,
                               "the operator answering four questions")
         assert len(answered) >= 4
-        planners = [pid for pid, cmd in _children(bringup.pid) if "task_learning_nodes.planner" in cmd]
+        planners = [pid for pid, cmd in children(bringup.pid) if "task_learning_nodes.planner" in cmd]
         assert len(planners) == 1
         os.kill(planners[0], signal.SIGKILL)
         code, out = bringup.stop(sig=None, timeout=30)  # bringup stops the rest

@@ -472,12 +472,7 @@ def _check_variables(task: str, conditions: tuple[Condition, ...], effect: str, 
         if cond.pred == "none":
             _check_group(cond.group, set(bound), f"{where}.conditions[{i}]")
             continue
-        needs: set[str] = set()
-        if cond.pred in ("is", "nearest"):
-            needs = cond.args[1].variables()
-        elif cond.pred in ("knows", "previous", "kind"):
-            needs = cond.args[0].variables()
-        missing = sorted(needs - bound)
+        missing = sorted(_needs(cond) - bound)
         if missing and not cond.negated:
             raise RuleError(f"{where}.conditions[{i}]: {cond} uses <{'>, <'.join(missing)}> before any "
                             "condition binds it")
@@ -489,14 +484,19 @@ def _check_variables(task: str, conditions: tuple[Condition, ...], effect: str, 
         raise RuleError(f"{where}.effect: <{'>, <'.join(unbound)}> is not bound by the task or a positive condition")
 
 
+def _needs(cond: Condition) -> set[str]:
+    """The variables a condition reads and cannot bind itself (the thing `is`/`nearest` compare
+    against; what `knows`/`previous`/`kind` are about): a rule must bind them earlier."""
+    if cond.pred in ("is", "nearest"):
+        return cond.args[1].variables()
+    if cond.pred in ("knows", "previous", "kind"):
+        return cond.args[0].variables()
+    return set()
+
+
 def _check_group(group: tuple[Condition, ...], bound: set[str], where: str) -> None:
     for j, cond in enumerate(group):
-        needs: set[str] = set()
-        if cond.pred in ("is", "nearest"):
-            needs = cond.args[1].variables()
-        elif cond.pred in ("knows", "previous", "kind"):
-            needs = cond.args[0].variables()
-        missing = sorted(needs - bound)
+        missing = sorted(_needs(cond) - bound)
         if missing:
             raise RuleError(f"{where}.none[{j}]: {cond} uses <{'>, <'.join(missing)}> before any condition binds it")
         if not cond.negated:
