@@ -26,7 +26,7 @@ from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: 
 from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
 from test.ros_testing import RosClient, RosGraph  # noqa: E402
 from test.ros_testing import wait_until as _wait  # noqa: E402
-from test.test_planning_ros_kill import _children  # noqa: E402
+from task_learning_nodes.fault_probes import children  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # whole tasks through a ROS graph
 
@@ -40,7 +40,7 @@ def _bringup(graph: RosGraph, db, nodes: list[str], *extra: str):
 
 
 def _node_pid(bringup, name: str) -> int:
-    pids = [pid for pid, cmd in _children(bringup.pid) if f"task_learning_nodes.{name}" in cmd]
+    pids = [pid for pid, cmd in children(bringup.pid) if f"task_learning_nodes.{name}" in cmd]
     assert len(pids) == 1, pids
     return pids[0]
 
