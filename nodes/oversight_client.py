@@ -85,6 +85,8 @@ class OversightClient:
         self._listed_at = 0.0
         self.resync_s = 2.0
         self._lock = threading.Lock()
+        self._updated = threading.Condition(self._lock)
+        self._updates = 0  # pending-topic messages received (wait_for_update waits for the next)
         node.create_subscription(PendingMsg, PENDING_TOPIC, self._on_pending, latched(),
                                  callback_group=group)
 
@@ -93,11 +95,34 @@ class OversightClient:
     def _on_pending(self, msg: Any) -> None:
         with self._lock:
             self._latest = [convert.confirmation_request_from_msg(m) for m in msg.pending]
+            self._updates += 1
+            self._updated.notify_all()
 
     def spin_once(self, timeout_s: float = 0.0) -> None:
         """Let subscriptions run (own executor only; a panel's QTimer calls this)."""
         if self._executor is not None and self.ok():
             self._executor.spin_once(timeout_sec=timeout_s)
+
+    def wait_for_update(self, timeout_s: float) -> bool:
+        """Wait until the pending topic brings a new list (True) or `timeout_s` passes (False),
+        for a loop that polls the questions: one spin_once is no wait, since it returns at once
+        for the wake-up a finished service call leaves behind, so a loop of call + spin_once
+        would list the questions as fast as the oversight node can answer."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            seen = self._updates
+        while self.ok():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if self._executor is not None:
+                self._executor.spin_once(timeout_sec=left)
+            with self._lock:
+                if self._executor is None:  # the caller spins the node in another thread
+                    self._updated.wait_for(lambda: self._updates != seen, timeout=left)
+                if self._updates != seen:
+                    return True
+        return False
 
     def _call(self, client: Any, request: Any, timeout_s: float, what: str) -> Any:
         if not client.wait_for_service(timeout_sec=self.service_wait_s):

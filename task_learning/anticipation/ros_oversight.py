@@ -66,7 +66,7 @@ class SimulatedRoutineAnswerer:
                 self._stop.wait(0.2)
                 continue
             if not pending:
-                self.client.spin_once(0.1)
+                self.client.wait_for_update(0.1)
                 continue
             for request in pending:
                 answer = self.user.ask(request)

@@ -124,7 +124,7 @@ def _simulated_loop(client: Any, scene_name: str, *, once: bool) -> int:
             if not pending:
                 if once:
                     return 0
-                client.spin_once(0.2)
+                client.wait_for_update(0.2)  # a new question comes on the topic at once
                 continue
             for request in pending:
                 answer = user.ask(request)
