@@ -47,8 +47,10 @@ class GraphWatch:
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(WorldState, "world_state", self._on_world, latched)
+        # reliable, as the bridge subscribes: a best-effort count misses the frames whose datagrams
+        # a busy machine dropped (half of them, under load), so it said little about the stream
         self.node.create_subscription(Image, str(FETCH_DEFAULTS["color_topic"]), self._on_image,
-                                      QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
+                                      QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE))
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
