@@ -21,8 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="comma-separated, run in curriculum order: explore, find, pick_place, slice, clear")
     p.add_argument("--db", required=True, help="knowledge base file (productions are added to it)")
     p.add_argument("--llm", default="offline")
-    p.add_argument("--max-instances", type=bounded_int(1, 100), default=8,
-                   help="instances per family at most (a family ends after 2 in a row need no LLM)")
+    p.add_argument("--max-instances", type=bounded_int(1, 100), default=40,
+                   help="instances per family at most (each kind of the family's variable present in the "
+                        "kitchen is drawn once; the family ends after that when 2 in a row needed no LLM: no "
+                        "action and no world-knowledge statement)")
     p.add_argument("--max-revisions", type=bounded_int(0, 10), default=3,
                    help="revision rounds after a failed replay check before a rule is dropped")
     p.add_argument("--seed", type=SEED, default=0)
@@ -51,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
                               "productions": rows, "note": OFFLINE_NOTE if args.llm == "offline" else ""}, indent=2))
             return 0
         for r in results:
-            print(f"{r.family}: {r.instances} instances, {r.llm_decisions} LLM decisions, {r.tokens} tokens, "
+            print(f"{r.family}: {r.instances} instances, {r.llm_decisions} LLM decisions, {r.statements} "
+                  f"world-knowledge statements, {r.tokens} tokens, "
                   f"{len(r.learned)} new productions, {'converged' if r.converged else 'NOT converged'}; "
                   f"end condition: {r.end_condition or '-'}")
         print(f"{len(productions)} productions in {args.db}")

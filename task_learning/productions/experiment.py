@@ -2,10 +2,13 @@
 
 Bootstrapping: for each family of the curriculum, instances drawn in the training FloorPlan are
 attempted with the productions so far; a gap or a cycle asks the LLM, which also writes a new
-production (checked by replay before it is kept); a family is done when `streak` instances in a
-row ran without the LLM (or after `max_instances`); then the critic gives its end condition and
-reviews its rules. Testing: each held-out instance is run by the bootstrapped agent (a copy of the
-learned productions; the LLM may still give an action, but no production is learned) and by the
+production (checked by replay before it is kept). The instances first draw every value of the
+family's variable present in the training FloorPlan (every kind to find or slice there, in a
+shuffled order, `trials_per_value` times), then random ones; a family is done, as the paper says,
+when the task runs on productions alone: once every value was drawn and `streak` instances in a
+row used no LLM at all, neither an action nor a world-knowledge statement (or after
+`max_instances`); then the critic gives its end condition and reviews its rules. Testing: each
+held-out instance is run by the bootstrapped agent (a copy of the learned productions; the LLM may still give an action, but no production is learned) and by the
 action-only baseline (the same action-selection prompt at every step; after an affordance error
 it is asked at most twice more, then the instance fails).
 """
@@ -29,6 +32,7 @@ from task_learning.productions.families import (
     make_instance,
     make_world,
     successes,
+    variable_domain,
 )
 from task_learning.productions.knowledge import WorldKnowledge
 from task_learning.productions.learner import Family, LLMAdvisor
@@ -37,6 +41,12 @@ from task_learning.productions.memory import persistent_set
 TRAIN_SCENE = "FloorPlan1"
 TEST_SCENES = ("FloorPlan6", "FloorPlan9", "FloorPlan14", "FloorPlan21")
 AGENTS = ("action-only", "bootstrapped")
+# Bootstrapping draws every value of a family's variable present in the training kitchen this many
+# times, each with its own shuffled placement (with 1, one statement about a FloorPlan1 receptacle
+# type, "bread ... garbagecan", was first asked on a held-out kitchen; with 2 none was), then
+# instances until `streak` in a row need no LLM, at most MAX_INSTANCES per family (find: 17 kinds)
+TRIALS_PER_VALUE = 2
+MAX_INSTANCES = 40
 # Seed 001, Table 1 (AI2-THOR kitchens, GPT4-0613): success, success without the LLM, steps, tokens
 PAPER_TABLE1: dict[str, dict[str, tuple[str, str, float, float]]] = {
     "find": {"action-only": ("14/15", "-", 15.67, 54754.20), "bootstrapped": ("15/15", "12/15", 15.80, 916.87)},
@@ -66,6 +76,7 @@ class TrialResult:
     llm_decisions: int
     llm_calls: int  # every call: action selections and world-knowledge statements
     tokens: int
+    statements: list[str] = field(default_factory=list)  # the world-knowledge statements the LLM was asked
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -76,6 +87,8 @@ class FamilyBootstrap:
     family: str
     instances: int = 0
     llm_decisions: int = 0
+    statements: int = 0  # world-knowledge statements the LLM was asked
+    kinds: list[str] = field(default_factory=list)  # the values of the family's variable drawn
     tokens: int = 0
     steps: int = 0
     learned: list[str] = field(default_factory=list)
@@ -102,7 +115,8 @@ def _calls(client: LLMClient, before: Any) -> int:
 
 def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowledge, book: list[Family], *,
               train_scene: str = TRAIN_SCENE, families: Sequence[str] = CURRICULUM, seed: int = 0,
-              max_instances: int = 8, streak: int = 2, max_revisions: int = 3,
+              max_instances: int = MAX_INSTANCES, streak: int = 2, max_revisions: int = 3,
+              trials_per_value: int = TRIALS_PER_VALUE,
               report: Callable[[str], None] | None = None) -> list[FamilyBootstrap]:
     """Bootstrap the families in curriculum order in one FloorPlan; returns what each took."""
     scene = load_kitchen(train_scene)
@@ -114,26 +128,38 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
     by_pattern = {f.pattern: f for f in book}
     for family in [f for f in CURRICULUM if f in families]:
         result = FamilyBootstrap(family)
+        domain: list[str] = []
+        for _ in range(trials_per_value):  # each value once per round, in a shuffled order
+            values = variable_domain(family, scene)
+            rng.shuffle(values)
+            domain += values
         clean = 0
         for index in range(max_instances):
-            instance = make_instance(family, scene, rng)
+            kind = domain[index] if index < len(domain) else None
+            instance = make_instance(family, scene, rng, kind=kind or None)
             advisor.scope = f"bootstrap:{family}:{index}"
             before = client.usage_snapshot()
+            asked = len(world.asked)
             _, adapter = make_world(instance, scene)
             agent = ProductionAgent(productions, adapter, world_knowledge=world, advisor=advisor,
                                     rng=random.Random(rng.randrange(2**32)))
             episode = agent.run(instance.task)
             client.raise_if_unavailable()  # a dead endpoint ends the run at once, with its reason
+            statements = len(world.asked) - asked
             result.instances += 1
             result.llm_decisions += episode.llm_decisions
+            result.statements += statements
+            result.kinds.append(str(instance.params.get("kind", "")))
             result.tokens += _tokens(client, before)
             result.steps += episode.steps
             result.learned += episode.learned
-            clean = clean + 1 if episode.llm_decisions == 0 and episode.outcome == "done" else 0
+            alone = episode.llm_decisions == 0 and statements == 0 and episode.outcome == "done"
+            clean = clean + 1 if alone else 0
             if report:
                 report(f"bootstrap {family} #{index + 1}: {instance.task}: {episode.outcome}, {episode.steps} steps, "
-                       f"{episode.llm_decisions} LLM decisions, {len(episode.learned)} new productions")
-            if clean >= streak:
+                       f"{episode.llm_decisions} LLM decisions, {statements} world-knowledge statements, "
+                       f"{len(episode.learned)} new productions")
+            if clean >= streak and index + 1 >= len(domain):
                 result.converged = True
                 break
         pattern = by_pattern[PATTERNS[family]]
@@ -175,6 +201,7 @@ def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, c
     advisor.scope = f"test:{agent_kind}:{instance.scene}:{instance.task}:{seed}"
     knowledge.oracle = advisor.oracle
     before = client.usage_snapshot()
+    asked = len(knowledge.asked)
     if agent_kind == "bootstrapped":
         agent = ProductionAgent(productions.copy(), adapter, world_knowledge=knowledge, advisor=advisor,
                                 rng=random.Random(seed), max_steps=max_steps)
@@ -184,7 +211,8 @@ def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, c
     episode: Episode = agent.run(instance.task)
     return TrialResult(instance.family, agent_kind, instance.scene, instance.task, instance.units,
                        successes(instance, world, adapter), episode.outcome, episode.steps,
-                       episode.llm_decisions, _calls(client, before), _tokens(client, before))
+                       episode.llm_decisions, _calls(client, before), _tokens(client, before),
+                       knowledge.asked[asked:])
 
 
 @dataclass
@@ -235,7 +263,7 @@ def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str]) -> str
 
 
 def bootstrap_into(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
-                   families: Sequence[str] = CURRICULUM, seed: int = 0, max_instances: int = 8,
+                   families: Sequence[str] = CURRICULUM, seed: int = 0, max_instances: int = MAX_INSTANCES,
                    max_revisions: int = 3, report: Callable[[str], None] | None = None
                    ) -> tuple[list[FamilyBootstrap], ProductionSet]:
     """Bootstrap into a knowledge base: productions (with provenance, U, N), end conditions and

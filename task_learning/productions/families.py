@@ -86,14 +86,37 @@ def _of_type(scene: Scene, kind: str) -> list[dict[str, Any]]:
     return [o for o in scene.objects if o.get("objectType") == kind and o.get("pickupable")]
 
 
+def _places(scene: Scene) -> list[dict[str, Any]]:
+    """The receptacles an explore task may name."""
+    return [o for o in scene.objects if o.get("receptacle") and not o.get("pickupable")
+            and o.get("objectType") not in IGNORED_RECEPTACLES]
+
+
+def variable_domain(family: str, scene: Scene) -> list[str]:
+    """The values a family's variable takes in a scene, as the kinds `make_instance` accepts:
+    explore: the receptacle types there; find and pick and place: the FIND_TYPES there; slice:
+    the SLICE_TYPES there; clear (no variable): one value, ''. Bootstrapping draws each once."""
+    if family == "explore":
+        return sorted({str(o["objectType"]) for o in _places(scene)})
+    if family in ("find", "pick_place", "slice"):
+        return [k for k in (SLICE_TYPES if family == "slice" else FIND_TYPES) if _of_type(scene, k)]
+    if family == "clear":
+        return [""]
+    raise FamilyError(f"unknown task family {family!r} (known: {', '.join(PATTERNS)})")
+
+
 def make_instance(family: str, scene: Scene, rng: random.Random, *, kind: str | None = None) -> Instance:
-    """One instance of a family in a scene (kind: the object type to use, else drawn)."""
+    """One instance of a family in a scene (kind: the object type to use, for explore the
+    receptacle type; else drawn)."""
     storage = _storage(scene)
     if family == "explore":
-        places = sorted(o["objectId"] for o in scene.objects if o.get("receptacle") and not o.get("pickupable")
-                        and o.get("objectType") not in IGNORED_RECEPTACLES)
-        target = rng.choice(places)
-        return Instance(family, f"explore {target}", scene.name, params={"receptacle": target})
+        types = {str(o["objectId"]): str(o["objectType"]) for o in _places(scene)}
+        places = sorted(oid for oid, t in types.items() if not kind or t == kind)
+        if not places:
+            raise FamilyError(f"{scene.name} has no {kind or 'receptacle'} to explore")
+        chosen_place = rng.choice(places)
+        return Instance(family, f"explore {chosen_place}", scene.name,
+                        params={"receptacle": chosen_place, "kind": types[chosen_place]})
     if family in ("find", "slice", "pick_place"):
         pool = SLICE_TYPES if family == "slice" else FIND_TYPES
         kinds = [k for k in pool if _of_type(scene, k)]
@@ -157,4 +180,4 @@ def successes(instance: Instance, world: SymbolicWorld, adapter: WorldAdapter) -
 
 
 __all__ = ["CURRICULUM", "canonical", "GRIPPER", "Instance", "PATTERNS", "TEST_FAMILIES", "load_kitchen", "make_instance",
-           "make_world", "parse_families", "successes"]
+           "make_world", "parse_families", "successes", "variable_domain"]
