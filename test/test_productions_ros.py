@@ -1,5 +1,5 @@
 """Seed 001 through the ROS graph (issue 18): productions bootstrapped and approved beforehand
-perform a task through planner -> perception with no LLM call; with productions_require_approval
+perform a task, and reach a ReachGoal goal, through planner -> perception with no LLM call; with productions_require_approval
 on (the default), productions nobody approved are not used (the strategy, BCR, reaches the goals);
 with an oversight node, new productions are put to the operator (one yes/no question per task
 family) and only a yes approves them.
@@ -27,8 +27,9 @@ from task_learning.world.symbolic import SymbolicWorld
 
 pytest.importorskip("rclpy")
 from rclpy.action import ActionClient  # noqa: E402
-from task_learning_interfaces.action import PerformTask  # noqa: E402
+from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
 from task_learning_interfaces.msg import ConfirmationAnswer  # noqa: E402
+from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
 from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations  # noqa: E402
 from test.ros_testing import wait_until  # noqa: E402
 
@@ -156,3 +157,40 @@ def test_productions_the_operator_approves_through_oversight_perform_the_task(ro
     assert all(o.success and "reached by productions alone" in o.message for o in result.objects), \
         [o.message for o in result.objects]
     assert result.usage.calls == 0
+
+
+def _reach(client, apple: str, fridge: str):  # type: ignore[no-untyped-def]
+    literal = GoalLiteralMsg(predicate="inside", args=[apple, fridge], truth=GoalLiteralMsg.TRUE)
+    result, _ = client.send_goal(ReachGoal, "reach_goal", ReachGoal.Goal(goal=[literal]), timeout=300)
+    return result
+
+
+def test_reach_goal_uses_approved_productions_alone_and_never_unapproved_ones(ros_graph, tmp_path):
+    """ReachGoal goes through PerformTask's executor: with require_confirmation on (the default)
+    only a literal a confirmed goal covers is reached; unapproved productions are not used (BCR
+    reaches it); once approved, the productions reach the next goal alone, with 0 LLM calls."""
+    db = tmp_path / "reach.sqlite"
+    _prepare(db, approve=False)
+    objects = SymbolicWorld(load_scene(SCENE)).metadata["objects"]
+    first = {kind: next(o["objectId"] for o in objects if o["objectType"] == kind)
+             for kind in ("Apple", "Bowl", "Fridge", "Cabinet")}
+    # perception and planner only: with no oversight node nothing can approve the productions
+    bringup = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES,
+                                  "--param", "planner.max_actions:=400",
+                                  "--param", "planner.service_timeout_s:=30.0")
+    client = ros_graph.client("reach_productions_test")
+    try:
+        unapproved = _reach(client, first["Apple"], first["Fridge"])
+        assert unapproved.success and "productions" not in unapproved.message, unapproved.message
+        assert set(_approvals(db).values()) == {"none"}
+        with KnowledgeBase(db) as kb:
+            for row in kb.productions():
+                kb.approve_production(row["name"], "operator")
+        approved = _reach(client, first["Bowl"], first["Cabinet"])
+        assert approved.success and approved.message.startswith("reached by productions alone"), approved.message
+        assert approved.usage.calls == 0 and approved.usage.prompt_tokens == approved.usage.completion_tokens == 0
+        assert ("PutObject", first["Cabinet"]) in [(o.call.action, o.call.object_id) for o in approved.outcomes]
+    finally:
+        client.close()
+        code, output = bringup.stop(signal.SIGINT, timeout=60)
+    assert code == 0, output[-2000:]
