@@ -72,14 +72,16 @@ def run_paper_table(args: argparse.Namespace) -> int:
     from task_learning.kb import KnowledgeBase
     from task_learning.llm.client import make_client
     from task_learning.productions.experiment import OFFLINE_NOTE, PAPER_TABLE1, Row, format_table, paper_experiment
+    from task_learning.productions.families import TEST_FAMILIES, parse_families
 
     tests = [s.strip() for s in args.test_scenes.split(",") if s.strip()]
+    families = parse_families(args.families, TEST_FAMILIES)
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     with tempfile.TemporaryDirectory(prefix="bootstrapping-") as tmp:
         db = args.db or str(Path(args.workdir or tmp) / "bootstrapping.sqlite")
         with KnowledgeBase(db) as kb, make_client(args.llm, cache=None) as client:
-            data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests,
-                                    seed=args.seed or 0, report=report)
+            data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
+                                    seed=args.seed or 0, backend=args.backend, report=report)
             client.raise_if_unavailable()
     offline = args.llm == "offline"
     if args.json:
@@ -89,7 +91,12 @@ def run_paper_table(args: argparse.Namespace) -> int:
         return 0
     print(format_table([Row(**r) for r in data["rows"]], llm=args.llm, scenes=data["test_scenes"]))
     print(f"\nBootstrapped in {data['train_scene']} ({data['productions']} productions); tested on held-out "
-          f"{', '.join(data['test_scenes'])}.")
+          f"{', '.join(data['test_scenes'])}; world backend {data['backend']}.")
+    asked = [t for t in data["trials"] if t["agent"] == "bootstrapped" and t["statements"]]
+    if asked:
+        print("World-knowledge statements the bootstrapped agent asked on held-out kitchens:")
+        for t in asked:
+            print(f"  {t['scene']} {t['task']}: {'; '.join(t['statements'])}")
     if offline:
         print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     return 0

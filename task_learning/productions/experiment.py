@@ -29,14 +29,16 @@ from task_learning.productions.families import (
     TEST_FAMILIES,
     Instance,
     load_kitchen,
+    instance_world,
     make_instance,
-    make_world,
     successes,
     variable_domain,
 )
 from task_learning.productions.knowledge import WorldKnowledge
 from task_learning.productions.learner import Family, LLMAdvisor
 from task_learning.productions.memory import persistent_set
+from task_learning.productions.world import WorldAdapter
+from task_learning.world.backend import WorldBackend
 
 TRAIN_SCENE = "FloorPlan1"
 TEST_SCENES = ("FloorPlan6", "FloorPlan9", "FloorPlan14", "FloorPlan21")
@@ -77,6 +79,7 @@ class TrialResult:
     llm_calls: int  # every call: action selections and world-knowledge statements
     tokens: int
     statements: list[str] = field(default_factory=list)  # the world-knowledge statements the LLM was asked
+    world: str = "symbolic"  # the world backend it ran in
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -116,9 +119,10 @@ def _calls(client: LLMClient, before: Any) -> int:
 def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowledge, book: list[Family], *,
               train_scene: str = TRAIN_SCENE, families: Sequence[str] = CURRICULUM, seed: int = 0,
               max_instances: int = MAX_INSTANCES, streak: int = 2, max_revisions: int = 3,
-              trials_per_value: int = TRIALS_PER_VALUE,
+              trials_per_value: int = TRIALS_PER_VALUE, backend: str = "symbolic", ai2thor_settings: Any = None,
               report: Callable[[str], None] | None = None) -> list[FamilyBootstrap]:
-    """Bootstrap the families in curriculum order in one FloorPlan; returns what each took."""
+    """Bootstrap the families in curriculum order in one FloorPlan (on the world `backend`);
+    returns what each took."""
     scene = load_kitchen(train_scene)
     rng = random.Random(seed)
     advisor = LLMAdvisor(client, book, learn=True, max_revisions=max_revisions)
@@ -136,14 +140,14 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
         clean = 0
         for index in range(max_instances):
             kind = domain[index] if index < len(domain) else None
-            instance = make_instance(family, scene, rng, kind=kind or None)
+            instance = make_instance(family, scene, rng, kind=kind or None, backend=backend)
             advisor.scope = f"bootstrap:{family}:{index}"
             before = client.usage_snapshot()
             asked = len(world.asked)
-            _, adapter = make_world(instance, scene)
-            agent = ProductionAgent(productions, adapter, world_knowledge=world, advisor=advisor,
-                                    rng=random.Random(rng.randrange(2**32)))
-            episode = agent.run(instance.task)
+            with instance_world(instance, scene, backend, ai2thor_settings=ai2thor_settings) as (_, adapter):
+                agent = ProductionAgent(productions, adapter, world_knowledge=world, advisor=advisor,
+                                        rng=random.Random(rng.randrange(2**32)))
+                episode = agent.run(instance.task)
             client.raise_if_unavailable()  # a dead endpoint ends the run at once, with its reason
             statements = len(world.asked) - asked
             result.instances += 1
@@ -169,15 +173,16 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
     return out
 
 
-def held_out_instances(family: str, scenes: Sequence[str], seed: int = 0, kinds: int = 5, trials: int = 3) -> list[Instance]:
+def held_out_instances(family: str, scenes: Sequence[str], seed: int = 0, kinds: int = 5, trials: int = 3,
+                       backend: str = "symbolic") -> list[Instance]:
     """15 instances as the paper: find/slice 5 object types x 3 shuffled trials; clear 3 trials of 5
-    objects. Instance i is set in scenes[i % len(scenes)]."""
+    objects. Instance i is set in scenes[i % len(scenes)], set up as the world `backend` can."""
     rng = random.Random(f"{family}:{seed}")
     loaded = [load_kitchen(s) for s in scenes]
     out = []
     if family == "clear":
         for i in range(trials):
-            out.append(make_instance("clear", loaded[i % len(loaded)], rng))
+            out.append(make_instance("clear", loaded[i % len(loaded)], rng, backend=backend))
         return out
     pool = SLICE_TYPES if family == "slice" else FIND_TYPES
     common = [k for k in pool if all(any(o.get("objectType") == k and o.get("pickupable") for o in s.objects)
@@ -186,17 +191,25 @@ def held_out_instances(family: str, scenes: Sequence[str], seed: int = 0, kinds:
     index = 0
     for kind in chosen:
         for _ in range(trials):
-            out.append(make_instance(family, loaded[index % len(loaded)], rng, kind=kind))
+            out.append(make_instance(family, loaded[index % len(loaded)], rng, kind=kind, backend=backend))
             index += 1
     return out
 
 
 def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient,
-              book: list[Family], knowledge: WorldKnowledge, seed: int, max_steps: int = 400) -> TrialResult:
-    """One held-out instance. `knowledge` is the agent's world knowledge, kept across trials as the
-    paper's is (a statement the LLM answered once is not asked again); its oracle is the LLM."""
+              book: list[Family], knowledge: WorldKnowledge, seed: int, max_steps: int = 400, *,
+              backend: str = "symbolic", ai2thor_settings: Any = None) -> TrialResult:
+    """One held-out instance on the world `backend`. `knowledge` is the agent's world knowledge,
+    kept across trials as the paper's is (a statement the LLM answered once is not asked again);
+    its oracle is the LLM."""
     scene = load_kitchen(instance.scene)
-    world, adapter = make_world(instance, scene)
+    with instance_world(instance, scene, backend, ai2thor_settings=ai2thor_settings) as (world, adapter):
+        return _trial(instance, agent_kind, productions, client, book, knowledge, seed, max_steps, world, adapter)
+
+
+def _trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient, book: list[Family],
+           knowledge: WorldKnowledge, seed: int, max_steps: int, world: WorldBackend,
+           adapter: WorldAdapter) -> TrialResult:
     advisor = LLMAdvisor(client, book, learn=False)
     advisor.scope = f"test:{agent_kind}:{instance.scene}:{instance.task}:{seed}"
     knowledge.oracle = advisor.oracle
@@ -212,7 +225,7 @@ def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, c
     return TrialResult(instance.family, agent_kind, instance.scene, instance.task, instance.units,
                        successes(instance, world, adapter), episode.outcome, episode.steps,
                        episode.llm_decisions, _calls(client, before), _tokens(client, before),
-                       knowledge.asked[asked:])
+                       knowledge.asked[asked:], str(getattr(world, "name", "")))
 
 
 @dataclass
@@ -264,15 +277,16 @@ def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str]) -> str
 
 def bootstrap_into(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
                    families: Sequence[str] = CURRICULUM, seed: int = 0, max_instances: int = MAX_INSTANCES,
-                   max_revisions: int = 3, report: Callable[[str], None] | None = None
-                   ) -> tuple[list[FamilyBootstrap], ProductionSet]:
+                   max_revisions: int = 3, backend: str = "symbolic", ai2thor_settings: Any = None,
+                   report: Callable[[str], None] | None = None) -> tuple[list[FamilyBootstrap], ProductionSet]:
     """Bootstrap into a knowledge base: productions (with provenance, U, N), end conditions and
     the world-knowledge statements the LLM answered are all written as they are learned."""
     productions = persistent_set(kb)
     world = WorldKnowledge(kb.statements(), store=kb)
     book = families_book(kb.family_end_conditions())
     results = bootstrap(productions, client, world, book, train_scene=train_scene, families=families, seed=seed,
-                        max_instances=max_instances, max_revisions=max_revisions, report=report)
+                        max_instances=max_instances, max_revisions=max_revisions, backend=backend,
+                        ai2thor_settings=ai2thor_settings, report=report)
     for family in book:
         if family.end_condition:
             kb.set_family_end_condition(family.pattern, family.end_condition)
@@ -281,9 +295,11 @@ def bootstrap_into(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = T
 
 def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
                      test_scenes: Sequence[str] = TEST_SCENES, families: Sequence[str] = TEST_FAMILIES,
-                     seed: int = 0, report: Callable[[str], None] | None = None) -> dict[str, Any]:
+                     seed: int = 0, backend: str = "symbolic", ai2thor_settings: Any = None,
+                     report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Table 1: bootstrap in `train_scene` unless the knowledge base already holds productions,
-    then run both agents on the same held-out instances."""
+    then run both agents on the same held-out instances, every instance on the world `backend`
+    (symbolic: recorded FloorPlans in process; ai2thor: through the ai2thor Controller)."""
     from task_learning.productions.families import FamilyError, canonical
 
     train = canonical(train_scene) or train_scene
@@ -292,7 +308,8 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
         raise FamilyError(f"the training floor plan {train} is also a test floor plan: test on held-out ones only")
     boot: list[FamilyBootstrap] = []
     if not kb.productions():
-        boot, productions = bootstrap_into(kb, client, train_scene=train, seed=seed, report=report)
+        boot, productions = bootstrap_into(kb, client, train_scene=train, seed=seed, backend=backend,
+                                           ai2thor_settings=ai2thor_settings, report=report)
     else:
         productions = persistent_set(kb)
         if report:
@@ -301,14 +318,15 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     knowledge = WorldKnowledge(kb.statements(), store=kb)
     results = []
     for family in families:
-        for index, instance in enumerate(held_out_instances(family, tests, seed=seed)):
+        for index, instance in enumerate(held_out_instances(family, tests, seed=seed, backend=backend)):
             for agent in AGENTS:
-                result = run_trial(instance, agent, productions, client, book, knowledge, seed * 1000 + index)
+                result = run_trial(instance, agent, productions, client, book, knowledge, seed * 1000 + index,
+                                   backend=backend, ai2thor_settings=ai2thor_settings)
                 client.raise_if_unavailable()
                 results.append(result)
                 if report:
                     report(f"{agent} {instance.scene} {instance.task}: {result.succeeded}/{result.units}, "
                            f"{result.steps} steps, {result.llm_calls} LLM calls")
-    return {"train_scene": train, "test_scenes": tests, "bootstrap": [b.to_dict() for b in boot],
+    return {"train_scene": train, "test_scenes": tests, "backend": backend, "bootstrap": [b.to_dict() for b in boot],
             "productions": len(productions), "trials": [r.to_dict() for r in results],
             "rows": [r.to_dict() for r in summarise(results)]}
