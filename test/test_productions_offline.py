@@ -147,6 +147,10 @@ def test_instances_shuffle_the_target_and_score_from_the_world() -> None:
     (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--test-scenes", "FloorPlan1,FloorPlan6"],
      "also a test floor plan"),
     (["experiment", "--paper", "nonsense"], "invalid choice"),
+    (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--families", "find,pick_place"],
+     "unknown task family pick_place (known: find, slice, clear)"),
+    (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--backend", "unity"], "invalid choice: 'unity'"),
+    (["experiment", "--paper", "stars", "--backend", "ai2thor"], "apply to --paper bootstrapping only"),
 ])
 def test_bad_input_is_one_line_exit_2(argv: list[str], message: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
