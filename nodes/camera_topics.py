@@ -2,8 +2,8 @@
 
 - camera/color/image_raw (sensor_msgs/Image, rgb8)
 - camera/depth/image_raw (sensor_msgs/Image, 32FC1, metres; planar depth, registered to color)
-- camera/color/camera_info (sensor_msgs/CameraInfo: the pinhole model of
-  task_learning.world.thor.camera, from the field of view and the frame size)
+- camera/color/camera_info (sensor_msgs/CameraInfo: the project's pinhole model,
+  task_learning.perception.camera.CameraModel, from the field of view and the frame size)
 - camera/pose (geometry_msgs/PoseStamped: the camera in the world frame, as AI2-THOR states it:
   Unity's left-handed frame, y up; the orientation turns x, y, z into the camera's right, up and
   forward, so the images' optical frame is this with y flipped)
@@ -14,7 +14,6 @@ action), with the world_state QoS, so a late subscriber gets the latest frame.
 """
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from builtin_interfaces.msg import Time
@@ -23,6 +22,9 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, Image
 
+from task_learning.perception.camera import CameraModel
+from task_learning.perception.images import image_fields
+
 COLOR_TOPIC = "camera/color/image_raw"
 DEPTH_TOPIC = "camera/depth/image_raw"
 INFO_TOPIC = "camera/color/camera_info"
@@ -30,19 +32,17 @@ POSE_TOPIC = "camera/pose"
 
 
 def image_msg(array: Any, encoding: str, stamp: Time, frame_id: str) -> Image:
+    """A sensor_msgs/Image of `array` (row-major, top row first; a copy when it is a view)."""
     msg = Image()
     msg.header.stamp = stamp
     msg.header.frame_id = frame_id
-    msg.height, msg.width = int(array.shape[0]), int(array.shape[1])
-    msg.encoding = encoding
-    msg.is_bigendian = int(sys.byteorder == "big")
-    channels = int(array.shape[2]) if array.ndim == 3 else 1
-    msg.step = int(array.shape[1]) * int(array.itemsize) * channels
-    msg.data = array.tobytes()  # row-major, top row first (a copy when the array is a view)
+    fields = image_fields(array, encoding)
+    msg.height, msg.width, msg.encoding = fields["height"], fields["width"], fields["encoding"]
+    msg.is_bigendian, msg.step, msg.data = fields["is_bigendian"], fields["step"], fields["data"]
     return msg
 
 
-def camera_info_msg(intrinsics: Any, stamp: Time, frame_id: str) -> CameraInfo:
+def camera_info_msg(intrinsics: CameraModel, stamp: Time, frame_id: str) -> CameraInfo:
     msg = CameraInfo()
     msg.header.stamp = stamp
     msg.header.frame_id = frame_id

@@ -8,16 +8,23 @@
 - The executor spins in a worker thread while the main thread waits for SIGINT/SIGTERM (or for
   the node to call `request_shutdown()`), so a signal is seen at once and not only when the
   executor wakes up.
-- Shutdown order matters (an executor thread still spinning at exit aborts the process):
-  end long callbacks (a node's `stop_work()`, e.g. the oversight node's waiting questions get the
-  safe default), shut the executor down, join its thread, destroy the node, then
-  rclpy.shutdown(). A second Ctrl-C while stopping changes nothing (no traceback).
+- Shutdown order matters: an executor thread still inside rcl_wait while the executor, the node
+  or the interpreter is torn down can hang the process for good (seen once in CI: a node idle
+  for seconds ignored SIGINT and SIGTERM until launch killed it). So the worker spins in short
+  slices and leaves its loop by itself once the stop is set; then long callbacks end (a node's
+  `stop_work()`, e.g. the oversight node's waiting questions get the safe default), the worker
+  is joined, the executor shut down, the node destroyed, then rclpy.shutdown(). A second Ctrl-C
+  while stopping changes nothing (no traceback).
+- Stopping is bounded: if it is not over within SHUTDOWN_LIMIT_S (less than the grace
+  `ros2 launch` gives before SIGTERM), faulthandler prints every thread's stack to stderr and
+  the process exits with code 1, so a hang names itself instead of waiting for SIGKILL.
 - A node that cannot start because of bad parameters or configuration raises TaskLearningError
   or ValueError from its constructor (rclpy raises ParameterException for a value of the wrong
   type): one clear error line, exit code 2, no traceback.
 """
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import threading
@@ -35,6 +42,9 @@ from task_learning.errors import TaskLearningError
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_CONFIG = 2
+
+SPIN_SLICE_S = 0.1  # how long the worker's wait may last before it looks at the stop event
+SHUTDOWN_LIMIT_S = 8.0  # below the 10 s after which launch sends SIGTERM (config/bringup.yaml)
 
 _stop_event = threading.Event()
 
@@ -116,7 +126,8 @@ def run_node(
 
         def spin() -> None:
             try:
-                executor.spin()
+                while not stop.is_set() and rclpy.ok():
+                    executor.spin_once(timeout_sec=SPIN_SLICE_S)
             except ExternalShutdownException:
                 pass
             except BaseException as exc:  # reported by the main thread, then we stop
@@ -128,6 +139,7 @@ def run_node(
         worker.start()
         while not stop.wait(0.2):
             pass
+        faulthandler.dump_traceback_later(SHUTDOWN_LIMIT_S, exit=True)
         # Long-running callbacks (a PerformTask, a question waiting for the operator) end at
         # their next check instead of holding the executor's shutdown.
         stop_work = getattr(node, "stop_work", None)
@@ -137,10 +149,11 @@ def run_node(
             node.get_logger().error(f"executor failed: {failure[0]!r}")
             code = EXIT_FAILED
     finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=5.0)
+        stop.set()  # also when the main thread left on an exception
         if worker is not None:
-            worker.join(timeout=5.0)
+            worker.join(timeout=SHUTDOWN_LIMIT_S)  # leaves its loop within a slice of the stop
+        if executor is not None:
+            executor.shutdown(timeout_sec=5.0)  # waits for the callbacks still running
         if node is not None:
             node.destroy_node()
         if rclpy.ok():

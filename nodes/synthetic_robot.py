@@ -28,11 +28,11 @@ from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.perception import geometry as g
 from task_learning.perception.camera import CameraModel
-from task_learning.perception.images import image_fields
 from task_learning.perception.skills import SKILLS, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import Skill
+from task_learning_nodes.camera_topics import camera_info_msg, image_msg
 from task_learning_nodes.fetch_params import FETCH_PARAMETERS
 from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.node_base import run_node
@@ -120,21 +120,12 @@ class SyntheticRobotNode(Node):
         depth = frame.depth
         if self.fault == "depth_half_size":
             depth = cv2.resize(depth, (depth.shape[1] // 2, depth.shape[0] // 2), interpolation=cv2.INTER_NEAREST)
-        self.color_pub.publish(_image(frame.color, "bgr8", header_stamp, self.camera_frame))
+        self.color_pub.publish(image_msg(frame.color, "bgr8", header_stamp, self.camera_frame))
         # 16UC1 millimetres, as an OpenNI camera's depth_registered/image_raw (half the bytes of 32FC1)
         millimetres = np.clip(np.round(depth * 1000.0), 0, 65535).astype(np.uint16)
-        self.depth_pub.publish(_image(millimetres, "16UC1", header_stamp, self.camera_frame))
+        self.depth_pub.publish(image_msg(millimetres, "16UC1", header_stamp, self.camera_frame))
         if self.fault != "no_camera_info":
-            info = CameraInfo()
-            info.header.stamp, info.header.frame_id = header_stamp, self.camera_frame
-            cam = self.robot.camera
-            info.width, info.height = cam.width, cam.height
-            info.distortion_model = "plumb_bob"
-            info.d = [0.0] * 5
-            info.k = cam.k_list()
-            info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-            info.p = [cam.fx, 0.0, cam.cx, 0.0, 0.0, cam.fy, cam.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
-            self.info_pub.publish(info)
+            self.info_pub.publish(camera_info_msg(self.robot.camera, header_stamp, self.camera_frame))
 
     # -- skills ---------------------------------------------------------------------------------
 
@@ -173,16 +164,6 @@ def _time_msg(stamp: float) -> Any:
 
     sec = int(stamp // 1)
     return Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9)) % 1_000_000_000)
-
-
-def _image(arr: Any, encoding: str, stamp: Any, frame_id: str) -> Image:
-    msg = Image()
-    msg.header.stamp, msg.header.frame_id = stamp, frame_id
-    fields = image_fields(arr, encoding)
-    msg.height, msg.width, msg.encoding = fields["height"], fields["width"], fields["encoding"]
-    msg.is_bigendian, msg.step = fields["is_bigendian"], fields["step"]
-    msg.data = fields["data"]
-    return msg
 
 
 def main(args: list[str] | None = None) -> int:

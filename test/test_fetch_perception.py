@@ -333,7 +333,7 @@ def test_a_bag_replays_into_the_bridge_with_the_same_world_state(tmp_path):
                         is_bigendian=0, step=fields["step"], data=np.frombuffer(fields["data"], np.uint8))
             writer.write(topic, "sensor_msgs/msg/Image", ns, ts.serialize_cdr(msg, "sensor_msgs/msg/Image"))
         info = Info(header=header, height=cam.height, width=cam.width, distortion_model="plumb_bob",
-                    d=np.zeros(5), k=np.array(cam.k_list()), r=np.eye(3).ravel(), p=np.zeros(12),
+                    d=np.zeros(5), k=np.array(cam.k()), r=np.eye(3).ravel(), p=np.zeros(12),
                     binning_x=0, binning_y=0,
                     roi=ts.types["sensor_msgs/msg/RegionOfInterest"](x_offset=0, y_offset=0, height=0, width=0,
                                                                        do_rectify=False))

@@ -9,20 +9,21 @@ import pytest
 from task_learning.world.look import look_around_plan
 from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
-from task_learning.world.thor.camera import CameraPose, Intrinsics, back_project, project
+from task_learning.perception.camera import CameraModel
+from task_learning.world.thor.camera import CameraPose, back_project, project
 
 
 def test_intrinsics_follow_the_vertical_field_of_view():
-    k = Intrinsics.from_fov(640, 480, 90.0)
+    k = CameraModel.from_fov(640, 480, 90.0)
     assert (k.fx, k.fy, k.cx, k.cy) == (pytest.approx(240.0), pytest.approx(240.0), 319.5, 239.5)
     assert k.k() == [k.fx, 0.0, 319.5, 0.0, k.fy, 239.5, 0.0, 0.0, 1.0]
     with pytest.raises(ValueError):
-        Intrinsics.from_fov(0, 480)
+        CameraModel.from_fov(0, 480, 90.0)
 
 
 @pytest.mark.parametrize("yaw,horizon", [(0, 0), (90, 30), (225, -20), (317.5, 60)])
 def test_projection_and_back_projection_are_inverse(yaw, horizon):
-    k = Intrinsics.from_fov(300, 300)
+    k = CameraModel.from_fov(300, 300, 90.0)
     pose = CameraPose.at((1.0, 1.5, -2.0), yaw, horizon)
     point = (pose.position[0] + 2 * pose.forward[0] + 0.3 * pose.right[0],
              pose.position[1] + 2 * pose.forward[1] + 0.3 * pose.right[1] - 0.2,
@@ -65,7 +66,7 @@ def test_symbolic_world_looks_around_rotates_teleports_and_keeps_limits():
     after = world.step("VisualSearch", objectId=fridge["objectId"])
     assert after["lastActionSuccess"] and after["lastAction"] == "VisualSearch"
     pose = CameraPose.from_metadata(after)
-    u, v, _ = project(tuple(fridge["position"][a] for a in "xyz"), Intrinsics.from_fov(300, 300), pose)
+    u, v, _ = project(tuple(fridge["position"][a] for a in "xyz"), CameraModel.from_fov(300, 300, 90.0), pose)
     assert abs(u - 149.5) < 1e-3  # facing it (the horizon is clamped at 60 degrees down)
     objects = {o["objectId"]: {k: v for k, v in o.items() if k != "distance"} for o in after["objects"]}
     assert objects == {o["objectId"]: {k: v for k, v in o.items() if k != "distance"} for o in before["objects"]}

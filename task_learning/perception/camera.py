@@ -1,6 +1,14 @@
-"""A pinhole camera (what sensor_msgs/CameraInfo says): intrinsics, size, distortion."""
+"""A pinhole camera (what sensor_msgs/CameraInfo says): intrinsics, size, distortion.
+
+The one camera model of the project: the Fetch head camera and the synthetic robot, the AI2-THOR
+agent's camera (`from_fov`, used by the stand-in simulator's renderer, the bridge's CameraInfo and
+the back-projection in world/thor/camera.py), and the perception pipeline all read it, so they
+cannot disagree. Pixel centres sit at integer coordinates (ROS's CameraInfo convention): the
+principal point of a W x H frame is ((W-1)/2, (H-1)/2).
+"""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +33,17 @@ class CameraModel:
         return cls(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0)
 
     @classmethod
+    def from_fov(cls, width: int, height: int, fov_deg: float) -> "CameraModel":
+        """Square pixels, `fov_deg` the vertical field of view (Unity's `fieldOfView`, as AI2-THOR
+        reports it); ValueError for an empty frame or an angle outside (0, 180)."""
+        if width <= 0 or height <= 0:
+            raise ValueError(f"frame size must be positive, got {width}x{height}")
+        if not 0.0 < fov_deg < 180.0:
+            raise ValueError(f"field of view must be in (0, 180) degrees, got {fov_deg}")
+        focal = (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+        return cls(int(width), int(height), focal, focal, (width - 1) / 2.0, (height - 1) / 2.0)
+
+    @classmethod
     def from_k(cls, width: int, height: int, k: list[float], d: list[float] | None = None) -> "CameraModel":
         """From CameraInfo's row-major K (9 numbers) and D; ValueError if unusable."""
         if width <= 0 or height <= 0:
@@ -42,8 +61,13 @@ class CameraModel:
     def D(self) -> np.ndarray:
         return np.array(self.distortion, dtype=float) if any(self.distortion) else np.zeros(5)
 
-    def k_list(self) -> list[float]:
-        return [float(v) for v in self.K.ravel()]
+    def k(self) -> list[float]:
+        """The row-major 3x3 camera matrix (CameraInfo.k)."""
+        return [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
+
+    def p(self) -> list[float]:
+        """The row-major 3x4 projection matrix of a monocular camera (CameraInfo.p)."""
+        return [self.fx, 0.0, self.cx, 0.0, 0.0, self.fy, self.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
 
     def project(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(N, 3) points in the optical frame -> (N, 2) pixels and (N,) depths (no distortion)."""

@@ -7,6 +7,7 @@ metres; NaN and inf become 0).
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import cv2
@@ -71,5 +72,6 @@ def image_fields(arr: np.ndarray, encoding: str) -> dict[str, Any]:
     """Fields of a sensor_msgs/Image holding `arr` (bgr8 / 32FC1 / 16UC1 / mono8)."""
     arr = np.ascontiguousarray(arr)
     height, width = arr.shape[:2]
-    return {"height": int(height), "width": int(width), "encoding": encoding, "is_bigendian": 0,
+    big = arr.dtype.byteorder == ">" or (arr.dtype.byteorder == "=" and sys.byteorder == "big")
+    return {"height": int(height), "width": int(width), "encoding": encoding, "is_bigendian": int(big),
             "step": int(arr.strides[0]), "data": arr.tobytes()}

@@ -25,7 +25,8 @@ from task_learning.world.backend import WorldUnavailableError
 from task_learning.world.layout import CAMERA_HEIGHT_M, MAX_HORIZON, MIN_HORIZON, horizontal_distance
 from task_learning.world.look import SEARCH_ACTION, look_around_plan
 from task_learning.world.scene import Scene
-from task_learning.world.thor.camera import CameraPose, Intrinsics
+from task_learning.perception.camera import CameraModel
+from task_learning.world.thor.camera import CameraPose
 from task_learning.world.thor.display import Display, acquire_display
 from task_learning.world.thor.geometry import bounds, free_spot
 from task_learning.world.thor.settings import ThorSettings, load_thor_settings
@@ -84,10 +85,10 @@ class Ai2ThorWorld:
 
     # -- camera ---------------------------------------------------------------------------------
 
-    def intrinsics(self) -> Intrinsics:
+    def intrinsics(self) -> CameraModel:
         height, width = (self.frame.shape[:2] if self.frame is not None
                          else (self.settings.height, self.settings.width))
-        return Intrinsics.from_fov(int(width), int(height), float(self._metadata.get("fov") or self.settings.field_of_view))
+        return CameraModel.from_fov(int(width), int(height), float(self._metadata.get("fov") or self.settings.field_of_view))
 
     def camera_pose(self) -> CameraPose:
         return CameraPose.from_metadata(self._metadata)

@@ -1,5 +1,6 @@
-"""The pinhole camera of an AI2-THOR agent: intrinsics from the field of view and the frame size,
-the camera pose from the agent's metadata, and back-projection of a depth pixel.
+"""The camera of an AI2-THOR agent: its pose from the agent's metadata, and projection and
+back-projection of a depth pixel. The intrinsics are the project's one pinhole model,
+`perception.camera.CameraModel.from_fov` (the field of view and the frame size).
 
 One model for three users, so they cannot disagree: the stand-in simulator renders through it,
 perception states it in `sensor_msgs/CameraInfo`, and the tests back-project depth through it.
@@ -16,40 +17,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from task_learning.perception.camera import CameraModel
 from task_learning.world.layout import CAMERA_HEIGHT_M
 
-DEFAULT_FOV_DEG = 90.0
 NEAR_PLANE_M = 0.1
 FAR_PLANE_M = 20.0
 
 Vec3 = tuple[float, float, float]
-
-
-@dataclass(frozen=True)
-class Intrinsics:
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-
-    @classmethod
-    def from_fov(cls, width: int, height: int, fov_deg: float = DEFAULT_FOV_DEG) -> "Intrinsics":
-        if width <= 0 or height <= 0:
-            raise ValueError(f"frame size must be positive, got {width}x{height}")
-        if not 0.0 < fov_deg < 180.0:
-            raise ValueError(f"field of view must be in (0, 180) degrees, got {fov_deg}")
-        focal = (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
-        return cls(width, height, focal, focal, (width - 1) / 2.0, (height - 1) / 2.0)
-
-    def k(self) -> list[float]:
-        """The row-major 3x3 camera matrix (CameraInfo.k)."""
-        return [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
-
-    def p(self) -> list[float]:
-        """The row-major 3x4 projection matrix of a monocular camera (CameraInfo.p)."""
-        return [self.fx, 0.0, self.cx, 0.0, 0.0, self.fy, self.cy, 0.0, 0.0, 0.0, 1.0, 0.0]
 
 
 @dataclass(frozen=True)
@@ -102,7 +76,7 @@ class CameraPose:
         return (b * c, a * d, -a * c, b * d)
 
 
-def back_project(u: float, v: float, depth: float, intrinsics: Intrinsics, pose: CameraPose) -> Vec3:
+def back_project(u: float, v: float, depth: float, intrinsics: CameraModel, pose: CameraPose) -> Vec3:
     """The world point seen at pixel (u, v) with planar depth `depth` (metres)."""
     xn = (u - intrinsics.cx) / intrinsics.fx
     yn = (v - intrinsics.cy) / intrinsics.fy
@@ -110,7 +84,7 @@ def back_project(u: float, v: float, depth: float, intrinsics: Intrinsics, pose:
                  for i in range(3))  # type: ignore[return-value]
 
 
-def project(point: Vec3, intrinsics: Intrinsics, pose: CameraPose) -> tuple[float, float, float] | None:
+def project(point: Vec3, intrinsics: CameraModel, pose: CameraPose) -> tuple[float, float, float] | None:
     """Pixel (u, v) and planar depth of a world point, or None behind the camera."""
     rel = tuple(point[i] - pose.position[i] for i in range(3))
     z = sum(rel[i] * pose.forward[i] for i in range(3))

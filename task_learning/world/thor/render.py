@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose, Intrinsics
+from task_learning.perception.camera import CameraModel
+from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose
 
 # Size (x, y, z) and centre height of a box for an object without a recorded bounding box.
 FURNITURE_SIZE = (0.8, 0.9, 0.8)
@@ -109,7 +110,7 @@ def boxes_for(metadata: Mapping[str, Any], offsets: Mapping[str, Any]) -> list[B
     return boxes
 
 
-def render(boxes: list[Box], intrinsics: Intrinsics, pose: CameraPose,
+def render(boxes: list[Box], intrinsics: CameraModel, pose: CameraPose,
            ids: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(rgb HxWx3 uint8, depth HxW float32 metres, instance index HxW int32 or None)."""
     width, height = intrinsics.width, intrinsics.height
@@ -161,7 +162,7 @@ def render(boxes: list[Box], intrinsics: Intrinsics, pose: CameraPose,
 _EDGES = ((0, 1), (0, 2), (0, 4), (1, 3), (1, 5), (2, 3), (2, 6), (3, 7), (4, 5), (4, 6), (5, 7), (6, 7))
 
 
-def _screen_rect(box: Box, intrinsics: Intrinsics, pose: CameraPose,
+def _screen_rect(box: Box, intrinsics: CameraModel, pose: CameraPose,
                  cam: np.ndarray) -> tuple[int, int, int, int] | None:
     """The pixel rectangle the part of a box in front of the near plane can cover."""
     corners = np.array([[box.centre[i] + sx * box.half[i] for i, sx in enumerate(signs)]

@@ -31,7 +31,8 @@ import numpy as np
 
 from task_learning.errors import TaskLearningError
 from task_learning.world.thor import geometry, render, wire
-from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose, Intrinsics
+from task_learning.perception.camera import CameraModel
+from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose
 
 log = logging.getLogger("task_learning.thor_standin")
 
@@ -102,7 +103,7 @@ class StandIn:
     # -- frames -------------------------------------------------------------------------------
 
     def frames(self, metadata: dict[str, Any]) -> tuple[Any, Any, Any]:
-        intrinsics = Intrinsics.from_fov(self.width, self.height, float(self.settings["fieldOfView"]))
+        intrinsics = CameraModel.from_fov(self.width, self.height, float(self.settings["fieldOfView"]))
         pose = CameraPose.from_metadata(metadata)
         boxes = render.boxes_for(metadata, self.offsets)
         want_ids = bool(self.settings.get("renderInstanceSegmentation"))

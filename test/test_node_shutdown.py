@@ -1,0 +1,42 @@
+"""Stopping a node (nodes/node_base.run_node) is prompt and bounded.
+
+Ctrl-C or SIGTERM to a working node ends it with exit code 0, its executor thread out of rcl_wait
+before the node and rclpy are torn down; a node whose stop hangs does not wait for `ros2 launch`
+to SIGKILL it: within SHUTDOWN_LIMIT_S it prints every thread's stack (naming the hang) and
+exits with code 1. The node is test/ros_shutdown_helper.py, in its own process.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+
+import pytest
+
+from task_learning_nodes.node_base import SHUTDOWN_LIMIT_S
+
+from .ros_testing import ROOT
+
+HELPER = ROOT / "test" / "ros_shutdown_helper.py"
+
+
+def start_probe(ros_graph, mode: str):  # noqa: ANN201 (a NodeProcess)
+    probe = ros_graph.start([sys.executable, str(HELPER), mode], name=f"probe {mode}")
+    probe.wait_for_line("probe busy", timeout=60)  # its callbacks are running
+    return probe
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_a_busy_node_cleanly(ros_graph, sig):
+    probe = start_probe(ros_graph, "busy")
+    code, text = probe.stop(sig, timeout=SHUTDOWN_LIMIT_S + 30)
+    assert code == 0, text[-3000:]
+    assert "Timeout" not in probe.stderr and "Traceback" not in text, text[-3000:]
+
+
+def test_a_hung_stop_prints_the_stacks_and_exits_instead_of_waiting_for_sigkill(ros_graph):
+    probe = start_probe(ros_graph, "stuck")
+    code, _ = probe.stop(signal.SIGINT, timeout=SHUTDOWN_LIMIT_S + 30)
+    assert code == 1, probe.output[-3000:]
+    err = probe.stderr
+    assert f"Timeout (0:00:0{int(SHUTDOWN_LIMIT_S)})!" in err, err[-3000:]
+    assert "in stop_work" in err, err[-3000:]  # the hang names itself
