@@ -11,6 +11,7 @@ bootstrapping run stores for this kitchen's objects, and one confirmed goal per 
 from __future__ import annotations
 
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -40,9 +41,9 @@ NODES = ["perception", "planner"]
 WITH_OVERSIGHT = ["perception", "oversight", "planner"]
 
 
-def _prepare(db: Path, *, approve: bool) -> int:
-    """A knowledge base with bootstrapped productions (approved or not), their world knowledge
-    and confirmed placing goals for the scene's task objects; returns how many goals."""
+def _build(db: Path) -> int:
+    """A knowledge base with bootstrapped (unapproved) productions, their world knowledge and
+    confirmed placing goals for the scene's task objects; returns how many goals."""
     goals_db = db.with_suffix(".goals.sqlite")
     run_in_process(RunSpec(scene=SCENE, condition="STARS", operator="none", db=goals_db))
     world = SymbolicWorld(load_scene(SCENE))
@@ -51,8 +52,6 @@ def _prepare(db: Path, *, approve: bool) -> int:
         bootstrap_into(kb, make_client("offline"), train_scene="FloorPlan1", families=["explore", "find", "pick_place"])
         for row in kb.productions():
             assert row["approval"] == "none"  # nothing learned is approved by itself
-            if approve:
-                kb.approve_production(row["name"], "operator")
         for obj in {o["objectType"].lower() for o in world.metadata["objects"]}:
             for kind in {o["objectType"] for o in world.metadata["objects"]}:
                 statement = f"{obj} is commonly stored in a/an {kind}"
@@ -64,6 +63,25 @@ def _prepare(db: Path, *, approve: bool) -> int:
             goal.confirmation = Confirmation.OPERATOR_YES
             kb.learn_goal(goal)
     return len(goals)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The prepared knowledge base, built once per module (bootstrapping takes seconds)."""
+    db = tmp_path_factory.mktemp("productions") / "template.sqlite"
+    return db, _build(db)
+
+
+def _prepare(db: Path, template: tuple[Path, int], *, approve: bool) -> int:
+    """A copy of the prepared knowledge base, its productions approved or not; returns how many goals."""
+    source, count = template
+    with sqlite3.connect(source) as src, sqlite3.connect(db) as dst:
+        src.backup(dst)
+    if approve:
+        with KnowledgeBase(db) as kb:
+            for row in kb.productions():
+                kb.approve_production(row["name"], "operator")
+    return count
 
 
 def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
@@ -112,9 +130,9 @@ def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
     return result, asked
 
 
-def test_a_task_performed_by_approved_productions_makes_no_llm_call(ros_graph, tmp_path):
+def test_a_task_performed_by_approved_productions_makes_no_llm_call(ros_graph, tmp_path, template):
     db = tmp_path / "approved.sqlite"
-    count = _prepare(db, approve=True)
+    count = _prepare(db, template, approve=True)
     with KnowledgeBase(db) as kb:
         before = sum(row["count"] for row in kb.productions())
     result, _ = _perform(ros_graph, db, "productions_test")
@@ -132,9 +150,9 @@ def _approvals(db: Path) -> dict[str, str]:
         return {row["task"]: row["approval"] for row in kb.productions()}
 
 
-def test_a_no_from_the_operator_is_not_approval_and_unapproved_productions_are_not_used(ros_graph, tmp_path):
+def test_a_no_from_the_operator_is_not_approval_and_unapproved_productions_are_not_used(ros_graph, tmp_path, template):
     db = tmp_path / "unapproved.sqlite"
-    _prepare(db, approve=False)
+    _prepare(db, template, approve=False)
     result, asked = _perform(ros_graph, db, "unapproved_test", WITH_OVERSIGHT, answers=["no"])
     assert result.success, result.message
     # one question per family: explore (refused), find and pick and place (approved)
@@ -148,9 +166,9 @@ def test_a_no_from_the_operator_is_not_approval_and_unapproved_productions_are_n
     assert result.usage.calls == 0  # the goals were known and BCR's heuristic engine asks no LLM
 
 
-def test_productions_the_operator_approves_through_oversight_perform_the_task(ros_graph, tmp_path):
+def test_productions_the_operator_approves_through_oversight_perform_the_task(ros_graph, tmp_path, template):
     db = tmp_path / "asked.sqlite"
-    _prepare(db, approve=False)
+    _prepare(db, template, approve=False)
     result, asked = _perform(ros_graph, db, "approve_test", WITH_OVERSIGHT, answers=["yes", "yes", "yes"])
     assert result.success, result.message
     assert len(asked) == 3 and set(_approvals(db).values()) == {"operator"}
@@ -165,12 +183,12 @@ def _reach(client, apple: str, fridge: str):  # type: ignore[no-untyped-def]
     return result
 
 
-def test_reach_goal_uses_approved_productions_alone_and_never_unapproved_ones(ros_graph, tmp_path):
+def test_reach_goal_uses_approved_productions_alone_and_never_unapproved_ones(ros_graph, tmp_path, template):
     """ReachGoal goes through PerformTask's executor: with require_confirmation on (the default)
     only a literal a confirmed goal covers is reached; unapproved productions are not used (BCR
     reaches it); once approved, the productions reach the next goal alone, with 0 LLM calls."""
     db = tmp_path / "reach.sqlite"
-    _prepare(db, approve=False)
+    _prepare(db, template, approve=False)
     objects = SymbolicWorld(load_scene(SCENE)).metadata["objects"]
     first = {kind: next(o["objectId"] for o in objects if o["objectType"] == kind)
              for kind in ("Apple", "Bowl", "Fridge", "Cabinet")}
