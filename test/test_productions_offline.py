@@ -22,7 +22,7 @@ from task_learning.productions.experiment import (
     paper_experiment,
     run_trial,
 )
-from task_learning.productions.families import load_kitchen, make_instance, make_world, successes
+from task_learning.productions.families import load_kitchen, make_instance, make_world, successes, variable_domain
 from task_learning.productions.knowledge import WorldKnowledge
 from task_learning.productions.memory import load_productions
 
@@ -39,7 +39,7 @@ def test_explore_and_find_bootstrapped_in_floorplan1_run_without_llm_in_floorpla
     client = make_client("offline", cache=None)
     productions, world = ProductionSet(), WorldKnowledge()
     book = families_book({})
-    results = bootstrap(productions, client, world, book, families=("explore", "find"), seed=3, max_instances=6)
+    results = bootstrap(productions, client, world, book, families=("explore", "find"), seed=3)
     assert [r.family for r in results] == ["explore", "find"]
     assert all(r.converged for r in results), [r.to_dict() for r in results]
     assert results[0].learned and results[1].learned
@@ -60,7 +60,7 @@ def test_bootstrap_persists_productions_statements_and_end_conditions(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "kb.sqlite"
     with KnowledgeBase(db) as kb, make_client("offline", cache=None) as client:
-        results, productions = bootstrap_into(kb, client, families=("explore", "find"), seed=3, max_instances=6)
+        results, productions = bootstrap_into(kb, client, families=("explore", "find"), seed=3)
         learned = {p.name: (p.utility, p.count) for p in productions}
     with KnowledgeBase(db) as kb:
         stored = load_productions(kb)
@@ -95,6 +95,29 @@ def test_full_curriculum_then_held_out_slice_and_clear_need_no_llm() -> None:
 
 
 @pytest.mark.slow
+def test_bootstrapping_draws_every_kind_until_no_llm_then_held_out_slice_asks_nothing() -> None:
+    """The curriculum draws every kind of the family's variable present in FloorPlan1 and repeats
+    until the task runs on productions alone, a world-knowledge statement counting as using the
+    LLM; the statements slicing needs are then asked and cached in training, and slicing on
+    FloorPlan6 and FloorPlan14 (no receptacle type FloorPlan1 lacks) asks the LLM nothing."""
+    client = make_client("offline", cache=None)
+    productions, world = ProductionSet(), WorldKnowledge()
+    book = families_book({})
+    results = {r.family: r for r in bootstrap(productions, client, world, book, seed=0)}
+    train = load_kitchen("FloorPlan1")
+    for family, result in results.items():
+        assert result.converged and set(variable_domain(family, train)) <= set(result.kinds), result.to_dict()
+    assert results["slice"].kinds[:5] and sorted(results["slice"].kinds[:5]) == variable_domain("slice", train) == \
+        ["Apple", "Bread", "Lettuce", "Potato", "Tomato"]  # each kind first, in a shuffled order
+    assert results["find"].statements > 0  # asked in training, counted
+    asked = len(world.asked)
+    for instance in held_out_instances("slice", ["FloorPlan6", "FloorPlan14"], seed=0):
+        result = run_trial(instance, "bootstrapped", productions, client, book, world, seed=0)
+        assert result.succeeded == 1 and result.llm_calls == 0 and result.tokens == 0, result
+    assert len(world.asked) == asked
+
+
+@pytest.mark.slow
 def test_paper_experiment_table_rows(tmp_path: Path) -> None:
     with KnowledgeBase(tmp_path / "kb.sqlite") as kb, make_client("offline", cache=None) as client:
         data = paper_experiment(kb, client, test_scenes=["FloorPlan14"], families=["clear"])
@@ -124,6 +147,10 @@ def test_instances_shuffle_the_target_and_score_from_the_world() -> None:
     (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--test-scenes", "FloorPlan1,FloorPlan6"],
      "also a test floor plan"),
     (["experiment", "--paper", "nonsense"], "invalid choice"),
+    (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--families", "find,pick_place"],
+     "unknown task family pick_place (known: find, slice, clear)"),
+    (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--backend", "unity"], "invalid choice: 'unity'"),
+    (["experiment", "--paper", "stars", "--backend", "ai2thor"], "apply to --paper bootstrapping only"),
 ])
 def test_bad_input_is_one_line_exit_2(argv: list[str], message: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
