@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,8 @@ from task_learning.productions.experiment import (
 from task_learning.productions.families import load_kitchen, make_instance, make_world, successes, variable_domain
 from task_learning.productions.knowledge import WorldKnowledge
 from task_learning.productions.memory import load_productions
+from task_learning.productions.prefetch import catalogue_receptacle_types
+from task_learning.productions.world import IGNORED_RECEPTACLES
 
 
 def test_offline_model_is_labelled_and_its_strategies_validate() -> None:
@@ -72,6 +75,36 @@ def test_bootstrap_persists_productions_statements_and_end_conditions(tmp_path: 
     out = capsys.readouterr().out
     assert f"productions ({len(learned)}):" in out
     assert "find-done: U=1.0000" in out and "IF task is 'find a/an <object>'" in out
+
+
+@pytest.mark.parametrize("mode", ["catalogue", "met"])
+def test_bootstrap_asks_world_knowledge_over_the_type_catalogue_only_in_catalogue_mode(tmp_path: Path,
+                                                                                      mode: str) -> None:
+    """With the catalogue prefetch, bootstrapping in FloorPlan1 asks find's "commonly stored"
+    statement pattern (read from the learned rule) about receptacle types FloorPlan1 lacks, through
+    the LLM client, cached in the knowledge base and counted; with `met`, only its own types."""
+    train_types = {str(o["objectType"]).lower() for o in load_kitchen("FloorPlan1").objects}
+    assert "diningtable" not in train_types and "sidetable" not in train_types
+    with KnowledgeBase(tmp_path / "kb.sqlite") as kb, make_client("offline", cache=None) as client:
+        results, _ = bootstrap_into(kb, client, families=("explore", "find"), seed=3, max_instances=6,
+                                    world_knowledge=mode)
+        stored = kb.statements()
+        calls = client.usage.calls
+    find = results[1]
+    pattern = re.compile(r"^(.+) is commonly stored in a/an (\w+)$")
+    kinds = {m.group(2) for m in map(pattern.match, stored) if m}
+    assert kinds and all(pattern.match(s) for s in stored), sorted(stored)
+    if mode == "catalogue":
+        assert {"diningtable", "sidetable"} <= kinds
+        things = {m.group(1) for m in map(pattern.match, stored) if m}
+        catalogue = {t.lower() for t in catalogue_receptacle_types(IGNORED_RECEPTACLES)}
+        assert kinds == catalogue and len(stored) == len(things) * len(catalogue)  # every kind met x every type
+        assert not any(stored[f"{thing} is commonly stored in a/an diningtable"] for thing in things)
+        assert 0 < find.catalogue_statements <= find.statements and 0 < find.catalogue_tokens <= find.tokens
+        assert calls >= len(stored)  # every statement was one call through the client
+    else:
+        assert kinds <= train_types, kinds - train_types
+        assert find.catalogue_statements == 0 and find.catalogue_tokens == 0
 
 
 @pytest.mark.slow

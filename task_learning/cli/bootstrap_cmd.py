@@ -23,10 +23,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--llm", default="offline")
     p.add_argument("--max-instances", type=bounded_int(1, 100), default=40,
                    help="instances per family at most (each kind of the family's variable present in the "
-                        "kitchen is drawn once; the family ends after that when 2 in a row needed no LLM: no "
+                        "kitchen is drawn --draws times; the family ends after that when 2 in a row needed no LLM: no "
                         "action and no world-knowledge statement)")
     p.add_argument("--max-revisions", type=bounded_int(0, 10), default=3,
                    help="revision rounds after a failed replay check before a rule is dropped")
+    p.add_argument("--world-knowledge", choices=("catalogue", "met"), default="catalogue",
+                   help="catalogue (default): after each family, ask its productions' world-knowledge statements "
+                        "for every kind met x every receptacle type of the robot's type catalogue "
+                        "(config/scenes/object_types.yaml), so kitchens with furniture the training one lacks need "
+                        "no LLM for them; met: only the statements the training instances needed")
+    p.add_argument("--draws", type=bounded_int(1, 5), default=1,
+                   help="how many times each kind of a family's variable present in the kitchen is drawn")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -44,17 +51,20 @@ def run(args: argparse.Namespace) -> int:
     with KnowledgeBase(args.db) as kb, make_client(args.llm, cache=None) as client:
         results, productions = bootstrap_into(kb, client, train_scene=args.train_scene, families=families,
                                               seed=args.seed, max_instances=args.max_instances,
-                                              max_revisions=args.max_revisions, report=report)
+                                              max_revisions=args.max_revisions, trials_per_value=args.draws,
+                                              world_knowledge=args.world_knowledge, report=report)
         client.raise_if_unavailable()
         rows = [{"name": p.name, "task": p.task, "utility": round(p.utility, 4), "count": p.count,
                  "english": p.english} for p in productions]
         if args.json:
-            print(json.dumps({"train_scene": args.train_scene, "llm": args.llm, "families": [r.to_dict() for r in results],
+            print(json.dumps({"train_scene": args.train_scene, "llm": args.llm, "world_knowledge": args.world_knowledge,
+                              "draws": args.draws, "families": [r.to_dict() for r in results],
                               "productions": rows, "note": OFFLINE_NOTE if args.llm == "offline" else ""}, indent=2))
             return 0
         for r in results:
             print(f"{r.family}: {r.instances} instances, {r.llm_decisions} LLM decisions, {r.statements} "
-                  f"world-knowledge statements, {r.tokens} tokens, "
+                  f"world-knowledge statements ({r.catalogue_statements} over the type catalogue), {r.tokens} tokens "
+                  f"({r.catalogue_tokens} for the catalogue), "
                   f"{len(r.learned)} new productions, {'converged' if r.converged else 'NOT converged'}; "
                   f"end condition: {r.end_condition or '-'}")
         print(f"{len(productions)} productions in {args.db}")

@@ -37,17 +37,19 @@ from task_learning.productions.families import (
 from task_learning.productions.knowledge import WorldKnowledge
 from task_learning.productions.learner import Family, LLMAdvisor
 from task_learning.productions.memory import persistent_set
-from task_learning.productions.world import WorldAdapter
+from task_learning.productions.prefetch import WORLD_KNOWLEDGE_MODES, catalogue_receptacle_types, prefetch
+from task_learning.productions.world import IGNORED_RECEPTACLES, WorldAdapter
 from task_learning.world.backend import WorldBackend
 
 TRAIN_SCENE = "FloorPlan1"
 TEST_SCENES = ("FloorPlan6", "FloorPlan9", "FloorPlan14", "FloorPlan21")
 AGENTS = ("action-only", "bootstrapped")
 # Bootstrapping draws every value of a family's variable present in the training kitchen this many
-# times, each with its own shuffled placement (with 1, one statement about a FloorPlan1 receptacle
-# type, "bread ... garbagecan", was first asked on a held-out kitchen; with 2 none was), then
-# instances until `streak` in a row need no LLM, at most MAX_INSTANCES per family (find: 17 kinds)
-TRIALS_PER_VALUE = 2
+# times, each with its own shuffled placement, then instances until `streak` in a row need no LLM, at
+# most MAX_INSTANCES per family (find: 17 kinds). Chosen on the training side only: with the
+# catalogue's world knowledge asked ahead, a second draw of every kind in FloorPlan1 made no LLM
+# decision, asked no statement and learned no production (same 22 rules), only more instances
+TRIALS_PER_VALUE = 1
 MAX_INSTANCES = 40
 # Seed 001, Table 1 (AI2-THOR kitchens, GPT4-0613): success, success without the LLM, steps, tokens
 PAPER_TABLE1: dict[str, dict[str, tuple[str, str, float, float]]] = {
@@ -90,7 +92,9 @@ class FamilyBootstrap:
     family: str
     instances: int = 0
     llm_decisions: int = 0
-    statements: int = 0  # world-knowledge statements the LLM was asked
+    statements: int = 0  # world-knowledge statements the LLM was asked (instances and catalogue)
+    catalogue_statements: int = 0  # of which asked ahead over the type catalogue after the instances
+    catalogue_tokens: int = 0
     kinds: list[str] = field(default_factory=list)  # the values of the family's variable drawn
     tokens: int = 0
     steps: int = 0
@@ -120,9 +124,16 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
               train_scene: str = TRAIN_SCENE, families: Sequence[str] = CURRICULUM, seed: int = 0,
               max_instances: int = MAX_INSTANCES, streak: int = 2, max_revisions: int = 3,
               trials_per_value: int = TRIALS_PER_VALUE, backend: str = "symbolic", ai2thor_settings: Any = None,
+              world_knowledge: str = "catalogue",
               report: Callable[[str], None] | None = None) -> list[FamilyBootstrap]:
     """Bootstrap the families in curriculum order in one FloorPlan (on the world `backend`);
-    returns what each took."""
+    returns what each took. `world_knowledge` "catalogue": after each family, the statement
+    patterns of the productions are asked for every kind met x every receptacle type of the
+    robot's type catalogue (`productions/prefetch.py`); "met": only as the instances need them."""
+    if world_knowledge not in WORLD_KNOWLEDGE_MODES:
+        raise ValueError(f"world_knowledge: expected one of {', '.join(WORLD_KNOWLEDGE_MODES)}, got {world_knowledge!r}")
+    receptacle_types = catalogue_receptacle_types(IGNORED_RECEPTACLES)
+    drawn: dict[str, list[str]] = {}
     scene = load_kitchen(train_scene)
     rng = random.Random(seed)
     advisor = LLMAdvisor(client, book, learn=True, max_revisions=max_revisions)
@@ -169,6 +180,19 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
         pattern = by_pattern[PATTERNS[family]]
         result.review = advisor.critique(pattern, productions, world)
         result.end_condition = pattern.end_condition
+        drawn.setdefault(PATTERNS[family], []).extend(k for k in result.kinds if k)
+        if world_knowledge == "catalogue":
+            advisor.scope = f"bootstrap:{family}:catalogue"
+            before, asked = client.usage_snapshot(), len(world.asked)
+            prefetch(productions, world, receptacle_types, drawn)
+            client.raise_if_unavailable()
+            result.catalogue_statements = len(world.asked) - asked
+            result.catalogue_tokens = _tokens(client, before)
+            result.statements += result.catalogue_statements
+            result.tokens += result.catalogue_tokens
+            if report:
+                report(f"bootstrap {family}: {result.catalogue_statements} world-knowledge statements asked over "
+                       f"the type catalogue's {len(receptacle_types)} receptacle types")
         out.append(result)
     return out
 
@@ -278,6 +302,7 @@ def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str]) -> str
 def bootstrap_into(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
                    families: Sequence[str] = CURRICULUM, seed: int = 0, max_instances: int = MAX_INSTANCES,
                    max_revisions: int = 3, backend: str = "symbolic", ai2thor_settings: Any = None,
+                   trials_per_value: int = TRIALS_PER_VALUE, world_knowledge: str = "catalogue",
                    report: Callable[[str], None] | None = None) -> tuple[list[FamilyBootstrap], ProductionSet]:
     """Bootstrap into a knowledge base: productions (with provenance, U, N), end conditions and
     the world-knowledge statements the LLM answered are all written as they are learned."""
@@ -286,7 +311,8 @@ def bootstrap_into(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = T
     book = families_book(kb.family_end_conditions())
     results = bootstrap(productions, client, world, book, train_scene=train_scene, families=families, seed=seed,
                         max_instances=max_instances, max_revisions=max_revisions, backend=backend,
-                        ai2thor_settings=ai2thor_settings, report=report)
+                        ai2thor_settings=ai2thor_settings, trials_per_value=trials_per_value,
+                        world_knowledge=world_knowledge, report=report)
     for family in book:
         if family.end_condition:
             kb.set_family_end_condition(family.pattern, family.end_condition)
