@@ -33,6 +33,7 @@ import time
 from typing import Any, Callable, Sequence
 
 import rclpy
+import rclpy.action
 from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -60,6 +61,19 @@ def shutdown_requested() -> bool:
     """True once a signal or request_shutdown() asked this process's node to stop: long waits in
     callbacks give up then, so the executor can stop within its few seconds."""
     return _stop_event.is_set()
+
+
+class ActionClient(rclpy.action.ActionClient):
+    """rclpy's ActionClient, safe to create while an executor spins its node in another thread.
+
+    rclpy adds the client to the node's waitables before it creates the lock its
+    get_num_entities takes, so an executor thread building its wait set in between dies with
+    AttributeError '_lock' and the node hears nothing more (seen under load: a test's client
+    never got the goal's answer). Here the lock exists before the client is added."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.Lock()
+        super().__init__(*args, **kwargs)
 
 
 def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,

@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
@@ -55,7 +55,7 @@ from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node, wait_for_future
+from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.qos import latched
 

@@ -27,7 +27,7 @@ from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
 pytest.importorskip("rclpy")
-from rclpy.action import ActionClient  # noqa: E402
+from task_learning_nodes.node_base import ActionClient  # noqa: E402
 from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
 from task_learning_interfaces.msg import ConfirmationAnswer  # noqa: E402
 from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
