@@ -32,7 +32,7 @@ import json
 import threading
 from typing import Any
 
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
@@ -45,7 +45,7 @@ from task_learning.types import GoalLiteral
 from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node, wait_for_future
+from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.planner import RosWorld
 

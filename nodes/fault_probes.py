@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from rclpy.action import ActionClient
+from task_learning_nodes.node_base import ActionClient
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node

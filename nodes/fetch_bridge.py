@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-from rclpy.action import ActionClient
+from task_learning_nodes.node_base import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy

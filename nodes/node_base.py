@@ -10,11 +10,12 @@
   executor wakes up.
 - Shutdown order matters: an executor thread still inside rcl_wait while the executor, the node
   or the interpreter is torn down can hang the process for good (seen once in CI: a node idle
-  for seconds ignored SIGINT and SIGTERM until launch killed it). So the worker spins in short
-  slices and leaves its loop by itself once the stop is set; then long callbacks end (a node's
-  `stop_work()`, e.g. the oversight node's waiting questions get the safe default), the worker
-  is joined, the executor shut down, the node destroyed, then rclpy.shutdown(). A second Ctrl-C
-  while stopping changes nothing (no traceback).
+  for seconds ignored SIGINT and SIGTERM until launch killed it). So: long callbacks end first
+  while the executor still spins (a node's `stop_work()`: the oversight node's waiting questions
+  get the safe default, the planner's running goal sends its result); then the worker, which
+  spins in short slices, leaves its loop by itself and is joined; then the executor is shut
+  down, the node destroyed, and rclpy.shutdown(). A second Ctrl-C while stopping changes
+  nothing (no traceback).
 - Stopping is bounded: if it is not over within SHUTDOWN_LIMIT_S (less than the grace
   `ros2 launch` gives before SIGTERM), faulthandler prints every thread's stack to stderr and
   the process exits with code 1, so a hang names itself instead of waiting for SIGKILL.
@@ -32,6 +33,7 @@ import time
 from typing import Any, Callable, Sequence
 
 import rclpy
+import rclpy.action
 from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
@@ -44,7 +46,8 @@ EXIT_FAILED = 1
 EXIT_BAD_CONFIG = 2
 
 SPIN_SLICE_S = 0.1  # how long the worker's wait may last before it looks at the stop event
-SHUTDOWN_LIMIT_S = 8.0  # below the 10 s after which launch sends SIGTERM (config/bringup.yaml)
+SHUTDOWN_LIMIT_S = 9.0  # above the planner's stop_work grace (4 + 4 s), below the 10 s after which
+#                         launch sends SIGTERM (config/bringup.yaml)
 
 _stop_event = threading.Event()
 
@@ -58,6 +61,19 @@ def shutdown_requested() -> bool:
     """True once a signal or request_shutdown() asked this process's node to stop: long waits in
     callbacks give up then, so the executor can stop within its few seconds."""
     return _stop_event.is_set()
+
+
+class ActionClient(rclpy.action.ActionClient):
+    """rclpy's ActionClient, safe to create while an executor spins its node in another thread.
+
+    rclpy adds the client to the node's waitables before it creates the lock its
+    get_num_entities takes, so an executor thread building its wait set in between dies with
+    AttributeError '_lock' and the node hears nothing more (seen under load: a test's client
+    never got the goal's answer). Here the lock exists before the client is added."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.Lock()
+        super().__init__(*args, **kwargs)
 
 
 def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,
@@ -112,6 +128,7 @@ def run_node(
     executor: MultiThreadedExecutor | None = None
     worker: threading.Thread | None = None
     failure: list[BaseException] = []
+    halt = threading.Event()  # the worker's own end: after stop_work, which needs it spinning
     code = EXIT_OK
     try:
         try:
@@ -126,7 +143,7 @@ def run_node(
 
         def spin() -> None:
             try:
-                while not stop.is_set() and rclpy.ok():
+                while not halt.is_set() and rclpy.ok():
                     executor.spin_once(timeout_sec=SPIN_SLICE_S)
             except ExternalShutdownException:
                 pass
@@ -150,6 +167,7 @@ def run_node(
             code = EXIT_FAILED
     finally:
         stop.set()  # also when the main thread left on an exception
+        halt.set()
         if worker is not None:
             worker.join(timeout=SHUTDOWN_LIMIT_S)  # leaves its loop within a slice of the stop
         if executor is not None:

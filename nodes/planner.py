@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
@@ -55,7 +55,7 @@ from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node, wait_for_future
+from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.qos import latched
 
@@ -347,13 +347,20 @@ class PlannerNode(Node):
         world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)
         return StoppableWorld(world, stop) if stop is not None else world
 
-    def _executor(self, kb: KnowledgeBase | None) -> GoalExecutor:
-        engine = str(self._p("engine"))
-        client = None
-        if engine == "llm" or self._p("strategy") == "llm_state":
+    def _llm_client(self) -> Any:
+        """The LLM client the strategy needs (engine llm or strategy llm_state), else None."""
+        if str(self._p("engine")) == "llm" or self._p("strategy") == "llm_state":
             from task_learning.llm.client import make_client
 
-            client = make_client(str(self._p("llm")))
+            return make_client(str(self._p("llm")))
+        return None
+
+    def _executor(self, kb: KnowledgeBase | None, client: Any = None) -> GoalExecutor:
+        """The goal executor of PerformTask and ReachGoal: with a knowledge base and
+        use_productions, its productions (only approved ones with productions_require_approval,
+        new ones put to the operator first with productions_ask_operator) try each goal first."""
+        engine = str(self._p("engine"))
+        client = client if client is not None else self._llm_client()
         reacher = None
         if self._p("strategy") == "llm_state":
             from task_learning.llm_state.strategy import LLMStateStrategy
@@ -546,20 +553,25 @@ class PlannerNode(Node):
             unknown = sorted({a for lit in literals for a in lit.args if a not in type_of})
             if unknown:
                 raise BadRequest(f"no object with id {', '.join(repr(a) for a in unknown)} in the world")
-            if bool(self._p("require_confirmation")):
-                with KnowledgeBase(str(self._p("db_path"))) as kb:
-                    covered, reason = goal_covered(literals, kb.goals(), type_of)
-                if not covered:
-                    raise BadRequest(f"refused: {reason}")
-            executor = self._executor(None)
-            if request.max_steps:
-                executor.max_actions = int(request.max_steps)
 
             def on_outcome(outcome: Any) -> None:
                 outcomes.append(outcome)
                 goal_handle.publish_feedback(ReachGoal.Feedback(outcome=convert.action_outcome_to_msg(outcome)))
 
-            reached = executor.reach(world, literals, on_outcome=on_outcome)
+            with KnowledgeBase(str(self._p("db_path"))) as kb:
+                if bool(self._p("require_confirmation")):
+                    covered, reason = goal_covered(literals, kb.goals(), type_of)
+                    if not covered:
+                        raise BadRequest(f"refused: {reason}")
+                # the same executor as PerformTask's: productions first (approved ones only, by
+                # default), then the strategy; the knowledge base holds no policy for a bare
+                # literal goal (no task), so none is replayed or learned here
+                client = self._llm_client()
+                executor = self._executor(kb, client)
+                if request.max_steps:
+                    executor.max_actions = int(request.max_steps)
+                reached = executor.reach(world, literals, on_outcome=on_outcome)
+            usage = client.usage if client is not None else LLMUsage()
         except RunStopped as exc:
             result.success = False
             result.message = f"canceled after {len(outcomes)} action(s): {exc}"
@@ -580,6 +592,7 @@ class PlannerNode(Node):
         result.success = reached.success
         result.message = reached.message
         result.outcomes = [convert.action_outcome_to_msg(o) for o in reached.outcomes]
+        result.usage = convert.llm_usage_to_msg(usage)
         goal_handle.succeed()
         return result
 

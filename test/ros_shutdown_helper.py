@@ -1,4 +1,4 @@
-"""A node for test/test_node_shutdown.py, run as `python test/ros_shutdown_helper.py MODE` through
+"""A node for test/test_node_base.py, run as `python test/ros_shutdown_helper.py MODE` through
 task_learning_nodes.node_base.run_node:
 
 - `busy`: a 50 Hz timer publishing to a topic it subscribes to itself, so a signal lands while

@@ -367,7 +367,7 @@ class RosClient:
         """Send a goal; returns (result message, feedback messages received so far). ROS 2 does not
         order feedback against the result: the last feedback messages may arrive after the result,
         so assert on feedback only what holds for any prefix of it."""
-        from rclpy.action import ActionClient
+        from task_learning_nodes.node_base import ActionClient
 
         feedback: list = []
         client = ActionClient(self.node, action_type, name)

@@ -50,7 +50,7 @@ def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(ros_graph, tmp
     bringup, operator = _graph(ros_graph, db)
     client = ros_graph.client("kill_test")
     try:
-        from rclpy.action import ActionClient
+        from task_learning_nodes.node_base import ActionClient
 
         action = ActionClient(client.node, PerformTask, "perform_task")
         assert action.wait_for_server(timeout_sec=60), "planner did not come up"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,11 @@ from task_learning.productions.experiment import (
     paper_experiment,
     run_trial,
 )
-from task_learning.productions.families import load_kitchen, make_instance, make_world, successes
+from task_learning.productions.families import load_kitchen, make_instance, make_world, successes, variable_domain
 from task_learning.productions.knowledge import WorldKnowledge
 from task_learning.productions.memory import load_productions
+from task_learning.productions.prefetch import catalogue_receptacle_types
+from task_learning.productions.world import IGNORED_RECEPTACLES
 
 
 def test_offline_model_is_labelled_and_its_strategies_validate() -> None:
@@ -39,7 +42,7 @@ def test_explore_and_find_bootstrapped_in_floorplan1_run_without_llm_in_floorpla
     client = make_client("offline", cache=None)
     productions, world = ProductionSet(), WorldKnowledge()
     book = families_book({})
-    results = bootstrap(productions, client, world, book, families=("explore", "find"), seed=3, max_instances=6)
+    results = bootstrap(productions, client, world, book, families=("explore", "find"), seed=3)
     assert [r.family for r in results] == ["explore", "find"]
     assert all(r.converged for r in results), [r.to_dict() for r in results]
     assert results[0].learned and results[1].learned
@@ -60,7 +63,7 @@ def test_bootstrap_persists_productions_statements_and_end_conditions(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "kb.sqlite"
     with KnowledgeBase(db) as kb, make_client("offline", cache=None) as client:
-        results, productions = bootstrap_into(kb, client, families=("explore", "find"), seed=3, max_instances=6)
+        results, productions = bootstrap_into(kb, client, families=("explore", "find"), seed=3)
         learned = {p.name: (p.utility, p.count) for p in productions}
     with KnowledgeBase(db) as kb:
         stored = load_productions(kb)
@@ -72,6 +75,36 @@ def test_bootstrap_persists_productions_statements_and_end_conditions(tmp_path: 
     out = capsys.readouterr().out
     assert f"productions ({len(learned)}):" in out
     assert "find-done: U=1.0000" in out and "IF task is 'find a/an <object>'" in out
+
+
+@pytest.mark.parametrize("mode", ["catalogue", "met"])
+def test_bootstrap_asks_world_knowledge_over_the_type_catalogue_only_in_catalogue_mode(tmp_path: Path,
+                                                                                      mode: str) -> None:
+    """With the catalogue prefetch, bootstrapping in FloorPlan1 asks find's "commonly stored"
+    statement pattern (read from the learned rule) about receptacle types FloorPlan1 lacks, through
+    the LLM client, cached in the knowledge base and counted; with `met`, only its own types."""
+    train_types = {str(o["objectType"]).lower() for o in load_kitchen("FloorPlan1").objects}
+    assert "diningtable" not in train_types and "sidetable" not in train_types
+    with KnowledgeBase(tmp_path / "kb.sqlite") as kb, make_client("offline", cache=None) as client:
+        results, _ = bootstrap_into(kb, client, families=("explore", "find"), seed=3, max_instances=6,
+                                    world_knowledge=mode)
+        stored = kb.statements()
+        calls = client.usage.calls
+    find = results[1]
+    pattern = re.compile(r"^(.+) is commonly stored in a/an (\w+)$")
+    kinds = {m.group(2) for m in map(pattern.match, stored) if m}
+    assert kinds and all(pattern.match(s) for s in stored), sorted(stored)
+    if mode == "catalogue":
+        assert {"diningtable", "sidetable"} <= kinds
+        things = {m.group(1) for m in map(pattern.match, stored) if m}
+        catalogue = {t.lower() for t in catalogue_receptacle_types(IGNORED_RECEPTACLES)}
+        assert kinds == catalogue and len(stored) == len(things) * len(catalogue)  # every kind met x every type
+        assert not any(stored[f"{thing} is commonly stored in a/an diningtable"] for thing in things)
+        assert 0 < find.catalogue_statements <= find.statements and 0 < find.catalogue_tokens <= find.tokens
+        assert calls >= len(stored)  # every statement was one call through the client
+    else:
+        assert kinds <= train_types, kinds - train_types
+        assert find.catalogue_statements == 0 and find.catalogue_tokens == 0
 
 
 @pytest.mark.slow
@@ -92,6 +125,29 @@ def test_full_curriculum_then_held_out_slice_and_clear_need_no_llm() -> None:
             assert result.llm_decisions == 0, result
         baseline = run_trial(instance, "action-only", productions, client, book, world, seed=0)
         assert baseline.llm_calls >= baseline.steps > 0
+
+
+@pytest.mark.slow
+def test_bootstrapping_draws_every_kind_until_no_llm_then_held_out_slice_asks_nothing() -> None:
+    """The curriculum draws every kind of the family's variable present in FloorPlan1 and repeats
+    until the task runs on productions alone, a world-knowledge statement counting as using the
+    LLM; the statements slicing needs are then asked and cached in training, and slicing on
+    FloorPlan6 and FloorPlan14 (no receptacle type FloorPlan1 lacks) asks the LLM nothing."""
+    client = make_client("offline", cache=None)
+    productions, world = ProductionSet(), WorldKnowledge()
+    book = families_book({})
+    results = {r.family: r for r in bootstrap(productions, client, world, book, seed=0)}
+    train = load_kitchen("FloorPlan1")
+    for family, result in results.items():
+        assert result.converged and set(variable_domain(family, train)) <= set(result.kinds), result.to_dict()
+    assert results["slice"].kinds[:5] and sorted(results["slice"].kinds[:5]) == variable_domain("slice", train) == \
+        ["Apple", "Bread", "Lettuce", "Potato", "Tomato"]  # each kind first, in a shuffled order
+    assert results["find"].statements > 0  # asked in training, counted
+    asked = len(world.asked)
+    for instance in held_out_instances("slice", ["FloorPlan6", "FloorPlan14"], seed=0):
+        result = run_trial(instance, "bootstrapped", productions, client, book, world, seed=0)
+        assert result.succeeded == 1 and result.llm_calls == 0 and result.tokens == 0, result
+    assert len(world.asked) == asked
 
 
 @pytest.mark.slow
@@ -124,6 +180,10 @@ def test_instances_shuffle_the_target_and_score_from_the_world() -> None:
     (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--test-scenes", "FloorPlan1,FloorPlan6"],
      "also a test floor plan"),
     (["experiment", "--paper", "nonsense"], "invalid choice"),
+    (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--families", "find,pick_place"],
+     "unknown task family pick_place (known: find, slice, clear)"),
+    (["experiment", "--paper", "bootstrapping", "--db", "{db}", "--backend", "unity"], "invalid choice: 'unity'"),
+    (["experiment", "--paper", "stars", "--backend", "ai2thor"], "apply to --paper bootstrapping only"),
 ])
 def test_bad_input_is_one_line_exit_2(argv: list[str], message: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,5 +1,5 @@
 """Seed 001 through the ROS graph (issue 18): productions bootstrapped and approved beforehand
-perform a task through planner -> perception with no LLM call; with productions_require_approval
+perform a task, and reach a ReachGoal goal, through planner -> perception with no LLM call; with productions_require_approval
 on (the default), productions nobody approved are not used (the strategy, BCR, reaches the goals);
 with an oversight node, new productions are put to the operator (one yes/no question per task
 family) and only a yes approves them.
@@ -11,6 +11,7 @@ bootstrapping run stores for this kitchen's objects, and one confirmed goal per 
 from __future__ import annotations
 
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,10 @@ from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
 pytest.importorskip("rclpy")
-from rclpy.action import ActionClient  # noqa: E402
-from task_learning_interfaces.action import PerformTask  # noqa: E402
+from task_learning_nodes.node_base import ActionClient  # noqa: E402
+from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
 from task_learning_interfaces.msg import ConfirmationAnswer  # noqa: E402
+from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
 from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations  # noqa: E402
 from test.ros_testing import wait_until  # noqa: E402
 
@@ -39,9 +41,9 @@ NODES = ["perception", "planner"]
 WITH_OVERSIGHT = ["perception", "oversight", "planner"]
 
 
-def _prepare(db: Path, *, approve: bool) -> int:
-    """A knowledge base with bootstrapped productions (approved or not), their world knowledge
-    and confirmed placing goals for the scene's task objects; returns how many goals."""
+def _build(db: Path) -> int:
+    """A knowledge base with bootstrapped (unapproved) productions, their world knowledge and
+    confirmed placing goals for the scene's task objects; returns how many goals."""
     goals_db = db.with_suffix(".goals.sqlite")
     run_in_process(RunSpec(scene=SCENE, condition="STARS", operator="none", db=goals_db))
     world = SymbolicWorld(load_scene(SCENE))
@@ -50,8 +52,6 @@ def _prepare(db: Path, *, approve: bool) -> int:
         bootstrap_into(kb, make_client("offline"), train_scene="FloorPlan1", families=["explore", "find", "pick_place"])
         for row in kb.productions():
             assert row["approval"] == "none"  # nothing learned is approved by itself
-            if approve:
-                kb.approve_production(row["name"], "operator")
         for obj in {o["objectType"].lower() for o in world.metadata["objects"]}:
             for kind in {o["objectType"] for o in world.metadata["objects"]}:
                 statement = f"{obj} is commonly stored in a/an {kind}"
@@ -63,6 +63,25 @@ def _prepare(db: Path, *, approve: bool) -> int:
             goal.confirmation = Confirmation.OPERATOR_YES
             kb.learn_goal(goal)
     return len(goals)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The prepared knowledge base, built once per module (bootstrapping takes seconds)."""
+    db = tmp_path_factory.mktemp("productions") / "template.sqlite"
+    return db, _build(db)
+
+
+def _prepare(db: Path, template: tuple[Path, int], *, approve: bool) -> int:
+    """A copy of the prepared knowledge base, its productions approved or not; returns how many goals."""
+    source, count = template
+    with sqlite3.connect(source) as src, sqlite3.connect(db) as dst:
+        src.backup(dst)
+    if approve:
+        with KnowledgeBase(db) as kb:
+            for row in kb.productions():
+                kb.approve_production(row["name"], "operator")
+    return count
 
 
 def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
@@ -111,9 +130,9 @@ def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
     return result, asked
 
 
-def test_a_task_performed_by_approved_productions_makes_no_llm_call(ros_graph, tmp_path):
+def test_a_task_performed_by_approved_productions_makes_no_llm_call(ros_graph, tmp_path, template):
     db = tmp_path / "approved.sqlite"
-    count = _prepare(db, approve=True)
+    count = _prepare(db, template, approve=True)
     with KnowledgeBase(db) as kb:
         before = sum(row["count"] for row in kb.productions())
     result, _ = _perform(ros_graph, db, "productions_test")
@@ -131,9 +150,9 @@ def _approvals(db: Path) -> dict[str, str]:
         return {row["task"]: row["approval"] for row in kb.productions()}
 
 
-def test_a_no_from_the_operator_is_not_approval_and_unapproved_productions_are_not_used(ros_graph, tmp_path):
+def test_a_no_from_the_operator_is_not_approval_and_unapproved_productions_are_not_used(ros_graph, tmp_path, template):
     db = tmp_path / "unapproved.sqlite"
-    _prepare(db, approve=False)
+    _prepare(db, template, approve=False)
     result, asked = _perform(ros_graph, db, "unapproved_test", WITH_OVERSIGHT, answers=["no"])
     assert result.success, result.message
     # one question per family: explore (refused), find and pick and place (approved)
@@ -147,12 +166,49 @@ def test_a_no_from_the_operator_is_not_approval_and_unapproved_productions_are_n
     assert result.usage.calls == 0  # the goals were known and BCR's heuristic engine asks no LLM
 
 
-def test_productions_the_operator_approves_through_oversight_perform_the_task(ros_graph, tmp_path):
+def test_productions_the_operator_approves_through_oversight_perform_the_task(ros_graph, tmp_path, template):
     db = tmp_path / "asked.sqlite"
-    _prepare(db, approve=False)
+    _prepare(db, template, approve=False)
     result, asked = _perform(ros_graph, db, "approve_test", WITH_OVERSIGHT, answers=["yes", "yes", "yes"])
     assert result.success, result.message
     assert len(asked) == 3 and set(_approvals(db).values()) == {"operator"}
     assert all(o.success and "reached by productions alone" in o.message for o in result.objects), \
         [o.message for o in result.objects]
     assert result.usage.calls == 0
+
+
+def _reach(client, apple: str, fridge: str):  # type: ignore[no-untyped-def]
+    literal = GoalLiteralMsg(predicate="inside", args=[apple, fridge], truth=GoalLiteralMsg.TRUE)
+    result, _ = client.send_goal(ReachGoal, "reach_goal", ReachGoal.Goal(goal=[literal]), timeout=300)
+    return result
+
+
+def test_reach_goal_uses_approved_productions_alone_and_never_unapproved_ones(ros_graph, tmp_path, template):
+    """ReachGoal goes through PerformTask's executor: with require_confirmation on (the default)
+    only a literal a confirmed goal covers is reached; unapproved productions are not used (BCR
+    reaches it); once approved, the productions reach the next goal alone, with 0 LLM calls."""
+    db = tmp_path / "reach.sqlite"
+    _prepare(db, template, approve=False)
+    objects = SymbolicWorld(load_scene(SCENE)).metadata["objects"]
+    first = {kind: next(o["objectId"] for o in objects if o["objectType"] == kind)
+             for kind in ("Apple", "Bowl", "Fridge", "Cabinet")}
+    # perception and planner only: with no oversight node nothing can approve the productions
+    bringup = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES,
+                                  "--param", "planner.max_actions:=400",
+                                  "--param", "planner.service_timeout_s:=30.0")
+    client = ros_graph.client("reach_productions_test")
+    try:
+        unapproved = _reach(client, first["Apple"], first["Fridge"])
+        assert unapproved.success and "productions" not in unapproved.message, unapproved.message
+        assert set(_approvals(db).values()) == {"none"}
+        with KnowledgeBase(db) as kb:
+            for row in kb.productions():
+                kb.approve_production(row["name"], "operator")
+        approved = _reach(client, first["Bowl"], first["Cabinet"])
+        assert approved.success and approved.message.startswith("reached by productions alone"), approved.message
+        assert approved.usage.calls == 0 and approved.usage.prompt_tokens == approved.usage.completion_tokens == 0
+        assert ("PutObject", first["Cabinet"]) in [(o.call.action, o.call.object_id) for o in approved.outcomes]
+    finally:
+        client.close()
+        code, output = bringup.stop(signal.SIGINT, timeout=60)
+    assert code == 0, output[-2000:]

@@ -20,7 +20,7 @@ from task_learning.kb import Confirmation, KnowledgeBase
 
 pytest.importorskip("rclpy")
 from action_msgs.msg import GoalStatus  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
+from task_learning_nodes.node_base import ActionClient  # noqa: E402
 from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
 from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
 from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402

@@ -26,7 +26,7 @@ def node(ros_module_graph, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def action_client(ros_module_graph, node):
-    from rclpy.action import ActionClient
+    from task_learning_nodes.node_base import ActionClient
 
     from task_learning_interfaces.action import LearnGoal
 

@@ -21,10 +21,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="comma-separated, run in curriculum order: explore, find, pick_place, slice, clear")
     p.add_argument("--db", required=True, help="knowledge base file (productions are added to it)")
     p.add_argument("--llm", default="offline")
-    p.add_argument("--max-instances", type=bounded_int(1, 100), default=8,
-                   help="instances per family at most (a family ends after 2 in a row need no LLM)")
+    p.add_argument("--max-instances", type=bounded_int(1, 100), default=40,
+                   help="instances per family at most (each kind of the family's variable present in the "
+                        "kitchen is drawn --draws times; the family ends after that when 2 in a row needed no LLM: no "
+                        "action and no world-knowledge statement)")
     p.add_argument("--max-revisions", type=bounded_int(0, 10), default=3,
                    help="revision rounds after a failed replay check before a rule is dropped")
+    p.add_argument("--world-knowledge", choices=("catalogue", "met"), default="catalogue",
+                   help="catalogue (default): after each family, ask its productions' world-knowledge statements "
+                        "for every kind met x every receptacle type of the robot's type catalogue "
+                        "(config/scenes/object_types.yaml), so kitchens with furniture the training one lacks need "
+                        "no LLM for them; met: only the statements the training instances needed")
+    p.add_argument("--draws", type=bounded_int(1, 5), default=1,
+                   help="how many times each kind of a family's variable present in the kitchen is drawn")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
@@ -42,16 +51,20 @@ def run(args: argparse.Namespace) -> int:
     with KnowledgeBase(args.db) as kb, make_client(args.llm, cache=None) as client:
         results, productions = bootstrap_into(kb, client, train_scene=args.train_scene, families=families,
                                               seed=args.seed, max_instances=args.max_instances,
-                                              max_revisions=args.max_revisions, report=report)
+                                              max_revisions=args.max_revisions, trials_per_value=args.draws,
+                                              world_knowledge=args.world_knowledge, report=report)
         client.raise_if_unavailable()
         rows = [{"name": p.name, "task": p.task, "utility": round(p.utility, 4), "count": p.count,
                  "english": p.english} for p in productions]
         if args.json:
-            print(json.dumps({"train_scene": args.train_scene, "llm": args.llm, "families": [r.to_dict() for r in results],
+            print(json.dumps({"train_scene": args.train_scene, "llm": args.llm, "world_knowledge": args.world_knowledge,
+                              "draws": args.draws, "families": [r.to_dict() for r in results],
                               "productions": rows, "note": OFFLINE_NOTE if args.llm == "offline" else ""}, indent=2))
             return 0
         for r in results:
-            print(f"{r.family}: {r.instances} instances, {r.llm_decisions} LLM decisions, {r.tokens} tokens, "
+            print(f"{r.family}: {r.instances} instances, {r.llm_decisions} LLM decisions, {r.statements} "
+                  f"world-knowledge statements ({r.catalogue_statements} over the type catalogue), {r.tokens} tokens "
+                  f"({r.catalogue_tokens} for the catalogue), "
                   f"{len(r.learned)} new productions, {'converged' if r.converged else 'NOT converged'}; "
                   f"end condition: {r.end_condition or '-'}")
         print(f"{len(productions)} productions in {args.db}")
@@ -69,14 +82,16 @@ def run_paper_table(args: argparse.Namespace) -> int:
     from task_learning.kb import KnowledgeBase
     from task_learning.llm.client import make_client
     from task_learning.productions.experiment import OFFLINE_NOTE, PAPER_TABLE1, Row, format_table, paper_experiment
+    from task_learning.productions.families import TEST_FAMILIES, parse_families
 
     tests = [s.strip() for s in args.test_scenes.split(",") if s.strip()]
+    families = parse_families(args.families, TEST_FAMILIES)
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     with tempfile.TemporaryDirectory(prefix="bootstrapping-") as tmp:
         db = args.db or str(Path(args.workdir or tmp) / "bootstrapping.sqlite")
         with KnowledgeBase(db) as kb, make_client(args.llm, cache=None) as client:
-            data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests,
-                                    seed=args.seed or 0, report=report)
+            data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
+                                    seed=args.seed or 0, backend=args.backend, report=report)
             client.raise_if_unavailable()
     offline = args.llm == "offline"
     if args.json:
@@ -86,7 +101,12 @@ def run_paper_table(args: argparse.Namespace) -> int:
         return 0
     print(format_table([Row(**r) for r in data["rows"]], llm=args.llm, scenes=data["test_scenes"]))
     print(f"\nBootstrapped in {data['train_scene']} ({data['productions']} productions); tested on held-out "
-          f"{', '.join(data['test_scenes'])}.")
+          f"{', '.join(data['test_scenes'])}; world backend {data['backend']}.")
+    asked = [t for t in data["trials"] if t["agent"] == "bootstrapped" and t["statements"]]
+    if asked:
+        print("World-knowledge statements the bootstrapped agent asked on held-out kitchens:")
+        for t in asked:
+            print(f"  {t['scene']} {t['task']}: {'; '.join(t['statements'])}")
     if offline:
         print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     return 0

@@ -50,6 +50,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="bootstrapping: held-out kitchens, comma-separated")
     p.add_argument("--db", default=None, help="bootstrapping: knowledge base to use (its productions are "
                                               "reused if it has any; default: a fresh one in --workdir or a temp dir)")
+    p.add_argument("--backend", choices=("symbolic", "ai2thor"), default="symbolic",
+                   help="bootstrapping: the world every instance runs in: symbolic (recorded FloorPlans in process) "
+                        "or ai2thor (the ai2thor Controller and the simulator config/nodes/perception.yaml names)")
+    p.add_argument("--families", default="find,slice,clear",
+                   help="bootstrapping: the families of Table 1 to test, comma-separated (find, slice, clear)")
     p.set_defaults(func=run)
 
 
@@ -69,6 +74,10 @@ def default_conditions(scene: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.paper != "bootstrapping" and (getattr(args, "backend", "symbolic") != "symbolic"
+                                          or getattr(args, "families", "find,slice,clear") != "find,slice,clear"):
+        print("--backend and --families apply to --paper bootstrapping only", file=sys.stderr)
+        return 2
     if PAPERS.get(args.paper):
         import importlib
 

@@ -13,13 +13,16 @@ so each trial shuffles where the target is.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 from task_learning.errors import TaskLearningError
 from task_learning.productions.knowledge import GRIPPER
 from task_learning.productions.world import IGNORED_RECEPTACLES, WorldAdapter, type_matches
+from task_learning.world.backend import WorldBackend
 from task_learning.world.floorplans import canonical, floorplan_source
 from task_learning.world.scene import Scene, load_scene
 from task_learning.world.symbolic import SymbolicWorld
@@ -39,6 +42,7 @@ FIND_TYPES = ("Apple", "Bowl", "Bread", "Cup", "Egg", "Kettle", "Knife", "Lettuc
 SLICE_TYPES = ("Apple", "Bread", "Lettuce", "Potato", "Tomato")
 PLACE_TARGETS = ("CounterTop", "Fridge", "Cabinet", "SinkBasin", "Drawer")
 CLEAR_OBJECTS = 5
+BACKENDS = ("symbolic", "ai2thor")  # where the families run (the AI2-THOR-speaking world backends)
 
 
 class FamilyError(TaskLearningError):
@@ -77,23 +81,55 @@ def load_kitchen(floorplan: str) -> Scene:
     return scene
 
 
-def _storage(scene: Scene) -> list[str]:
-    return [o["objectId"] for o in scene.objects if o.get("objectType") in STORAGE_TYPES
-            and not o.get("pickupable")]
+def _storage(scene: Scene, backend: str = "symbolic") -> list[str]:
+    """Where set-up may put a target. On `ai2thor` only receptacles the bridge's SetObjectPoses can
+    put an object in (a free spot where the receptacle under the point is that receptacle: not
+    the recorded drawers and shelves that sit within another receptacle's box)."""
+    found = [o["objectId"] for o in scene.objects if o.get("objectType") in STORAGE_TYPES and not o.get("pickupable")]
+    if backend == "symbolic":
+        return found
+    from task_learning.world.thor.geometry import free_spot
+
+    objects: list[Mapping[str, Any]] = list(scene.objects)
+    return [r for r in found if free_spot(r, objects) is not None]
 
 
 def _of_type(scene: Scene, kind: str) -> list[dict[str, Any]]:
     return [o for o in scene.objects if o.get("objectType") == kind and o.get("pickupable")]
 
 
-def make_instance(family: str, scene: Scene, rng: random.Random, *, kind: str | None = None) -> Instance:
-    """One instance of a family in a scene (kind: the object type to use, else drawn)."""
-    storage = _storage(scene)
+def _places(scene: Scene) -> list[dict[str, Any]]:
+    """The receptacles an explore task may name."""
+    return [o for o in scene.objects if o.get("receptacle") and not o.get("pickupable")
+            and o.get("objectType") not in IGNORED_RECEPTACLES]
+
+
+def variable_domain(family: str, scene: Scene) -> list[str]:
+    """The values a family's variable takes in a scene, as the kinds `make_instance` accepts:
+    explore: the receptacle types there; find and pick and place: the FIND_TYPES there; slice:
+    the SLICE_TYPES there; clear (no variable): one value, ''. Bootstrapping draws each once."""
     if family == "explore":
-        places = sorted(o["objectId"] for o in scene.objects if o.get("receptacle") and not o.get("pickupable")
-                        and o.get("objectType") not in IGNORED_RECEPTACLES)
-        target = rng.choice(places)
-        return Instance(family, f"explore {target}", scene.name, params={"receptacle": target})
+        return sorted({str(o["objectType"]) for o in _places(scene)})
+    if family in ("find", "pick_place", "slice"):
+        return [k for k in (SLICE_TYPES if family == "slice" else FIND_TYPES) if _of_type(scene, k)]
+    if family == "clear":
+        return [""]
+    raise FamilyError(f"unknown task family {family!r} (known: {', '.join(PATTERNS)})")
+
+
+def make_instance(family: str, scene: Scene, rng: random.Random, *, kind: str | None = None,
+                  backend: str = "symbolic") -> Instance:
+    """One instance of a family in a scene (kind: the object type to use, for explore the
+    receptacle type; else drawn) whose set-up the world `backend` can make."""
+    storage = _storage(scene, backend)
+    if family == "explore":
+        types = {str(o["objectId"]): str(o["objectType"]) for o in _places(scene)}
+        places = sorted(oid for oid, t in types.items() if not kind or t == kind)
+        if not places:
+            raise FamilyError(f"{scene.name} has no {kind or 'receptacle'} to explore")
+        chosen_place = rng.choice(places)
+        return Instance(family, f"explore {chosen_place}", scene.name,
+                        params={"receptacle": chosen_place, "kind": types[chosen_place]})
     if family in ("find", "slice", "pick_place"):
         pool = SLICE_TYPES if family == "slice" else FIND_TYPES
         kinds = [k for k in pool if _of_type(scene, k)]
@@ -133,7 +169,30 @@ def make_world(instance: Instance, scene: Scene) -> tuple[SymbolicWorld, WorldAd
     return world, WorldAdapter(world)
 
 
-def successes(instance: Instance, world: SymbolicWorld, adapter: WorldAdapter) -> int:
+@contextlib.contextmanager
+def instance_world(instance: Instance, scene: Scene, backend: str = "symbolic", *,
+                   ai2thor_settings: Any = None) -> Iterator[tuple[WorldBackend, WorldAdapter]]:
+    """The instance's world on a backend: `symbolic` (the recorded FloorPlan in process) or
+    `ai2thor` (the ai2thor Controller and the simulator its settings name, the instance's set-up
+    sent as SetObjectPoses by the bridge); closed on leaving."""
+    if backend == "symbolic":
+        yield make_world(instance, scene)
+        return
+    if backend not in BACKENDS:
+        raise FamilyError(f"unknown world backend {backend!r} for the task families (known: {', '.join(BACKENDS)})")
+    from task_learning.world.factory import make_backend
+
+    world = make_backend(backend, dataclasses.replace(scene, start_moves=dict(instance.moves)),
+                         ai2thor_settings=ai2thor_settings)
+    try:
+        yield world, WorldAdapter(world)
+    finally:
+        close = getattr(world, "close", None)
+        if callable(close):
+            close()
+
+
+def successes(instance: Instance, world: WorldBackend, adapter: WorldAdapter) -> int:
     """How many of the instance's units reached the goal condition (scoring only)."""
     records = {o["objectId"]: o for o in world.metadata["objects"]}
     held = {o["objectId"] for o in world.metadata.get("inventoryObjects") or []}
@@ -157,4 +216,4 @@ def successes(instance: Instance, world: SymbolicWorld, adapter: WorldAdapter) -
 
 
 __all__ = ["CURRICULUM", "canonical", "GRIPPER", "Instance", "PATTERNS", "TEST_FAMILIES", "load_kitchen", "make_instance",
-           "make_world", "parse_families", "successes"]
+           "instance_world", "make_world", "parse_families", "successes", "variable_domain"]

@@ -1,4 +1,7 @@
-"""Stopping a node (nodes/node_base.run_node) is prompt and bounded.
+"""What every node shares (nodes/node_base.py): stopping is prompt and bounded, and an action
+client can be created while its node spins.
+
+Stopping (run_node):
 
 Ctrl-C or SIGTERM to a working node ends it with exit code 0, its executor thread out of rcl_wait
 before the node and rclpy are torn down; a node whose stop hangs does not wait for `ros2 launch`
@@ -40,3 +43,26 @@ def test_a_hung_stop_prints_the_stacks_and_exits_instead_of_waiting_for_sigkill(
     err = probe.stderr
     assert f"Timeout (0:00:0{int(SHUTDOWN_LIMIT_S)})!" in err, err[-3000:]
     assert "in stop_work" in err, err[-3000:]  # the hang names itself
+
+
+def test_an_action_client_has_its_lock_before_its_node_can_spin_it(ros_graph):
+    """rclpy adds an ActionClient to its node's waitables before creating the lock that
+    get_num_entities takes; an executor spinning meanwhile then dies. Ours has the lock first."""
+    from task_learning_interfaces.action import PerformTask
+    from task_learning_nodes.node_base import ActionClient
+
+    client = ros_graph.client("lock_probe")
+    seen: list[bool] = []
+    add_waitable = client.node.add_waitable
+
+    def checking_add(waitable):  # noqa: ANN001, ANN202
+        seen.append(hasattr(waitable, "_lock"))
+        return add_waitable(waitable)
+
+    try:
+        client.node.add_waitable = checking_add
+        action = ActionClient(client.node, PerformTask, "perform_task")
+        assert seen == [True]
+        action.destroy()
+    finally:
+        client.close()
