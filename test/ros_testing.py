@@ -33,6 +33,8 @@ FASTDDS_PROFILE = ROOT / "test" / "data" / "fastdds_test_profile.xml"
 DOMAIN_FIRST, DOMAIN_LAST = 1, 101
 STOP_GRACE_S = 5.0  # how long a node gets to end after SIGINT at teardown before it is killed
 REPORT_LINES = 200  # lines of each process's output attached to a failure report
+# Services whose requests change nothing: RosClient.call may send one again when its answer is lost.
+READ_ONLY_SERVICES = frozenset({"QueryWorld", "GetCompletion", "ListPendingConfirmations"})
 
 T = TypeVar("T")
 
@@ -342,6 +344,7 @@ class RosClient:
         self.thread = threading.Thread(target=self.executor.spin, daemon=True, name=f"spin-{name}")
         self.thread.start()
         self._closed = False
+        self._clients: dict[tuple[Any, str], Any] = {}
 
     def close(self) -> None:
         if self._closed:
@@ -355,13 +358,30 @@ class RosClient:
     wait_future = staticmethod(wait_future)
 
     def call(self, srv_type: Any, name: str, request: Any, timeout: float = 30.0) -> Any:
-        client = self.node.create_client(srv_type, name)
-        try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise AssertionError(f"service {name} not available within {timeout} s")
-            return wait_future(client.call_async(request), timeout, f"service {name}")
-        finally:
-            self.node.destroy_client(client)
+        """One service call; the client is made once per (type, name) and kept, so the server
+        discovers it once. A server that has not yet matched a new client's response reader
+        drops the response (Fast DDS: "failed to send response (timeout)"), seen under load: a
+        read-only request (READ_ONLY_SERVICES) is therefore sent again, every third of the
+        timeout, until the deadline; any other is sent once."""
+        from task_learning_nodes.node_base import wait_for_future
+
+        key = (srv_type, name)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = self.node.create_client(srv_type, name)
+        deadline = time.monotonic() + timeout
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise AssertionError(f"service {name} not available within {timeout} s")
+        read_only = srv_type.__name__ in READ_ONLY_SERVICES
+        while True:
+            left = deadline - time.monotonic()
+            attempt = min(left, timeout / 3) if read_only else left
+            future = client.call_async(request)
+            if wait_for_future(future, max(0.0, attempt)) == "done":
+                return future.result()
+            client.remove_pending_request(future)  # a late answer to it is dropped
+            if not read_only or time.monotonic() >= deadline:
+                raise AssertionError(f"service {name}: no answer within {timeout} s")
 
     def send_goal(self, action_type: Any, name: str, goal: Any, timeout: float = 30.0) -> tuple[Any, list]:
         """Send a goal; returns (result message, feedback messages received so far). ROS 2 does not
