@@ -390,17 +390,19 @@ class RosClient:
         from task_learning_nodes.node_base import ActionClient
 
         feedback: list = []
-        client = ActionClient(self.node, action_type, name)
-        try:
-            if not client.wait_for_server(timeout_sec=timeout):
-                raise AssertionError(f"action server {name} not available within {timeout} s")
-            handle = wait_future(client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(f.feedback)),
-                                 timeout, f"goal to {name}")
-            assert handle.accepted, f"goal to {name} rejected"
-            wrapped = wait_future(handle.get_result_async(), timeout, f"result of {name}")
-            return wrapped.result, feedback
-        finally:
-            client.destroy()
+        # One client per action, kept for the test: destroying one while the executor adds it to
+        # a wait set killed the executor thread ("action client pointer is invalid").
+        key = (action_type, name)
+        client = self._clients.get(key)
+        if client is None:
+            client = self._clients[key] = ActionClient(self.node, action_type, name)
+        if not client.wait_for_server(timeout_sec=timeout):
+            raise AssertionError(f"action server {name} not available within {timeout} s")
+        handle = wait_future(client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(f.feedback)),
+                             timeout, f"goal to {name}")
+        assert handle.accepted, f"goal to {name} rejected"
+        wrapped = wait_future(handle.get_result_async(), timeout, f"result of {name}")
+        return wrapped.result, feedback
 
     def subscribe_collect(self, msg_type: Any, topic: str, qos: Any = 10) -> "Collector":
         collector = Collector()
