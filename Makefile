@@ -16,12 +16,14 @@ demo: setup
 	@$(VENV)/bin/task-learning demo
 
 # Lint (rules in ruff.toml), type check (mypy.ini: task_learning/), then every test (pytest.ini),
-# printing the 25 slowest: where the suite's time goes.
+# printing the 25 slowest: where the suite's time goes. TEST_WORKERS pytest-xdist workers take one
+# test file each at a time (a module's shared graph stays in one worker); TEST_WORKERS=0: serial.
 # The core tests alone, in seconds: .venv/bin/python -m pytest -m "not ros and not slow"
+TEST_WORKERS ?= 2
 test: setup
 	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
 	@$(VENV)/bin/mypy --no-error-summary
-	@$(PY) -m pytest -q --durations=25 test
+	@$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile test
 
 # rqt with the operator plugin (rqt's own venv, made on first use). The offscreen default above is
 # for the tests: with a display, rqt opens a window unless QT_QPA_PLATFORM was set by the caller.

@@ -38,6 +38,7 @@ from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
 
@@ -64,16 +65,43 @@ def shutdown_requested() -> bool:
 
 
 class ActionClient(rclpy.action.ActionClient):
-    """rclpy's ActionClient, safe to create while an executor spins its node in another thread.
+    """rclpy's ActionClient, safe to use while an executor spins its node in another thread.
 
-    rclpy adds the client to the node's waitables before it creates the lock its
-    get_num_entities takes, so an executor thread building its wait set in between dies with
-    AttributeError '_lock' and the node hears nothing more (seen under load: a test's client
-    never got the goal's answer). Here the lock exists before the client is added."""
+    Two races in rclpy 9.1 (kilted), both seen under load as a goal whose answer never came:
+    - rclpy adds the client to the node's waitables before it creates the lock its
+      get_num_entities takes, so an executor thread building its wait set in between dies with
+      AttributeError '_lock' and the node hears nothing more. Here the lock exists first.
+    - send_goal_async registers one future for the goal's sequence number under the lock, then,
+      after the lock, a second one it returns. A goal response the executor takes in between
+      (an action server answering at once on a loaded machine) completes the first future, and
+      the returned one never completes: the caller waits out its timeout although the server
+      accepted the goal and runs it. Here one future is registered, under the lock, and the
+      feedback callback is in place before the goal is sent (rclpy adds it after, so the first
+      feedback could be dropped)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._lock = threading.Lock()
         super().__init__(*args, **kwargs)
+
+    def send_goal_async(self, goal: Any, feedback_callback: Callable[[Any], None] | None = None,
+                        goal_uuid: Any = None) -> Future:
+        if not isinstance(goal, self._action_type.Goal):
+            raise TypeError(f"expected a {self._action_type.Goal.__name__} goal, got {type(goal).__name__}")
+        request = self._action_type.Impl.SendGoalService.Request()
+        request.goal_id = self._generate_random_uuid() if goal_uuid is None else goal_uuid
+        request.goal = goal
+        future: Future = Future()
+        with self._lock:
+            if feedback_callback is not None:
+                self._feedback_callbacks[bytes(request.goal_id.uuid)] = feedback_callback
+            sequence_number = self._client_handle.send_goal_request(request)
+            if sequence_number in self._pending_goal_requests:
+                raise RuntimeError(f"sequence {sequence_number} conflicts with a pending goal request")
+            self._pending_goal_requests[sequence_number] = future
+            self._goal_sequence_number_to_goal_id[sequence_number] = request.goal_id
+            future.add_done_callback(self._remove_pending_goal_request)
+            self.add_future(future)  # so the executor wakes for it
+        return future
 
 
 def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,

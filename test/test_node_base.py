@@ -66,3 +66,52 @@ def test_an_action_client_has_its_lock_before_its_node_can_spin_it(ros_graph):
         action.destroy()
     finally:
         client.close()
+
+
+class AnsweringLock:
+    """Stands in for an ActionClient's lock: each time the lock is released, the goal requests
+    registered by then are answered (accepted) at once, the way an executor thread that waited
+    for the lock takes a fast server's response. The worst moment for a race, made certain."""
+
+    def __init__(self, client) -> None:  # noqa: ANN001 (an ActionClient)
+        import threading
+
+        self.inner = threading.Lock()
+        self.client = client
+        self.answered: set[int] = set()
+
+    def __enter__(self) -> None:
+        self.inner.acquire()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.inner.release()
+        with self.inner:
+            pending = [seq for seq in self.client._pending_goal_requests if seq not in self.answered]
+            self.answered.update(pending)
+        for seq in pending:
+            response = self.client._action_type.Impl.SendGoalService.Response(accepted=True)
+            step = self.client.execute({"goal": (seq, response)})
+            with pytest.raises(StopIteration):
+                step.send(None)
+
+
+def test_a_goal_answered_at_once_completes_the_future_send_goal_async_returns(ros_graph):
+    """rclpy's send_goal_async registers a future under its lock and, after the lock, replaces it
+    with the one it returns: an answer taken in between completes the first one, and the caller
+    waits for ever on a goal the server accepted. Ours registers one future, under the lock."""
+    from task_learning_interfaces.action import PerformTask
+    from task_learning_nodes.node_base import ActionClient
+
+    client = ros_graph.client("goal_race_probe")
+    try:
+        action = ActionClient(client.node, PerformTask, "perform_task")
+        action._lock = AnsweringLock(action)
+        feedback: list = []
+        future = action.send_goal_async(PerformTask.Goal(task="tidy kitchen"), feedback_callback=feedback.append)
+        assert action._lock.answered, "the goal request was never registered"
+        assert future.done(), "the answer went to a future send_goal_async did not return"
+        assert future.result().accepted
+        # The feedback callback was in place before the goal left, so no early feedback is lost.
+        assert list(action._feedback_callbacks.values()) == [feedback.append]
+    finally:
+        client.close()
