@@ -6,8 +6,9 @@
 - Parameters come from the command line as usual (`--ros-args --params-file x.yaml -p k:=v`);
   rclpy.init parses them, the node declares them.
 - The executor spins in a worker thread while the main thread waits for SIGINT/SIGTERM (or for
-  the node to call `request_shutdown()`), so a signal is seen at once and not only when the
-  executor wakes up.
+  the node to call `request_shutdown()`), so a signal is seen within SIGNAL_POLL_S and not only
+  when the executor wakes up. The signal handler only records the signal: one that set the
+  Event the main thread waits on could deadlock inside Event.wait (task_learning.stop_signals).
 - Shutdown order matters: an executor thread still inside rcl_wait while the executor, the node
   or the interpreter is torn down can hang the process for good (seen once in CI: a node idle
   for seconds ignored SIGINT and SIGTERM until launch killed it). So: long callbacks end first
@@ -26,7 +27,6 @@
 from __future__ import annotations
 
 import faulthandler
-import signal
 import sys
 import threading
 import time
@@ -41,11 +41,13 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
+from task_learning.stop_signals import StopSignals
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_CONFIG = 2
 
+SIGNAL_POLL_S = 0.2  # how often the main thread looks for a stop signal
 SPIN_SLICE_S = 0.1  # how long the worker's wait may last before it looks at the stop event
 SHUTDOWN_LIMIT_S = 9.0  # above the planner's stop_work grace (4 + 4 s), below the 10 s after which
 #                         launch sends SIGTERM (config/bringup.yaml)
@@ -125,17 +127,6 @@ def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] 
     return "done"
 
 
-def _install_signal_handlers(stop: threading.Event) -> dict[int, object]:
-    previous = {}
-
-    def handler(signum: int, _frame: object) -> None:
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
 def run_node(
     factory: Callable[[], Node],
     args: Sequence[str] | None = None,
@@ -149,7 +140,8 @@ def run_node(
     could not be created (bad parameters or configuration)."""
     stop = _stop_event
     stop.clear()
-    previous = _install_signal_handlers(stop)
+    signals = StopSignals()
+    signals.install()
     rclpy.init(args=list(args) if args is not None else sys.argv,
                signal_handler_options=SignalHandlerOptions.NO)
     node: Node | None = None
@@ -182,8 +174,9 @@ def run_node(
 
         worker = threading.Thread(target=spin, name="executor", daemon=True)
         worker.start()
-        while not stop.wait(0.2):
+        while not stop.wait(SIGNAL_POLL_S) and not signals.received:
             pass
+        stop.set()  # here, not in the signal handler (see task_learning.stop_signals)
         faulthandler.dump_traceback_later(SHUTDOWN_LIMIT_S, exit=True)
         # Long-running callbacks (a PerformTask, a question waiting for the operator) end at
         # their next check instead of holding the executor's shutdown.
@@ -204,8 +197,7 @@ def run_node(
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
-        for sig, old in previous.items():
-            signal.signal(sig, old)  # type: ignore[arg-type]
+        signals.restore()
     return code
 
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.stop_signals import StopSignals
 
 log = logging.getLogger(__name__)
 
@@ -239,10 +240,9 @@ class Bringup:
     env: Mapping[str, str] | None = None
     poll_s: float = 0.1
     running: list[RunningNode] = field(default_factory=list)
+    # SIGINT/SIGTERM, when run_bringup installed them: polled by watch(), never set from a handler
+    stop_signals: StopSignals | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
-
-    def request_stop(self, *_: Any) -> None:
-        self._stop.set()
 
     def start(self) -> None:
         env = dict(os.environ if self.env is None else self.env)
@@ -259,6 +259,8 @@ class Bringup:
         Returns 0 after a clean stop, 1 if any node died on its own."""
         died = False
         while not self._stop.is_set():
+            if self.stop_signals is not None and self.stop_signals.received:
+                break
             for node in self.running:
                 code = node.process.poll()
                 if code is not None and not node.reported:
@@ -321,11 +323,11 @@ def run_bringup(
     launches = plan(config, selected, overrides)
     if not launches:
         raise TaskLearningError("no node to start (every selected node's module is missing)")
-    bringup = Bringup(launches, config.shutdown_timeout_s, on_node_exit or config.on_node_exit)
-    previous = {}
-    if install_signal_handlers:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, bringup.request_stop)
+    signals = StopSignals() if install_signal_handlers else None
+    bringup = Bringup(launches, config.shutdown_timeout_s, on_node_exit or config.on_node_exit,
+                      stop_signals=signals)
+    if signals is not None:
+        signals.install()
     try:
         bringup.start()
         if on_started is not None:
@@ -333,5 +335,5 @@ def run_bringup(
         return bringup.watch()
     finally:
         bringup.stop_all()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if signals is not None:
+            signals.restore()
