@@ -60,7 +60,7 @@ CASES = [
     Case("test/test_stars_selection.py::test_parse_answer",
          "task_learning/stars/selection.py", "parse_answer", "(None, '')"),
     Case("test/test_stars_mug.py::test_stars_repairs_and_selection_in_paper_order",
-         "task_learning/stars/tree.py", "expand", "[]"),
+         "task_learning/stars/tree.py", "expand_steps", "[]"),
     # world
     Case("test/test_world_actions.py::test_navigate_then_pickup_and_put",
          "task_learning/world/symbolic.py", "SymbolicWorld._pickup", "None"),
