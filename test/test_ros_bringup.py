@@ -15,7 +15,7 @@ from task_learning import bringup
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning_interfaces.msg import WorldState
 
-from .ros_testing import CLI, ROOT, NodeProcess, RosGraph
+from .ros_testing import CLI, ROOT, NodeProcess, RosGraph, wait_until
 from .test_ros_perception import LATCHED
 
 
@@ -132,7 +132,10 @@ nodes:
     proc = start_bringup(ros_graph, ["--config", str(path)])
     victim = int(proc.wait_for_line(r"started perception \(pid (\d+)\)").group(1))
     twin = int(proc.wait_for_line(r"started perception_twin \(pid (\d+)\)").group(1))
-    proc.wait_for_line(r"\[perception\]: backend symbolic")
+    # Both nodes log as [perception]: wait for both to serve, so the twin is stopped by bringup,
+    # not interrupted in its imports (a loaded machine started one several seconds after the other)
+    wait_until(lambda: proc.output.count("[perception]: backend symbolic") >= 2, 60,
+               "both perception nodes serving")
     os.kill(victim, signal.SIGKILL)
     code, text = proc.stop(sig=None, timeout=30)
     assert code == 1, text
