@@ -25,7 +25,7 @@ def data_tree(folder: str) -> list[tuple[str, list[str]]]:
     """Install a config folder under share/ keeping its sub-folders."""
     entries: dict[str, list[str]] = {}
     for path in glob(f"{folder}/**/*", recursive=True):
-        if path.endswith((".yaml", ".yml", ".txt", ".jsonl", ".json")):
+        if path.endswith((".yaml", ".yml", ".txt", ".jsonl", ".json", ".xml")):
             target = f"share/{PACKAGE}/" + path.rsplit("/", 1)[0]
             entries.setdefault(target, []).append(path)
     return sorted(entries.items())

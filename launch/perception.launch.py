@@ -15,6 +15,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from task_learning.dds_profile import profile_env
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.launch_support import PACKAGE, on_node_exit
 
@@ -28,7 +29,8 @@ def _perception(context, *args, **kwargs):
         parameters.append(given)
     return [Node(package=PACKAGE, executable="perception_node", name="perception",
                  parameters=parameters, output="screen", emulate_tty=True,
-                 on_exit=on_node_exit("perception", "shutdown"))]
+                 on_exit=on_node_exit("perception", "shutdown"),
+                 additional_env=profile_env(context.environment))]  # unless the user chose a Fast DDS profile
 
 
 def generate_launch_description():

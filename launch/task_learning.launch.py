@@ -15,6 +15,9 @@ Errors end the launch with exit code 1 and one line saying why: a name in `nodes
 config/bringup.yaml does not list (nothing is started), a `backend:=` that is not a backend, and
 (with on_node_exit: shutdown, the default) a node that dies on its own, after which the other
 nodes are stopped. Ctrl-C stops every node cleanly.
+
+Every node runs with the stack's Fast DDS profile (config/fastdds_profile.xml) unless the user
+chose one (task_learning/dds_profile.py), as under `task-learning bringup`.
 """
 import os
 
@@ -25,6 +28,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from task_learning.bringup import check_selected, started, load_bringup_config, module_exists, params_file_keys
+from task_learning.dds_profile import profile_env
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.launch_support import PACKAGE, default_db, on_node_exit
 
@@ -40,6 +44,7 @@ def _nodes(context, *args, **kwargs):
     db = LaunchConfiguration("db").perform(context) or default_db()
     overrides["db_path"] = os.path.abspath(os.path.expanduser(db))
     actions = [LogInfo(msg=f"knowledge base: {overrides['db_path']}")]
+    dds_env = profile_env(context.environment)  # unless the user chose a Fast DDS profile
     for spec in config.nodes:
         if not started(spec, wanted):
             continue
@@ -62,6 +67,7 @@ def _nodes(context, *args, **kwargs):
             output="screen",
             emulate_tty=True,
             on_exit=on_node_exit(spec.name, config.on_node_exit),
+            additional_env=dds_env,
             # Ctrl-C: as long as `task-learning bringup` waits before it escalates.
             sigterm_timeout=str(config.shutdown_timeout_s),
         ))

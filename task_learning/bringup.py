@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.dds_profile import profile_env
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.stop_signals import StopSignals
 
@@ -247,6 +248,7 @@ class Bringup:
     def start(self) -> None:
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env.update(profile_env(env))  # Fast DDS's 100 ms response wait loses answers under load
         before_exec = _die_with_parent()
         for launch in self.launches:
             process = subprocess.Popen(launch.command, env=env, start_new_session=True,

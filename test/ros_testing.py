@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 CLI = str(VENV_BIN / "task-learning")
-FASTDDS_PROFILE = ROOT / "test" / "data" / "fastdds_test_profile.xml"
+FASTDDS_PROFILE = ROOT / "config" / "fastdds_profile.xml"  # the one the product's nodes run with
 
 # Domain ids the test graphs use (0 is left to a developer's own graph). Valid ROS 2 ids on Linux
 # are 0-101 and 215-232; each test takes the next id of its slice (see `domain_ids`).
@@ -263,7 +263,8 @@ class RosGraph:
             # UDP only: Fast DDS shared memory lives in /dev/shm, which a network namespace does
             # not separate, so it could join graphs that loopback-only discovery keeps apart.
             "FASTDDS_BUILTIN_TRANSPORTS": "UDPv4",
-            # Reliable writers resend a lost datagram after 0.25 s instead of 3 s (see the file).
+            # The product's profile (see the file): set here for processes that are not started
+            # through bringup or a launch file, and for this test process's own clients.
             "FASTDDS_DEFAULT_PROFILES_FILE": str(FASTDDS_PROFILE),
             "ROS_HOME": str(self.home),
             "ROS_LOG_DIR": str(self.log_dir),

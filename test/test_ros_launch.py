@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from task_learning.dds_profile import profile_env
+
 from .ros_testing import RosGraph, wait_until
 
 VENV_BIN = Path(sys.executable).parent
@@ -163,9 +165,16 @@ def test_a_node_that_dies_ends_the_launch_with_an_error(ros_graph):
 
 
 def test_perception_launch_file_starts_and_stops_one_node(ros_graph):
+    # No Fast DDS profile chosen (empty counts as unset): the launch file gives the node the stack's.
     launch = ros_graph.start([str(ROS2), "launch", "task_learning", "perception.launch.py", "backend:=symbolic",
-                              "scene:=store_groceries"], name="ros2 launch perception")
+                              "scene:=store_groceries"], name="ros2 launch perception",
+                             FASTDDS_DEFAULT_PROFILES_FILE="")
+    started = launch.wait_for_line(r"\[perception_node-\d+\]: process started with pid \[(\d+)\]", timeout=60)
     launch.wait_for_line("scene store_groceries", timeout=60)
+    pid = started.group(1)
+    node_env = dict(entry.split("=", 1) for entry in
+                    Path(f"/proc/{pid}/environ").read_text(encoding="utf-8").split("\0") if "=" in entry)
+    assert node_env["FASTDDS_DEFAULT_PROFILES_FILE"] == profile_env({})["FASTDDS_DEFAULT_PROFILES_FILE"]
     code, text = launch.stop(signal.SIGINT, timeout=60)
     assert code == 0 and re.search(r"\[perception_node-\d+\]: process has finished cleanly", text), text[-3000:]
 

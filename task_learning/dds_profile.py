@@ -1,0 +1,40 @@
+"""The Fast DDS profile the stack's node processes run with unless the user chose one.
+
+Fast DDS's defaults drop a service or action response when the requesting client's response
+reader has not matched within 100 ms, so a client made just before its first request on a busy
+robot computer can wait forever for a goal the server accepted (config/fastdds_profile.xml says
+why, value by value). `task-learning bringup` and both launch files add the variable this module
+returns to every node's environment. A choice the user made always wins: a profile file named in
+either of Fast DDS's variables, a DEFAULT_FASTDDS_PROFILES.xml in the working folder (Fast DDS
+reads it when no variable is set), or another middleware in RMW_IMPLEMENTATION.
+
+Pure Python: only environment variables and a path, no ROS import.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from task_learning.config import config_path
+
+PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
+LEGACY_PROFILE_VARIABLE = "FASTRTPS_DEFAULT_PROFILES_FILE"  # Fast DDS 2.x's name, still read
+WORKING_FOLDER_PROFILE = "DEFAULT_FASTDDS_PROFILES.xml"
+FAST_DDS_MIDDLEWARES = ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")  # the ROS 2 default
+PROFILE_FILE = "fastdds_profile.xml"
+
+
+def profile_env(environ: Mapping[str, str], working_folder: str | Path | None = None) -> dict[str, str]:
+    """The variables to add to a node's environment `environ`: {FASTDDS_DEFAULT_PROFILES_FILE:
+    config/fastdds_profile.xml} when the node will run Fast DDS with no profile of the user's,
+    otherwise nothing. `working_folder` is where the node starts (default: this process's)."""
+    middleware = environ.get("RMW_IMPLEMENTATION", "")
+    if middleware and middleware not in FAST_DDS_MIDDLEWARES:
+        return {}
+    if environ.get(PROFILE_VARIABLE) or environ.get(LEGACY_PROFILE_VARIABLE):
+        return {}
+    folder = Path(working_folder) if working_folder is not None else Path(os.getcwd())
+    if (folder / WORKING_FOLDER_PROFILE).is_file():
+        return {}
+    return {PROFILE_VARIABLE: str(config_path(PROFILE_FILE))}
