@@ -93,12 +93,17 @@ class ActionClient(rclpy.action.ActionClient):
         request.goal_id = self._generate_random_uuid() if goal_uuid is None else goal_uuid
         request.goal = goal
         future: Future = Future()
+        goal_key = bytes(request.goal_id.uuid)
         with self._lock:
             if feedback_callback is not None:
-                self._feedback_callbacks[bytes(request.goal_id.uuid)] = feedback_callback
-            sequence_number = self._client_handle.send_goal_request(request)
-            if sequence_number in self._pending_goal_requests:
-                raise RuntimeError(f"sequence {sequence_number} conflicts with a pending goal request")
+                self._feedback_callbacks[goal_key] = feedback_callback
+            try:
+                sequence_number = self._client_handle.send_goal_request(request)
+                if sequence_number in self._pending_goal_requests:
+                    raise RuntimeError(f"sequence {sequence_number} conflicts with a pending goal request")
+            except BaseException:
+                self._feedback_callbacks.pop(goal_key, None)  # no goal the caller can follow
+                raise
             self._pending_goal_requests[sequence_number] = future
             self._goal_sequence_number_to_goal_id[sequence_number] = request.goal_id
             future.add_done_callback(self._remove_pending_goal_request)

@@ -115,3 +115,29 @@ def test_a_goal_answered_at_once_completes_the_future_send_goal_async_returns(ro
         assert list(action._feedback_callbacks.values()) == [feedback.append]
     finally:
         client.close()
+
+
+class FailingGoalHandle:
+    """Stands in for an action client's handle whose goal request cannot be sent."""
+
+    def send_goal_request(self, _request: object) -> int:
+        raise RuntimeError("the goal request could not be sent")
+
+
+def test_a_goal_that_cannot_be_sent_leaves_no_feedback_callback(ros_graph):
+    from task_learning_interfaces.action import PerformTask
+    from task_learning_nodes.node_base import ActionClient
+
+    client = ros_graph.client("goal_send_failure_probe")
+    try:
+        action = ActionClient(client.node, PerformTask, "perform_task")
+        handle, action._client_handle = action._client_handle, FailingGoalHandle()
+        try:
+            with pytest.raises(RuntimeError, match="could not be sent"):
+                action.send_goal_async(PerformTask.Goal(task="tidy kitchen"), feedback_callback=print)
+        finally:
+            action._client_handle = handle
+        assert action._feedback_callbacks == {}
+        assert action._pending_goal_requests == {}
+    finally:
+        client.close()
