@@ -9,15 +9,17 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "task_learning"
+# Each executable starts through task_learning_nodes.entry, which catches Ctrl-C before the node's
+# imports (nodes/entry.py names the module of each).
 NODE_EXECUTABLES = {
-    "perception_node": "task_learning_nodes.perception:main",
-    "grounding_node": "task_learning_nodes.grounding:main",
-    "goal_elicitation_node": "task_learning_nodes.goal_elicitation:main",
-    "oversight_node": "task_learning_nodes.oversight:main",
-    "action_selector_node": "task_learning_nodes.action_selector:main",
-    "planner_node": "task_learning_nodes.planner:main",
-    "anticipation_node": "task_learning_nodes.anticipation:main",
-    "synthetic_robot_node": "task_learning_nodes.synthetic_robot:main",
+    "perception_node": "task_learning_nodes.entry:perception_node",
+    "grounding_node": "task_learning_nodes.entry:grounding_node",
+    "goal_elicitation_node": "task_learning_nodes.entry:goal_elicitation_node",
+    "oversight_node": "task_learning_nodes.entry:oversight_node",
+    "action_selector_node": "task_learning_nodes.entry:action_selector_node",
+    "planner_node": "task_learning_nodes.entry:planner_node",
+    "anticipation_node": "task_learning_nodes.entry:anticipation_node",
+    "synthetic_robot_node": "task_learning_nodes.entry:synthetic_robot_node",
 }
 
 

@@ -26,6 +26,7 @@ from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.selector import ActionSelector
 from task_learning.errors import TaskLearningError
 from task_learning.safe_text import printable
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes import convert
@@ -138,8 +139,8 @@ class ActionSelectorNode(Node):
                                                             dot=dot))
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(ActionSelectorNode, args, name=NODE_NAME)
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
+    return run_node(ActionSelectorNode, args, name=NODE_NAME, signals=signals)
 
 
 if __name__ == "__main__":

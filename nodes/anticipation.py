@@ -42,6 +42,7 @@ from task_learning.kb.store import Confirmation, KnowledgeBase, LearnedGoal, lif
 from task_learning.planning.executor import type_index
 from task_learning.safe_text import printable
 from task_learning.types import GoalLiteral
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
@@ -305,8 +306,8 @@ def request_day(day: str, question_tag: str, seed: int, wait_s: float) -> dict[s
             pass
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(AnticipationNode, args, name="anticipation")
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
+    return run_node(AnticipationNode, args, name="anticipation", signals=signals)
 
 
 if __name__ == "__main__":

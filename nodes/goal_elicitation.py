@@ -31,6 +31,7 @@ from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.elicit import ElicitationResult, elicit_goal
 from task_learning.stars.prompts import load_templates
 from task_learning.stars.tree import TreeSettings
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
@@ -221,8 +222,8 @@ def _counts(outcome: ElicitationResult) -> dict[str, int]:
     return counts
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(GoalElicitationNode, args, name=NODE_NAME)
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
+    return run_node(GoalElicitationNode, args, name=NODE_NAME, signals=signals)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from task_learning.safe_text import printable
 from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.scene_state import resolve_object, scene_world_state
 from task_learning.types import WorldState
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.srv import AnalyzeGoal
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
@@ -108,8 +109,8 @@ class GroundingNode(Node):
         return response
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(GroundingNode, args, name=NODE_NAME)
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
+    return run_node(GroundingNode, args, name=NODE_NAME, signals=signals)
 
 
 if __name__ == "__main__":

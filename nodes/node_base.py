@@ -138,15 +138,21 @@ def run_node(
     *,
     name: str = "",
     num_threads: int | None = None,
+    signals: StopSignals | None = None,
 ) -> int:
     """Create the node with `factory` (`name` names it in a start-up error), spin it until a signal or request_shutdown(), clean up.
+
+    `signals`: SIGINT/SIGTERM handlers already installed (task_learning_nodes.entry installs them
+    before the node's imports, so a signal that arrived since is not lost); else run_node
+    installs its own. Either way they are restored at the end.
 
     Returns the process exit code: 0 after a signal, 1 if the executor failed, 2 if the node
     could not be created (bad parameters or configuration)."""
     stop = _stop_event
     stop.clear()
-    signals = StopSignals()
-    signals.install()
+    if signals is None:
+        signals = StopSignals()
+        signals.install()
     rclpy.init(args=list(args) if args is not None else sys.argv,
                signal_handler_options=SignalHandlerOptions.NO)
     node: Node | None = None

@@ -27,6 +27,7 @@ from task_learning.oversight.operator import timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
 from task_learning.safe_text import printable
 from task_learning.types import ConfirmationRequest
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import run_node
@@ -193,8 +194,8 @@ class OversightNode(Node):
         super().destroy_node()
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(OversightNode, args, name="oversight")
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
+    return run_node(OversightNode, args, name="oversight", signals=signals)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning.world.thor.settings import ThorSettings
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
 from task_learning_nodes import convert
@@ -265,10 +266,10 @@ class PerceptionNode(Node):
         return response
 
 
-def main(args: list[str] | None = None) -> int:
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
     # threads: an action (fetch: waiting for the skill server and a new frame) must not starve
     # the callbacks that bring the frames and the skill's result
-    return run_node(PerceptionNode, args, name="perception", num_threads=6)
+    return run_node(PerceptionNode, args, name="perception", num_threads=6, signals=signals)
 
 
 if __name__ == "__main__":

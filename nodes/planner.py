@@ -51,6 +51,7 @@ from task_learning.safe_text import printable
 from task_learning.types import ActionCall, GoalLiteral, LLMUsage
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning.world.scene import available_scenes, load_scene
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
@@ -597,8 +598,8 @@ class PlannerNode(Node):
         return result
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(PlannerNode, args, name="planner")
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
+    return run_node(PlannerNode, args, name="planner", signals=signals)
 
 
 if __name__ == "__main__":

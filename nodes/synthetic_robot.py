@@ -31,6 +31,7 @@ from task_learning.perception.camera import CameraModel
 from task_learning.perception.skills import SKILLS, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene
+from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import Skill
 from task_learning_nodes.camera_topics import camera_info_msg, image_msg
 from task_learning_nodes.fetch_params import FETCH_PARAMETERS
@@ -166,8 +167,8 @@ def _time_msg(stamp: float) -> Any:
     return Time(sec=sec, nanosec=int(round((stamp - sec) * 1e9)) % 1_000_000_000)
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(SyntheticRobotNode, args, name="synthetic_robot", num_threads=4)
+def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
+    return run_node(SyntheticRobotNode, args, name="synthetic_robot", num_threads=4, signals=signals)
 
 
 if __name__ == "__main__":

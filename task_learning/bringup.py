@@ -1,8 +1,9 @@
 """Start the ROS 2 nodes as separate OS processes without `ros2 launch` (which a machine with the
 ROS 2 wheels from PyPI does not have), with the parameter files under config/nodes/.
 
-Each node runs as `python -m <module> --ros-args --params-file <file> [-p key:=value ...]`, which
-is what `ros2 run task_learning <executable>` and the launch files do on a full ROS 2 install.
+Each node runs as `python -m task_learning_nodes.entry <module> --ros-args --params-file <file>
+[-p key:=value ...]`, which is what `ros2 run task_learning <executable>` and the launch files do
+on a full ROS 2 install (the entry catches Ctrl-C before the node's imports).
 Ctrl-C / SIGTERM are forwarded to every node as SIGINT (their clean-shutdown signal); a node that
 dies is reported with its exit code and, by default, the others are stopped too. Nodes that do
 not respond within the shutdown timeout are terminated, then killed.
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 
 ON_EXIT_POLICIES = ("shutdown", "continue")
 NODE_PACKAGE = "task_learning_nodes"
+# Runs a node module with its stop handlers installed before the module's imports (nodes/entry.py)
+NODE_ENTRY = f"{NODE_PACKAGE}.entry"
 
 
 @dataclass
@@ -178,7 +181,7 @@ def plan(config: BringupConfig, selected: Sequence[str] | None = None,
         if not module_exists(spec.module):
             log.warning("skipping node %s: module %s is not in the tree yet", spec.name, spec.module)
             continue
-        command = [sys.executable, "-m", spec.module, "--ros-args"]
+        command = [sys.executable, "-m", NODE_ENTRY, spec.module, "--ros-args"]
         keys: set[str] = set()
         if spec.params_file is not None:
             if spec.params_file.is_file():

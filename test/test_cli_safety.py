@@ -66,6 +66,24 @@ def test_out_of_range_options_are_refused_in_one_line(args, needle, capsys):
     assert len(err.splitlines()) == 1 and needle in err, err
 
 
+def test_ctrl_c_while_the_subcommands_load_is_exit_130_without_a_traceback(monkeypatch, capsys):
+    """The subcommands' imports take a second or two before any command runs: a Ctrl-C there
+    printed a KeyboardInterrupt traceback (seen stopping `task-learning bringup` at once)."""
+    import task_learning.cli as cli_package
+
+    def interrupted(_name: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_package.importlib, "import_module", interrupted)
+    try:
+        code = main(["bringup"])
+    except KeyboardInterrupt:
+        pytest.fail("KeyboardInterrupt escaped main (the user would see its traceback)")
+    assert code == 130
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
 def test_escape_sequences_in_echoed_names_are_stripped():
     # Before: the object name came back raw, so a name could recolour or retitle the terminal.
     proc = cli("scene", "--scene", "tidy_kitchen", "--object", f"{ESC}[31mMug{ESC}]0;pwned\x07\x9b2J")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from typing import Any
 
 import pytest
 
@@ -118,10 +119,23 @@ def test_a_goal_answered_at_once_completes_the_future_send_goal_async_returns(ro
 
 
 class FailingGoalHandle:
-    """Stands in for an action client's handle whose goal request cannot be sent."""
+    """An action client's handle whose goal requests cannot be sent; everything else (what the
+    executor spinning the client uses meanwhile) goes to the real handle."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
 
     def send_goal_request(self, _request: object) -> int:
         raise RuntimeError("the goal request could not be sent")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __enter__(self) -> Any:
+        return self._real.__enter__()
+
+    def __exit__(self, *exc: object) -> Any:
+        return self._real.__exit__(*exc)
 
 
 def test_a_goal_that_cannot_be_sent_leaves_no_feedback_callback(ros_graph):
@@ -131,7 +145,8 @@ def test_a_goal_that_cannot_be_sent_leaves_no_feedback_callback(ros_graph):
     client = ros_graph.client("goal_send_failure_probe")
     try:
         action = ActionClient(client.node, PerformTask, "perform_task")
-        handle, action._client_handle = action._client_handle, FailingGoalHandle()
+        handle = action._client_handle
+        action._client_handle = FailingGoalHandle(handle)
         try:
             with pytest.raises(RuntimeError, match="could not be sent"):
                 action.send_goal_async(PerformTask.Goal(task="tidy kitchen"), feedback_callback=print)

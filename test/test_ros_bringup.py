@@ -14,6 +14,7 @@ import pytest
 from task_learning import bringup
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning_interfaces.msg import WorldState
+from task_learning_nodes import entry
 
 from .ros_testing import CLI, ROOT, NodeProcess, RosGraph, wait_until
 from .test_ros_perception import LATCHED
@@ -31,7 +32,8 @@ def test_shipped_config_lists_every_node_executable_of_setup_py():
     config = bringup.load_bringup_config()
     setup_text = (ROOT / "setup.py").read_text()
     for spec in config.nodes:
-        assert f'"{spec.executable}": "{spec.module}:main"' in setup_text, spec.name
+        assert f'"{spec.executable}": "task_learning_nodes.entry:{spec.executable}"' in setup_text, spec.name
+        assert getattr(entry, spec.executable).module == spec.module, spec.name
         assert spec.params_file is not None and spec.params_file.parent == ROOT / "config" / "nodes"
     assert [n.name for n in config.nodes][0] == "perception"
 
@@ -62,7 +64,8 @@ nodes:
         launches = bringup.plan(config, None, {"scene": "organize_office", "backend": None})
     assert [launch.spec.name for launch in launches] == ["perception", "other"]
     assert "skipping node future" in caplog.text
-    assert launches[0].command[1:] == ["-m", "task_learning_nodes.perception", "--ros-args", "--params-file",
+    assert launches[0].command[1:] == ["-m", "task_learning_nodes.entry", "task_learning_nodes.perception",
+                                       "--ros-args", "--params-file",
                                        str(params), "-p", "scene:=organize_office"]
     assert "-p" not in launches[1].command
     with pytest.raises(TaskLearningError, match=r"unknown node.*percepton"):

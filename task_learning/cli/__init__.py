@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while build_parser imports the subcommands (a second or two)
+        return 130
     finally:
         sys.stdout, sys.stderr = out, err
 

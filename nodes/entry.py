@@ -1,0 +1,65 @@
+"""The node executables' entry point: SIGINT and SIGTERM are caught before the node is imported.
+
+Importing a node (rclpy, the messages, the stack) takes a second or two, and until `run_node`
+installs its handlers Python's default SIGINT handler raises KeyboardInterrupt wherever the
+import is: a Ctrl-C to `ros2 launch` or `task-learning bringup` in that window printed a
+traceback instead of stopping the node. Here the handlers of `run_node` are installed first,
+from a module that imports nothing heavy; a stop that arrives during the import ends the process
+quietly with exit code 0 before any node exists, and one that arrives later is handed to
+`run_node` with the handlers, so it is never lost between the two.
+
+    perception_node = task_learning_nodes.entry:perception_node     (setup.py, console scripts)
+    python -m task_learning_nodes.entry task_learning_nodes.perception --ros-args ...   (bringup)
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from task_learning.stop_signals import StopSignals
+
+USAGE = "usage: python -m task_learning_nodes.entry <node module> [--ros-args ...]"
+
+
+class NodeMain(Protocol):
+    def __call__(self, args: list[str] | None = None, signals: StopSignals | None = None) -> int: ...
+
+
+def run(module: str, argv: Sequence[str]) -> int:
+    """Install the stop handlers, import `module`, run its `main(argv, signals=...)`."""
+    signals = StopSignals()
+    signals.install()
+    node_main: NodeMain = importlib.import_module(module).main
+    if signals.received:
+        signals.restore()
+        return 0  # stopped before the node existed: nothing to clean up
+    return node_main(list(argv), signals=signals)
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    """A console script's target: `sys.exit(perception_node())` runs that node."""
+
+    module: str
+
+    def __call__(self) -> int:
+        return run(self.module, sys.argv)
+
+
+perception_node = NodeEntry("task_learning_nodes.perception")
+grounding_node = NodeEntry("task_learning_nodes.grounding")
+goal_elicitation_node = NodeEntry("task_learning_nodes.goal_elicitation")
+oversight_node = NodeEntry("task_learning_nodes.oversight")
+action_selector_node = NodeEntry("task_learning_nodes.action_selector")
+planner_node = NodeEntry("task_learning_nodes.planner")
+anticipation_node = NodeEntry("task_learning_nodes.anticipation")
+synthetic_robot_node = NodeEntry("task_learning_nodes.synthetic_robot")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        print(USAGE, file=sys.stderr)
+        raise SystemExit(2)
+    raise SystemExit(run(sys.argv[1], [sys.argv[0], *sys.argv[2:]]))
