@@ -79,6 +79,9 @@ CASES = [
     Case("test/test_offline_model_provider.py::test_same_request_twice_gives_identical_responses",
          "task_learning/llm/offline/provider.py", "OfflineProvider.complete",
          "LLMResponse(text='')"),
+    # the Fast DDS profile every node gets unless the user chose one
+    Case("test/test_dds_profile.py::test_bringup_starts_every_node_with_the_profile",
+         "task_learning/dds_profile.py", "profile_env", "{}"),
     # ROS message conversion and the graph
     Case("test/test_ros_convert.py::test_goal_candidate_round_trip",
          "nodes/convert.py", "goal_candidate_from_msg", "None"),
