@@ -3,10 +3,12 @@
 Fast DDS's defaults drop a service or action response when the requesting client's response
 reader has not matched within 100 ms, so a client made just before its first request on a busy
 robot computer can wait forever for a goal the server accepted (config/fastdds_profile.xml says
-why, value by value). `task-learning bringup` and both launch files add the variable this module
-returns to every node's environment. A choice the user made always wins: a profile file named in
-either of Fast DDS's variables, a DEFAULT_FASTDDS_PROFILES.xml in the working folder (Fast DDS
-reads it when no variable is set), or another middleware in RMW_IMPLEMENTATION.
+why, value by value). `task-learning bringup` and both launch files add the variables this module
+returns to every node's environment: the profile under both names Fast DDS reads, the one of
+Fast DDS 3 (Kilted) and the one of Fast DDS 2 (Jazzy); each version ignores the other's. A choice
+the user made always wins: a profile file named in either variable, a default profile file in the
+working folder (Fast DDS loads it too, after the variable's), or another middleware in
+RMW_IMPLEMENTATION.
 
 Pure Python: only environment variables and a path, no ROS import.
 """
@@ -18,16 +20,16 @@ from typing import Mapping
 
 from task_learning.config import config_path
 
-PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"
-LEGACY_PROFILE_VARIABLE = "FASTRTPS_DEFAULT_PROFILES_FILE"  # Fast DDS 2.x's name, still read
-WORKING_FOLDER_PROFILE = "DEFAULT_FASTDDS_PROFILES.xml"
+PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"  # Fast DDS 3 (ROS 2 Kilted)
+LEGACY_PROFILE_VARIABLE = "FASTRTPS_DEFAULT_PROFILES_FILE"  # Fast DDS 2 (ROS 2 Jazzy)
+WORKING_FOLDER_PROFILES = ("DEFAULT_FASTDDS_PROFILES.xml", "DEFAULT_FASTRTPS_PROFILES.xml")  # 3, 2
 FAST_DDS_MIDDLEWARES = ("rmw_fastrtps_cpp", "rmw_fastrtps_dynamic_cpp")  # the ROS 2 default
 PROFILE_FILE = "fastdds_profile.xml"
 
 
 def profile_env(environ: Mapping[str, str], working_folder: str | Path | None = None) -> dict[str, str]:
-    """The variables to add to a node's environment `environ`: {FASTDDS_DEFAULT_PROFILES_FILE:
-    config/fastdds_profile.xml} when the node will run Fast DDS with no profile of the user's,
+    """The variables to add to a node's environment `environ`: both profile variables set to
+    config/fastdds_profile.xml when the node will run Fast DDS with no profile of the user's,
     otherwise nothing. `working_folder` is where the node starts (default: this process's)."""
     middleware = environ.get("RMW_IMPLEMENTATION", "")
     if middleware and middleware not in FAST_DDS_MIDDLEWARES:
@@ -35,6 +37,7 @@ def profile_env(environ: Mapping[str, str], working_folder: str | Path | None = 
     if environ.get(PROFILE_VARIABLE) or environ.get(LEGACY_PROFILE_VARIABLE):
         return {}
     folder = Path(working_folder) if working_folder is not None else Path(os.getcwd())
-    if (folder / WORKING_FOLDER_PROFILE).is_file():
+    if any((folder / name).is_file() for name in WORKING_FOLDER_PROFILES):
         return {}
-    return {PROFILE_VARIABLE: str(config_path(PROFILE_FILE))}
+    profile = str(config_path(PROFILE_FILE))
+    return {PROFILE_VARIABLE: profile, LEGACY_PROFILE_VARIABLE: profile}

@@ -11,7 +11,7 @@ import pytest
 
 from task_learning import bringup
 from task_learning.dds_profile import (LEGACY_PROFILE_VARIABLE, PROFILE_VARIABLE,
-                                       WORKING_FOLDER_PROFILE, profile_env)
+                                       WORKING_FOLDER_PROFILES, profile_env)
 
 NS = {"dds": "http://www.eprosima.com"}
 
@@ -24,6 +24,7 @@ def _plain_env() -> dict[str, str]:
 
 def test_default_is_the_shipped_profile_with_the_writer_values_it_documents(tmp_path):
     env = profile_env({}, tmp_path)
+    assert env[LEGACY_PROFILE_VARIABLE] == env[PROFILE_VARIABLE]  # Fast DDS 2 (Jazzy) reads that name
     path = Path(env[PROFILE_VARIABLE])
     assert path.name == "fastdds_profile.xml" and path.is_file()
     writer = ET.parse(path).getroot().find("dds:profiles/dds:data_writer", NS)
@@ -50,8 +51,9 @@ def test_a_choice_of_the_users_wins(tmp_path, choice):
     assert profile_env(choice, tmp_path) == {}
 
 
-def test_a_profile_in_the_working_folder_wins(tmp_path):
-    (tmp_path / WORKING_FOLDER_PROFILE).write_text("<dds/>", encoding="utf-8")
+@pytest.mark.parametrize("name", WORKING_FOLDER_PROFILES)
+def test_a_profile_in_the_working_folder_wins(tmp_path, name):
+    (tmp_path / name).write_text("<dds/>", encoding="utf-8")
     assert profile_env({}, tmp_path) == {}
 
 
