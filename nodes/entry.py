@@ -13,18 +13,21 @@ quietly with exit code 0 before any node exists, and one that arrives later is h
 """
 from __future__ import annotations
 
+# Only what installing the handlers needs is imported here (no dataclasses: its import compiles
+# regular expressions, long enough on a loaded machine for a Ctrl-C to land in it).
 import importlib
 import sys
-from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from task_learning.stop_signals import StopSignals
 
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class NodeMain(Protocol):
+        def __call__(self, args: list[str] | None = None, signals: StopSignals | None = None) -> int: ...
+
 USAGE = "usage: python -m task_learning_nodes.entry <node module> [--ros-args ...]"
-
-
-class NodeMain(Protocol):
-    def __call__(self, args: list[str] | None = None, signals: StopSignals | None = None) -> int: ...
 
 
 def run(module: str, argv: Sequence[str]) -> int:
@@ -38,11 +41,13 @@ def run(module: str, argv: Sequence[str]) -> int:
     return node_main(list(argv), signals=signals)
 
 
-@dataclass(frozen=True)
 class NodeEntry:
     """A console script's target: `sys.exit(perception_node())` runs that node."""
 
-    module: str
+    __slots__ = ("module",)
+
+    def __init__(self, module: str) -> None:
+        self.module = module
 
     def __call__(self) -> int:
         return run(self.module, sys.argv)
