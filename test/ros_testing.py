@@ -23,10 +23,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+from task_learning.config import config_path
+from task_learning.dds_profile import PROFILE_FILE
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 CLI = str(VENV_BIN / "task-learning")
-FASTDDS_PROFILE = ROOT / "config" / "fastdds_profile.xml"  # the one the product's nodes run with
+FASTDDS_PROFILE = config_path(PROFILE_FILE)  # the one the product's nodes run with
 
 # Domain ids the test graphs use (0 is left to a developer's own graph). Valid ROS 2 ids on Linux
 # are 0-101 and 215-232; each test takes the next id of its slice (see `domain_ids`).

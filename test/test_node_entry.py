@@ -38,8 +38,9 @@ def main(args=None, signals=None):
 
 @pytest.fixture
 def probe(tmp_path: Path):
-    """Start `python -m task_learning_nodes.entry probe_node --ros-args ...` (or, given
-    entry=False, `python -m probe_node`); yields (process, file that ends its import)."""
+    """Yields (start, file that ends the probe's import): `start()` runs `python -m
+    task_learning_nodes.entry probe_node --ros-args ...`, `start(use_entry=False)` runs
+    `python -m probe_node ...`; every process started is closed at teardown."""
     (tmp_path / "probe_node.py").write_text(PROBE_MODULE, encoding="utf-8")
     imported = tmp_path / "imported"
     env = dict(os.environ, PROBE_IMPORTED=str(imported),

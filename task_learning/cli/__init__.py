@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
     try:
         return _main(argv)
-    except KeyboardInterrupt:  # Ctrl-C while build_parser imports the subcommands (a second or two)
+    except KeyboardInterrupt:  # Ctrl-C during a command, or while build_parser imports the subcommands
         return 130
     finally:
         sys.stdout, sys.stderr = out, err
@@ -100,8 +100,6 @@ def _main(argv: list[str] | None) -> int:
             return 0
         print(f"task-learning {args.command}: error: {_describe(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
     except Exception as exc:  # a bug: still one line for the user, the traceback under -v
         if args.verbose:
             logging.getLogger(__name__).exception("unexpected error")
