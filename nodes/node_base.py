@@ -18,15 +18,15 @@
   down, the node destroyed, and rclpy.shutdown(). A second Ctrl-C while stopping changes
   nothing (no traceback).
 - Stopping is bounded: if it is not over within SHUTDOWN_LIMIT_S (less than the grace
-  `ros2 launch` gives before SIGTERM), faulthandler prints every thread's stack to stderr and
-  the process exits with code 1, so a hang names itself instead of waiting for SIGKILL.
+  `ros2 launch` gives before SIGTERM), every thread's stack goes to stderr and the process exits
+  with code 1, so a hang names itself instead of waiting for SIGKILL
+  (task_learning.stop_deadline says why that is not faulthandler's watchdog alone).
 - A node that cannot start because of bad parameters or configuration raises TaskLearningError
   or ValueError from its constructor (rclpy raises ParameterException for a value of the wrong
   type): one clear error line, exit code 2, no traceback.
 """
 from __future__ import annotations
 
-import faulthandler
 import sys
 import threading
 import time
@@ -41,6 +41,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
+from task_learning.stop_deadline import StopDeadline
 from task_learning.stop_signals import StopSignals
 
 EXIT_OK = 0
@@ -160,6 +161,7 @@ def run_node(
     worker: threading.Thread | None = None
     failure: list[BaseException] = []
     halt = threading.Event()  # the worker's own end: after stop_work, which needs it spinning
+    deadline = StopDeadline(SHUTDOWN_LIMIT_S)
     code = EXIT_OK
     try:
         try:
@@ -188,7 +190,7 @@ def run_node(
         while not stop.wait(SIGNAL_POLL_S) and not signals.received:
             pass
         stop.set()  # here, not in the signal handler (see task_learning.stop_signals)
-        faulthandler.dump_traceback_later(SHUTDOWN_LIMIT_S, exit=True)
+        deadline.arm()
         # Long-running callbacks (a PerformTask, a question waiting for the operator) end at
         # their next check instead of holding the executor's shutdown.
         stop_work = getattr(node, "stop_work", None)
@@ -209,6 +211,7 @@ def run_node(
         if rclpy.ok():
             rclpy.shutdown()
         signals.restore()
+        deadline.disarm()
     return code
 
 
