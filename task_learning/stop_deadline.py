@@ -17,11 +17,11 @@ import logging
 import os
 import sys
 import threading
-from typing import TextIO
 
 logger = logging.getLogger(__name__)
 
-BACKSTOP_S = 0.5  # after the limit: when the GIL-holding dump could not run, the C watchdog's
+BACKSTOP_S = 0.5  # how long after the limit faulthandler's C watchdog fires, for a hang where the
+#                   timer thread never gets the GIL (limit + BACKSTOP_S stays under launch's 10 s)
 EXIT_HUNG = 1
 
 
@@ -39,13 +39,12 @@ def timeout_header(limit_s: float) -> str:
 class StopDeadline:
     """`arm()` when stopping starts, `disarm()` when it is over; one use per instance."""
 
-    def __init__(self, limit_s: float, stream: TextIO | None = None) -> None:
+    def __init__(self, limit_s: float) -> None:
         self.limit_s = limit_s
-        self._stream = stream if stream is not None else sys.stderr
         self._timer: threading.Timer | None = None
 
     def arm(self) -> None:
-        faulthandler.dump_traceback_later(self.limit_s + BACKSTOP_S, exit=True, file=self._stream)
+        faulthandler.dump_traceback_later(self.limit_s + BACKSTOP_S, exit=True)
         self._timer = threading.Timer(self.limit_s, self._expire)
         self._timer.name = "stop-deadline"
         self._timer.daemon = True
@@ -61,11 +60,10 @@ class StopDeadline:
         # waits for a dump already under way, and then this process ends anyway.
         faulthandler.cancel_dump_traceback_later()
         try:
-            for stream in (sys.stdout, self._stream):
-                stream.flush()  # os._exit below flushes nothing
-            self._stream.write(timeout_header(self.limit_s))
-            self._stream.flush()
-            faulthandler.dump_traceback(file=self._stream, all_threads=True)
+            sys.stdout.flush()  # os._exit below flushes nothing
+            sys.stderr.write(timeout_header(self.limit_s))
+            sys.stderr.flush()
+            faulthandler.dump_traceback(all_threads=True)
         except (OSError, ValueError) as exc:  # a closed or broken stderr: still end the hang
             logger.debug("could not print the stacks: %s", exc)
         finally:

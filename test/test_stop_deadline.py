@@ -33,11 +33,11 @@ def test_the_header_is_written_as_faulthandler_writes_it(limit_s, header):
 
 
 def test_the_header_matches_faulthandlers_own_watchdog():
-    child = subprocess.run([sys.executable, "-c", textwrap.dedent("""
-        import faulthandler, threading
+    child = run_child("""
+        import faulthandler
         faulthandler.dump_traceback_later(0.25, exit=True)
         threading.Event().wait()
-    """)], capture_output=True, text=True, timeout=RUN_LIMIT_S)
+    """)
     assert child.returncode == 1, child.stderr
     assert child.stderr.startswith(timeout_header(0.25)), child.stderr
 
