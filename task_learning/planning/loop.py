@@ -153,7 +153,7 @@ class TaskLearner:
             if self.needs_confirmation and not learned.confirmed:
                 verdict = self._ask(object_id, spoken, learned.text, literals, metrics)
                 if verdict.confirmed:
-                    self.kb.set_confirmation(task, context, verdict.confirmation)
+                    self.kb.set_confirmation(task, context, verdict.confirmation, verdict.confirmed_by)
                 elif not self.condition.upper().endswith("+O"):
                     return ObjectReport(object_id, context, "no_goal", learned.text, "learned",
                                         message=f"learned goal not confirmed: {verdict.message}")
@@ -182,12 +182,16 @@ class TaskLearner:
         if source == "elicited":
             metrics.sourced += 1
         confirmation = confirmation_of(oversight, chosen.source)
+        provenance = result.to_dict() if hasattr(result, "to_dict") else {}
+        if confirmation.counts_as_confirmed:
+            provenance["confirmed_by"] = dict(getattr(oversight, "confirmed_by", {}) or {})
         if self.needs_confirmation and not confirmation.counts_as_confirmed:
             verdict = self._ask(object_id, spoken, chosen.text, list(chosen.literals), metrics)
             if not verdict.confirmed:
                 return ObjectReport(object_id, context, "no_goal", chosen.text, source,
                                     message=f"goal not confirmed: {verdict.message}")
             confirmation = verdict.confirmation
+            provenance["confirmed_by"] = verdict.confirmed_by
         self.kb.learn_goal(LearnedGoal(
             task=task,
             context=context,
@@ -196,7 +200,7 @@ class TaskLearner:
             literals=lift_literals(list(chosen.literals), object_id, type_of),
             condition=self.condition,
             confirmation=confirmation,
-            provenance=result.to_dict() if hasattr(result, "to_dict") else {},
+            provenance=provenance,
         ))
         return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics)
 
