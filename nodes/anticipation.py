@@ -47,6 +47,7 @@ from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.planner import RosWorld
+from task_learning_nodes.qos import action_qos_kwargs, service_qos
 
 PARAMETERS = (
     Param("db_path", "artifacts/task_learning.sqlite", "The planner's knowledge base (its db_path): the "
@@ -89,9 +90,13 @@ class AnticipationNode(Node):
         self.group = ReentrantCallbackGroup()
         self.wait_s = float(self.params["service_timeout_s"])
         self.reach_timeout_s = float(self.params["reach_timeout_s"])
-        self.query = self.create_client(QueryWorld, self.params["query_world_service"], callback_group=self.group)
-        execute = self.create_client(ExecuteAction, self.params["execute_action_service"], callback_group=self.group)
-        self.reach = ActionClient(self, ReachGoal, self.params["reach_goal_action"], callback_group=self.group)
+        qos = service_qos()
+        self.query = self.create_client(QueryWorld, self.params["query_world_service"], qos_profile=qos,
+                                        callback_group=self.group)
+        execute = self.create_client(ExecuteAction, self.params["execute_action_service"], qos_profile=qos,
+                                     callback_group=self.group)
+        self.reach = ActionClient(self, ReachGoal, self.params["reach_goal_action"], callback_group=self.group,
+                                  **action_qos_kwargs())
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
         self._stop = threading.Event()  # the node stops
         self._cancel = threading.Event()  # the running day was cancelled
@@ -105,7 +110,7 @@ class AnticipationNode(Node):
                                          stack_key=StackKey.load_or_create(
                                              str(self.params["stack_key_file"]) or None))
         self._withdraw_left_confirmations("start")
-        self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day,
+        self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day, **action_qos_kwargs(),
                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
                                     callback_group=self.group)
         self.get_logger().info(f"anticipation ready (db {self.params['db_path']}, llm {self.params['llm']})")

@@ -80,8 +80,10 @@ class GroundingNode(Node):
                                       transient_local=bool(get("world_state_transient_local")),
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=group)
+        from task_learning_nodes.qos import service_qos
+
         self.create_service(AnalyzeGoal, str(get("service_name")), self._on_analyze,
-                            callback_group=group)
+                            qos_profile=service_qos(), callback_group=group)
         self.get_logger().info(f"serving {get('service_name')}; world state from "
                                f"{get('world_state_topic')} ({self.world.source} until then)")
 
