@@ -280,7 +280,10 @@ class OversightClient:
         nonce, sent_at = self._signed(call)
         key = self.stack_key()
         call.signature = key.sign(*pairing.confirm_fields(call.asker, nonce, sent_at, sent))
-        wait = (request.timeout_s or self.default_timeout_s) + self.confirm_margin_s
+        # The node bounds every question's wait (its max_timeout_s); this is the client's net for a
+        # node that stops answering: NaN, 0 or negative mean the default, inf a day.
+        asked = request.timeout_s
+        wait = (min(asked, 86400.0) if asked > 0 else self.default_timeout_s) + self.confirm_margin_s
         try:
             response = self._call(self._confirm, call, wait, f"question {request.request_id}")
         except OversightStopped as exc:
