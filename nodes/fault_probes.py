@@ -253,7 +253,7 @@ def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[
             procs = [subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db), *permissive], stdout=out,
                                       stderr=subprocess.STDOUT, env=env, start_new_session=True)]
             if condition.endswith("+O"):
-                procs.append(subprocess.Popen(cli + ["operator", "--simulated", SCENE, "--wait", "60"], stdout=out,
+                procs.append(subprocess.Popen(cli + ["operator", "--simulated", SCENE, "--wait", "60", "--db", str(db)], stdout=out,
                                               stderr=subprocess.STDOUT, env=env, start_new_session=True))
             try:
                 status, res = c.goal(PerformTask, "perform_task",

@@ -66,7 +66,10 @@ def stack(ros_module_graph):
     """`ros2 launch task_learning task_learning.launch.py scene:=store_groceries` and a simulated
     operator process; the last test of the module stops the launch with SIGINT."""
     launch = ros_module_graph.start(launch_args("scene:=store_groceries"), name="ros2 launch")
-    operator = ros_module_graph.start([str(CLI), "operator", "--simulated", "store_groceries", "--wait", "60"],
+    from task_learning_nodes.launch_support import default_db
+
+    operator = ros_module_graph.start([str(CLI), "operator", "--simulated", "store_groceries", "--wait", "60",
+                                       "--db", default_db()],
                                       name="simulated operator")
     return ros_module_graph, launch, operator
 
