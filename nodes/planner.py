@@ -535,14 +535,22 @@ class PlannerNode(Node):
                              alive=self._learn.server_is_ready, stop=stop)
         if not handle.accepted:
             raise RosCallError(f"the goal_elicitation node rejected the learn_goal goal for {object_id}")
-        try:
-            wrapped = wait_future(handle.get_result_async(), timeout, "learn_goal (result)",
-                                  alive=self._learn.server_is_ready, stop=stop)
-        except (RunStopped, RosCallError):
-            # Cancel ends the whole goal: goal elicitation stops and withdraws its question.
+        result_future = handle.get_result_async()
+        waited = wait_for_future(result_future, timeout, alive=self._learn.server_is_ready,
+                                 stop=lambda: stop.requested)
+        if waited != "done":
+            # Cancel ends the whole goal: goal elicitation stops and withdraws its question. Its
+            # canceled result is taken here, so no stray result arrives later.
             handle.cancel_goal_async()
-            raise
-        res = wrapped.result
+            wait_for_future(result_future, 10.0, alive=self._learn.server_is_ready)
+            if not result_future.done():
+                result_future.cancel()
+            if waited == "stopped":
+                raise RunStopped(stop.reason or "the planner is shutting down")
+            raise RosCallError(f"the goal_elicitation node {'went away' if waited == 'gone' else 'did not answer'} "
+                               f"while the planner waited for learn_goal (result)"
+                               + ("" if waited == "gone" else f" within {timeout:g} s"))
+        res = result_future.result().result
         if res.failed_node:
             raise RosCallError(f"the {printable(res.failed_node, 40)} node did not answer while goal "
                                f"elicitation worked on {object_id}: {printable(res.message, 300)}")

@@ -52,9 +52,12 @@ def test_cancel_withdraws_the_question_and_ends_the_whole_goal(ros_graph, tmp_pa
         sender.wait_for_line("Goal accepted", timeout=120)
         (question,) = wait_until(lambda: _pending(client), 180, "the operator's first question")
         os.killpg(sender.pid, signal.SIGINT)
-        code = sender.wait(60)
-        assert "Exception while canceling goal" not in sender.output, sender.output[-2000:]
-        assert "Goal canceled." in sender.output and code == 0, sender.output[-2000:]
+        sender.wait(60)
+        # ros2cli sends the cancel, then cannot wait for its reply: rclpy's Ctrl-C handler has shut
+        # its context down already, so it prints "Exception while canceling goal: None" whatever the
+        # server does (ros2action send_goal.py; not this project's code). The planner gets the
+        # cancel and ends the goal as canceled:
+        graph.wait_for_line(r"canceled after 0 object\(s\)", timeout=60)
 
         # The question is withdrawn: gone from `operator --list`, a late yes refused, not remembered.
         wait_until(lambda: not _pending(client), 30, "the question withdrawn")
@@ -132,9 +135,17 @@ def test_the_simulated_operator_outlives_an_oversight_restart(ros_graph, tmp_pat
         request = ConfirmationRequest(marker, "For a mug in the dish rack, what is the goal?", "Mug|2",
                                       f"mug in the dish rack ({marker})", wants_description=True, timeout_s=60)
         box: dict = {}
-        thread = threading.Thread(target=lambda: box.setdefault("answer", planner.ask(request)))
+
+        def run() -> None:
+            try:
+                box["answer"] = planner.ask(request)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                box["error"] = exc
+
+        thread = threading.Thread(target=run)
         thread.start()
         thread.join(90)
+        assert "answer" in box, (box.get("error"), operator.output[-2000:], node.output[-2000:])
         return box["answer"]
 
     try:
