@@ -71,6 +71,11 @@ def register(subparsers: Any) -> None:
 def _credentials(args: argparse.Namespace, default_name: str, *, quiet: bool = False) -> Any:
     from task_learning.oversight.pairing import operator_credentials
 
+    if args.db and not Path(args.db).exists():  # the oversight node makes it when it starts
+        deadline = time.monotonic() + args.wait
+        while not Path(args.db).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
     creds, line = operator_credentials(args.name or default_name, token_file=args.token_file, db=args.db)
     if not quiet:
         print(line, file=sys.stderr, flush=True)
@@ -162,8 +167,6 @@ def _simulated_loop(client: Any, scene_name: str, *, once: bool) -> int:
 
     scene = load_scene(scene_name)
     state = scene_world_state(scene_name)
-    from task_learning_nodes.oversight_client import OversightUnavailable
-
     user = SimulatedOperator.from_scene(scene, analyze=lambda text: analyze_goal(text, state))
     answered: set[str] = set()
     away = False  # the oversight node stopped answering: wait for it (a restart), do not exit
@@ -175,7 +178,7 @@ def _simulated_loop(client: Any, scene_name: str, *, once: bool) -> int:
                 if away:
                     print("the oversight node answers again", file=sys.stderr, flush=True)
                     away = False
-            except OversightUnavailable as exc:
+            except TaskLearningError as exc:  # the node is gone (OversightUnavailable)
                 if once:
                     raise
                 if not away:
@@ -192,7 +195,7 @@ def _simulated_loop(client: Any, scene_name: str, *, once: bool) -> int:
                 answer = user.ask(request)
                 try:
                     reply = client.submit(request.request_id, answer.answer, answer.description)
-                except OversightUnavailable as exc:  # gone mid-answer: the question went with it
+                except TaskLearningError as exc:  # gone mid-answer: the question went with it
                     print(f"not answered: {exc}", file=sys.stderr, flush=True)
                     break
                 answered.add(request.request_id)

@@ -410,6 +410,8 @@ def operator_credentials(name: str, *, token_file: str | Path | None = None, db:
                       f"--pair --name {name} --db <the oversight node's knowledge base>`")
     from task_learning.kb.store import KnowledgeBase
 
+    if str(db) != ":memory:" and not Path(db).is_file():  # a typo must not pair into a new, unused file
+        raise PairingError(f"no knowledge base at {db}: give the oversight node's db_path (start the node first)")
     with KnowledgeBase(db) as kb:
         token = OperatorRegistry(kb).pair_locally(name, created_by=f"local ({path})")
     write_private(path, token + "\n")
