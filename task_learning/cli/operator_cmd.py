@@ -10,6 +10,7 @@ command runs, so the core library never imports rclpy.
   task-learning operator --answer ID yes|no|"the goal is that ..."
   task-learning operator --pair --name alice --db KB    pair this operator (writes a token file)
   task-learning operator --pair-code --name bob --db KB print a one-time pairing code
+  task-learning operator --unpair --name bob --db KB    revoke an operator
 
 Only paired operators can answer (task_learning.oversight.pairing, docs/oversight-security.md):
 every client answers with the token of its operator (--name; --token-file, or the default file
@@ -51,6 +52,8 @@ def register(subparsers: Any) -> None:
     mode.add_argument("--pair", action="store_true",
                       help="pair this operator (--name) in the knowledge base --db and write its token "
                            "file, replacing an earlier token; then exit")
+    mode.add_argument("--unpair", action="store_true",
+                      help="revoke the operator --name in the knowledge base --db: its token stops working; then exit")
     mode.add_argument("--pair-code", action="store_true",
                       help="print a one-time pairing code for --name (valid 10 minutes), for a panel that "
                            "redeems it; then exit")
@@ -96,8 +99,15 @@ def _pair(args: argparse.Namespace) -> int:
     from task_learning.oversight.pairing import OperatorRegistry, operator_credentials
 
     if not args.db:
-        raise TaskLearningError("--pair and --pair-code need --db, the oversight node's knowledge base")
+        raise TaskLearningError("--pair, --pair-code and --unpair need --db, the oversight node's knowledge base")
+    if not Path(args.db).is_file():
+        raise TaskLearningError(f"no knowledge base at {args.db}: give the oversight node's db_path")
     name = args.name or "terminal"
+    if args.unpair:
+        with KnowledgeBase(args.db) as kb:
+            revoked = OperatorRegistry(kb).revoke(name)
+        print(f"operator {name!r} {'unpaired: its token no longer answers' if revoked else 'was not paired'}")
+        return 0 if revoked else 1
     if args.pair_code:
         with KnowledgeBase(args.db) as kb:
             code = OperatorRegistry(kb).create_pairing_code(name)
@@ -109,7 +119,7 @@ def _pair(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.pair or args.pair_code:
+    if args.pair or args.pair_code or args.unpair:
         return _pair(args)
     if args.panel:
         return _run_panel(args)
