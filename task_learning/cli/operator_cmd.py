@@ -232,8 +232,19 @@ def _prompt_loop(client: Any, *, once: bool) -> int:
 
 def _prompt_until_done(client: Any, *, once: bool, prompt_answer: Any) -> int:
     answered: set[str] = set()
+    away = False
     while True:
-        pending = [r for r in client.pending(fresh=True) if r.request_id not in answered]
+        try:
+            pending = [r for r in client.pending(fresh=True) if r.request_id not in answered]
+            away = False
+        except TaskLearningError as exc:  # the oversight node is gone (a restart): wait for it
+            if once:
+                raise
+            if not away:
+                print(f"waiting for the oversight node ({exc})", flush=True)
+                away = True
+            client.wait_for_update(1.0)
+            continue
         if not pending:
             if once:
                 return 0
