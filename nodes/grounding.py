@@ -47,7 +47,7 @@ PARAMETERS = (
 
 
 MAX_FIELD_CHARS = 200  # task, location, object_id
-MAX_SENTENCE_CHARS = 2000  # the goal sentence analysed
+MAX_SENTENCE_CHARS = 100_000  # the goal sentence analysed (a long one still gets a verdict)
 
 
 def _size_problem(request: AnalyzeGoal.Request) -> str:
