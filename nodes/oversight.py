@@ -91,6 +91,8 @@ PARAMETERS = (
     Param("confirmation_ttl_s", 300.0, "Seconds a confirmation id stays valid after its answer "
           "(it is also withdrawn with its question and lost when this node restarts)",
           min=1.0, max=86400.0),
+    Param("operators", "", "Comma-separated names of the paired operators who may answer here (e.g. "
+          "'alice,panel'); empty: every operator paired in the knowledge base"),
     Param("queue_depth", SERVICE_DEPTH, "Requests each service keeps while the node is busy: a "
           "burst up to this many is answered (refused when over capacity), never dropped",
           min=10, max=100000),
@@ -135,6 +137,7 @@ class OversightNode(Node):
             self.kb = KnowledgeBase(db_path)
             self.registry = pairing.OperatorRegistry(self.kb)
         self.ledger = ConfirmationLedger(float(get("confirmation_ttl_s")))
+        self.allowed_operators = frozenset(n.strip() for n in str(get("operators")).split(",") if n.strip())
         self.queue = QueueOperator(
             timeout_s=float(get("timeout_s")), safe_default=safe_default, kb=self.kb,
             task=str(get("task")), max_description_chars=int(get("max_description_chars")),
@@ -168,7 +171,8 @@ class OversightNode(Node):
             f"{self.queue.max_timeout_s:g}), at most {self.queue.max_pending} waiting "
             f"({self.queue.max_pending_per_asker} per asker), safe default "
             f"{self.queue.safe_default.value}, db {db_path or '(none)'}, {operators} paired "
-            f"operator(s){'' if operators else ': pair one with `task-learning operator pair`'}")
+            f"operator(s){'' if operators else ': pair one with `task-learning operator --pair`'}"
+            f"{', answering: ' + ', '.join(sorted(self.allowed_operators)) if self.allowed_operators else ''}")
 
     def _publish_pending(self) -> None:
         # Serialised, and the list read under the lock: with several Confirm threads, the last
@@ -241,11 +245,14 @@ class OversightNode(Node):
         if self.registry is None:
             response.message = ("refused: no operator can be paired (the oversight node has no "
                                 "knowledge base, db_path); nothing is confirmed")
+        elif self.allowed_operators and msg.answered_by not in self.allowed_operators:
+            response.message = (f"refused: operator {printable(msg.answered_by, MAX_ID_CHARS)!r} may not answer here "
+                                f"(the oversight node's operators: {', '.join(sorted(self.allowed_operators))})")
         elif not self.registry.verify_answer(request.signature, msg.request_id, msg.answer, msg.description,
                                              msg.answered_by, msg.client):
             response.message = (f"refused: not signed by a paired operator (answered_by "
                                 f"{printable(msg.answered_by, MAX_ID_CHARS)!r}); pair with "
-                                f"`task-learning operator pair`")
+                                f"`task-learning operator --pair`")
         else:
             result = self.queue.submit(msg.request_id, msg.answer, msg.description, msg.answered_by,
                                        client=printable(msg.client, MAX_SIGNED_TEXT), verified=True)

@@ -238,7 +238,7 @@ class OversightClient:
         operator from the signature; `operator` is kept for the PanelBackend signature)."""
         if self.credentials is None:
             return SubmitReply(False, "not paired: this client has no operator token (pair with "
-                                      "`task-learning operator pair`); nothing was sent")
+                                      "`task-learning operator --pair`); nothing was sent")
         msg = AnswerMsg()
         msg.request_id = request_id
         msg.answer = answer.value if isinstance(answer, AnswerKind) else str(answer)

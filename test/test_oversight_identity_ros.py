@@ -155,3 +155,31 @@ def test_without_a_paired_operator_nothing_is_confirmed(ros_graph, tmp_path):
         client.close()
         code, out = node.stop(signal.SIGINT, timeout=30)
     assert code == 0, out
+
+
+def test_the_operators_parameter_names_who_may_answer(ros_graph, tmp_path):
+    """Issue 31 point 6: `operators` restricts oversight/answer to named paired operators."""
+    db = tmp_path / "kb.sqlite"
+    node = ros_graph.start_node("oversight", "-p", f"db_path:={db}", "-p", "operators:=alice")
+    node.wait_for_line("answering: alice", timeout=60)
+    client = ros_graph.client("operators_test")
+    planner = OversightClient(client.node, name="planner", asker="planner", service_wait_s=30)
+    bob = OversightClient(client.node, name="bob", credentials=paired(db, "bob"), service_wait_s=30)
+    alice = OversightClient(client.node, name="alice", credentials=paired(db, "alice"), service_wait_s=30)
+    box: dict[str, object] = {}
+    try:
+        thread = threading.Thread(target=lambda: box.setdefault("answer", planner.ask(_question("q", FRIDGE))))
+        thread.start()
+        (pending,) = wait_until(lambda: _pending(client), 30, "question pending")
+        refused = bob.submit(pending.request_id, "yes")  # paired, but not named
+        assert not refused.accepted and "may not answer here" in refused.message
+        assert alice.submit(pending.request_id, "no").accepted
+        thread.join(30)
+        assert box["answer"].answer is AnswerKind.NO and box["answer"].operator == "alice"
+    finally:
+        for c in (planner, bob, alice):
+            c.close()
+        client.close()
+        code, out = node.stop(signal.SIGINT, timeout=30)
+    assert code == 0, out
+

@@ -209,3 +209,34 @@ def test_memory_replays_only_its_own_askers_verified_answers(kb):
     assert again.answer is AnswerKind.YES and memory.remembered == 2 and again.confirmation_id
     issued, _ = ledger.check(again.confirmation_id, consume=False)
     assert issued.remembered_from == "first"
+
+
+def test_a_confirmation_covers_exactly_the_goal_it_was_given_for():
+    """What the planner checks of a confirmation (planning.confirmation): a yes covers the candidate
+    the operator saw, a description what its words mean; ReachGoal only literals of the candidate."""
+    from task_learning.planning.confirmation import confirmation_mismatch, literals_confirmed
+
+    fridge = GoalCandidate("the goal is that the eggs are in the fridge", 1.0,
+                           literals=[GoalLiteral("inside", ("Egg|1", "Fridge|1"))])
+    garbage = GoalCandidate("the goal is that the eggs are in the fridge", 1.0,  # same words, other literals
+                            literals=[GoalLiteral("inside", ("Egg|1", "GarbageCan|1"))])
+    assert confirmation_mismatch(answer="yes", description="", candidate=fridge, chosen=fridge) == ""
+    assert "literals" in confirmation_mismatch(answer="yes", description="", candidate=fridge, chosen=garbage)
+    other = GoalCandidate("the goal is that the eggs are on the table", 1.0, literals=fridge.literals)
+    assert "another goal" in confirmation_mismatch(answer="yes", description="", candidate=other, chosen=fridge)
+    assert "confirms nothing" in confirmation_mismatch(answer="no", description="", candidate=fridge, chosen=fridge)
+
+    class Reading:  # the planner's own grounding of the operator's words
+        viable = True
+        literals = fridge.literals
+
+    said = "the eggs are in the fridge"
+    assert confirmation_mismatch(answer="description", description=said, candidate=None, chosen=fridge,
+                                 analyze=lambda _s: Reading()) == ""
+    assert "means here" in confirmation_mismatch(answer="description", description=said, candidate=None,
+                                                 chosen=garbage, analyze=lambda _s: Reading())
+    assert "described" in confirmation_mismatch(answer="description", description="the eggs are in the sink",
+                                                candidate=None, chosen=fridge, analyze=lambda _s: Reading())
+    assert literals_confirmed(fridge.literals, fridge) == ""
+    assert "not confirmed" in literals_confirmed(garbage.literals, fridge)
+    assert "no goal literals" in literals_confirmed(fridge.literals, None)

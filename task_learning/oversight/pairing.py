@@ -6,7 +6,7 @@ panel all use this module.
 Operators (the people who say yes): each paired operator holds a *token*; the knowledge base holds
 only its verifier, sha256 of the token's secret, never the token. A token is made in one of two
 ways, both needing the robot's knowledge base:
-- locally, by whoever can open that file (`task-learning operator pair`, or `task-learning
+- locally, by whoever can open that file (`task-learning operator --pair`, or `task-learning
   operator` pairing itself on first use): the token goes into a token file only its user can read;
 - from a one-time pairing code (`OperatorRegistry.create_pairing_code`, shown on the robot's
   terminal) redeemed once, before it expires, within a rate limit on attempts (`redeem`). The web
