@@ -52,7 +52,7 @@ class SimulatedRoutineAnswerer:
 
         self.user = RoutineOperator(routine)
         self.tag = tag
-        creds, line = operator_credentials("simulated", db=db)
+        creds, line = operator_credentials("simulated", db=db, wait_s=wait_s)
         if creds is None:
             raise TaskLearningError(f"the simulated operator is {line}")
         self.client = oversight_client("simulated_routine", wait_s, credentials=creds)

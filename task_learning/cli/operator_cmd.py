@@ -74,12 +74,9 @@ def register(subparsers: Any) -> None:
 def _credentials(args: argparse.Namespace, default_name: str, *, quiet: bool = False) -> Any:
     from task_learning.oversight.pairing import operator_credentials
 
-    if args.db and not Path(args.db).exists():  # the oversight node makes it when it starts
-        deadline = time.monotonic() + args.wait
-        while not Path(args.db).exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
 
-    creds, line = operator_credentials(args.name or default_name, token_file=args.token_file, db=args.db)
+    creds, line = operator_credentials(args.name or default_name, token_file=args.token_file, db=args.db,
+                                       wait_s=args.wait)  # the oversight node makes its db when it starts
     if not quiet:
         print(line, file=sys.stderr, flush=True)
     return creds

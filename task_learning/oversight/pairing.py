@@ -393,14 +393,15 @@ TOKEN_FILE_ENV = "TASK_LEARNING_OPERATOR_TOKEN_FILE"
 
 
 def operator_credentials(name: str, *, token_file: str | Path | None = None, db: str | Path | None = None,
-                         pair: bool = False) -> tuple[OperatorCredentials | None, str]:
+                         pair: bool = False, wait_s: float = 0.0) -> tuple[OperatorCredentials | None, str]:
     """The credentials an operator client answers with, and a line saying where they came from.
 
     From the token file (`token_file`, $TASK_LEARNING_OPERATOR_TOKEN_FILE, or the default one for
     `name`); when there is none (or `pair`) and the robot's knowledge base `db` is given, the
     client pairs itself there (whoever can open that file is inside the robot's trust boundary)
-    and writes the token file. None when neither is possible: the client may list questions, and
-    the oversight node refuses its answers."""
+    and writes the token file (waiting up to `wait_s` for that file: the oversight node makes it
+    when it starts). None when neither is possible: the client may list questions, and the
+    oversight node refuses its answers."""
     path = Path(token_file or os.environ.get(TOKEN_FILE_ENV) or default_token_file(name))
     if path.exists() and not pair:
         creds = load_token_file(path)
@@ -410,6 +411,9 @@ def operator_credentials(name: str, *, token_file: str | Path | None = None, db:
                       f"--pair --name {name} --db <the oversight node's knowledge base>`")
     from task_learning.kb.store import KnowledgeBase
 
+    deadline = time.monotonic() + wait_s
+    while str(db) != ":memory:" and not Path(db).is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
     if str(db) != ":memory:" and not Path(db).is_file():  # a typo must not pair into a new, unused file
         raise PairingError(f"no knowledge base at {db}: give the oversight node's db_path (start the node first)")
     with KnowledgeBase(db) as kb:
