@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sqlite3
 import sys
 from typing import NoReturn
@@ -90,7 +91,9 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        _flush_output()
+        return code
     except TaskLearningError as exc:
         print(f"task-learning {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -98,6 +101,7 @@ def _main(argv: list[str] | None) -> int:
         if isinstance(exc, BrokenPipeError):
             sys.stderr.close()
             return 0
+        _discard_unwritable_output()
         print(f"task-learning {args.command}: error: {_describe(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: still one line for the user, the traceback under -v
@@ -106,6 +110,29 @@ def _main(argv: list[str] | None) -> int:
         print(f"task-learning {args.command}: internal error: {type(exc).__name__}: {exc} "
               "(a bug; rerun with -v for the traceback)", file=sys.stderr)
         return 1
+
+
+def _flush_output() -> None:
+    """Flush stdout: output that could not be written (a full disk behind `> file`, /dev/full)
+    is this command's failure, not an exit 0 (a closed pipe stays a quiet end, as below)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write the output (standard output): {exc.strerror or exc}") from None
+
+
+def _discard_unwritable_output() -> None:
+    """After an error, output stdout cannot take (a full disk) is dropped, so the interpreter's
+    own flush at exit adds no second error line."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
 
 
 def _describe(exc: BaseException) -> str:

@@ -125,6 +125,7 @@ class KnowledgeBaseError(TaskLearningError):
 
 
 ADDED_COLUMNS = {"goals": {"confirmation"}}  # added to older files by _add_missing_columns
+RETIRED = {("table", "counters")}  # created by earlier versions, no longer read: still ours
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # SQLite retries a locked database this long before giving up
 
 
@@ -136,6 +137,17 @@ def _expected_columns() -> dict[str, set[str]]:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         return {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in tables
                 if not t.startswith("sqlite_")}
+    finally:
+        conn.close()
+
+
+def _expected_objects() -> set[tuple[str, str]]:
+    """(type, name) of every table and index the schema above creates."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        return {(r[0], r[1]) for r in conn.execute("SELECT type, name FROM sqlite_master")
+                if not str(r[1]).startswith("sqlite_")}
     finally:
         conn.close()
 
@@ -372,26 +384,45 @@ def goal_key(literals: list[GoalLiteral]) -> str:
 
 
 class KnowledgeBase:
-    """Thread-safe access to one SQLite file (or ":memory:")."""
+    """Thread-safe access to one SQLite file (or ":memory:").
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+    `read_only=True` is for commands that only look (`kb show`, `kb export`): the file must
+    exist ("no knowledge base at ..." otherwise, never an empty one created in its place), it is
+    opened read-only and nothing in it, or beside it, is created or changed; tables an older
+    version did not have yet read as empty."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+                 read_only: bool = False) -> None:
         self.path = str(path)
         self.busy_timeout_s = float(busy_timeout_s)
+        self.read_only = read_only
         if not self.path.strip():
             raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
-            if Path(self.path).is_dir():
-                raise KnowledgeBaseError(f"{self.path}: is a directory, not a knowledge base file")
-            try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
+            self._check_file(read_only)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s,
-                                         isolation_level=None)
+            if read_only:
+                self._conn = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True,
+                                             check_same_thread=False, timeout=self.busy_timeout_s,
+                                             isolation_level=None)
+            else:
+                self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s,
+                                             isolation_level=None)
         except sqlite3.Error as exc:
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+        if read_only:
+            try:
+                self._check_schema()
+                self._shadow_missing()
+                self._check_version()
+            except sqlite3.Error as exc:
+                self._conn.close()
+                raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+            except KnowledgeBaseError:
+                self._conn.close()
+                raise
+            return
         try:
             self._check_schema()  # before changing anything in a file that may be another program's
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -407,11 +438,61 @@ class KnowledgeBase:
             self._conn.close()
             raise
 
+    def _check_file(self, read_only: bool) -> None:
+        """The file is a regular file (or, when not read-only, absent: it is created); named
+        errors for a missing file, a directory, a FIFO or a device."""
+        import stat as stat_kind
+
+        from task_learning.files import describe_kind
+
+        path = Path(self.path)
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            if read_only:
+                raise KnowledgeBaseError(f"no knowledge base at {self.path} (check the path; a knowledge base is "
+                                         "created by the commands that learn, e.g. `task-learning run --db`)") from None
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
+            return
+        except OSError as exc:
+            raise KnowledgeBaseError(f"{self.path}: cannot open the knowledge base: {exc.strerror or exc}") from None
+        if not stat_kind.S_ISREG(mode):
+            raise KnowledgeBaseError(f"{self.path}: {describe_kind(mode)}, not a knowledge base file")
+
+    def _shadow_missing(self) -> None:
+        """Read-only: tables (and the goals' confirmation column) an older file lacks are given
+        as empty TEMP tables and a TEMP view, which live in memory and shadow the file's names,
+        so every query reads as it would after the file was upgraded, without changing it."""
+        present = {r[0] for r in self._conn.execute("SELECT name FROM main.sqlite_master WHERE type='table'")}
+        for statement in _SCHEMA.split(";"):
+            text = statement.strip()
+            if not text.startswith("CREATE TABLE IF NOT EXISTS"):
+                continue
+            name = text.split()[5]
+            if name not in present:
+                self._conn.execute(text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+        columns = {r[1] for r in self._conn.execute("PRAGMA main.table_info(goals)")}
+        if "goals" in present and "confirmation" not in columns:
+            self._conn.execute("CREATE TEMP VIEW goals AS SELECT *, 'none' AS confirmation FROM main.goals")
+
     def _check_schema(self) -> None:
-        """A file whose tables belong to another program (a `goals` table of its own) is refused
-        by name instead of failing on the first query."""
+        """A file whose tables belong to another program (a `goals` table of its own, or any
+        table, index, view or trigger task_learning does not create) is refused by name instead
+        of being used and written into; an empty file (no tables) becomes a knowledge base."""
+        expected = _expected_objects() | RETIRED
+        foreign = sorted(f"{kind} {name!r}" for kind, name in
+                         self._conn.execute("SELECT type, name FROM main.sqlite_master")
+                         if not str(name).startswith("sqlite_") and (kind, name) not in expected)
+        if foreign:
+            raise KnowledgeBaseError(
+                f"{self.path}: not a task_learning knowledge base: it holds {', '.join(foreign[:5])}"
+                + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+                + " that task_learning did not create; use another --db (a new or empty file)")
         for table, columns in _expected_columns().items():
-            have = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+            have = {r[1] for r in self._conn.execute(f"PRAGMA main.table_info({table})")}
             # Absent tables are created, and columns added since version 1 are added to old files.
             missing = sorted(columns - have - ADDED_COLUMNS.get(table, set())) if have else []
             if missing:
@@ -422,6 +503,8 @@ class KnowledgeBase:
     def _check_version(self) -> None:
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
+            if self.read_only:
+                return
             with self._transaction() as cur:
                 cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif not str(row[0]).isdigit():

@@ -13,7 +13,8 @@ instruction, places}), closable (openables that must end closed), assertions (op
 the completion measure's total), agent ({position}), slice_requires_knife.
 
 A scene in an iTHOR FloorPlan names it (`floorplan: FloorPlan1`) instead of listing objects: the
-objects come from the FloorPlan's recorded metadata (world/floorplans.py), and `task_objects`
+objects come from the FloorPlan's recorded metadata (world/floorplans.py), or from a recording of
+one's own (`floorplan: my_rooms.json#205`, relative to the scene file); `task_objects`
 (list of {object, at, preferred}) says which of them to put away, where each starts (`at`, moved
 there at reset: AI2-THOR's SetObjectPoses) and where the user wants it (`preferred`).
 """
@@ -21,17 +22,31 @@ from __future__ import annotations
 
 import difflib
 import gzip
+import io
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import (
+    MAX_NESTING,
+    MAX_YAML_BYTES,
+    check_document,
+    check_keys,
+    config_path,
+    expect_type,
+    join_key,
+    load_yaml,
+)
 from task_learning.errors import ConfigError
+from task_learning.files import read_input_bytes
 from task_learning.names import normalize_name
 from task_learning.world import layout
 from task_learning.world.catalog import FLAG_KEYS, ObjectType, load_object_types, parse_object_types
+from task_learning.world.recorded import MAX_OBJECTS as MAX_RECORDED_OBJECTS
+from task_learning.world.recorded import check_containment, check_record, drop_fixed_in_movable
 
 SCENE_KEYS_REQUIRED = ("task", "location", "objects")
 SCENE_KEYS_OPTIONAL = (
@@ -76,6 +91,7 @@ AI2THOR_OBJECT_KEYS = (
     "distance", "objectType", "objectId", "assetId", "parentReceptacles", "controlledObjects",
     "isMoving", "axisAlignedBoundingBox", "objectOrientedBoundingBox",
 )
+log = logging.getLogger(__name__)
 _ID_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]*\|[^\s]+$")
 DEFAULT_AGENT_POSITION = {"x": 0.0, "y": 0.9, "z": 0.0}
 
@@ -124,6 +140,10 @@ class Scene:
     # objects moved away from their recorded place at reset: object id -> receptacle id
     floorplan: str = ""
     start_moves: dict[str, str] = field(default_factory=dict)
+    # the recorded AI2-THOR metadata the objects came from, as load_scene takes it
+    # ('/abs/file.json#key' or '/abs/file.json'); '' for scenes written object by object. The
+    # AI2-THOR backend tells a stand-in simulator where it is (Unity serves the FloorPlan itself).
+    recording: str = ""
 
     def by_id(self) -> dict[str, dict[str, Any]]:
         return {o["objectId"]: o for o in self.objects}
@@ -248,16 +268,33 @@ def load_metadata_scenes(path: str | Path) -> dict[str, Scene]:
 
 
 def _read_json(path: Path) -> Any:
-    """JSON, or gzipped JSON (name ending .gz)."""
+    """JSON, or gzipped JSON (name ending .gz), from a regular file; NaN, infinities and nesting
+    deeper than any recording are refused like in every YAML file (config.check_document)."""
+    raw = read_input_bytes(path, max_bytes=MAX_YAML_BYTES)
+    if path.name.endswith(".gz"):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
+                raw = handle.read(MAX_YAML_BYTES + 1)
+        except (OSError, EOFError) as exc:
+            raise ConfigError(path, None, f"not a readable gzip file: {exc}") from None
+        if len(raw) > MAX_YAML_BYTES:
+            raise ConfigError(path, None, f"unpacks to more than {MAX_YAML_BYTES} bytes")
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return json.loads(handle.read())
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, None, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(path, None, f"line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}") from None
+    except ValueError as exc:  # NaN, Infinity
+        raise ConfigError(path, None, str(exc)) from None
+    except RecursionError:
+        raise ConfigError(path, None, f"nested more than {MAX_NESTING} levels deep") from None
+    check_document(data, file=path)
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a recording may hold (positions and sizes are finite)")
 
 
 def _metadata_groups(data: Any, path: Path) -> dict[str, Any]:
@@ -295,7 +332,10 @@ def _load_metadata_file(path: Path, key: str | None) -> Scene:
         key = ""
     if key not in groups:
         raise ConfigError(path, key, f"no such scene in the file (has: {', '.join(groups)})")
-    return scene_from_metadata(groups[key], name=_scene_name(path, key, data), source=f"{path}" + (f"#{key}" if key else ""))
+    scene = scene_from_metadata(groups[key], name=_scene_name(path, key, data),
+                                source=f"{path}" + (f"#{key}" if key else ""))
+    scene.recording = f"{path.resolve()}" + (f"#{key}" if key else "")
+    return scene
 
 
 def location_of_floorplan(name: str) -> str:
@@ -323,35 +363,31 @@ def scene_from_metadata(
     """
     items = list(objects.values()) if isinstance(objects, Mapping) else list(objects)
     where = source or name
+    if not items:
+        raise ConfigError(where, "objects", "no objects: recorded metadata lists at least one object")
+    if len(items) > MAX_RECORDED_OBJECTS:
+        raise ConfigError(where, "objects", f"{len(items)} objects, at most {MAX_RECORDED_OBJECTS}")
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, raw in enumerate(items):
-        key = f"objects[{index}]"
-        if not isinstance(raw, Mapping):
-            raise ConfigError(where, key, f"expected an object dict, got {type(raw).__name__}")
-        for required in ("objectId", "objectType"):
-            if not isinstance(raw.get(required), str) or not raw.get(required):
-                raise ConfigError(where, join_key(key, required), "missing or not a string")
+        check_record(raw, index, where)
         if raw["objectId"] in seen:
-            raise ConfigError(where, join_key(key, "objectId"), f"duplicate id {raw['objectId']!r}")
+            raise ConfigError(where, f"objects[{index}].objectId", f"duplicate id {raw['objectId']!r}")
         seen.add(raw["objectId"])
         record = dict(raw)
         record["parentReceptacles"] = list(raw.get("parentReceptacles") or [])
         record["receptacleObjectIds"] = []
         for flag in FLAG_KEYS + ("isOpen", "isToggled", "isSliced", "isPickedUp", "isDirty",
                                  "isCooked", "isFilledWithLiquid", "isBroken", "isUsedUp"):
-            record[flag] = bool(record.get(flag) or False)
-        if not isinstance(record.get("position"), Mapping):
-            record["position"] = layout.vec(0.0, 0.0, 0.0)
+            record[flag] = bool(record.get(flag, False))
+        record["position"] = dict(raw["position"])
         records.append(record)
-    by_id = {r["objectId"]: r for r in records}
     recorded_children = {r["objectId"]: list(items[i].get("receptacleObjectIds") or [])
                          for i, r in enumerate(records)}
-    for index, record in enumerate(records):
-        for p_index, parent in enumerate(record["parentReceptacles"]):
-            if parent not in by_id:
-                raise ConfigError(where, f"objects[{index}].parentReceptacles[{p_index}]",
-                                  f"{record['objectId']} names receptacle {parent!r}, which is not in the scene")
+    check_containment(records, recorded_children, where, cycles=False)
+    if drop_fixed_in_movable(records):
+        log.debug("%s: dropped parent links of fixed objects inside movable ones (AI2-THOR physics)", where)
+    check_containment(records, recorded_children, where)
     children_of: dict[str, list[str]] = {}
     for record in records:
         for parent in record["parentReceptacles"]:
@@ -403,12 +439,17 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
     check_keys(data, file=file, key="", required=FLOORPLAN_SCENE_KEYS_REQUIRED,
                optional=FLOORPLAN_SCENE_KEYS_OPTIONAL)
     floorplan = expect_type(data["floorplan"], str, file=file, key="floorplan")
-    if canonical(floorplan) is None:
-        raise ConfigError(file, "floorplan", f"expected an iTHOR scene name like 'FloorPlan1', got {floorplan!r}")
+    recording = _recording_spec(floorplan, file)
+    if recording is None and canonical(floorplan) is None:
+        raise ConfigError(file, "floorplan", f"expected an iTHOR scene name like 'FloorPlan1' or recorded "
+                          f"metadata ('file.json#key'), got {floorplan!r}")
     try:
-        recorded = load_scene(floorplan_source(floorplan))
+        recorded = load_scene(recording or floorplan_source(floorplan))
     except ConfigError as exc:
-        raise ConfigError(file, "floorplan", exc.message) from None
+        raise ConfigError(file, "floorplan", f"{exc.file}: {exc.key + ': ' if exc.key else ''}{exc.message}"
+                          if recording else exc.message) from None
+    if recording is not None:
+        floorplan = recorded.name
     name = expect_type(data.get("name", default_name), str, file=file, key="name")
     task = expect_type(data["task"], str, file=file, key="task")
     location = expect_type(data.get("location", recorded.location), str, file=file, key="location")
@@ -472,8 +513,20 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
         subtasks=subtasks, preferences=preferences, closable=closable,
         context=[str(c) for c in context], assertions=total, source=file, agent=recorded.agent,
         capacities=recorded.capacities, types=recorded.types,
-        floorplan=canonical(floorplan) or floorplan, start_moves=start_moves,
+        floorplan=canonical(floorplan) or floorplan, start_moves=start_moves, recording=recorded.recording,
     )
+
+
+def _recording_spec(value: str, file: str) -> str | None:
+    """A floor plan scene's `floorplan` naming recorded metadata ('rooms.json#205', relative to
+    the scene file) as load_scene takes it; None when it is a FloorPlan name."""
+    base = value.rsplit("#", 1)[0]
+    if not base.endswith((".json", ".json.gz")):
+        return None
+    path = Path(base)
+    if not path.is_absolute() and file and not file.startswith("<"):
+        path = Path(file).parent / path
+    return str(path) + value[len(base):]
 
 
 def _destinations(pref: Any, resolver: "_SceneRefs", file: str, key: str) -> list[str]:
