@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from task_learning.cli.options import PrintableStream, printable
 from task_learning.errors import TaskLearningError
@@ -42,7 +42,45 @@ SUBCOMMAND_MODULES = (
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line (no usage dump) and exit 2; subparsers too."""
+    """An argparse parser whose errors are one line (no usage dump) and exit 2; subparsers too.
+
+    Flag combinations that cannot work are declared where the options are (`requires`,
+    `excludes`) and refused here, after parsing and before anything runs: a flag that needs
+    another must not quietly do something else without it (`anticipate --graph` without
+    `--robot` ran the in-process day)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._combinations: list[tuple[str, tuple[str, ...], bool, str]] = []
+
+    def requires(self, option: str, *needed: str, why: str = "") -> None:
+        """`option` given without each of `needed` ('--robot', or '--oversight=ros' for a value)
+        is refused with one line (and `why`)."""
+        self._combinations.append((option, needed, True, why))
+
+    def excludes(self, option: str, *others: str, why: str = "") -> None:
+        """`option` given together with any of `others` is refused with one line (and `why`)."""
+        self._combinations.append((option, others, False, why))
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for option, others, required, why in self._combinations:
+            if not self._given(parsed, option):
+                continue
+            bad = [o for o in others if self._given(parsed, o) != required]
+            if bad:
+                verb = "needs" if required else "cannot be combined with"
+                shown = " ".join(o.replace("=", " ") for o in bad)
+                self.error(f"{option.replace('=', ' ')} {verb} {shown}" + (f" ({why})" if why else ""))
+        return parsed, extras
+
+    def _given(self, parsed: argparse.Namespace, option: str) -> bool:
+        """Whether `option` ('--x', or '--x=value') was given: its value differs from the default
+        (or equals `value`)."""
+        name, _, value = option.partition("=")
+        action = self._option_string_actions[name]
+        current = getattr(parsed, action.dest, None)
+        return current == value if value else current not in (None, False, action.default)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
