@@ -166,6 +166,9 @@ class ReplayProvider:
     def _load(self, models: set[str]) -> None:
         try:
             lines = read_input_bytes(self.path).decode("utf-8").splitlines()
+        except ConfigError as exc:
+            raise ConfigError(self.path, None, "cannot read cassette: " + exc.message.removeprefix("cannot read: ")) \
+                from None
         except UnicodeDecodeError as exc:
             raise ConfigError(self.path, None, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
         for number, line in enumerate(lines, start=1):

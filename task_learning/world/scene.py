@@ -36,6 +36,7 @@ from task_learning.config import (
     check_document,
     check_keys,
     config_path,
+    expect_number,
     expect_type,
     join_key,
     load_yaml,
@@ -45,6 +46,8 @@ from task_learning.files import read_input_bytes
 from task_learning.names import normalize_name
 from task_learning.world import layout
 from task_learning.world.catalog import FLAG_KEYS, ObjectType, load_object_types, parse_object_types
+from task_learning.safe_text import has_control_characters
+from task_learning.world.recorded import MAX_CONTAINMENT_DEPTH, MAX_COORDINATE_M
 from task_learning.world.recorded import MAX_OBJECTS as MAX_RECORDED_OBJECTS
 from task_learning.world.recorded import check_containment, check_record, drop_fixed_in_movable
 
@@ -92,6 +95,7 @@ AI2THOR_OBJECT_KEYS = (
     "isMoving", "axisAlignedBoundingBox", "objectOrientedBoundingBox",
 )
 log = logging.getLogger(__name__)
+MAX_CAPACITY = 1000  # objects directly inside one receptacle
 _ID_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]*\|[^\s]+$")
 DEFAULT_AGENT_POSITION = {"x": 0.0, "y": 0.9, "z": 0.0}
 
@@ -588,12 +592,14 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
         counters[type_name] = counters.get(type_name, 0) + 1
         object_id = entry.get("id") or f"{type_name}|{counters[type_name]}"
         expect_type(object_id, str, file=file, key=join_key(key, "id"))
-        if not _ID_PATTERN.match(object_id):
+        if not _ID_PATTERN.match(object_id) or has_control_characters(object_id):
             raise ConfigError(file, join_key(key, "id"), f"ids look like '<Type>|<n>', got {object_id!r}")
         if any(r["objectId"] == object_id for r in records):
             raise ConfigError(file, join_key(key, "id"), f"duplicate object id {object_id!r}")
-        record = make_object_record(types[type_name], object_id,
-                                    name=str(entry.get("name") or ""))
+        name_given = expect_type(entry.get("name") or "", str, file=file, key=join_key(key, "name"))
+        if has_control_characters(name_given):
+            raise ConfigError(file, join_key(key, "name"), f"control characters in {name_given!r}")
+        record = make_object_record(types[type_name], object_id, name=name_given)
         _apply_state(record, types[type_name], entry.get("state"), file=file, key=join_key(key, "state"))
         records.append(record)
 
@@ -625,7 +631,7 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
             preferences[oid] = _destinations(entry["preferred"], resolver, file, key)
         capacity = entry.get("capacity", types[record["objectType"]].capacity)
         if capacity is not None:
-            expect_type(capacity, int, file=file, key=join_key(key, "capacity"))
+            expect_number(capacity, file=file, key=join_key(key, "capacity"), low=0, high=MAX_CAPACITY, integer=True)
             if not record["receptacle"]:
                 raise ConfigError(file, join_key(key, "capacity"), f"{oid} is not a receptacle")
             capacities[oid] = capacity
@@ -725,13 +731,30 @@ def _check_cycles(records: list[dict[str, Any]], file: str) -> None:
             if parent in seen:
                 raise ConfigError(file, "objects", f"containment cycle through {record['objectId']} and {parent}")
             seen.add(parent)
+            if len(seen) > MAX_CONTAINMENT_DEPTH + 1:
+                raise ConfigError(file, "objects", f"{record['objectId']} is contained more than "
+                                  f"{MAX_CONTAINMENT_DEPTH} levels deep")
             current = by_id[parent]
 
 
 def _parse_vec(value: Any, file: str, key: str) -> dict[str, float]:
     check_keys(value, file=file, key=key, required=("x", "y", "z"))
-    return layout.vec(*(float(expect_type(value[a], (int, float), file=file, key=join_key(key, a)))
-                        for a in ("x", "y", "z")))
+    return layout.vec(*(float(expect_number(value[a], file=file, key=join_key(key, a), low=-MAX_COORDINATE_M,
+                                            high=MAX_COORDINATE_M)) for a in ("x", "y", "z")))
+
+
+def check_state_value(name: str, value: Any, *, file: str | Path, key: str) -> None:
+    """A value of one of STATE_KEYS as AI2-THOR has it (scene files and marker registries)."""
+    if name == "temperature":
+        if value not in ("Hot", "Cold", "RoomTemp"):
+            raise ConfigError(file, key, f"expected Hot, Cold or RoomTemp, got {value!r}")
+    elif name == "openness":
+        expect_number(value, file=file, key=key, low=0.0, high=1.0)
+    elif name == "fillLiquid":
+        if value not in (None, "water", "coffee", "wine"):
+            raise ConfigError(file, key, f"expected water, coffee or wine, got {value!r}")
+    else:
+        expect_type(value, bool, file=file, key=key)
 
 
 def _apply_state(record: dict[str, Any], object_type: ObjectType, state: Any, *, file: str, key: str) -> None:
@@ -742,16 +765,7 @@ def _apply_state(record: dict[str, Any], object_type: ObjectType, state: Any, *,
         needs = STATE_KEYS[name]
         if needs is not None and not object_type.flag(needs):
             raise ConfigError(file, join_key(key, name), f"{record['objectId']} is not {needs}")
-        if name == "temperature":
-            if value not in ("Hot", "Cold", "RoomTemp"):
-                raise ConfigError(file, join_key(key, name), "expected Hot, Cold or RoomTemp")
-        elif name == "openness":
-            expect_type(value, (int, float), file=file, key=join_key(key, name))
-        elif name == "fillLiquid":
-            if value not in (None, "water", "coffee", "wine"):
-                raise ConfigError(file, join_key(key, name), "expected water, coffee or wine")
-        else:
-            expect_type(value, bool, file=file, key=join_key(key, name))
+        check_state_value(name, value, file=file, key=join_key(key, name))
         record[name] = value
     if "isOpen" in state and "openness" not in state:
         record["openness"] = 1.0 if record["isOpen"] else 0.0
