@@ -33,7 +33,6 @@ from typing import Any, Iterable, Mapping
 from task_learning.config import (
     MAX_NESTING,
     MAX_YAML_BYTES,
-    check_document,
     check_keys,
     config_path,
     expect_number,
@@ -272,8 +271,9 @@ def load_metadata_scenes(path: str | Path) -> dict[str, Scene]:
 
 
 def _read_json(path: Path) -> Any:
-    """JSON, or gzipped JSON (name ending .gz), from a regular file; NaN, infinities and nesting
-    deeper than any recording are refused like in every YAML file (config.check_document)."""
+    """JSON, or gzipped JSON (name ending .gz), from a regular file. NaN and infinities are
+    parsed, so that the record check (world/recorded.py) refuses them naming the object and the
+    field; nesting deeper than Python can parse is refused here."""
     raw = read_input_bytes(path, max_bytes=MAX_YAML_BYTES)
     if path.name.endswith(".gz"):
         try:
@@ -284,21 +284,13 @@ def _read_json(path: Path) -> Any:
         if len(raw) > MAX_YAML_BYTES:
             raise ConfigError(path, None, f"unpacks to more than {MAX_YAML_BYTES} bytes")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ConfigError(path, None, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(path, None, f"line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}") from None
-    except ValueError as exc:  # NaN, Infinity
-        raise ConfigError(path, None, str(exc)) from None
     except RecursionError:
         raise ConfigError(path, None, f"nested more than {MAX_NESTING} levels deep") from None
-    check_document(data, file=path)
-    return data
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number a recording may hold (positions and sizes are finite)")
 
 
 def _metadata_groups(data: Any, path: Path) -> dict[str, Any]:
