@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err, "standard error")
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C during a command, or while build_parser imports the subcommands
@@ -152,13 +152,9 @@ def _main(argv: list[str] | None) -> int:
 
 def _flush_output() -> None:
     """Flush stdout: output that could not be written (a full disk behind `> file`, /dev/full)
-    is this command's failure, not an exit 0 (a closed pipe stays a quiet end, as below)."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot write the output (standard output): {exc.strerror or exc}") from None
+    is this command's failure, not an exit 0 (PrintableStream names the stream; a closed pipe
+    stays a quiet end, as below)."""
+    sys.stdout.flush()
 
 
 def _discard_unwritable_output() -> None:

@@ -67,14 +67,30 @@ SEED = bounded_int(0, MAX_SEED)
 
 
 class PrintableStream:
-    """A text stream that strips escape sequences and control characters from what it writes."""
+    """A text stream that strips escape sequences and control characters from what it writes.
+    A write that fails (a full disk behind `> file`) names the stream, so the one-line error
+    says what could not be written."""
 
-    def __init__(self, inner: TextIO) -> None:
+    def __init__(self, inner: TextIO, name: str = "standard output") -> None:
         self._inner = inner
+        self._name = name
 
     def write(self, text: str) -> int:
-        self._inner.write(printable(text))
+        try:
+            self._inner.write(printable(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), self._name) from None
         return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), self._name) from None
 
     def __getattr__(self, name: str) -> object:  # flush, fileno, isatty, encoding...
         return getattr(self._inner, name)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -165,6 +167,41 @@ def describe_db_error(path: str, exc: BaseException, busy_timeout_s: float) -> s
     if "unable to open" in text:
         return f"{path}: cannot open the knowledge base ({text}): is it a directory or in a missing/unwritable folder?"
     return f"{path}: knowledge base error: {text}"
+
+
+# SQLite's lock bytes (unix VFS): the WAL write lock is byte 120 of the -shm file; a rollback-
+# journal database's RESERVED lock is the byte after PENDING_BYTE (1 GiB) of the file itself.
+_WAL_WRITE_LOCK = (("-shm", 120),)
+_RESERVED_LOCK = (("", 0x40000001),)
+
+
+def writer_holds_lock(path: str) -> bool:
+    """Whether another process holds `path`'s write lock right now (a write transaction open),
+    asked with fcntl's F_GETLK, which only looks: nothing is locked or changed. False where the
+    question cannot be asked (no fcntl, an unexpected struct layout)."""
+    try:
+        import fcntl
+        import struct
+    except ImportError:
+        return False
+    layout = "hhqqi4x" if sys.platform.startswith("linux") else None
+    if layout is None:
+        return False
+    for suffix, offset in _WAL_WRITE_LOCK + _RESERVED_LOCK:
+        try:
+            fd = os.open(f"{path}{suffix}", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            query = struct.pack(layout, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+            if struct.unpack(layout, answer)[0] != fcntl.F_UNLCK:
+                return True
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return False
 
 
 class Confirmation(str, Enum):
@@ -403,7 +440,13 @@ class KnowledgeBase:
         self._lock = threading.RLock()
         try:
             if read_only:
-                self._conn = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True,
+                # Nothing may be created beside the file either: a WAL database opened read-only
+                # still creates its -shm and -wal files, unless it is opened as immutable. That
+                # is safe when no -wal file exists (no process has the base open: a live one
+                # keeps it); with one, the reader joins the live WAL as any reader does.
+                live = Path(f"{self.path}-wal").exists()
+                self._conn = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro"
+                                             + ("" if live else "&immutable=1"), uri=True,
                                              check_same_thread=False, timeout=self.busy_timeout_s,
                                              isolation_level=None)
             else:
@@ -413,6 +456,7 @@ class KnowledgeBase:
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
         if read_only:
             try:
+                self._wait_for_writer()
                 self._check_schema()
                 self._shadow_missing()
                 self._check_version()
@@ -461,6 +505,17 @@ class KnowledgeBase:
             raise KnowledgeBaseError(f"{self.path}: cannot open the knowledge base: {exc.strerror or exc}") from None
         if not stat_kind.S_ISREG(mode):
             raise KnowledgeBaseError(f"{self.path}: {describe_kind(mode)}, not a knowledge base file")
+
+    def _wait_for_writer(self) -> None:
+        """Read-only: a snapshot taken while another process holds the write lock would be
+        reported complete while that process's writes are still coming; wait for it (as a
+        writer would), then name the lock (as `run` does) if it is still held."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while writer_holds_lock(self.path):
+            if time.monotonic() >= deadline:
+                raise KnowledgeBaseError(describe_db_error(self.path, sqlite3.OperationalError("database is locked"),
+                                                           self.busy_timeout_s))
+            time.sleep(0.05)
 
     def _shadow_missing(self) -> None:
         """Read-only: tables (and the goals' confirmation column) an older file lacks are given
