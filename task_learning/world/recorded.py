@@ -13,7 +13,7 @@ project does not read may be absent. Unknown extra keys are kept (a newer AI2-TH
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from task_learning.config import MAX_NESTING, join_key
 from task_learning.errors import ConfigError
@@ -127,7 +127,7 @@ def drop_fixed_in_movable(records: list[dict[str, Any]]) -> int:
     return dropped
 
 
-def check_containment(records: list[Mapping[str, Any]], recorded_children: Mapping[str, list[str]],
+def check_containment(records: Sequence[Mapping[str, Any]], recorded_children: Mapping[str, list[str]],
                       where: str, *, cycles: bool = True) -> None:
     """Every id a record names as parent or child is an object of the scene; with `cycles`,
     containment (parentReceptacles) has no cycle and is at most MAX_CONTAINMENT_DEPTH deep."""
@@ -147,7 +147,7 @@ def check_containment(records: list[Mapping[str, Any]], recorded_children: Mappi
         _check_cycles_and_depth(records, index_of, where)
 
 
-def _check_cycles_and_depth(records: list[Mapping[str, Any]], index_of: Mapping[str, int], where: str) -> None:
+def _check_cycles_and_depth(records: Sequence[Mapping[str, Any]], index_of: Mapping[str, int], where: str) -> None:
     """No object is (through any of its parents) inside itself, and no chain of containment is
     longer than MAX_CONTAINMENT_DEPTH: a depth-first walk over every parent link, without
     recursion."""
