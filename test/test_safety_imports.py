@@ -279,3 +279,18 @@ def test_task_patterns_match_in_bounded_time():
     assert task_binding(spaced, "a " * 9 + "x") == {f"v{i}": "a" for i in range(9)}
     assert task_binding("pick and place a/an <object> in/on a/an <receptacle>",
                         "Pick and place a/an apple in/on a/an fridge") == {"object": "apple", "receptacle": "fridge"}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_hostile_imports_join_task_learning_faults_as_handled(tmp_path):
+    from task_learning.faults import run_probes
+    from task_learning.faults.base import ProbeContext
+
+    results = run_probes(ProbeContext(workdir=tmp_path), ("imports",))
+    assert {r.name for r in results} >= {"policy that also throws the eggs away", "run on a knowledge base holding it",
+                                          "deceptive production description", "production count -1",
+                                          "utility 1e308, count 10**30", "task pattern of nine variables"}
+    failed = [f"{r.name}: {r.detail}" for r in results if not r.handled]
+    assert not failed, failed
+    assert sum(r.unconfirmed_executed for r in results) == 0
