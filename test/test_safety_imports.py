@@ -294,3 +294,31 @@ def test_the_hostile_imports_join_task_learning_faults_as_handled(tmp_path):
     failed = [f"{r.name}: {r.detail}" for r in results if not r.handled]
     assert not failed, failed
     assert sum(r.unconfirmed_executed for r in results) == 0
+
+
+def test_an_older_knowledge_base_s_policies_read_as_unreviewed(tmp_path):
+    """A file from before the approval column: nothing recorded whether this robot learned its
+    policies or an import (which took them on their shape alone) put them there."""
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    with KnowledgeBase(path) as kb:
+        kb.save_policy(Policy("tidy kitchen", "Mug", "DishRack", "inside(?object, Cupboard)",
+                              [ActionCall("PickupObject", "?object"), ActionCall("PutObject", "Cupboard")]))
+        assert kb.policies()[0].approval == "learned"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE p2 (id INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, object_type TEXT NOT NULL,
+            location TEXT NOT NULL, goal_key TEXT NOT NULL, actions_json TEXT NOT NULL,
+            successes INTEGER NOT NULL DEFAULT 0, failures INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL,
+            UNIQUE (task, object_type, location, goal_key));
+        INSERT INTO p2 SELECT id, task, object_type, location, goal_key, actions_json, successes, failures,
+            updated_at FROM policies;
+        DROP TABLE policies; ALTER TABLE p2 RENAME TO policies;""")
+    conn.close()
+    with KnowledgeBase(path) as kb:
+        (policy,) = kb.policies()
+        assert policy.approval == POLICY_UNREVIEWED and not policy.reviewed
+        policy.approval = "operator:panel"
+        kb.save_policy(policy)
+        assert kb.policy_for("tidy kitchen", "Mug", "DishRack", "inside(?object, Cupboard)").approval == "operator:panel"
