@@ -744,9 +744,14 @@ class KnowledgeBase:
         with self._transaction() as cur:
             cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"family_end:{family}", end_condition))
 
-    def statements(self) -> dict[str, bool]:
+    def statements(self, source: str | None = None) -> dict[str, bool]:
+        """Every world statement and its truth; with `source`, only those recorded from it."""
         with self._lock:
-            rows = self._conn.execute("SELECT statement, truth FROM world_statements ORDER BY statement").fetchall()
+            if source is None:
+                rows = self._conn.execute("SELECT statement, truth FROM world_statements ORDER BY statement").fetchall()
+            else:
+                rows = self._conn.execute("SELECT statement, truth FROM world_statements WHERE source=? "
+                                          "ORDER BY statement", (source,)).fetchall()
         return {r[0]: bool(r[1]) for r in rows}
 
     def parse_production_import(self, data: Any, *, source: str = "<import>") -> list[dict[str, Any]]:
