@@ -129,6 +129,26 @@ def probe_force_action_json(c: Client) -> dict[str, Any]:
                   unconfirmed_executed=int(response.outcome.success))
 
 
+def probe_simulator_commands(c: Client) -> dict[str, Any]:
+    """Issue 34: `Reset {sceneName: FloorPlan306}` swapped the AI2-THOR kitchen for a bedroom;
+    only robot actions may reach a backend (world.action_check.ROBOT_ACTIONS)."""
+    name = "execute_action Reset / ChangeResolution / TeleportFull"
+    sent = [ActionCall(action="Reset", params=[KeyValue(key="sceneName", value='"FloorPlan306"')]),
+            ActionCall(action="ChangeResolution", params=[KeyValue(key="x", value="64"), KeyValue(key="y", value="64")]),
+            ActionCall(action="TeleportFull", params=[KeyValue(key="horizon", value="10")])]
+    answered = refused = executed = 0
+    for call in sent:
+        response = c.call(ExecuteAction, "execute_action", ExecuteAction.Request(call=call))
+        if response is None:
+            continue
+        answered += 1
+        executed += int(response.outcome.success)
+        refused += int(not response.outcome.success and "not a robot action" in response.outcome.error_message)
+    return result(name, answered == refused == len(sent),
+                  f"{answered} of {len(sent)} answered, {refused} refused as not robot actions, {executed} executed",
+                  unconfirmed_executed=executed)
+
+
 def _refused_or_hung(name: str, status: str) -> dict[str, Any]:
     """A goal the planner rejected passes (it did nothing); one that never ended fails."""
     return result(name, status == "rejected", "rejected" if status == "rejected" else "no result (hang)")
@@ -392,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     probes: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("query_world with a 2 MB query", lambda: probe_query_size(client)),
         ("execute_action forceAction '{not json'", lambda: probe_force_action_json(client)),
+        ("execute_action Reset / ChangeResolution / TeleportFull", lambda: probe_simulator_commands(client)),
         ("perform_task scene '/etc/passwd'", lambda: probe_scene_path(client)),
         ("reach_goal with truth 'maybe'", lambda: probe_truth_maybe(client)),
         ("reach_goal nobody confirmed", lambda: probe_unconfirmed_reach(client)),

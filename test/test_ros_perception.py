@@ -162,6 +162,11 @@ def test_malformed_requests_are_refused_not_executed_nor_echoed(ros):
     # A value of the wrong type is refused too.
     outcome, _ = execute(ros, "PickupObject", "Mug|2", forceAction="yes")
     assert not outcome.success and "true or false" in outcome.error_message
+    # Simulator commands are not robot actions (issue 34): answered, refused, nothing changed.
+    for action, params in (("Reset", {"sceneName": "FloorPlan306"}), ("TeleportFull", {"horizon": 10})):
+        outcome, world = execute(ros, action, **params)
+        assert not outcome.success and "not a robot action" in outcome.error_message, outcome
+        assert world.scene == "tidy_kitchen"
 
     res = ros.call(QueryWorld, "query_world", QueryWorld.Request(query="x" * 1_000_000), timeout=60)
     assert not res.success and "query too long (1000000 characters" in res.message

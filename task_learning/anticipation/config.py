@@ -34,6 +34,8 @@ class AnticipationConfig:
     temperature: float
     max_tokens: int
     experience: tuple[StoredRoutine, ...]
+    # own (default): the project's prompt wording; paper: the traces' own (paper_prompts.py)
+    wording: str = "own"
 
     def task_named(self, name: str) -> str | None:
         """The task of the list `name` means (its own name or an alias), or None."""
@@ -44,7 +46,11 @@ def default_path() -> Path:
     return config_path("anticipation", "anticipation.yaml")
 
 
-def load_anticipation_config(path: str | Path | None = None) -> AnticipationConfig:
+def load_anticipation_config(path: str | Path | None = None, *, wording: str = "own") -> AnticipationConfig:
+    """`wording`: own (the project's prompt text) or paper (the traces' own, `--prompts paper`)."""
+    from task_learning.prompt_templates import check_wording
+
+    check_wording(wording)
     file = Path(path) if path else default_path()
     data = check_keys(load_yaml(file), file=file, key="",
                       required=("tasks", "aliases", "facts", "validator", "prompt", "experience"))
@@ -96,7 +102,7 @@ def load_anticipation_config(path: str | Path | None = None) -> AnticipationConf
         experience.append(StoredRoutine(ctx.day, tuple(sorted(ctx.facts)), tuple(routine),
                                         str(item.get("explanation") or ""), source="config"))
     return AnticipationConfig(str(file), tasks, aliases, facts, threshold, examples, temperature,
-                              max_tokens, tuple(experience))
+                              max_tokens, tuple(experience), wording)
 
 
 def _names(value: Any, file: Path, key: str) -> list[str]:

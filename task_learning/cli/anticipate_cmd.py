@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from task_learning.cli.options import SEED, bounded_float
 from task_learning.errors import TaskLearningError
+from task_learning.prompt_templates import PROMPT_WORDINGS
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig
@@ -78,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds to wait for the oversight node (--oversight ros)")
     p.add_argument("--operator", choices=("simulated", "terminal"), default="simulated",
                    help="who confirms anticipated tasks in --day (simulated: knows the true routine)")
+    p.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
+                   help="own (default): the project's prompt wording; paper: the traces' prompts verbatim "
+                        "(config/anticipation/paper_prompts.yaml)")
     p.add_argument("--json", action="store_true")
     p.requires("--robot", "--day", why="the robot's day is a simulated day")
     p.requires("--oversight=ros", "--robot", why="the robot's day asks through the oversight node")
@@ -86,6 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.excludes("--graph", "--db", why="the knowledge base is the anticipation node's db_path (`bringup --db`)")
     p.excludes("--graph", "--llm", why="the anticipation node's LLM is its `llm` parameter "
                                        "(--param anticipation.llm:=...)")
+    p.excludes("--graph", "--prompts", why="the anticipation node asks in the project's own wording; --prompts "
+                                           "paper runs in-process only")
     p.excludes("--day", "--context", "--done", "--assigned", "--record",
                why="a simulated day takes its context and tasks from the day")
     p.requires("--record", "--db", why="the knowledge base keeps the robot's experience")
@@ -116,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from task_learning.kb.store import KnowledgeBase
     from task_learning.llm.client import make_client
 
-    cfg = load_anticipation_config()
+    cfg = load_anticipation_config(wording=args.prompts)
     if args.day is not None:
         return _run_day(args, cfg)
     if args.context is None or not args.context.strip():

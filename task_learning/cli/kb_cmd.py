@@ -12,7 +12,7 @@ from task_learning.config import load_yaml
 from task_learning.errors import TaskLearningError
 from task_learning.files import write_text_atomic
 from task_learning.kb import KnowledgeBase
-from task_learning.kb.store import StoredRoutine
+from task_learning.kb.store import Policy, StoredRoutine, imported_free_text
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig
@@ -26,8 +26,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     exp.add_argument("--db", required=True)
     exp.add_argument("--out", default="-", help="file, or - for stdout")
     imp = sub.add_parser("import", help="merge goals, policies and routines from a YAML export (each goal's "
-                                        "text is analysed again and must mean its literals; each routine's "
-                                        "tasks and facts must be those of config/anticipation/anticipation.yaml)")
+                                        "text is analysed again and must mean its literals; each policy must "
+                                        "act only on its object and what its goal names, and is replayed only "
+                                        "once an operator approves it; each routine's tasks and facts must be "
+                                        "those of config/anticipation/anticipation.yaml; world statements and "
+                                        "end conditions are not imported)")
     imp.add_argument("--db", required=True)
     imp.add_argument("--scene", default=None,
                      help="scene the goals belong to (default: the scene whose task is each goal's)")
@@ -66,11 +69,16 @@ def run(args: argparse.Namespace) -> int:
             data = load_yaml(args.file)
             productions = kb.parse_production_import(data, source=args.file)  # all validated first
             counts = kb.import_dict(data, source=args.file, trust_confirmations=args.trust_confirmations,
-                                    verify=checker, verify_routine=RoutineChecker(args.file))
-            kb.import_productions(productions, data)
+                                    verify=checker, verify_routine=RoutineChecker(args.file),
+                                    verify_policy=PolicyChecker(args.file))
+            kb.import_productions(productions)
             trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
-            print(f"imported {counts.goals} goals, {counts.policies} policies, {counts.routines} new routines and "
-                  f"{len(productions)} productions into {args.db} (confirmations {trust})")
+            left_out = imported_free_text(data)
+            print(f"imported {counts.goals} goals, {counts.policies} policies ({counts.policies_unreviewed} to be "
+                  f"approved by an operator before reuse), {counts.routines} new routines and {len(productions)} "
+                  f"productions (unapproved) into {args.db} (confirmations {trust}); left out as free text nobody "
+                  f"reviewed: the productions' English and provenance, {left_out.get('world_statements', 0)} world "
+                  f"statements, {left_out.get('family_end_conditions', 0)} family end conditions")
             return 0
         if args.kb_command == "approve":
             existing = [r["name"] for r in kb.productions()]
@@ -88,6 +96,23 @@ def run(args: argparse.Namespace) -> int:
                   f"confirmation {goal.confirmation.value}]")
         show_productions(kb)
         return 0
+
+
+class PolicyChecker:
+    """`verify_policy(policy, key)` for KnowledgeBase.import_dict: a policy made of anything but
+    robot actions, or acting on anything but its own object, its place and what its goal names
+    (planning.policy_review.policy_problem), refuses the whole file, naming the entry."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def __call__(self, policy: Policy, key: str) -> None:
+        from task_learning.errors import ConfigError
+        from task_learning.planning.policy_review import policy_problem
+
+        problem = policy_problem(policy)
+        if problem:
+            raise ConfigError(self.file, key, f"refused: {problem}")
 
 
 class RoutineChecker:

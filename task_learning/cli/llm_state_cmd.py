@@ -18,12 +18,13 @@ import sys
 import textwrap
 from typing import Any
 
-from task_learning.cli.options import bounded_int
+from task_learning.cli.options import bounded_float, bounded_int
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
 from task_learning.llm_state.thor_tasks import THOR_BACKENDS, load_thor_tasks, run_thor_trial
+from task_learning.prompt_templates import PROMPT_WORDINGS
 
 MAX_CAP = 1000
 
@@ -49,6 +50,11 @@ def register(subparsers: Any) -> None:
                         help="the robot's hands (default 2; AI2-THOR's agent has 1)")
     parser.add_argument("--cap", type=bounded_int(1, MAX_CAP), default=None,
                         help="step cap (default: the task's, from Table I)")
+    parser.add_argument("--temperature", type=bounded_float(0.0, 2.0), default=0.0,
+                        help="the model's temperature (default 0; the paper does not state its own)")
+    parser.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
+                        help="own (default): the project's prompt wording; paper: the appendix's prompts verbatim "
+                             "(config/llm_state/paper_prompts.yaml; InnerMonologue-W and ProgPrompt keep ours)")
     parser.add_argument("--show-state", action="store_true", help="add each trial's final state and actions")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
@@ -70,16 +76,22 @@ def run(args: argparse.Namespace) -> int:
         args.scene, args.hands = args.scene or "map1", args.hands or 2
         maps = list(house.maps) if args.scene == "all" else [house.map(args.scene).name]
     from task_learning.llm.client import make_client
+    from task_learning.llm.routing import describe_routes, routes
+    from task_learning.llm_state.prompts import PROMPT_TYPES
 
     client = make_client(args.llm)
+    if not args.json and args.llm != "offline":
+        print(f"LLM-State prompts: {describe_routes(client, PROMPT_TYPES)} (config/llm.yaml "
+              "openai.selection_prompt_types)", file=sys.stderr)
     results = []
     for i in range(args.trials):
         if on_thor:
             results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend, cap=args.cap,
-                                          trial=i))
+                                          trial=i, temperature=args.temperature, wording=args.prompts))
         else:
             world = HouseholdWorld(house, maps[i % len(maps)], task, hands=args.hands)
-            results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap, trial=i))
+            agent = LLMStateAgent(client, args.method, temperature=args.temperature, wording=args.prompts)
+            results.append(agent.run(world, task, cap=args.cap, trial=i))
         client.raise_if_unavailable()
     offline = args.llm == "offline"
     trials = []
@@ -95,11 +107,12 @@ def run(args: argparse.Namespace) -> int:
                "mean_steps": round(sum(r.steps for r in results) / n, 2),
                "llm_calls": sum(r.llm_calls for r in results), "tokens": sum(r.tokens for r in results),
                "dropped_calls": sum(r.dropped_calls for r in results), "cap": args.cap or task.cap,
-               "hands": args.hands}
+               "hands": args.hands, "temperature": args.temperature, "prompts": args.prompts}
     try:
         if args.json:
             print(json.dumps({"trials": trials, "summary": summary,
                               "llm": getattr(client.provider, "label", args.llm),
+                              "routing": routes(client, PROMPT_TYPES),
                               "note": OFFLINE_NOTE if offline else ""}, indent=2))
         else:
             for r in results:

@@ -22,6 +22,8 @@ import shlex
 import threading
 from typing import Any, Mapping
 
+from task_learning.types import ActionCall
+from task_learning.world.action_check import NOT_A_ROBOT_ACTION, action_call_problem
 from task_learning.world.backend import WorldUnavailableError
 from task_learning.world.layout import CAMERA_HEIGHT_M, MAX_HORIZON, MIN_HORIZON, horizontal_distance
 from task_learning.world.look import SEARCH_ACTION, look_around_plan
@@ -74,7 +76,19 @@ class Ai2ThorWorld:
         return self._metadata
 
     def step(self, action: str, **params: Any) -> dict[str, Any]:
+        """One robot action. The Controller obeys any command it is sent, simulator control
+        included (Reset, ChangeResolution, teleports): a call that is not a robot action
+        (world.action_check) fails here, the simulator untouched, whoever sends it."""
         self.steps += 1
+        object_id = params.get("objectId", "")
+        if not isinstance(object_id, str):
+            problem = f"objectId must be an object id, got {type(object_id).__name__}"
+        else:
+            problem = action_call_problem(ActionCall(action, object_id, tuple(
+                (k, v) for k, v in params.items() if k != "objectId")))
+        if problem:
+            self._metadata = self._failed(action, f"not executed: {problem}", NOT_A_ROBOT_ACTION)
+            return self._metadata
         if action == "NavigateToObject":
             result = self._navigate(params)
         elif action == SEARCH_ACTION:
