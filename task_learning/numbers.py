@@ -16,12 +16,13 @@ def _fmt(value: float) -> str:
     return f"{value:g}"
 
 
-def range_text(low: float | None, high: float | None, *, low_open: bool = False) -> str:
-    """'between 1 and 64', 'in (0, 600]', '>= 1', '> 0', or '' with no bound."""
+def range_text(low: float | None, high: float | None, *, low_open: bool = False, integer: bool = False) -> str:
+    """'between 1 and 64' (integers), 'a finite number in [0, 2]' or '... in (0, 600]', '>= 1',
+    '> 0', or '' with no bound."""
     if low is not None and high is not None:
-        if low_open:
-            return f"in ({_fmt(low)}, {_fmt(high)}]"
-        return f"between {_fmt(low)} and {_fmt(high)}"
+        if integer and not low_open:
+            return f"between {_fmt(low)} and {_fmt(high)}"
+        return f"a finite number in {'(' if low_open else '['}{_fmt(low)}, {_fmt(high)}]"
     if low is not None:
         return f"{'>' if low_open else '>='} {_fmt(low)}"
     if high is not None:
@@ -43,7 +44,7 @@ def number_problem(value: Any, *, low: float | None = None, high: float | None =
     too_low = low is not None and (value <= low if low_open else value < low)
     too_high = high is not None and value > high
     if too_low or too_high:
-        return f"must be {range_text(low, high, low_open=low_open)}, got {_fmt(value)}"
+        return f"must be {range_text(low, high, low_open=low_open, integer=integer)}, got {_fmt(value)}"
     return ""
 
 

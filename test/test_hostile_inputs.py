@@ -177,7 +177,7 @@ def test_no_option_of_any_command_takes_a_bare_int_or_float():
 
 @pytest.mark.parametrize("args, words", [
     (["bag", "play", "--bag", "x", "--rate", "nan"], "--rate: must be a finite number"),
-    (["bag", "play", "--bag", "x", "--rate", "1e-9"], "--rate: must be between 0.01 and 100"),
+    (["bag", "play", "--bag", "x", "--rate", "1e-9"], "--rate: must be a finite number in [0.01, 100]"),
     (["bag", "record", "--out", "x", "--duration", "inf"], "--duration: must be a finite number"),
     (["bag", "perceive", "--bag", "x", "--scene", "tidy_kitchen", "--synthetic", "--camera-to-base", "nan", "0", "1",
       "0", "0", "0", "1"], "--camera-to-base: must be a finite number"),
@@ -215,7 +215,7 @@ def test_the_one_number_check():
     assert "finite" in number_problem(float("inf"))
     assert "expected a number" in number_problem(True)
     assert "expected an integer" in number_problem(2.5, integer=True)
-    assert number_problem(0.0, low=0.0, high=1.0, low_open=True) == "must be in (0, 1], got 0"
+    assert number_problem(0.0, low=0.0, high=1.0, low_open=True) == "must be a finite number in (0, 1], got 0"
 
 
 def test_every_numeric_node_parameter_has_a_range_and_refuses_nan():
