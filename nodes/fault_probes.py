@@ -379,6 +379,23 @@ def probe_stop(bringup: subprocess.Popen) -> dict[str, Any]:
     return result(name, True, f"stopped (exit {bringup.returncode})")
 
 
+def probe_backend_choice(cli: list[str], env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    """A perception node started with backend:=unity (a parameter, past the CLI's own choices):
+    refused at start with one line naming the parameter, and bringup ends, within seconds."""
+    name = "perception node with backend unity"
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(cli + ["bringup", "--nodes", "perception", "--param", "perception.backend:=unity"],
+                              capture_output=True, text=True, env=env, timeout=90, cwd=workdir)
+    except subprocess.TimeoutExpired:
+        return result(name, False, "bringup still running 90 s after the node was given backend unity (hang)")
+    refusal = next((line for line in (proc.stdout + proc.stderr).splitlines()
+                    if "parameter backend: 'unity' is not one of" in line), "")
+    handled = proc.returncode != 0 and bool(refusal) and "Traceback" not in proc.stdout + proc.stderr
+    return result(name, handled, f"bringup exit {proc.returncode} after {time.monotonic() - started:.1f} s: "
+                                 + (refusal.split("]: ", 1)[-1] or "no refusal naming the parameter"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workdir", required=True)
@@ -411,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                 out = result(name, False, f"{type(exc).__name__}: {exc}")
             print(json.dumps(out), flush=True)
         print(json.dumps(probe_stop(bringup)), flush=True)
+        print(json.dumps(probe_backend_choice(cli, env, workdir)), flush=True)
         if not args.fast:  # a fresh graph (a fresh world) for the kill
             name = "perception killed during perform_task"
             with open(workdir / "ros_kill.log", "w", encoding="utf-8") as kill_log:

@@ -168,6 +168,7 @@ def test_frames_are_the_pinhole_model_of_camera_info(scene):
 def test_unknown_floorplan_is_a_clear_error():
     bad = load_scene("tidy_floorplan1")
     bad.floorplan = "FloorPlan999"
+    bad.recording = ""  # no recording the stand-in could be told to serve under that name
     with pytest.raises(SimulatorError) as info:
         Ai2ThorWorld(bad, settings())
     message = str(info.value)

@@ -122,7 +122,8 @@ def test_bad_parameters_stop_the_node_with_a_clear_error(ros_graph, override, ex
 
 @pytest.mark.parametrize("override, expected", [
     ("ai2thor.local_executable_path:=/no/such/simulator", "/no/such/simulator is not an executable file"),
-    ("ai2thor.width:=0", "must be positive"),
+    ("ai2thor.width:=0", "ai2thor.width out of range. Min: 16, Max: 8192"),
+    ("ai2thor.server_timeout_s:=.nan", "ai2thor.server_timeout_s out of range"),
 ])
 def test_bad_ai2thor_settings_stop_the_node_with_a_clear_error(ros_graph, override, expected):
     proc = ros_graph.run(PERCEPTION + ["-p", "backend:=ai2thor", "-p", "scene:=tidy_floorplan1", "-p", override],

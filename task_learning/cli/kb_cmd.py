@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +10,7 @@ import yaml
 
 from task_learning.config import load_yaml
 from task_learning.errors import TaskLearningError
+from task_learning.files import write_text_atomic
 from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import Policy, StoredRoutine, imported_free_text
 
@@ -51,8 +50,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+READ_ONLY = ("export", "show")  # these only look: the file must exist and is never changed
+
+
 def run(args: argparse.Namespace) -> int:
-    with KnowledgeBase(args.db) as kb:
+    with KnowledgeBase(args.db, read_only=args.kb_command in READ_ONLY) as kb:
         if args.kb_command == "export":
             text = yaml.safe_dump(kb.export_dict(), sort_keys=False, allow_unicode=True)
             if args.out == "-":
@@ -149,26 +151,12 @@ class RoutineChecker:
 
 
 def write_export(path: Path, text: str) -> None:
-    """Write atomically (a temporary file in the same folder, then rename): a failed export leaves
-    no truncated file; a directory or an unwritable place is a one-line error."""
+    """Write atomically (files.write_text_atomic: a temporary file in the same folder, then
+    rename): a failed export leaves no truncated file; a directory, a device such as /dev/full,
+    a full disk or an unwritable place is a one-line error naming the file."""
     if path.is_dir():
         raise TaskLearningError(f"cannot export to {path}: it is a directory (give a file name, e.g. {path / 'kb.yaml'})")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise TaskLearningError(f"cannot export to {path}: the folder {folder} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise TaskLearningError(f"cannot export to {path}: {exc.strerror or exc} (folder {folder})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise TaskLearningError(f"cannot export to {path}: {exc.strerror or exc}") from None
+    write_text_atomic(path, text)
 
 
 def show_productions(kb: KnowledgeBase) -> None:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sqlite3
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -127,6 +129,7 @@ class KnowledgeBaseError(TaskLearningError):
 
 
 ADDED_COLUMNS = {"goals": {"confirmation"}, "policies": {"approval"}}  # added to older files by _add_missing_columns
+RETIRED = {("table", "counters")}  # created by earlier versions, no longer read: still ours
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # SQLite retries a locked database this long before giving up
 
 
@@ -138,6 +141,17 @@ def _expected_columns() -> dict[str, set[str]]:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         return {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in tables
                 if not t.startswith("sqlite_")}
+    finally:
+        conn.close()
+
+
+def _expected_objects() -> set[tuple[str, str]]:
+    """(type, name) of every table and index the schema above creates."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        return {(r[0], r[1]) for r in conn.execute("SELECT type, name FROM sqlite_master")
+                if not str(r[1]).startswith("sqlite_")}
     finally:
         conn.close()
 
@@ -155,6 +169,41 @@ def describe_db_error(path: str, exc: BaseException, busy_timeout_s: float) -> s
     if "unable to open" in text:
         return f"{path}: cannot open the knowledge base ({text}): is it a directory or in a missing/unwritable folder?"
     return f"{path}: knowledge base error: {text}"
+
+
+# SQLite's lock bytes (unix VFS): the WAL write lock is byte 120 of the -shm file; a rollback-
+# journal database's RESERVED lock is the byte after PENDING_BYTE (1 GiB) of the file itself.
+_WAL_WRITE_LOCK = (("-shm", 120),)
+_RESERVED_LOCK = (("", 0x40000001),)
+
+
+def writer_holds_lock(path: str) -> bool:
+    """Whether another process holds `path`'s write lock right now (a write transaction open),
+    asked with fcntl's F_GETLK, which only looks: nothing is locked or changed. False where the
+    question cannot be asked (no fcntl, an unexpected struct layout)."""
+    try:
+        import fcntl
+        import struct
+    except ImportError:
+        return False
+    layout = "hhqqi4x" if sys.platform.startswith("linux") else None
+    if layout is None:
+        return False
+    for suffix, offset in _WAL_WRITE_LOCK + _RESERVED_LOCK:
+        try:
+            fd = os.open(f"{path}{suffix}", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            query = struct.pack(layout, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+            if struct.unpack(layout, answer)[0] != fcntl.F_UNLCK:
+                return True
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return False
 
 
 class Confirmation(str, Enum):
@@ -420,26 +469,52 @@ def goal_key(literals: list[GoalLiteral]) -> str:
 
 
 class KnowledgeBase:
-    """Thread-safe access to one SQLite file (or ":memory:")."""
+    """Thread-safe access to one SQLite file (or ":memory:").
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+    `read_only=True` is for commands that only look (`kb show`, `kb export`): the file must
+    exist ("no knowledge base at ..." otherwise, never an empty one created in its place), it is
+    opened read-only and nothing in it, or beside it, is created or changed; tables an older
+    version did not have yet read as empty."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+                 read_only: bool = False) -> None:
         self.path = str(path)
         self.busy_timeout_s = float(busy_timeout_s)
+        self.read_only = read_only
         if not self.path.strip():
             raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
-            if Path(self.path).is_dir():
-                raise KnowledgeBaseError(f"{self.path}: is a directory, not a knowledge base file")
-            try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
+            self._check_file(read_only)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s,
-                                         isolation_level=None)
+            if read_only:
+                # Nothing may be created beside the file either: a WAL database opened read-only
+                # still creates its -shm and -wal files, unless it is opened as immutable. That
+                # is safe when no -wal file exists (no process has the base open: a live one
+                # keeps it); with one, the reader joins the live WAL as any reader does.
+                live = Path(f"{self.path}-wal").exists()
+                self._conn = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro"
+                                             + ("" if live else "&immutable=1"), uri=True,
+                                             check_same_thread=False, timeout=self.busy_timeout_s,
+                                             isolation_level=None)
+            else:
+                self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s,
+                                             isolation_level=None)
         except sqlite3.Error as exc:
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+        if read_only:
+            try:
+                self._wait_for_writer()
+                self._check_schema()
+                self._shadow_missing()
+                self._check_version()
+            except sqlite3.Error as exc:
+                self._conn.close()
+                raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+            except KnowledgeBaseError:
+                self._conn.close()
+                raise
+            return
         try:
             self._check_schema()  # before changing anything in a file that may be another program's
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -455,11 +530,76 @@ class KnowledgeBase:
             self._conn.close()
             raise
 
+    def _check_file(self, read_only: bool) -> None:
+        """The file is a regular file (or, when not read-only, absent: it is created); named
+        errors for a missing file, a directory, a FIFO or a device."""
+        import stat as stat_kind
+
+        from task_learning.files import describe_kind
+
+        path = Path(self.path)
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            if read_only:
+                raise KnowledgeBaseError(f"no knowledge base at {self.path} (check the path; a knowledge base is "
+                                         "created by the commands that learn, e.g. `task-learning run --db`)") from None
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
+            return
+        except OSError as exc:
+            raise KnowledgeBaseError(f"{self.path}: cannot open the knowledge base: {exc.strerror or exc}") from None
+        if not stat_kind.S_ISREG(mode):
+            raise KnowledgeBaseError(f"{self.path}: {describe_kind(mode)}, not a knowledge base file")
+
+    def _wait_for_writer(self) -> None:
+        """Read-only: a snapshot taken while another process holds the write lock would be
+        reported complete while that process's writes are still coming; wait for it (as a
+        writer would), then name the lock (as `run` does) if it is still held."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while writer_holds_lock(self.path):
+            if time.monotonic() >= deadline:
+                raise KnowledgeBaseError(describe_db_error(self.path, sqlite3.OperationalError("database is locked"),
+                                                           self.busy_timeout_s))
+            time.sleep(0.05)
+
+    def _shadow_missing(self) -> None:
+        """Read-only: tables (and the columns of ADDED_COLUMNS) an older file lacks are given as
+        empty TEMP tables and TEMP views, which live in memory and shadow the file's names, so
+        every query reads as it would after the file was upgraded, without changing it."""
+        present = {r[0] for r in self._conn.execute("SELECT name FROM main.sqlite_master WHERE type='table'")}
+        for statement in _SCHEMA.split(";"):
+            text = statement.strip()
+            if not text.startswith("CREATE TABLE IF NOT EXISTS"):
+                continue
+            name = text.split()[5]
+            if name not in present:
+                self._conn.execute(text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+        defaults = {"confirmation": "none", "approval": POLICY_UNREVIEWED}  # as _add_missing_columns
+        for table, added in ADDED_COLUMNS.items():
+            columns = {r[1] for r in self._conn.execute(f"PRAGMA main.table_info({table})")}
+            missing = sorted(added - columns)
+            if table in present and missing:
+                extra = ", ".join(f"'{defaults[c]}' AS {c}" for c in missing)
+                self._conn.execute(f"CREATE TEMP VIEW {table} AS SELECT *, {extra} FROM main.{table}")
+
     def _check_schema(self) -> None:
-        """A file whose tables belong to another program (a `goals` table of its own) is refused
-        by name instead of failing on the first query."""
+        """A file whose tables belong to another program (a `goals` table of its own, or any
+        table, index, view or trigger task_learning does not create) is refused by name instead
+        of being used and written into; an empty file (no tables) becomes a knowledge base."""
+        expected = _expected_objects() | RETIRED
+        foreign = sorted(f"{kind} {name!r}" for kind, name in
+                         self._conn.execute("SELECT type, name FROM main.sqlite_master")
+                         if not str(name).startswith("sqlite_") and (kind, name) not in expected)
+        if foreign:
+            raise KnowledgeBaseError(
+                f"{self.path}: not a task_learning knowledge base: it holds {', '.join(foreign[:5])}"
+                + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+                + " that task_learning did not create; use another --db (a new or empty file)")
         for table, columns in _expected_columns().items():
-            have = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+            have = {r[1] for r in self._conn.execute(f"PRAGMA main.table_info({table})")}
             # Absent tables are created, and columns added since version 1 are added to old files.
             missing = sorted(columns - have - ADDED_COLUMNS.get(table, set())) if have else []
             if missing:
@@ -470,6 +610,8 @@ class KnowledgeBase:
     def _check_version(self) -> None:
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
+            if self.read_only:
+                return
             with self._transaction() as cur:
                 cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif not str(row[0]).isdigit():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shlex
 import threading
 from typing import Any, Mapping
 
@@ -142,7 +143,7 @@ class Ai2ThorWorld:
             server_start_timeout=s.server_start_timeout_s)
         executable = s.executable()
         if executable:
-            kwargs["local_executable_path"] = executable
+            kwargs["local_executable_path"] = simulator_command(executable, self.thor_scene, self.scene.recording)
         if s.platform:
             from ai2thor import platform as thor_platform  # type: ignore[import-untyped]
 
@@ -328,6 +329,17 @@ class Ai2ThorWorld:
             raise SimulatorError(f"scene {self.scene.name}: SetObjectPoses failed: {reply.get('errorMessage')}")
         self._metadata = reply
         self._reachable = None
+
+
+def simulator_command(executable: str, scene_name: str, recording: str) -> str:
+    """The `local_executable_path` ai2thor runs: the executable, and where the scene's recorded
+    metadata is (`--scene-metadata NAME=SPEC`, which the stand-in serves and a Unity build
+    ignores: Unity has its FloorPlans built in). ai2thor appends its own arguments to this text
+    and splits it with shlex, so both parts are quoted (a path may hold spaces)."""
+    command = shlex.quote(executable)
+    if recording:
+        command += f" --scene-metadata {shlex.quote(f'{scene_name}={recording}')}"
+    return command
 
 
 def _stop_half_built(exc: BaseException, controller_class: Any) -> None:
