@@ -45,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
         if offline:
             print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     if args.plot:
-        print(f"plot: {plot_tables(house, table, args.plot)}", file=sys.stderr)
+        print(f"plot: {plot_tables(house, table, args.plot, llm=args.llm)}", file=sys.stderr)
     return 0
