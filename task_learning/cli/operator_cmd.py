@@ -209,16 +209,24 @@ def _run_panel(args: argparse.Namespace) -> int:
     panel = OperatorPanel(client, operator=args.name or "panel")
     spin = QTimer(panel)
 
+    shown = {"id": ""}
+
     def tick() -> None:
         if stop.received or not client.ok():
             app.quit()
             return
         client.spin_once(0.0)
+        request = panel.current_request()
+        if request is not None and request.request_id != shown["id"]:  # a trace in the terminal too
+            print(f"question [{request.request_id}]: {request.question}", flush=True)
+        shown["id"] = request.request_id if request is not None else ""
 
     spin.timeout.connect(tick)
     spin.start(50)
     panel.resize(900, 600)
     panel.show()
+    # Said once the event loop runs (the window is up): for a person, and for scripts that wait.
+    QTimer.singleShot(0, lambda: print("operator panel open (close the window or Ctrl-C to quit)", flush=True))
     try:
         app.exec()
         return 0
