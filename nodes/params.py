@@ -126,12 +126,17 @@ def reference_markdown(tables: Sequence[tuple[str, str, Sequence[Param]]]) -> st
                   "|---|---|---|---|---|"]
         for param in params:
             accepts = ", ".join(repr(c) if c == "" else c for c in param.choices) if param.choices else (
-                f"{param.min:g} to {param.max:g}" if param.min is not None and param.max is not None else "")
+                f"{_number(param.min, param.default)} to {_number(param.max, param.default)}"
+                if param.min is not None and param.max is not None else "")
             default = f"`{param.default!r}`" if isinstance(param.default, str) else f"`{param.default}`"
             lines.append(f"| `{param.name}` | {default} | {'writable' if not param.read_only else 'read-only'} "
                          f"| {accepts} | {param.description.replace('|', '/')} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _number(value: float, like: ParamValue) -> str:
+    return str(int(value)) if isinstance(like, int) and not isinstance(like, bool) else f"{value:g}"
 
 
 # The nodes whose parameters docs/parameters.md lists: (node name, module, its table's name).

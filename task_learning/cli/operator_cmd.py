@@ -236,7 +236,6 @@ def _run_panel(args: argparse.Namespace) -> int:
         panel.close()
         client.close()
         delete_widget(panel)
-        del panel, spin
         app.processEvents()
         if hasattr(app, "shutdown"):  # PySide6: the application deleted now, not at exit
             app.shutdown()

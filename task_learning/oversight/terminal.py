@@ -40,7 +40,8 @@ def prompt_answer(request: ConfirmationRequest, stdin: TextIO, stdout: TextIO) -
         stdout.write("> ")
         stdout.flush()
         line = stdin.readline()
-        if not line:
+        if not line:  # end of input: no answer (never consent); end the prompt's line
+            stdout.write("\n")
             return None
         reply = interpret_reply(request, line)
         if reply.answer is None:
