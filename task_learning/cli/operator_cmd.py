@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
                         help="prompt mode: answer what is pending now, then exit")
     parser.add_argument("--name", default="", help="who answers (stored with each answer)")
     parser.add_argument("--wait", type=bounded_float(0.0, MAX_WAIT_S, low_open=True), default=5.0,
-                        help="seconds to wait for the oversight node (default 5)")
+                        help="seconds to wait for the oversight node with --list, --answer or --once (default "
+                             "5); the prompt, the panel and --simulated wait until it comes")
     parser.set_defaults(func=run)
 
 
@@ -69,15 +70,31 @@ def run(args: argparse.Namespace) -> int:
         return _run_rqt()
     client = _client(args, "simulated" if args.simulated else "terminal")
     try:
-        if args.simulated:
-            return _simulated_loop(client, args.simulated, once=args.once)
         if args.list:
             return _list(client, args.json)
         if args.answer:
             return _answer(client, args.answer[0], args.answer[1], args.json)
+        # The long-running modes wait for the oversight node, however long it takes to come (it
+        # is often started at the same moment, in another shell); --wait bounds the one-shot ones.
+        if not args.once and not _await_oversight(client):
+            return 0  # stopped while waiting
+        if args.simulated:
+            return _simulated_loop(client, args.simulated, once=args.once)
         return _prompt_loop(client, once=args.once)
     finally:
         client.close()
+
+
+def _await_oversight(client: Any) -> bool:
+    """Wait until the oversight node is there (True), saying so once; False if stopped first."""
+    said = False
+    while client.ok():
+        if client.available(1.0):
+            return True
+        if not said:
+            print("waiting for the oversight node (Ctrl-C to stop)", flush=True)
+            said = True
+    return False
 
 
 def _list(client: Any, as_json: bool) -> int:
