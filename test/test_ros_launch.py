@@ -131,6 +131,9 @@ EXPECTED = {
                                             r"yes_no: [1-9]", r"confirmed_by: simulated"],
 }
 STARTED_BY_THE_FIXTURE = ("ros2 launch ", "task-learning operator --simulated")
+# ros2param waits 1 s (its --timeout) for a node's parameter services: on a loaded machine that
+# can pass before they answer; the same command, as printed, is then run again.
+TRANSIENT = "Wait for service timed out"
 
 
 @pytest.mark.timeout(1200)
@@ -154,6 +157,9 @@ def test_every_readme_command_runs_as_printed(stack):
                 continue
             start = time.monotonic()
             result = run_printed(graph, command, timeout=900)
+            while command.startswith("ros2 param ") and TRANSIENT in result.output \
+                    and time.monotonic() - start < 120:
+                result = run_printed(graph, command)  # the node's parameter services, slow to answer under load
             print(f"{command[:70]}: {time.monotonic() - start:.1f} s")
             assert result.returncode == 0, f"{command}\n{result.output[-3000:]}"
             assert "unrecognized arguments" not in result.output, result.output
@@ -180,7 +186,7 @@ def test_a_writable_parameter_takes_effect_and_a_read_only_one_says_so(stack):
     finally:
         ros2(graph, "param", "set", "/planner", "scene", "store_groceries", "--no-daemon", "--timeout", "20")
     wrong = ros2(graph, "param", "set", "/planner", "condition", "STARZ", "--no-daemon", "--timeout", "20")
-    assert "Setting parameter failed" in wrong.stdout and "'STARZ' is not one of" in wrong.stdout, wrong.output
+    assert "Setting parameter failed" in wrong.output and "'STARZ' is not one of" in wrong.output, wrong.output
     still = ros2(graph, "param", "get", "/planner", "condition", "--no-daemon", "--timeout", "20")
     assert "STARS+O" in still.stdout, still.output
     read_only = ros2(graph, "param", "set", "/oversight", "timeout_s", "5.0", "--no-daemon", "--timeout", "20")
