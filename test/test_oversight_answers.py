@@ -89,6 +89,8 @@ def test_plain_words_are_a_description():
     ("in the fridge, closed", "the goal is that the mug is in the fridge and the fridge is closed"),
     ("in the fridge and close it", "the goal is that the mug is in the fridge and the fridge is closed"),
     ("it goes in the cupboard", "the goal is that the mug is in the cupboard"),
+    ("it is in the cupboard", "the goal is that the mug is in the cupboard"),
+    ("it should be on the shelf", "the goal is that the mug is on the shelf"),
     ("move it to the sink", "the goal is that the mug is in the sink"),
     ("on the counter", "the goal is that the mug is on the counter"),
     ("the cupboard", "the goal is that the mug is in the cupboard"),

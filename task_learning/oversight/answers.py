@@ -181,7 +181,8 @@ def goal_sentence_from_words(words: str, noun: str) -> str:
         return ""
     pieces = [_LEAD.sub("", p) for p in _PIECES.split(text.lower()) if p.strip()]
     first, rest = pieces[0], pieces[1:]
-    if not rest and (_COPULA.search(first) or first.startswith(("the goal", "goal is"))):
+    said_it = re.match(rf"^{_PRONOUN}\b", first) is not None  # "it is in the fridge": say which
+    if not rest and not said_it and (_COPULA.search(first) or first.startswith(("the goal", "goal is"))):
         return goal_sentence(text)  # a goal sentence already, kept as the person wrote it
     subject = f"the {noun}"
     place = clause = ""
