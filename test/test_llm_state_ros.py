@@ -62,8 +62,9 @@ def test_a_task_through_the_graph_with_llm_state(ros_graph, tmp_path):
             echo = ros_graph.start(shell(printed(readme_ros2_commands(), "ros2 topic echo --qos-durability "
                                                  "transient_local --qos-reliability reliable /llm_state")),
                                    name="ros2 topic echo /llm_state")
-            echo.wait_for_line(r"summary: .*butter1", timeout=120)
+            echo.wait_for_line(r"goal: put the butter1 in the fridge1; close the fridge1", timeout=120)
             echo.stop(signal.SIGINT, timeout=30)
+            ros_graph.run([str(ROS2), "daemon", "stop"], timeout=60)  # if the echo started one
 
         # Oversight on (STARS+O) and no oversight node: refused before anything moves.
         before = len(states.messages)
