@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -114,15 +115,17 @@ class RaySession:
             self._restore()
             raise SweepError(INSTALL_HINT) from None
         self.ray = ray
-        self._reaper = Reaper()
         try:
             if self.address:
+                self._reaper = Reaper()
                 ray.init(address=self.address, log_to_driver=False, configure_logging=False)
                 self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
             else:
+                temp_dir = self._short_temp_dir()
+                self._reaper = Reaper(remove=Path(temp_dir).parent)
                 ray.init(num_cpus=self.workers, num_gpus=0, object_store_memory=OBJECT_STORE_BYTES,
                          include_dashboard=False, log_to_driver=False, configure_logging=False,
-                         _temp_dir=self._short_temp_dir())
+                         _temp_dir=temp_dir)
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError...: one line, no traceback
             self.__exit__()
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
@@ -154,7 +157,7 @@ class RaySession:
         self._saved_env.clear()
         if self._link is not None:
             self._link.unlink(missing_ok=True)
-            self._link.parent.rmdir()
+            shutil.rmtree(self._link.parent, ignore_errors=True)
             self._link = None
             latest = self.log_dir / "session_latest"  # Ray's link points through the short one
             if latest.is_symlink():

@@ -14,6 +14,7 @@ time (a pid reused since is left alone). Linux only (it reads /proc); elsewhere 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,12 +56,13 @@ class Reaper:
     """The driver's side: `watch()` after starting processes, `close()` at the end (which also
     kills whatever the shutdown left running)."""
 
-    def __init__(self) -> None:
+    def __init__(self, remove: Path | None = None) -> None:
+        """`remove`: a folder the watchdog deletes at the end (the short link to Ray's folder)."""
         self._seen: set[tuple[int, int]] = set()
         self._proc: subprocess.Popen | None = None
         if PROC.is_dir():
-            self._proc = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, text=True,
-                                          start_new_session=True)
+            self._proc = subprocess.Popen([sys.executable, "-m", __name__] + ([str(remove)] if remove else []),
+                                          stdin=subprocess.PIPE, text=True, start_new_session=True)
 
     def watch(self) -> None:
         """Tell the watchdog about every process now below this one."""
@@ -115,6 +117,8 @@ def main() -> int:
         if pid.isdigit() and start.isdigit():
             watched.append((int(pid), int(start)))
     kill_remaining(watched)
+    if len(sys.argv) > 1:
+        shutil.rmtree(sys.argv[1], ignore_errors=True)
     return 0
 
 

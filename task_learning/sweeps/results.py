@@ -78,9 +78,9 @@ class ResultsStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._check_foreign()  # before anything changes the file
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
-            self._check_foreign()
             self._conn.executescript(_SCHEMA)
             self._conn.execute("INSERT OR IGNORE INTO sweep_meta VALUES ('application', ?)", (APPLICATION,))
         except sqlite3.Error as exc:
@@ -90,6 +90,7 @@ class ResultsStore:
     def _check_foreign(self) -> None:
         tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "sweep_meta" not in tables:
+            self._conn.close()
             raise ResultsError(f"{self.path}: not a sweep results file (it has tables {', '.join(sorted(tables))}); "
                                "use another --out")
 
