@@ -143,6 +143,7 @@ def test_three_hosts_learn_the_task_survive_a_cut_model_link_and_resume(ros_grap
         net.cable("model", plugged=False)
         ended = _outcome(cut, 240)
         before = _confirmed(robot_db)
+        print(f"cut after {len(before)} confirmed goals: {ended}")  # shown with pytest -s / -rP
         assert "error" in ended, ended
         assert "goal_elicitation" in ended["error"], ended  # the dependency on the model host
         assert 3 <= len(before) < len(learned)
