@@ -116,7 +116,7 @@ def main() -> int:
             try:
                 outcome = run_sweep(trials, store, kb_dir=out / "kb", session=session, retries=0)
                 t2 = time.monotonic()
-                noop = None
+                noop_s = None
                 if workers == args.workers[0]:
                     ray = session.ray
                     remote = ray.remote(num_cpus=1)(noop)
@@ -126,20 +126,20 @@ def main() -> int:
                         a = time.perf_counter()
                         ray.get(remote.remote())
                         rounds.append(time.perf_counter() - a)
-                    noop = statistics.median(rounds)
+                    noop_s = statistics.median(rounds)
             finally:
                 t3 = time.monotonic()
                 session.__exit__()
                 t4 = time.monotonic()
         assert outcome.counts.done == len(trials) and not outcome.failures, outcome
-        runs[workers] = (t2 - t1, noop)
+        runs[workers] = (t2 - t1, noop_s)
         print(f"{f'ray {workers} worker' + ('s' if workers > 1 else ''):<16}{t1 - t0:>9.1f}{t2 - t1:>10.1f}"
               f"{t4 - t3:>8.1f}{60 * len(trials) / (t2 - t1):>12.1f}{memory.peak:>9.0f}{memory.processes:>7}")
     if 1 in runs:
-        one, noop = runs[1]
+        one, noop_s = runs[1]
         print(f"\nRay's overhead per trial (1 worker vs serial, start-up excluded): "
               f"{(one - serial) / len(trials):+.2f} s; a no-op task's round trip on a warm worker: "
-              f"{1000 * (noop or 0):.1f} ms (median of 50)")
+              f"{1000 * (noop_s or 0):.1f} ms (median of 50)")
     if 1 in runs and 2 in runs:
         print(f"2 workers vs 1: {runs[1][0] / runs[2][0]:.2f}x the throughput")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")

@@ -29,6 +29,7 @@ from task_learning.sweeps.reaper import Reaper
 from task_learning.sweeps.results import ResultsStore
 from task_learning.sweeps.trial import one_line, run_trial
 
+LOOPBACK = "127.0.0.1"  # a local Ray listens on loopback only: nothing of it is reachable from the network
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's minimum is 75 MiB
 POLL_S = 0.25  # how often the driver looks at a stop request while trials run
 WATCH_S = 2.0  # how often it hands new Ray processes (workers started on demand) to the watchdog
@@ -36,6 +37,9 @@ WATCH_S = 2.0  # how often it hands new Ray processes (workers started on demand
 # (and no prompt about them), no warning about the machine's core count inside a container.
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_USAGE_STATS_PROMPT_ENABLED": "0",
            "RAY_DISABLE_DOCKER_CPU_WARNING": "1"}
+# The local Ray's authentication token: one per process, since Ray reads its configuration once
+# per process and a second local Ray (the bench starts several) must take the same token.
+PROCESS_TOKEN = secrets.token_hex(32)
 INSTALL_HINT = "Ray is not installed: `pip install -e .[sweep]` or `make sweep-setup` (an optional extra)"
 
 
@@ -105,7 +109,7 @@ class RaySession:
         if not self.address and "RAY_AUTH_MODE" not in os.environ:
             # The local Ray's token: its own, made for this run, held in the environment its
             # processes inherit (Ray would otherwise write one to ~/.ray and warn about it).
-            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+            env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=PROCESS_TOKEN)
         for key, value in env.items():
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
@@ -125,7 +129,7 @@ class RaySession:
                 self._reaper = Reaper(remove=Path(temp_dir).parent)
                 ray.init(num_cpus=self.workers, num_gpus=0, object_store_memory=OBJECT_STORE_BYTES,
                          include_dashboard=False, log_to_driver=False, configure_logging=False,
-                         _temp_dir=temp_dir)
+                         _temp_dir=temp_dir, _node_ip_address=LOOPBACK)
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError...: one line, no traceback
             self.__exit__()
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
