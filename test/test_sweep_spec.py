@@ -3,6 +3,7 @@ results file, the t-intervals and the tables: everything of `task-learning sweep
 (test_sweep_ray.py runs real sweeps)."""
 from __future__ import annotations
 
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -125,3 +126,13 @@ def test_a_trial_that_fails_returns_one_line_not_an_exception(tmp_path):
 
 def test_example_sweep_file_is_in_config():
     assert Path(config_path("sweeps", "example.yaml")).is_file()
+
+
+def test_an_unreachable_cluster_address_is_one_line_at_once(tmp_path):
+    from task_learning.sweeps.ray_runner import SweepError, check_reachable
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        port = server.getsockname()[1]  # bound, not listening: refused
+        with pytest.raises(SweepError, match=rf"^cannot reach the Ray cluster at 127.0.0.1:{port}: "):
+            check_reachable(f"127.0.0.1:{port}", timeout_s=5)

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         }, indent=2))
     else:
         print(f"sweep {sweep.name}: {counts.total} trials: {counts.skipped} done before, {counts.done} run now "
-              f"on {outcome.address} Ray ({outcome.workers} workers) in {outcome.seconds:.1f} s, "
+              f"on {outcome.address} Ray ({outcome.workers} worker{'s' * (outcome.workers != 1)}) in {outcome.seconds:.1f} s, "
               f"{counts.failed} failed, {counts.retried} retried")
         for table in tables:
             print()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -53,6 +54,19 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def check_reachable(address: str, timeout_s: float = 10.0) -> None:
+    """A cluster address "host:port" (or ray://host:port) must accept a connection: Ray itself
+    retries an unreachable one for minutes, printing warnings, before it gives up."""
+    target = address.split("://", 1)[-1]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto" and the like: Ray's own resolution
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise SweepError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
 @dataclass
@@ -121,6 +135,7 @@ class RaySession:
         self.ray = ray
         try:
             if self.address:
+                check_reachable(self.address)
                 self._reaper = Reaper()
                 ray.init(address=self.address, log_to_driver=False, configure_logging=False)
                 self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -130,6 +145,9 @@ class RaySession:
                 ray.init(num_cpus=self.workers, num_gpus=0, object_store_memory=OBJECT_STORE_BYTES,
                          include_dashboard=False, log_to_driver=False, configure_logging=False,
                          _temp_dir=temp_dir, _node_ip_address=LOOPBACK)
+        except SweepError:
+            self.__exit__()
+            raise
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError...: one line, no traceback
             self.__exit__()
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
