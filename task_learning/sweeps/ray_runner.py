@@ -145,7 +145,7 @@ class RaySession:
                 ray.init(num_cpus=self.workers, num_gpus=0, object_store_memory=OBJECT_STORE_BYTES,
                          include_dashboard=False, log_to_driver=False, configure_logging=False,
                          _temp_dir=temp_dir, _node_ip_address=LOOPBACK)
-        except SweepError:
+        except (SweepError, KeyboardInterrupt):  # a Ctrl-C in ray.init, before the stop handlers
             self.__exit__()
             raise
         except Exception as exc:  # ConnectionError, RuntimeError, ValueError...: one line, no traceback
@@ -188,6 +188,7 @@ class RaySession:
                 latest.symlink_to(target, target_is_directory=True)
 
     def __exit__(self, *exc: object) -> None:
+        self.watch()  # whatever runs now, also after a ray.init cut short, is the watchdog's too
         try:
             if self.ray is not None and self.ray.is_initialized():
                 self.ray.shutdown()
