@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from task_learning.files import save_figure
 from task_learning.sweeps.results import StoredTrial
 from task_learning.sweeps.trial import MEASURES, PRIMARY
 
@@ -169,7 +170,9 @@ def plot_tables(tables: Sequence[Table], folder: str | Path) -> list[Path]:
         ax.set_title(f"{KIND_TITLES[table.kind]}: mean over seeds, 95 % CI (t)", fontsize=10)
         fig.tight_layout()
         path = folder / f"{table.kind}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
+        try:
+            save_figure(fig, path, dpi=100)
+        finally:
+            plt.close(fig)
         paths.append(path)
     return paths
