@@ -35,9 +35,9 @@ TRIALS = 6
 class Sweep:
     """The CLI as a child, its stderr read line by line, every process below it remembered."""
 
-    def __init__(self, tmp_path: Path, *extra: str) -> None:
+    def __init__(self, tmp_path: Path, *extra: str, grid: dict | None = None) -> None:
         self.file = tmp_path / "grid.yaml"
-        self.file.write_text(yaml.safe_dump(GRID))
+        self.file.write_text(yaml.safe_dump(grid or GRID))
         self.out = tmp_path / "out"
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen([CLI, "sweep", str(self.file), "--out", str(self.out), "--workers", "2",
@@ -189,3 +189,23 @@ def test_no_ray_process_outlives_a_sweep_killed_outright(tmp_path):
     finally:
         sweep.kill_all()
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"tlray-*/r/session_*{sweep.proc.pid}"))
+
+
+def test_a_failing_trial_is_retried_by_option_then_reported_and_the_rest_still_runs(tmp_path):
+    broken = {"provider": "replay", "cassette": str(tmp_path / "missing.jsonl"), "label": "broken"}
+    grid = {"name": "f", "retries": 2, "experiments": [{"kind": "llm_state", "tasks": ["heat_milk"], "trials": 1,
+                                                        "seeds": 1, "llm": ["offline", broken]}]}
+    sweep = Sweep(tmp_path, grid=grid)
+    try:
+        code, out = sweep.finish()
+        wait_until(lambda: not sweep.leftovers(), 30, "no Ray process after the sweep")
+    finally:
+        sweep.kill_all()
+    assert code == 1, "\n".join(sweep.err)
+    failed = [line for line in sweep.err if line.startswith("failed: llm_state heat_milk ours broken seed 0: ")]
+    assert [line.endswith("running it again") for line in failed] == [True, True, False], sweep.err
+    assert "cassette" in failed[0]
+    assert re.search(r"^FAILED llm_state heat_milk ours broken seed 0: .*cassette", out, re.M), out
+    assert re.search(r"^heat_milk\s+ours\s+100\.0 \(n=1\)", out, re.M), out  # the other trial's row
+    assert _rows(sweep.out, "SELECT label, status, attempts FROM trials ORDER BY label") == [
+        ("llm_state heat_milk ours broken seed 0", "failed", 3), ("llm_state heat_milk ours offline seed 0", "done", 1)]
