@@ -7,10 +7,14 @@ export ROS_LOG_DIR := $(CURDIR)/.ros/log
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: setup demo test bench rqt clean
+.PHONY: setup sweep-setup demo test bench rqt clean
 
 setup:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
+
+# setup plus the optional `sweep` extra (Ray, requirements-sweep.txt) for `task-learning sweep`.
+sweep-setup:
+	@VENV=$(VENV) SWEEP=1 bash scripts/bootstrap.sh
 
 demo: setup
 	@$(VENV)/bin/task-learning demo
@@ -19,8 +23,9 @@ demo: setup
 # printing the 25 slowest: where the suite's time goes. TEST_WORKERS pytest-xdist workers take one
 # test file each at a time (a module's shared graph stays in one worker); TEST_WORKERS=0: serial.
 # The core tests alone, in seconds: .venv/bin/python -m pytest -m "not ros and not slow"
+# The test set-up includes the sweep extra (Ray): test_sweep_ray.py runs real sweeps.
 TEST_WORKERS ?= 2
-test: setup
+test: sweep-setup
 	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
 	@$(VENV)/bin/mypy --no-error-summary
 	@$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile test

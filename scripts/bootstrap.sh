@@ -28,6 +28,20 @@ else
   log "dependencies up to date"
 fi
 
+# 1b. The optional `sweep` extra (Ray, for `task-learning sweep`) with SWEEP=1: `make sweep-setup`,
+#     and `make test`, whose sweep tests need it. `make demo` and `make setup` leave it out.
+if [ "${SWEEP:-0}" = 1 ]; then
+  want=$(hash_of "$ROOT/requirements-sweep.txt")
+  if [ "$(cat "$STAMPS/sweep" 2>/dev/null)" != "$want" ]; then
+    log "installing the sweep extra (Ray) from requirements-sweep.txt"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/requirements-sweep.txt" \
+      2> >(grep -v "is ignored: it is neither" >&2)
+    echo "$want" > "$STAMPS/sweep"
+  else
+    log "sweep extra (Ray) up to date"
+  fi
+fi
+
 # 2. The interface package, built with cmake (no colcon needed) into the venv.
 IFACE_INPUTS=$(ls "$ROOT"/msg/*.msg "$ROOT"/interfaces/srv/*.srv "$ROOT"/interfaces/action/*.action \
   "$ROOT"/interfaces/CMakeLists.txt "$ROOT"/interfaces/package.xml "$ROOT"/interfaces/cmake/*.cmake 2>/dev/null || true)
