@@ -1,5 +1,5 @@
 """The real ROS 2 tools on this package: `ros2 launch`, `ros2 run`, `ros2 node|topic|service|
-param|action|pkg`, exactly as the README's "In this venv" commands use them.
+param|action|pkg`, exactly as docs/ros.md's "In this venv" commands use them.
 
 `make setup` installs the tools (wheels from ../shared/ros2-tools) and lays out the ament prefix
 of task_learning in the venv; without the wheels these tests are skipped with that reason.
