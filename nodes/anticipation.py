@@ -40,6 +40,7 @@ from task_learning.anticipation.proposals import KB_TASK, proposal_question
 from task_learning.errors import TaskLearningError
 from task_learning.kb.store import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
 from task_learning.planning.executor import type_index
+from task_learning.planning.stop import StopToken
 from task_learning.safe_text import printable
 from task_learning.types import GoalLiteral
 from task_learning.stop_signals import StopSignals
@@ -95,6 +96,8 @@ class AnticipationNode(Node):
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
         self._stop = threading.Event()  # the node stops
         self._cancel = threading.Event()  # the running day was cancelled
+        self._day_stop = StopToken()  # the running day's: set by either, checked before each action
+        self._reaching: Any = None  # the planner's ReachGoal goal handle while it performs a task
         self._busy = threading.Lock()
         from task_learning_nodes.oversight_client import OversightClient
 
@@ -120,7 +123,17 @@ class AnticipationNode(Node):
 
     def _on_cancel(self, _goal_handle: Any) -> CancelResponse:
         self._cancel.set()
+        self._day_stop.request("canceled by the client")
+        self._cancel_reach()
         return CancelResponse.ACCEPT
+
+    def _cancel_reach(self) -> None:
+        """Cancel the planner's goal in flight, and wait until the planner took the cancel (it
+        then refuses its next primitive action): so once this node answers a cancel, the robot
+        starts no further action for the day."""
+        handle = self._reaching
+        if handle is not None:
+            wait_for_future(handle.cancel_goal_async(), self.wait_s)
 
     def _accept(self, _goal: Any) -> GoalResponse:
         return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
@@ -128,6 +141,8 @@ class AnticipationNode(Node):
     def stop_work(self) -> None:
         """A signal: questions waiting end unconfirmed; no confirmation outlives the node."""
         self._stop.set()
+        self._day_stop.request("the anticipation node is stopping")
+        self._cancel_reach()
         try:
             self._withdraw_left_confirmations("stop")
         except Exception as exc:  # the file may be gone; nothing to withdraw then
@@ -152,6 +167,9 @@ class AnticipationNode(Node):
             result.message = "busy with another day"
             return result
         self._cancel.clear()
+        self._day_stop = StopToken()
+        if goal_handle.is_cancel_requested or self._stop.is_set():
+            self._day_stop.request("canceled by the client")
         try:
             day = self._day(goal_handle)
             result.result_json = json.dumps(day.to_dict())
@@ -197,7 +215,7 @@ class AnticipationNode(Node):
             perform = PlannerPerformer(self, kb, tag, on_event=event)
             day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,
                                 operator=self.oversight, kb=kb, seed=int(request.seed), question_suffix=tag,
-                                world=self.world, perform=perform)
+                                world=self.world, perform=perform, stop=self._day_stop)
         client.raise_if_unavailable()
         return day
 
@@ -243,8 +261,24 @@ class PlannerPerformer:
         handle = future.result()
         if not handle.accepted:
             return False, 0, "the planner rejected the goal"
+        self.node._reaching = handle
+        try:
+            return self._result(handle)
+        finally:
+            self.node._reaching = None
+
+    def _result(self, handle: Any) -> tuple[bool, int, str]:
+        client = self.node.reach
+        if self.node.stopping():  # cancelled while the goal was being sent
+            handle.cancel_goal_async()
         waited = handle.get_result_async()
-        if wait_for_future(waited, self.node.reach_timeout_s, alive=client.server_is_ready) != "done":
+        how = wait_for_future(waited, self.node.reach_timeout_s, alive=client.server_is_ready,
+                              stop=self.node.stopping)
+        if how == "stopped":  # the day was cancelled: so is the planner's goal, before its next action
+            handle.cancel_goal_async()
+            if wait_for_future(waited, self.node.wait_s, alive=client.server_is_ready) != "done":
+                return False, 0, "canceled; the planner gave no result"
+        elif how != "done":
             handle.cancel_goal_async()
             return False, 0, f"the planner did not finish within {self.node.reach_timeout_s:g} s"
         result = waited.result().result

@@ -10,8 +10,12 @@ documents the parameter where it runs. The nodes read their parameters once, at 
 are read-only by default: `ros2 param set` then says so instead of silently changing nothing.
 Values from a params file or `-p name:=value` still apply (read-only only refuses later changes).
 
-A value of the wrong type, out of range or not among the choices stops the node at start with one
-line naming the parameter (run_node turns the TaskLearningError into exit code 2).
+Every int and float parameter has a range (a `Param` without one is a programming error, refused
+when the table is built), and every value is checked by task_learning.numbers.number_problem, the
+check command-line options and configuration values go through too: NaN and infinities are
+refused whatever ROS's own range check makes of them. A value of the wrong type, out of range or
+not among the choices stops the node at start with one line naming the parameter (run_node turns
+the TaskLearningError into exit code 2).
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
+from task_learning.numbers import number_problem
 
 ParamValue = bool | int | float | str | tuple[float, ...]  # a tuple: a double array
 
@@ -40,13 +45,34 @@ class Param:
     read_only: bool = True
     dynamic_typing: bool = False  # accept any type (the node checks the value itself)
 
+    def __post_init__(self) -> None:
+        numeric = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
+        if (numeric or isinstance(self.default, tuple)) and (self.min is None or self.max is None):
+            raise TypeError(f"parameter {self.name}: a number needs a range (min and max)")
+        if (self.min is None) != (self.max is None):
+            raise TypeError(f"parameter {self.name}: give both min and max, or neither")
+
+    def problem(self, value: Any) -> str:
+        """Why `value` is not acceptable for this parameter ('' when it is): a number outside
+        its range or not finite (each element of a list), a string not among the choices."""
+        numbers = value if isinstance(value, (list, tuple)) else [value] if isinstance(
+            self.default, (int, float)) and not isinstance(self.default, bool) else []
+        for number in numbers:
+            problem = number_problem(number, low=self.min, high=self.max,
+                                     integer=isinstance(self.default, int) and not isinstance(self.default, bool))
+            if problem:
+                return problem
+        if self.choices and value not in self.choices:
+            return f"{value!r} is not one of {', '.join(repr(c) for c in self.choices)}"
+        return ""
+
     def descriptor(self) -> ParameterDescriptor:
         descriptor = ParameterDescriptor(description=self.description, read_only=self.read_only,
                                          dynamic_typing=self.dynamic_typing)
         if self.choices:
             descriptor.additional_constraints = "one of: " + ", ".join(
                 repr(c) if c == "" else c for c in self.choices)
-        if self.min is not None and self.max is not None:
+        if self.min is not None and self.max is not None and not isinstance(self.default, tuple):
             if isinstance(self.default, bool) or not isinstance(self.default, (int, float)):
                 raise TypeError(f"parameter {self.name}: a range needs an int or float default")
             if isinstance(self.default, int):
@@ -83,8 +109,8 @@ def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
         except ParameterException as exc:
             reason = exc.args[0] if exc.args else str(exc)
             raise TaskLearningError(f"parameter {param.name}: {reason}") from None
-        if param.choices and value not in param.choices:
-            raise TaskLearningError(f"parameter {param.name}: {value!r} is not one of "
-                                    f"{', '.join(repr(c) for c in param.choices)}")
+        problem = param.problem(value)
+        if problem:
+            raise TaskLearningError(f"parameter {param.name}: {problem}")
         values[param.name] = value
     return values

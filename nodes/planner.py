@@ -44,6 +44,7 @@ from task_learning.llm_state.strategy import STRATEGIES
 from task_learning.oversight.flow import OversightCounts
 from task_learning.planning.confirmation import GoalConfirmer, goal_covered, requires_confirmation
 from task_learning.planning.executor import GoalExecutor, type_index
+from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import TaskLearner
 from task_learning.planning.session import CONDITIONS, check_task
 from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken, StoppableWorld
@@ -356,10 +357,12 @@ class PlannerNode(Node):
             return make_client(str(self._p("llm")))
         return None
 
-    def _executor(self, kb: KnowledgeBase | None, client: Any = None) -> GoalExecutor:
+    def _executor(self, kb: KnowledgeBase | None, client: Any = None, review: Any = None) -> GoalExecutor:
         """The goal executor of PerformTask and ReachGoal: with a knowledge base and
         use_productions, its productions (only approved ones with productions_require_approval,
-        new ones put to the operator first with productions_ask_operator) try each goal first."""
+        new ones put to the operator first with productions_ask_operator) try each goal first.
+        `review` (a PolicyReviewer) asks the operator before a stored policy this robot did not
+        learn (an import) is replayed; None: such policies are never replayed."""
         engine = str(self._p("engine"))
         client = client if client is not None else self._llm_client()
         reacher = None
@@ -377,7 +380,8 @@ class PlannerNode(Node):
                 self._ask_production_approval(kb)
             productions = reacher_from_kb(kb, approved_only=approved_only)
         return GoalExecutor(self.domain, lambda: make_engine(engine, client), kb,
-                            max_actions=int(self._p("max_actions")), reacher=reacher, productions=productions)
+                            max_actions=int(self._p("max_actions")), reacher=reacher, productions=productions,
+                            review=review)
 
     def _ask_production_approval(self, kb: KnowledgeBase) -> None:
         from task_learning.productions.approval import ask_approval, unapproved_families
@@ -434,9 +438,11 @@ class PlannerNode(Node):
             if condition not in CONDITIONS:
                 raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
             require = bool(self._p("require_confirmation"))
+            review = None
             if requires_confirmation(condition, require):
                 why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
                 self._require_oversight(why)
+                review = PolicyReviewer(self._oversight, task=scene.task)
             usage = LLMUsage()
 
             def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
@@ -452,7 +458,7 @@ class PlannerNode(Node):
 
             with KnowledgeBase(str(self._p("db_path"))) as kb:
                 learner = TaskLearner(scene=scene, world=self._world(stop), kb=kb, elicit=elicit,
-                                      executor=self._executor(kb), condition=condition,
+                                      executor=self._executor(kb, review=review), condition=condition,
                                       progress=progress, usage_source=lambda: usage,
                                       confirm=GoalConfirmer(self._oversight, task=scene.task),
                                       require_confirmation=require, stop=stop)

@@ -49,17 +49,19 @@ def test_misspelled_key_names_file_and_key(tmp_path):
         bringup.load_bringup_config(path)
 
 
-def test_plan_skips_missing_modules_and_routes_overrides(tmp_path, caplog):
+def test_plan_skips_missing_modules_and_routes_overrides(tmp_path, caplog, monkeypatch):
     params = write(tmp_path, "perception:\n  ros__parameters:\n    scene: tidy_kitchen\n    backend: symbolic\n",
                    "p.yaml")
     other = write(tmp_path, "other:\n  ros__parameters:\n    rate: 1\n", "o.yaml")
     path = write(tmp_path, f"""
 nodes:
   perception: {{module: task_learning_nodes.perception, params: {params}}}
-  other: {{module: task_learning_nodes.node_base, params: {other}}}
-  future: {{module: task_learning_nodes.not_written_yet, params: {other}}}
+  other: {{module: task_learning_nodes.grounding, params: {other}}}
+  future: {{module: task_learning_nodes.synthetic_robot, params: {other}}}
 """)
     config = bringup.load_bringup_config(path)
+    exists = bringup.module_exists
+    monkeypatch.setattr(bringup, "module_exists", lambda m: m != "task_learning_nodes.synthetic_robot" and exists(m))
     with caplog.at_level(logging.WARNING, logger="task_learning.bringup"):
         launches = bringup.plan(config, None, {"scene": "organize_office", "backend": None})
     assert [launch.spec.name for launch in launches] == ["perception", "other"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.kb.store import StoredRoutine
 from task_learning.names import normalize_name
@@ -118,6 +118,4 @@ def _names(value: Any, file: Path, key: str) -> list[str]:
 
 
 def _number(value: Any, file: Path, key: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ConfigError(file, key, f"expected a number in [{low:g}, {high:g}], got {value!r}")
-    return float(value)
+    return float(expect_number(value, file=file, key=key, low=low, high=high))

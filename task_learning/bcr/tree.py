@@ -264,7 +264,7 @@ def render_png(dot_text: str, path: str) -> bool:
     nx.draw_networkx(graph, pos, ax=ax, labels=nx.get_node_attributes(graph, "label"),
                      node_color="#dde", font_size=7, node_size=400)
     ax.axis("off")
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    fig.savefig(path, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
     return True
 

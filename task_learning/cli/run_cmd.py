@@ -38,6 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--synthetic", action="store_true",
                    help="with --backend fetch: the simulated robot (camera topics + skill server), through ROS")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
+    p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
+    p.requires("--backend=fetch", "--synthetic",
+               why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
+                   "perception.marker_registry:=<file>` and send perform_task")
+    p.excludes("--backend=fetch", "--operator=panel",
+               why="use --operator simulated, or run `task-learning operator --panel` beside `task-learning bringup`")
+    p.excludes("--backend=fetch", "--seed", "--task", "--engine", "--elicitation",
+               why="the simulated robot takes the scene as written and the nodes' own settings")
     p.set_defaults(func=run)
 
 
@@ -91,18 +99,7 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
 
 def _run_fetch(args: argparse.Namespace) -> int:
     """The trial through the ROS graph with the simulated Fetch (nodes/fetch_run.py)."""
-    from task_learning.errors import TaskLearningError
 
-    if not args.synthetic:
-        raise TaskLearningError("--backend fetch runs here only with --synthetic (the simulated robot); on a "
-                                "robot start `task-learning bringup --backend fetch --param "
-                                "perception.marker_registry:=<file>` and send perform_task")
-    if args.operator == "panel":
-        raise TaskLearningError("--backend fetch: use --operator simulated, or run `task-learning operator "
-                                "--panel` beside `task-learning bringup`")
-    if args.seed is not None or args.task or args.engine != "heuristic" or args.elicitation != "batched":
-        raise TaskLearningError("--backend fetch takes the scene as written and the nodes' own settings: "
-                                "no --seed, --task, --engine or --elicitation")
     from task_learning_nodes.fetch_run import run_synthetic_fetch
 
     data = run_synthetic_fetch(args.scene, args.condition, str(args.db), llm=args.llm,

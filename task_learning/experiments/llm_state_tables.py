@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from task_learning.files import save_figure
 from task_learning.llm_state.agent import Completer, TrialResult, run_trial
 from task_learning.llm_state.household import Household
 
@@ -195,7 +196,7 @@ def plot_tables(household: Household, table: TableRun, path: str | Path) -> Path
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from task_learning.files import save_figure
 from task_learning.llm.tokens import TOKENIZER
 
 COLUMNS = (
@@ -166,6 +167,6 @@ def plot_rows(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], path: s
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

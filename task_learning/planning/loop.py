@@ -217,6 +217,11 @@ class TaskLearner:
                metrics: RunMetrics) -> ObjectReport:
         reached = self.executor.reach(self.world, literals, task=self.scene.task, object_id=object_id)
         metrics.policies_reused += int(reached.policy_reused)
+        asked = reached.questions  # an operator reviewing a stored policy it did not learn
+        metrics.yes_no += asked.yes_no
+        metrics.instructions += asked.instructions
+        metrics.words += asked.words
+        metrics.questions += asked.instructions
         outcome = "done" if reached.success else "unreachable"
         return ObjectReport(object_id, context, outcome, text, source, len(reached.outcomes),
                             reached.policy_reused, reached.message)

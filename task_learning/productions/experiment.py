@@ -399,11 +399,11 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     if train in tests:
         raise FamilyError(f"the training floor plan {train} is also a test floor plan: test on held-out ones only")
     boot: list[FamilyBootstrap] = []
-    if not kb.productions():
+    productions = persistent_set(kb)  # imported ones nobody approved are not among them
+    if not len(productions):
         boot, productions = bootstrap_into(kb, client, train_scene=train, seed=seed, backend=backend,
                                            ai2thor_settings=ai2thor_settings, world_knowledge="lazy", report=report)
     else:
-        productions = persistent_set(kb)
         if report:
             report(f"using the {len(productions)} productions already in {kb.path}")
     prefetched_in_kb = len(kb.statements(source=PREFETCH_SOURCE))

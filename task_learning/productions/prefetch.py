@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from task_learning.productions.knowledge import UnknownStatement, WorldKnowledge
-from task_learning.productions.language import Condition, Production, task_regex
+from task_learning.productions.language import Condition, Production, variables_in
 from task_learning.world.catalog import load_object_types
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def statement_patterns(productions: Iterable[Production]) -> list[StatementPatte
     """Every `knows` pattern of the productions with a slot bound to a receptacle's type."""
     found: dict[tuple[str, str], StatementPattern] = {}
     for rule in productions:
-        task_vars = set(task_regex(rule.task).groupindex)
+        task_vars = set(variables_in(rule.task))
         for conj in _conjunctions(rule.conditions):
             plain = [c for c in conj if not c.negated]
             receptacles = {c.args[0].text for c in plain if c.pred == "receptacle" and c.args[0].var}
