@@ -38,7 +38,7 @@ from rclpy.node import Node
 
 from task_learning.anticipation.proposals import KB_TASK, proposal_question
 from task_learning.errors import TaskLearningError
-from task_learning.kb.store import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
+from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, LearnedGoal, lift_literals, resolve_db_path
 from task_learning.planning.executor import type_index
 from task_learning.planning.stop import StopToken
 from task_learning.safe_text import printable
@@ -52,9 +52,10 @@ from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.planner import RosWorld
 
 PARAMETERS = (
-    Param("db_path", "artifacts/task_learning.sqlite", "The planner's knowledge base (its db_path): the "
+    Param("db_path", DEFAULT_DB, "The planner's knowledge base (its db_path): the "
           "routines of experience, the questions asked, and the confirmed goal of a task the planner is "
-          "performing; relative to the node's working directory"),
+          "performing; default $ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; "
+          "relative paths are relative to the node's working directory"),
     Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai or replay:FILE"),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
@@ -107,10 +108,10 @@ class AnticipationNode(Node):
         self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day,
                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
                                     callback_group=self.group)
-        self.get_logger().info(f"anticipation ready (db {self.params['db_path']}, llm {self.params['llm']})")
+        self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params['db_path'])}, llm {self.params['llm']})")
 
     def _withdraw_left_confirmations(self, when: str) -> None:
-        with KnowledgeBase(str(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
             count = withdraw_anticipated_confirmations(kb)
         if count:
             self.get_logger().warning(f"{when}: withdrew {count} confirmation(s) of anticipated tasks left by an "
@@ -210,7 +211,7 @@ class AnticipationNode(Node):
         def event(text: str) -> None:
             goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))
 
-        with KnowledgeBase(str(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
             seed_experience(kb, cfg)
             perform = PlannerPerformer(self, kb, tag, on_event=event)
             day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,

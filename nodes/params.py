@@ -6,8 +6,13 @@ the range (integer or floating point) and the allowed values as additional const
 
     ros2 param describe /perception backend
 
-documents the parameter where it runs. The nodes read their parameters once, at start, so they
-are read-only by default: `ros2 param set` then says so instead of silently changing nothing.
+documents the parameter where it runs. Most parameters are read once, at start, so they are
+read-only: `ros2 param set` then says so instead of silently changing nothing. A parameter the node
+reads each time it uses it is declared `read_only=False` and takes effect with `ros2 param set`
+(the planner's condition, scene, engine, ...); a new value is checked like a value at start (type
+and range by rclpy, choices here) and refused with the reason. The docs site's parameter reference
+(reference/parameters.md, generated from these tables by scripts/docs_reference.py at every
+`make docs`) lists every parameter, writable or read-only.
 Values from a params file or `-p name:=value` still apply (read-only only refuses later changes).
 
 Every int and float parameter has a range (a `Param` without one is a programming error, refused
@@ -22,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.node import Node
 
@@ -113,4 +118,18 @@ def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
         if problem:
             raise TaskLearningError(f"parameter {param.name}: {problem}")
         values[param.name] = value
+    choices = {p.name: p.choices for p in params if p.choices and not p.read_only}
+    if choices:
+        node.add_on_set_parameters_callback(lambda changed: _check_choices(changed, choices))
     return values
+
+
+def _check_choices(changed: Sequence[Any], choices: dict[str, tuple[str, ...]]) -> SetParametersResult:
+    """`ros2 param set` of a writable parameter with choices: refused, with the reason, when the
+    value is not one of them (rclpy checks types and ranges itself)."""
+    for parameter in changed:
+        allowed = choices.get(parameter.name)
+        if allowed and parameter.value not in allowed:
+            return SetParametersResult(successful=False, reason=(
+                f"{parameter.name}: {parameter.value!r} is not one of {', '.join(repr(c) for c in allowed)}"))
+    return SetParametersResult(successful=True)

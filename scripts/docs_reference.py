@@ -264,12 +264,16 @@ def parameters_page(tables: Sequence[ParamTable]) -> str:
            GENERATED_NOTE.format(source="the `PARAMETERS` tables in `nodes/*.py` (`Param` rows, `nodes/params.py`)"),
            "",
            "Each node declares its parameters with these descriptors, so `ros2 param describe /<node> <name>` "
-           "shows the same description and range on a running graph. A **read-only** parameter is read "
-           "once, at start: `ros2 param set` refuses it; set it in the node's params file "
-           "(`config/nodes/<node>.yaml`, what `task-learning bringup` and the launch files pass) or with "
-           "`-p name:=value`, and restart the node. The *params file* column is the value that file "
-           "gives, where it gives one; otherwise the default applies. A value of the wrong type, out of "
-           "range or not among the choices stops the node at start with one line naming the parameter.", ""]
+           "shows the same description and range on a running graph. The values each node starts with are "
+           "in its params file, `config/nodes/<node>.yaml` (what `task-learning bringup` and the launch "
+           "files pass): the *params file* column, where it gives one; otherwise the default applies.", "",
+           "**Writable** parameters are read each time they are used: `ros2 param set /<node> <name> <value>` "
+           "takes effect from the next request (a goal, a call), and a value of the wrong type, out of range "
+           "or not among the choices is refused with the reason. **Read-only** parameters are read once, at "
+           "start (they shape publishers, clients, the world or the safety policy): `ros2 param set` refuses "
+           "them (\"Trying to set a read-only parameter\"); set them in the params file or with "
+           "`-p name:=value` and restart the node. A value a node cannot use stops it at start with one line "
+           "naming the parameter.", ""]
     declared: dict[str, set[str]] = {}  # params file -> every name a table reading it declares
     loaded = [(table, getattr(importlib.import_module(table.module), table.attribute)) for table in tables]
     for table, params in loaded:

@@ -10,13 +10,21 @@ from task_learning.cli import main
 
 def test_llm_state_json_has_the_issue_fields(capsys):
     assert main(["llm-state", "--scene", "all", "--task", "heat_milk", "--method", "ours", "--llm", "offline",
-                 "--trials", "5", "--json"]) == 0
+                 "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [t["map"] for t in data["trials"]] == ["map1", "map2", "map3", "map4", "map5"]
     for trial in data["trials"]:
         assert {"success", "steps", "llm_calls", "tokens", "replans", "dropped_calls"} <= set(trial)
         assert trial["success"] and trial["steps"] > 0 and trial["llm_calls"] > 0 and trial["tokens"] > 0
     assert "NOT a language model" in data["note"] and data["summary"]["successes"] == 5
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_scene_all_runs_every_map_whatever_trials(capsys, trials):
+    """Issue 32: `--scene all` ran only map1 unless --trials was 5 or more (trial i on map i)."""
+    assert main(["llm-state", "--scene", "all", "--task", "heat_milk", "--trials", str(trials), "--json"]) == 0
+    maps = [t["map"] for t in json.loads(capsys.readouterr().out)["trials"]]
+    assert maps == [m for m in ("map1", "map2", "map3", "map4", "map5") for _ in range(trials)]
 
 
 def test_llm_state_text_output_and_state(capsys):

@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A robot learns household tasks by asking an LLM and a human (STARS, BCR).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         try:
@@ -102,6 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(subparsers)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (setup.cfg), or the package's when not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("task_learning")
+    except PackageNotFoundError:
+        import task_learning
+
+        return str(getattr(task_learning, "__version__", "unknown"))
 
 
 def main(argv: list[str] | None = None) -> int:

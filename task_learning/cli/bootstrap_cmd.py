@@ -15,7 +15,8 @@ from task_learning.cli.options import SEED, bounded_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("bootstrap", help="learn production rules for task families (seed 001)")
+    p = subparsers.add_parser("bootstrap", help="learn production rules for task families (seed 001)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--train-scene", default="FloorPlan1", help="the iTHOR kitchen to learn in (recorded metadata)")
     p.add_argument("--families", default="explore,find,pick_place,slice,clear",
                    help="comma-separated, run in curriculum order: explore, find, pick_place, slice, clear")
@@ -103,6 +104,10 @@ def run_paper_table(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     with tempfile.TemporaryDirectory(prefix="bootstrapping-") as tmp:
         db = args.db or str(Path(args.workdir or tmp) / "bootstrapping.sqlite")
+        if not args.db:  # the experiment's own file: a rerun in --workdir starts from nothing
+            from task_learning.kb import remove_knowledge_base
+
+            remove_knowledge_base(db)
         with KnowledgeBase(db) as kb, make_client(args.llm, cache=None) as client:
             data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
                                     seed=args.seed or 0, backend=args.backend,

@@ -32,7 +32,14 @@ PAPERS = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
+    p = subparsers.add_parser(
+        "experiment", help="run STARS conditions and print seed 000's Table 2",
+        description="Run the conditions of one paper in-process and print its table beside the paper's: "
+                    "seed 000's Table 2 (STARS conditions on a scene, then Trial #2; the default), seed 003's "
+                    "Tables I and II (--paper llm-state), seed 002's days (--paper anticipation) or seed 001's "
+                    "Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
+                    "in --workdir are replaced), so running it again prints the same table. With the offline "
+                    "model the table says that it is not a language model.")
     p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
                    help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II), "
                         "anticipation (seed 002: the traces' days) or bootstrapping (seed 001's Table 1: "
@@ -132,6 +139,6 @@ def run(args: argparse.Namespace) -> int:
         if offline:
             print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     if args.plot:
-        path = plot_rows(args.scene, rows, args.plot)
+        path = plot_rows(args.scene, rows, args.plot, llm=args.llm)
         print(f"plot: {path}", file=sys.stderr)
     return 0

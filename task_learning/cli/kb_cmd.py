@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("kb", help="export, import or show the knowledge base")
+    p = subparsers.add_parser("kb", help="export, import or show the knowledge base",
+                              description="The SQLite knowledge base as YAML, for review and transfer: show "
+                                          "what was learned, export it, import an export (goals re-grounded), "
+                                          "approve production rules.")
     sub = p.add_subparsers(dest="kb_command", required=True)
     exp = sub.add_parser("export", help="write goals, policies, the question log and the routines (task "
                                         "anticipation's experience) as YAML")

@@ -80,5 +80,5 @@ def run(args: argparse.Namespace) -> int:
         if offline:
             print(textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     if args.plot:
-        print(f"plot: {plot_tables(house, table, args.plot)}", file=sys.stderr)
+        print(f"plot: {plot_tables(house, table, args.plot, llm=args.llm)}", file=sys.stderr)
     return 0

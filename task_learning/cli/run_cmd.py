@@ -10,7 +10,9 @@ import json
 import sys
 
 from task_learning.cli.options import MAX_WORKERS, SEED, bounded_int
+from task_learning.planning.loop import ObjectReport
 from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
+from task_learning.planning.summary import summarize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -129,17 +131,29 @@ def run(args: argparse.Namespace) -> int:
     data = metrics.to_dict()
     data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
                 elicitation=args.elicitation)
+    summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
+    data.update(success=summary.success, message=summary.message, incomplete=summary.reasons)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
-    print(f"{args.scene} {args.condition}: completion {data['completion']:.1f}% "
-          f"({data['satisfied']}/{data['assertions']} assertions)")
+    print(f"{args.scene} {args.condition}: {summary.message}")
     for key in ("retrieved", "proposed", "sourced", "prompt_tokens", "completion_tokens",
                 "instructions", "yes_no", "words", "learned_goals_reused", "policies_reused"):
         print(f"  {key:<22}{data[key]}")
     print(f"  {'llm calls':<22}{data['usage']['calls']}")
     print(f"  {'llm round trips':<22}{data['usage']['requests']}")
-    failed = [r for r in learner.reports if r.outcome != "done"]
-    for report in failed:
-        print(f"  ! {report.context}: {report.outcome} {report.message}")
+    print("What was learned, per object (goal; its literals; who confirmed it; reached?):")
+    for report in learner.reports:
+        print(describe_report(report))
     return 0
+
+
+def describe_report(report: ObjectReport) -> str:
+    """Two lines: where the object was and its goal in words; the literals, who confirmed it and
+    whether it was reached (or why not)."""
+    source = {"learned": "from the knowledge base", "described": "described by the operator"}.get(
+        report.goal_source, report.goal_source or "-")
+    reached = "reached" if report.reached else f"NOT reached: {report.outcome}, {report.message}"
+    literals = " & ".join(str(lit) for lit in report.literals) or "-"
+    return (f"  {report.context}: {report.goal or '(no goal)'}\n"
+            f"      {literals}; {source}; confirmed by {report.confirmed_by or 'nobody'}; {reached}")

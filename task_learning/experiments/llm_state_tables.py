@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from task_learning.experiments.table import legend_above, run_label
 from task_learning.files import save_figure
 from task_learning.llm_state.agent import Completer, TrialResult, run_trial
 from task_learning.llm_state.household import Household
@@ -172,7 +173,7 @@ def format_table_ii(household: Household, table: TableRun) -> str:
     return "\n".join(lines)
 
 
-def plot_tables(household: Household, table: TableRun, path: str | Path) -> Path:
+def plot_tables(household: Household, table: TableRun, path: str | Path, llm: str = "offline") -> Path:
     """Mean SR on simple and hard tasks per method, this run beside the paper's."""
     import matplotlib
 
@@ -180,20 +181,19 @@ def plot_tables(household: Household, table: TableRun, path: str | Path) -> Path
     import matplotlib.pyplot as plt
 
     methods = table.methods
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     x = range(len(methods))
     for ax, level in zip(axes, ("simple", "hard")):
         ours = [table.mean_sr(household, level, m) for m in methods]
         paper = [PAPER_MEANS[level].get(m, 0.0) for m in methods]
-        ax.bar([i - 0.2 for i in x], ours, width=0.4, label="this run (offline stand-in)")
+        ax.bar([i - 0.2 for i in x], ours, width=0.4, label=run_label(llm))
         ax.bar([i + 0.2 for i in x], paper, width=0.4, label="paper (GPT-4, VirtualHome)")
         ax.set_xticks(list(x))
         ax.set_xticklabels([LABELS[m] for m in methods], rotation=30, ha="right", fontsize=8)
         ax.set_ylim(0, 105)
         ax.set_title(f"{level.capitalize()} tasks: mean success rate (%)")
-    axes[0].legend(fontsize=8)
     fig.suptitle("LLM-State (seed 003): Tables I and II")
-    fig.tight_layout()
+    legend_above(fig, axes[0])
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_figure(fig, out, dpi=110)

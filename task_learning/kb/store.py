@@ -468,6 +468,41 @@ def goal_key(literals: list[GoalLiteral]) -> str:
     return " & ".join(sorted(str(lit) for lit in literals))
 
 
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def remove_knowledge_base(path: str | Path) -> None:
+    """Delete a knowledge base file and its SQLite companions (write-ahead log, shared memory,
+    journal), so the next run starts from nothing: a WAL left beside a fresh file would be
+    replayed into it. For runs that must not see an earlier run's learning (the demo's and the
+    experiments' own files), never for a user's --db."""
+    base = Path(path)
+    for candidate in [base] + [base.with_name(base.name + suffix) for suffix in SQLITE_COMPANIONS]:
+        candidate.unlink(missing_ok=True)
+
+
+DEFAULT_DB = "$ROS_HOME/task_learning/task_learning.sqlite"
+
+
+def resolve_db_path(value: str) -> str:
+    """A node's db_path as it is used: $ROS_HOME (default ~/.ros, as in ROS 2), other environment
+    variables and ~ expanded, a relative path made absolute (relative to the working folder);
+    "" (not persisted, where a node allows it) and ":memory:" as they are."""
+    value = str(value or "").strip()
+    if value in ("", ":memory:"):
+        return value
+    ros_home = os.environ.get("ROS_HOME") or os.path.join("~", ".ros")
+    value = value.replace("${ROS_HOME}", ros_home).replace("$ROS_HOME", ros_home)
+    return os.path.abspath(os.path.expanduser(os.path.expandvars(value)))
+
+
+def default_db_path() -> Path:
+    """The one default knowledge base of the graph, whichever way it is started (`task-learning
+    bringup`, `ros2 run`, `ros2 launch`): DEFAULT_DB, $ROS_HOME/task_learning/task_learning.sqlite.
+    Not the working folder: the same robot, started from another folder, must find what it learned."""
+    return Path(resolve_db_path(DEFAULT_DB))
+
+
 class KnowledgeBase:
     """Thread-safe access to one SQLite file (or ":memory:").
 
