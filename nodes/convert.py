@@ -537,6 +537,7 @@ def confirmation_request_to_msg(request: ConfirmationRequest) -> m.ConfirmationR
         wants_description=bool(request.wants_description),
         timeout_s=float(request.timeout_s),
         asked_by=request.asked_by,
+        deadline=float(request.deadline),
     )
 
 
@@ -551,6 +552,7 @@ def confirmation_request_from_msg(msg: m.ConfirmationRequest) -> ConfirmationReq
         wants_description=msg.wants_description,
         timeout_s=msg.timeout_s,
         asked_by=msg.asked_by,
+        deadline=msg.deadline,
     )
 
 

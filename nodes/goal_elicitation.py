@@ -248,8 +248,13 @@ class GoalElicitationNode(Node):
         result.candidates = [convert.goal_candidate_to_msg(c) for c in outcome.candidates]
         result.usage = convert.llm_usage_to_msg(outcome.usage)
         result.counts = convert.elicitation_counts_to_msg(_counts(outcome))
-        if outcome.chosen is not None and outcome.oversight is not None:
-            result.confirmation_id = outcome.oversight.confirmation_id
+        if outcome.oversight is not None:
+            if outcome.chosen is not None:
+                result.confirmation_id = outcome.oversight.confirmation_id
+            # Who the oversight node says answered (a paired operator); the planner takes the name
+            # from its own check of confirmation_id, not from this field.
+            result.confirmed_by = outcome.oversight.confirmed_by
+            result.oversight_status = outcome.oversight.status.value
 
 
 MAX_TEXT_CHARS = 200  # task, object id, condition

@@ -144,8 +144,26 @@ def init_problem(exc: BaseException) -> str:
         return (f"ROS security is enabled (ROS_SECURITY_ENABLE=true) but could not be set up for this node "
                 f"(keystore {keystore}, enclave {enclave}: start it with --ros-args --enclave "
                 f"/task_learning/<node>; the PyPI Fast DDS has no security plugins). Unset ROS_SECURITY_ENABLE, "
-                f"or see the README, 'Locking the graph down' ({exc})")
+                f"or see docs/safety.md, 'Locking the graph down' ({exc})")
     return f"rcl could not be initialised ({exc}); check the ROS_* environment variables and --ros-args"
+
+
+class DrainingExecutor(MultiThreadedExecutor):
+    """A MultiThreadedExecutor whose shutdown lets the callbacks already handed to its threads
+    finish before it destroys its guard condition.
+
+    rclpy's (Kilted) shutdown destroys the guard first (its wait for outstanding work is skipped:
+    `_is_shutdown` is set just before it is tested) and joins the threads after, so a callback
+    still starting on a thread then triggers the destroyed guard, and the task's InvalidHandle
+    is printed at exit as "The following exception was never retrieved: cannot use Destroyable
+    because destruction was requested" (issue 32: goal_elicitation and action_selector after a
+    demo run). The spin loop has ended when run_node calls this, so nothing new is handed out."""
+
+    def shutdown(self, timeout_sec: float | None = None, *, wait_for_threads: bool = True) -> bool:
+        pool = getattr(self, "_executor", None)  # rclpy's thread pool (a concurrent.futures one)
+        if pool is not None and wait_for_threads:
+            pool.shutdown(wait=True)
+        return super().shutdown(timeout_sec, wait_for_threads=wait_for_threads)
 
 
 def run_node(
@@ -177,7 +195,7 @@ def run_node(
         print(f"[{name or 'node'}] cannot start: {init_problem(exc)}", file=sys.stderr, flush=True)
         return EXIT_BAD_CONFIG
     node: Node | None = None
-    executor: MultiThreadedExecutor | None = None
+    executor: DrainingExecutor | None = None
     worker: threading.Thread | None = None
     failure: list[BaseException] = []
     halt = threading.Event()  # the worker's own end: after stop_work, which needs it spinning
@@ -191,7 +209,7 @@ def run_node(
             logger.error(f"cannot start: {exc}")
             return EXIT_BAD_CONFIG
         # A node that must serve more callbacks at once than the default says how many.
-        executor = MultiThreadedExecutor(num_threads=num_threads or getattr(node, "executor_threads", None))
+        executor = DrainingExecutor(num_threads=num_threads or getattr(node, "executor_threads", None))
         executor.add_node(node)
 
         def spin() -> None:

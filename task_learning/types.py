@@ -232,6 +232,7 @@ class ConfirmationRequest:
     wants_description: bool = False
     timeout_s: float = 0.0  # 0: the oversight node's default
     asked_by: str = ""  # behind the oversight node: the stack node that asked (set by that node)
+    deadline: float = 0.0  # when it times out, seconds since the epoch (set while it waits); 0: unknown
 
 
 @dataclass

@@ -12,13 +12,14 @@ from task_learning.experiments.anticipation import NO_TABLE, OFFLINE_NOTE, forma
 
 def run(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report)
+    rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report, wording=args.prompts)
     offline = args.llm == "offline"
     if args.json:
-        print(json.dumps({"paper": "anticipation", "llm": args.llm, "note": OFFLINE_NOTE if offline else "",
+        print(json.dumps({"paper": "anticipation", "llm": args.llm, "prompts": args.prompts,
+                          "note": OFFLINE_NOTE if offline else "",
                           "paper_table": None, "paper_note": NO_TABLE, "rows": rows}, indent=2))
     else:
-        print(format_table(rows, llm=args.llm))
+        print(format_table(rows, llm=args.llm) + f"\nprompts: {args.prompts}")
         print("\n" + textwrap.fill(NO_TABLE, width=100))
         if offline:
             print(textwrap.fill("Note: " + OFFLINE_NOTE, width=100))

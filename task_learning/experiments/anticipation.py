@@ -32,11 +32,12 @@ OFFLINE_NOTE = ("The offline model is not a language model: hand-written househo
 
 
 def run_experiment(llm: str = "offline", seed: int = 0, report: Callable[[str], None] | None = None,
-                   days: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Every condition on every day of config/anticipation/household.yaml (or the named days)."""
+                   days: Sequence[str] | None = None, wording: str = "own") -> list[dict[str, Any]]:
+    """Every condition on every day of config/anticipation/household.yaml (or the named days), in
+    the project's prompt wording or the traces' own (`wording`)."""
     from task_learning.llm.client import make_client
 
-    cfg = load_anticipation_config()
+    cfg = load_anticipation_config(wording=wording)
     spec = load_household(tasks=cfg.tasks)
     rows = []
     with KnowledgeBase(":memory:") as kb:

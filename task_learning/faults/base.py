@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CATEGORIES = ("llm", "cli", "config", "persistence", "ros")
+CATEGORIES = ("llm", "cli", "config", "persistence", "imports", "ros")
 CATEGORY_TITLES = {
     "llm": "LLM endpoint faults",
     "cli": "bad CLI input",
     "config": "bad config files",
     "persistence": "persistence (kills, bad databases)",
+    "imports": "hostile imports (policies, productions)",
     "ros": "ROS graph (kills, malformed requests, oversight)",
 }
 
@@ -146,7 +147,7 @@ def summarize(results: Sequence[ProbeResult]) -> list[CategoryRow]:
 
 
 def format_table(results: Sequence[ProbeResult]) -> str:
-    """The category table (Markdown, so the README can hold it as printed)."""
+    """The category table (Markdown, so docs/safety.md can hold it as printed)."""
     rows = summarize(results)
     header = ("| category | tried | handled | not handled | unconfirmed goals executed | confirmed goals lost |\n"
               "|---|---:|---:|---:|---:|---:|")

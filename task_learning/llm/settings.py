@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 
 SELECTION_APIS = ("chat", "completions")
@@ -94,20 +94,28 @@ def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLM
     return LLMSettings(default=default, client=client, openai=openai, offline=dict(offline), source=str(file))
 
 
+# The range of every numeric client setting (low, high, low end open), checked by the shared
+# number check (task_learning.numbers), so NaN and infinities are refused with the rest.
+CLIENT_RANGES: dict[str, tuple[float, float, bool]] = {
+    "timeout_s": (0.0, 3600.0, True),
+    "max_retries": (0, 100, False),
+    "backoff_s": (0.0, 600.0, False),
+    "max_backoff_s": (0.0, 3600.0, False),
+    "jitter": (0.0, 1.0, False),
+    "seed": (0, 2**32 - 1, False),
+    "max_requests_per_scope": (0, 10_000_000, False),
+    "token_budget": (0, 10**12, False),
+    "max_in_flight": (0, 1024, False),
+    "max_batch_size": (0, 100_000, False),
+    "max_response_bytes": (1024, 2**31, False),
+    "breaker_failures": (0, 1000, False),
+}
+
+
 def _check_client(client: ClientSettings, file: str | Path) -> None:
-    if client.timeout_s <= 0:
-        raise ConfigError(file, "client.timeout_s", "must be > 0")
-    for name in ("backoff_s", "max_backoff_s"):
-        if getattr(client, name) < 0:
-            raise ConfigError(file, f"client.{name}", "must be >= 0")
-    if client.max_response_bytes < 1024:
-        raise ConfigError(file, "client.max_response_bytes", f"must be >= 1024, got {client.max_response_bytes}")
-    for name in ("max_retries", "max_requests_per_scope", "token_budget", "max_in_flight", "breaker_failures",
-                 "max_batch_size"):
-        if getattr(client, name) < 0:
-            raise ConfigError(file, f"client.{name}", "must be >= 0")
-    if not 0 <= client.jitter <= 1:
-        raise ConfigError(file, "client.jitter", "must be between 0 and 1")
+    for name, (low, high, low_open) in CLIENT_RANGES.items():
+        expect_number(getattr(client, name), file=file, key=f"client.{name}", low=low, high=high,
+                      low_open=low_open, integer=isinstance(low, int))
 
 
 def _dataclass_from(cls: type, raw: Any, *, file: str | Path, key: str) -> Any:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Protocol, Sequence
 
+from task_learning.oversight.answers import goal_sentence_from_words, object_noun
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
 from task_learning.planning.stop import DependencyFailed, RunStopped
 from task_learning.oversight.phrasing import (
@@ -65,6 +66,19 @@ class OversightStatus(str, Enum):
     OPERATOR_FAILED = "operator_failed"  # the operator raised / is unreachable: no goal
     DECLINED = "declined"  # the operator said "no" when asked for a description
     GAVE_UP = "gave_up"  # every description allowed was unusable
+
+    @property
+    def reason(self) -> str:
+        """Why the dialogue ended without a goal, in words for a result ("" when it has one)."""
+        return _NO_GOAL_REASONS.get(self, "")
+
+
+_NO_GOAL_REASONS = {
+    OversightStatus.TIMEOUT: "the operator did not answer in time",
+    OversightStatus.OPERATOR_FAILED: "the operator could not be asked",
+    OversightStatus.DECLINED: "the operator refused every proposal and gave no goal",
+    OversightStatus.GAVE_UP: "no usable goal: the proposals were refused and the descriptions could not be used",
+}
 
 
 @dataclass
@@ -109,8 +123,11 @@ class OversightOutcome:
     # The oversight node's id for the answer that confirmed `chosen` (over ROS; "" in-process):
     # what the planner checks with that node before it executes the goal.
     confirmation_id: str = ""
-    # Who confirmed it: operator, client, answered_at (and the confirmation id), for provenance.
-    confirmed_by: dict[str, Any] = field(default_factory=dict)
+    # Who said yes to the goal or described it ("" without a goal): the operator of the answer
+    # that confirmed it (over ROS the paired operator whose signature the oversight node checked).
+    confirmed_by: str = ""
+    # That answer's provenance: operator, client, answered_at, confirmation id, request id.
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def confirmed(self) -> bool:
@@ -125,7 +142,8 @@ class OversightOutcome:
                            for t in self.transcript],
             "rejected": [c.text for c in self.rejected],
             "confirmation_id": self.confirmation_id,
-            "confirmed_by": dict(self.confirmed_by),
+            "confirmed_by": self.confirmed_by,
+            "provenance": dict(self.provenance),
         }
 
 
@@ -228,7 +246,9 @@ class _Dialogue:
         if len(text) > self.max_description_chars:
             return None, (f"The description is too long ({len(text)} characters; at most "
                           f"{self.max_description_chars}).")
-        sentence = goal_sentence(text)
+        # Plain words ("put it in the recycling bin", "in the fridge, closed") become the goal
+        # sentence they stand for, about this object; a goal sentence stays as it was.
+        sentence = goal_sentence_from_words(text, object_noun(self.object_description))
         try:
             analysis = self.analyze(sentence)
         except Exception as exc:
@@ -253,14 +273,16 @@ class _Dialogue:
 
     def outcome(self, status: OversightStatus, chosen: GoalCandidate | None,
                 rejected: list[GoalCandidate], by: ConfirmationAnswer | None = None) -> OversightOutcome:
-        """`by`: the answer that confirmed `chosen` (its provenance is kept with the outcome)."""
+        """`by`: the answer that confirmed `chosen` (who gave it and its provenance are kept with
+        the outcome)."""
         if chosen is None or by is None:
             return OversightOutcome(chosen, self.counts, self.transcript, status, rejected)
+        who = by.operator or getattr(self.operator, "name", "operator")
         return OversightOutcome(chosen, self.counts, self.transcript, status, rejected,
-                                by.confirmation_id, confirmed_by(by))
+                                by.confirmation_id, who, answer_provenance(by))
 
 
-def confirmed_by(answer: ConfirmationAnswer) -> dict[str, Any]:
+def answer_provenance(answer: ConfirmationAnswer) -> dict[str, Any]:
     """An answer's provenance as the knowledge base keeps it with a goal: who, through which
     client, when, and the oversight node's confirmation id (over ROS)."""
     return {"operator": answer.operator, "client": answer.client, "answered_at": answer.stamp,

@@ -45,7 +45,8 @@ class ConfirmationVerdict:
     confirmation: Confirmation
     counts: OversightCounts = field(default_factory=OversightCounts)
     message: str = ""
-    confirmed_by: dict[str, Any] = field(default_factory=dict)  # who, through which client, when
+    by: str = ""  # who confirmed it (the operator of the answer that did)
+    provenance: dict[str, Any] = field(default_factory=dict)  # who, through which client, when
 
     @property
     def confirmed(self) -> bool:
@@ -78,10 +79,9 @@ class GoalConfirmer:
                                 context=object_description, timeout_s=self.timeout_s)
         if outcome.status is OversightStatus.CONFIRMED:
             return ConfirmationVerdict(Confirmation.OPERATOR_YES, outcome.counts, "confirmed by the operator",
-                                       dict(outcome.confirmed_by))
-        reasons = {OversightStatus.TIMEOUT: "the operator did not answer in time",
-                   OversightStatus.OPERATOR_FAILED: "the operator could not be asked"}
-        message = reasons.get(outcome.status, "the operator did not confirm it")
+                                       outcome.confirmed_by, dict(outcome.provenance))
+        message = (outcome.status.reason if outcome.status in (OversightStatus.TIMEOUT, OversightStatus.OPERATOR_FAILED)
+                   else "the operator did not confirm it")
         log.info("goal %r for %s not confirmed: %s", text, object_description, message)
         return ConfirmationVerdict(Confirmation.NONE, outcome.counts, message)
 
