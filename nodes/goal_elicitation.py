@@ -105,6 +105,7 @@ PARAMETERS = (
 )
 
 MAX_BATCH_OBJECTS = 1000  # objects of one LearnGoals goal (the largest generated scene has 350)
+BATCH_START_WAIT_S = 60.0  # how long a LearnGoal waits for the batch it names to start
 
 
 @dataclass
@@ -152,6 +153,10 @@ class GoalElicitationNode(Node):
         self.batch_idle_s = float(get("batch_idle_s"))
         self._batch: Batch | None = None
         self._batch_lock = threading.Lock()
+        # Batches accepted and not started yet: a LearnGoal naming one (sent as soon as the goal
+        # was accepted) waits for it instead of eliciting its object alone.
+        self._batch_started = threading.Condition(self._batch_lock)
+        self._starting: set[str] = set()
         self.location = str(get("location") or "")
         self.oversight_timeout_s = float(get("oversight_timeout_s"))
         self.oversight_wait_s = float(get("oversight_wait_s"))
@@ -184,6 +189,7 @@ class GoalElicitationNode(Node):
                                     callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
         self._batch_server = ActionServer(self, LearnGoals, str(get("learn_goals_action")), self._execute_batch,
                                           goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                                          handle_accepted_callback=self._batch_accepted,
                                           cancel_callback=lambda _goal: CancelResponse.ACCEPT,
                                           callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
         self.get_logger().info(
@@ -321,13 +327,28 @@ class GoalElicitationNode(Node):
         return operator
 
     # ------------------------------------------------------------------ LearnGoals: a batch
+    def _batch_accepted(self, goal_handle: Any) -> None:
+        with self._batch_lock:
+            self._starting.add(bytes(goal_handle.goal_id.uuid).hex())
+        goal_handle.execute()
+
+    def _started(self, batch_id: str) -> None:
+        with self._batch_lock:
+            self._starting.discard(batch_id)
+            self._batch_started.notify_all()
+
     def _open_batch(self, batch_id: str, task: str, condition: Condition) -> Batch | None:
-        """The open batch `batch_id` names, when it is for this task and condition."""
+        """The open batch `batch_id` names (waited for while it starts), when it is for this task
+        and condition."""
+        batch_id = batch_id.strip().lower()
         if not batch_id:
             return None
+        deadline = time.monotonic() + BATCH_START_WAIT_S
         with self._batch_lock:
+            while batch_id in self._starting and not self._stopping() and time.monotonic() < deadline:
+                self._batch_started.wait(0.1)
             batch = self._batch
-        if batch is None or batch.batch_id != batch_id.strip().lower() or batch.closed.is_set():
+        if batch is None or batch.batch_id != batch_id or batch.closed.is_set():
             return None
         if batch.task != task or batch.condition is not condition:
             return None
@@ -371,7 +392,10 @@ class GoalElicitationNode(Node):
         result = LearnGoals.Result()
         batch: Batch | None = None
         try:
-            batch = self._start_batch(goal, goal_handle)
+            try:
+                batch = self._start_batch(goal, goal_handle)
+            finally:
+                self._started(bytes(goal_handle.goal_id.uuid).hex())
             reason = self._wait_batch(batch, goal_handle)
         except DependencyFailed as exc:
             result.failed_node = "oversight"
