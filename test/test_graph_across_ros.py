@@ -140,3 +140,30 @@ def test_cancel_while_the_batch_elicits_ends_cleanly_with_nothing_stored(ros_gra
         ros.close()
         code, out = graph.stop(signal.SIGINT, timeout=60)
     assert code == 0, out[-3000:]
+
+
+def test_per_object_elicitation_stays_for_comparison(ros_graph, tmp_path):
+    """`elicitation: per-object` (the planner's parameter): one LearnGoal per object, each object's
+    round trips its own, the same goals; the feedback still names every object's state."""
+    scene, db, local_db = "store_groceries", tmp_path / "ros.sqlite", tmp_path / "local.sqlite"
+    local, _ = run_in_process(RunSpec(scene=scene, condition="STARS", operator="none", db=local_db))
+    graph = ros_graph.start_cli("bringup", "--scene", scene, "--db", str(db), "--nodes", "perception",
+                                "goal_elicitation", "planner", "--param", "planner.require_confirmation:=false",
+                                "--param", "planner.elicitation:=per-object")
+    ros = ros_graph.client("per_object_test")
+    try:
+        result, feedback = ros.send_goal(PerformTask, "perform_task",
+                                         PerformTask.Goal(task="store groceries", scene=scene, condition="STARS"),
+                                         timeout=400)
+        assert result.success, result.message
+        assert _goals(db) == _goals(local_db) and result.usage.calls == local.usage.calls
+        assert result.usage.requests == result.usage.calls  # a tree level as concurrent single requests
+        assert "elicited together" not in graph.output
+        states = _states(feedback)
+        assert len(states) == len(result.objects) == 15
+        seen = {s for object_states in states.values() for s in object_states}
+        assert {"eliciting", "chosen", "reached"} <= seen and "asking_operator" not in seen, seen
+    finally:
+        ros.close()
+        code, out = graph.stop(signal.SIGINT, timeout=60)
+    assert code == 0, out[-3000:]
