@@ -444,8 +444,9 @@ class GoalElicitationNode(Node):
         batch_id = bytes(goal_handle.goal_id.uuid).hex()
 
         def publish(snapshot: Any) -> None:
-            goal_handle.publish_feedback(LearnGoals.Feedback(objects=_progress_msgs(snapshot),
-                                                             levels=elicitor.levels))
+            if goal_handle.is_active:  # not after the batch's result (a LearnGoal may still finish)
+                goal_handle.publish_feedback(LearnGoals.Feedback(objects=_progress_msgs(snapshot),
+                                                                 levels=elicitor.levels))
 
         object_ids = list(dict.fromkeys(object_ids))
         batch = Batch(batch_id, task, condition, object_ids, elicitor, ObjectStates(object_ids),

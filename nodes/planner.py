@@ -596,6 +596,7 @@ class PlannerNode(Node):
                 try:
                     metrics = learner.run()
                 finally:
+                    states.on_change = None  # no feedback after the result (a late batch report)
                     if batch is not None:
                         stopped = stop.requested
                         batch_usage = batch.close(BATCH_RESULT_WAIT_S if stopped else float(self._p("service_timeout_s")),
