@@ -125,10 +125,11 @@ def test_cancel_while_the_batch_elicits_ends_cleanly_with_nothing_stored(ros_gra
         wrapped = ros.wait_future(result_future, 120, "canceled result")
         assert wrapped.status == 5, wrapped.result.message  # action_msgs GoalStatus CANCELED
         assert "canceled after 0 object(s)" in wrapped.result.message, wrapped.result.message
-        # The batch closed before its model stages were done, and said so.
+        # The batch closed before its model stages were done (tidy kitchen's take 10 levels), and
+        # said so; the first object's LearnGoal, if it was sent, was cancelled with it.
         closed = graph.wait_for_line(r"batch \w+ for 'tidy kitchen' closed: closed by the client \((\d+) of (\d+) "
                                      r"objects taken, (\d+) merged levels", timeout=60)
-        assert int(closed.group(1)) == 0 and int(closed.group(3)) < 19, closed.group(0)
+        assert int(closed.group(1)) <= 1 and int(closed.group(3)) < 10, closed.group(0)
         # Nothing unconfirmed (nothing at all) stored; no question left with the operator.
         assert _goals(db) == {}
         pending = ros.call(ListPendingConfirmations, "oversight/list_pending", ListPendingConfirmations.Request(),
