@@ -24,7 +24,9 @@ Safety (issue 10):
   taken as confirmed only when the oversight node vouches for its confirmation id (signed reply,
   used up once, for exactly that goal); a ReachGoal with a confirmation id reaches only literals
   of the candidate that confirmation was given for. Nothing another node writes into this
-  node's knowledge base stands in for that;
+  node's knowledge base stands in for that. The planner's own questions (a stored goal nobody
+  confirmed, an imported policy before it is replayed, new productions) count only when the
+  oversight node vouches, on the same check, that a paired operator answered them;
 - a node that stops answering (oversight, goal elicitation, perception) ends the task naming it;
 - every request is validated: sizes, enums, truth values, scenes by name only (a path only
   with `allow_scene_paths`).
@@ -298,12 +300,15 @@ class PlannerNode(Node):
         self._current_goal: Any = None
         self._shutting_down = False
         from task_learning.oversight.pairing import StackKey
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning_nodes.oversight_client import CheckedOperator, OversightClient
 
         self._oversight = OversightClient(
             self, name="planner", service_wait_s=float(self._p("service_timeout_s")),
             should_stop=lambda: self._stop is not None and self._stop.requested, asker="planner",
             stack_key=StackKey.load_or_create(str(self._p("stack_key_file")) or None))
+        # The planner's own questions (a stored goal nobody confirmed, an imported policy, new
+        # productions): a yes counts only once the oversight node vouches a paired operator gave it.
+        self._asks = CheckedOperator(self._oversight, check_timeout_s=float(self._p("service_timeout_s")))
         self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,
                                      goal_callback=self._accept, cancel_callback=self._on_cancel,
                                      callback_group=self.group, **action_qos_kwargs())
@@ -430,7 +435,7 @@ class PlannerNode(Node):
         if not self._oversight.available(float(self._p("service_timeout_s"))):
             self.get_logger().warning("new productions stay unapproved: no oversight node to ask")
             return
-        for message in ask_approval(kb, self._oversight).messages:
+        for message in ask_approval(kb, self._asks).messages:
             self.get_logger().info(f"productions {message}")
 
     def _publish_llm_state(self, state: Any, goal: str) -> None:
@@ -481,7 +486,7 @@ class PlannerNode(Node):
             if requires_confirmation(condition, require):
                 why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
                 self._require_oversight(why)
-                review = PolicyReviewer(self._oversight, task=scene.task)
+                review = PolicyReviewer(self._asks, task=scene.task)
             usage = LLMUsage()
 
             def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
@@ -499,7 +504,7 @@ class PlannerNode(Node):
                 learner = TaskLearner(scene=scene, world=self._world(stop), kb=kb, elicit=elicit,
                                       executor=self._executor(kb, review=review), condition=condition,
                                       progress=progress, usage_source=lambda: usage,
-                                      confirm=GoalConfirmer(self._oversight, task=scene.task),
+                                      confirm=GoalConfirmer(self._asks, task=scene.task),
                                       require_confirmation=require, stop=stop)
                 metrics = learner.run()
         except RunStopped as exc:
