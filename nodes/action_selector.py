@@ -32,7 +32,7 @@ from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
 from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.qos import latched
+from task_learning_nodes.qos import latched, service_qos
 
 NODE_NAME = "action_selector"
 
@@ -96,6 +96,7 @@ class ActionSelectorNode(Node):
                                       callback_group=group)
         self.tree_pub = self.create_publisher(CandidateTree, str(get("tree_topic")), latched())
         self.create_service(SelectNextAction, str(get("service_name")), self._on_select,
+                            qos_profile=service_qos(),
                             callback_group=group)
         self.get_logger().info(f"serving {get('service_name')} (engine {engine_name}); world "
                                f"state from {get('world_state_topic')} ({self.world.source} until then)")

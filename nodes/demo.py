@@ -160,7 +160,7 @@ def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: s
     procs = [_start([cli, "bringup", "--scene", scene, "--db", str(db), "--backend", backend],
                     logs / f"bringup_{label}.log")]
     if condition.endswith("+O"):
-        procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60"],
+        procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60", "--db", str(db)],
                             logs / f"operator_{label}.log"))
     try:
         task = load_scene(scene).task

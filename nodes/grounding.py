@@ -46,6 +46,23 @@ PARAMETERS = (
 )
 
 
+MAX_FIELD_CHARS = 200  # task, location, object_id
+MAX_SENTENCE_CHARS = 100_000  # the goal sentence analysed (a long one still gets a verdict)
+
+
+def _size_problem(request: AnalyzeGoal.Request) -> str:
+    """Why a request is refused for its size (field and length), or ""."""
+    for name in ("task", "location", "object_id"):
+        value = getattr(request, name)
+        if len(value) > MAX_FIELD_CHARS:
+            return f"{name}: {len(value)} characters, at most {MAX_FIELD_CHARS}"
+    if len(request.candidate.text) > MAX_SENTENCE_CHARS:
+        return f"candidate.text: {len(request.candidate.text)} characters, at most {MAX_SENTENCE_CHARS}"
+    if len(request.candidate.mismatches) > 100 or len(request.candidate.literals) > 100:
+        return "candidate: at most 100 mismatches and 100 literals"
+    return ""
+
+
 class GroundingNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
@@ -63,8 +80,10 @@ class GroundingNode(Node):
                                       transient_local=bool(get("world_state_transient_local")),
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=group)
+        from task_learning_nodes.qos import service_qos
+
         self.create_service(AnalyzeGoal, str(get("service_name")), self._on_analyze,
-                            callback_group=group)
+                            qos_profile=service_qos(), callback_group=group)
         self.get_logger().info(f"serving {get('service_name')}; world state from "
                                f"{get('world_state_topic')} ({self.world.source} until then)")
 
@@ -77,6 +96,12 @@ class GroundingNode(Node):
 
     def _on_analyze(self, request: AnalyzeGoal.Request,
                     response: AnalyzeGoal.Response) -> AnalyzeGoal.Response:
+        problem = _size_problem(request)
+        if problem:  # refused before anything is copied or analysed (a 5 MB field is not echoed)
+            response.success = False
+            response.message = problem
+            self.get_logger().warning(f"bad AnalyzeGoal request: {problem}", throttle_duration_sec=1.0)
+            return response
         response.candidate = request.candidate
         state = self.world.get()
         if state is None:
@@ -85,8 +110,6 @@ class GroundingNode(Node):
                                 "and no scene parameter")
             return response
         try:
-            if len(request.object_id) > 200:
-                raise ValueError(f"object_id: {len(request.object_id)} characters, at most 200")
             candidate = convert.goal_candidate_from_msg(request.candidate)
             context = self._resolve_context(state, request.object_id.strip())
             analysis = analyze_goal(candidate.text, state, context or None, self.knowledge)

@@ -27,6 +27,7 @@
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -35,6 +36,7 @@ from typing import Any, Callable, Sequence
 import rclpy
 import rclpy.action
 from rclpy.exceptions import NameValidationException, ParameterException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -54,6 +56,7 @@ SHUTDOWN_LIMIT_S = 9.0  # above the planner's stop_work grace (4 + 4 s), below t
 #                         launch sends SIGTERM (config/bringup.yaml)
 
 _stop_event = threading.Event()
+RCLError = _rclpy.RCLError
 
 
 def request_shutdown() -> None:
@@ -133,6 +136,18 @@ def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] 
     return "done"
 
 
+def init_problem(exc: BaseException) -> str:
+    """What went wrong when rcl would not initialise, in one line a user can act on."""
+    if os.environ.get("ROS_SECURITY_ENABLE", "").lower() == "true":
+        keystore = os.environ.get("ROS_SECURITY_KEYSTORE") or "(ROS_SECURITY_KEYSTORE not set)"
+        enclave = os.environ.get("ROS_SECURITY_ENCLAVE_OVERRIDE") or "none given"
+        return (f"ROS security is enabled (ROS_SECURITY_ENABLE=true) but could not be set up for this node "
+                f"(keystore {keystore}, enclave {enclave}: start it with --ros-args --enclave "
+                f"/task_learning/<node>; the PyPI Fast DDS has no security plugins). Unset ROS_SECURITY_ENABLE, "
+                f"or see docs/safety.md, 'Locking the graph down' ({exc})")
+    return f"rcl could not be initialised ({exc}); check the ROS_* environment variables and --ros-args"
+
+
 class DrainingExecutor(MultiThreadedExecutor):
     """A MultiThreadedExecutor whose shutdown lets the callbacks already handed to its threads
     finish before it destroys its guard condition.
@@ -172,8 +187,13 @@ def run_node(
     if signals is None:
         signals = StopSignals()
         signals.install()
-    rclpy.init(args=list(args) if args is not None else sys.argv,
-               signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=list(args) if args is not None else sys.argv,
+                   signal_handler_options=SignalHandlerOptions.NO)
+    except RCLError as exc:  # e.g. ROS security on without a usable enclave: one line, no traceback
+        signals.restore()
+        print(f"[{name or 'node'}] cannot start: {init_problem(exc)}", file=sys.stderr, flush=True)
+        return EXIT_BAD_CONFIG
     node: Node | None = None
     executor: DrainingExecutor | None = None
     worker: threading.Thread | None = None

@@ -123,9 +123,14 @@ class PerceptionNode(Node):
             from task_learning_nodes.camera_topics import CameraTopics
 
             self.camera = CameraTopics(self, qos, str(get("camera_frame_id")), self.frame_id)
-        self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, callback_group=group)
-        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, callback_group=group)
-        self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, callback_group=group)
+        # Sized for bursts (a thousand QueryWorld at once are all answered, none dropped).
+        from task_learning_nodes.qos import service_qos
+
+        qos = service_qos()
+        self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, qos_profile=qos, callback_group=group)
+        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, qos_profile=qos, callback_group=group)
+        self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, qos_profile=qos,
+                            callback_group=group)
         if rate > 0:
             self.create_timer(1.0 / rate, self.publish_world, callback_group=group)
         self.publish_world()

@@ -62,9 +62,10 @@ def load_robot_goals(path: str | Path | None = None, tasks: Sequence[str] | None
     return RobotGoals(scene, goals)
 
 
-# Performs one confirmed task (its name, its goal literals); returns the `performed` entry:
+# Performs one confirmed task (its name, its goal literals, the oversight node's confirmation id of
+# the yes, "" in-process); returns the `performed` entry:
 # {"task", "success", "actions", "policy_reused", "message"}.
-Perform = Callable[[str, list[GoalLiteral]], dict[str, Any]]
+Perform = Callable[[str, list[GoalLiteral], str], dict[str, Any]]
 
 
 @dataclass
@@ -143,14 +144,14 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
     if perform is None:
         robot = GoalExecutor(load_domain("household"), HeuristicEngine, kb, max_actions=max_actions)
 
-        def perform(task: str, literals: list[GoalLiteral]) -> dict[str, Any]:
+        def perform(task: str, literals: list[GoalLiteral], _confirmation_id: str) -> dict[str, Any]:
             # The executor keys a learned policy by the task and its first object's type and place.
             reach = robot.reach(world, literals, task=f"anticipated: {task}", object_id=literals[0].args[0])
             return {"task": task, "success": reach.success, "actions": len(reach.outcomes),
                     "policy_reused": reach.policy_reused, "message": reach.message}
     human = GoalExecutor(load_domain("household"), HeuristicEngine, None, max_actions=max_actions)
     anticipator = Anticipator(client, cfg, experience, agent="robot", seed=seed)
-    proposals = Proposals(operator, ctx.describe(cfg), kb, question_suffix=question_suffix)
+    proposals = Proposals(operator, ctx.describe(cfg), kb, question_suffix=question_suffix, literals=goals.tasks)
     attempted: set[str] = set()
 
     def holds_now(task: str) -> bool:
@@ -175,7 +176,7 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
                 if task not in proposals.confirmed:  # cannot happen: confirm_new returns confirmed tasks only
                     result.unconfirmed_executions += 1
                     continue
-                performed = perform(task, list(goals.tasks[task]))
+                performed = perform(task, list(goals.tasks[task]), proposals.answers[task].confirmation_id)
                 result.performed.append(performed)
                 if performed["success"] and task in routine and task not in result.done:
                     result.done.append(task)

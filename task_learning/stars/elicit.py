@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
+from task_learning.planning.stop import RunStopped
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
@@ -145,6 +146,8 @@ class PreparedElicitation:
         if self.on_stage is not None:
             try:
                 self.on_stage(name, counts)
+            except RunStopped:
+                raise  # the caller's goal was cancelled: elicitation stops here
             except Exception as exc:  # a feedback publisher must not break elicitation
                 log.warning("stage callback failed: %s", exc)
 
