@@ -516,6 +516,9 @@ class KnowledgeBase:
         self.path = str(path)
         self.busy_timeout_s = float(busy_timeout_s)
         self.read_only = read_only
+        # Sees every committed write as (kind, what was written): an episode records the changes
+        # with their provenance (task_learning.episode). None: nobody watches.
+        self.on_change: Callable[[str, dict[str, Any]], None] | None = None
         if not self.path.strip():
             raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
@@ -703,6 +706,14 @@ class KnowledgeBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _changed(self, kind: str, data: dict[str, Any]) -> None:
+        """Tell `on_change` about a committed write; a failing observer loses nothing here."""
+        if self.on_change is not None:
+            try:
+                self.on_change(kind, data)
+            except Exception as exc:
+                log.warning("knowledge-base change observer failed: %s", exc)
+
     # --- questions and answers -------------------------------------------------------------
 
     def record_question(self, request: ConfirmationRequest, *, task: str = "", context: str = "") -> None:
@@ -723,6 +734,8 @@ class KnowledgeBase:
                     int(request.wants_description),
                 ),
             )
+        self._changed("question", {"request_id": request.request_id, "task": task, "question": request.question,
+                                   "object_id": request.object_id})
 
     def record_answer(self, answer: ConfirmationAnswer) -> None:
         """Persist an answer. An answer nobody gave (the question timed out, or its operator went
@@ -738,6 +751,8 @@ class KnowledgeBase:
                 (answer.request_id, answer.stamp or time.time(), kind.value,
                  answer.description, answer.operator),
             )
+        self._changed("answer", {"request_id": answer.request_id, "answer": kind.value,
+                                 "description": answer.description, "operator": answer.operator})
 
     def previous_answer(self, *, task: str, question: str, context: str | None = None
                         ) -> ConfirmationAnswer | None:
@@ -787,13 +802,17 @@ class KnowledgeBase:
                  int(goal.confirmed), json.dumps(goal.provenance, default=str),
                  goal.created_at or time.time(), goal.confirmation.value),
             )
+        self._changed("goal", goal.to_dict())
 
     def set_confirmation(self, task: str, context: str, confirmation: Confirmation) -> bool:
         """Record how the goal for (task, context) was confirmed; False when there is none."""
         with self._transaction() as cur:
             cur.execute("UPDATE goals SET confirmation=?, confirmed=? WHERE task=? AND context=?",
                         (confirmation.value, int(confirmation.counts_as_confirmed), task, context))
-            return cur.rowcount > 0
+            changed = cur.rowcount > 0
+        if changed:
+            self._changed("confirmation", {"task": task, "context": context, "confirmation": confirmation.value})
+        return changed
 
     def goal_for(self, task: str, context: str) -> LearnedGoal | None:
         with self._lock:
@@ -834,6 +853,7 @@ class KnowledgeBase:
                  json.dumps([action_to_dict(a) for a in policy.actions]), policy.successes,
                  policy.failures, time.time(), policy.approval),
             )
+        self._changed("policy", policy.to_dict())
 
     _POLICY_COLUMNS = "task, object_type, location, goal_key, actions_json, successes, failures, approval"
 
