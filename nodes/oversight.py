@@ -115,6 +115,17 @@ class OversightNode(Node):
             from task_learning.oversight.memory import RememberingOperator
 
             self.operator = RememberingOperator(self.queue, self.kb, str(get("task")))
+        # Each question and its answer (and the knowledge base's writes) on the graph: recorders,
+        # the live view (task_learning.episode).
+        from task_learning.episode import messages as episode_msgs
+        from task_learning.episode.bus import EpisodeBus
+        from task_learning.episode.observe import kb_observer
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode = EpisodeBus([RosSink(self, {episode_msgs.QUESTION, episode_msgs.ANSWER,
+                                                   episode_msgs.KB_CHANGES})])
+        if self.kb is not None:
+            self.kb.on_change = kb_observer(self._episode)
         group = ReentrantCallbackGroup()
         self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), latched())
         self.create_service(Confirm, CONFIRM_SERVICE, self._on_confirm, callback_group=group)
@@ -125,6 +136,15 @@ class OversightNode(Node):
             f"oversight ready: timeout {self.queue.timeout_s:g} s (at most "
             f"{self.queue.max_timeout_s:g}), at most {self.queue.max_pending} waiting, safe default "
             f"{self.queue.safe_default.value}, db {db_path or '(none)'}")
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the operator's queue and the knowledge base answers are kept in."""
+        from task_learning.diagnostics import kb_check, queue_check
+
+        checks = [queue_check(len(self.queue.pending()))]
+        if self.kb is not None:
+            checks.append(kb_check(self.kb.path))
+        return checks
 
     def _publish_pending(self) -> None:
         # Serialised, and the list read under the lock: with several Confirm threads, the last
@@ -156,7 +176,11 @@ class OversightNode(Node):
 
             question.request_id = uuid.uuid4().hex[:16]
         self.get_logger().info(f"asking [{question.request_id}] {question.question}")
+        from task_learning.episode import messages as episode_msgs
+
+        self._episode.publish(episode_msgs.QUESTION, episode_msgs.question(question))
         answer = self.operator.ask(question)
+        self._episode.publish(episode_msgs.ANSWER, episode_msgs.answer(answer))
         self.get_logger().info(f"[{answer.request_id}] answered {answer.answer.value} by {answer.operator}")
         response.answer = convert.confirmation_answer_to_msg(answer)
         return response

@@ -175,6 +175,7 @@ NODE_MODULES = (
     ("action_selector", "task_learning_nodes.action_selector", "PARAMETERS"),
     ("planner", "task_learning_nodes.planner", "PARAMETERS"),
     ("anticipation", "task_learning_nodes.anticipation", "PARAMETERS"),
+    ("live_view", "task_learning_nodes.live_view", "PARAMETERS"),
 )
 
 

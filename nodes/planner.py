@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 import threading
+import time
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -37,6 +39,9 @@ from rclpy.node import Node
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
+from task_learning.episode.bus import EpisodeBus
+from task_learning.episode.messages import LEARNED_GOAL, object_outcome
+from task_learning.episode.observe import BcrTreePublisher, ObservedWorld, kb_observer
 from task_learning.errors import TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
@@ -89,6 +94,10 @@ PARAMETERS = (
           read_only=False),
     Param("llm_state_topic", "llm_state", "With strategy llm_state: its open state (LLMState) is "
           "published here, latched, after every rebuild"),
+    Param("episode_dir", "", "Folder where each PerformTask is recorded as one MCAP episode "
+          "(episode-<time>-<scene>.mcap: the graph's topics, LLM calls, questions and answers, actions, "
+          "knowledge-base changes; `task-learning replay` runs it again); empty: not recorded",
+          read_only=False),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
@@ -290,6 +299,12 @@ class PlannerNode(Node):
                                    callback_group=self.group)
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
         self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
+        # What the planner does, on the graph for recorders and the live view (task_learning.episode).
+        from task_learning.episode import messages as episode_msgs
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
+                                              episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
         self.get_logger().info(f"planner ready (db {resolve_db_path(self._p('db_path'))}, condition {condition}, "
                                f"strategy {self._p('strategy')}, "
                                f"require_confirmation {bool(self._p('require_confirmation'))})")
@@ -335,6 +350,13 @@ class PlannerNode(Node):
         self._current_goal = None
         self._stop = None
         self._body.release()
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the knowledge base writable, and what the robot is doing."""
+        from task_learning.diagnostics import Check, Level, kb_check
+
+        return [kb_check(resolve_db_path(self._p("db_path"))),
+                Check("task", Level.OK, f"busy with {self._busy_with}" if self._busy_with else "idle")]
 
     def _busy_message(self, what: str) -> str:
         if self._shutting_down:
@@ -473,13 +495,25 @@ class PlannerNode(Node):
                                                 progress=float(done) / max(total, 1))
                 goal_handle.publish_feedback(feedback)
 
-            with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
-                learner = TaskLearner(scene=scene, world=self._world(stop), kb=kb, elicit=elicit,
-                                      executor=self._executor(kb, review=review), condition=condition,
-                                      progress=progress, usage_source=lambda: usage,
-                                      confirm=GoalConfirmer(self._oversight, task=scene.task),
-                                      require_confirmation=require, stop=stop)
-                metrics = learner.run()
+            db_path = resolve_db_path(self._p("db_path"))
+            recorder = self._episode_recorder(scene.name, task or scene.task, condition, db_path)
+            bus = EpisodeBus([self._episode_topics])
+            try:
+                with KnowledgeBase(db_path) as kb:
+                    kb.on_change = kb_observer(bus)
+                    executor = self._executor(kb, review=review)
+                    executor.on_decision = BcrTreePublisher(bus)
+                    world = ObservedWorld(RosWorld(self, self._query, self._execute,
+                                                  float(self._p("service_timeout_s")), stop), bus)
+                    learner = TaskLearner(scene=scene, world=StoppableWorld(world, stop), kb=kb, elicit=elicit,
+                                          executor=executor, condition=condition,
+                                          progress=progress, usage_source=lambda: usage,
+                                          confirm=GoalConfirmer(self._oversight, task=scene.task),
+                                          require_confirmation=require, stop=stop,
+                                          on_report=lambda r: bus.publish(LEARNED_GOAL, object_outcome(r)))
+                    metrics = learner.run()
+            finally:
+                episode = self._finish_episode(recorder)
         except RunStopped as exc:
             done = len(learner.reports) if learner is not None else 0
             result.success = False
@@ -501,7 +535,7 @@ class PlannerNode(Node):
             self._release()
         summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
         result.success = summary.success
-        result.message = summary.message
+        result.message = summary.message + (f"; {episode}" if episode else "")
         result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
@@ -513,6 +547,39 @@ class PlannerNode(Node):
         result.objects = [self._object_msg(r) for r in learner.reports]
         goal_handle.succeed()
         return result
+
+    def _episode_recorder(self, scene: str, task: str, condition: str, db_path: str) -> Any:
+        """A GraphRecorder for this PerformTask when `episode_dir` is set (refused with the reason
+        when its file cannot be made: the task does not start unrecorded)."""
+        folder = str(self._p("episode_dir") or "")
+        if not folder:
+            return None
+        import datetime
+
+        from task_learning.episode.recorder import snapshot_kb
+        from task_learning_nodes.episode_topics import GraphRecorder
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap"
+        metadata = {"scene": scene, "task": task, "condition": condition, "llm": "goal_elicitation node's",
+                    "operator": "oversight node", "engine": str(self._p("engine")), "seed": "",
+                    "elicitation": "concurrent", "workers": "8", "db": db_path,
+                    "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
+        recorder = GraphRecorder(self, path, metadata, kb_start=snapshot_kb(db_path), callback_group=self.group)
+        time.sleep(1.0)  # discovery: the nodes' publishers match the new subscriptions before the task starts
+        return recorder
+
+    def _finish_episode(self, recorder: Any) -> str:
+        """Close the recording; what the result says about it ("" when none)."""
+        if recorder is None:
+            return ""
+        try:
+            recorder.close()
+        except TaskLearningError as exc:
+            self.get_logger().error(f"episode not recorded: {exc}")
+            return f"episode not recorded: {printable(str(exc))}"
+        self.get_logger().info(f"episode recorded: {recorder.sink.path}")
+        return f"episode {recorder.sink.path}"
 
     @staticmethod
     def _object_msg(report: Any) -> TaskObjectOutcome:

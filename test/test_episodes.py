@@ -201,7 +201,7 @@ def test_a_write_that_fails_mid_run_names_the_file_and_leaves_no_partial_file(tm
     monkeypatch.setattr(sink._writer, "add_message", full_disk)
     bus = EpisodeBus([sink])
     run_in_process(spec, bus=bus)  # the run itself goes on
-    with pytest.raises(TaskLearningError, match="e.mcap: No space left on device"):
+    with pytest.raises(TaskLearningError, match=r"e\.mcap: No space left on device"):
         bus.close()
     assert list(tmp_path.glob("*.mcap*")) == [] and list(tmp_path.glob(".e.mcap*")) == []
 

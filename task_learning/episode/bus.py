@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
-    topics: Collection[str] | None  # the topics it takes; None: every one
+    @property
+    def topics(self) -> Collection[str] | None: ...  # the topics it takes; None: every one
 
     def write(self, topic: str, message: Mapping[str, Any], log_time_ns: int) -> None: ...
 

@@ -38,7 +38,7 @@ class Channel:
 
 
 WORLD_STATE = "/world_state"
-CAMERA = "/camera/image"
+CAMERA = "/camera/color/image_raw"  # perception's colour camera topic (nodes/camera_topics.py)
 STARS_TREE = "/stars_tree"
 BCR_TREE = "/bcr_tree"
 QUESTION = "/oversight/question"
@@ -160,7 +160,7 @@ def stars_tree(task: str, object_id: str, stage: str, candidates: Sequence[GoalC
     distinct response, under the candidate it came from; `detail` holds its probability (the
     mean token probability), the tree level it was found at and the analysis verdict; the
     status says which one was chosen. `goal` names the object and the stage just finished."""
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for c in candidates:
         status = "selected" if chosen is not None and c.candidate_id == chosen.candidate_id else (
             "open" if c.viable is not False else "pruned")

@@ -2,7 +2,7 @@
 around the run's own parts, none of which knows it is watched.
 
 - `ObservedWorld`: each primitive action (`/action`), its outcome (`/action_outcome`), the world
-  after it (`/world_state`), and the camera when the backend has one (`/camera/image`, and
+  after it (`/world_state`), and the camera when the backend has one (`/camera/color/image_raw`, and
   `/camera/highlighted` with the object being worked on boxed, for the live view);
 - `ObservedOperator`: each question put to the operator and the answer (`/oversight/*`);
 - `StarsTreePublisher`: the STARS candidate tree after every level and stage (`/stars_tree`);

@@ -20,7 +20,7 @@ from typing import Any, Callable, Collection, Mapping
 from task_learning.episode.messages import BY_TOPIC, CHANNELS
 from task_learning.episode.schema import msgdef
 from task_learning.errors import TaskLearningError
-from task_learning.files import AtomicOutput, OutputError
+from task_learning.files import AtomicOutput
 
 METADATA_NAME = "episode"
 KB_ATTACHMENT = "kb_start.sqlite"
@@ -81,6 +81,15 @@ class McapSink:
         except OSError as exc:
             raise self._output.failed(exc) from None
 
+    def add_metadata(self, metadata: Mapping[str, str]) -> None:
+        """A later `episode` metadata record (readers take the last): what was only known once
+        the run went on (the graph's world backend)."""
+        try:
+            self._writer.add_metadata(METADATA_NAME, {"format": FORMAT_VERSION, **{k: str(v) for k, v in metadata.items()}})
+        except OSError as exc:
+            self._closed = True
+            raise self._output.failed(exc) from None
+
     def _channel(self, topic: str, msgtype: str) -> tuple[int, Callable[[Any], bytes]]:
         found = self._channels.get(topic)
         if found is None:
@@ -116,19 +125,15 @@ class McapSink:
 
     def close(self) -> None:
         """Finish the file and give it its name (OutputError, nothing left, when it failed)."""
-        if self._closed:
-            if not self._output.path.exists():
-                return
+        if self._closed and not self._output.path.exists():
+            return  # a write failed: its error was raised then, nothing is left
         self._closed = True
         try:
             self._writer.finish()
             self._file.close()
         except OSError as exc:
             raise self._output.failed(exc) from None
-        try:
-            self._output.commit()
-        except OutputError:
-            raise
+        self._output.commit()
 
     def discard(self) -> None:
         """Leave nothing behind (a run that failed before its end)."""

@@ -15,7 +15,7 @@ import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from task_learning.episode import messages as msgs
 from task_learning.episode.bus import EpisodeBus, MemorySink
@@ -35,7 +35,7 @@ class RecordedOperator:
 
     name = "replay"
 
-    def __init__(self, pairs: list[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> None:
+    def __init__(self, pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]]) -> None:
         self._answers: dict[tuple[str, str], deque[Mapping[str, Any]]] = defaultdict(deque)
         for question, answer in pairs:
             self._answers[(question["question"], question["object_id"])].append(answer)

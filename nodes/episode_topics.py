@@ -1,0 +1,106 @@
+"""The episode's channels on the ROS graph (task_learning.episode.messages.CHANNELS).
+
+- `RosSink`: an episode sink that publishes the core's message dicts as ROS messages on their
+  topics, so what a node observes in-process (the planner's actions and BCR trees, goal
+  elicitation's STARS tree and LLM calls, the oversight node's questions and answers) is on the
+  graph for a recorder, the live view, `ros2 topic echo` or `ros2 bag record`.
+- `GraphRecorder`: subscribes to every channel serialized (raw CDR, as it came off the wire) and
+  writes one MCAP episode with the core's McapSink: what the planner records per PerformTask.
+- `message_class(msgtype)`: the rclpy class of a channel's type.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from pathlib import Path
+from typing import Any, Collection, Mapping
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosidl_runtime_py import set_message_fields
+
+from task_learning.episode.messages import BY_TOPIC, CHANNELS, WORLD_STATE
+from task_learning.episode.recorder import McapSink
+
+# Deep enough that a tree level's burst is not dropped; reliable so a recorder loses nothing.
+QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+def message_class(msgtype: str) -> Any:
+    package, _kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), name)
+
+
+class RosSink:
+    """Publishes message dicts on their ROS topics (an EpisodeBus sink)."""
+
+    def __init__(self, node: Node, topics: Collection[str]) -> None:
+        self.topics = set(topics)
+        self._publishers = {topic: node.create_publisher(message_class(BY_TOPIC[topic].msgtype), topic, QOS)
+                            for topic in self.topics}
+
+    def write(self, topic: str, message: Mapping[str, Any], log_time_ns: int) -> None:
+        publisher = self._publishers.get(topic)
+        if publisher is None:
+            return
+        msg = message_class(BY_TOPIC[topic].msgtype)()
+        set_message_fields(msg, dict(message))
+        publisher.publish(msg)
+
+    def close(self) -> None:
+        pass
+
+
+class GraphRecorder:
+    """One episode of the graph: every channel, serialized, into an MCAP file (the core's McapSink;
+    metadata and the knowledge base's snapshot as an in-process episode has them). `close()`
+    unsubscribes and finishes the file (OutputError when it could not be written)."""
+
+    def __init__(self, node: Node, path: str | Path, metadata: Mapping[str, str], *, kb_start: bytes | None = None,
+                 callback_group: Any = None) -> None:
+        self._node = node
+        self._metadata = dict(metadata)
+        self.sink = McapSink(path, self._metadata, kb_start=kb_start)
+        self._lock = threading.Lock()
+        self._failure: Exception | None = None
+        self._last_message = time.monotonic()
+        self._subscriptions = [
+            node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype), QOS,
+                                     raw=True, callback_group=callback_group)
+            for c in CHANNELS]
+
+    def _writer(self, topic: str, msgtype: str) -> Any:
+        def write(raw: bytes) -> None:
+            with self._lock:
+                if self._failure is not None or self._subscriptions is None:
+                    return
+                self._last_message = time.monotonic()
+                try:
+                    self.sink.write_raw(topic, msgtype, raw, time.time_ns())
+                except Exception as exc:  # a full disk: the episode is lost, the run goes on
+                    self._failure = exc
+                    self._node.get_logger().error(f"episode recording stopped: {exc}")
+                    return
+                if topic == WORLD_STATE and "backend" not in self._metadata:
+                    from rclpy.serialization import deserialize_message
+
+                    state = deserialize_message(raw, message_class(msgtype))
+                    self._metadata["backend"] = state.backend or "symbolic"
+        return write
+
+    def close(self, settle_s: float = 0.5, limit_s: float = 5.0) -> None:
+        """Wait until nothing arrived for `settle_s` (messages still on their way from the nodes,
+        at most `limit_s`), then unsubscribe and finish the file."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and time.monotonic() - self._last_message < settle_s:
+            time.sleep(0.05)
+        with self._lock:
+            subscriptions, self._subscriptions = self._subscriptions, None
+        for subscription in subscriptions or []:
+            self._node.destroy_subscription(subscription)
+        if self._failure is not None:
+            self.sink.discard()
+            raise self._failure
+        self.sink.add_metadata(self._metadata)
+        self.sink.close()
