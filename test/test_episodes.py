@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -257,3 +258,20 @@ def test_live_view_serves_the_stars_tree_as_it_grows() -> None:
     sizes = [len(t["nodes"]) for t in levels]
     assert len(sizes) >= 2 and sizes == sorted(sizes) and sizes[-1] > sizes[0]
     assert all(n["detail"].startswith("p=") for n in levels[-1]["nodes"])
+
+
+def test_the_shipped_layout_is_the_one_the_code_builds() -> None:
+    from task_learning.episode.layout import build_layout
+
+    shipped = Path(__file__).resolve().parent.parent / "config" / "foxglove" / "task_learning.json"
+    assert json.loads(shipped.read_text()) == json.loads(build_layout()), \
+        "regenerate: python -m task_learning.episode.layout > config/foxglove/task_learning.json"
+    topics = set(re.findall(r'"(/[a-z_/]+)', shipped.read_text()))
+    assert {msgs.STARS_TREE, msgs.BCR_TREE, msgs.QUESTION, msgs.LEARNED_GOAL, msgs.DIAGNOSTICS} <= {
+        t.split(".")[0] for t in topics}
+
+
+def test_the_viewer_page_shows_message_text_as_text() -> None:
+    page = (Path(__file__).resolve().parent.parent / "config" / "foxglove" / "viewer.html").read_text()
+    assert "innerHTML" not in page and "insertAdjacentHTML" not in page and "eval(" not in page
+    assert "textContent" in page

@@ -11,6 +11,8 @@ episode file opened in Foxglove alike: the topics are the same.
 """
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from task_learning.episode import messages as msgs
 from task_learning.episode.observe import HIGHLIGHTED
 
@@ -18,14 +20,13 @@ from task_learning.episode.observe import HIGHLIGHTED
 def build_layout() -> str:
     import foxglove.layouts as fl
 
-    def split(direction: str, *items: tuple[float, object]) -> object:
-        return fl.SplitContainer(direction=direction,  # type: ignore[arg-type]
-                                 items=[fl.SplitItem(proportion=p, content=c) for p, c in items])  # type: ignore[arg-type]
+    def split(direction: Literal["row", "column"], *items: tuple[float, Any]) -> Any:
+        return fl.SplitContainer(direction=direction, items=[fl.SplitItem(proportion=p, content=c) for p, c in items])
 
-    def raw(topic_path: str, title: str) -> object:
+    def raw(topic_path: str, title: str) -> Any:
         return fl.RawMessagesPanel(title=title, config=fl.RawMessagesConfig(topic_path=topic_path, expansion="all"))
 
-    def table(topic_path: str, title: str) -> object:
+    def table(topic_path: str, title: str) -> Any:
         return fl.TablePanel(title=title, config=fl.TableConfig(topic_path=topic_path))
 
     camera = fl.ImagePanel(title="camera (current object boxed)", config=fl.ImageConfig(
