@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosidl_runtime_py import set_message_fields
@@ -65,10 +66,29 @@ class GraphRecorder:
         self._lock = threading.Lock()
         self._failure: Exception | None = None
         self._last_message = time.monotonic()
+        self._matched: dict[str, int] = {c.topic: 0 for c in CHANNELS}
         self._subscriptions = [
             node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype), QOS,
-                                     raw=True, callback_group=callback_group)
+                                     raw=True, callback_group=callback_group,
+                                     event_callbacks=SubscriptionEventCallbacks(matched=self._on_matched(c.topic)))
             for c in CHANNELS]
+
+    def _on_matched(self, topic: str) -> Any:
+        def matched(info: Any) -> None:
+            self._matched[topic] = int(info.current_count)
+        return matched
+
+    def wait_matched(self, timeout_s: float = 10.0) -> list[str]:
+        """Wait until every publisher the graph has on the channels is matched with this recorder
+        (so the run's first messages are not lost to discovery); returns the topics still
+        unmatched at the deadline."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            missing = [topic for topic, count in self._matched.items()
+                       if count < self._node.count_publishers(topic)]
+            if not missing or time.monotonic() >= deadline:
+                return missing
+            time.sleep(0.05)
 
     def _writer(self, topic: str, msgtype: str) -> Any:
         def write(raw: bytes) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -566,7 +565,10 @@ class PlannerNode(Node):
                     "elicitation": "concurrent", "workers": "8", "db": db_path,
                     "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
         recorder = GraphRecorder(self, path, metadata, kb_start=snapshot_kb(db_path), callback_group=self.group)
-        time.sleep(1.0)  # discovery: the nodes' publishers match the new subscriptions before the task starts
+        unmatched = recorder.wait_matched()  # the nodes' publishers, before the task's first message
+        if unmatched:
+            self.get_logger().warning(f"episode: publishers on {', '.join(unmatched)} not matched yet; their "
+                                      "first messages may be missing from the episode")
         return recorder
 
     def _finish_episode(self, recorder: Any) -> str:
