@@ -155,9 +155,10 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
 
     kb = KnowledgeBase(spec.db)
     client = client or make_client(spec.llm, **spec.llm_options)
+    recorder = getattr(client, "recorder", None)
     if bus is not None:
         kb.on_change = kb_observer(bus)
-        client.recorder = LLMCallPublisher(bus, then=client.recorder)
+        client.recorder = LLMCallPublisher(bus, then=recorder)
     on_tree = StarsTreePublisher(bus, scene.task, observed) if bus is not None else None
     answerer: Operator | None = None
     if condition.endswith("+O"):
@@ -219,4 +220,6 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
             together.close()
         pool.shutdown(wait=True)
         kb.close()
+        if bus is not None:
+            client.recorder = recorder  # a caller's client records as it did before this run
     return metrics, learner
