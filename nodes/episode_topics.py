@@ -6,6 +6,7 @@
   graph for a recorder, the live view, `ros2 topic echo` or `ros2 bag record`.
 - `GraphRecorder`: subscribes to every channel serialized (raw CDR, as it came off the wire) and
   writes one MCAP episode with the core's McapSink: what the planner records per PerformTask.
+- `TaskEpisode`: one PerformTask of the planner, its observers on the graph and its recording.
 - `message_class(msgtype)`: the rclpy class of a channel's type.
 """
 from __future__ import annotations
@@ -21,8 +22,12 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosidl_runtime_py import set_message_fields
 
-from task_learning.episode.messages import BY_TOPIC, CHANNELS, WORLD_STATE
-from task_learning.episode.recorder import McapSink
+from task_learning.episode.bus import EpisodeBus
+from task_learning.episode.messages import BY_TOPIC, CHANNELS, LEARNED_GOAL, WORLD_STATE, object_outcome
+from task_learning.episode.observe import BcrTreePublisher, kb_observer
+from task_learning.episode.recorder import McapSink, snapshot_kb
+from task_learning.errors import TaskLearningError
+from task_learning.safe_text import printable
 
 # Deep enough that a tree level's burst is not dropped; reliable so a recorder loses nothing.
 QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
@@ -124,3 +129,53 @@ class GraphRecorder:
             raise self._failure
         self.sink.add_metadata(self._metadata)
         self.sink.close()
+
+
+class TaskEpisode:
+    """One PerformTask as the graph sees it, a context manager around the task's run: `bus`
+    carries the planner's own messages (actions and outcomes, BCR trees, learned goals,
+    knowledge-base changes) to their topics, and when `path` is given a GraphRecorder writes every
+    channel of the graph into that MCAP file from entry to exit (a file that cannot be made
+    refuses the task on entry: it does not run unrecorded). After exit `summary` says what became
+    of the recording, for the task's result ("" when none was asked for)."""
+
+    def __init__(self, node: Node, sink: RosSink, path: Path | None, metadata: Mapping[str, str], *,
+                 db_path: str, callback_group: Any = None) -> None:
+        self._node = node
+        self._path = path
+        self._metadata = dict(metadata)
+        self._db_path = db_path
+        self._callback_group = callback_group
+        self._recorder: GraphRecorder | None = None
+        self.bus = EpisodeBus([sink])
+        self.summary = ""
+
+    def __enter__(self) -> TaskEpisode:
+        if self._path is not None:
+            self._recorder = GraphRecorder(self._node, self._path, self._metadata,
+                                           kb_start=snapshot_kb(self._db_path), callback_group=self._callback_group)
+            unmatched = self._recorder.wait_matched()  # the nodes' publishers, before the task's first message
+            if unmatched:
+                self._node.get_logger().warning(f"episode: publishers on {', '.join(unmatched)} not matched yet; "
+                                                "their first messages may be missing from the episode")
+        return self
+
+    def observe(self, learner: Any) -> None:
+        """Publish what a TaskLearner writes, decides and learns (its world is observed by whoever
+        made it: `ObservedWorld` on this `bus`)."""
+        learner.kb.on_change = kb_observer(self.bus)
+        learner.executor.on_decision = BcrTreePublisher(self.bus)
+        learner.on_report = lambda report: self.bus.publish(LEARNED_GOAL, object_outcome(report))
+
+    def __exit__(self, *exc_info: Any) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is None:
+            return
+        try:
+            recorder.close()
+        except TaskLearningError as exc:
+            self._node.get_logger().error(f"episode not recorded: {exc}")
+            self.summary = f"episode not recorded: {printable(str(exc))}"
+            return
+        self._node.get_logger().info(f"episode recorded: {recorder.sink.path}")
+        self.summary = f"episode {recorder.sink.path}"

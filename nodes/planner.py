@@ -38,9 +38,7 @@ from rclpy.node import Node
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
-from task_learning.episode.bus import EpisodeBus
-from task_learning.episode.messages import LEARNED_GOAL, object_outcome
-from task_learning.episode.observe import BcrTreePublisher, ObservedWorld, kb_observer
+from task_learning.episode.observe import ObservedWorld
 from task_learning.errors import TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
@@ -383,8 +381,9 @@ class PlannerNode(Node):
             executor.create_task(barrier.set)
             barrier.wait(grace_s)
 
-    def _world(self, stop: StopToken | None) -> Any:
+    def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
         world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)
+        world = ObservedWorld(world, bus) if bus is not None else world  # an episode's: actions and states
         return StoppableWorld(world, stop) if stop is not None else world
 
     def _llm_client(self) -> Any:
@@ -494,25 +493,15 @@ class PlannerNode(Node):
                                                 progress=float(done) / max(total, 1))
                 goal_handle.publish_feedback(feedback)
 
-            db_path = resolve_db_path(self._p("db_path"))
-            recorder = self._episode_recorder(scene.name, task or scene.task, condition, db_path)
-            bus = EpisodeBus([self._episode_topics])
-            try:
-                with KnowledgeBase(db_path) as kb:
-                    kb.on_change = kb_observer(bus)
-                    executor = self._executor(kb, review=review)
-                    executor.on_decision = BcrTreePublisher(bus)
-                    world = ObservedWorld(RosWorld(self, self._query, self._execute,
-                                                  float(self._p("service_timeout_s")), stop), bus)
-                    learner = TaskLearner(scene=scene, world=StoppableWorld(world, stop), kb=kb, elicit=elicit,
-                                          executor=executor, condition=condition,
-                                          progress=progress, usage_source=lambda: usage,
-                                          confirm=GoalConfirmer(self._oversight, task=scene.task),
-                                          require_confirmation=require, stop=stop,
-                                          on_report=lambda r: bus.publish(LEARNED_GOAL, object_outcome(r)))
-                    metrics = learner.run()
-            finally:
-                episode = self._finish_episode(recorder)
+            with self._episode(scene.name, task or scene.task, condition) as episode, \
+                    KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
+                learner = TaskLearner(scene=scene, world=self._world(stop, episode.bus), kb=kb, elicit=elicit,
+                                      executor=self._executor(kb, review=review), condition=condition,
+                                      progress=progress, usage_source=lambda: usage,
+                                      confirm=GoalConfirmer(self._oversight, task=scene.task),
+                                      require_confirmation=require, stop=stop)
+                episode.observe(learner)
+                metrics = learner.run()
         except RunStopped as exc:
             done = len(learner.reports) if learner is not None else 0
             result.success = False
@@ -534,7 +523,7 @@ class PlannerNode(Node):
             self._release()
         summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
         result.success = summary.success
-        result.message = summary.message + (f"; {episode}" if episode else "")
+        result.message = summary.message + (f"; {episode.summary}" if episode.summary else "")
         result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
@@ -547,41 +536,22 @@ class PlannerNode(Node):
         goal_handle.succeed()
         return result
 
-    def _episode_recorder(self, scene: str, task: str, condition: str, db_path: str) -> Any:
-        """A GraphRecorder for this PerformTask when `episode_dir` is set (refused with the reason
-        when its file cannot be made: the task does not start unrecorded)."""
-        folder = str(self._p("episode_dir") or "")
-        if not folder:
-            return None
+    def _episode(self, scene: str, task: str, condition: str) -> Any:
+        """This PerformTask's TaskEpisode: the planner's messages on the graph, and with
+        `episode_dir` set, the whole graph recorded into one MCAP file there."""
         import datetime
 
-        from task_learning.episode.recorder import snapshot_kb
-        from task_learning_nodes.episode_topics import GraphRecorder
+        from task_learning_nodes.episode_topics import TaskEpisode
 
+        db_path = resolve_db_path(self._p("db_path"))
+        folder = str(self._p("episode_dir") or "")
         now = datetime.datetime.now(datetime.timezone.utc)
-        path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap"
+        path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap" if folder else None
         metadata = {"scene": scene, "task": task, "condition": condition, "llm": "goal_elicitation node's",
                     "operator": "oversight node", "engine": str(self._p("engine")), "seed": "",
                     "elicitation": "concurrent", "workers": "8", "db": db_path,
                     "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
-        recorder = GraphRecorder(self, path, metadata, kb_start=snapshot_kb(db_path), callback_group=self.group)
-        unmatched = recorder.wait_matched()  # the nodes' publishers, before the task's first message
-        if unmatched:
-            self.get_logger().warning(f"episode: publishers on {', '.join(unmatched)} not matched yet; their "
-                                      "first messages may be missing from the episode")
-        return recorder
-
-    def _finish_episode(self, recorder: Any) -> str:
-        """Close the recording; what the result says about it ("" when none)."""
-        if recorder is None:
-            return ""
-        try:
-            recorder.close()
-        except TaskLearningError as exc:
-            self.get_logger().error(f"episode not recorded: {exc}")
-            return f"episode not recorded: {printable(str(exc))}"
-        self.get_logger().info(f"episode recorded: {recorder.sink.path}")
-        return f"episode {recorder.sink.path}"
+        return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, callback_group=self.group)
 
     @staticmethod
     def _object_msg(report: Any) -> TaskObjectOutcome:

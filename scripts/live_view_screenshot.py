@@ -3,7 +3,7 @@ cannot run: `task-learning run --live-view` serves a run, headless Chromium (Deb
 shows config/foxglove/viewer.html connected to it, and the DevTools protocol (over `websockets`)
 takes the picture once the STARS tree, the camera and the world are on the page.
 
-    .venv/bin/python scripts/live_view_screenshot.py [--out artifacts/live_view.png]
+    .venv/bin/python scripts/live_view_screenshot.py [--out docs/images/live_view.png]
         [--scene tidy_floorplan1 --backend ai2thor]   (the AI2-THOR stand-in: camera images)
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ async def _capture(page_ws: str, url: str, camera: bool, timeout_s: float) -> by
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=str(ROOT / "artifacts" / "live_view.png"))
+    parser.add_argument("--out", default=str(ROOT / "docs" / "images" / "live_view.png"))
     parser.add_argument("--scene", default="tidy_floorplan1")
     parser.add_argument("--backend", default="ai2thor")
     args = parser.parse_args()
