@@ -23,6 +23,8 @@ from typing import Any
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from task_learning.episode.bus import EpisodeBus
+from task_learning.episode.observe import ObservedOperator
 from task_learning.kb.store import DEFAULT_DB, resolve_db_path
 from task_learning.oversight.operator import timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
@@ -108,17 +110,9 @@ class OversightNode(Node):
         # Every waiting Confirm holds an executor thread; two more than the questions that may
         # wait keep answer/list (and the refusals beyond capacity) served whatever waits.
         self.executor_threads = max(int(get("threads")), self.queue.max_pending + 2)
-        # With a knowledge base, a question answered before (e.g. before a restart) is answered
-        # from it and not put to the operator again.
-        self.operator: Any = self.queue
-        if self.kb is not None and bool(get("remember_answers")):
-            from task_learning.oversight.memory import RememberingOperator
-
-            self.operator = RememberingOperator(self.queue, self.kb, str(get("task")))
         # Each question and its answer (and the knowledge base's writes) on the graph: recorders,
         # the live view (task_learning.episode).
         from task_learning.episode import messages as episode_msgs
-        from task_learning.episode.bus import EpisodeBus
         from task_learning.episode.observe import kb_observer
         from task_learning_nodes.episode_topics import RosSink
 
@@ -126,6 +120,14 @@ class OversightNode(Node):
                                                    episode_msgs.KB_CHANGES})])
         if self.kb is not None:
             self.kb.on_change = kb_observer(self._episode)
+        # With a knowledge base, a question answered before (e.g. before a restart) is answered
+        # from it and not put to the operator again.
+        self.operator: Any = self.queue
+        if self.kb is not None and bool(get("remember_answers")):
+            from task_learning.oversight.memory import RememberingOperator
+
+            self.operator = RememberingOperator(self.queue, self.kb, str(get("task")))
+        self.operator = ObservedOperator(self.operator, self._episode)  # questions and answers on the graph
         group = ReentrantCallbackGroup()
         self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), latched())
         self.create_service(Confirm, CONFIRM_SERVICE, self._on_confirm, callback_group=group)
@@ -176,11 +178,7 @@ class OversightNode(Node):
 
             question.request_id = uuid.uuid4().hex[:16]
         self.get_logger().info(f"asking [{question.request_id}] {question.question}")
-        from task_learning.episode import messages as episode_msgs
-
-        self._episode.publish(episode_msgs.QUESTION, episode_msgs.question(question))
         answer = self.operator.ask(question)
-        self._episode.publish(episode_msgs.ANSWER, episode_msgs.answer(answer))
         self.get_logger().info(f"[{answer.request_id}] answered {answer.answer.value} by {answer.operator}")
         response.answer = convert.confirmation_answer_to_msg(answer)
         return response

@@ -117,9 +117,10 @@ class ObservedOperator:
         self.name = getattr(inner, "name", "operator")
         self._bus = bus
 
-    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+    def ask(self, request: ConfirmationRequest, **kwargs: Any) -> ConfirmationAnswer:
+        """The inner operator's answer (`kwargs`, e.g. who asks, passed on as they came)."""
         self._bus.publish(msgs.QUESTION, msgs.question(request))
-        reply = self.inner.ask(request)
+        reply = self.inner.ask(request, **kwargs)
         self._bus.publish(msgs.ANSWER, msgs.answer(reply))
         return reply
 
