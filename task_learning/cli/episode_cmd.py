@@ -86,7 +86,8 @@ def episode_info(args: argparse.Namespace) -> int:
         print(f"  {topic:<22}{row['count']:>7}  {row['type']}")
     print(f"Knowledge base: {'a snapshot of the start' if data['kb_start'] else 'empty at the start'}; changes "
           + (", ".join(f"{n} {kind}" for kind, n in sorted(data["kb_changes"].items())) or "none"))
-    print("Learned goals:")
+    print("Learned goals" + (" (llm offline: the offline stand-in is not a language model; these goals show "
+                             "the pipeline, not what a model knows):" if meta.get("llm") == "offline" else ":"))
     for goal in data["learned_goals"]:
         print(f"  {goal['object_id']}: {goal['goal'] or '(no goal)'}; {goal['outcome']}; "
               f"confirmed by {goal['confirmed_by'] or 'nobody'}")
