@@ -93,6 +93,14 @@ class GoalElicitationNode(Node):
         self.settings = TreeSettings(max_workers=int(get("max_workers")), max_requests=int(get("max_requests")))
         self.templates = load_templates()  # ConfigError names the file and key
         self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None)
+        # The STARS tree as it grows and every LLM call, on the graph (recorders, the live view).
+        from task_learning.episode.bus import EpisodeBus
+        from task_learning.episode.messages import LLM_CALLS, STARS_TREE
+        from task_learning.episode.observe import LLMCallPublisher
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode = EpisodeBus([RosSink(self, {STARS_TREE, LLM_CALLS})])
+        self.client.recorder = LLMCallPublisher(self._episode, then=self.client.recorder)
         self.location = str(get("location") or "")
         self.oversight_timeout_s = float(get("oversight_timeout_s"))
         self.oversight_wait_s = float(get("oversight_wait_s"))
@@ -127,6 +135,14 @@ class GoalElicitationNode(Node):
             f"serving {get('action_name')}: llm {get('llm')}, default condition "
             f"{self.default_condition.value}, world from {get('world_state_topic')} "
             f"({self.world.source} until then), grounding in-process")
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the LLM endpoint (reachable? latency) and where the world comes from."""
+        from task_learning.diagnostics import Check, Level, llm_check
+
+        world = Check("world", Level.OK if self.world.get() is not None else Level.WARN,
+                      f"world from {self.world.source}")
+        return [llm_check(self.client), world]
 
     # ------------------------------------------------------------------ inputs
     def _operator_for(self) -> Any:
@@ -220,11 +236,14 @@ class GoalElicitationNode(Node):
             self._feedback(goal_handle, STAGE_NAMES.get(stage, stage), int(counts.get("candidates", 0)), None)
 
         self._feedback(goal_handle, "retrieve", 0, None)
-        return elicit_goal(goal.task or getattr(self._scene, "task", ""), object_id, world, self._scene,
+        from task_learning.episode.observe import StarsTreePublisher
+
+        task = goal.task or getattr(self._scene, "task", "")
+        return elicit_goal(task, object_id, world, self._scene,
                            condition, self.client, location=self.location or None,
                            system_context=context if flags(condition).user_context else [],
                            templates=self.templates, settings=self.settings, operator=operator,
-                           on_stage=on_stage)
+                           on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task))
 
     def _feedback(self, goal_handle: Any, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
         msg = LearnGoal.Feedback()

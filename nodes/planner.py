@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -45,6 +46,7 @@ from rclpy.node import Node
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
+from task_learning.episode.observe import ObservedWorld
 from task_learning.errors import TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
@@ -103,6 +105,10 @@ PARAMETERS = (
           read_only=False),
     Param("llm_state_topic", "llm_state", "With strategy llm_state: its open state (LLMState) is "
           "published here, latched, after every rebuild"),
+    Param("episode_dir", "", "Folder where each PerformTask is recorded as one MCAP episode "
+          "(episode-<time>-<scene>.mcap: the graph's topics, LLM calls, questions and answers, actions, "
+          "knowledge-base changes; `task-learning replay` runs it again); empty: not recorded",
+          read_only=False),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
@@ -317,6 +323,12 @@ class PlannerNode(Node):
                                    callback_group=self.group, **action_qos_kwargs())
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
         self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
+        # What the planner does, on the graph for recorders and the live view (task_learning.episode).
+        from task_learning.episode import messages as episode_msgs
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
+                                              episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
         self.get_logger().info(f"planner ready (db {resolve_db_path(self._p('db_path'))}, condition {condition}, "
                                f"strategy {self._p('strategy')}, "
                                f"require_confirmation {bool(self._p('require_confirmation'))})")
@@ -363,6 +375,13 @@ class PlannerNode(Node):
         self._stop = None
         self._body.release()
 
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the knowledge base writable, and what the robot is doing."""
+        from task_learning.diagnostics import Check, Level, kb_check
+
+        return [kb_check(resolve_db_path(self._p("db_path"))),
+                Check("task", Level.OK, f"busy with {self._busy_with}" if self._busy_with else "idle")]
+
     def _busy_message(self, what: str) -> str:
         if self._shutting_down:
             return f"refused {what}: the planner is shutting down"
@@ -389,8 +408,9 @@ class PlannerNode(Node):
             executor.create_task(barrier.set)
             barrier.wait(grace_s)
 
-    def _world(self, stop: StopToken | None) -> Any:
+    def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
         world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)
+        world = ObservedWorld(world, bus) if bus is not None else world  # an episode's: actions and states
         return StoppableWorld(world, stop) if stop is not None else world
 
     def _llm_client(self) -> Any:
@@ -500,12 +520,14 @@ class PlannerNode(Node):
                                                 progress=float(done) / max(total, 1))
                 goal_handle.publish_feedback(feedback)
 
-            with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
-                learner = TaskLearner(scene=scene, world=self._world(stop), kb=kb, elicit=elicit,
+            with self._episode(scene.name, task or scene.task, condition) as episode, \
+                    KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
+                learner = TaskLearner(scene=scene, world=self._world(stop, episode.bus), kb=kb, elicit=elicit,
                                       executor=self._executor(kb, review=review), condition=condition,
                                       progress=progress, usage_source=lambda: usage,
                                       confirm=GoalConfirmer(self._asks, task=scene.task),
                                       require_confirmation=require, stop=stop)
+                episode.observe(learner)
                 metrics = learner.run()
         except RunStopped as exc:
             done = len(learner.reports) if learner is not None else 0
@@ -528,7 +550,7 @@ class PlannerNode(Node):
             self._release()
         summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
         result.success = summary.success
-        result.message = summary.message
+        result.message = summary.message + (f"; {episode.summary}" if episode.summary else "")
         result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
@@ -540,6 +562,23 @@ class PlannerNode(Node):
         result.objects = [self._object_msg(r) for r in learner.reports]
         goal_handle.succeed()
         return result
+
+    def _episode(self, scene: str, task: str, condition: str) -> Any:
+        """This PerformTask's TaskEpisode: the planner's messages on the graph, and with
+        `episode_dir` set, the whole graph recorded into one MCAP file there."""
+        import datetime
+
+        from task_learning_nodes.episode_topics import TaskEpisode
+
+        db_path = resolve_db_path(self._p("db_path"))
+        folder = str(self._p("episode_dir") or "")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap" if folder else None
+        metadata = {"scene": scene, "task": task, "condition": condition, "llm": "goal_elicitation node's",
+                    "operator": "oversight node", "engine": str(self._p("engine")), "seed": "",
+                    "elicitation": "concurrent", "workers": "8", "db": db_path,
+                    "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
+        return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, callback_group=self.group)
 
     @staticmethod
     def _object_msg(report: Any) -> TaskObjectOutcome:

@@ -103,6 +103,9 @@ class TaskLearner:
     confirm: Confirmer | None = None
     require_confirmation: bool = False
     stop: StopToken | None = None  # set: stop before the next object or primitive action
+    # Observers (episodes, the live view): an object about to be handled, and what it came to.
+    on_object: Callable[[str], None] | None = None
+    on_report: Callable[[ObjectReport], None] | None = None
     reports: list[ObjectReport] = field(default_factory=list)
 
     @property
@@ -133,9 +136,13 @@ class TaskLearner:
                 if self.stop is not None:
                     self.stop.check()
                 started = time.perf_counter()
+                if self.on_object is not None:
+                    self.on_object(object_id)
                 report = self._handle(object_id, metrics)
                 report.seconds = round(time.perf_counter() - started, 4)
                 self.reports.append(report)
+                if self.on_report is not None:
+                    self.on_report(report)
                 metrics.per_object.append(report.to_dict())
                 done += 1
                 if self.progress:
