@@ -67,11 +67,13 @@ def test_a_recorded_perform_task_replays_and_the_live_view_serves_the_tree(ros_g
 
     episodes = tmp_path / "episodes"
     episodes.mkdir()
-    proc = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(tmp_path / "kb.sqlite"), "--nodes",
+    db = tmp_path / "kb.sqlite"
+    proc = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes",
                                "perception", "grounding", "oversight", "goal_elicitation", "planner", "live_view",
                                "--param", f"planner.episode_dir:={episodes}", "--param", "live_view.port:=0",
                                name="bringup")
-    ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60")
+    # paired in the oversight node's knowledge base: its signed answers count
+    ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60", "--db", str(db))
     url = proc.wait_for_line(r"live view on (ws://127\.0\.0\.1:\d+)", timeout=180).group(1)
     trees: list[dict] = []
     subscribed = threading.Event()
