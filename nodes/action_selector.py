@@ -75,6 +75,7 @@ class ActionSelectorNode(Node):
             client = make_client(str(get("llm")))
         options = {"max_reasks": int(get("max_reasks")), "scope": "action_selector"} \
             if engine_name == "llm" else {}
+        self.client = client  # diagnostics probe its endpoint
         engine = make_engine(engine_name, client, **options)
         self.selector = ActionSelector(domain, engine, client,
                                        max_actions=int(get("max_actions")),
@@ -133,6 +134,14 @@ class ActionSelectorNode(Node):
         response.usage = convert.llm_usage_to_msg(answer.usage)
         self._publish_tree()
         return response
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the LLM endpoint of the llm engine (the heuristic needs none)."""
+        from task_learning.diagnostics import Check, Level, llm_check
+
+        if self.client is None:
+            return [Check("llm", Level.OK, "heuristic engine: no LLM")]
+        return [llm_check(self.client)]
 
     def _publish_tree(self) -> None:
         nodes, edges, goal, dot = self.selector.tree_records()

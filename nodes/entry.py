@@ -61,6 +61,7 @@ action_selector_node = NodeEntry("task_learning_nodes.action_selector")
 planner_node = NodeEntry("task_learning_nodes.planner")
 anticipation_node = NodeEntry("task_learning_nodes.anticipation")
 synthetic_robot_node = NodeEntry("task_learning_nodes.synthetic_robot")
+live_view_node = NodeEntry("task_learning_nodes.live_view")
 
 
 if __name__ == "__main__":

@@ -150,6 +150,14 @@ class GoalElicitationNode(Node):
         self.templates = load_templates()  # ConfigError names the file and key
         self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None,
                                   latency_s=float(get("llm_latency_s")))
+        # The STARS tree as it grows and every LLM call, on the graph (recorders, the live view).
+        from task_learning.episode.bus import EpisodeBus
+        from task_learning.episode.messages import LLM_CALLS, STARS_TREE
+        from task_learning.episode.observe import LLMCallPublisher
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode = EpisodeBus([RosSink(self, {STARS_TREE, LLM_CALLS})])
+        self.client.recorder = LLMCallPublisher(self._episode, then=self.client.recorder)
         self.batch_idle_s = float(get("batch_idle_s"))
         self._batch: Batch | None = None
         self._batch_lock = threading.Lock()
@@ -196,6 +204,14 @@ class GoalElicitationNode(Node):
             f"serving {get('action_name')} and {get('learn_goals_action')}: llm {get('llm')}, default condition "
             f"{self.default_condition.value}, world from {get('world_state_topic')} "
             f"({self.world.source} until then), grounding in-process")
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the LLM endpoint (reachable? latency) and where the world comes from."""
+        from task_learning.diagnostics import Check, Level, llm_check
+
+        world = Check("world", Level.OK if self.world.get() is not None else Level.WARN,
+                      f"world from {self.world.source}")
+        return [llm_check(self.client), world]
 
     # ------------------------------------------------------------------ inputs
     def _operator_for(self) -> Any:
@@ -291,13 +307,16 @@ class GoalElicitationNode(Node):
             self.get_logger().info(f"batch {printable(goal.batch_id, 40)} is not open (closed, or another task or "
                                    f"condition): eliciting {object_id} on its own")
         self._feedback(goal_handle, "retrieve", 0, None)
+        from task_learning.episode.observe import StarsTreePublisher
+
         # A LearnGoal that named a batch is part of a cross-object run: the same batched round trips
         # as the elicitor's own fallback, so the run's count does not depend on when the batch closed.
         return elicit_goal(task, object_id, world, self._scene,
                            condition, self.client, location=self.location or None,
                            system_context=self._user_context(goal.context, condition),
                            templates=self.templates, settings=self.settings, operator=operator,
-                           on_stage=on_stage, batched=bool(goal.batch_id)), ""
+                           on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task),
+                           batched=bool(goal.batch_id)), ""
 
     def _condition(self, text: str) -> Condition:
         return parse_condition(text) if text.strip() else self.default_condition
@@ -437,10 +456,13 @@ class GoalElicitationNode(Node):
         task = goal.task or getattr(self._scene, "task", "")
         operator = self._checked_operator(condition)
         _, metadata = as_state_and_metadata(world)
+        from task_learning.episode.observe import StarsTreePublisher
+
         elicitor = CrossObjectElicitor(self.client, self._scene, condition, operator=operator,
                                        templates=self.templates, settings=self.settings,
                                        location=self.location or None,
-                                       system_context=self._user_context(goal.context, condition))
+                                       system_context=self._user_context(goal.context, condition),
+                                       on_tree=StarsTreePublisher(self._episode, task))
         batch_id = bytes(goal_handle.goal_id.uuid).hex()
 
         def publish(snapshot: Any) -> None:

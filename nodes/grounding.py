@@ -87,6 +87,13 @@ class GroundingNode(Node):
         self.get_logger().info(f"serving {get('service_name')}; world state from "
                                f"{get('world_state_topic')} ({self.world.source} until then)")
 
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the world analysed against (the grounding knowledge loaded at start)."""
+        from task_learning.diagnostics import Check, Level
+
+        return [Check("world", Level.OK if self.world.get() is not None else Level.WARN,
+                      f"world from {self.world.source}")]
+
     def _resolve_context(self, state: WorldState, name: str) -> str:
         if not name or any(o.object_id == name for o in state.objects):
             return name

@@ -33,6 +33,8 @@ from typing import Any
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from task_learning.episode.bus import EpisodeBus
+from task_learning.episode.observe import ObservedOperator
 from task_learning.kb.store import DEFAULT_DB, resolve_db_path
 from task_learning.oversight import pairing
 from task_learning.oversight.confirmations import ConfirmationLedger
@@ -149,6 +151,16 @@ class OversightNode(Node):
         # Every waiting Confirm holds an executor thread; two more than the questions that may
         # wait keep answer/list (and the refusals beyond capacity) served whatever waits.
         self.executor_threads = max(int(get("threads")), self.queue.max_pending + 2)
+        # Each question and its answer (and the knowledge base's writes) on the graph: recorders,
+        # the live view (task_learning.episode).
+        from task_learning.episode import messages as episode_msgs
+        from task_learning.episode.observe import kb_observer
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode = EpisodeBus([RosSink(self, {episode_msgs.QUESTION, episode_msgs.ANSWER,
+                                                   episode_msgs.KB_CHANGES})])
+        if self.kb is not None:
+            self.kb.on_change = kb_observer(self._episode)
         # With a knowledge base, a question answered before (e.g. before a restart) is answered
         # from it and not put to the operator again (only its own asker's, answered by a paired
         # operator: task_learning.oversight.memory).
@@ -157,6 +169,7 @@ class OversightNode(Node):
             from task_learning.oversight.memory import RememberingOperator
 
             self.operator = RememberingOperator(self.queue, self.kb, str(get("task")), ledger=self.ledger)
+        self.operator = ObservedOperator(self.operator, self._episode)  # questions and answers on the graph
         group = ReentrantCallbackGroup()
         qos = service_qos(int(get("queue_depth")))
         self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), latched())
@@ -175,6 +188,15 @@ class OversightNode(Node):
             f"{self.queue.safe_default.value}, db {db_path or '(none)'}, {operators} paired "
             f"operator(s){'' if operators else ': pair one with `task-learning operator --pair`'}"
             f"{', answering: ' + ', '.join(sorted(self.allowed_operators)) if self.allowed_operators else ''}")
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the operator's queue and the knowledge base answers are kept in."""
+        from task_learning.diagnostics import kb_check, queue_check
+
+        checks = [queue_check(len(self.queue.pending()))]
+        if self.kb is not None:
+            checks.append(kb_check(self.kb.path))
+        return checks
 
     def _publish_pending(self) -> None:
         # Serialised, and the list read under the lock: with several Confirm threads, the last

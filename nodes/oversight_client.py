@@ -357,3 +357,39 @@ class OversightClient:
                 self.node.destroy_node()
             except Exception:  # the context may already be shut down by a signal
                 pass
+
+
+class CheckedOperator:
+    """An `Operator` for a stack node's own questions (the planner's: a stored goal nobody
+    confirmed, an imported policy, new productions): a yes or a description counts only when the
+    oversight node, on a signed check, vouches that a paired operator gave it to this asker's
+    question, and it is used up there (one answer, one use). The answer then names the operator
+    the node verified. Anything else (no confirmation id, an unknown, used or foreign one) is no
+    consent: a timeout whose description says why."""
+
+    def __init__(self, client: OversightClient, *, check_timeout_s: float = 10.0) -> None:
+        self.client = client
+        self.check_timeout_s = check_timeout_s
+        self.name = client.name
+
+    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+        from task_learning.oversight.operator import timeout_answer
+
+        answer = self.client.ask(request)
+        if answer.answer not in (AnswerKind.YES, AnswerKind.DESCRIPTION):
+            return answer
+        problem = "the oversight node issued no confirmation for it"
+        if answer.confirmation_id:
+            try:
+                checked = self.client.check(answer.confirmation_id, consume=True, timeout_s=self.check_timeout_s)
+            except OversightUnavailable as exc:
+                raise OversightNotAnswering(f"question {request.request_id}: the oversight node did not "
+                                            f"vouch for its answer: {exc}") from None
+            asker = self.client.asker or self.client.name
+            if checked.valid and checked.asked_by == asker and checked.answer == answer.answer.value:
+                answer.operator, answer.client = checked.answered_by, checked.client
+                return answer
+            problem = checked.message if not checked.valid else "the confirmation is for another question"
+        refused = timeout_answer(request)
+        refused.description = f"not confirmed: {problem}"
+        return refused

@@ -138,6 +138,21 @@ class PerceptionNode(Node):
             f"backend {self.backend_name}, scene {self.scene_name}: "
             f"{len(self.backend.metadata.get('objects') or [])} objects; world_state at {rate:g} Hz")
 
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the world backend alive (the simulator process, the camera frames)."""
+        from task_learning.diagnostics import Check, Level
+
+        values = {"backend": self.backend_name, "scene": self.scene_name}
+        exit_code = getattr(self.backend, "_exit_code", None)
+        code = exit_code() if callable(exit_code) else None
+        if code is not None:
+            return [Check("world", Level.ERROR, f"the simulator exited (code {code})", values)]
+        status = str(self.backend.metadata.get("perceptionStatus") or "")
+        if status:
+            return [Check("world", Level.WARN, status, values)]
+        camera = " with camera" if self.camera is not None or self.backend_name == "fetch" else ""
+        return [Check("world", Level.OK, f"{self.backend_name} world alive{camera}", values)]
+
     # -- world state ----------------------------------------------------------------------------
 
     def world_msg(self) -> WorldState:

@@ -29,7 +29,9 @@ Safety (issue 10):
   taken as confirmed only when the oversight node vouches for its confirmation id (signed reply,
   used up once, for exactly that goal); a ReachGoal with a confirmation id reaches only literals
   of the candidate that confirmation was given for. Nothing another node writes into this
-  node's knowledge base stands in for that;
+  node's knowledge base stands in for that. The planner's own questions (a stored goal nobody
+  confirmed, an imported policy before it is replayed, new productions) count only when the
+  oversight node vouches, on the same check, that a paired operator answered them;
 - a node that stops answering (oversight, goal elicitation, perception) ends the task naming it;
 - every request is validated: sizes, enums, truth values, scenes by name only (a path only
   with `allow_scene_paths`).
@@ -38,8 +40,9 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -48,6 +51,7 @@ from rclpy.node import Node
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
+from task_learning.episode.observe import ObservedWorld
 from task_learning.errors import TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
@@ -110,6 +114,10 @@ PARAMETERS = (
           read_only=False),
     Param("llm_state_topic", "llm_state", "With strategy llm_state: its open state (LLMState) is "
           "published here, latched, after every rebuild"),
+    Param("episode_dir", "", "Folder where each PerformTask is recorded as one MCAP episode "
+          "(episode-<time>-<scene>.mcap: the graph's topics, LLM calls, questions and answers, actions, "
+          "knowledge-base changes; `task-learning replay` runs it again); empty: not recorded",
+          read_only=False),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
@@ -348,12 +356,15 @@ class PlannerNode(Node):
         self._current_goal: Any = None
         self._shutting_down = False
         from task_learning.oversight.pairing import StackKey
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning_nodes.oversight_client import CheckedOperator, OversightClient
 
         self._oversight = OversightClient(
             self, name="planner", service_wait_s=float(self._p("service_timeout_s")),
             should_stop=lambda: self._stop is not None and self._stop.requested, asker="planner",
             stack_key=StackKey.load_or_create(str(self._p("stack_key_file")) or None))
+        # The planner's own questions (a stored goal nobody confirmed, an imported policy, new
+        # productions): a yes counts only once the oversight node vouches a paired operator gave it.
+        self._asks = CheckedOperator(self._oversight, check_timeout_s=float(self._p("service_timeout_s")))
         self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,
                                      goal_callback=self._accept, cancel_callback=self._on_cancel,
                                      callback_group=self.group, **action_qos_kwargs())
@@ -362,6 +373,12 @@ class PlannerNode(Node):
                                    callback_group=self.group, **action_qos_kwargs())
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
         self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
+        # What the planner does, on the graph for recorders and the live view (task_learning.episode).
+        from task_learning.episode import messages as episode_msgs
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
+                                              episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
         self.get_logger().info(f"planner ready (db {resolve_db_path(self._p('db_path'))}, condition {condition}, "
                                f"strategy {self._p('strategy')}, "
                                f"require_confirmation {bool(self._p('require_confirmation'))})")
@@ -408,6 +425,13 @@ class PlannerNode(Node):
         self._stop = None
         self._body.release()
 
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the knowledge base writable, and what the robot is doing."""
+        from task_learning.diagnostics import Check, Level, kb_check
+
+        return [kb_check(resolve_db_path(self._p("db_path"))),
+                Check("task", Level.OK, f"busy with {self._busy_with}" if self._busy_with else "idle")]
+
     def _busy_message(self, what: str) -> str:
         if self._shutting_down:
             return f"refused {what}: the planner is shutting down"
@@ -434,8 +458,9 @@ class PlannerNode(Node):
             executor.create_task(barrier.set)
             barrier.wait(grace_s)
 
-    def _world(self, stop: StopToken | None) -> Any:
+    def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
         world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)
+        world = ObservedWorld(world, bus) if bus is not None else world  # an episode's: actions and states
         return StoppableWorld(world, stop) if stop is not None else world
 
     def _llm_client(self) -> Any:
@@ -480,7 +505,7 @@ class PlannerNode(Node):
         if not self._oversight.available(float(self._p("service_timeout_s"))):
             self.get_logger().warning("new productions stay unapproved: no oversight node to ask")
             return
-        for message in ask_approval(kb, self._oversight).messages:
+        for message in ask_approval(kb, self._asks).messages:
             self.get_logger().info(f"productions {message}")
 
     def _publish_llm_state(self, state: Any, goal: str) -> None:
@@ -531,7 +556,7 @@ class PlannerNode(Node):
             if requires_confirmation(condition, require):
                 why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
                 self._require_oversight(why)
-                review = PolicyReviewer(self._oversight, task=scene.task)
+                review = PolicyReviewer(self._asks, task=scene.task)
             usage = LLMUsage()
             feedback = PerformTask.Feedback(stage="learn", objects_total=len(scene.task_objects))
             feedback_lock = threading.Lock()
@@ -560,7 +585,7 @@ class PlannerNode(Node):
                     states.set(object_id, ObjectState.CONFIRMED if remote.oversight else ObjectState.CHOSEN, chosen.text)
                 return remote
 
-            confirmer = GoalConfirmer(self._oversight, task=scene.task)
+            confirmer = GoalConfirmer(self._asks, task=scene.task)
 
             def confirm(*, object_id: str, object_description: str, text: str, literals: Any) -> Any:
                 states.set(object_id, ObjectState.ASKING, text)
@@ -578,8 +603,9 @@ class PlannerNode(Node):
                 publish(states.snapshot(), current_object=message, stage="done", objects_done=done,
                         objects_total=total, progress=float(done) / max(total, 1))
 
-            with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
-                world = self._world(stop)
+            with self._episode(scene.name, task or scene.task, condition) as episode, \
+                    KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
+                world = self._world(stop, episode.bus)
                 order = task_order(scene, world.metadata)  # the loop's order, as it meets the objects
                 for object_id in order:
                     states.set(object_id, ObjectState.QUEUED)
@@ -591,8 +617,9 @@ class PlannerNode(Node):
                                       executor=self._executor(kb, review=review), condition=condition,
                                       progress=progress, usage_source=lambda: usage,
                                       confirm=confirm, require_confirmation=require, stop=stop,
-                                      on_object=lambda object_id: publish(current_object=object_id, stage="learn"),
-                                      on_report=on_report)
+                                      on_object=lambda object_id: publish(current_object=object_id, stage="learn"))
+                episode.observe(learner)
+                learner.on_report = _both(learner.on_report, on_report)  # the episode's, and the feedback's
                 try:
                     metrics = learner.run()
                 finally:
@@ -627,7 +654,7 @@ class PlannerNode(Node):
             self._release()
         summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
         result.success = summary.success
-        result.message = summary.message
+        result.message = summary.message + (f"; {episode.summary}" if episode.summary else "")
         result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
@@ -639,6 +666,25 @@ class PlannerNode(Node):
         result.objects = [self._object_msg(r) for r in learner.reports]
         goal_handle.succeed()
         return result
+
+    def _episode(self, scene: str, task: str, condition: str) -> Any:
+        """This PerformTask's TaskEpisode: the planner's messages on the graph, and with
+        `episode_dir` set, the whole graph recorded into one MCAP file there."""
+        import datetime
+
+        from task_learning_nodes.episode_topics import TaskEpisode
+
+        db_path = resolve_db_path(self._p("db_path"))
+        folder = str(self._p("episode_dir") or "")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap" if folder else None
+        metadata = {"scene": scene, "task": task, "condition": condition, "llm": "goal_elicitation node's",
+                    "operator": "oversight node", "engine": str(self._p("engine")), "seed": "",
+                    # per-object: goal elicitation sends each tree level as concurrent single requests
+                    "elicitation": "across-objects" if self._p("elicitation") == "across-objects" else "concurrent",
+                    "workers": "8", "db": db_path,
+                    "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
+        return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, callback_group=self.group)
 
     @staticmethod
     def _object_msg(report: Any) -> TaskObjectOutcome:
@@ -845,6 +891,15 @@ class PlannerNode(Node):
         result.usage = convert.llm_usage_to_msg(usage)
         goal_handle.succeed()
         return result
+
+
+def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
+    """One observer that calls two (the first may be None)."""
+    def call(value: Any) -> None:
+        if first is not None:
+            first(value)
+        second(value)
+    return call
 
 
 def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:

@@ -10,6 +10,8 @@ import json
 import sys
 
 from task_learning.cli.options import MAX_WORKERS, SEED, bounded_int
+from task_learning.episode.bus import EpisodeBus
+from task_learning.errors import TaskLearningError
 from task_learning.planning.loop import ObjectReport
 from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
 from task_learning.planning.summary import summarize
@@ -40,6 +42,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--synthetic", action="store_true",
                    help="with --backend fetch: the simulated robot (camera topics + skill server), through ROS")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
+    p.add_argument("--record", metavar="EPISODE.mcap", default=None,
+                   help="record the run as one MCAP episode: world, trees, questions and answers, actions, "
+                        "every LLM call, knowledge-base changes (`task-learning replay` runs it again; docs/episodes.md)")
+    p.add_argument("--live-view", metavar="PORT", type=bounded_int(0, 65535), default=None,
+                   help="serve the run live to Foxglove (WebSocket on 127.0.0.1:PORT, 0: a free port; layout "
+                        "config/foxglove/task_learning.json)")
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
     p.requires("--backend=fetch", "--synthetic",
                why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
@@ -48,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                why="use --operator simulated, or run `task-learning operator --panel` beside `task-learning bringup`")
     p.excludes("--backend=fetch", "--seed", "--task", "--engine", "--elicitation",
                why="the simulated robot takes the scene as written and the nodes' own settings")
+    p.excludes("--backend=fetch", "--record", "--live-view",
+               why="through ROS the planner records (its episode_dir parameter) and `live_view_node` serves the graph")
     p.set_defaults(func=run)
 
 
@@ -60,15 +70,17 @@ def _progress_bar(done: int, total: int, message: str) -> None:
         sys.stderr.write("\n")
 
 
-def _run_with_panel(spec: RunSpec, progress) -> tuple:
+def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> tuple:
     """The run in a worker thread, the Qt operator panel in this (the main) thread."""
     import threading
 
     from task_learning.oversight.panel import OperatorPanel
     from task_learning.oversight.pending import QueueOperator
     from task_learning.oversight.qt_compat import QApplication, QTimer
+    from task_learning.oversight.qt_platform import drop_opencv_qt_from_environ
 
     queue = QueueOperator(timeout_s=600.0)
+    drop_opencv_qt_from_environ()
     app = QApplication.instance() or QApplication([])
     panel = OperatorPanel(queue)
     panel.setWindowTitle(f"task_learning operator: {spec.scene} {spec.condition}")
@@ -76,7 +88,7 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
 
     def work() -> None:
         try:
-            box["result"] = run_in_process(spec, progress=progress, operator=queue)
+            box["result"] = run_in_process(spec, progress=progress, operator=queue, bus=bus)
         except BaseException as exc:  # re-raised in the main thread
             box["error"] = exc
 
@@ -124,15 +136,25 @@ def run(args: argparse.Namespace) -> int:
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
                    task=args.task, backend=args.backend, elicitation=args.elicitation)
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
-    if args.operator == "panel" and args.condition.endswith("+O"):
-        metrics, learner = _run_with_panel(spec, progress)
-    else:
-        metrics, learner = run_in_process(spec, progress=progress)
+    bus = _episode_bus(args, spec)
+    try:
+        if args.operator == "panel" and args.condition.endswith("+O"):
+            metrics, learner = _run_with_panel(spec, progress, bus)
+        else:
+            metrics, learner = run_in_process(spec, progress=progress, bus=bus)
+    except BaseException:
+        if bus is not None:
+            _close_quietly(bus)  # the run's own error is the one to report
+        raise
+    if bus is not None:
+        bus.close()  # OutputError (one line, exit 2) when the episode could not be written
     data = metrics.to_dict()
     data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
                 elicitation=args.elicitation)
     summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
     data.update(success=summary.success, message=summary.message, incomplete=summary.reasons)
+    if args.record:
+        data["episode"] = str(args.record)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
@@ -142,10 +164,42 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {key:<22}{data[key]}")
     print(f"  {'llm calls':<22}{data['usage']['calls']}")
     print(f"  {'llm round trips':<22}{data['usage']['requests']}")
+    if args.record:
+        print(f"  {'episode':<22}{args.record} (task-learning replay {args.record})")
     print("What was learned, per object (goal; its literals; who confirmed it; reached?):")
     for report in learner.reports:
         print(describe_report(report))
     return 0
+
+
+def _episode_bus(args: argparse.Namespace, spec: RunSpec) -> EpisodeBus | None:
+    """The sinks the run's messages go to: the episode file (--record), the live view (--live-view)."""
+    if not args.record and args.live_view is None:
+        return None
+    bus = EpisodeBus()
+    if args.live_view is not None:
+        from task_learning.episode.live import LiveView
+
+        live = LiveView(port=args.live_view)
+        bus.add(live)
+        print(f"live view: {live.url} (Foxglove: open a connection to it; layout "
+              f"config/foxglove/task_learning.json)", file=sys.stderr, flush=True)
+    if args.record:
+        from task_learning.episode import recording_sink
+
+        try:
+            bus.add(recording_sink(args.record, spec))
+        except BaseException:
+            _close_quietly(bus)
+            raise
+    return bus
+
+
+def _close_quietly(bus: EpisodeBus) -> None:
+    try:
+        bus.close()
+    except TaskLearningError as exc:
+        print(f"task-learning run: also: {exc}", file=sys.stderr)
 
 
 def describe_report(report: ObjectReport) -> str:

@@ -543,6 +543,9 @@ class KnowledgeBase:
         self.path = str(path)
         self.busy_timeout_s = float(busy_timeout_s)
         self.read_only = read_only
+        # Sees every committed write as (kind, what was written): an episode records the changes
+        # with their provenance (task_learning.episode). None: nobody watches.
+        self.on_change: Callable[[str, dict[str, Any]], None] | None = None
         if not self.path.strip():
             raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
@@ -728,6 +731,14 @@ class KnowledgeBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _changed(self, kind: str, data: dict[str, Any]) -> None:
+        """Tell `on_change` about a committed write; a failing observer loses nothing here."""
+        if self.on_change is not None:
+            try:
+                self.on_change(kind, data)
+            except Exception as exc:
+                log.warning("knowledge-base change observer failed: %s", exc)
+
     # --- questions and answers -------------------------------------------------------------
 
     def record_question(self, request: ConfirmationRequest, *, task: str = "", context: str = "",
@@ -754,6 +765,8 @@ class KnowledgeBase:
                     asked_by,
                 ),
             )
+        self._changed("question", {"request_id": request.request_id, "task": task, "question": request.question,
+                                   "object_id": request.object_id})
 
     def record_answer(self, answer: ConfirmationAnswer, *, client: str = "", verified: bool = False,
                       confirmation_id: str = "") -> None:
@@ -774,6 +787,8 @@ class KnowledgeBase:
                 (answer.request_id, answer.stamp or time.time(), kind.value,
                  answer.description, answer.operator, client, int(bool(verified)), confirmation_id),
             )
+        self._changed("answer", {"request_id": answer.request_id, "answer": kind.value,
+                                 "description": answer.description, "operator": answer.operator})
 
     def previous_answer(self, *, task: str, question: str, context: str | None = None,
                         asked_by: str = "", object_id: str | None = None,
@@ -891,6 +906,7 @@ class KnowledgeBase:
                  int(goal.confirmed), json.dumps(goal.provenance, default=str),
                  goal.created_at or time.time(), goal.confirmation.value),
             )
+        self._changed("goal", goal.to_dict())
 
     def set_confirmation(self, task: str, context: str, confirmation: Confirmation,
                          confirmed_by: dict[str, Any] | None = None) -> bool:
@@ -909,7 +925,8 @@ class KnowledgeBase:
             cur.execute("UPDATE goals SET confirmation=?, confirmed=?, provenance_json=? WHERE task=? AND context=?",
                         (confirmation.value, int(confirmation.counts_as_confirmed),
                          json.dumps(provenance, default=str), task, context))
-            return True
+        self._changed("confirmation", {"task": task, "context": context, "confirmation": confirmation.value})
+        return True
 
     def goal_for(self, task: str, context: str) -> LearnedGoal | None:
         with self._lock:
@@ -950,6 +967,7 @@ class KnowledgeBase:
                  json.dumps([action_to_dict(a) for a in policy.actions]), policy.successes,
                  policy.failures, time.time(), policy.approval),
             )
+        self._changed("policy", policy.to_dict())
 
     _POLICY_COLUMNS = "task, object_type, location, goal_key, actions_json, successes, failures, approval"
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from task_learning.oversight.answers import goal_sentence_from_words, object_noun
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest, GoalCandidate
 
 DEFAULT_TTL_S = 300.0
@@ -31,7 +32,7 @@ class IssuedConfirmation:
     asker: str
     object_id: str
     answer: AnswerKind  # YES or DESCRIPTION
-    description: str
+    description: str  # a description's goal sentence (what the words stand for), "" for a yes
     operator: str
     client: str
     answered_at: float  # seconds since the epoch
@@ -56,6 +57,12 @@ class ConfirmationLedger:
         for a no, a timeout or a refusal)."""
         if answer.answer not in (AnswerKind.YES, AnswerKind.DESCRIPTION):
             return ""
+        description = answer.description
+        if answer.answer is AnswerKind.DESCRIPTION:
+            # The goal sentence the operator's words stand for, read as the asking flow reads them
+            # (answers.goal_sentence_from_words, about the object asked about): what it covers.
+            description = goal_sentence_from_words(description, object_noun(request.object_description)) \
+                or description
         confirmation_id = secrets.token_hex(16)
         now = self._clock()
         with self._lock:
@@ -65,7 +72,7 @@ class ConfirmationLedger:
                     del self._issued[old]
             self._issued[confirmation_id] = IssuedConfirmation(
                 confirmation_id, request.request_id, request.question, asker, request.object_id,
-                answer.answer, answer.description, answer.operator, client,
+                answer.answer, description, answer.operator, client,
                 answer.stamp or time.time(), request.candidate, now + self.ttl_s, remembered_from)
         return confirmation_id
 

@@ -36,6 +36,7 @@ from task_learning.stars.elicit import (
     ElicitationResult,
     PreparedElicitation,
     StageCallback,
+    TreeCallback,
     elicit_goal,
     elicitation_steps,
     finish_elicitation,
@@ -92,7 +93,8 @@ class CrossObjectElicitor:
     def __init__(self, client: CompletionClient, scene: Any, condition: str | Condition, *,
                  operator: Any = None, kb: Any = None, templates: PromptTemplates | None = None,
                  settings: TreeSettings | None = None, sender: Sender | None = None,
-                 location: str | None = None, system_context: Sequence[str] | None = None) -> None:
+                 location: str | None = None, system_context: Sequence[str] | None = None,
+                 on_tree: TreeCallback | None = None) -> None:
         self.client = client
         self.scene = scene
         self.condition = condition
@@ -104,6 +106,7 @@ class CrossObjectElicitor:
         self.templates = templates or load_templates()
         self.settings = settings
         self.send = sender or batched_sender(client)
+        self.on_tree = on_tree  # sees each object's tree as it grows (episodes, the live view)
         self._prefetched: dict[str, _Prefetch] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -123,7 +126,7 @@ class CrossObjectElicitor:
             prep = prepare_elicitation(task, object_id, metadata, self.scene, self.condition,
                                        location=self.location, system_context=self.system_context,
                                        templates=self.templates, settings=self.settings,
-                                       needs_operator=False)
+                                       needs_operator=False, on_tree=self.on_tree)
             self._prefetched[object_id] = _Prefetch(prep, context, self._scope_usage(object_id), Future())
             steps.append((object_id, elicitation_steps(prep)))
         self._thread = threading.Thread(target=self._drive, args=(steps,), name="stars-together", daemon=True)
@@ -231,7 +234,7 @@ class CrossObjectElicitor:
             return elicit_goal(task, object_id, metadata, self.scene, self.condition, self.client,
                                location=self.location, system_context=self.system_context,
                                templates=self.templates, settings=self.settings, operator=self.operator,
-                               kb=self.kb, batched=True, on_stage=on_stage)
+                               kb=self.kb, batched=True, on_stage=on_stage, on_tree=self.on_tree)
         prep.on_stage = on_stage
         before = entry.usage_before
         return finish_elicitation(prep, self.client,
