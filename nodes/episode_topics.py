@@ -95,6 +95,9 @@ class GraphRecorder:
         self._failure: Exception | None = None
         self._last_message = time.monotonic()
         self._matched: dict[str, int] = {c.topic: 0 for c in CHANNELS}
+        # Open before the first subscription exists: a message (world_state at 10 Hz) may arrive on
+        # one while the next are made, and its callback reads this.
+        self._subscriptions: list[Any] | None = []
         self._subscriptions = [
             node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype),
                                      qos_for(c.topic),
