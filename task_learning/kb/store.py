@@ -677,9 +677,14 @@ class KnowledgeBase:
         if row is None:
             if self.read_only:
                 return
+            # OR IGNORE: two processes opening one new file at once (the oversight node and an
+            # operator client pairing there) both find no version; the second must not fail.
             with self._transaction() as cur:
-                cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif not str(row[0]).isdigit():
+                cur.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                raise KnowledgeBaseError(f"{self.path}: its schema version could not be recorded")
+        if not str(row[0]).isdigit():
             raise KnowledgeBaseError(f"{self.path}: not a task_learning knowledge base (schema version {row[0]!r})")
         elif int(row[0]) > SCHEMA_VERSION:
             raise KnowledgeBaseError(
@@ -696,8 +701,11 @@ class KnowledgeBase:
             columns = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
             for column, definition in added.items():
                 if column not in columns:
-                    with self._transaction() as cur:
-                        cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                    with self._transaction() as cur:  # read again under the write lock: another
+                        # process opening the same old file may have added it meanwhile
+                        now = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
+                        if column not in now:
+                            cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
