@@ -96,6 +96,20 @@ no_control_characters = AfterValidator(_plain_text)
 PlainText = Annotated[str, no_control_characters]
 
 
+def known_key(names: Sequence[str]) -> AfterValidator:
+    """For the keys of a mapping whose keys are fixed names but whose order matters (a model
+    would lose it): `dict[Annotated[str, known_key(NAMES)], float]`."""
+
+    def check(key: str) -> str:
+        if key not in names:
+            hint = difflib.get_close_matches(key, sorted(names), n=1)
+            raise invalid("unknown key" + (f" (did you mean '{hint[0]}'?)" if hint else
+                                           f" (allowed: {', '.join(sorted(names))})"))
+        return key
+
+    return AfterValidator(check)
+
+
 def invalid(message: str) -> PydanticCustomError:
     """The error a schema's validator raises: `message` is what the user reads after the key."""
     return PydanticCustomError("invalid", "{message}", {"message": message})
