@@ -144,16 +144,16 @@ def _key_path(error: Mapping[str, Any], data: Any, prefix: str) -> str:
     current = data
     loc = list(error["loc"])
     for index, item in enumerate(loc):
-        last = index == len(loc) - 1
         if isinstance(current, Mapping) and item in current:
             current = current[item]
+            # a key, even one YAML read as a number or a boolean (pydantic's location says 1 for true)
+            is_key_error = index + 1 < len(loc) and loc[index + 1] == "[key]"
+            path = join_key(path, str(error["input"] if is_key_error else item))
         elif isinstance(current, list) and isinstance(item, int) and 0 <= item < len(current):
             current = current[item]
-        elif last and error["type"] == "missing":
-            pass
-        else:
-            continue
-        path = join_key(path, item if isinstance(item, int) else str(item))
+            path = join_key(path, item)
+        elif index == len(loc) - 1 and error["type"] == "missing":
+            path = join_key(path, str(item))
     if error["type"] == "unknown_key":
         path = join_key(path, str(error["ctx"]["key"]))
     return path
