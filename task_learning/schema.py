@@ -156,30 +156,33 @@ def _key_path(error: Mapping[str, Any], data: Any, prefix: str) -> str:
             path = join_key(path, str(item))
     if error["type"] == "unknown_key":
         path = join_key(path, str(error["ctx"]["key"]))
+    elif error["type"] == "union_tag_not_found":  # the discriminator's key is missing
+        path = join_key(path, str(error["ctx"]["discriminator"]).strip("'"))
     return path
 
 
 def _message(errors: Sequence[Mapping[str, Any]]) -> str:
     error = errors[0]
-    kind, value = error["type"], error.get("input")
+    kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind in _EXPECTED:  # a union's forms, each refused for its type: "expected str or list"
         names = " or ".join(dict.fromkeys(_EXPECTED[e["type"]] for e in errors if e["type"] in _EXPECTED))
         return f"expected {names}, got {type(value).__name__}: {value!r}"
-    if kind == "missing":
+    if kind in ("missing", "union_tag_not_found"):
         return "missing required key"
     if kind in _MAPPING_ERRORS:
         return f"expected a mapping, got {type(value).__name__}"
     if kind == "literal_error":
-        return f"expected {error['ctx']['expected']}, got {value!r}"
-    if kind in ("too_short", "too_long"):
-        return f"{error['msg'][0].lower()}{error['msg'][1:]}"
-    if kind in ("unknown_key", "invalid") or kind not in _PYDANTIC_WORDS:
-        return str(error["msg"])
-    return f"{error['msg'][0].lower()}{error['msg'][1:]}, got {value!r}"
+        return f"expected {ctx['expected']}, got {value!r}"
+    if kind == "union_tag_invalid":  # a discriminated union: `kind: star`
+        return (f"unknown {ctx['discriminator'].strip(chr(39))} {ctx['tag']!r} "
+                f"(known: {ctx['expected_tags'].replace(chr(39), '')})")
+    if kind in _PYDANTIC_WORDS and not isinstance(value, (dict, list)):
+        return f"{error['msg']}, got {value!r}"
+    return str(error["msg"])  # a schema's own validator: its whole message; pydantic's other sentences
 
 
-# pydantic's own error kinds whose sentence needs the value appended ("input should be ...");
-# a PydanticCustomError raised by a schema's validator carries its whole message.
+# pydantic's own error kinds whose sentence needs the value appended ("Input should be greater
+# than or equal to 1, got 0"); a schema's validator (`invalid`) carries its whole message.
 _PYDANTIC_WORDS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number",
-                   "enum", "value_error", "assertion_error", "string_pattern_mismatch", "bool_parsing",
-                   "int_parsing", "float_parsing", "union_tag_invalid", "union_tag_not_found", "is_instance_of"}
+                   "multiple_of", "enum", "string_pattern_mismatch", "string_too_short", "string_too_long",
+                   "bool_parsing", "int_parsing", "float_parsing", "int_from_float", "is_instance_of"}
