@@ -34,8 +34,7 @@ class Schema(BaseModel):
     """Base of every configuration schema: unknown keys refused (with a 'did you mean'), types
     checked strictly, NaN and infinities refused, instances immutable."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True,
-                              populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -44,20 +44,6 @@ from task_learning.world.recorded import MAX_CONTAINMENT_DEPTH, MAX_COORDINATE_M
 from task_learning.world.recorded import MAX_OBJECTS as MAX_RECORDED_OBJECTS
 from task_learning.world.recorded import check_containment, check_record, drop_fixed_in_movable
 
-# State keys a scene may set per object, with the capability each needs (None: always allowed).
-STATE_KEYS: dict[str, str | None] = {
-    "isOpen": "openable",
-    "openness": "openable",
-    "isToggled": "toggleable",
-    "isDirty": "dirtyable",
-    "isFilledWithLiquid": "canFillWithLiquid",
-    "fillLiquid": "canFillWithLiquid",
-    "isCooked": "cookable",
-    "isSliced": "sliceable",
-    "isBroken": "breakable",
-    "isUsedUp": "canBeUsedUp",
-    "temperature": None,
-}
 # AI2-THOR's 42 object keys, in its order (ai2thor 5.x).
 AI2THOR_OBJECT_KEYS = (
     "name", "position", "rotation", "visible", "isInteractable", "receptacle", "toggleable",
@@ -417,25 +403,38 @@ class Vec(Schema):
         return layout.vec(self.x, self.y, self.z)
 
 
-class ObjectState(Schema):
-    """The state a scene (or a marker registry) may set per object, as AI2-THOR records it;
-    STATE_KEYS says which capability each key needs."""
+@dataclass(frozen=True)
+class Needs:
+    """A state key's metadata in ObjectState: the capability (an AI2-THOR flag) an object needs
+    to be given that state."""
 
-    isOpen: bool = False
-    openness: Annotated[float, bounded(low=0.0, high=1.0)] = 0.0
-    isToggled: bool = False
-    isDirty: bool = False
-    isFilledWithLiquid: bool = False
-    fillLiquid: Literal["water", "coffee", "wine"] | None = None
-    isCooked: bool = False
-    isSliced: bool = False
-    isBroken: bool = False
-    isUsedUp: bool = False
+    capability: str
+
+
+class ObjectState(Schema):
+    """The state a scene (or a marker registry) may set per object, as AI2-THOR records it, with
+    the capability each key needs (`temperature`: any object)."""
+
+    isOpen: Annotated[bool, Needs("openable")] = False
+    openness: Annotated[float, bounded(low=0.0, high=1.0), Needs("openable")] = 0.0
+    isToggled: Annotated[bool, Needs("toggleable")] = False
+    isDirty: Annotated[bool, Needs("dirtyable")] = False
+    isFilledWithLiquid: Annotated[bool, Needs("canFillWithLiquid")] = False
+    fillLiquid: Annotated[Literal["water", "coffee", "wine"] | None, Needs("canFillWithLiquid")] = None
+    isCooked: Annotated[bool, Needs("cookable")] = False
+    isSliced: Annotated[bool, Needs("sliceable")] = False
+    isBroken: Annotated[bool, Needs("breakable")] = False
+    isUsedUp: Annotated[bool, Needs("canBeUsedUp")] = False
     temperature: Literal["Hot", "Cold", "RoomTemp"] = "RoomTemp"
 
     def given(self) -> dict[str, Any]:
         """The keys the file set, with their values."""
         return {name: getattr(self, name) for name in type(self).model_fields if name in self.model_fields_set}
+
+    @classmethod
+    def needs(cls, name: str) -> str | None:
+        """The capability state key `name` needs; None: any object may have it."""
+        return next((m.capability for m in cls.model_fields[name].metadata if isinstance(m, Needs)), None)
 
 
 class ObjectDoc(Schema):
@@ -762,7 +761,7 @@ def _check_cycles(records: list[dict[str, Any]], file: str) -> None:
 def _apply_state(record: dict[str, Any], object_type: ObjectType, state: ObjectState, *, file: str, key: str) -> None:
     given = state.given()
     for name, value in given.items():
-        needs = STATE_KEYS[name]
+        needs = ObjectState.needs(name)
         if needs is not None and not object_type.flag(needs):
             raise ConfigError(file, join_key(key, name), f"{record['objectId']} is not {needs}")
         record[name] = value
