@@ -40,6 +40,8 @@ setup(
     + ["task_learning_nodes"],
     package_dir={"task_learning_nodes": "nodes"},
     include_package_data=True,
+    # the web operator panel's page (plain HTML, JS and CSS; no build step)
+    package_data={"task_learning.oversight.web": ["static/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml", "plugin.xml"]),
