@@ -67,7 +67,8 @@ def mug_request(request_id: str = "q1", *, timeout_s: float = 60.0, object_descr
                 wants_description: bool = False) -> ConfirmationRequest:
     cand = candidate(text, 3, [GoalLiteral("inside", ("Mug|1", "Cupboard|1"))])
     other = candidate("the goal is that the mug is on the stove", 1, [], score=-0.9, viable=False)
-    return ConfirmationRequest(request_id, f"For a {object_description} is {text}?", "Mug|1", object_description,
+    question = f"For a {object_description} is {text.replace('the goal is that', 'the goal that', 1)}?"
+    return ConfirmationRequest(request_id, question, "Mug|1", object_description,
                                None if wants_description else cand, [cand, other], wants_description, timeout_s)
 
 
