@@ -20,6 +20,7 @@ NODE_EXECUTABLES = {
     "planner_node": "task_learning_nodes.entry:planner_node",
     "anticipation_node": "task_learning_nodes.entry:anticipation_node",
     "synthetic_robot_node": "task_learning_nodes.entry:synthetic_robot_node",
+    "web_operator_node": "task_learning_nodes.entry:web_operator_node",
 }
 
 

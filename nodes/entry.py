@@ -61,6 +61,7 @@ action_selector_node = NodeEntry("task_learning_nodes.action_selector")
 planner_node = NodeEntry("task_learning_nodes.planner")
 anticipation_node = NodeEntry("task_learning_nodes.anticipation")
 synthetic_robot_node = NodeEntry("task_learning_nodes.synthetic_robot")
+web_operator_node = NodeEntry("task_learning_nodes.web_operator")
 
 
 if __name__ == "__main__":

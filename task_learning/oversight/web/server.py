@@ -463,6 +463,16 @@ def _build_app(panel: WebPanel) -> FastAPI:
     return app
 
 
+def panel_url(settings: WebSettings, port: int) -> str:
+    """The address a person opens: https behind TLS; the machine's name for a wildcard address."""
+    host = settings.host
+    if host in ("0.0.0.0", "::"):
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"{'https' if settings.tls else 'http'}://{host}:{port}/"
+
+
 class WebServer:
     """uvicorn serving a WebPanel from a thread of this process (a node's, or a run's)."""
 
@@ -475,13 +485,7 @@ class WebServer:
 
     @property
     def url(self) -> str:
-        settings = self.panel.settings
-        host = settings.host
-        if host in ("0.0.0.0", "::"):
-            host = socket.gethostname()
-        elif ":" in host:
-            host = f"[{host}]"
-        return f"{'https' if settings.tls else 'http'}://{host}:{self.port}/"
+        return panel_url(self.panel.settings, self.port)
 
     def start(self) -> str:
         """Bind and serve; the URL. WebPanelError when the address cannot be used."""
