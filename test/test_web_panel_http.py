@@ -12,13 +12,16 @@ import pytest
 from task_learning.oversight.pairing import OperatorRegistry
 from task_learning.types import AnswerKind
 from test.ros_testing import wait_until
-from test.web_panel_helpers import (  # noqa: F401  (served: a fixture)
-    PageClient,
-    mug_request,
-    paired_client,
-    serve_panel,
-    served,
-)
+from test.web_panel_helpers import PageClient, ServedPanel, mug_request, paired_client, serve_panel
+
+
+@pytest.fixture
+def served(tmp_path) -> Iterator[ServedPanel]:
+    served = serve_panel(tmp_path)
+    try:
+        yield served
+    finally:
+        served.close()
 
 
 def first_state_with(client: PageClient, request_id: str) -> dict:
@@ -199,11 +202,11 @@ def test_a_code_pairs_once_and_revocation_ends_the_stream(served) -> None:
 
 
 def test_answers_are_rate_limited(tmp_path) -> None:
-    served = serve_panel(tmp_path, answers_per_minute=3)
+    limited = serve_panel(tmp_path, answers_per_minute=3)
     try:
         for i in range(5):
-            served.ask(mug_request(f"q{i}"))
-        alice = paired_client(served, "alice")
+            limited.ask(mug_request(f"q{i}"))
+        alice = paired_client(limited, "alice")
         states = alice.states()
         try:
             state = next(s for s in states if len(s["pending"]) == 5)
@@ -212,7 +215,7 @@ def test_answers_are_rate_limited(tmp_path) -> None:
             states.close()
         assert codes == [422, 422, 422, 429, 429]
     finally:
-        served.close()
+        limited.close()
 
 
 def test_only_loopback_without_tls_and_security_headers(tmp_path, served) -> None:
@@ -244,3 +247,31 @@ def test_the_history_comes_from_the_knowledge_base(served) -> None:
     history = first_state_with(alice, "q1")["history"]
     assert [h["request_id"] for h in history] == ["old"]
     assert history[0]["answer"] == "no" and history[0]["client"] == "terminal"
+
+
+def test_behind_tls_the_cookie_is_secure_and_plain_http_is_not_served(tmp_path) -> None:
+    import shutil
+    import ssl
+    import subprocess
+
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    secure = serve_panel(tmp_path, tls_certfile=str(cert), tls_keyfile=str(key))
+    try:
+        assert secure.url.startswith("https://127.0.0.1:")
+        client = PageClient(secure.url)
+        client.http = httpx.Client(base_url=secure.url.rstrip("/"), verify=ssl.create_default_context(cafile=cert),
+                                   timeout=10.0, headers={"Origin": secure.url.rstrip("/")})
+        reply = client.pair(secure.code("alice"))
+        assert reply.status_code == 200, reply.text
+        cookie = reply.headers["set-cookie"]
+        assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        assert reply.headers["strict-transport-security"]
+        with pytest.raises(httpx.HTTPError):
+            httpx.get(secure.url.replace("https://", "http://"), timeout=5.0)
+    finally:
+        secure.close()

@@ -118,15 +118,6 @@ def serve_panel(tmp_path: Path, backend: Any = None, **settings: Any) -> ServedP
     return ServedPanel(panel, server, backend, kb, url)
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[ServedPanel]:
-    served = serve_panel(tmp_path)
-    try:
-        yield served
-    finally:
-        served.close()
-
-
 class PageClient:
     """What the page does, over HTTP: pair, read its session, follow the event stream, answer."""
 

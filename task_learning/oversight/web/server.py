@@ -71,8 +71,11 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'se
 
 
 class AnswerReply(Protocol):
-    accepted: bool
-    message: str
+    @property
+    def accepted(self) -> bool: ...
+
+    @property
+    def message(self) -> str: ...
 
 
 class WebBackend(Protocol):
