@@ -85,7 +85,8 @@ nodes:
     assert [launch.spec.name for launch in bringup.plan(config)] == ["perception"]
     assert [launch.spec.name for launch in bringup.plan(config, ["anticipation"])] == ["anticipation"]
     shipped = {spec.name: spec.default for spec in bringup.load_bringup_config().nodes}
-    assert shipped.pop("anticipation") is False and all(shipped.values())  # nothing else changes
+    assert shipped.pop("anticipation") is False and shipped.pop("web_operator") is False
+    assert all(shipped.values())  # nothing else changes
     with pytest.raises(ConfigError, match=r"nodes\.a\.default"):
         bringup.load_bringup_config(write(tmp_path, "nodes:\n  a: {module: m, default: maybe}\n"))
 
