@@ -169,7 +169,6 @@ class WebPanel:
         self._answered: dict[str, _Answered] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
-        self.shown: list[tuple[str, float]] = []  # (question id, time first sent to a page): the bench reads it
         backend.set_listener(self.notify)
 
     # --- change notification (any thread) ----------------------------------------------------
@@ -237,9 +236,6 @@ class WebPanel:
         for request in pending:
             nonce = viewer.nonces.setdefault(request.request_id, new_nonce())
             views.append(question_view(request, nonce=nonce, now=now, has_image=request.request_id in images))
-            if all(rid != request.request_id for rid, _ in self.shown[-64:]):
-                self.shown.append((request.request_id, now))
-                del self.shown[:-1000]
         stored = {r["request_id"] for r in history}
         rows = history + [a.__dict__.copy() for a in self._answered.values()
                           if a.operator == viewer.operator and a.request_id not in stored]
