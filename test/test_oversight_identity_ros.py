@@ -132,8 +132,9 @@ def test_only_paired_operators_answer_and_only_the_stack_asks(ros_graph, tmp_pat
 
 
 def test_without_a_paired_operator_nothing_is_confirmed(ros_graph, tmp_path):
-    """No knowledge base: nobody can be paired, and every answer is refused with the reason."""
-    node = ros_graph.start_node("oversight", "-p", "timeout_s:=3.0")
+    """No knowledge base (db_path empty; by default the node has the graph's default one): nobody
+    can be paired, and every answer is refused with the reason."""
+    node = ros_graph.start_node("oversight", "-p", "timeout_s:=3.0", "-p", "db_path:=''")
     client = ros_graph.client("unpaired_test")
     planner = OversightClient(client.node, name="planner", asker="planner", service_wait_s=30)
     operator = OversightClient(client.node, name="bob", credentials=paired(tmp_path / "elsewhere.sqlite", "bob"),

@@ -90,6 +90,34 @@ def test_token_files_and_the_stack_key_are_private(tmp_path, monkeypatch):
     assert none is None and "not paired" in line
 
 
+def test_a_token_meets_a_fresh_knowledge_base_but_no_revocation_is_undone(tmp_path, monkeypatch):
+    """The demo starts each run from a new knowledge base while the simulated operator's token file
+    stays: the client given that --db pairs there anew. A knowledge base that paired the name with
+    another token, or revoked it, keeps it so (the client's answers are then refused)."""
+    monkeypatch.setenv("ROS_HOME", str(tmp_path / "ros"))
+    first, fresh = tmp_path / "first.sqlite", tmp_path / "fresh.sqlite"
+    for db in (first, fresh):
+        with KnowledgeBase(db):
+            pass
+    creds, _ = pairing.operator_credentials("sim", db=first)
+    again, line = pairing.operator_credentials("sim", db=fresh)
+    assert again is not None and again != creds and "paired operator 'sim' in" in line
+    with KnowledgeBase(fresh) as kb:
+        assert pairing.OperatorRegistry(kb).key_of("sim") == again.key
+    with KnowledgeBase(first) as kb:  # the old base still has the old token's verifier, not this one
+        assert pairing.OperatorRegistry(kb).key_of("sim") == creds.key
+    kept, line = pairing.operator_credentials("sim", db=first)
+    assert kept == again and "answers will be refused" in line
+    with KnowledgeBase(first) as kb:
+        assert pairing.OperatorRegistry(kb).key_of("sim") == creds.key
+    with KnowledgeBase(fresh) as kb:
+        pairing.OperatorRegistry(kb).revoke("sim")
+    revoked, line = pairing.operator_credentials("sim", db=fresh)
+    assert revoked == again and "revoked" in line
+    with KnowledgeBase(fresh) as kb:
+        assert pairing.OperatorRegistry(kb).key_of("sim") is None  # still revoked
+
+
 def test_the_stack_keys_signatures_and_replay_guard():
     key = pairing.StackKey(b"k" * 32)
     request = ConfirmationRequest("r1", "Shall I?", "Mug|1", candidate=GoalCandidate("the goal is that x", 1.0))

@@ -256,36 +256,48 @@ def test_terminal_operator_cli_lists_and_answers(ros_module_graph, node, db_path
     assert _answer_of(asker) == {"answer": "no", "by": "terminal", "description": ""}
 
 
-def test_replies_as_people_give_them_through_the_node(ros_module_graph, node):
+def _listed_id(graph: RosGraph, marker: str) -> str:
+    """The node's id of the question marked `marker`, once `operator --list` shows it."""
+    def found():
+        out = _cli(graph, "--list", "--json")
+        return next((q["request_id"] for q in json.loads(out.stdout or "[]")
+                     if q["object_description"].endswith(f"({marker})")), None)
+
+    return wait_until(found, 60, f"{marker} listed")
+
+
+def test_replies_as_people_give_them_through_the_node(ros_module_graph, node, db_path):
     """Issue 32 through the oversight node: `operator --list` shows the time left; `operator
     --answer` takes a listed candidate's number and plain words, and refuses "maybe" and a yes to
     a question asking for words with what is expected (the question stays); the prompt asks again
-    with a hint. The node reads replies with the same core module as every front end."""
+    with a hint. The node reads replies with the same core module as every front end. The
+    terminal answers as its paired operator ("terminal", paired in the node's knowledge base)."""
+    paired = ("--db", str(db_path))
     asker = _ask(ros_module_graph, "plain-1")
-    wait_until(lambda: "plain-1" in _cli(ros_module_graph, "--list").stdout, 60, "plain-1 listed")
+    qid = _listed_id(ros_module_graph, "plain-1")
     listed = _cli(ros_module_graph, "--list")
     assert re.search(r"time: \d+ s left \(then it counts as no answer, never as yes\)", listed.stdout), listed.stdout
     left = next(q for q in json.loads(_cli(ros_module_graph, "--list", "--json").stdout)
-                if q["request_id"] == "plain-1")["remaining_s"]
+                if q["request_id"] == qid)["remaining_s"]
     assert 0 < left <= 30
-    maybe = _cli(ros_module_graph, "--answer", "plain-1", "maybe")
+    maybe = _cli(ros_module_graph, *paired, "--answer", qid, "maybe")
     assert maybe.returncode == 1 and "'maybe' is not an answer the robot can act on: please" in maybe.stderr
-    assert "plain-1" in _cli(ros_module_graph, "--list").stdout  # still waiting, nothing stored
-    number = _cli(ros_module_graph, "--answer", "plain-1", "2")  # another listed candidate, by number
+    assert qid in _cli(ros_module_graph, "--list").stdout  # still waiting, nothing stored
+    number = _cli(ros_module_graph, *paired, "--answer", qid, "2")  # another listed candidate, by number
     assert number.returncode == 0, number.stderr
     assert _answer_of(asker) == {"answer": "description", "by": "terminal", "description": MUG_OPTIONS[1][0]}
 
     asker = _ask(ros_module_graph, "plain-2", wants_description=True)
-    wait_until(lambda: "plain-2" in _cli(ros_module_graph, "--list").stdout, 60, "plain-2 listed")
-    yes = _cli(ros_module_graph, "--answer", "plain-2", "yes")
+    qid = _listed_id(ros_module_graph, "plain-2")
+    yes = _cli(ros_module_graph, *paired, "--answer", qid, "yes")
     assert yes.returncode == 1 and "in words" in yes.stderr, yes.stderr
-    words = _cli(ros_module_graph, "--answer", "plain-2", "put it in the recycling bin")
+    words = _cli(ros_module_graph, *paired, "--answer", qid, "put it in the recycling bin")
     assert words.returncode == 0, words.stderr
     assert _answer_of(asker)["description"] == "put it in the recycling bin"
 
     asker = _ask(ros_module_graph, "plain-3")  # asks about candidate #5
-    wait_until(lambda: "plain-3" in _cli(ros_module_graph, "--list").stdout, 60, "plain-3 listed")
-    prompt = _cli(ros_module_graph, "--once", stdin="maybe\n\n5\n")
+    _listed_id(ros_module_graph, "plain-3")
+    prompt = _cli(ros_module_graph, *paired, "--once", stdin="maybe\n\n5\n")
     assert prompt.returncode == 0, prompt.stderr
     assert "not an answer the robot can act on" in prompt.stdout and "An empty answer" in prompt.stdout
     assert _answer_of(asker) == {"answer": "yes", "by": "terminal", "description": ""}

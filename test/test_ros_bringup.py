@@ -166,7 +166,8 @@ def test_bringup_uses_the_graphs_one_default_knowledge_base(ros_graph, tmp_path)
     proc = ros_graph.start([CLI, "bringup", "--nodes", "planner", "oversight"], name="bringup", cwd=elsewhere)
     kb = ros_graph.home / "task_learning" / "task_learning.sqlite"
     proc.wait_for_line(rf"planner ready \(db {re.escape(str(kb))},", timeout=120)
-    proc.wait_for_line(rf"db {re.escape(str(kb))}$", timeout=120)  # the oversight node's line
+    # The oversight node's line: the same knowledge base, where its operators are paired.
+    proc.wait_for_line(rf"oversight ready: .* db {re.escape(str(kb))}, \d+ paired operator", timeout=120)
     code, text = proc.stop(signal.SIGINT, timeout=60)
     assert code == 0, text[-3000:]
     assert not (elsewhere / "artifacts").exists()

@@ -404,10 +404,13 @@ def operator_credentials(name: str, *, token_file: str | Path | None = None, db:
     `name`); when there is none (or `pair`) and the robot's knowledge base `db` is given, the
     client pairs itself there (whoever can open that file is inside the robot's trust boundary)
     and writes the token file (waiting up to `wait_s` for that file: the oversight node makes it
-    when it starts). None when neither is possible: the client may list questions, and the
+    when it starts). A token given with a `db` that never paired its operator (a fresh knowledge
+    base: the demo's, a new robot's) is replaced by a pairing there; one that `db` paired with
+    another token or revoked is kept as it is (its answers are refused: no client undoes a
+    revocation on its own). None when neither is possible: the client may list questions, and the
     oversight node refuses its answers."""
     path = Path(token_file or os.environ.get(TOKEN_FILE_ENV) or default_token_file(name))
-    if path.exists() and not pair:
+    if path.exists() and not pair and db is None:
         creds = load_token_file(path)
         return creds, f"answering as paired operator {creds.name!r} (token {path})"
     if db is None:
@@ -421,6 +424,16 @@ def operator_credentials(name: str, *, token_file: str | Path | None = None, db:
     if str(db) != ":memory:" and not Path(db).is_file():  # a typo must not pair into a new, unused file
         raise PairingError(f"no knowledge base at {db}: give the oversight node's db_path (start the node first)")
     with KnowledgeBase(db) as kb:
-        token = OperatorRegistry(kb).pair_locally(name, created_by=f"local ({path})")
+        registry = OperatorRegistry(kb)
+        if path.exists() and not pair:
+            creds = load_token_file(path)
+            if registry.key_of(creds.name) == creds.key:
+                return creds, f"answering as paired operator {creds.name!r} (token {path})"
+            if any(r["name"] == creds.name for r in kb.operator_records()):
+                # Paired there with another token, or revoked: not undone by a client on its own.
+                return creds, (f"the token at {path} is not {creds.name!r}'s in {db} (paired again or "
+                               f"revoked there): its answers will be refused; pair with --pair")
+            # A knowledge base that never saw this operator (a fresh one, e.g. the demo's): pair here.
+        token = registry.pair_locally(name, created_by=f"local ({path})")
     write_private(path, token + "\n")
     return OperatorCredentials.from_token(token), f"paired operator {name!r} in {db} (token {path})"
