@@ -841,6 +841,20 @@ class KnowledgeBase:
                 "client", "verified", "confirmation_id")
         return [dict(zip(keys, row)) for row in rows]
 
+    def answer_history(self, operator: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest answers `operator` gave (remembered replays of them included), newest first:
+        what the web panel shows a paired operator of their own answers."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT q.request_id, q.question, q.object_description, q.candidate_text, a.answer, "
+                "a.description, a.operator, a.client, a.answered_at, a.confirmation_id "
+                "FROM answers a JOIN questions q ON q.request_id = a.request_id "
+                "WHERE a.operator = ? OR a.operator = ? ORDER BY a.answered_at DESC LIMIT ?",
+                (operator, f"{operator} (remembered)", int(limit))).fetchall()
+        keys = ("request_id", "question", "object_description", "candidate_text", "answer", "description",
+                "operator", "client", "answered_at", "confirmation_id")
+        return [dict(zip(keys, row)) for row in rows]
+
     # --- paired operators (task_learning.oversight.pairing) ---------------------------------
     # Only verifiers are stored, never tokens; export_dict leaves these tables out.
 
