@@ -233,21 +233,26 @@ class OversightClient:
         return listed
 
     def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
-               operator: str = "") -> SubmitReply:
+               operator: str = "", *, credentials: pairing.OperatorCredentials | None = None,
+               client_detail: str = "") -> SubmitReply:
         """Answer a pending question as this client's paired operator (the node takes the
-        operator from the signature; `operator` is kept for the PanelBackend signature)."""
-        if self.credentials is None:
+        operator from the signature; `operator` is kept for the PanelBackend signature).
+        `credentials`: another paired operator's, for this one answer (the web panel serves
+        several); `client_detail`: said after the node's name in the client kept with the answer
+        (the web page's address)."""
+        creds = credentials or self.credentials
+        if creds is None:
             return SubmitReply(False, "not paired: this client has no operator token (pair with "
                                       "`task-learning operator --pair`); nothing was sent")
         msg = AnswerMsg()
         msg.request_id = request_id
         msg.answer = answer.value if isinstance(answer, AnswerKind) else str(answer)
         msg.description = description
-        msg.answered_by = self.credentials.name
-        msg.client = self.node.get_fully_qualified_name()
+        msg.answered_by = creds.name
+        msg.client = self.node.get_fully_qualified_name() + (f" ({client_detail})" if client_detail else "")
         request = AnswerConfirmation.Request()
         request.answer = msg
-        request.signature = self.credentials.sign_answer(msg.request_id, msg.answer, msg.description, msg.client)
+        request.signature = creds.sign_answer(msg.request_id, msg.answer, msg.description, msg.client)
         response = self._call(self._answer, request, 5.0, "answer")
         if response.accepted:
             with self._lock:  # do not show an answered question until the topic catches up

@@ -61,7 +61,7 @@ def test_rqt_loads_the_plugin_and_answers_a_real_question(rqt_python, ros_graph,
 
     db = tmp_path / "kb.sqlite"
     ros_graph.start_node("oversight", "-p", f"db_path:={db}", "-p", "remember_answers:=false")
-    operator_credentials("rqt", db=db)  # the token file the plugin reads (under the graph's ROS_HOME)
+    operator_credentials("rqt", db=db, wait_s=60)  # the token file the plugin reads (the node makes the db)
     asker = ros_graph.start([PY, "-c", ASKER, "rqt-mug", QUESTION], name="asker")
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "rqt_operator_panel.png"

@@ -6,6 +6,7 @@ command runs, so the core library never imports rclpy.
   task-learning operator                 answer pending questions at a prompt (Ctrl-D quits)
   task-learning operator --panel         the Qt operator panel (PySide6)
   task-learning operator --rqt           the panel as a plugin of the real rqt (its own venv)
+  task-learning operator --web --name alice-phone       pair a phone with the web panel (link + QR code)
   task-learning operator --list [--json] print the pending questions
   task-learning operator --answer ID yes|no|17|"put it in the cupboard"
   task-learning operator --pair --name alice --db KB    pair this operator (writes a token file)
@@ -47,6 +48,9 @@ def register(subparsers: Any) -> None:
     mode.add_argument("--rqt", action="store_true",
                       help="open rqt with the operator plugin (task_learning/OperatorPanel); in a "
                            "checkout rqt runs in its own venv, made on first use (make rqt)")
+    mode.add_argument("--web", action="store_true",
+                      help="pair a phone or a laptop with the web operator panel (the web_operator node, "
+                           "docs/web-panel.md): print its link with a one-time code, and a QR code of it")
     mode.add_argument("--list", action="store_true", help="print the pending questions and exit")
     mode.add_argument("--simulated", metavar="SCENE",
                       help="answer every question as the simulated user of SCENE would (experiments, demo)")
@@ -68,6 +72,8 @@ def register(subparsers: Any) -> None:
                         "answer; default: terminal, panel, rqt or simulated)")
     parser.add_argument("--db", default=None,
                         help="the oversight node's knowledge base: pair this operator there if it has no token")
+    parser.add_argument("--url", default=None,
+                        help="with --web: the panel's address (default: asked of the running web_operator node)")
     parser.add_argument("--token-file", default=None,
                         help="this operator's token file (default $ROS_HOME/task_learning/operator-NAME.token)")
     parser.add_argument("--wait", type=bounded_float(0.0, MAX_WAIT_S, low_open=True), default=5.0,
@@ -119,9 +125,39 @@ def _pair(args: argparse.Namespace) -> int:
     return 0
 
 
+def _web(args: argparse.Namespace) -> int:
+    """A one-time pairing code for the web panel, printed as a link and a QR code for a phone.
+    The panel's address and knowledge base come from the running web_operator node unless --url
+    and --db say them; the code is made in that knowledge base (whoever can open it may pair)."""
+    from task_learning.kb.store import KnowledgeBase
+    from task_learning.oversight.pairing import OperatorRegistry
+    from task_learning.oversight.web.link import pairing_link, qr_text
+
+    name = args.name or "web"
+    url, db = args.url, args.db
+    if not url or not db:
+        try:
+            from task_learning_nodes.web_operator import running_panel
+        except ImportError as exc:
+            raise TaskLearningError(f"the ROS client is not available ({exc}); give --url and --db") from None
+        found_url, found_db = running_panel(args.wait)
+        url, db = url or found_url, db or found_db
+    if not Path(db).is_file():
+        raise TaskLearningError(f"no knowledge base at {db}: give the web_operator node's db_path")
+    with KnowledgeBase(db) as kb:
+        code = OperatorRegistry(kb).create_pairing_code(name)
+    link = pairing_link(url, code)
+    print(f"web operator panel: {url}\n"
+          f"pairing code for operator {name!r} (valid 10 minutes, once): {code}\n"
+          f"on the phone, open (or scan): {link}\n{qr_text(link)}", flush=True)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.pair or args.pair_code or args.unpair:
         return _pair(args)
+    if args.web:
+        return _web(args)
     if args.panel:
         return _run_panel(args)
     if args.rqt:

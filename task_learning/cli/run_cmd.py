@@ -48,12 +48,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--live-view", metavar="PORT", type=bounded_int(0, 65535), default=None,
                    help="serve the run live to Foxglove (WebSocket on 127.0.0.1:PORT, 0: a free port; layout "
                         "config/foxglove/task_learning.json)")
+    web = p.add_argument_group("with --operator web (docs/web-panel.md)")
+    web.add_argument("--web-name", default="web", help="the operator the pairing code pairs (default web)")
+    web.add_argument("--web-host", default="127.0.0.1",
+                     help="address the panel listens on (default 127.0.0.1; another one needs TLS)")
+    web.add_argument("--web-port", type=bounded_int(0, 65535), default=8765,
+                     help="port of the panel (default 8765; 0: any free port)")
+    web.add_argument("--web-tls-cert", default="", help="TLS certificate (PEM) of the panel")
+    web.add_argument("--web-tls-key", default="", help="TLS private key (PEM) of the panel")
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
     p.requires("--backend=fetch", "--synthetic",
                why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
                    "perception.marker_registry:=<file>` and send perform_task")
-    p.excludes("--backend=fetch", "--operator=panel",
-               why="use --operator simulated, or run `task-learning operator --panel` beside `task-learning bringup`")
+    p.excludes("--backend=fetch", "--operator=panel", "--operator=web",
+               why="use --operator simulated, or run `task-learning operator --panel` (or the web_operator "
+                   "node) beside `task-learning bringup`")
     p.excludes("--backend=fetch", "--seed", "--task", "--engine", "--elicitation",
                why="the simulated robot takes the scene as written and the nodes' own settings")
     p.excludes("--backend=fetch", "--record", "--live-view",
@@ -111,6 +120,34 @@ def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> t
     return box["result"]
 
 
+def _run_with_web(spec: RunSpec, progress, args: argparse.Namespace, bus: EpisodeBus | None = None) -> tuple:
+    """The run with the web panel serving its questions: a one-time pairing code for the operator
+    --web-name, printed with the panel's link and a QR code for a phone (on stderr: stdout keeps
+    the results). A question nobody answers times out (no goal); nothing is ever answered here."""
+    from task_learning.kb.store import KnowledgeBase
+    from task_learning.oversight.web.backend import QueueBackend
+    from task_learning.oversight.web.link import pairing_link, qr_text
+    from task_learning.oversight.web.server import WebPanel, WebServer, WebSettings
+
+    settings = WebSettings(host=args.web_host, port=args.web_port, tls_certfile=args.web_tls_cert,
+                           tls_keyfile=args.web_tls_key)
+    backend = QueueBackend(timeout_s=600.0)
+    with KnowledgeBase(spec.db) as kb:
+        panel = WebPanel(backend, kb, settings)
+        server = WebServer(panel)
+        url = server.start()
+        try:
+            link = pairing_link(url, panel.registry.create_pairing_code(args.web_name))
+            sys.stderr.write(f"web operator panel: {url}\n"
+                             f"pair operator {args.web_name!r} (code valid 10 minutes): open {link}\n"
+                             f"{qr_text(link)}\n")
+            sys.stderr.flush()
+            return run_in_process(spec, progress=progress, operator=backend.queue, bus=bus)
+        finally:
+            backend.close()  # questions still waiting get the safe default, never a yes
+            server.stop()
+
+
 def _run_fetch(args: argparse.Namespace) -> int:
     """The trial through the ROS graph with the simulated Fetch (nodes/fetch_run.py)."""
 
@@ -140,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.operator == "panel" and args.condition.endswith("+O"):
             metrics, learner = _run_with_panel(spec, progress, bus)
+        elif args.operator == "web" and args.condition.endswith("+O"):
+            metrics, learner = _run_with_web(spec, progress, args, bus)
         else:
             metrics, learner = run_in_process(spec, progress=progress, bus=bus)
     except BaseException:

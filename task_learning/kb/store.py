@@ -677,9 +677,14 @@ class KnowledgeBase:
         if row is None:
             if self.read_only:
                 return
+            # OR IGNORE: two processes opening one new file at once (the oversight node and an
+            # operator client pairing there) both find no version; the second must not fail.
             with self._transaction() as cur:
-                cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif not str(row[0]).isdigit():
+                cur.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                raise KnowledgeBaseError(f"{self.path}: its schema version could not be recorded")
+        if not str(row[0]).isdigit():
             raise KnowledgeBaseError(f"{self.path}: not a task_learning knowledge base (schema version {row[0]!r})")
         elif int(row[0]) > SCHEMA_VERSION:
             raise KnowledgeBaseError(
@@ -696,8 +701,11 @@ class KnowledgeBase:
             columns = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
             for column, definition in added.items():
                 if column not in columns:
-                    with self._transaction() as cur:
-                        cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                    with self._transaction() as cur:  # read again under the write lock: another
+                        # process opening the same old file may have added it meanwhile
+                        now = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
+                        if column not in now:
+                            cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
@@ -831,6 +839,20 @@ class KnowledgeBase:
         keys = ("request_id", "asked_at", "task", "context", "object_id", "question", "candidate_text",
                 "wants_description", "answer", "description", "operator", "answered_at", "asked_by",
                 "client", "verified", "confirmation_id")
+        return [dict(zip(keys, row)) for row in rows]
+
+    def answer_history(self, operator: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest answers `operator` gave (remembered replays of them included), newest first:
+        what the web panel shows a paired operator of their own answers."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT q.request_id, q.question, q.object_description, q.candidate_text, a.answer, "
+                "a.description, a.operator, a.client, a.answered_at, a.confirmation_id "
+                "FROM answers a JOIN questions q ON q.request_id = a.request_id "
+                "WHERE a.operator = ? OR a.operator = ? ORDER BY a.answered_at DESC LIMIT ?",
+                (operator, f"{operator} (remembered)", int(limit))).fetchall()
+        keys = ("request_id", "question", "object_description", "candidate_text", "answer", "description",
+                "operator", "client", "answered_at", "confirmation_id")
         return [dict(zip(keys, row)) for row in rows]
 
     # --- paired operators (task_learning.oversight.pairing) ---------------------------------

@@ -192,7 +192,7 @@ class _Dialogue:
         if not answer.stamp:
             answer.stamp = time.time()
         if self.kb is not None:
-            self.kb.record_answer(answer)
+            self.kb.record_answer(answer, client=answer.client)  # in-process too: which front end
         speaker = answer.operator or getattr(self.operator, "name", "operator")
         if answer.answer is AnswerKind.DESCRIPTION:
             self.transcript.append(Turn(speaker, answer.description, request.request_id))

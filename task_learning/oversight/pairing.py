@@ -57,6 +57,10 @@ class PairingError(TaskLearningError):
     """A pairing, a token or a key that cannot be used; the message says why in one line."""
 
 
+class PairingRateLimited(PairingError):
+    """Too many pairing attempts (per client or in all): try again later."""
+
+
 def check_name(name: str) -> str:
     """An operator or asker name: letters, digits, '_', '.', '-', at most 40 characters."""
     if not isinstance(name, str) or not NAME.match(name):
@@ -300,7 +304,7 @@ class OperatorRegistry:
         attempts are over the rate limit (per client and in all)."""
         wait = self._per_client.allow(client or "?") or self._total.allow("*")
         if wait:
-            raise PairingError(f"too many pairing attempts; try again in {wait:.0f} s")
+            raise PairingRateLimited(f"too many pairing attempts; try again in {wait:.0f} s")
         code_id, _, secret = code.strip().upper().partition("-")
         if not code_id or not secret:
             raise PairingError("not a pairing code (expected XXXX-XXXXXXXXXXXXXXXX)")

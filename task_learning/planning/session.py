@@ -33,7 +33,7 @@ from task_learning.world.scene import Scene, load_scene
 log = logging.getLogger(__name__)
 
 CONDITIONS = tuple(c.value for c in Condition)
-OPERATORS = ("simulated", "terminal", "panel", "none")
+OPERATORS = ("simulated", "terminal", "panel", "web", "none")
 # How the model is asked (the answers, and so the goals learned, are the same in every mode):
 #   concurrent      one object after another, a tree level as concurrent single requests
 #   batched         one object after another, a tree level as list-prompt round trips
@@ -61,6 +61,9 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
         return TerminalOperator()
     if kind == "panel":
         raise TaskLearningError("the panel needs a Qt event loop: `task-learning run --operator panel` "
+                                "starts one, or pass a QueueOperator to run_in_process")
+    if kind == "web":
+        raise TaskLearningError("the web panel needs its server: `task-learning run --operator web` "
                                 "starts one, or pass a QueueOperator to run_in_process")
     if kind == "none":
         return None
