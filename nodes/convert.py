@@ -491,10 +491,13 @@ def llm_usage_to_msg(usage: LLMUsage) -> m.LLMUsage:
         completion_tokens=usage.completion_tokens,
         cache_hits=usage.cache_hits,
         failures=usage.failures,
+        requests=usage.requests,
+        cached_prompt_tokens=usage.cached_prompt_tokens,
         by_type=[
             m.PromptTypeUsage(prompt_type=kind, calls=u.calls, prompt_tokens=u.prompt_tokens,
                               completion_tokens=u.completion_tokens, cache_hits=u.cache_hits,
-                              failures=u.failures)
+                              failures=u.failures, requests=u.requests,
+                              cached_prompt_tokens=u.cached_prompt_tokens)
             for kind, u in sorted(usage.by_type.items())
         ],
     )
@@ -504,7 +507,7 @@ def llm_usage_from_msg(msg: m.LLMUsage) -> LLMUsage:
     """The totals are derived from by_type in the core, so only by_type is read."""
     return LLMUsage(by_type={
         u.prompt_type: PromptTypeUsage(u.calls, u.prompt_tokens, u.completion_tokens, u.cache_hits,
-                                       u.failures)
+                                       u.failures, u.requests, u.cached_prompt_tokens)
         for u in msg.by_type
     })
 

@@ -17,13 +17,14 @@ import time
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
+from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosidl_runtime_py import set_message_fields
 
 from task_learning.episode.bus import EpisodeBus
-from task_learning.episode.messages import BY_TOPIC, CHANNELS, LEARNED_GOAL, WORLD_STATE, object_outcome
+from task_learning.episode.messages import BY_TOPIC, CHANNELS, LEARNED_GOAL, LLM_CALLS, WORLD_STATE, object_outcome
 from task_learning.episode.observe import BcrTreePublisher, kb_observer
 from task_learning.episode.recorder import McapSink, snapshot_kb
 from task_learning.errors import TaskLearningError
@@ -31,6 +32,19 @@ from task_learning.safe_text import printable
 
 # Deep enough that a tree level's burst is not dropped; reliable so a recorder loses nothing.
 QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+# /llm/calls comes in bursts as large as one merged request level: with cross-object elicitation
+# (the planner's default) every object's prompts of a tree level at once, 457 on store groceries
+# and 948 on the kitchen. Deeper, and RosSink waits for its subscribers' acknowledgements every
+# ACK_EVERY messages, so a recorder's history is never overrun by a burst (a reliable KEEP_LAST
+# history drops the oldest samples it holds when a burst is deeper than it).
+BURST_QOS = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+BURST_TOPICS = frozenset({LLM_CALLS})
+ACK_EVERY = 500
+ACK_WAIT_S = 5.0
+
+
+def qos_for(topic: str) -> QoSProfile:
+    return BURST_QOS if topic in BURST_TOPICS else QOS
 
 
 def message_class(msgtype: str) -> Any:
@@ -43,8 +57,11 @@ class RosSink:
 
     def __init__(self, node: Node, topics: Collection[str]) -> None:
         self.topics = set(topics)
-        self._publishers = {topic: node.create_publisher(message_class(BY_TOPIC[topic].msgtype), topic, QOS)
+        self._publishers = {topic: node.create_publisher(message_class(BY_TOPIC[topic].msgtype), topic,
+                                                         qos_for(topic))
                             for topic in self.topics}
+        self._lock = threading.Lock()
+        self._sent: dict[str, int] = dict.fromkeys(self.topics, 0)
 
     def write(self, topic: str, message: Mapping[str, Any], log_time_ns: int) -> None:
         publisher = self._publishers.get(topic)
@@ -53,6 +70,12 @@ class RosSink:
         msg = message_class(BY_TOPIC[topic].msgtype)()
         set_message_fields(msg, dict(message))
         publisher.publish(msg)
+        if topic in BURST_TOPICS:
+            with self._lock:
+                self._sent[topic] += 1
+                pace = self._sent[topic] % ACK_EVERY == 0
+            if pace:  # a burst: let the subscribers catch up (at once when there are none)
+                publisher.wait_for_all_acked(Duration(seconds=ACK_WAIT_S))
 
     def close(self) -> None:
         pass
@@ -72,8 +95,12 @@ class GraphRecorder:
         self._failure: Exception | None = None
         self._last_message = time.monotonic()
         self._matched: dict[str, int] = {c.topic: 0 for c in CHANNELS}
+        # Open before the first subscription exists: a message (world_state at 10 Hz) may arrive on
+        # one while the next are made, and its callback reads this.
+        self._subscriptions: list[Any] | None = []
         self._subscriptions = [
-            node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype), QOS,
+            node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype),
+                                     qos_for(c.topic),
                                      raw=True, callback_group=callback_group,
                                      event_callbacks=SubscriptionEventCallbacks(matched=self._on_matched(c.topic)))
             for c in CHANNELS]

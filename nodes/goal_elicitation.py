@@ -1,9 +1,21 @@
-"""goal_elicitation_node: the LearnGoal action server (STARS goal elicitation for one object).
+"""goal_elicitation_node: the LearnGoal and LearnGoals action servers (STARS goal elicitation).
 
-Goal: task, object_id, context (STARS+CTX user-context sentences), condition ("" = the node's
-default; "STARS", "stars_plus_o", "TBP+O", ...). Feedback: the stage just finished (retrieve |
-recurse | analyze | repair | select | confirm | done) with the candidates so far. Result: the
-chosen goal, every candidate with its provenance, the LLM usage of this object and the counts.
+LearnGoal goal: task, object_id, context (STARS+CTX user-context sentences), condition ("" = the
+node's default; "STARS", "stars_plus_o", "TBP+O", ...), batch_id. Feedback: the stage just
+finished (retrieve | recurse | analyze | repair | select | confirm | done) with the candidates so
+far. Result: the chosen goal, every candidate with its provenance, the LLM usage of this object
+and the counts.
+
+LearnGoals (cross-object elicitation, the planner's default): the objects of a task in one goal.
+Their model stages run together in `task_learning.stars.together.CrossObjectElicitor`, the core
+code behind `task-learning run --elicitation across-objects`: every level of every object merged
+into shared list-prompt round trips. The batch asks no operator: the client then takes the objects
+one at a time, in the task's order, with LearnGoal goals naming the batch (`batch_id`), and each of
+those runs the object's Oversight (+O) when the client is ready for it, exactly as a LearnGoal of
+one object does (the same operator client, the same confirmation ids). The batch's feedback gives
+every object's state; its result, the LLM traffic of the whole batch. It ends when every object
+was taken, the client cancels it, a newer batch replaces it, or no LearnGoal used it for
+`batch_idle_s` (a LearnGoal naming a batch that is no longer open elicits its object alone).
 
 Grounding runs in-process (`task_learning.grounding.analyze_goal`, the same core function the
 grounding node serves): analysis is called once per distinct response, dozens of times per object,
@@ -15,7 +27,8 @@ The world comes from the `world_state` topic (perception); until something arriv
 message, counted in the usage; the node keeps serving. One elicitation runs at a time so the
 usage attributed to an object is that object's alone.
 
-Cancel ends the whole goal: elicitation stops at its next stage, a question waiting for the
+Cancel ends the whole goal: elicitation stops at its next stage (or while it waits for a batch's
+model stages), a question waiting for the
 operator is withdrawn from the oversight node (it leaves the pending list; a late answer is
 refused and never remembered), and the client gets a canceled result. An oversight node that does
 not answer ends the goal with `failed_node` "oversight", so the planner ends its task naming it
@@ -25,7 +38,9 @@ confirmation id, which the planner checks.
 from __future__ import annotations
 
 import threading
+import time
 import traceback
+from dataclasses import dataclass, field
 from typing import Any
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -33,24 +48,35 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
+from task_learning.llm.usage import copy_usage, usage_diff
+from task_learning.planning.progress import ObjectState, ObjectStates
 from task_learning.planning.stop import DependencyFailed, RunStopped
 from task_learning.safe_text import printable
-from task_learning.stars.conditions import flags, parse_condition
-from task_learning.stars.elicit import ElicitationResult, elicit_goal
+from task_learning.stars.conditions import Condition, flags, parse_condition
+from task_learning.stars.elicit import ElicitationResult, as_state_and_metadata, elicit_goal
 from task_learning.stars.prompts import load_templates
+from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import TreeSettings
 from task_learning.stop_signals import StopSignals
-from task_learning_interfaces.action import LearnGoal
+from task_learning.types import LLMUsage
+from task_learning_interfaces.action import LearnGoal, LearnGoals
+from task_learning_interfaces.msg import ObjectProgress
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node, shutdown_requested
 from task_learning_nodes.params import Param, declare_parameters
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
+DEFAULT_BATCH_ACTION = "learn_goals"
 DEFAULT_TOPIC = "world_state"
 
 PARAMETERS = (
     Param("action_name", DEFAULT_ACTION, "Name of the LearnGoal action server"),
+    Param("learn_goals_action", DEFAULT_BATCH_ACTION, "Name of the LearnGoals action server (the objects "
+          "of a task elicited together, merged into shared round trips)"),
+    Param("batch_idle_s", 600.0, "Seconds a LearnGoals batch stays open without a LearnGoal taking an "
+          "object from it (its client may be gone); a later LearnGoal naming it elicits its object alone",
+          min=1.0, max=86400.0),
     Param("llm", "offline", "LLM: offline (deterministic, not a language model), openai (see "
           "config/llm.yaml) or replay:FILE (a cassette)"),
     Param("llm_cache", "memory", "Response cache: memory, none, or a file path (a rerun then costs 0 "
@@ -73,7 +99,33 @@ PARAMETERS = (
           "goal fails naming it", min=0.1, max=3600.0),
     Param("stack_key_file", "", "Key file the stack's nodes sign their questions with (the oversight "
           "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
+    Param("llm_latency_s", 0.0, "Benches only: a fixed delay added to every round trip to the model "
+          "(task_learning.llm.latency.FixedLatencyProvider), so wall time shows how many round trips "
+          "there were; 0 in use", min=0.0, max=60.0),
 )
+
+MAX_BATCH_OBJECTS = 1000  # objects of one LearnGoals goal (the largest generated scene has 350)
+BATCH_START_WAIT_S = 60.0  # how long a LearnGoal waits for the batch it names to start
+
+
+@dataclass
+class Batch:
+    """One open LearnGoals goal: its elicitor (model stages running or done), every object's state,
+    and what ends it."""
+
+    batch_id: str  # the LearnGoals goal id, 32 hex digits
+    task: str
+    condition: Condition
+    object_ids: list[str]
+    elicitor: CrossObjectElicitor
+    states: ObjectStates
+    usage_before: LLMUsage
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0  # LearnGoal goals running on it now
+    taken: set[str] = field(default_factory=set)
+    closed: threading.Event = field(default_factory=threading.Event)
+    reason: str = ""  # why it was closed from outside (a newer batch)
+
 
 STAGE_NAMES = {
     "template_prompt": "retrieve", "search_tree": "recurse", "analysis": "analyze",
@@ -83,6 +135,10 @@ STAGE_NAMES = {
 
 
 class GoalElicitationNode(Node):
+    # A LearnGoals batch holds a thread for its life and a LearnGoal one for its question; the
+    # oversight node's replies, cancels and the world state need threads of their own.
+    executor_threads = 6
+
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
         get = declare_parameters(self, PARAMETERS).__getitem__
@@ -92,7 +148,8 @@ class GoalElicitationNode(Node):
         self.default_condition = parse_condition(str(get("condition")))  # bad value: exit 2
         self.settings = TreeSettings(max_workers=int(get("max_workers")), max_requests=int(get("max_requests")))
         self.templates = load_templates()  # ConfigError names the file and key
-        self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None)
+        self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None,
+                                  latency_s=float(get("llm_latency_s")))
         # The STARS tree as it grows and every LLM call, on the graph (recorders, the live view).
         from task_learning.episode.bus import EpisodeBus
         from task_learning.episode.messages import LLM_CALLS, STARS_TREE
@@ -101,6 +158,13 @@ class GoalElicitationNode(Node):
 
         self._episode = EpisodeBus([RosSink(self, {STARS_TREE, LLM_CALLS})])
         self.client.recorder = LLMCallPublisher(self._episode, then=self.client.recorder)
+        self.batch_idle_s = float(get("batch_idle_s"))
+        self._batch: Batch | None = None
+        self._batch_lock = threading.Lock()
+        # Batches accepted and not started yet: a LearnGoal naming one (sent as soon as the goal
+        # was accepted) waits for it instead of eliciting its object alone.
+        self._batch_started = threading.Condition(self._batch_lock)
+        self._starting: set[str] = set()
         self.location = str(get("location") or "")
         self.oversight_timeout_s = float(get("oversight_timeout_s"))
         self.oversight_wait_s = float(get("oversight_wait_s"))
@@ -131,8 +195,13 @@ class GoalElicitationNode(Node):
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                     cancel_callback=self._on_cancel,
                                     callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
+        self._batch_server = ActionServer(self, LearnGoals, str(get("learn_goals_action")), self._execute_batch,
+                                          goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                                          handle_accepted_callback=self._batch_accepted,
+                                          cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+                                          callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
         self.get_logger().info(
-            f"serving {get('action_name')}: llm {get('llm')}, default condition "
+            f"serving {get('action_name')} and {get('learn_goals_action')}: llm {get('llm')}, default condition "
             f"{self.default_condition.value}, world from {get('world_state_topic')} "
             f"({self.world.source} until then), grounding in-process")
 
@@ -169,10 +238,11 @@ class GoalElicitationNode(Node):
         goal = goal_handle.request
         result = LearnGoal.Result()
         goal_id = bytes(goal_handle.goal_id.uuid)
+        batch_id = ""
         with self._run_lock:
             self._current = goal_id
             try:
-                outcome = self._elicit(goal, goal_handle)
+                outcome, batch_id = self._elicit(goal, goal_handle)
             except RunStopped as exc:
                 result.success = False
                 result.message = f"canceled: {printable(str(exc), 300)}; no goal learned"
@@ -205,6 +275,7 @@ class GoalElicitationNode(Node):
                 self._current = None
                 self._cancelled.discard(goal_id)
         self._fill(result, outcome)
+        result.batch_id = batch_id
         self._feedback(goal_handle, "done", len(outcome.candidates), outcome)
         if result.success:
             goal_handle.succeed()
@@ -212,38 +283,243 @@ class GoalElicitationNode(Node):
             goal_handle.abort()
         return result
 
-    def _elicit(self, goal: Any, goal_handle: Any) -> ElicitationResult:
-        condition = parse_condition(goal.condition) if goal.condition.strip() else self.default_condition
-        world = self.world.get()
-        if world is None:
-            raise TaskLearningError("no world state yet: nothing on the world_state topic and no scene parameter")
+    def _elicit(self, goal: Any, goal_handle: Any) -> tuple[ElicitationResult, str]:
+        """The object's elicitation, and the id of the batch it came from ("" when alone)."""
+        condition = self._condition(goal.condition)
+        world = self._world()
         object_id = goal.object_id.strip()
         if not object_id:
             raise TaskLearningError("the goal names no object (object_id is empty)")
         _check_request(goal)
-        context = [s for s in goal.context if s.strip()]
-        if not context and flags(condition).user_context and self._scene is not None:
-            context = list(self._scene.context)
-        operator = self._operator_for() if flags(condition).oversight else None
-        if operator is not None and not operator.available(self.oversight_wait_s):
-            # Before any LLM call: with nobody to confirm, eliciting would be wasted work.
-            raise DependencyFailed(f"the oversight node is not running (no oversight/confirm service "
-                                   f"after {self.oversight_wait_s:g} s)")
+        task = goal.task or getattr(self._scene, "task", "")
+        operator = self._checked_operator(condition)
 
         def on_stage(stage: str, counts: Any) -> None:
             if self._stopping():
                 raise RunStopped("canceled by the client")
             self._feedback(goal_handle, STAGE_NAMES.get(stage, stage), int(counts.get("candidates", 0)), None)
 
+        batch = self._open_batch(goal.batch_id, task, condition)
+        if batch is not None:
+            return self._elicit_in_batch(batch, task, object_id, world, condition, goal_handle, on_stage), \
+                batch.batch_id
+        if goal.batch_id:
+            self.get_logger().info(f"batch {printable(goal.batch_id, 40)} is not open (closed, or another task or "
+                                   f"condition): eliciting {object_id} on its own")
         self._feedback(goal_handle, "retrieve", 0, None)
         from task_learning.episode.observe import StarsTreePublisher
 
-        task = goal.task or getattr(self._scene, "task", "")
+        # A LearnGoal that named a batch is part of a cross-object run: the same batched round trips
+        # as the elicitor's own fallback, so the run's count does not depend on when the batch closed.
         return elicit_goal(task, object_id, world, self._scene,
                            condition, self.client, location=self.location or None,
-                           system_context=context if flags(condition).user_context else [],
+                           system_context=self._user_context(goal.context, condition),
                            templates=self.templates, settings=self.settings, operator=operator,
-                           on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task))
+                           on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task),
+                           batched=bool(goal.batch_id)), ""
+
+    def _condition(self, text: str) -> Condition:
+        return parse_condition(text) if text.strip() else self.default_condition
+
+    def _world(self) -> Any:
+        world = self.world.get()
+        if world is None:
+            raise TaskLearningError("no world state yet: nothing on the world_state topic and no scene parameter")
+        return world
+
+    def _user_context(self, sentences: Any, condition: Condition) -> list[str]:
+        """STARS+CTX's user-context sentences: the goal's, else the scene's ([] without user context)."""
+        if not flags(condition).user_context:
+            return []
+        context = [s for s in sentences if s.strip()]
+        if not context and self._scene is not None:
+            context = list(self._scene.context)
+        return context
+
+    def _checked_operator(self, condition: Condition) -> Any:
+        """The oversight client of the +O conditions (None otherwise), checked to be reachable
+        before any LLM call: with nobody to confirm, eliciting would be wasted work."""
+        operator = self._operator_for() if flags(condition).oversight else None
+        if operator is not None and not operator.available(self.oversight_wait_s):
+            raise DependencyFailed(f"the oversight node is not running (no oversight/confirm service "
+                                   f"after {self.oversight_wait_s:g} s)")
+        return operator
+
+    # ------------------------------------------------------------------ LearnGoals: a batch
+    def _batch_accepted(self, goal_handle: Any) -> None:
+        with self._batch_lock:
+            self._starting.add(bytes(goal_handle.goal_id.uuid).hex())
+        goal_handle.execute()
+
+    def _started(self, batch_id: str) -> None:
+        with self._batch_lock:
+            self._starting.discard(batch_id)
+            self._batch_started.notify_all()
+
+    def _open_batch(self, batch_id: str, task: str, condition: Condition) -> Batch | None:
+        """The open batch `batch_id` names (waited for while it starts), when it is for this task
+        and condition."""
+        batch_id = batch_id.strip().lower()
+        if not batch_id:
+            return None
+        deadline = time.monotonic() + BATCH_START_WAIT_S
+        with self._batch_lock:
+            while batch_id in self._starting and not self._stopping() and time.monotonic() < deadline:
+                self._batch_started.wait(0.1)
+            batch = self._batch
+        if batch is None or batch.batch_id != batch_id or batch.closed.is_set():
+            return None
+        if batch.task != task or batch.condition is not condition:
+            return None
+        return batch
+
+    def _elicit_in_batch(self, batch: Batch, task: str, object_id: str, world: Any, condition: Condition,
+                         goal_handle: Any, on_stage: Any) -> ElicitationResult:
+        """One object of a batch: its model stages (waited for, or run now on its own when it was
+        not prefetched or has moved), then its Oversight, in this goal's thread."""
+        with self._batch_lock:
+            batch.busy += 1
+            batch.last_used = time.monotonic()
+        states = batch.states
+        try:
+            if object_id not in batch.elicitor.prefetched():
+                states.set(object_id, ObjectState.ELICITING)
+            batch.elicitor.wait_ready(object_id, lambda: self._stopping() or batch.closed.is_set())
+            self._feedback(goal_handle, "select", 0, None)  # the model stages are done
+            if flags(condition).oversight:
+                states.set(object_id, ObjectState.ASKING)
+            _, metadata = as_state_and_metadata(world)
+            outcome = batch.elicitor(task=task, object_id=object_id, metadata=metadata, on_stage=on_stage)
+            chosen = outcome.chosen
+            if chosen is None:
+                states.set(object_id, ObjectState.NO_GOAL, outcome.outcome)
+            else:
+                states.set(object_id, ObjectState.CONFIRMED if outcome.oversight is not None else ObjectState.CHOSEN,
+                           chosen.text)
+            return outcome
+        except RunStopped:
+            states.set(object_id, ObjectState.NO_GOAL, "canceled")
+            raise
+        finally:
+            with self._batch_lock:
+                batch.taken.add(object_id)
+                batch.busy -= 1
+                batch.last_used = time.monotonic()
+
+    def _execute_batch(self, goal_handle: Any) -> LearnGoals.Result:
+        goal = goal_handle.request
+        result = LearnGoals.Result()
+        batch: Batch | None = None
+        try:
+            try:
+                batch = self._start_batch(goal, goal_handle)
+            finally:
+                self._started(bytes(goal_handle.goal_id.uuid).hex())
+            reason = self._wait_batch(batch, goal_handle)
+        except DependencyFailed as exc:
+            result.failed_node = "oversight"
+            return self._batch_failed(goal_handle, result, printable(str(exc), 500))
+        except TaskLearningError as exc:
+            return self._batch_failed(goal_handle, result, f"error: {printable(str(exc), 500)}")
+        except Exception as exc:  # a bug must not take the server down
+            self.get_logger().error(f"batch failed:\n{traceback.format_exc()}")
+            return self._batch_failed(goal_handle, result, f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            if batch is not None:
+                self._close_batch(batch)
+        result.success = True
+        result.usage = convert.llm_usage_to_msg(usage_diff(self.client.usage, batch.usage_before))
+        result.levels = batch.elicitor.levels
+        result.objects = _progress_msgs(batch.states)
+        taken = sum(1 for oid in batch.object_ids if oid in batch.taken)
+        result.message = (f"{reason} ({taken} of {len(batch.object_ids)} objects taken, {batch.elicitor.levels} "
+                          f"merged levels, {result.usage.requests} round trips)")
+        self.get_logger().info(f"batch {batch.batch_id[:8]} for {batch.task!r} closed: {result.message}")
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.succeed()
+        return result
+
+    def _start_batch(self, goal: Any, goal_handle: Any) -> Batch:
+        condition = self._condition(goal.condition)
+        world = self._world()
+        _check_request(goal, fields=("task", "condition"))
+        object_ids = [o.strip() for o in goal.object_ids]
+        if not object_ids or not all(object_ids):
+            raise TaskLearningError("object_ids: give at least one object, and no empty id")
+        if len(object_ids) > MAX_BATCH_OBJECTS:
+            raise TaskLearningError(f"object_ids: {len(object_ids)} objects, at most {MAX_BATCH_OBJECTS}")
+        for i, object_id in enumerate(object_ids):
+            if len(object_id) > MAX_TEXT_CHARS or printable(object_id) != object_id:
+                raise TaskLearningError(f"object_ids[{i}]: at most {MAX_TEXT_CHARS} printable characters")
+        task = goal.task or getattr(self._scene, "task", "")
+        operator = self._checked_operator(condition)
+        _, metadata = as_state_and_metadata(world)
+        from task_learning.episode.observe import StarsTreePublisher
+
+        elicitor = CrossObjectElicitor(self.client, self._scene, condition, operator=operator,
+                                       templates=self.templates, settings=self.settings,
+                                       location=self.location or None,
+                                       system_context=self._user_context(goal.context, condition),
+                                       on_tree=StarsTreePublisher(self._episode, task))
+        batch_id = bytes(goal_handle.goal_id.uuid).hex()
+
+        def publish(snapshot: Any) -> None:
+            if goal_handle.is_active:  # not after the batch's result (a LearnGoal may still finish)
+                goal_handle.publish_feedback(LearnGoals.Feedback(objects=_progress_msgs(snapshot),
+                                                                 levels=elicitor.levels))
+
+        object_ids = list(dict.fromkeys(object_ids))
+        batch = Batch(batch_id, task, condition, object_ids, elicitor, ObjectStates(object_ids),
+                      copy_usage(self.client.usage))
+        elicitor.prefetch(task, object_ids, metadata)  # an unknown object id: TaskLearningError, nothing started
+        for object_id, future in elicitor.prefetched().items():
+            batch.states.set(object_id, ObjectState.ELICITING)
+            future.add_done_callback(lambda f, oid=object_id: _stages_ended(batch.states, oid, f))
+        batch.states.on_change = publish
+        publish(batch.states.snapshot())
+        with self._batch_lock:
+            old, self._batch = self._batch, batch
+        if old is not None:  # one batch open at a time: the newer client wins
+            old.reason = f"replaced by batch {batch_id[:8]}"
+            old.closed.set()
+        self.get_logger().info(f"batch {batch_id[:8]}: {task!r}, {condition.value}, "
+                               f"{len(elicitor.prefetched())} of {len(batch.object_ids)} objects elicited together")
+        return batch
+
+    def _wait_batch(self, batch: Batch, goal_handle: Any) -> str:
+        """Until the batch ends; says why."""
+        while True:
+            if goal_handle.is_cancel_requested:
+                return "closed by the client"
+            if shutdown_requested():
+                return "the node is shutting down"
+            if batch.closed.is_set():
+                return batch.reason or "closed"
+            with self._batch_lock:
+                busy, idle = batch.busy, time.monotonic() - batch.last_used
+                every = all(oid in batch.taken for oid in batch.object_ids)
+            if not busy and every:
+                return "every object taken"
+            if not busy and idle > self.batch_idle_s:
+                return f"no LearnGoal used it for {self.batch_idle_s:g} s"
+            batch.closed.wait(0.1)
+
+    def _close_batch(self, batch: Batch) -> None:
+        """The batch is no longer open: its model stages stop (after the level in flight)."""
+        with self._batch_lock:
+            if self._batch is batch:
+                self._batch = None
+        batch.closed.set()
+        batch.elicitor.close()
+
+    def _batch_failed(self, goal_handle: Any, result: Any, message: str) -> Any:
+        result.success = False
+        result.message = message
+        self.get_logger().warning(f"batch: {message}")
+        goal_handle.abort()
+        return result
 
     def _feedback(self, goal_handle: Any, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
         msg = LearnGoal.Feedback()
@@ -281,9 +557,9 @@ MAX_CONTEXT = 20  # user-context sentences (STARS*)
 MAX_CONTEXT_CHARS = 500
 
 
-def _check_request(goal: Any) -> None:
-    """Sizes and characters of a LearnGoal request: TaskLearningError saying which field."""
-    for name in ("task", "object_id", "condition"):
+def _check_request(goal: Any, fields: tuple[str, ...] = ("task", "object_id", "condition", "batch_id")) -> None:
+    """Sizes and characters of a LearnGoal (or LearnGoals) request: TaskLearningError saying which field."""
+    for name in fields:
         value = getattr(goal, name)
         if len(value) > MAX_TEXT_CHARS:
             raise TaskLearningError(f"{name}: {len(value)} characters, at most {MAX_TEXT_CHARS}")
@@ -294,6 +570,20 @@ def _check_request(goal: Any) -> None:
     for i, sentence in enumerate(goal.context):
         if len(sentence) > MAX_CONTEXT_CHARS or printable(sentence) != sentence:
             raise TaskLearningError(f"context[{i}]: at most {MAX_CONTEXT_CHARS} printable characters")
+
+
+def _stages_ended(states: ObjectStates, object_id: str, future: Any) -> None:
+    """A prefetched object's model stages ended: elicited, or failed (its LearnGoal then elicits it
+    on its own); a cancelled one (the batch closed) keeps its state."""
+    if future.cancelled():
+        return
+    state = ObjectState.FAILED if future.exception() is not None else ObjectState.ELICITED
+    states.set(object_id, state, only_from=(ObjectState.ELICITING,))
+
+
+def _progress_msgs(states: ObjectStates | list[tuple[str, str, str]]) -> list[ObjectProgress]:
+    snapshot = states.snapshot() if isinstance(states, ObjectStates) else states
+    return [ObjectProgress(object_id=oid, state=state, detail=detail) for oid, state, detail in snapshot]
 
 
 def _counts(outcome: ElicitationResult) -> dict[str, int]:

@@ -4,8 +4,13 @@ It runs the same task-learning loop as `task-learning run` (task_learning.planni
 ports instead of in-process ones:
 - the world is the perception node: `query_world` for the state, `execute_action` for each
   primitive action (RosWorld below implements the WorldBackend protocol over those services);
-- goals come from the goal elicitation node's `learn_goal` action (which asks the oversight node
-  in the +O conditions);
+- goals come from the goal elicitation node (which asks the oversight node in the +O
+  conditions): by default (`elicitation: across-objects`) one `learn_goals` batch elicits every
+  object of the task together, merged into shared round trips, and the loop then takes one object
+  at a time from it with `learn_goal` (its questions to the operator, in the task's order, when
+  its turn comes); `per-object` elicits each object with its own `learn_goal`;
+- the PerformTask feedback names every task object's state (queued, eliciting, elicited,
+  asking_operator, confirmed, chosen, reached, no_goal, ...: msg/ObjectProgress.msg);
 - actions are selected with BCR in this process against that world, and learned goals and
   policies go to this node's SQLite knowledge base (`db_path`), so the next PerformTask of the
   same task is Trial #2: no LLM call, no question.
@@ -37,7 +42,7 @@ import re
 import threading
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -61,22 +66,26 @@ from task_learning.planning.confirmation import (
 )
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.policy_review import PolicyReviewer
-from task_learning.planning.loop import TaskLearner
-from task_learning.planning.session import CONDITIONS, check_task
+from task_learning.planning.loop import ObjectReport, TaskLearner
+from task_learning.planning.progress import LEARNING, REPORT_STATES, ObjectState, ObjectStates, Snapshot
+from task_learning.planning.session import CONDITIONS, check_task, task_order
 from task_learning.planning.summary import summarize
 from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
+from task_learning.stars.together import objects_to_elicit
 from task_learning.types import ActionCall, GoalLiteral, LLMUsage
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning.stop_signals import StopSignals
-from task_learning_interfaces.action import LearnGoal, PerformTask, ReachGoal
-from task_learning_interfaces.msg import LLMState, TaskObjectOutcome
+from task_learning_interfaces.action import LearnGoal, LearnGoals, PerformTask, ReachGoal
+from task_learning_interfaces.msg import LLMState, ObjectProgress, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.params import Param, declare_parameters
 from task_learning_nodes.qos import action_qos_kwargs, latched, service_qos
+
+ELICITATION = ("across-objects", "per-object")  # how PerformTask elicits goals (the `elicitation` parameter)
 
 # Writable (read_only=False): read at each goal, so `ros2 param set` takes effect from the next
 # one. The rest shape clients, publishers or the safety policy at start, and stay read-only.
@@ -112,6 +121,13 @@ PARAMETERS = (
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
+    Param("learn_goals_action", "learn_goals", "Goal elicitation's LearnGoals action (elicitation "
+          "across-objects)"),
+    Param("elicitation", "across-objects", "How PerformTask elicits goals: across-objects (one LearnGoals "
+          "batch runs the model stages of every task object together, merged into shared round trips; the "
+          "operator is still asked one object at a time, in the task's order, when its turn comes) or "
+          "per-object (one LearnGoal per object, each object's round trips its own: for comparison); the "
+          "goals learned are the same", choices=ELICITATION, read_only=False),
     Param("service_timeout_s", 10.0, "Seconds to wait for a service call", min=0.1, max=3600.0),
     Param("learn_goal_timeout_s", 900.0, "Seconds for one object's goal elicitation (with oversight "
           "this includes the operator's time)", min=1.0, max=86400.0,
@@ -140,8 +156,9 @@ PARAMETERS = (
 
 # Which node serves what the planner waits for (named in every error about it).
 NODE_OF = {"query_world": "perception", "execute_action": "perception",
-           "learn_goal": "goal_elicitation", "oversight/confirm": "oversight",
+           "learn_goal": "goal_elicitation", "learn_goals": "goal_elicitation", "oversight/confirm": "oversight",
            "check_confirmation": "oversight"}
+BATCH_RESULT_WAIT_S = 2.0  # a stopped task's batch: how long its closing result is waited for
 MAX_TEXT_CHARS = 200  # task, scene, condition, subtask, predicate and argument strings
 MAX_SUBTASKS = 64
 SCENE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -277,12 +294,43 @@ class RemoteElicitation:
     outcome: str
     errors: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    batch_id: str = ""  # the LearnGoals batch whose result counts this object's usage ("" = counted here)
 
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "chosen": self.chosen.to_dict() if self.chosen else None,
                 "candidates": [c.to_dict() for c in self.candidates], "usage": self.usage.to_dict(),
                 "counts": dict(self.counts), "errors": list(self.errors), "via": "ros",
                 "confirmed_by": self.oversight.confirmed_by if self.oversight else ""}
+
+
+class GoalBatch:
+    """The planner's side of one LearnGoals batch: opened before the task's loop with the objects to
+    elicit, its feedback copied into the task's object states while they are still being learned,
+    closed (cancelled) when the loop is done; its result carries the batch's LLM usage."""
+
+    def __init__(self, handle: Any, result: Any, object_ids: list[str]) -> None:
+        self.handle = handle
+        self.result = result  # the future of the batch's result, asked for at once (no stray result later)
+        self.batch_id = bytes(handle.goal_id.uuid).hex()
+        self.object_ids = object_ids
+
+    @staticmethod
+    def on_feedback(states: ObjectStates, message: Any) -> None:
+        for progress in message.feedback.objects:
+            try:
+                state = ObjectState(progress.state)
+            except ValueError:  # a state this planner does not know (a newer node): shown as it was
+                continue
+            states.set(progress.object_id, state, progress.detail, only_from=LEARNING)
+
+    def close(self, wait_s: float, alive: Any) -> LLMUsage | None:
+        """Cancel the batch (its model stages stop) and wait up to `wait_s` for its result: the
+        batch's usage, or None when it did not come (a stopped task does not wait long)."""
+        if not self.result.done():
+            self.handle.cancel_goal_async()
+        if wait_for_future(self.result, wait_s, alive=alive) != "done":
+            return None
+        return convert.llm_usage_from_msg(self.result.result().result.usage)
 
 
 class PlannerNode(Node):
@@ -297,6 +345,8 @@ class PlannerNode(Node):
                                            callback_group=self.group)
         self._learn = ActionClient(self, LearnGoal, self._p("learn_goal_action"), callback_group=self.group,
                                    **action_qos_kwargs())
+        self._learn_batch = ActionClient(self, LearnGoals, self._p("learn_goals_action"), callback_group=self.group,
+                                         **action_qos_kwargs())
         condition = str(self._p("condition"))
         self.domain = load_domain("household")
         # One body: at most one motion goal at a time, and the token that stops it.
@@ -508,27 +558,81 @@ class PlannerNode(Node):
                 self._require_oversight(why)
                 review = PolicyReviewer(self._asks, task=scene.task)
             usage = LLMUsage()
+            feedback = PerformTask.Feedback(stage="learn", objects_total=len(scene.task_objects))
+            feedback_lock = threading.Lock()
+
+            def publish(snapshot: Snapshot | None = None, **fields: Any) -> None:
+                with feedback_lock:  # one message at a time, each with every object's latest state
+                    for name, value in fields.items():
+                        setattr(feedback, name, value)
+                    if snapshot is not None:
+                        feedback.objects = [ObjectProgress(object_id=o, state=st, detail=d) for o, st, d in snapshot]
+                    goal_handle.publish_feedback(feedback)
+
+            states = ObjectStates(on_change=publish)
+            batch: GoalBatch | None = None
 
             def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
-                remote = self._learn_goal(task, object_id, condition, list(scene.context), stop, metadata)
-                usage.merge(remote.usage)
+                states.set(object_id, ObjectState.ELICITING, only_from=(ObjectState.QUEUED, ObjectState.FAILED))
+                remote = self._learn_goal(task, object_id, condition, list(scene.context), stop, metadata,
+                                          batch_id=batch.batch_id if batch is not None else "", states=states)
+                if not remote.batch_id:  # else counted once, in the batch's usage
+                    usage.merge(remote.usage)
+                chosen = remote.chosen
+                if chosen is None:
+                    states.set(object_id, ObjectState.NO_GOAL, remote.outcome)
+                elif remote.oversight is None or remote.oversight.confirmed:
+                    states.set(object_id, ObjectState.CONFIRMED if remote.oversight else ObjectState.CHOSEN, chosen.text)
                 return remote
 
+            confirmer = GoalConfirmer(self._asks, task=scene.task)
+
+            def confirm(*, object_id: str, object_description: str, text: str, literals: Any) -> Any:
+                states.set(object_id, ObjectState.ASKING, text)
+                verdict = confirmer(object_id=object_id, object_description=object_description, text=text,
+                                    literals=literals)
+                states.set(object_id, ObjectState.CONFIRMED if verdict.confirmed else ObjectState.NO_GOAL,
+                           text if verdict.confirmed else verdict.message)
+                return verdict
+
+            def on_report(report: ObjectReport) -> None:
+                states.set(report.object_id, REPORT_STATES.get(report.outcome, ObjectState.NO_GOAL),
+                           report.goal or report.message)
+
             def progress(done: int, total: int, message: str) -> None:
-                feedback = PerformTask.Feedback(current_object=message, stage="done",
-                                                objects_done=done, objects_total=total,
-                                                progress=float(done) / max(total, 1))
-                goal_handle.publish_feedback(feedback)
+                publish(states.snapshot(), current_object=message, stage="done", objects_done=done,
+                        objects_total=total, progress=float(done) / max(total, 1))
 
             with self._episode(scene.name, task or scene.task, condition) as episode, \
                     KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
-                learner = TaskLearner(scene=scene, world=self._world(stop, episode.bus), kb=kb, elicit=elicit,
+                world = self._world(stop, episode.bus)
+                order = task_order(scene, world.metadata)  # the loop's order, as it meets the objects
+                for object_id in order:
+                    states.set(object_id, ObjectState.QUEUED)
+                if str(self._p("elicitation")) == "across-objects":
+                    todo = objects_to_elicit(scene.task, order, world.metadata, kb, condition)
+                    batch = self._open_batch(scene.task, todo, condition, list(scene.context), states, stop) \
+                        if todo else None
+                learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit,
                                       executor=self._executor(kb, review=review), condition=condition,
                                       progress=progress, usage_source=lambda: usage,
-                                      confirm=GoalConfirmer(self._asks, task=scene.task),
-                                      require_confirmation=require, stop=stop)
+                                      confirm=confirm, require_confirmation=require, stop=stop,
+                                      on_object=lambda object_id: publish(current_object=object_id, stage="learn"))
                 episode.observe(learner)
-                metrics = learner.run()
+                learner.on_report = _both(learner.on_report, on_report)  # the episode's, and the feedback's
+                try:
+                    metrics = learner.run()
+                finally:
+                    states.on_change = None  # no feedback after the result (a late batch report)
+                    if batch is not None:
+                        stopped = stop.requested
+                        batch_usage = batch.close(BATCH_RESULT_WAIT_S if stopped else float(self._p("service_timeout_s")),
+                                                  self._learn_batch.server_is_ready)
+                        if batch_usage is None and not stopped:
+                            self.get_logger().warning("the learn_goals batch's result did not come: its LLM usage "
+                                                      "is missing from this task's")
+                        usage.merge(batch_usage or LLMUsage())
+                metrics.usage = usage
         except RunStopped as exc:
             done = len(learner.reports) if learner is not None else 0
             result.success = False
@@ -576,7 +680,9 @@ class PlannerNode(Node):
         path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap" if folder else None
         metadata = {"scene": scene, "task": task, "condition": condition, "llm": "goal_elicitation node's",
                     "operator": "oversight node", "engine": str(self._p("engine")), "seed": "",
-                    "elicitation": "concurrent", "workers": "8", "db": db_path,
+                    # per-object: goal elicitation sends each tree level as concurrent single requests
+                    "elicitation": "across-objects" if self._p("elicitation") == "across-objects" else "concurrent",
+                    "workers": "8", "db": db_path,
                     "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
         return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, callback_group=self.group)
 
@@ -598,16 +704,43 @@ class PlannerNode(Node):
         msg.confirmed_by = report.confirmed_by
         return msg
 
+    def _open_batch(self, task: str, object_ids: list[str], condition: str, context: list[str],
+                    states: ObjectStates, stop: StopToken) -> GoalBatch:
+        """Start the LearnGoals batch of this task's objects (their model stages begin at once)."""
+        wait_s = float(self._p("service_timeout_s"))
+        if not self._learn_batch.wait_for_server(timeout_sec=wait_s):
+            raise RosCallError(f"the goal_elicitation node is not running (no learn_goals action after {wait_s:g} s)")
+        goal = LearnGoals.Goal(task=task, object_ids=object_ids, condition=condition,
+                               context=context if "*" in condition else [])
+        handle = wait_future(self._learn_batch.send_goal_async(
+            goal, feedback_callback=lambda message: GoalBatch.on_feedback(states, message)),
+            wait_s, "learn_goals (goal)", alive=self._learn_batch.server_is_ready, stop=stop)
+        if not handle.accepted:
+            raise RosCallError("the goal_elicitation node rejected the learn_goals goal")
+        self.get_logger().info(f"learn_goals batch {bytes(handle.goal_id.uuid).hex()[:8]}: {len(object_ids)} "
+                               f"object(s) elicited together")
+        return GoalBatch(handle, handle.get_result_async(), object_ids)
+
     def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
-                    stop: StopToken, metadata: Mapping[str, Any] | None = None) -> RemoteElicitation:
+                    stop: StopToken, metadata: Mapping[str, Any] | None = None, *, batch_id: str = "",
+                    states: ObjectStates | None = None) -> RemoteElicitation:
         wait_s = float(self._p("service_timeout_s"))
         if not self._learn.wait_for_server(timeout_sec=wait_s):
             raise RosCallError(f"the goal_elicitation node is not running (no learn_goal action after {wait_s:g} s)")
         goal = LearnGoal.Goal(task=task, object_id=object_id, condition=condition,
-                              context=context if "*" in condition else [])
+                              context=context if "*" in condition else [], batch_id=batch_id)
         timeout = float(self._p("learn_goal_timeout_s"))
-        handle = wait_future(self._learn.send_goal_async(goal), wait_s, "learn_goal (goal)",
-                             alive=self._learn.server_is_ready, stop=stop)
+        asks = condition.endswith("+O")
+
+        def on_feedback(message: Any) -> None:
+            # the model stages are done after "select": with oversight, the question comes next
+            stage = message.feedback.stage
+            if states is not None and stage in ("retrieve", "recurse", "analyze", "repair", "select"):
+                states.set(object_id, ObjectState.ASKING if stage == "select" and asks else ObjectState.ELICITING,
+                           only_from=LEARNING)
+
+        handle = wait_future(self._learn.send_goal_async(goal, feedback_callback=on_feedback), wait_s,
+                             "learn_goal (goal)", alive=self._learn.server_is_ready, stop=stop)
         if not handle.accepted:
             raise RosCallError(f"the goal_elicitation node rejected the learn_goal goal for {object_id}")
         result_future = handle.get_result_async()
@@ -654,6 +787,7 @@ class PlannerNode(Node):
             outcome="ok" if chosen else (res.message or "no goal"),
             errors=[] if res.success else [res.message],
             counts=counts,
+            batch_id=res.batch_id if batch_id and res.batch_id == batch_id else "",
         )
 
     def _confirmed_by(self, confirmation_id: str, chosen: Any, object_id: str,
@@ -757,6 +891,15 @@ class PlannerNode(Node):
         result.usage = convert.llm_usage_to_msg(usage)
         goal_handle.succeed()
         return result
+
+
+def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
+    """One observer that calls two (the first may be None)."""
+    def call(value: Any) -> None:
+        if first is not None:
+            first(value)
+        second(value)
+    return call
 
 
 def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:

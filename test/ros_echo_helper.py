@@ -26,7 +26,7 @@ from task_learning_nodes.node_base import run_node
 MESSAGE_TYPES = (
     m.ActionCall, m.ActionOutcome, m.CandidateTree, m.ConfirmationAnswer, m.ConfirmationRequest,
     m.ElicitationCounts, m.GoalCandidate, m.GoalLiteral, m.KeyValue, m.LLMState, m.LLMStateObject,
-    m.LLMUsage, m.Mismatch,
+    m.LLMUsage, m.Mismatch, m.ObjectProgress,
     m.ObjectState, m.PendingConfirmations, m.PromptTypeUsage, m.TaskObjectOutcome, m.TreeEdge, m.TreeNode,
     m.WorldState,
 )
@@ -56,8 +56,8 @@ class EchoNode(Node):
             (s.GetCompletion, self.get_completion),
         ):
             self._keep.append(self.create_service(srv_type, f"echo/{srv_type.__name__}", handler))
-        for action_type, execute in ((a.LearnGoal, self.learn_goal), (a.PerformTask, self.perform_task),
-                                     (a.ReachGoal, self.reach_goal)):
+        for action_type, execute in ((a.LearnGoal, self.learn_goal), (a.LearnGoals, self.learn_goals),
+                                     (a.PerformTask, self.perform_task), (a.ReachGoal, self.reach_goal)):
             self._keep.append(ActionServer(self, action_type, f"echo/{action_type.__name__}", execute))
 
     # -- services: each response is a function of its request --------------------------------
@@ -129,6 +129,18 @@ class EchoNode(Node):
         return a.LearnGoal.Result(success=True, message=goal.condition + "|" + "|".join(goal.context),
                                   chosen=chosen, candidates=[chosen, chosen], usage=_usage(2),
                                   counts=m.ElicitationCounts(words=len(goal.context)))
+
+    def learn_goals(self, handle):
+        goal = handle.request
+        ids = list(goal.object_ids)
+        for states in (["eliciting", "eliciting"], ["elicited", "eliciting"], ["elicited", "elicited"]):
+            handle.publish_feedback(a.LearnGoals.Feedback(
+                objects=[m.ObjectProgress(object_id=i, state=st) for i, st in zip(ids, states)], levels=1))
+            time.sleep(0.02)
+        handle.succeed()
+        return a.LearnGoals.Result(success=True, message=f"{goal.task}/{goal.condition}", levels=2,
+                                   usage=_usage(len(ids)),
+                                   objects=[m.ObjectProgress(object_id=i, state="confirmed") for i in ids])
 
     def perform_task(self, handle):
         goal = handle.request

@@ -30,7 +30,7 @@ RECORD = {"objectId": "Mug|1", "objectType": "Mug", "parentReceptacles": ["DishR
 STATE = {"key_objects": ["lightswitch1", "bedroom1", "lightswitch2"],
          "objects": {"lightswitch1": ["off"], "bedroom1": ["robot_inside"], "lightswitch2": []},
          "summary": "The last switchoff failed: the robot is no longer close to lightswitch1."}
-USAGE = LLMUsage(by_type={"initial": PromptTypeUsage(3, 300, 60, 1, 0)})
+USAGE = LLMUsage(by_type={"initial": PromptTypeUsage(3, 300, 60, 1, 0, 2, 120)})
 
 
 def sample_messages() -> dict[str, object]:
@@ -65,6 +65,8 @@ def sample_messages() -> dict[str, object]:
         "LLMStateObject": m.LLMStateObject(name="kitchencabinet1", attributes=["closed", "in_kitchen"]),
         "LLMUsage": convert.llm_usage_to_msg(USAGE),
         "Mismatch": convert.mismatch_to_msg(MUG.mismatches[0]),
+        "ObjectProgress": m.ObjectProgress(object_id="Mug|1", state="asking_operator",
+                                           detail="the goal is that the mug is in the cupboard"),
         "ObjectState": convert.object_state_to_msg(RECORD),
         "PromptTypeUsage": convert.llm_usage_to_msg(USAGE).by_type[0],
         "TaskObjectOutcome": m.TaskObjectOutcome(object_id="Mug|1", success=True, goal=convert.goal_candidate_to_msg(MUG),
@@ -110,6 +112,9 @@ def test_every_message_type_crosses_processes(echo):
     assert world["objects"][0]["axisAlignedBoundingBox"] == RECORD["axisAlignedBoundingBox"]
     assert world["objects"][1]["receptacleObjectIds"] == ["Mug|1"]
     assert convert.llm_state_from_msg(collectors["LLMState"].messages[0]) == STATE
+    usage = collectors["LLMUsage"].messages[0]
+    assert (usage.requests, usage.cached_prompt_tokens) == (2, 120)  # round trips cross the graph
+    assert convert.llm_usage_from_msg(usage) == USAGE
 
 
 def test_analyze_goal_service(echo):
@@ -171,6 +176,15 @@ def test_learn_goal_action(echo):
     assert result.usage.calls == 2 and result.counts.words == 2
     # feedback: what arrived is what was sent, in order (the result may overtake the last ones)
     assert is_ordered_subsequence([f.stage for f in feedback], ["stage0", "stage1", "stage2"])
+
+
+def test_learn_goals_action(echo):
+    goal = a.LearnGoals.Goal(task="tidy kitchen", object_ids=["Mug|1", "Cup|1"], condition="STARS+O")
+    result, feedback = echo.send_goal(a.LearnGoals, "echo/LearnGoals", goal)
+    assert result.success and result.levels == 2 and result.message == "tidy kitchen/STARS+O"
+    assert [(o.object_id, o.state) for o in result.objects] == [("Mug|1", "confirmed"), ("Cup|1", "confirmed")]
+    assert is_ordered_subsequence([tuple(o.state for o in f.objects) for f in feedback],
+                                  [("eliciting", "eliciting"), ("elicited", "eliciting"), ("elicited", "elicited")])
 
 
 def test_perform_task_action(echo):

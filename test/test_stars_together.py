@@ -4,6 +4,7 @@ unconfirmed executed under oversight."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import replace
 
@@ -18,6 +19,7 @@ from task_learning.stars.together import CrossObjectElicitor
 from task_learning.types import AnswerKind, ConfirmationAnswer
 from task_learning.world.resolve import describe_object
 from task_learning.world.scene import load_scene
+from test.ros_testing import wait_until
 
 SCENE = "store_groceries"
 SMALL = 5  # task objects per run: enough for shared round trips, light enough for a shared machine
@@ -135,3 +137,99 @@ def test_run_json_reports_round_trips_beside_calls(tmp_path, capsys):
     usage = data["usage"]
     assert 0 < usage["requests"] < usage["calls"] and usage["prompt_tokens"] > 0
     assert data["elicitation"] == "across-objects"
+
+
+class _SlowSender:
+    """A sender that blocks each merged level until released (a round trip that takes a while)."""
+
+    def __init__(self, client) -> None:
+        from task_learning.stars.tree import batched_sender
+
+        self.send = batched_sender(client)
+        self.release = threading.Event()
+
+    def __call__(self, requests):
+        self.release.wait(30)
+        return self.send(requests)
+
+
+def test_wait_ready_stops_for_its_caller_and_for_a_closed_elicitor():
+    """What the goal elicitation node's LearnGoal relies on: waiting for an object's prefetched
+    model stages ends with RunStopped when the caller's goal is cancelled or the batch closed, and
+    the object is then not elicited again on its own."""
+    from task_learning.planning.stop import RunStopped
+
+    scene = small_scene()
+    metadata = {"objects": [dict(o) for o in scene.objects]}
+    order = task_order(scene, metadata)
+    client = make_client("offline")
+    sender = _SlowSender(client)
+    elicitor = CrossObjectElicitor(client, scene, "STARS", sender=sender)
+    try:
+        elicitor.prefetch(scene.task, order, metadata)
+        assert list(elicitor.prefetched()) == order  # every context differs in this small scene
+        with pytest.raises(RunStopped, match="canceled"):
+            elicitor.wait_ready(order[0], lambda: True)
+        # Closed while the first level is in flight: the level ends, the objects' stages do not.
+        closer = threading.Thread(target=elicitor.close)
+        closer.start()
+        wait_until(elicitor._stop.is_set, 30, "close() under way")
+        sender.release.set()
+        closer.join(30)
+        futures = elicitor.prefetched()
+        assert futures and all(f.cancelled() for f in futures.values())
+        for object_id in order:
+            with pytest.raises(RunStopped, match="closed"):
+                elicitor.wait_ready(object_id, lambda: False)
+        assert client.usage.requests == 1  # the one level in flight, nothing after the close
+    finally:
+        sender.release.set()
+        elicitor.close()
+
+
+def test_objects_to_elicit_skips_a_repeated_context_and_a_reusable_goal(tmp_path):
+    from task_learning.kb import Confirmation, LearnedGoal
+    from task_learning.stars.together import objects_to_elicit
+
+    scene = small_scene()
+    metadata = {"objects": [dict(o) for o in scene.objects]}
+    order = task_order(scene, metadata)
+    twice = order + [order[0]]
+    assert objects_to_elicit(scene.task, twice, metadata, None, "STARS+O") == order
+    noun, relation, place = describe_object(metadata, order[0])
+    with KnowledgeBase(tmp_path / "kb.sqlite") as kb:
+        kb.learn_goal(LearnedGoal(scene.task, f"{noun} {relation} {place}", "Thing", "the goal is x", []))
+        # learned but unconfirmed: reused without oversight, elicited anew with it
+        assert objects_to_elicit(scene.task, order, metadata, kb, "STARS") == order[1:]
+        assert objects_to_elicit(scene.task, order, metadata, kb, "STARS+O") == order
+        kb.set_confirmation(scene.task, f"{noun} {relation} {place}", Confirmation.OPERATOR_YES, {})
+        assert objects_to_elicit(scene.task, order, metadata, kb, "STARS+O") == order[1:]
+
+
+def test_object_states_keep_a_later_state_from_a_late_report():
+    from task_learning.planning.progress import LEARNING, ObjectState, ObjectStates
+
+    seen = []
+    states = ObjectStates(["Mug|1", "Cup|1"], on_change=seen.append)
+    assert states.set("Mug|1", ObjectState.ELICITING)
+    assert states.set("Mug|1", ObjectState.CONFIRMED, "the goal is that the mug is in the cupboard")
+    # goal elicitation's feedback arrives late: the client already has the confirmed goal
+    assert not states.set("Mug|1", ObjectState.ASKING, only_from=LEARNING)
+    assert not states.set("Mug|1", ObjectState.CONFIRMED, "the goal is that the mug is in the cupboard")
+    assert states.get("Mug|1") is ObjectState.CONFIRMED and states.get("Cup|1") is ObjectState.QUEUED
+    assert len(seen) == 2 and seen[-1][0] == ("Mug|1", "confirmed", "the goal is that the mug is in the cupboard")
+    states.set("Plate|1", ObjectState.MISSING, "gone\x1b[31m")  # added at the end, its detail printable
+    assert states.snapshot()[-1] == ("Plate|1", "missing", "gone")
+
+
+def test_a_world_state_keeps_the_agent_and_held_objects_as_metadata():
+    """Cross-object elicitation in the goal elicitation node reads the perceived WorldState as
+    metadata: the robot's location and what it holds must survive (analysis uses them)."""
+    from task_learning.world.factory import make_backend
+    from task_learning.world.state import metadata_from_world_state, world_state_from_metadata
+
+    metadata = make_backend("symbolic", load_scene(SCENE), None).metadata
+    state = world_state_from_metadata(metadata, stamp=1.0)
+    state.held_object_ids = [state.objects[0].object_id]
+    again = world_state_from_metadata(metadata_from_world_state(state), stamp=1.0)
+    assert again == state

@@ -47,7 +47,7 @@ from task_learning.types import (
     WorldState,
 )
 from task_learning.world.resolve import describe_object
-from task_learning.world.state import world_state_from_metadata
+from task_learning.world.state import metadata_from_world_state, world_state_from_metadata
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +110,9 @@ class ElicitationResult:
 
 
 # --------------------------------------------------------------------------- the object's context
-def _as_state_and_metadata(world: WorldState | Mapping[str, Any]) -> tuple[WorldState, dict[str, Any]]:
+def as_state_and_metadata(world: WorldState | Mapping[str, Any]) -> tuple[WorldState, dict[str, Any]]:
     if isinstance(world, WorldState):
-        return world, {"sceneName": world.scene, "objects": [dict(o.properties) for o in world.objects]}
+        return world, metadata_from_world_state(world)
     if isinstance(world, Mapping):
         return world_state_from_metadata(world), dict(world)
     raise TaskLearningError(f"world must be a WorldState or AI2-THOR metadata, got {type(world).__name__}")
@@ -186,7 +186,7 @@ def prepare_elicitation(
     switch = flags(cond)
     settings = settings or TreeSettings()
     templates = templates or load_templates()
-    state, metadata = _as_state_and_metadata(world)
+    state, metadata = as_state_and_metadata(world)
     obj, relation, place = describe_object(metadata, object_id)
     if system_context is None:
         system_context = list(getattr(scene, "context", []) or []) if switch.user_context else []

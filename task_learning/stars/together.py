@@ -23,16 +23,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.usage import copy_usage, usage_diff
+from task_learning.planning.stop import RunStopped
 from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.elicit import (
     ElicitationResult,
     PreparedElicitation,
+    StageCallback,
     TreeCallback,
     elicit_goal,
     elicitation_steps,
@@ -44,6 +47,30 @@ from task_learning.stars.tree import CompletionClient, Sender, Steps, TreeSettin
 from task_learning.types import LLMUsage
 
 log = logging.getLogger(__name__)
+
+
+def objects_to_elicit(task: str, object_ids: Sequence[str], metadata: Mapping[str, Any], kb: Any,
+                      condition: str | Condition) -> list[str]:
+    """The objects worth eliciting ahead, in the given (task) order: the first object of each
+    context, unless the knowledge base holds a goal the loop will reuse for that context (learned,
+    and confirmed when the condition has oversight: the loop elicits anew for an unconfirmed one).
+    The loop reuses the goal learned for the first object of a context for the others."""
+    from task_learning.world.resolve import describe_object
+
+    oversight = flags(parse_condition(condition)).oversight
+    goal_for = getattr(kb, "goal_for", None)
+    seen: set[tuple[str, ...]] = set()
+    chosen = []
+    for object_id in object_ids:
+        context = tuple(describe_object(metadata, object_id))
+        if context in seen:
+            continue
+        seen.add(context)
+        goal = goal_for(task, " ".join(context)) if callable(goal_for) else None
+        if goal is not None and (not oversight or bool(getattr(goal, "confirmed", False))):
+            continue
+        chosen.append(object_id)
+    return chosen
 
 
 @dataclass
@@ -66,10 +93,14 @@ class CrossObjectElicitor:
     def __init__(self, client: CompletionClient, scene: Any, condition: str | Condition, *,
                  operator: Any = None, kb: Any = None, templates: PromptTemplates | None = None,
                  settings: TreeSettings | None = None, sender: Sender | None = None,
+                 location: str | None = None, system_context: Sequence[str] | None = None,
                  on_tree: TreeCallback | None = None) -> None:
         self.client = client
         self.scene = scene
         self.condition = condition
+        # The prompts' place and STARS+CTX's user context (None: the scene's), as elicit_goal takes them.
+        self.location = location
+        self.system_context = system_context
         self.operator = operator
         self.kb = kb
         self.templates = templates or load_templates()
@@ -84,19 +115,16 @@ class CrossObjectElicitor:
     # ------------------------------------------------------------------------------ prefetch
     def prefetch(self, task: str, object_ids: Sequence[str], metadata: Mapping[str, Any]) -> int:
         """Start the model stages of every object whose context has no learned goal yet (the first
-        object of each context); returns how many objects are being elicited."""
+        object of each context, `objects_to_elicit`); returns how many objects are being elicited."""
         if self._thread is not None:
             raise RuntimeError("prefetch was already called")
         from task_learning.world.resolve import describe_object
 
-        seen: set[tuple[str, ...]] = set()
         steps: list[tuple[str, Steps[PreparedElicitation]]] = []
-        for object_id in object_ids:
+        for object_id in objects_to_elicit(task, object_ids, metadata, self.kb, self.condition):
             context = tuple(describe_object(metadata, object_id))
-            if context in seen or self._learned(task, context):
-                continue
-            seen.add(context)
             prep = prepare_elicitation(task, object_id, metadata, self.scene, self.condition,
+                                       location=self.location, system_context=self.system_context,
                                        templates=self.templates, settings=self.settings,
                                        needs_operator=False, on_tree=self.on_tree)
             self._prefetched[object_id] = _Prefetch(prep, context, self._scope_usage(object_id), Future())
@@ -105,14 +133,33 @@ class CrossObjectElicitor:
         self._thread.start()
         return len(steps)
 
-    def _learned(self, task: str, context: tuple[str, ...]) -> bool:
-        """A goal the loop will reuse: learned, and confirmed when the condition has oversight
-        (the loop elicits anew for an unconfirmed one)."""
-        goal_for = getattr(self.kb, "goal_for", None)
-        goal = goal_for(task, " ".join(context)) if callable(goal_for) else None
-        if goal is None:
-            return False
-        return not flags(parse_condition(self.condition)).oversight or bool(getattr(goal, "confirmed", False))
+    def prefetched(self) -> dict[str, Future]:
+        """The prefetched objects in the task's order, each with the future of its model stages
+        (done when they ended: a result, an exception, or cancelled by `close`)."""
+        return {object_id: entry.future for object_id, entry in self._prefetched.items()}
+
+    def wait_ready(self, object_id: str, should_stop: Callable[[], bool], poll_s: float = 0.1) -> None:
+        """Wait until the object's prefetched model stages have ended (at once for an object not
+        prefetched), so a caller can tell its operator when the questions start. RunStopped when
+        `should_stop()` says so meanwhile, or the elicitor was closed before they ended (the
+        object must then not be elicited again on its own: its caller stopped)."""
+        entry = self._prefetched.get(object_id)
+        if entry is None or entry.used:
+            return
+        while True:
+            try:
+                entry.future.result(timeout=poll_s)
+                return
+            except FutureTimeout:
+                pass
+            except CancelledError:
+                if self._stop.is_set():
+                    raise RunStopped("cross-object elicitation was closed") from None
+                return
+            except Exception:  # failed: the call elicits it on its own
+                return
+            if should_stop():
+                raise RunStopped("canceled while the model stages ran")
 
     def _drive(self, steps: list[tuple[str, Steps[PreparedElicitation]]]) -> None:
         """Lockstep: every live object's current level goes out in one merged call. Whatever
@@ -161,9 +208,11 @@ class CrossObjectElicitor:
             future.set_exception(exc)
 
     # ------------------------------------------------------------------------------- per object
-    def __call__(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> ElicitationResult:
+    def __call__(self, *, task: str, object_id: str, metadata: Mapping[str, Any],
+                 on_stage: StageCallback | None = None) -> ElicitationResult:
         """The object's result: its prefetched model stages (waited for) and Oversight now; an object
-        not prefetched, or found in another context, is elicited on its own."""
+        not prefetched, or found in another context, is elicited on its own. `on_stage` sees the
+        stages run now (Oversight; all of them for an object elicited on its own)."""
         from task_learning.world.resolve import describe_object
 
         entry = self._prefetched.get(object_id)
@@ -183,8 +232,10 @@ class CrossObjectElicitor:
                          type(exc).__name__)
         if prep is None or entry is None:
             return elicit_goal(task, object_id, metadata, self.scene, self.condition, self.client,
+                               location=self.location, system_context=self.system_context,
                                templates=self.templates, settings=self.settings, operator=self.operator,
-                               kb=self.kb, batched=True, on_tree=self.on_tree)
+                               kb=self.kb, batched=True, on_stage=on_stage, on_tree=self.on_tree)
+        prep.on_stage = on_stage
         before = entry.usage_before
         return finish_elicitation(prep, self.client,
                                   lambda: usage_diff(self._scope_usage(object_id), before),

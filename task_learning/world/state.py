@@ -42,3 +42,15 @@ def world_state_from_metadata(metadata: Mapping[str, Any], stamp: float | None =
         held_object_ids=held,
         stamp=time.time() if stamp is None else stamp,
     )
+
+
+def metadata_from_world_state(state: WorldState) -> dict[str, Any]:
+    """A WorldState as AI2-THOR-like metadata again (what `world_state_from_metadata` reads): the
+    objects' own records, the agent's location and pose, the held objects."""
+    def vec(value: tuple[float, float, float]) -> dict[str, float]:
+        return {"x": value[0], "y": value[1], "z": value[2]}
+
+    return {"sceneName": state.scene, "objects": [dict(o.properties) for o in state.objects],
+            "agent": {"location": state.robot_location, "position": vec(state.robot_position),
+                      "rotation": vec(state.robot_rotation)},
+            "inventoryObjects": [{"objectId": object_id} for object_id in state.held_object_ids]}
