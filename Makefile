@@ -7,7 +7,7 @@ export ROS_LOG_DIR := $(CURDIR)/.ros/log
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: setup demo test bench rqt clean
+.PHONY: setup llm demo test bench rqt clean
 
 setup:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
@@ -15,12 +15,19 @@ setup:
 demo: setup
 	@$(VENV)/bin/task-learning demo
 
+# The local language model (docs/llm.md): Gemma 3 270M and llama.cpp's server, installed once per
+# machine into ${TASK_LEARNING_CACHE:-~/.cache/task_learning} (the first run compiles llama-server,
+# about 20 min on 2 cores; later runs, from any clone, check the cache in seconds).
+llm: setup
+	@$(VENV)/bin/task-learning llm install
+
 # Lint (rules in ruff.toml), type check (mypy.ini: task_learning/), then every test (pytest.ini),
 # printing the 25 slowest: where the suite's time goes. TEST_WORKERS pytest-xdist workers take one
 # test file each at a time (a module's shared graph stays in one worker); TEST_WORKERS=0: serial.
 # The core tests alone, in seconds: .venv/bin/python -m pytest -m "not ros and not slow"
+# The tests marked `llm` run the real model through llama-server: `make test` installs it first.
 TEST_WORKERS ?= 2
-test: setup
+test: setup llm
 	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
 	@$(VENV)/bin/mypy --no-error-summary
 	@$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile test

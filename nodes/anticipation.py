@@ -47,14 +47,14 @@ from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 from task_learning_nodes.planner import RosWorld
 
 PARAMETERS = (
     Param("db_path", "artifacts/task_learning.sqlite", "The planner's knowledge base (its db_path): the "
           "routines of experience, the questions asked, and the confirmed goal of a task the planner is "
           "performing; relative to the node's working directory"),
-    Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai or replay:FILE"),
+    Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE"),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("reach_goal_action", "reach_goal", "The planner's ReachGoal action"),
@@ -62,6 +62,7 @@ PARAMETERS = (
           min=0.1, max=3600.0),
     Param("reach_timeout_s", 300.0, "Seconds the planner may take for one confirmed task", min=1.0,
           max=86400.0),
+    *LLM_ENDPOINT_PARAMS,
 )
 
 
@@ -187,7 +188,7 @@ class AnticipationNode(Node):
             raise TaskLearningError(f"day: unknown day {request.day!r} (days of {spec.source}: {', '.join(days)})")
         self.require()
         tag = request.question_tag or f" ({request.day}, {datetime.date.today().isoformat()})"
-        client = make_client(str(self.params["llm"]))
+        client = make_client(str(self.params["llm"]), **llm_client_options(self.params))
 
         def event(text: str) -> None:
             goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))

@@ -60,6 +60,7 @@ oversight_node = NodeEntry("task_learning_nodes.oversight")
 action_selector_node = NodeEntry("task_learning_nodes.action_selector")
 planner_node = NodeEntry("task_learning_nodes.planner")
 anticipation_node = NodeEntry("task_learning_nodes.anticipation")
+llm_server_node = NodeEntry("task_learning_nodes.llm_server")
 synthetic_robot_node = NodeEntry("task_learning_nodes.synthetic_robot")
 
 

@@ -35,7 +35,7 @@ from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
@@ -44,7 +44,7 @@ DEFAULT_TOPIC = "world_state"
 PARAMETERS = (
     Param("action_name", DEFAULT_ACTION, "Name of the LearnGoal action server"),
     Param("llm", "offline", "LLM: offline (deterministic, not a language model), openai (see "
-          "config/llm.yaml) or replay:FILE (a cassette)"),
+          "config/llm.yaml), local (Gemma 3 270M on llama-server) or replay:FILE (a cassette)"),
     Param("llm_cache", "memory", "Response cache: memory, none, or a file path (a rerun then costs 0 "
           "calls)"),
     Param("condition", "STARS", "Condition used when a goal leaves it empty: TBP, TBP+O, ST, STS, "
@@ -61,6 +61,7 @@ PARAMETERS = (
           "last state on start; only matches a transient-local publisher"),
     Param("oversight_timeout_s", 120.0, "Seconds the operator gets per question in the +O "
           "conditions (through oversight_node)", min=0.1, max=86400.0),
+    *LLM_ENDPOINT_PARAMS,
 )
 
 STAGE_NAMES = {
@@ -73,14 +74,16 @@ STAGE_NAMES = {
 class GoalElicitationNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        values = declare_parameters(self, PARAMETERS)
+        get = values.__getitem__
 
         from task_learning.llm.client import make_client
 
         self.default_condition = parse_condition(str(get("condition")))  # bad value: exit 2
         self.settings = TreeSettings(max_workers=int(get("max_workers")), max_requests=int(get("max_requests")))
         self.templates = load_templates()  # ConfigError names the file and key
-        self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None)
+        self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None,
+                                  **llm_client_options(values))
         self.location = str(get("location") or "")
         self.oversight_timeout_s = float(get("oversight_timeout_s"))
         self._scene: Any = None
@@ -122,6 +125,9 @@ class GoalElicitationNode(Node):
         goal = goal_handle.request
         result = LearnGoal.Result()
         with self._run_lock:
+            # An endpoint that stopped serving an earlier goal (a restarted LLM server) gets a
+            # fresh chance: this goal fails on its own if it is still down.
+            self.client.reset_breaker()
             try:
                 outcome = self._elicit(goal, goal_handle)
             except TaskLearningError as exc:
@@ -162,11 +168,15 @@ class GoalElicitationNode(Node):
             self._feedback(goal_handle, STAGE_NAMES.get(stage, stage), int(counts.get("candidates", 0)), None)
 
         self._feedback(goal_handle, "retrieve", 0, None)
-        return elicit_goal(goal.task or getattr(self._scene, "task", ""), object_id, world, self._scene,
-                           condition, self.client, location=self.location or None,
-                           system_context=context if flags(condition).user_context else [],
-                           templates=self.templates, settings=self.settings, operator=operator,
-                           on_stage=on_stage)
+        outcome = elicit_goal(goal.task or getattr(self._scene, "task", ""), object_id, world, self._scene,
+                              condition, self.client, location=self.location or None,
+                              system_context=context if flags(condition).user_context else [],
+                              templates=self.templates, settings=self.settings, operator=operator,
+                              on_stage=on_stage)
+        # The endpoint stopped serving (a dead or hung LLM server): the goal fails with that
+        # reason, which the planner recognises (LLM_UNAVAILABLE) and ends its task with.
+        self.client.raise_if_unavailable()
+        return outcome
 
     def _feedback(self, goal_handle: Any, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
         msg = LearnGoal.Feedback()

@@ -37,7 +37,7 @@ from rclpy.node import Node
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
-from task_learning.errors import TaskLearningError
+from task_learning.errors import LLM_UNAVAILABLE, TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.llm_state.agent import METHODS
 from task_learning.llm_state.strategy import STRATEGIES
@@ -57,7 +57,7 @@ from task_learning_interfaces.msg import LLMState, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 from task_learning_nodes.qos import latched
 
 PARAMETERS = (
@@ -70,7 +70,7 @@ PARAMETERS = (
           "working directory"),
     Param("engine", "heuristic", "BCR engine used to reach goals: heuristic (no LLM) or llm",
           choices=ENGINES),
-    Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai or "
+    Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai, local or "
           "replay:FILE"),
     Param("strategy", "bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
           "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES),
@@ -99,6 +99,7 @@ PARAMETERS = (
     Param("productions_ask_operator", True, "With productions_require_approval: before a PerformTask, new "
           "(unapproved) productions are put to the operator through the oversight node, one yes/no question per "
           "task family; only a yes approves (a no, a timeout or no oversight node leaves them unused)"),
+    *LLM_ENDPOINT_PARAMS,
 )
 
 # Which node serves what the planner waits for (named in every error about it).
@@ -353,7 +354,8 @@ class PlannerNode(Node):
         if str(self._p("engine")) == "llm" or self._p("strategy") == "llm_state":
             from task_learning.llm.client import make_client
 
-            return make_client(str(self._p("llm")))
+            return make_client(str(self._p("llm")), **llm_client_options(
+                {p.name: self._p(p.name) for p in LLM_ENDPOINT_PARAMS}))
         return None
 
     def _executor(self, kb: KnowledgeBase | None, client: Any = None) -> GoalExecutor:
@@ -516,6 +518,8 @@ class PlannerNode(Node):
         wrapped = wait_future(handle.get_result_async(), timeout, "learn_goal (result)",
                               alive=self._learn.server_is_ready, stop=stop)
         res = wrapped.result
+        if not res.success and LLM_UNAVAILABLE in res.message:  # no later object can be elicited
+            raise DependencyFailed(f"goal elicitation of {object_id}: {printable(res.message, 500)}")
         counts = convert.elicitation_counts_from_msg(res.counts)
         chosen = convert.goal_candidate_from_msg(res.chosen) if res.success and res.chosen.text else None
         oversight = None

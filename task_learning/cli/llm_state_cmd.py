@@ -18,7 +18,7 @@ import sys
 import textwrap
 from typing import Any
 
-from task_learning.cli.options import bounded_int
+from task_learning.cli.options import add_llm_arguments, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
                              "in an AI2-THOR FloorPlan, on recorded metadata / through the ai2thor Controller")
     parser.add_argument("--task", required=True, help="task name (config/llm_state/tasks.yaml)")
     parser.add_argument("--method", choices=METHODS, default="ours")
-    parser.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
+    add_llm_arguments(parser)
     parser.add_argument("--trials", type=bounded_int(1, 1000), default=1, help="number of runs (1-1000)")
     parser.add_argument("--hands", type=bounded_int(1, 4), default=None,
                         help="the robot's hands (default 2; AI2-THOR's agent has 1)")
@@ -71,16 +71,17 @@ def run(args: argparse.Namespace) -> int:
         maps = list(house.maps) if args.scene == "all" else [house.map(args.scene).name]
     from task_learning.llm.client import make_client
 
-    client = make_client(args.llm)
+    client = make_client(args.llm, **llm_options(args))
     results = []
-    for i in range(args.trials):
-        if on_thor:
-            results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend, cap=args.cap,
-                                          trial=i))
-        else:
-            world = HouseholdWorld(house, maps[i % len(maps)], task, hands=args.hands)
-            results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap, trial=i))
-        client.raise_if_unavailable()
+    with client:  # a local server started for this command stops at the end
+        for i in range(args.trials):
+            if on_thor:
+                results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend,
+                                              cap=args.cap, trial=i))
+            else:
+                world = HouseholdWorld(house, maps[i % len(maps)], task, hands=args.hands)
+                results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap, trial=i))
+            client.raise_if_unavailable()
     offline = args.llm == "offline"
     trials = []
     for r in results:

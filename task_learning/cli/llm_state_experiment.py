@@ -23,14 +23,16 @@ from task_learning.llm_state.household import load_household
 
 
 def run(args: argparse.Namespace) -> int:
+    from task_learning.cli.options import llm_options
     from task_learning.llm.client import make_client
 
     house = load_household()
-    client = make_client(args.llm)
+    client = make_client(args.llm, **llm_options(args))
     methods = list(dict.fromkeys(TABLE_I_METHODS + TABLE_II_METHODS))
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    table = run_tables(house, client, methods, report=report)
-    heldout = run_heldout(house, client)
+    with client:  # a local server started for this command stops at the end
+        table = run_tables(house, client, methods, report=report)
+        heldout = run_heldout(house, client)
     offline = args.llm == "offline"
     if args.json:
         print(json.dumps({"paper": "llm-state", "llm": getattr(client.provider, "label", args.llm),

@@ -47,10 +47,32 @@ class OpenAISettings:
 
 
 @dataclass(frozen=True)
+class LocalSettings:
+    """The `local` provider: llama.cpp's server with a GGUF model, started and stopped by the
+    client (or a running one at `base_url`). Defaults chosen for 2 cores (docs/llm.md)."""
+
+    base_url: str = ""  # a running llama-server (http://127.0.0.1:PORT/v1); empty: start one
+    model: str = ""  # GGUF file to serve; empty: the installed Gemma 3 270M (`task-learning llm install`)
+    server: str = ""  # llama-server binary; empty: the installed one
+    model_name: str = "gemma-3-270m-q4_k_m"  # what the server is asked for and reports
+    context: int = 8192  # -c: KV cache tokens, one pool shared by the slots
+    parallel: int = 2  # -np: requests decoded together
+    threads: int = 0  # -t: 0 = every core of this machine
+    swa_full: bool = True  # --swa-full: Gemma 3's sliding-window layers keep the whole prompt, so
+    #                        the prefix cache can serve prompts longer than the 512-token window
+    startup_timeout_s: float = 120.0  # model load until /health says ok
+    health_timeout_s: float = 5.0  # a call that timed out: /health silent this long = hung server
+    timeout_s: float = 120.0  # per call (a list of prompts on 2 cores takes a while)
+    max_batch_size: int = 32  # prompts per list request
+    extra_args: tuple[str, ...] = ()  # more llama-server options, e.g. ["--cache-reuse", "256"]
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     default: str = "offline"  # the spec used when none is given
     client: ClientSettings = field(default_factory=ClientSettings)
     openai: OpenAISettings = field(default_factory=OpenAISettings)
+    local: LocalSettings = field(default_factory=LocalSettings)
     offline: Mapping[str, Any] = field(default_factory=dict)  # keyword options for OfflineProvider
     source: str = ""  # the file read, for messages
 
@@ -76,7 +98,7 @@ def load_llm_settings(path: str | Path | None = None) -> LLMSettings:
 
 
 def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLMSettings:
-    top = check_keys(data, file=file, key="", optional=("default", "client", "openai", "offline"))
+    top = check_keys(data, file=file, key="", optional=("default", "client", "openai", "local", "offline"))
     raw_client = top.get("client", {})
     if isinstance(raw_client, dict) and isinstance(raw_client.get("cache"), bool):
         # YAML reads a bare `off`/`on` as a boolean.
@@ -84,6 +106,8 @@ def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLM
     default = str(expect_type(top.get("default", LLMSettings.default), str, file=file, key="default"))
     client = _dataclass_from(ClientSettings, raw_client, file=file, key="client")
     openai = _dataclass_from(OpenAISettings, top.get("openai", {}), file=file, key="openai")
+    local = _dataclass_from(LocalSettings, top.get("local", {}), file=file, key="local")
+    _check_local(local, file)
     offline = top.get("offline", {}) or {}
     expect_type(offline, dict, file=file, key="offline")
     _check_client(client, file)
@@ -91,7 +115,8 @@ def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLM
         raise ConfigError(file, "openai.selection_api", f"expected one of {', '.join(SELECTION_APIS)}, got {openai.selection_api!r}")
     if client.cache.strip() == "":
         raise ConfigError(file, "client.cache", "expected off, memory or a file path")
-    return LLMSettings(default=default, client=client, openai=openai, offline=dict(offline), source=str(file))
+    return LLMSettings(default=default, client=client, openai=openai, local=local, offline=dict(offline),
+                       source=str(file))
 
 
 def _check_client(client: ClientSettings, file: str | Path) -> None:
@@ -108,6 +133,19 @@ def _check_client(client: ClientSettings, file: str | Path) -> None:
             raise ConfigError(file, f"client.{name}", "must be >= 0")
     if not 0 <= client.jitter <= 1:
         raise ConfigError(file, "client.jitter", "must be between 0 and 1")
+
+
+def _check_local(local: LocalSettings, file: str | Path) -> None:
+    for name in ("context", "parallel", "max_batch_size"):
+        if getattr(local, name) < 1:
+            raise ConfigError(file, f"local.{name}", f"must be >= 1, got {getattr(local, name)}")
+    if local.threads < 0:
+        raise ConfigError(file, "local.threads", f"must be >= 0 (0: every core), got {local.threads}")
+    for name in ("startup_timeout_s", "health_timeout_s", "timeout_s"):
+        if getattr(local, name) <= 0:
+            raise ConfigError(file, f"local.{name}", "must be > 0")
+    if local.base_url and not local.base_url.lower().startswith(("http://", "https://")):
+        raise ConfigError(file, "local.base_url", f"expected an http:// URL or nothing, got {local.base_url!r}")
 
 
 def _dataclass_from(cls: type, raw: Any, *, file: str | Path, key: str) -> Any:
