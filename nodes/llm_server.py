@@ -73,8 +73,6 @@ class LLMServerNode(Node):
         self.failed = False  # gave up restarting: the process exits 1
         self.get_logger().info(f"serving at {self.server.base_url} (pid {self._pid()}, -c {self.settings.context}, "
                                f"-np {self.settings.parallel}, -t {self.settings.threads or 'all cores'})")
-        # The watcher thread starts every later server, so the server's parent-death signal
-        # (given when the starting thread ends) is tied to a thread that lives as long as it.
         self._watcher = threading.Thread(target=self._watch, name="llm-server-watch", daemon=True)
         self._watcher.start()
 

@@ -358,3 +358,45 @@ def test_one_success_between_failures_keeps_the_breaker_closed(server):
     client = client_for(server, max_retries=0, breaker_failures=3)
     outcomes = [client.complete(goal_request(f" {i}")).ok for i in range(6)]
     assert outcomes == [False, False, True, False, False, True] and not client.unavailable
+
+
+def test_a_list_whose_usage_counts_the_first_prompt_only_is_not_undercounted(server):
+    """llama.cpp answers a list with the first prompt's usage only: the others' completion tokens
+    are their own, their prompt tokens estimated by length, their cached tokens not claimed."""
+    from task_learning.llm.fake_server import batch_completion_body
+
+    body = batch_completion_body([GOAL_TOKENS, GOAL_TOKENS[:2]], prompt_tokens=40, cached_tokens=30,
+                                 layout="llamacpp")
+    body["usage"] = {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43,
+                     "prompt_tokens_details": {"cached_tokens": 30}}
+    server.queue(COMPLETIONS, ScriptedReply(body=body))
+    client = client_for(server, max_batch_size=8)
+    first, second = client.complete_many([goal_request(" a"), goal_request(" bb")])
+    assert (first.prompt_tokens, first.completion_tokens, first.cached_prompt_tokens) == (40, 3, 30)
+    assert second.completion_tokens == 2 and second.cached_prompt_tokens == 0
+    assert second.prompt_tokens == round(40 * len(goal_request(" bb").prompt) / len(goal_request(" a").prompt))
+
+
+def test_an_empty_answer_without_logprobs_is_not_an_error(server):
+    """llama.cpp stops at once on a stop string (the branch ended its sentence): text "" and
+    logprobs null. Nothing was generated, so nothing lacks logprobs."""
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([], with_logprobs=False)))
+    # the stop string "(END RESULT)" began inside the token " (": the text is " ", no token listed
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([(" ", -0.1, {})], with_logprobs=False)))
+    client = client_for(server)
+    for text in ("", " "):
+        response = client.complete(goal_request(f" the mug is in the cupboard{text}"))
+        assert response.ok and response.text == text and response.tokens == []
+
+
+def test_a_conversation_sent_to_completions_ends_where_the_answer_goes(server):
+    """A base model (no chat template) needs to see where its answer starts: the flattened
+    conversation ends with "Answer:", earlier answers marked the same way."""
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([(" 2", -0.1, {" 2": -0.1})])))
+    client = client_for(server, selection_api="completions")
+    request = LLMRequest(prompt_type="selection", messages=(("system", "Be brief."), ("user", "Pick 1 or 2."),
+                                                            ("assistant", "3"), ("user", "1 or 2 only.")),
+                         max_tokens=3, scope="Mug|1")
+    assert client.complete(request).ok
+    assert server.requests_to(COMPLETIONS)[0].body["prompt"] == (
+        "Be brief.\n\nPick 1 or 2.\n\nAnswer: 3\n\n1 or 2 only.\n\nAnswer:")

@@ -1,8 +1,8 @@
 """The `local` provider: a language model on this machine, served by llama.cpp's `llama-server`.
 
 `make_client("local")` starts a server with the installed model (`task-learning llm install`) on a
-free loopback port, talks to it through the OpenAI-compatible provider, and stops it when the
-client closes. Given a base URL (`--base-url`, `local.base_url`, $TASK_LEARNING_LOCAL_LLM_URL, or a
+free loopback port at the first call (a run that makes none, like Trial #2, starts none), talks to
+it through the OpenAI-compatible provider, and stops it when the client closes. Given a base URL (`--base-url`, `local.base_url`, $TASK_LEARNING_LOCAL_LLM_URL, or a
 `LocalServer` someone else owns: experiments share one across their runs, the ROS graph has the
 `llm_server` node), it uses that server and stops nothing.
 
@@ -20,9 +20,11 @@ while /health still answers is only slow: retried as usual.
 """
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
+from task_learning.errors import TaskLearningError
 from task_learning.llm.base import ConnectionProviderError, FatalProviderError, LLMRequest, LLMResponse
 from task_learning.llm.local_server import LocalServer, probe_health, root_of
 from task_learning.llm.openai_provider import OpenAIProvider
@@ -46,6 +48,8 @@ class LocalProvider(OpenAIProvider):
         self.server = server
         self.owns_server = owns_server
         self.health_timeout_s = float(health_timeout_s)
+        self._start_lock = threading.Lock()
+        self._start_error = ""
 
     def __repr__(self) -> str:
         return f"LocalProvider(base_url={self.base_url!r}, model={self.model!r}, server={self.server!r})"
@@ -57,10 +61,27 @@ class LocalProvider(OpenAIProvider):
         return self._diagnosed(lambda: super(LocalProvider, self).complete_batch(requests, timeout_s))
 
     def _diagnosed(self, call: Callable[[], _T]) -> _T:
+        self._ensure_started()
         try:
             return call()
         except ConnectionProviderError as exc:
             raise self.diagnose(str(exc)) from None
+
+    def _ensure_started(self) -> None:
+        """An owned server starts at the first call (a run that needs none, Trial #2, starts
+        none); a server that cannot start fails this call and every later one with its reason."""
+        if not self.owns_server or self.server is None:
+            return
+        with self._start_lock:
+            if self._start_error:
+                raise LLMServerDown(self._start_error)
+            if self.server.process is not None:
+                return
+            try:
+                self._connect(self.server.start())
+            except TaskLearningError as exc:
+                self._start_error = str(exc)
+                raise LLMServerDown(self._start_error) from None
 
     def diagnose(self, failure: str) -> ConnectionProviderError | LLMServerDown:
         """What a call that could not reach the server (or timed out) means for the run."""
@@ -103,9 +124,8 @@ def local_provider(settings: LocalSettings, env: Mapping[str, str], options: Map
         return LocalProvider(base_url=shared.base_url, model_name=settings.model_name, server=shared, **common)
     if base_url:
         return LocalProvider(base_url=str(base_url), model_name=model or settings.model_name, **common)
-    server = LocalServer(settings, model=model)
-    server.start()
-    return LocalProvider(base_url=server.base_url, model_name=settings.model_name, server=server,
+    server = LocalServer(settings, model=model)  # the files are checked now, the server starts at the first call
+    return LocalProvider(base_url="http://127.0.0.1:0/v1", model_name=settings.model_name, server=server,
                          owns_server=True, **common)
 
 

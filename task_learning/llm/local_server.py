@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -119,6 +120,7 @@ class LocalServer:
         self.process: subprocess.Popen | None = None
         self.log_path: Path | None = None
         self._log_handle: int | None = None
+        self._release: threading.Event | None = None  # ends the thread that started the process
 
     # ------------------------------------------------------------------------------ addresses
     @property
@@ -168,15 +170,32 @@ class LocalServer:
         raise AssertionError("unreachable")
 
     def _spawn(self, port: int) -> None:
+        """Start the process from a thread of its own that lives until the process is stopped:
+        Linux sends the parent-death signal when the starting *thread* ends, and the thread
+        that asked (a worker of some pool) may end long before the server should."""
         handle, path = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
         self.log_path, self._log_handle, self.port = Path(path), handle, port
-        try:
-            self.process = subprocess.Popen(self.command(port), stdin=subprocess.DEVNULL, stdout=handle,
-                                            stderr=subprocess.STDOUT, start_new_session=True,
-                                            preexec_fn=die_with_parent())  # noqa: PLW1509 - a prctl call
-        except OSError as exc:
+        started = threading.Event()
+        failure: list[OSError] = []
+        release = self._release = threading.Event()
+
+        def parent() -> None:
+            try:
+                self.process = subprocess.Popen(self.command(port), stdin=subprocess.DEVNULL, stdout=handle,
+                                                stderr=subprocess.STDOUT, start_new_session=True,
+                                                preexec_fn=die_with_parent())  # noqa: PLW1509 - a prctl call
+            except OSError as exc:
+                failure.append(exc)
+                return
+            finally:
+                started.set()
+            release.wait()
+
+        threading.Thread(target=parent, name=f"llama-server-{port}", daemon=True).start()
+        started.wait()
+        if failure:
             self._close_log()
-            raise LocalServerError(f"cannot start {self.binary}: {exc.strerror or exc}") from None
+            raise LocalServerError(f"cannot start {self.binary}: {failure[0].strerror or failure[0]}") from None
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.settings.startup_timeout_s
@@ -225,6 +244,8 @@ class LocalServer:
                 except subprocess.TimeoutExpired:
                     continue
         code = process.poll()
+        if code is not None and self._release is not None:
+            self._release.set()  # its parent thread may end now
         self._close_log()
         if not keep_log and not died_before and self.log_path is not None:
             self.log_path.unlink(missing_ok=True)

@@ -3,8 +3,8 @@
 Routing: goal requests go to the completions API with `logprobs` (continuing a forced prefix
 needs it; chat endpoints cannot continue an assistant prefix). Prompt types listed in
 `selection_prompt_types` go to the selection model, by chat or completions (`selection_api`).
-A chat request sent to a completions route is flattened to text; a completion request sent to
-a chat route becomes one user message.
+A chat request sent to a completions route is flattened to text ending in "Answer:" (`_flatten`);
+a completion request sent to a chat route becomes one user message.
 
 Logprobs are read in both layouts, in completions answers too: legacy completions
 (`logprobs.tokens`, `token_logprobs`, `top_logprobs` as dicts: OpenAI, vLLM) and chat
@@ -85,8 +85,6 @@ class OpenAIProvider:
     ) -> None:
         if selection_api not in ("chat", "completions"):
             raise ValueError(f"selection_api must be chat or completions, got {selection_api!r}")
-        url = split_credentials(base_url)
-        self.base_url = url.shown  # for messages: credentials replaced by ***
         self.max_response_bytes = int(max_response_bytes)
         self.model = completion_model
         self.selection_model = selection_model or completion_model
@@ -94,15 +92,23 @@ class OpenAIProvider:
         self.selection_prompt_types = frozenset(selection_prompt_types)
         self.require_logprobs = require_logprobs
         self._secret = api_key or ""
-        self._url_secrets = url.secrets
         self._guard = CallGuard()
+        self._organization = organization
+        self._default_timeout_s = default_timeout_s
+        self._connect(base_url)
+
+    def _connect(self, base_url: str) -> None:
+        """(Re)open the `openai` client on `base_url` (a local server's URL is known once it runs)."""
+        url = split_credentials(base_url)
+        self.base_url = url.shown  # for messages: credentials replaced by ***
+        self._url_secrets = url.secrets
         self._client = openai.OpenAI(
-            api_key=api_key or NO_KEY,
+            api_key=self._secret or NO_KEY,
             base_url=url.url,
-            organization=organization,
+            organization=self._organization,
             max_retries=0,
-            timeout=default_timeout_s,
-            http_client=guarded_http_client(self._guard, auth=url.auth, timeout_s=default_timeout_s),
+            timeout=self._default_timeout_s,
+            http_client=guarded_http_client(self._guard, auth=url.auth, timeout_s=self._default_timeout_s),
         )
 
     def __repr__(self) -> str:
@@ -261,10 +267,11 @@ class OpenAIProvider:
                     raise ProviderError(f"malformed logprobs from {self.base_url}: top_logprobs[{i}] is not a mapping")
                 tokens.append(TokenLogprob(_token_text(token), self._logprob(values[i], token),
                                            self._best_first((_token_text(t), lp) for t, lp in alternatives.items())))
-        elif request.logprobs and self.require_logprobs:
+        elif request.logprobs and self.require_logprobs and text.strip():
             raise ProviderError(self._no_logprobs(request))
-        if request.logprobs and not tokens and text and self.require_logprobs:
-            raise ProviderError(self._no_logprobs(request))
+        # An answer with nothing in it has nothing to give logprobs for: llama.cpp sends null (or
+        # no token) when it stopped at once, or when a stop string began inside the only token
+        # (" (" of "(END RESULT)" leaves the text " ").
         return self._response(raw, request, choice, text, tokens)
 
     def _parse_chat(self, raw: Any, request: LLMRequest) -> LLMResponse:
@@ -392,12 +399,28 @@ def _cached_tokens(usage: Any) -> int:
 
 def _split_usage(usage: Any, requests: list[LLMRequest], responses: list[LLMResponse]) -> None:
     """Spread a batch's reported usage over its prompts: totals exact, shares by prompt length
-    (prompt and cached tokens) and by tokens generated (completion tokens)."""
+    (prompt and cached tokens) and by tokens generated (completion tokens).
+
+    llama.cpp's server reports the usage of the FIRST prompt of a list only (its OpenAI-compatible
+    answer is the first result with the other choices appended). Seen by the completion tokens:
+    exactly the first choice's, fewer than all choices generated. Then the first prompt keeps the
+    server's figures, the others' completion tokens are their own token counts, their prompt
+    tokens are estimated from their length at the first prompt's tokens per character, and their
+    cached tokens are not claimed: with lists, cached_prompt_tokens is a lower bound there."""
     if usage is None:
         return  # each response keeps its own estimate
     weights = [max(1, len(r.prompt or _flatten(r.messages))) for r in requests]
     prompt_total = getattr(usage, "prompt_tokens", None)
     completion_total = getattr(usage, "completion_tokens", None)
+    generated = [len(r.tokens) for r in responses]
+    if (len(responses) > 1 and isinstance(completion_total, int) and isinstance(prompt_total, int)
+            and all(generated) and completion_total == generated[0] < sum(generated)):
+        per_char = prompt_total / weights[0]
+        for i, response in enumerate(responses):
+            response.completion_tokens = generated[i]
+            response.prompt_tokens = prompt_total if i == 0 else max(1, round(weights[i] * per_char))
+            response.cached_prompt_tokens = _cached_tokens(usage) if i == 0 else 0
+        return
     if isinstance(prompt_total, int):
         for response, share in zip(responses, _shares(prompt_total, weights)):
             response.prompt_tokens = share
@@ -457,8 +480,19 @@ def _about_context(message: str) -> bool:
     return any(word in lowered for word in _CONTEXT_WORDS)
 
 
+ANSWER_CUE = "Answer:"
+
+
 def _flatten(messages: Iterable[tuple[str, str]]) -> str:
-    return "\n\n".join(content for _role, content in messages)
+    """A conversation as one completions prompt, for a model served without a chat template (a base
+    model such as the local Gemma 3 270M): the messages in order, earlier assistant turns marked
+    "Answer: ...", and a final "Answer:" where the model's own answer goes. Without that cue a
+    base model continues the last instruction as prose instead of answering it (measured)."""
+    messages = list(messages)
+    text = "\n\n".join(f"{ANSWER_CUE} {content}" if role == "assistant" else content for role, content in messages)
+    if messages and messages[-1][0] != "assistant":
+        text += f"\n\n{ANSWER_CUE}"
+    return text
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
