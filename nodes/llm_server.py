@@ -92,8 +92,8 @@ class LLMServerNode(Node):
             if self._restarts > self.max_restarts:
                 self.get_logger().error(f"giving up after {self.max_restarts} restarts within "
                                         f"{self.restart_window_s:g} s of each other (max_restarts)")
-                request_shutdown()
                 self.failed = True
+                request_shutdown()
                 return
             self.server.stop(keep_log=True)
             self.server = LocalServer(self.settings, model=str(self.server.model), port=self.port,
@@ -102,8 +102,8 @@ class LLMServerNode(Node):
                 self.server.start()
             except LocalServerError as exc:
                 self.get_logger().error(f"restart failed: {exc}")
-                request_shutdown()
                 self.failed = True
+                request_shutdown()
                 return
             self._started_at = time.monotonic()
             self.get_logger().info(f"restarted: serving at {self.server.base_url} again (pid {self._pid()})")
@@ -114,22 +114,14 @@ class LLMServerNode(Node):
         self._watcher.join(timeout=5.0)
         self.server.stop()
 
+    def destroy_node(self) -> None:
+        self._halt.set()
+        self.server.stop()  # also when the node ends on an error before stop_work
+        super().destroy_node()
+
 
 def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
-    holder: dict = {}
-
-    def make() -> LLMServerNode:
-        holder["node"] = LLMServerNode()
-        return holder["node"]
-
-    code = run_node(make, args, name=NODE_NAME, signals=signals)
-    node = holder.get("node")
-    if node is not None:
-        node.server.stop()  # also when the node ended on an error
-        if code == 0 and node.failed:
-            return 1
-    return code
-
+    return run_node(LLMServerNode, args, name=NODE_NAME, signals=signals)
 
 if __name__ == "__main__":
     raise SystemExit(main())
