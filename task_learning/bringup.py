@@ -160,13 +160,14 @@ LLM_SERVER_NODE = "llm_server"
 
 def llm_wiring(config: BringupConfig, selected: Sequence[str] | None, llm: str = "", *, base_url: str = "",
                model: str = "", selection_model: str = "", port: int | None = None
-               ) -> tuple[list[str] | None, dict[str, str]]:
+               ) -> tuple[list[str] | None, dict[str, Any]]:
     """What `--llm X [--base-url U] [--llm-model M]` means for a graph: (the nodes to start, the
     parameter overrides). Every node with an `llm` parameter gets X (and U, M as llm_base_url,
     llm_model...). `local` without a URL adds the llm_server node on a free port (or `port`) and
     points the others at it; M is then the GGUF file it serves. Shared by `task-learning bringup`
-    and the launch file, so both wire a graph the same way."""
-    overrides: dict[str, str] = {}
+    and the launch file, so both wire a graph the same way. Values keep their parameter's type
+    (the port is an int: the launch passes them as typed parameters)."""
+    overrides: dict[str, Any] = {}
     if llm:
         overrides["llm"] = llm
     if selection_model:
@@ -176,7 +177,7 @@ def llm_wiring(config: BringupConfig, selected: Sequence[str] | None, llm: str =
 
         port = port or free_port()
         base_url = f"http://{HOST}:{port}/v1"
-        overrides[f"{LLM_SERVER_NODE}.port"] = str(port)
+        overrides[f"{LLM_SERVER_NODE}.port"] = int(port)
         if model:
             overrides[f"{LLM_SERVER_NODE}.model"] = model
         names = list(selected) if selected else [n.name for n in config.nodes if n.default]
