@@ -5,6 +5,7 @@ log, two installs taking turns on the lock. (The real install runs in `make test
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 import sys
 import threading
@@ -176,3 +177,34 @@ def test_status_names_what_is_missing(tmp_path, capsys, monkeypatch):
     assert main(["llm", "status"]) == 1
     out = capsys.readouterr().out
     assert "model_installed   False" in out and str(tmp_path) in out
+
+
+def _fake_cmake(bin_dir: Path, fail: bool = False) -> None:
+    """A cmake that 'builds' a llama-server answering --version (or fails the build)."""
+    build = 'echo "[ 40%] Building CXX object x.o"; echo "[100%] Built target llama-server"; ' + (
+        'echo "error: no space left"; exit 2' if fail else
+        'mkdir -p "$2/bin"; printf "#!/bin/sh\\nexit 0\\n" > "$2/bin/llama-server"; chmod +x "$2/bin/llama-server"')
+    _executable(bin_dir / "cmake", f'if [ "$1" = "--build" ]; then {build}; else echo configured; fi')
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["builds", "fails"])
+def test_a_build_is_made_aside_and_renamed_into_place_or_names_its_log(tmp_path, monkeypatch, fail):
+    paths = LocalModelPaths(tmp_path / "cache")
+    bin_dir = tmp_path / "bin"
+    _fake_cmake(bin_dir, fail=fail)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(local_install, "_download_sdist", lambda _paths, _progress: tmp_path / "sdist.tar.gz")
+    monkeypatch.setattr(local_install, "_extract_source", lambda _sdist, into: into)
+    progress = Recorder()
+    if fail:
+        with pytest.raises(InstallError, match=r"building failed .exit code 2.; see the log") as caught:
+            build_server(paths, progress)
+        assert str(paths.build_log) in str(caught.value) and "no space left" in paths.build_log.read_text()
+        assert not paths.server_dir.exists() and list(paths.server_dir.parent.glob("*.tmp-*")) == []
+        return
+    server, built = build_server(paths, progress)
+    assert built and server == paths.server and os.access(server, os.X_OK)
+    assert (paths.server_dir / "build-info.json").is_file() and (paths.server_dir / "build.log").is_file()
+    assert not paths.build_log.exists() and list(paths.server_dir.parent.glob("*.tmp-*")) == []
+    assert 40 in progress.percents and any("about 20 min" in s for s in progress.steps)
+    assert build_server(paths, Recorder())[1] is False  # the second time: nothing to do
