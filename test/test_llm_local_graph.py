@@ -40,7 +40,10 @@ def test_the_graph_manages_the_llm_server_and_names_it_when_it_fails(ros_graph, 
     config = tmp_path / "config"
     shutil.copytree(config_dir(), config)
     llm_yaml = config / "llm.yaml"  # a hung call is looked into after 15 s, not 120
-    llm_yaml.write_text(llm_yaml.read_text() + "\nlocal:\n  timeout_s: 15.0\n  health_timeout_s: 2.0\n")
+    text = llm_yaml.read_text()
+    text = text.replace("  timeout_s: 120.0 ", "  timeout_s: 15.0 ").replace("health_timeout_s: 5.0", "health_timeout_s: 2.0")
+    assert "  timeout_s: 15.0 " in text and "health_timeout_s: 2.0" in text
+    llm_yaml.write_text(text)
     bringup = ros_graph.start([CLI, "bringup", "--llm", "local", "--scene", "tidy_kitchen",
                                "--db", str(tmp_path / "kb.sqlite"),
                                "--param", "goal_elicitation.max_requests:=12",

@@ -14,9 +14,14 @@ tokens, LLM-State: 1500, productions: 900, anticipation: 250) are cut to a few d
 """
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import signal
+import subprocess
+import sys
+import urllib.request
 from dataclasses import replace
 from typing import Iterator
 
@@ -240,3 +245,22 @@ def test_a_hung_server_is_named_within_the_call_deadline():
             os.kill(pid, signal.SIGCONT)
     assert "hangs: /health silent" in failed.error and "the LLM server (llama-server" in failed.error
     assert "LLM server" in client.unavailable
+
+
+def test_llm_serve_prints_its_url_serves_and_stops_on_ctrl_c():
+    proc = subprocess.Popen([sys.executable, "-m", "task_learning.cli", "llm", "serve"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        url = proc.stdout.readline().strip()  # printed once /health said ok
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1"), proc.stderr.read()
+        serving = next(line for line in proc.stderr if "serving at" in line)
+        pid = int(re.search(r"pid (\d+)", serving).group(1))
+        body = json.dumps({"prompt": "The cat sat on the", "max_tokens": 3, "temperature": 0}).encode()
+        request = urllib.request.Request(f"{url}/completions", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            assert json.load(answer)["choices"][0]["text"]
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in its terminal
+        code = proc.wait(60)
+    assert code == 0
+    assert not os.path.exists(f"/proc/{pid}")  # the server went with it (reaped: no zombie either)
