@@ -38,8 +38,9 @@ from rclpy.node import Node
 
 from task_learning.anticipation.proposals import KB_TASK, proposal_question
 from task_learning.errors import TaskLearningError
-from task_learning.kb.store import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
+from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, LearnedGoal, lift_literals, resolve_db_path
 from task_learning.planning.executor import type_index
+from task_learning.planning.stop import StopToken
 from task_learning.safe_text import printable
 from task_learning.types import GoalLiteral
 from task_learning.stop_signals import StopSignals
@@ -51,9 +52,10 @@ from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_param
 from task_learning_nodes.planner import RosWorld
 
 PARAMETERS = (
-    Param("db_path", "artifacts/task_learning.sqlite", "The planner's knowledge base (its db_path): the "
+    Param("db_path", DEFAULT_DB, "The planner's knowledge base (its db_path): the "
           "routines of experience, the questions asked, and the confirmed goal of a task the planner is "
-          "performing; relative to the node's working directory"),
+          "performing; default $ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; "
+          "relative paths are relative to the node's working directory"),
     Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE"),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
@@ -96,6 +98,8 @@ class AnticipationNode(Node):
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
         self._stop = threading.Event()  # the node stops
         self._cancel = threading.Event()  # the running day was cancelled
+        self._day_stop = StopToken()  # the running day's: set by either, checked before each action
+        self._reaching: Any = None  # the planner's ReachGoal goal handle while it performs a task
         self._busy = threading.Lock()
         from task_learning_nodes.oversight_client import OversightClient
 
@@ -105,10 +109,10 @@ class AnticipationNode(Node):
         self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day,
                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
                                     callback_group=self.group)
-        self.get_logger().info(f"anticipation ready (db {self.params['db_path']}, llm {self.params['llm']})")
+        self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params['db_path'])}, llm {self.params['llm']})")
 
     def _withdraw_left_confirmations(self, when: str) -> None:
-        with KnowledgeBase(str(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
             count = withdraw_anticipated_confirmations(kb)
         if count:
             self.get_logger().warning(f"{when}: withdrew {count} confirmation(s) of anticipated tasks left by an "
@@ -121,7 +125,17 @@ class AnticipationNode(Node):
 
     def _on_cancel(self, _goal_handle: Any) -> CancelResponse:
         self._cancel.set()
+        self._day_stop.request("canceled by the client")
+        self._cancel_reach()
         return CancelResponse.ACCEPT
+
+    def _cancel_reach(self) -> None:
+        """Cancel the planner's goal in flight, and wait until the planner took the cancel (it
+        then refuses its next primitive action): so once this node answers a cancel, the robot
+        starts no further action for the day."""
+        handle = self._reaching
+        if handle is not None:
+            wait_for_future(handle.cancel_goal_async(), self.wait_s)
 
     def _accept(self, _goal: Any) -> GoalResponse:
         return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
@@ -129,6 +143,8 @@ class AnticipationNode(Node):
     def stop_work(self) -> None:
         """A signal: questions waiting end unconfirmed; no confirmation outlives the node."""
         self._stop.set()
+        self._day_stop.request("the anticipation node is stopping")
+        self._cancel_reach()
         try:
             self._withdraw_left_confirmations("stop")
         except Exception as exc:  # the file may be gone; nothing to withdraw then
@@ -153,6 +169,9 @@ class AnticipationNode(Node):
             result.message = "busy with another day"
             return result
         self._cancel.clear()
+        self._day_stop = StopToken()
+        if goal_handle.is_cancel_requested or self._stop.is_set():
+            self._day_stop.request("canceled by the client")
         try:
             day = self._day(goal_handle)
             result.result_json = json.dumps(day.to_dict())
@@ -193,12 +212,12 @@ class AnticipationNode(Node):
         def event(text: str) -> None:
             goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))
 
-        with KnowledgeBase(str(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
             seed_experience(kb, cfg)
             perform = PlannerPerformer(self, kb, tag, on_event=event)
             day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,
                                 operator=self.oversight, kb=kb, seed=int(request.seed), question_suffix=tag,
-                                world=self.world, perform=perform)
+                                world=self.world, perform=perform, stop=self._day_stop)
         client.raise_if_unavailable()
         return day
 
@@ -244,8 +263,24 @@ class PlannerPerformer:
         handle = future.result()
         if not handle.accepted:
             return False, 0, "the planner rejected the goal"
+        self.node._reaching = handle
+        try:
+            return self._result(handle)
+        finally:
+            self.node._reaching = None
+
+    def _result(self, handle: Any) -> tuple[bool, int, str]:
+        client = self.node.reach
+        if self.node.stopping():  # cancelled while the goal was being sent
+            handle.cancel_goal_async()
         waited = handle.get_result_async()
-        if wait_for_future(waited, self.node.reach_timeout_s, alive=client.server_is_ready) != "done":
+        how = wait_for_future(waited, self.node.reach_timeout_s, alive=client.server_is_ready,
+                              stop=self.node.stopping)
+        if how == "stopped":  # the day was cancelled: so is the planner's goal, before its next action
+            handle.cancel_goal_async()
+            if wait_for_future(waited, self.node.wait_s, alive=client.server_is_ready) != "done":
+                return False, 0, "canceled; the planner gave no result"
+        elif how != "done":
             handle.cancel_goal_async()
             return False, 0, f"the planner did not finish within {self.node.reach_timeout_s:g} s"
         result = waited.result().result

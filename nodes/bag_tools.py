@@ -23,6 +23,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.errors import TaskLearningError
+from task_learning.files import OutputError
 from task_learning.perception.bag import BagWriter, read_messages
 
 TYPES = {
@@ -76,13 +77,18 @@ def record(out: str | Path, topics: list[str], *, duration_s: float, storage: st
                                     f"{', '.join(sorted(TYPES))}")
         writer = BagWriter(out, storage)
         lock = threading.Lock()
+        stop = stop or threading.Event()
 
         def callback(topic: str, msgtype: str) -> Any:
             def on_message(raw: bytes) -> None:
                 with lock:
                     if writer is None:  # closed: recording is over
                         return
-                    writer.write(topic, msgtype, time.time_ns(), raw)
+                    try:
+                        writer.write(topic, msgtype, time.time_ns(), raw)
+                    except OutputError:  # a full disk: recording ends, close() raises it
+                        stop.set()
+                        return
                 if on_write is not None:
                     on_write(topic)
             return on_message
@@ -90,16 +96,18 @@ def record(out: str | Path, topics: list[str], *, duration_s: float, storage: st
         qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
         for topic in topics:
             graph.node.create_subscription(TYPES[found[topic]], topic, callback(topic, found[topic]), qos, raw=True)
-        stop = stop or threading.Event()
         stop.wait(duration_s)
         with lock:
             counts = dict(writer.counts)
-            writer.close()
-            writer = None
+            done, writer = writer, None
+            done.close()
         return counts
     finally:
         if writer is not None:
-            writer.close()
+            try:
+                writer.close()
+            except OutputError:
+                pass  # the error that brought us here is the one to report
         graph.close()
 
 

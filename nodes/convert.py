@@ -536,6 +536,7 @@ def confirmation_request_to_msg(request: ConfirmationRequest) -> m.ConfirmationR
         candidates=[goal_candidate_to_msg(c) for c in request.candidates],
         wants_description=bool(request.wants_description),
         timeout_s=float(request.timeout_s),
+        deadline=float(request.deadline),
     )
 
 
@@ -549,6 +550,7 @@ def confirmation_request_from_msg(msg: m.ConfirmationRequest) -> ConfirmationReq
         candidates=[goal_candidate_from_msg(c) for c in msg.candidates],
         wants_description=msg.wants_description,
         timeout_s=msg.timeout_s,
+        deadline=msg.deadline,
     )
 
 

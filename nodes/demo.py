@@ -3,11 +3,16 @@
 1. `task-learning bringup` starts every node as its own OS process (perception on the symbolic
    world, grounding, oversight, goal elicitation with the offline model, action selector,
    planner), and a simulated operator answers the oversight node's questions as the scene's user.
-2. A PerformTask goal (STARS+O) is sent to the planner; progress is printed per object.
+2. A PerformTask goal (STARS+O) is sent to the planner; its result says, per object, the goal
+   learned (in words and as literals), who confirmed it and whether it was reached.
 3. The graph is stopped and started again on the same knowledge base (a new day, the world as it
    was): the same PerformTask is Trial #2, with no LLM call and no question.
 4. For contrast, the baselines TBP and TBP+O run in-process on the same scene.
 The measures are printed in seed 000's Table 2 layout beside the paper's, and plotted.
+
+Every run starts from nothing: the demo's own files in its folder (the knowledge base and the
+baselines' knowledge bases, with their SQLite companions) are removed first, so a second run in the
+same folder prints what the first one printed.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
+from action_msgs.msg import GoalStatus
 from task_learning_nodes.node_base import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
@@ -29,6 +35,7 @@ from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.table import OFFLINE_NOTE, format_table, plot_rows
+from task_learning.kb import remove_knowledge_base
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import PerformTask
@@ -71,11 +78,14 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
         box: dict[str, Any] = {}
 
         def feedback(msg: Any) -> None:
-            f = msg.feedback
-            print(f"  [{f.objects_done:>2}/{f.objects_total}] {f.current_object}", flush=True)
+            if sys.stdout.isatty():  # a progress line; what was learned is printed from the result
+                f = msg.feedback
+                print(f"\r  [{f.objects_done:>2}/{f.objects_total}] {f.current_object[:70]:<70}",
+                      end="", flush=True)
 
         def on_result(future: Any) -> None:
             box["result"] = future.result().result
+            box["status"] = future.result().status
             done.set()
 
         def on_goal(future: Any) -> None:
@@ -93,9 +103,14 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
         if "error" in box:
             raise TaskLearningError(box["error"])
         result = box["result"]
-        if not result.success:
+        if box["status"] != GoalStatus.STATUS_SUCCEEDED:  # aborted: the task did not run to its end
             raise TaskLearningError(f"perform task failed: {result.message}")
+        if sys.stdout.isatty():
+            print("\r" + " " * 80 + "\r", end="")
         return {
+            "success": result.success, "message": result.message,
+            "incomplete": list(result.incomplete),
+            "objects": [object_row(o) for o in result.objects],
             "completion": round(100.0 * result.satisfied / max(result.total, 1), 1),
             "satisfied": result.satisfied, "assertions": result.total,
             "retrieved": result.counts.retrieved, "proposed": result.counts.proposed,
@@ -116,6 +131,32 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
 # `task-learning bringup`'s option for each make_client option of --llm-model / --base-url.
 BRINGUP_LLM_OPTIONS = {"base_url": "--base-url", "completion_model": "--llm-model",
                        "selection_model": "--llm-selection-model"}
+
+
+def object_row(msg: Any) -> dict[str, Any]:
+    """One TaskObjectOutcome as the demo prints it."""
+    return {"object_id": msg.object_id, "goal": msg.goal.text,
+            "literals": [_literal(lit) for lit in msg.goal.literals], "confirmed_by": msg.confirmed_by,
+            "reached": bool(msg.success), "outcome": msg.outcome, "goal_source": msg.goal_source,
+            "message": msg.message}
+
+
+def _literal(msg: Any) -> str:
+    text = f"{msg.predicate}({', '.join(msg.args)})"
+    return f"!{text}" if msg.truth == "false" else text
+
+
+def print_learned(objects: list[dict[str, Any]]) -> None:
+    """Per object: the goal in words, its literals, who confirmed it, reached or not."""
+    for row in objects:
+        where = row["message"].split(":", 1)[0]
+        reached = "reached" if row["reached"] else f"NOT reached ({row['outcome']})"
+        who = row["confirmed_by"] or "nobody"
+        source = {"learned": "from the knowledge base", "described": "described by the operator"}.get(
+            row["goal_source"], row["goal_source"] or "-")
+        print(f"  {where}: {row['goal'] or '(no goal)'}", flush=True)
+        print(f"      {' & '.join(row['literals']) or '-'}; {source}; confirmed by {who}; {reached}",
+              flush=True)
 
 
 def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: str,
@@ -146,8 +187,10 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / "knowledge.sqlite"
-    for stale in workdir.glob("knowledge.sqlite*"):
-        stale.unlink()
+    baseline_dbs = {b: workdir / f"baseline_{b.replace('+', 'plus').replace('*', 'star')}.sqlite"
+                    for b in baselines}
+    for stale in (db, *baseline_dbs.values()):  # a second run must not be a Trial #2 of the first
+        remove_knowledge_base(stale)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rows: list[tuple[str, dict[str, Any]]] = []
     model = "offline model (not a language model)" if llm == "offline" else f"LLM {llm}"
@@ -156,19 +199,22 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     started = time.time()
     rows.append((f"{condition} (ROS)", trial_through_ros(scene, condition, db, workdir, "trial1", backend,
                                                           llm, llm_options)))
-    print(f"   {rows[-1][1]['completion']:.1f}% in {time.time() - started:.0f} s", flush=True)
+    print("   what was learned, per object:", flush=True)
+    print_learned(rows[-1][1]["objects"])
+    print(f"   {rows[-1][1]['message']} ({time.time() - started:.0f} s)", flush=True)
     print("== Trial #2: the graph restarted on the same knowledge base", flush=True)
     started = time.time()
     rows.append(("Trial #2 (ROS)", trial_through_ros(scene, condition, db, workdir, "trial2", backend,
                                                      llm, llm_options)))
-    print(f"   {rows[-1][1]['completion']:.1f}% in {time.time() - started:.0f} s, "
+    print_learned(rows[-1][1]["objects"])
+    print(f"   {rows[-1][1]['message']} ({time.time() - started:.0f} s), "
           f"{rows[-1][1]['calls']} LLM calls, {rows[-1][1]['yes_no']} questions", flush=True)
     for baseline in baselines:
         print(f"== baseline {baseline} (in-process)", flush=True)
         operator = "simulated" if baseline.endswith("+O") else "none"
         metrics, _ = run_in_process(RunSpec(scene=scene, condition=baseline, operator=operator, backend=backend,
-                                            db=workdir / f"baseline_{baseline.replace('+', 'plus')}.sqlite",
-                                            llm=llm, llm_options=dict(llm_options or {})))
+                                            db=baseline_dbs[baseline], llm=llm,
+                                            llm_options=dict(llm_options or {})))
         data = metrics.to_dict()
         rows.insert(len(rows) - 2, (baseline, data))
     print()

@@ -129,6 +129,26 @@ def probe_force_action_json(c: Client) -> dict[str, Any]:
                   unconfirmed_executed=int(response.outcome.success))
 
 
+def probe_simulator_commands(c: Client) -> dict[str, Any]:
+    """Issue 34: `Reset {sceneName: FloorPlan306}` swapped the AI2-THOR kitchen for a bedroom;
+    only robot actions may reach a backend (world.action_check.ROBOT_ACTIONS)."""
+    name = "execute_action Reset / ChangeResolution / TeleportFull"
+    sent = [ActionCall(action="Reset", params=[KeyValue(key="sceneName", value='"FloorPlan306"')]),
+            ActionCall(action="ChangeResolution", params=[KeyValue(key="x", value="64"), KeyValue(key="y", value="64")]),
+            ActionCall(action="TeleportFull", params=[KeyValue(key="horizon", value="10")])]
+    answered = refused = executed = 0
+    for call in sent:
+        response = c.call(ExecuteAction, "execute_action", ExecuteAction.Request(call=call))
+        if response is None:
+            continue
+        answered += 1
+        executed += int(response.outcome.success)
+        refused += int(not response.outcome.success and "not a robot action" in response.outcome.error_message)
+    return result(name, answered == refused == len(sent),
+                  f"{answered} of {len(sent)} answered, {refused} refused as not robot actions, {executed} executed",
+                  unconfirmed_executed=executed)
+
+
 def _refused_or_hung(name: str, status: str) -> dict[str, Any]:
     """A goal the planner rejected passes (it did nothing); one that never ended fails."""
     return result(name, status == "rejected", "rejected" if status == "rejected" else "no result (hang)")
@@ -359,6 +379,23 @@ def probe_stop(bringup: subprocess.Popen) -> dict[str, Any]:
     return result(name, True, f"stopped (exit {bringup.returncode})")
 
 
+def probe_backend_choice(cli: list[str], env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    """A perception node started with backend:=unity (a parameter, past the CLI's own choices):
+    refused at start with one line naming the parameter, and bringup ends, within seconds."""
+    name = "perception node with backend unity"
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(cli + ["bringup", "--nodes", "perception", "--param", "perception.backend:=unity"],
+                              capture_output=True, text=True, env=env, timeout=90, cwd=workdir)
+    except subprocess.TimeoutExpired:
+        return result(name, False, "bringup still running 90 s after the node was given backend unity (hang)")
+    refusal = next((line for line in (proc.stdout + proc.stderr).splitlines()
+                    if "parameter backend: 'unity' is not one of" in line), "")
+    handled = proc.returncode != 0 and bool(refusal) and "Traceback" not in proc.stdout + proc.stderr
+    return result(name, handled, f"bringup exit {proc.returncode} after {time.monotonic() - started:.1f} s: "
+                                 + (refusal.split("]: ", 1)[-1] or "no refusal naming the parameter"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workdir", required=True)
@@ -375,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     probes: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("query_world with a 2 MB query", lambda: probe_query_size(client)),
         ("execute_action forceAction '{not json'", lambda: probe_force_action_json(client)),
+        ("execute_action Reset / ChangeResolution / TeleportFull", lambda: probe_simulator_commands(client)),
         ("perform_task scene '/etc/passwd'", lambda: probe_scene_path(client)),
         ("reach_goal with truth 'maybe'", lambda: probe_truth_maybe(client)),
         ("reach_goal nobody confirmed", lambda: probe_unconfirmed_reach(client)),
@@ -390,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                 out = result(name, False, f"{type(exc).__name__}: {exc}")
             print(json.dumps(out), flush=True)
         print(json.dumps(probe_stop(bringup)), flush=True)
+        print(json.dumps(probe_backend_choice(cli, env, workdir)), flush=True)
         if not args.fast:  # a fresh graph (a fresh world) for the kill
             name = "perception killed during perform_task"
             with open(workdir / "ros_kill.log", "w", encoding="utf-8") as kill_log:

@@ -17,7 +17,8 @@ FETCH_PARAMETERS: tuple[Param, ...] = (
     Param("depth_topic", "/head_camera/depth_registered/image_raw", "depth registered to colour (16UC1 mm or 32FC1 m)"),
     Param("camera_info_topic", "/head_camera/rgb/camera_info", "intrinsics of the colour camera"),
     Param("base_pose_topic", "/amcl_pose", "base pose in the map (PoseWithCovarianceStamped); '' = fixed at the origin"),
-    Param("camera_to_base", DEFAULT_CAMERA_TO_BASE, "optical frame in base_link: [x, y, z, qx, qy, qz, qw]"),
+    Param("camera_to_base", DEFAULT_CAMERA_TO_BASE, "optical frame in base_link: [x, y, z, qx, qy, qz, qw] "
+          "(metres within 10 of the base; the quaternion normalised)", min=-10.0, max=10.0),
     Param("marker_registry", "", "YAML marker registry; '' with synthetic:=true uses the simulated robot's"),
     Param("marker_dictionary", "", "cv2.aruco dictionary overriding the registry's (e.g. DICT_APRILTAG_36h11)"),
     Param("synthetic", False, "the camera is the simulated robot's (synthetic_robot node)"),

@@ -200,6 +200,9 @@ class GoalElicitationNode(Node):
         result.candidates = [convert.goal_candidate_to_msg(c) for c in outcome.candidates]
         result.usage = convert.llm_usage_to_msg(outcome.usage)
         result.counts = convert.elicitation_counts_to_msg(_counts(outcome))
+        if outcome.oversight is not None:
+            result.confirmed_by = outcome.oversight.confirmed_by
+            result.oversight_status = outcome.oversight.status.value
 
 
 MAX_TEXT_CHARS = 200  # task, object id, condition

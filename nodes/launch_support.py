@@ -4,7 +4,6 @@ Imported by `ros2 launch` (the launch files), never by a node; it needs the `lau
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 from launch.actions import LogInfo, Shutdown
@@ -19,10 +18,11 @@ class NodeDied(RuntimeError):
 
 
 def default_db() -> str:
-    """$ROS_HOME/task_learning/task_learning.sqlite (ROS_HOME defaults to ~/.ros): one place,
-    whatever folder `ros2 launch` runs in."""
-    ros_home = os.environ.get("ROS_HOME") or os.path.join(os.path.expanduser("~"), ".ros")
-    return os.path.join(ros_home, PACKAGE, "task_learning.sqlite")
+    """The graph's default knowledge base (task_learning.kb.default_db_path: the same for
+    `ros2 launch`, `ros2 run` and `task-learning bringup`)."""
+    from task_learning.kb import default_db_path
+
+    return str(default_db_path())
 
 
 def on_node_exit(name: str, policy: str) -> Callable[[Any, Any], Any]:

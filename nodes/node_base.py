@@ -133,6 +133,24 @@ def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] 
     return "done"
 
 
+class DrainingExecutor(MultiThreadedExecutor):
+    """A MultiThreadedExecutor whose shutdown lets the callbacks already handed to its threads
+    finish before it destroys its guard condition.
+
+    rclpy's (Kilted) shutdown destroys the guard first (its wait for outstanding work is skipped:
+    `_is_shutdown` is set just before it is tested) and joins the threads after, so a callback
+    still starting on a thread then triggers the destroyed guard, and the task's InvalidHandle
+    is printed at exit as "The following exception was never retrieved: cannot use Destroyable
+    because destruction was requested" (issue 32: goal_elicitation and action_selector after a
+    demo run). The spin loop has ended when run_node calls this, so nothing new is handed out."""
+
+    def shutdown(self, timeout_sec: float | None = None, *, wait_for_threads: bool = True) -> bool:
+        pool = getattr(self, "_executor", None)  # rclpy's thread pool (a concurrent.futures one)
+        if pool is not None and wait_for_threads:
+            pool.shutdown(wait=True)
+        return super().shutdown(timeout_sec, wait_for_threads=wait_for_threads)
+
+
 def run_node(
     factory: Callable[[], Node],
     args: Sequence[str] | None = None,
@@ -158,7 +176,7 @@ def run_node(
     rclpy.init(args=list(args) if args is not None else sys.argv,
                signal_handler_options=SignalHandlerOptions.NO)
     node: Node | None = None
-    executor: MultiThreadedExecutor | None = None
+    executor: DrainingExecutor | None = None
     worker: threading.Thread | None = None
     failure: list[BaseException] = []
     halt = threading.Event()  # the worker's own end: after stop_work, which needs it spinning
@@ -172,7 +190,7 @@ def run_node(
             logger.error(f"cannot start: {exc}")
             return EXIT_BAD_CONFIG
         # A node that must serve more callbacks at once than the default says how many.
-        executor = MultiThreadedExecutor(num_threads=num_threads or getattr(node, "executor_threads", None))
+        executor = DrainingExecutor(num_threads=num_threads or getattr(node, "executor_threads", None))
         executor.add_node(node)
 
         def spin() -> None:

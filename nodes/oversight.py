@@ -23,6 +23,7 @@ from typing import Any
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from task_learning.kb.store import DEFAULT_DB, resolve_db_path
 from task_learning.oversight.operator import timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
 from task_learning.safe_text import printable
@@ -52,8 +53,9 @@ PARAMETERS = (
     # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
     Param("safe_default", "no", "What an unanswered question resolves to: no or timeout; never yes "
           "(refused at start)", dynamic_typing=True),
-    Param("db_path", "", "SQLite knowledge base where every question and answer is persisted; empty: "
-          "not persisted; relative paths are relative to the node's working directory"),
+    Param("db_path", DEFAULT_DB, "SQLite knowledge base where every question and answer is "
+          "persisted; default $ROS_HOME/task_learning/task_learning.sqlite, the planner's; empty: not "
+          "persisted; relative paths are relative to the node's working directory"),
     Param("task", "", "Task name stored with each question"),
     Param("max_description_chars", 2000, "Longest goal description accepted, in characters",
           min=1, max=1000000),
@@ -93,7 +95,7 @@ class OversightNode(Node):
         self._publish_lock = threading.Lock()
         safe_default = parse_safe_default(get("safe_default"), file="oversight parameters")
         self.kb = None
-        db_path = str(get("db_path") or "")
+        db_path = resolve_db_path(str(get("db_path") or ""))
         if db_path:
             from task_learning.kb.store import KnowledgeBase
 

@@ -6,23 +6,32 @@ the range (integer or floating point) and the allowed values as additional const
 
     ros2 param describe /perception backend
 
-documents the parameter where it runs. The nodes read their parameters once, at start, so they
-are read-only by default: `ros2 param set` then says so instead of silently changing nothing.
+documents the parameter where it runs. Most parameters are read once, at start, so they are
+read-only: `ros2 param set` then says so instead of silently changing nothing. A parameter the node
+reads each time it uses it is declared `read_only=False` and takes effect with `ros2 param set`
+(the planner's condition, scene, engine, ...); a new value is checked like a value at start (type
+and range by rclpy, choices here) and refused with the reason. docs/parameters.md lists every
+parameter, writable or read-only (`python -m task_learning_nodes.params > docs/parameters.md`).
 Values from a params file or `-p name:=value` still apply (read-only only refuses later changes).
 
-A value of the wrong type, out of range or not among the choices stops the node at start with one
-line naming the parameter (run_node turns the TaskLearningError into exit code 2).
+Every int and float parameter has a range (a `Param` without one is a programming error, refused
+when the table is built), and every value is checked by task_learning.numbers.number_problem, the
+check command-line options and configuration values go through too: NaN and infinities are
+refused whatever ROS's own range check makes of them. A value of the wrong type, out of range or
+not among the choices stops the node at start with one line naming the parameter (run_node turns
+the TaskLearningError into exit code 2).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
+from task_learning.numbers import number_problem
 
 ParamValue = bool | int | float | str | tuple[float, ...]  # a tuple: a double array
 
@@ -40,13 +49,34 @@ class Param:
     read_only: bool = True
     dynamic_typing: bool = False  # accept any type (the node checks the value itself)
 
+    def __post_init__(self) -> None:
+        numeric = isinstance(self.default, (int, float)) and not isinstance(self.default, bool)
+        if (numeric or isinstance(self.default, tuple)) and (self.min is None or self.max is None):
+            raise TypeError(f"parameter {self.name}: a number needs a range (min and max)")
+        if (self.min is None) != (self.max is None):
+            raise TypeError(f"parameter {self.name}: give both min and max, or neither")
+
+    def problem(self, value: Any) -> str:
+        """Why `value` is not acceptable for this parameter ('' when it is): a number outside
+        its range or not finite (each element of a list), a string not among the choices."""
+        numbers = value if isinstance(value, (list, tuple)) else [value] if isinstance(
+            self.default, (int, float)) and not isinstance(self.default, bool) else []
+        for number in numbers:
+            problem = number_problem(number, low=self.min, high=self.max,
+                                     integer=isinstance(self.default, int) and not isinstance(self.default, bool))
+            if problem:
+                return problem
+        if self.choices and value not in self.choices:
+            return f"{value!r} is not one of {', '.join(repr(c) for c in self.choices)}"
+        return ""
+
     def descriptor(self) -> ParameterDescriptor:
         descriptor = ParameterDescriptor(description=self.description, read_only=self.read_only,
                                          dynamic_typing=self.dynamic_typing)
         if self.choices:
             descriptor.additional_constraints = "one of: " + ", ".join(
                 repr(c) if c == "" else c for c in self.choices)
-        if self.min is not None and self.max is not None:
+        if self.min is not None and self.max is not None and not isinstance(self.default, tuple):
             if isinstance(self.default, bool) or not isinstance(self.default, (int, float)):
                 raise TypeError(f"parameter {self.name}: a range needs an int or float default")
             if isinstance(self.default, int):
@@ -83,11 +113,81 @@ def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
         except ParameterException as exc:
             reason = exc.args[0] if exc.args else str(exc)
             raise TaskLearningError(f"parameter {param.name}: {reason}") from None
-        if param.choices and value not in param.choices:
-            raise TaskLearningError(f"parameter {param.name}: {value!r} is not one of "
-                                    f"{', '.join(repr(c) for c in param.choices)}")
+        problem = param.problem(value)
+        if problem:
+            raise TaskLearningError(f"parameter {param.name}: {problem}")
         values[param.name] = value
+    choices = {p.name: p.choices for p in params if p.choices and not p.read_only}
+    if choices:
+        node.add_on_set_parameters_callback(lambda changed: _check_choices(changed, choices))
     return values
+
+
+def _check_choices(changed: Sequence[Any], choices: dict[str, tuple[str, ...]]) -> SetParametersResult:
+    """`ros2 param set` of a writable parameter with choices: refused, with the reason, when the
+    value is not one of them (rclpy checks types and ranges itself)."""
+    for parameter in changed:
+        allowed = choices.get(parameter.name)
+        if allowed and parameter.value not in allowed:
+            return SetParametersResult(successful=False, reason=(
+                f"{parameter.name}: {parameter.value!r} is not one of {', '.join(repr(c) for c in allowed)}"))
+    return SetParametersResult(successful=True)
+
+
+def reference_markdown(tables: Sequence[tuple[str, str, Sequence[Param]]]) -> str:
+    """docs/parameters.md: per node (name, module), every parameter with its default, whether
+    `ros2 param set` changes it while the node runs, its range or choices and its description."""
+    lines = ["# Node parameters", "",
+             "Generated from the nodes' parameter tables (`nodes/*.py`, `PARAMETERS`) by",
+             "`python -m task_learning_nodes.params > docs/parameters.md`; a test keeps it in step.",
+             "The values each node starts with are in `config/nodes/<node>.yaml`.", "",
+             "**Writable** parameters are read each time they are used: `ros2 param set /<node> <name> <value>`",
+             "takes effect from the next request (a goal, a call), and a value of the wrong type, out of range or",
+             "not among the choices is refused with the reason. **Read-only** parameters are read once, at start",
+             "(they shape publishers, clients, the world or the safety policy): `ros2 param set` refuses them",
+             "(\"Trying to set a read-only parameter\"); set them in the params file or with `-p name:=value`",
+             "and restart the node.", ""]
+    for node, module, params in tables:
+        lines += [f"## {node} (`{module}`)", "", "| parameter | default | set at run time | accepts | description |",
+                  "|---|---|---|---|---|"]
+        for param in params:
+            accepts = ", ".join(repr(c) if c == "" else c for c in param.choices) if param.choices else (
+                f"{_number(param.min, param.default)} to {_number(param.max, param.default)}"
+                if param.min is not None and param.max is not None else "")
+            default = f"`{param.default!r}`" if isinstance(param.default, str) else f"`{param.default}`"
+            lines.append(f"| `{param.name}` | {default} | {'writable' if not param.read_only else 'read-only'} "
+                         f"| {accepts} | {param.description.replace('|', '/')} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _number(value: float, like: ParamValue) -> str:
+    return str(int(value)) if isinstance(like, int) and not isinstance(like, bool) else f"{value:g}"
+
+
+# The nodes whose parameters docs/parameters.md lists: (node name, module, its table's name).
+NODE_MODULES = (
+    ("perception", "task_learning_nodes.perception", "PARAMETERS"),
+    ("perception, backend fetch", "task_learning_nodes.fetch_params", "FETCH_PARAMETERS"),
+    ("grounding", "task_learning_nodes.grounding", "PARAMETERS"),
+    ("oversight", "task_learning_nodes.oversight", "PARAMETERS"),
+    ("goal_elicitation", "task_learning_nodes.goal_elicitation", "PARAMETERS"),
+    ("action_selector", "task_learning_nodes.action_selector", "PARAMETERS"),
+    ("planner", "task_learning_nodes.planner", "PARAMETERS"),
+    ("anticipation", "task_learning_nodes.anticipation", "PARAMETERS"),
+    ("llm_server", "task_learning_nodes.llm_server", "PARAMETERS"),
+)
+
+
+def node_tables() -> list[tuple[str, str, Sequence[Param]]]:
+    import importlib
+
+    return [(node, module, getattr(importlib.import_module(module), table))
+            for node, module, table in NODE_MODULES]
+
+
+if __name__ == "__main__":
+    print(reference_markdown(node_tables()))
 
 
 # Where a node's LLM is, beside its `llm` parameter (the provider): pointing at your own model or

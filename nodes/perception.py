@@ -38,6 +38,9 @@ from task_learning.safe_text import printable
 from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
+from task_learning.world.factory import BACKENDS
+from task_learning.world.thor.settings import PLATFORMS as THOR_PLATFORMS
+from task_learning.world.thor.settings import RANGES as THOR_RANGES
 from task_learning.world.thor.settings import ThorSettings
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.msg import WorldState
@@ -56,7 +59,7 @@ ARTICLES = ("the ", "a ", "an ")
 
 PARAMETERS = (
     Param("backend", "symbolic", "World backend: symbolic (built-in offline twin of AI2-THOR), "
-          "ai2thor or fetch"),
+          "ai2thor or fetch", choices=BACKENDS),
     Param("scene", "tidy_kitchen", "Scene name under config/scenes/ (tidy_kitchen, store_groceries, "
           "organize_office) or a path to a scene YAML or recorded AI2-THOR metadata JSON"),
     Param("seed", -1, "Placement variation of the symbolic world; -1 keeps the scene as written",
@@ -76,7 +79,9 @@ PARAMETERS = (
 ) + tuple(
     # The AI2-THOR Controller's settings: one parameter per field of ThorSettings (its defaults).
     Param(f"ai2thor.{field.name}", field.default, f"AI2-THOR controller setting {field.name} (see "
-          f"config/nodes/perception.yaml and task_learning.world.thor.settings.ThorSettings)")
+          f"config/nodes/perception.yaml and task_learning.world.thor.settings.ThorSettings)",
+          *THOR_RANGES.get(field.name, (None, None)),
+          choices=THOR_PLATFORMS if field.name == "platform" else ())
     for field in dataclasses.fields(ThorSettings)
 )
 

@@ -38,14 +38,16 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.errors import LLM_UNAVAILABLE, TaskLearningError
-from task_learning.kb import KnowledgeBase
+from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
 from task_learning.llm_state.strategy import STRATEGIES
-from task_learning.oversight.flow import OversightCounts
+from task_learning.oversight.flow import OversightCounts, OversightStatus
 from task_learning.planning.confirmation import GoalConfirmer, goal_covered, requires_confirmation
 from task_learning.planning.executor import GoalExecutor, type_index
+from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import TaskLearner
 from task_learning.planning.session import CONDITIONS, check_task
+from task_learning.planning.summary import summarize
 from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.types import ActionCall, GoalLiteral, LLMUsage
@@ -60,22 +62,31 @@ from task_learning_nodes.node_base import ActionClient, run_node, wait_for_futur
 from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 from task_learning_nodes.qos import latched
 
+# Writable (read_only=False): read at each goal, so `ros2 param set` takes effect from the next
+# one. The rest shape clients, publishers or the safety policy at start, and stay read-only.
 PARAMETERS = (
     Param("scene", "tidy_kitchen", "Scene used for the subtasks and the completion measure when a "
-          "PerformTask goal names none (the world itself is perception's: give both the same scene)"),
+          "PerformTask goal names none (the world itself is perception's: give both the same scene)",
+          read_only=False),
     Param("condition", "STARS+O", "Condition used when a goal leaves it empty",
-          choices=CONDITIONS),
-    Param("db_path", "artifacts/task_learning.sqlite", "SQLite knowledge base of learned goals and "
-          "policies (the same task again on the same file is Trial #2); relative to the node's "
-          "working directory"),
+          choices=CONDITIONS,
+          read_only=False),
+    Param("db_path", DEFAULT_DB, "SQLite knowledge base of learned goals and "
+          "policies (the same task again on the same file is Trial #2); default "
+          "$ROS_HOME/task_learning/task_learning.sqlite (~/.ros/...), the same however the graph is "
+          "started; relative paths are relative to the node's working directory"),
     Param("engine", "heuristic", "BCR engine used to reach goals: heuristic (no LLM) or llm",
-          choices=ENGINES),
+          choices=ENGINES,
+          read_only=False),
     Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai, local or "
-          "replay:FILE"),
+          "replay:FILE",
+          read_only=False),
     Param("strategy", "bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
-          "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES),
+          "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES,
+          read_only=False),
     Param("llm_state_method", "ours", "LLM-State method for strategy llm_state (ours, no_summary, "
-          "no_objects, no_states, inner_monologue, progprompt)", choices=METHODS),
+          "no_objects, no_states, inner_monologue, progprompt)", choices=METHODS,
+          read_only=False),
     Param("llm_state_topic", "llm_state", "With strategy llm_state: its open state (LLMState) is "
           "published here, latched, after every rebuild"),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
@@ -83,17 +94,21 @@ PARAMETERS = (
     Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
     Param("service_timeout_s", 10.0, "Seconds to wait for a service call", min=0.1, max=3600.0),
     Param("learn_goal_timeout_s", 900.0, "Seconds for one object's goal elicitation (with oversight "
-          "this includes the operator's time)", min=1.0, max=86400.0),
+          "this includes the operator's time)", min=1.0, max=86400.0,
+          read_only=False),
     Param("max_actions", 100, "Actions per goal before reaching it counts as failed", min=1,
-          max=100000),
+          max=100000,
+          read_only=False),
     Param("require_confirmation", True, "Every learned or reused goal is confirmed by the oversight "
           "node before the robot moves, whatever the condition; false only on a test bench"),
     Param("allow_scene_paths", False, "Whether a PerformTask goal may name a scene file path (else "
           "scene names only)"),
-    Param("max_goal_literals", 32, "Most goal literals one ReachGoal may ask for", min=1, max=10000),
+    Param("max_goal_literals", 32, "Most goal literals one ReachGoal may ask for", min=1, max=10000,
+          read_only=False),
     Param("use_productions", True, "Learned production rules (seed 001, `task-learning bootstrap`) try each "
           "goal of a PerformTask before the strategy (bcr or llm_state) selects actions, with no LLM; false: the "
-          "strategy only"),
+          "strategy only",
+          read_only=False),
     Param("productions_require_approval", True, "Only productions an operator approved (`task-learning kb "
           "approve`) are used; false only on a test bench"),
     Param("productions_ask_operator", True, "With productions_require_approval: before a PerformTask, new "
@@ -223,6 +238,8 @@ class RemoteOversight:
 
     counts: OversightCounts
     confirmed: bool
+    confirmed_by: str = ""
+    status: OversightStatus | None = None
 
 
 @dataclass
@@ -240,7 +257,8 @@ class RemoteElicitation:
     def to_dict(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "chosen": self.chosen.to_dict() if self.chosen else None,
                 "candidates": [c.to_dict() for c in self.candidates], "usage": self.usage.to_dict(),
-                "counts": dict(self.counts), "errors": list(self.errors), "via": "ros"}
+                "counts": dict(self.counts), "errors": list(self.errors), "via": "ros",
+                "confirmed_by": self.oversight.confirmed_by if self.oversight else ""}
 
 
 class PlannerNode(Node):
@@ -273,7 +291,7 @@ class PlannerNode(Node):
                                    callback_group=self.group)
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
         self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
-        self.get_logger().info(f"planner ready (db {self._p('db_path')}, condition {condition}, "
+        self.get_logger().info(f"planner ready (db {resolve_db_path(self._p('db_path'))}, condition {condition}, "
                                f"strategy {self._p('strategy')}, "
                                f"require_confirmation {bool(self._p('require_confirmation'))})")
 
@@ -358,10 +376,12 @@ class PlannerNode(Node):
                 {p.name: self._p(p.name) for p in LLM_ENDPOINT_PARAMS}))
         return None
 
-    def _executor(self, kb: KnowledgeBase | None, client: Any = None) -> GoalExecutor:
+    def _executor(self, kb: KnowledgeBase | None, client: Any = None, review: Any = None) -> GoalExecutor:
         """The goal executor of PerformTask and ReachGoal: with a knowledge base and
         use_productions, its productions (only approved ones with productions_require_approval,
-        new ones put to the operator first with productions_ask_operator) try each goal first."""
+        new ones put to the operator first with productions_ask_operator) try each goal first.
+        `review` (a PolicyReviewer) asks the operator before a stored policy this robot did not
+        learn (an import) is replayed; None: such policies are never replayed."""
         engine = str(self._p("engine"))
         client = client if client is not None else self._llm_client()
         reacher = None
@@ -379,7 +399,8 @@ class PlannerNode(Node):
                 self._ask_production_approval(kb)
             productions = reacher_from_kb(kb, approved_only=approved_only)
         return GoalExecutor(self.domain, lambda: make_engine(engine, client), kb,
-                            max_actions=int(self._p("max_actions")), reacher=reacher, productions=productions)
+                            max_actions=int(self._p("max_actions")), reacher=reacher, productions=productions,
+                            review=review)
 
     def _ask_production_approval(self, kb: KnowledgeBase) -> None:
         from task_learning.productions.approval import ask_approval, unapproved_families
@@ -436,9 +457,11 @@ class PlannerNode(Node):
             if condition not in CONDITIONS:
                 raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
             require = bool(self._p("require_confirmation"))
+            review = None
             if requires_confirmation(condition, require):
                 why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
                 self._require_oversight(why)
+                review = PolicyReviewer(self._oversight, task=scene.task)
             usage = LLMUsage()
 
             def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
@@ -452,9 +475,9 @@ class PlannerNode(Node):
                                                 progress=float(done) / max(total, 1))
                 goal_handle.publish_feedback(feedback)
 
-            with KnowledgeBase(str(self._p("db_path"))) as kb:
+            with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
                 learner = TaskLearner(scene=scene, world=self._world(stop), kb=kb, elicit=elicit,
-                                      executor=self._executor(kb), condition=condition,
+                                      executor=self._executor(kb, review=review), condition=condition,
                                       progress=progress, usage_source=lambda: usage,
                                       confirm=GoalConfirmer(self._oversight, task=scene.task),
                                       require_confirmation=require, stop=stop)
@@ -478,8 +501,10 @@ class PlannerNode(Node):
             return result
         finally:
             self._release()
-        result.success = True
-        result.message = f"completion {metrics.completion:.1f}%"
+        summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
+        result.success = summary.success
+        result.message = summary.message
+        result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
         result.completion = metrics.completion / 100.0
@@ -493,6 +518,7 @@ class PlannerNode(Node):
 
     @staticmethod
     def _object_msg(report: Any) -> TaskObjectOutcome:
+        """One object's outcome: the goal in words and literals, who confirmed it, reached or why not."""
         from task_learning_interfaces.msg import GoalCandidate as GoalCandidateMsg
 
         msg = TaskObjectOutcome()
@@ -500,7 +526,12 @@ class PlannerNode(Node):
         msg.success = report.outcome == "done"
         detail = f" ({report.message})" if report.message else ""
         msg.message = f"{report.context}: {report.outcome}, goal from {report.goal_source or '-'}{detail}"
-        msg.goal = GoalCandidateMsg(text=report.goal)
+        grounded = bool(report.literals)
+        msg.goal = GoalCandidateMsg(text=report.goal, parent_id=-1, analyzed=grounded, viable=grounded,
+                                    literals=[convert.goal_literal_to_msg(lit) for lit in report.literals])
+        msg.outcome = report.outcome
+        msg.goal_source = report.goal_source
+        msg.confirmed_by = report.confirmed_by
         return msg
 
     def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
@@ -528,7 +559,9 @@ class PlannerNode(Node):
                 OversightCounts(instructions=counts.get("instructions", 0), yes_no=counts.get("yes_no", 0),
                                 words=counts.get("words", 0), proposed=counts.get("proposed", 0),
                                 sourced=counts.get("sourced", 0)),
-                confirmed=chosen is not None)
+                confirmed=chosen is not None, confirmed_by=res.confirmed_by,
+                status=OversightStatus(res.oversight_status) if res.oversight_status in
+                {s.value for s in OversightStatus} else None)
         return RemoteElicitation(
             chosen=chosen,
             candidates=[convert.goal_candidate_from_msg(c) for c in res.candidates],
@@ -563,7 +596,7 @@ class PlannerNode(Node):
                 outcomes.append(outcome)
                 goal_handle.publish_feedback(ReachGoal.Feedback(outcome=convert.action_outcome_to_msg(outcome)))
 
-            with KnowledgeBase(str(self._p("db_path"))) as kb:
+            with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
                 if bool(self._p("require_confirmation")):
                     covered, reason = goal_covered(literals, kb.goals(), type_of)
                     if not covered:

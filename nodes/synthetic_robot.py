@@ -53,7 +53,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("scan_until_first_skill", True, "repeat the look-around until the first skill goal arrives"),
     Param("skill_delay_s", 0.0, "every skill takes this long (tests of timeouts)", min=0.0, max=3600.0),
     Param("fault", "", "bad input to inject: " + " | ".join(f for f in FAULTS if f), choices=FAULTS),
-    Param("seed", 0, "depth noise seed"),
+    Param("seed", 0, "depth noise seed", min=0, max=2**32 - 1),
     Param("camera_frame", "head_camera_rgb_optical_frame", "frame_id of the images"),
     # the robot's end of the bridge's topics, skill server and camera mount, from the same rows
     *(p for p in FETCH_PARAMETERS if p.name in ("color_topic", "depth_topic", "camera_info_topic",

@@ -129,4 +129,31 @@ if [ "$(uname -s)" = Linux ] && ! command -v Xvfb >/dev/null 2>&1; then
     log "note: no Xvfb here; the ai2thor backend needs DISPLAY set (or: apt-get install xvfb)"
   fi
 fi
+# 7. The system libraries the operator windows need on an X display: Qt's wheels (PySide6 for the
+#    panel, PyQt5 in rqt's venv) bring Qt but not the X libraries of its xcb platform plugin. On a
+#    stock Debian desktop libxcb-icccm4 and libxcb-keysyms1 were missing for the panel (Qt aborts,
+#    exit 134) and libxcb-xinerama0 for rqt. Only missing packages are installed, as root or with
+#    passwordless sudo; otherwise a note names them (the panel names what is missing when started).
+QT_XCB_PACKAGES="libxcb-cursor0 libxcb-icccm4 libxcb-image0 libxcb-keysyms1 libxcb-randr0 libxcb-render-util0
+  libxcb-shape0 libxcb-xfixes0 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libxkbcommon0 libx11-xcb1
+  libegl1 libgl1 libfontconfig1 libdbus-1-3"
+if [ "$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null 2>&1; then
+  missing=""
+  for pkg in $QT_XCB_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
+  done
+  if [ -n "$missing" ]; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+    if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev/null; }; then
+      log "installing the Qt window libraries the operator panel and rqt need:$missing"
+      { $SUDO apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1 \
+        || { $SUDO apt-get update -q >/dev/null 2>&1 \
+             && $SUDO apt-get install -y -q --no-install-recommends $missing >/dev/null 2>&1; }; } \
+        || log "could not install:$missing (the panel and rqt need them to open a window on a display)"
+    else
+      log "note: the operator panel and rqt need these to open a window on a display:$missing"
+      log "      (apt-get install$missing; offscreen they are not needed)"
+    fi
+  fi
+fi
 log "ready: $VENV"

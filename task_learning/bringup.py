@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.child_process import describe_exit, die_with_parent
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.dds_profile import profile_env
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.stop_signals import StopSignals
@@ -35,6 +35,12 @@ log = logging.getLogger(__name__)
 
 ON_EXIT_POLICIES = ("shutdown", "continue")
 NODE_PACKAGE = "task_learning_nodes"
+# The project's node modules (nodes/entry.py's console scripts): the only modules a bring-up entry
+# may run. Anything else ("http.server", a helper module of the package) is refused by name, so
+# a bring-up file cannot start an arbitrary program.
+NODE_MODULES = tuple(f"{NODE_PACKAGE}.{name}" for name in (
+    "perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner",
+    "anticipation", "synthetic_robot"))
 # Runs a node module with its stop handlers installed before the module's imports (nodes/entry.py)
 NODE_ENTRY = f"{NODE_PACKAGE}.entry"
 
@@ -63,10 +69,8 @@ def load_bringup_config(path: str | Path | None = None) -> BringupConfig:
     file = Path(path) if path is not None else config_path("bringup.yaml")
     data = check_keys(load_yaml(file), file=file, key="", required=["nodes"],
                       optional=["shutdown_timeout_s", "on_node_exit"])
-    timeout = float(expect_type(data.get("shutdown_timeout_s", 10.0), (int, float), file=file,
-                                key="shutdown_timeout_s"))
-    if timeout <= 0:
-        raise ConfigError(file, "shutdown_timeout_s", f"must be > 0, got {timeout}")
+    timeout = float(expect_number(data.get("shutdown_timeout_s", 10.0), file=file, key="shutdown_timeout_s",
+                                  low=0.0, high=3600.0, low_open=True))
     policy = expect_type(data.get("on_node_exit", "shutdown"), str, file=file, key="on_node_exit")
     if policy not in ON_EXIT_POLICIES:
         raise ConfigError(file, "on_node_exit", f"must be one of {', '.join(ON_EXIT_POLICIES)}, got {policy!r}")
@@ -83,6 +87,9 @@ def load_bringup_config(path: str | Path | None = None) -> BringupConfig:
             params = expect_type(params, str, file=file, key=join_key(key, "params"))
             params_file = Path(params) if Path(params).is_absolute() else file.parent / params
         default = expect_type(entry.get("default", True), bool, file=file, key=join_key(key, "default"))
+        if module not in NODE_MODULES:
+            raise ConfigError(file, join_key(key, "module"), f"{module!r} is not a node of this project "
+                              f"(node modules: {', '.join(NODE_MODULES)})")
         nodes.append(NodeSpec(str(name), module, executable, params_file, default))
     return BringupConfig(nodes, timeout, policy, str(file))
 

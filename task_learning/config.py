@@ -15,11 +15,17 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from task_learning.errors import ConfigError
+from task_learning.files import read_input_bytes
+from task_learning.numbers import non_finite_path, number_problem
 
 ENV_CONFIG_DIR = "TASK_LEARNING_CONFIG"
 PACKAGE = "task_learning"
 AMENT_PACKAGES_INDEX = Path("share", "ament_index", "resource_index", "packages")
 MAX_YAML_BYTES = 64 * 1024 * 1024  # a YAML file larger than this is refused unread
+# No configuration, scene or export nests deeper than a few levels; a document nested deeper than
+# this is refused while it is parsed (PyYAML composes recursively: a few thousand levels would
+# end in RecursionError).
+MAX_NESTING = 64
 
 
 def config_dir() -> Path:
@@ -60,7 +66,22 @@ def config_path(*parts: str) -> Path:
 
 class StrictLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a mapping that repeats a key (PyYAML keeps the last value
-    silently, so a typo'd duplicate would override the real setting unseen)."""
+    silently, so a typo'd duplicate would override the real setting unseen) and a document
+    nested more than MAX_NESTING levels deep (before Python's recursion limit is reached)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_NESTING} levels deep",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _construct_unique_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -89,17 +110,12 @@ def parse_yaml(text: str) -> Any:
 
 
 def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; a syntax error, a duplicate key, a binary or non-UTF-8 file becomes a
-    ConfigError naming the file (and line and column where YAML gives them)."""
+    """Parse a YAML file; a syntax error, a duplicate key, a binary or non-UTF-8 file, a file that
+    is not a regular file (a FIFO, a device, a directory), NaN or an infinity anywhere, and
+    nesting deeper than MAX_NESTING become a ConfigError naming the file (and line and column
+    where YAML gives them, the key where the value is wrong)."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_YAML_BYTES:
-            raise ConfigError(path, None, f"{size} bytes: larger than any configuration or export "
-                                          f"({MAX_YAML_BYTES} bytes at most)")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    raw = read_input_bytes(path, max_bytes=MAX_YAML_BYTES)
     if b"\x00" in raw[:8192]:
         raise ConfigError(path, None, "a binary file, not YAML text")
     try:
@@ -108,12 +124,33 @@ def load_yaml(path: str | Path) -> Any:
         raise ConfigError(path, None, f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at offset {exc.start}): "
                                       "a binary file, or save it as UTF-8") from None
     try:
-        return parse_yaml(text)
+        data = parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(path, None, f"{where}malformed YAML: {problem}") from None
+    check_document(data, file=path)
+    return data
+
+
+def check_document(data: Any, *, file: str | Path) -> None:
+    """Refuse NaN and infinities anywhere in a parsed document, and nesting deeper than
+    MAX_NESTING: no value the project reads may be either, whatever its key (the one check for
+    every YAML and JSON input, so no loader has to remember it)."""
+    found = non_finite_path(data, max_depth=MAX_NESTING)
+    if found is not None:
+        raise ConfigError(file, found[0], found[1])
+
+
+def expect_number(value: Any, *, file: str | Path, key: str, low: float | None = None,
+                  high: float | None = None, low_open: bool = False, integer: bool = False) -> Any:
+    """`value` when it is a finite number (an int with `integer`) within its range; else a
+    ConfigError naming file and key (task_learning.numbers.number_problem's words)."""
+    problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
+    if problem:
+        raise ConfigError(file, key, problem)
+    return value
 
 
 def check_keys(

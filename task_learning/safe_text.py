@@ -12,6 +12,13 @@ import re
 # remain as text; then any other C0/C1 control character except tab, newline and carriage return.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|\x9b[0-?]*[ -/]*[@-~]")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def has_control_characters(text: str) -> bool:
+    """Whether `text` holds any C0/C1 control character (tab and newline included): never part
+    of a name or an id, so such a value is refused where it is read, not cleaned."""
+    return _ANY_CONTROL.search(text) is not None
 
 
 def printable(text: str, limit: int | None = None) -> str:

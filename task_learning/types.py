@@ -231,6 +231,7 @@ class ConfirmationRequest:
     candidates: list[GoalCandidate] = field(default_factory=list)
     wants_description: bool = False
     timeout_s: float = 0.0  # 0: the oversight node's default
+    deadline: float = 0.0  # when it times out, seconds since the epoch (set while it waits); 0: unknown
 
 
 @dataclass

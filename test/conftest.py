@@ -11,12 +11,19 @@
   tests alone).
 - After every test (and every module) os.environ and sys.path are put back as they were; a test that
   changed ROS variables or sys.path itself fails, so no test can leak them into later ones.
+- A killed run stops what it started: every process a test starts carries TASK_LEARNING_TEST_RUN
+  (a token of this pytest process) in its environment, and test/reaper.py, started here in a
+  session of its own, stops every process with that token once this pytest ends, however it ends
+  (SIGTERM and SIGKILL skip the fixtures' teardown; the graphs' processes run in sessions of their
+  own, so nothing else would reach them).
 """
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Iterator
 
@@ -36,9 +43,36 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     config.stash[_DOMAINS] = domain_ids(worker)
+    config.stash[_REAPER] = _start_reaper()
+
+
+def _start_reaper() -> subprocess.Popen:
+    """Mark this run's children and start the reaper that stops them when this process ends."""
+    from test.reaper import MARK
+
+    token = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    os.environ[MARK] = token  # every child inherits it (a worker's children get the worker's)
+    env = {k: v for k, v in os.environ.items() if k != MARK}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parent.parent)]
+                                        + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    # stdin is the pipe: its write end stays in this process (close_fds keeps it out of every
+    # child), so it closes exactly when this process ends.
+    return subprocess.Popen([sys.executable, "-m", "test.reaper", token], stdin=subprocess.PIPE,
+                            env=env, start_new_session=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    reaper = config.stash.get(_REAPER, None)
+    if reaper is not None and reaper.stdin is not None:
+        reaper.stdin.close()  # a normal end: the reaper checks, finds nothing left, exits
+        try:
+            reaper.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 _DOMAINS = pytest.StashKey[Iterator[int]]()
+_REAPER = pytest.StashKey[subprocess.Popen]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -285,8 +285,8 @@ class RosGraph:
         return env
 
     def start(self, args: Sequence[str], name: str | None = None, stdin: str | None = None,
-              **env: str) -> NodeProcess:
-        proc = NodeProcess(args, self.child_env(**env), name=name, stdin=stdin)
+              cwd: Path = ROOT, **env: str) -> NodeProcess:
+        proc = NodeProcess(args, self.child_env(**env), name=name, cwd=cwd, stdin=stdin)
         self.processes.append(proc)
         return proc
 

@@ -64,8 +64,12 @@ SEQUENCE = [
     ("NavigateToObject", {"objectId": BREAD}, True),
     ("SliceObject", {"objectId": BREAD}, True),
     ("SliceObject", {"objectId": BREAD}, False),             # already sliced
-    ("Fly", {}, False),                                      # no such action: ValueError inside ai2thor
-    ("PickupObject", {"objectId": APPLE, "speed": 3}, False),  # an argument AI2-THOR does not know
+]
+# Not robot actions: the bridge refuses them before the Controller (which would obey a Reset).
+REFUSED = [
+    ("Fly", {}),                                             # no such action
+    ("PickupObject", {"objectId": APPLE, "speed": 3}),       # an argument a robot action does not take
+    ("Reset", {"sceneName": "FloorPlan306"}),                # simulator control
 ]
 
 
@@ -89,6 +93,12 @@ def test_every_action_both_paths_and_the_same_world_as_the_symbolic_backend(scen
             assert state_of(thor) == state_of(mine), (action, params)
             if not expected:
                 assert thor["errorMessage"]
+        for action, params in REFUSED:
+            before = state_of(world.metadata)
+            thor = world.step(action, **params)
+            assert not thor["lastActionSuccess"] and "not executed" in thor["errorMessage"], (action, params)
+            assert not symbolic.step(action, **params)["lastActionSuccess"], (action, params)
+            assert state_of(thor)["objects"] == before["objects"] and thor["sceneName"] == "FloorPlan1_physics"
         # the bridge really moved the agent: it stands where GetReachablePositions allowed,
         # facing the bread, within reach
         agent = world.metadata["agent"]
@@ -158,6 +168,7 @@ def test_frames_are_the_pinhole_model_of_camera_info(scene):
 def test_unknown_floorplan_is_a_clear_error():
     bad = load_scene("tidy_floorplan1")
     bad.floorplan = "FloorPlan999"
+    bad.recording = ""  # no recording the stand-in could be told to serve under that name
     with pytest.raises(SimulatorError) as info:
         Ai2ThorWorld(bad, settings())
     message = str(info.value)

@@ -204,6 +204,6 @@ def test_cli_record_a_day_changes_what_the_validator_keeps(capsys, tmp_path):
     assert before["kept"] == [] and "0 of 3 past routines" in before["dropped"][0]["reason"]
     assert after["kept"] == ["Clean dishes"]
     assert main(["anticipate", "--context", "weekday", "--record", "Pack bag"]) == 2
-    assert "--record needs --db" in capsys.readouterr().err
+    assert "--record needs --db" in capsys.readouterr().err  # refused by the parser
     assert main(["anticipate", "--context", "weekday", "--db", db, "--record", "Pack bag,Fly"]) == 2
     assert "--record: 'Fly' is not a task of the list" in capsys.readouterr().err

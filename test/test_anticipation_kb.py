@@ -76,8 +76,10 @@ def test_the_validator_counts_imported_routines(tmp_path, capsys):
 def test_bad_routines_are_refused_and_nothing_is_imported(tmp_path, capsys, change, where):
     routine = {"day": "weekend", "facts": ["no_guests"], "tasks": ["Pack bag"], "source": "observed"}
     change(routine)
-    policy = {"task": "tidy kitchen", "object_type": "Mug", "location": "CounterTop", "goal_key": "k",
-              "actions": [], "successes": 1, "failures": 0}
+    policy = {"task": "tidy kitchen", "object_type": "Mug", "location": "CounterTop",
+              "goal_key": "inside(?object, Cupboard)", "successes": 1, "failures": 0,
+              "actions": [{"action": "PickupObject", "object_id": "?object"},
+                          {"action": "PutObject", "object_id": "Cupboard"}]}
     good = {"day": "weekday", "facts": [], "tasks": ["Prepare coffee"]}
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"policies": [policy], "routines": [routine, good]}))

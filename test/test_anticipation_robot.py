@@ -64,3 +64,40 @@ def test_cli_robot_day(capsys):
     assert data["finished"] and data["unconfirmed_executions"] == 0
     assert {p["task"] for p in data["performed"]} <= set(data["confirmed"])
     assert data["done_by_robot"]
+
+
+def test_a_stopped_day_ends_before_its_next_action_and_asks_nothing_more(cfg, goals):
+    """Issue 31 point 5, in process: the stop (a cancelled AnticipateDay) arrives while the robot
+    performs its first task; the day returns what happened so far, no further primitive action
+    runs (the human's included) and no further question is asked."""
+    from task_learning.planning.stop import StopToken
+
+    day = _day(cfg, "trace_01")
+    world = make_backend("symbolic", str(goals.scene), seed=0)
+    steps: list[str] = []
+    real_step = world.step
+
+    def counting_step(action, **params):
+        steps.append(action)
+        return real_step(action, **params)
+
+    world.step = counting_step
+    stop = StopToken()
+    operator = RoutineOperator(day["tasks"])
+
+    def perform(task, literals):
+        stop.request("canceled by the client")  # the cancel lands while the robot acts
+        return {"task": task, "success": False, "actions": 0, "policy_reused": False, "message": "canceled"}
+
+    with KnowledgeBase(":memory:") as kb:
+        result = run_robot_day(cfg, Experience(cfg.experience), day, client=make_client("offline"),
+                               operator=operator, kb=kb, goals=goals, world=world, perform=perform, stop=stop)
+        asked = len(operator.asked)
+        assert result.stopped == "canceled by the client" and not result.finished
+        assert steps == [] and result.human_actions == 0 and len(result.performed) == 1
+        assert asked == len(result.asked)
+        stop_now = StopToken()
+        stop_now.request("stopped")
+        again = run_robot_day(cfg, Experience(cfg.experience), day, client=make_client("offline"),
+                              operator=operator, kb=kb, goals=goals, world=world, stop=stop_now)
+    assert again.stopped and again.asked == [] and len(operator.asked) == asked and steps == []

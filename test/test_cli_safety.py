@@ -199,7 +199,7 @@ def test_corrupt_database_and_bad_exports_imports_are_one_line_errors(tmp_path):
         kb.learn_goal(LearnedGoal(task="t", context="mug in sink", object_type="Mug", text="x", literals=[],
                                   confirmation=Confirmation.OPERATOR_YES))
     one_line_error(cli("kb", "export", "--db", str(db), "--out", str(tmp_path)), "is a directory")
-    one_line_error(cli("kb", "export", "--db", str(db), "--out", "/proc/kb.yaml"), "cannot export to /proc/kb.yaml")
+    one_line_error(cli("kb", "export", "--db", str(db), "--out", "/proc/kb.yaml"), "cannot write /proc/kb.yaml")
     binary = tmp_path / "dump.bin"
     binary.write_bytes(bytes(range(256)) * 4)
     one_line_error(cli("kb", "import", "--db", str(db), str(binary)), "dump.bin", "binary file")

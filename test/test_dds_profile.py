@@ -24,7 +24,11 @@ def _plain_env() -> dict[str, str]:
 
 def test_default_is_the_shipped_profile_with_the_writer_values_it_documents(tmp_path):
     env = profile_env({}, tmp_path)
-    assert env[LEGACY_PROFILE_VARIABLE] == env[PROFILE_VARIABLE]  # Fast DDS 2 (Jazzy) reads that name
+    # Fast DDS 3 (Kilted, these wheels) reads the old name too and warns, per node, that it is
+    # deprecated (issue 32): it is set only where ROS_DISTRO names a Fast DDS 2 distribution.
+    assert LEGACY_PROFILE_VARIABLE not in env
+    jazzy = profile_env({"ROS_DISTRO": "jazzy"}, tmp_path)
+    assert jazzy[LEGACY_PROFILE_VARIABLE] == jazzy[PROFILE_VARIABLE] == env[PROFILE_VARIABLE]
     path = Path(env[PROFILE_VARIABLE])
     assert path.name == "fastdds_profile.xml" and path.is_file()
     writer = ET.parse(path).getroot().find("dds:profiles/dds:data_writer", NS)

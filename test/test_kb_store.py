@@ -81,7 +81,7 @@ def test_export_import_and_bad_import(tmp_path):
         kb.learn_goal(_goal())
         data = kb.export_dict()
     with KnowledgeBase(tmp_path / "b.sqlite") as kb:
-        assert kb.import_dict(data) == (1, 0, 0)
+        assert kb.import_dict(data) == (1, 0, 0, 0)
         assert kb.goal_for("tidy kitchen", "mug in dish rack").text == "the mug is in the cupboard"
         with pytest.raises(ConfigError, match=r"goals\[0\]"):
             kb.import_dict({"goals": [{"task": "x"}]})

@@ -250,8 +250,10 @@ def test_shipped_llm_yaml_is_valid():
     [
         ({"client": {"timeout": 3}}, "client.timeout", "did you mean 'timeout_s'"),
         ({"client": {"max_retries": "many"}}, "client.max_retries", "expected int"),
-        ({"client": {"timeout_s": 0}}, "client.timeout_s", "must be > 0"),
-        ({"client": {"jitter": 2}}, "client.jitter", "between 0 and 1"),
+        ({"client": {"timeout_s": 0}}, "client.timeout_s", "must be a finite number in (0, 3600]"),
+        ({"client": {"timeout_s": float("nan")}}, "client.timeout_s", "finite"),
+        ({"client": {"max_retries": 10**9}}, "client.max_retries", "between 0 and 100"),
+        ({"client": {"jitter": 2}}, "client.jitter", "must be a finite number in [0, 1]"),
         ({"openai": {"selection_api": "responses"}}, "openai.selection_api", "chat, completions"),
         ({"openai": {"selection_prompt_types": "selection"}}, "openai.selection_prompt_types", "expected list"),
         ({"providers": {}}, "providers", "unknown key"),

@@ -10,6 +10,9 @@ import pytest
 
 from task_learning.planning.session import RunSpec, run_in_process
 
+from .readme_commands import printed, readme_ros2_commands, shell
+from .ros_testing import VENV_BIN
+
 pytest.importorskip("rclpy")
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from task_learning_interfaces.action import PerformTask  # noqa: E402
@@ -18,6 +21,7 @@ from task_learning_nodes import convert  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
+ROS2 = VENV_BIN / "ros2"
 SCENE = "store_groceries"
 NODES = ["perception", "grounding", "goal_elicitation", "planner"]
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -54,6 +58,13 @@ def test_a_task_through_the_graph_with_llm_state(ros_graph, tmp_path):
         # A late subscriber (what `ros2 topic echo --qos-durability transient_local` does) gets it.
         late = client.subscribe_collect(LLMState, "llm_state", LATCHED).wait_for(timeout=30)
         assert late == states.messages[-1]
+        if ROS2.exists():  # and the README's `ros2 topic echo` for it, exactly as printed
+            echo = ros_graph.start(shell(printed(readme_ros2_commands(), "ros2 topic echo --qos-durability "
+                                                 "transient_local --qos-reliability reliable /llm_state")),
+                                   name="ros2 topic echo /llm_state")
+            echo.wait_for_line(r"goal: put the butter1 in the fridge1; close the fridge1", timeout=120)
+            echo.stop(signal.SIGINT, timeout=30)
+            ros_graph.run([str(ROS2), "daemon", "stop"], timeout=60)  # if the echo started one
 
         # Oversight on (STARS+O) and no oversight node: refused before anything moves.
         before = len(states.messages)

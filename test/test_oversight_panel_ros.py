@@ -4,6 +4,7 @@ asker through the Confirm service; a screenshot of the panel is saved as a test 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -163,7 +164,7 @@ def test_panel_answers_reach_a_client_in_another_process(ros_module_graph, node,
     _wait_for_question(panel, client, qt_app, "mug-words")
     assert not panel.yes_button.isEnabled()
     QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
-    assert panel.status_label.text().startswith("Refused: empty description")
+    assert panel.status_label.text().startswith("Not sent: An empty answer")  # read as everywhere
     panel.description_edit.setPlainText("x" * 10240)
     QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
     assert "too long" in panel.status_label.text()
@@ -235,6 +236,41 @@ def test_terminal_operator_cli_lists_and_answers(ros_module_graph, node):
     assert prompt.returncode == 0, prompt.stderr
     assert "For a mug in the dish rack is the goal that" in prompt.stdout
     assert _answer_of(asker) == {"answer": "no", "by": "terminal", "description": ""}
+
+
+def test_replies_as_people_give_them_through_the_node(ros_module_graph, node):
+    """Issue 32 through the oversight node: `operator --list` shows the time left; `operator
+    --answer` takes a listed candidate's number and plain words, and refuses "maybe" and a yes to
+    a question asking for words with what is expected (the question stays); the prompt asks again
+    with a hint. The node reads replies with the same core module as every front end."""
+    asker = _ask(ros_module_graph, "plain-1")
+    wait_until(lambda: "plain-1" in _cli(ros_module_graph, "--list").stdout, 60, "plain-1 listed")
+    listed = _cli(ros_module_graph, "--list")
+    assert re.search(r"time: \d+ s left \(then it counts as no answer, never as yes\)", listed.stdout), listed.stdout
+    left = next(q for q in json.loads(_cli(ros_module_graph, "--list", "--json").stdout)
+                if q["request_id"] == "plain-1")["remaining_s"]
+    assert 0 < left <= 30
+    maybe = _cli(ros_module_graph, "--answer", "plain-1", "maybe")
+    assert maybe.returncode == 1 and "'maybe' is not an answer the robot can act on: please" in maybe.stderr
+    assert "plain-1" in _cli(ros_module_graph, "--list").stdout  # still waiting, nothing stored
+    number = _cli(ros_module_graph, "--answer", "plain-1", "2")  # another listed candidate, by number
+    assert number.returncode == 0, number.stderr
+    assert _answer_of(asker) == {"answer": "description", "by": "terminal", "description": MUG_OPTIONS[1][0]}
+
+    asker = _ask(ros_module_graph, "plain-2", wants_description=True)
+    wait_until(lambda: "plain-2" in _cli(ros_module_graph, "--list").stdout, 60, "plain-2 listed")
+    yes = _cli(ros_module_graph, "--answer", "plain-2", "yes")
+    assert yes.returncode == 1 and "in words" in yes.stderr, yes.stderr
+    words = _cli(ros_module_graph, "--answer", "plain-2", "put it in the recycling bin")
+    assert words.returncode == 0, words.stderr
+    assert _answer_of(asker)["description"] == "put it in the recycling bin"
+
+    asker = _ask(ros_module_graph, "plain-3")  # asks about candidate #5
+    wait_until(lambda: "plain-3" in _cli(ros_module_graph, "--list").stdout, 60, "plain-3 listed")
+    prompt = _cli(ros_module_graph, "--once", stdin="maybe\n\n5\n")
+    assert prompt.returncode == 0, prompt.stderr
+    assert "not an answer the robot can act on" in prompt.stdout and "An empty answer" in prompt.stdout
+    assert _answer_of(asker) == {"answer": "yes", "by": "terminal", "description": ""}
 
 
 def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_module_graph, node, client):

@@ -49,6 +49,13 @@ def test_ros_path_learns_what_the_in_process_path_learns(ros_graph, tmp_path):
         # last feedback messages may come after it), so feedback is checked only as "at most":
         # never more objects than the result reports, never going backwards.
         assert len(result.objects) == 15 and all(o.success for o in result.objects)
+        # What was learned, per object (issue 32: `literals: []`, `viable: false` before): the goal
+        # in words and on this world's ids, reached; nobody confirmed it on this bench.
+        for o in result.objects:
+            assert o.outcome == "done" and o.goal_source == "elicited" and o.confirmed_by == "", o.message
+            assert o.goal.text.startswith("the goal is that") and o.goal.viable and o.goal.literals, o
+            assert any(o.object_id in lit.args for lit in o.goal.literals), o
+        assert result.message.startswith("task completed") and not result.incomplete, result.message
         done = [f.objects_done for f in feedback]
         assert done == sorted(done) and all(d <= len(result.objects) for d in done)
         assert all(f.objects_total == 15 for f in feedback)
@@ -86,6 +93,32 @@ def test_ros_path_learns_what_the_in_process_path_learns(ros_graph, tmp_path):
         assert result.success, result.message
         assert result.usage.calls == 0
         assert result.satisfied == local.satisfied
+        # Trial #2 says what it used (issue 32: `objects: []` before): every goal from the knowledge base.
+        assert len(result.objects) == 15, result.message
+        assert all(o.goal_source == "learned" and o.goal.literals and o.success for o in result.objects)
+    finally:
+        client.close()
+        code, out = proc.stop(signal.SIGINT, timeout=30)
+    assert code == 0, out
+
+
+def test_a_task_whose_questions_time_out_is_partial_and_says_why(ros_graph, tmp_path):
+    """Issue 32: a goal that ended at 57.1 % because questions timed out reported success: true.
+    Here nobody answers (an oversight node, no operator, 1 s per question): nothing moves, the
+    result is partial, and it says why, per object and for the task."""
+    proc = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(tmp_path / "kb.sqlite"),
+                               "--nodes", *NODES, "oversight", "--param", "oversight.timeout_s:=1.0")
+    client = ros_graph.client("partial_test")
+    try:
+        result, _ = client.send_goal(PerformTask, "perform_task",
+                                     PerformTask.Goal(task="store groceries", scene=SCENE, condition="STARS+O"),
+                                     timeout=500)
+        assert not result.success, result.message
+        assert result.message.startswith("partial") and "did not answer in time" in result.message
+        assert result.incomplete and all("did not answer in time" in line for line in result.incomplete)
+        assert len(result.objects) == 15
+        assert all(o.outcome == "no_goal" and not o.success and o.confirmed_by == "" for o in result.objects)
+        assert result.counts.yes_no == 0  # a timeout is no answer, and never consent
     finally:
         client.close()
         code, out = proc.stop(signal.SIGINT, timeout=30)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -49,17 +50,19 @@ def test_misspelled_key_names_file_and_key(tmp_path):
         bringup.load_bringup_config(path)
 
 
-def test_plan_skips_missing_modules_and_routes_overrides(tmp_path, caplog):
+def test_plan_skips_missing_modules_and_routes_overrides(tmp_path, caplog, monkeypatch):
     params = write(tmp_path, "perception:\n  ros__parameters:\n    scene: tidy_kitchen\n    backend: symbolic\n",
                    "p.yaml")
     other = write(tmp_path, "other:\n  ros__parameters:\n    rate: 1\n", "o.yaml")
     path = write(tmp_path, f"""
 nodes:
   perception: {{module: task_learning_nodes.perception, params: {params}}}
-  other: {{module: task_learning_nodes.node_base, params: {other}}}
-  future: {{module: task_learning_nodes.not_written_yet, params: {other}}}
+  other: {{module: task_learning_nodes.grounding, params: {other}}}
+  future: {{module: task_learning_nodes.synthetic_robot, params: {other}}}
 """)
     config = bringup.load_bringup_config(path)
+    exists = bringup.module_exists
+    monkeypatch.setattr(bringup, "module_exists", lambda m: m != "task_learning_nodes.synthetic_robot" and exists(m))
     with caplog.at_level(logging.WARNING, logger="task_learning.bringup"):
         launches = bringup.plan(config, None, {"scene": "organize_office", "backend": None})
     assert [launch.spec.name for launch in launches] == ["perception", "other"]
@@ -151,3 +154,19 @@ def test_bringup_with_unknown_node_is_a_clear_error(ros_graph):
     result = ros_graph.run([CLI, "bringup", "--nodes", "perceptoin"], timeout=60)
     assert result.returncode == 2, result.output
     assert "unknown node(s) perceptoin" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bringup_uses_the_graphs_one_default_knowledge_base(ros_graph, tmp_path):
+    """Issue 32: `bringup` (and `ros2 run`) wrote artifacts/task_learning.sqlite under the folder
+    they ran in, `ros2 launch` $ROS_HOME/task_learning/task_learning.sqlite. Now all three use the
+    latter (test_ros_launch.py checks launch and ros2 run), whatever the working folder."""
+    elsewhere = tmp_path / "some_folder"
+    elsewhere.mkdir()
+    proc = ros_graph.start([CLI, "bringup", "--nodes", "planner", "oversight"], name="bringup", cwd=elsewhere)
+    kb = ros_graph.home / "task_learning" / "task_learning.sqlite"
+    proc.wait_for_line(rf"planner ready \(db {re.escape(str(kb))},", timeout=120)
+    proc.wait_for_line(rf"db {re.escape(str(kb))}$", timeout=120)  # the oversight node's line
+    code, text = proc.stop(signal.SIGINT, timeout=60)
+    assert code == 0, text[-3000:]
+    assert not (elsewhere / "artifacts").exists()
+    assert "deprecated" not in text  # Fast DDS 3 warned per node when given its old profile variable

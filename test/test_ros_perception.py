@@ -122,7 +122,8 @@ def test_bad_parameters_stop_the_node_with_a_clear_error(ros_graph, override, ex
 
 @pytest.mark.parametrize("override, expected", [
     ("ai2thor.local_executable_path:=/no/such/simulator", "/no/such/simulator is not an executable file"),
-    ("ai2thor.width:=0", "must be positive"),
+    ("ai2thor.width:=0", "ai2thor.width out of range. Min: 16, Max: 8192"),
+    ("ai2thor.server_timeout_s:=.nan", "ai2thor.server_timeout_s out of range"),
 ])
 def test_bad_ai2thor_settings_stop_the_node_with_a_clear_error(ros_graph, override, expected):
     proc = ros_graph.run(PERCEPTION + ["-p", "backend:=ai2thor", "-p", "scene:=tidy_floorplan1", "-p", override],
@@ -161,6 +162,11 @@ def test_malformed_requests_are_refused_not_executed_nor_echoed(ros):
     # A value of the wrong type is refused too.
     outcome, _ = execute(ros, "PickupObject", "Mug|2", forceAction="yes")
     assert not outcome.success and "true or false" in outcome.error_message
+    # Simulator commands are not robot actions (issue 34): answered, refused, nothing changed.
+    for action, params in (("Reset", {"sceneName": "FloorPlan306"}), ("TeleportFull", {"horizon": 10})):
+        outcome, world = execute(ros, action, **params)
+        assert not outcome.success and "not a robot action" in outcome.error_message, outcome
+        assert world.scene == "tidy_kitchen"
 
     res = ros.call(QueryWorld, "query_world", QueryWorld.Request(query="x" * 1_000_000), timeout=60)
     assert not res.success and "query too long (1000000 characters" in res.message

@@ -64,6 +64,12 @@ def test_import_regrounds_every_goal_and_keeps_confirmations_only_when_trusted(t
     with KnowledgeBase(trusted) as kb:
         assert all(g.confirmation is Confirmation.IMPORTED_TRUSTED for g in kb.goals())
     metrics, _ = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=trusted))
+    # Trusted goals are not asked again; the imported policies are, once each (issue 34: an
+    # import is not a review), from their actions; the operator's yes is recorded as its own.
+    assert metrics.yes_no == 15 and metrics.usage.calls == 0 and metrics.completion == 100.0
+    with KnowledgeBase(trusted) as kb:
+        assert {p.approval for p in kb.policies()} == {"operator:simulated"}
+    metrics, _ = run_in_process(RunSpec(scene="store_groceries", condition="STARS+O", db=trusted))
     assert metrics.yes_no == 0 and metrics.usage.calls == 0 and metrics.completion == 100.0
     shown = _cli("kb", "show", "--db", str(trusted))
     assert "confirmation imported_trusted" in shown.stdout

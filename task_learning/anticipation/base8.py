@@ -1,7 +1,8 @@
 """The Base8 baseline (seed 002, Example 03): the LLM picks the agent's next low-level action, one
 per call, from move/grab/put/open/close/switchon/switchoff under the Action Feasibility Rules.
 
-The prompt has the trace's parts in its order (our wording): the job, the possible actions, the
+The prompt has the trace's parts in its order (our wording by default, the trace's own with
+`wording="paper"`: paper_prompts.py): the job, the possible actions, the
 feasibility rules, the adjacency facts, an example of rational action, the current state, the
 team's goal as literals, and the query naming the day's context. The answer is parsed as data
 (the last `[...]` holding an action, `goal_achieved`, or `[]` for no action) and checked against
@@ -15,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from task_learning.anticipation import paper_prompts
 from task_learning.anticipation.anticipator import Completer
 from task_learning.anticipation.household import (
     ACTIONS,
@@ -95,8 +97,13 @@ def parse_action(text: str, agent: str = "agent") -> Answer:
 
 
 def build_messages(house: Household, goal_name: str, goal: Sequence[Literal], context_text: str,
-                   previous: dict[str, str], agent: str = "agent") -> tuple[tuple[str, str], ...]:
-    adjacency = "\n".join(f"next_to({a}, {b})" for a, b in sorted(tuple(sorted(p)) for p in house.spec.adjacent))
+                   previous: dict[str, str], agent: str = "agent", wording: str = "own") -> tuple[tuple[str, str], ...]:
+    facts = [f"next_to({a}, {b})" for a, b in sorted(tuple(sorted(p)) for p in house.spec.adjacent)]
+    if wording == "paper":
+        said = ", ".join(f"{who}: {what}" for who, what in previous.items())
+        return paper_prompts.base8_messages(facts, house.describe(), f"Previous actions: {said}" if said else None,
+                                            goal_name, ", ".join(str(g) for g in goal), context_text)
+    adjacency = "\n".join(facts)
     prev = ", ".join(f"{who}: {what}" for who, what in previous.items()) or "none yet"
     user = "\n\n".join([
         ACTION_HELP,
@@ -159,6 +166,7 @@ class Base8Agent:
     max_corrections: int = MAX_CORRECTIONS
     max_tokens: int = 300
     temperature: float = 0.7  # not stated in the seed; the anticipation prompt's (config prompt.temperature)
+    wording: str = "own"  # own | paper (--prompts): the prompt's words
     corrections: int = 0
     calls: list[Call] = field(default_factory=list)
     refused_after_limit: int = 0  # infeasible answers met when no correction was left
@@ -169,7 +177,8 @@ class Base8Agent:
                previous: dict[str, str] | None = None) -> Action | None:
         """The agent's action for this step (feasible), or None (no action, goal achieved, an
         infeasible answer with no correction left, or no answer)."""
-        messages = build_messages(house, goal_name, goal, self.context_text, previous or {}, self.name)
+        messages = build_messages(house, goal_name, goal, self.context_text, previous or {}, self.name,
+                                  self.wording)
         feedback: list[str] = []
         while True:
             context = request_context(house, goal, self.name, feedback)

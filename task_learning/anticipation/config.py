@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.kb.store import StoredRoutine
 from task_learning.names import normalize_name
@@ -34,6 +34,8 @@ class AnticipationConfig:
     temperature: float
     max_tokens: int
     experience: tuple[StoredRoutine, ...]
+    # own (default): the project's prompt wording; paper: the traces' own (paper_prompts.py)
+    wording: str = "own"
 
     def task_named(self, name: str) -> str | None:
         """The task of the list `name` means (its own name or an alias), or None."""
@@ -44,7 +46,11 @@ def default_path() -> Path:
     return config_path("anticipation", "anticipation.yaml")
 
 
-def load_anticipation_config(path: str | Path | None = None) -> AnticipationConfig:
+def load_anticipation_config(path: str | Path | None = None, *, wording: str = "own") -> AnticipationConfig:
+    """`wording`: own (the project's prompt text) or paper (the traces' own, `--prompts paper`)."""
+    from task_learning.prompt_templates import check_wording
+
+    check_wording(wording)
     file = Path(path) if path else default_path()
     data = check_keys(load_yaml(file), file=file, key="",
                       required=("tasks", "aliases", "facts", "validator", "prompt", "experience"))
@@ -96,7 +102,7 @@ def load_anticipation_config(path: str | Path | None = None) -> AnticipationConf
         experience.append(StoredRoutine(ctx.day, tuple(sorted(ctx.facts)), tuple(routine),
                                         str(item.get("explanation") or ""), source="config"))
     return AnticipationConfig(str(file), tasks, aliases, facts, threshold, examples, temperature,
-                              max_tokens, tuple(experience))
+                              max_tokens, tuple(experience), wording)
 
 
 def _names(value: Any, file: Path, key: str) -> list[str]:
@@ -112,6 +118,4 @@ def _names(value: Any, file: Path, key: str) -> list[str]:
 
 
 def _number(value: Any, file: Path, key: str, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ConfigError(file, key, f"expected a number in [{low:g}, {high:g}], got {value!r}")
-    return float(value)
+    return float(expect_number(value, file=file, key=key, low=low, high=high))

@@ -7,13 +7,15 @@
    asked, then the routine in brackets and its explanation;
 4. the query: "Complete the following routine on a <context>: [<tasks done>]".
 
-The wording is ours. The structured facts travel in `LLMRequest.context` (real endpoints never see
-it; the offline model reads it instead of parsing the text)."""
+The wording is ours by default; with `cfg.wording == "paper"` (`--prompts paper`) it is Example
+01's own (paper_prompts.py). The structured facts travel in `LLMRequest.context` (real endpoints
+never see it; the offline model reads it instead of parsing the text), the same under both."""
 from __future__ import annotations
 
 import random
 from typing import Sequence
 
+from task_learning.anticipation import paper_prompts
 from task_learning.anticipation.config import AnticipationConfig
 from task_learning.anticipation.context import DayContext
 from task_learning.kb.store import StoredRoutine
@@ -52,9 +54,13 @@ def build_request(ctx: DayContext, done: Sequence[str], examples: Sequence[Store
         shown.append({"context": said, "tasks": list(ex.tasks)})
     said_now = ctx.describe(cfg)
     parts.append(query_line(said_now, done))
+    messages: tuple[tuple[str, str], ...] = (("system", SYSTEM), ("user", "\n\n".join(parts)))
+    if cfg.wording == "paper":
+        messages = paper_prompts.anticipation_messages(
+            cfg, [(str(s["context"]), ex) for s, ex in zip(shown, examples)], said_now, done)
     return LLMRequest(
         prompt_type=PROMPT_TYPE,
-        messages=(("system", SYSTEM), ("user", "\n\n".join(parts))),
+        messages=messages,
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature if temperature is None else temperature,
         context={"day": ctx.day, "facts": sorted(ctx.facts), "context": said_now, "done": list(done),

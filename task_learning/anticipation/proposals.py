@@ -14,6 +14,7 @@ from typing import Sequence
 
 from task_learning.kb.store import TIMEOUT_OPERATOR, KnowledgeBase
 from task_learning.oversight.operator import Operator
+from task_learning.planning.stop import RunStopped
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ class Proposals:
             self.kb.record_question(request, task=KB_TASK, context=self.context)
         try:
             answer = self.operator.ask(request)
+        except RunStopped:
+            raise  # the day was stopped: this question confirms nothing and no other is asked
         except Exception as exc:  # a dead operator is no consent
             log.error("operator %s failed on %r: %s", getattr(self.operator, "name", "?"), request.question, exc)
             return False

@@ -30,7 +30,8 @@ from task_learning.config import check_keys, config_path, expect_type, join_key,
 from task_learning.errors import ConfigError
 from task_learning.kb.store import KnowledgeBase
 from task_learning.oversight.operator import Operator
-from task_learning.types import GoalLiteral
+from task_learning.planning.stop import RunStopped, StopToken, StoppableWorld
+from task_learning.types import ConfirmationAnswer, ConfirmationRequest, GoalLiteral
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class RobotDayResult:
     llm_calls: int = 0
     tokens: int = 0
     finished: bool = False
+    stopped: str = ""  # why the day ended early (a cancel, a stop), "" when it ran to its end
 
     def to_dict(self) -> dict[str, Any]:
         return {"day": self.day, "context": self.context, "routine": self.routine,
@@ -91,16 +93,39 @@ class RobotDayResult:
                 "asked": self.asked, "confirmed": self.confirmed, "refused": self.refused,
                 "performed": self.performed, "done": self.done, "done_by_robot": self.done_by_robot,
                 "human_actions": self.human_actions, "unconfirmed_executions": self.unconfirmed_executions,
-                "llm_calls": self.llm_calls, "tokens": self.tokens, "finished": self.finished}
+                "llm_calls": self.llm_calls, "tokens": self.tokens, "finished": self.finished,
+                "stopped": self.stopped}
+
+
+class StoppableOperator:
+    """An operator that asks nothing once `stop` is set: a question the stop interrupted (the
+    oversight client gives up waiting) and every later one end the day's questions, unconfirmed."""
+
+    def __init__(self, operator: Operator, stop: StopToken) -> None:
+        self._operator = operator
+        self._stop = stop
+        self.name = getattr(operator, "name", "operator")
+
+    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+        self._stop.check()
+        try:
+            answer = self._operator.ask(request)
+        except Exception:
+            self._stop.check()  # stopped while waiting: a stop, not a dead operator
+            raise
+        self._stop.check()  # an answer that arrives after the stop confirms nothing
+        return answer
 
 
 def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str, Any], *, client: Completer,
                   operator: Operator, kb: KnowledgeBase, goals: RobotGoals | None = None, seed: int = 0,
                   max_actions: int = 100, question_suffix: str = "", world: Any = None,
-                  perform: Perform | None = None) -> RobotDayResult:
+                  perform: Perform | None = None, stop: StopToken | None = None) -> RobotDayResult:
     """`world`: the world the human acts in and tasks are checked in (default: the symbolic world
     of the goals' scene); `perform`: how the robot performs a confirmed task (default: the planner's
-    executor in this process, its policies in `kb`)."""
+    executor in this process, its policies in `kb`). `stop` (a cancel, a signal) ends the day
+    before its next primitive action, the human's included: what happened so far is returned,
+    with `stopped` saying why."""
     from task_learning.bcr.domain import load_domain
     from task_learning.bcr.engines import HeuristicEngine
     from task_learning.planning.executor import GoalExecutor
@@ -112,6 +137,9 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
     result = RobotDayResult(str(day["name"]), ctx.describe(cfg), routine)
     if world is None:
         world = make_backend("symbolic", str(goals.scene), seed=seed)
+    if stop is not None:
+        world = StoppableWorld(world, stop)
+        operator = StoppableOperator(operator, stop)
     if perform is None:
         robot = GoalExecutor(load_domain("household"), HeuristicEngine, kb, max_actions=max_actions)
 
@@ -129,33 +157,38 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
         state = StateView(world.metadata)
         return all(holds(lit, state) for lit in goals.tasks[task])
 
-    for _round in range(2 * len(routine) + 2):
-        if all(t in result.done for t in routine):
-            break
-        res = anticipator.anticipate(ctx, result.done)
-        result.anticipations.append(res)
-        result.llm_calls += 1
-        result.tokens += res.prompt_tokens + res.completion_tokens
-        confirmed = proposals.confirm_new(res.kept)
-        todo = [t for t in confirmed if t not in result.done and t not in attempted]
-        if todo:
-            task = todo[0]
-            attempted.add(task)
-            if task not in proposals.confirmed:  # cannot happen: confirm_new returns confirmed tasks only
-                result.unconfirmed_executions += 1
-                continue
-            performed = perform(task, list(goals.tasks[task]))
-            result.performed.append(performed)
-            if performed["success"] and task in routine and task not in result.done:
-                result.done.append(task)
-                result.done_by_robot.append(task)
-        following = next((t for t in routine if t not in result.done), None)
-        if following is None:
-            break
-        if not holds_now(following):
-            outcome = human.reach(world, list(goals.tasks[following]))
-            result.human_actions += len(outcome.outcomes)
-        result.done.append(following)
+    try:
+        for _round in range(2 * len(routine) + 2):
+            if stop is not None:
+                stop.check()
+            if all(t in result.done for t in routine):
+                break
+            res = anticipator.anticipate(ctx, result.done)
+            result.anticipations.append(res)
+            result.llm_calls += 1
+            result.tokens += res.prompt_tokens + res.completion_tokens
+            confirmed = proposals.confirm_new(res.kept)
+            todo = [t for t in confirmed if t not in result.done and t not in attempted]
+            if todo:
+                task = todo[0]
+                attempted.add(task)
+                if task not in proposals.confirmed:  # cannot happen: confirm_new returns confirmed tasks only
+                    result.unconfirmed_executions += 1
+                    continue
+                performed = perform(task, list(goals.tasks[task]))
+                result.performed.append(performed)
+                if performed["success"] and task in routine and task not in result.done:
+                    result.done.append(task)
+                    result.done_by_robot.append(task)
+            following = next((t for t in routine if t not in result.done), None)
+            if following is None:
+                break
+            if not holds_now(following):
+                outcome = human.reach(world, list(goals.tasks[following]))
+                result.human_actions += len(outcome.outcomes)
+            result.done.append(following)
+    except RunStopped as exc:  # a cancel or a stop: the day ends before its next action
+        result.stopped = str(exc) or "stopped"
     result.done = [t for t in routine if t in result.done]
     result.finished = all(t in result.done for t in routine)
     result.asked, result.confirmed, result.refused = proposals.asked, proposals.confirmed, proposals.refused

@@ -140,7 +140,7 @@ def run_day(spec: HouseholdSpec, cfg: AnticipationConfig, experience: Experience
     goals = spec.task_goals
     house = Household.initial(spec)
     anticipator = Anticipator(client, cfg, experience, agent="agent", seed=seed) if agent == "proposed" and client else None
-    base8 = (Base8Agent(client, ctx.describe(cfg), temperature=cfg.temperature)
+    base8 = (Base8Agent(client, ctx.describe(cfg), temperature=cfg.temperature, wording=cfg.wording)
              if agent == "base8" and client else None)
     proposals = Proposals(operator, ctx.describe(cfg), kb) if operator is not None and anticipator else None
     work: list[str] = []

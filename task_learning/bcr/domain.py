@@ -21,7 +21,7 @@ from task_learning.bcr.literals import (
     KNOWN_PREDICATES, LiteralSyntaxError, StateView, evaluate, literal_text, parse_literal,
     positive,
 )
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.types import ActionCall, GoalLiteral, Truth
 
@@ -321,7 +321,7 @@ def _load_predicates(raw: Any, path: Path) -> dict[str, int]:
             arity = spec
         else:
             check_keys(spec, file=path, key=key, required=("arity",), optional=("doc",))
-            arity = expect_type(spec["arity"], int, file=path, key=join_key(key, "arity"))
+            arity = expect_number(spec["arity"], file=path, key=join_key(key, "arity"), low=0, high=8, integer=True)
         if name not in KNOWN_PREDICATES:
             raise ConfigError(path, key, f"no rule evaluates predicate '{name}' "
                               f"(known: {', '.join(sorted(KNOWN_PREDICATES))})")

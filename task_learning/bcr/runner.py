@@ -15,7 +15,7 @@ from task_learning.bcr.engines import make_engine
 from task_learning.bcr.tasks import check_goals, load_tasks
 from task_learning.bcr.testbed import FailurePointWorld
 from task_learning.types import ActionOutcome, GoalLiteral
-from task_learning.world.outcome import action_outcome
+from task_learning.world.outcome import run_action
 from task_learning.world.scene import Scene, load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
@@ -132,7 +132,7 @@ def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain 
         if proposal is None:
             break
         action, call = proposal
-        last = action_outcome(call, world.step(call.action, **call.step_kwargs()))
+        last = run_action(world, call)
         if on_outcome is not None:
             on_outcome(last)
         executed.append(str(action) + ("" if last.success else " [failed]"))

@@ -253,20 +253,47 @@ def render_png(dot_text: str, path: str) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
+    fig = draw_tree(dot_text)
+    fig.savefig(path, format="png", dpi=100, bbox_inches="tight", pad_inches=0.2)
+    plt.close(fig)
+    return True
+
+
+def draw_tree(dot_text: str) -> Any:
+    """The matplotlib figure of a DOT tree: one row per depth, every label whole. Labels are
+    drawn unclipped in boxes and the figure is sized to the widest row of labels, so none is cut
+    at the axes' edge or hidden under its neighbour (networkx clips labels to the axes)."""
     import re
+
+    import matplotlib.pyplot as plt
+
     graph = nx.DiGraph()
     for node, label in re.findall(r'^\s*(n\d+) \[label="((?:[^"\\]|\\.)*)"', dot_text, re.M):
-        graph.add_node(node, label=label.replace("\\n", "\n"))
+        graph.add_node(node, label=label.replace("\\n", "\n").replace('\\"', '"'))
     for a, b in re.findall(r"^\s*(n\d+) -> (n\d+)", dot_text, re.M):
         graph.add_edge(a, b)
     pos = _layered_layout(graph)
-    fig, ax = plt.subplots(figsize=(max(6, len(graph) * 0.9), 6))
-    nx.draw_networkx(graph, pos, ax=ax, labels=nx.get_node_attributes(graph, "label"),
-                     node_color="#dde", font_size=7, node_size=400)
+    labels = nx.get_node_attributes(graph, "label")
+    widest = max((max(len(line) for line in str(text).split("\n")) for text in labels.values()), default=10)
+    per_row: dict[float, int] = {}
+    for _x, y in pos.values():
+        per_row[y] = per_row.get(y, 0) + 1
+    columns = max(per_row.values(), default=1)
+    # Spread each row so neighbouring labels (about 0.065 inch per character at 7 pt) never meet.
+    spacing = max(1.0, widest * 0.07)
+    pos = {n: (x * spacing, y) for n, (x, y) in pos.items()}
+    fig, ax = plt.subplots(figsize=(max(6.0, columns * spacing + 1.0), max(4.0, 1.3 * len(per_row) + 1.0)))
+    nx.draw_networkx_edges(graph, pos, ax=ax, arrows=True, node_size=1500)
+    for node, (x, y) in pos.items():
+        ax.text(x, y, labels.get(node, node), ha="center", va="center", fontsize=7, clip_on=False,
+                bbox={"boxstyle": "round,pad=0.3", "fc": "#dde", "ec": "#99a"})
+    if pos:
+        xs = [x for x, _y in pos.values()]
+        ys = [y for _x, y in pos.values()]
+        ax.set_xlim(min(xs) - spacing / 2, max(xs) + spacing / 2)
+        ax.set_ylim(min(ys) - 0.5, max(ys) + 0.5)
     ax.axis("off")
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return True
+    return fig
 
 
 def _layered_layout(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:

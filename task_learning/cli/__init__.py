@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sqlite3
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from task_learning.cli.options import PrintableStream, printable
 from task_learning.errors import TaskLearningError
@@ -42,7 +43,45 @@ SUBCOMMAND_MODULES = (
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line (no usage dump) and exit 2; subparsers too."""
+    """An argparse parser whose errors are one line (no usage dump) and exit 2; subparsers too.
+
+    Flag combinations that cannot work are declared where the options are (`requires`,
+    `excludes`) and refused here, after parsing and before anything runs: a flag that needs
+    another must not quietly do something else without it (`anticipate --graph` without
+    `--robot` ran the in-process day)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._combinations: list[tuple[str, tuple[str, ...], bool, str]] = []
+
+    def requires(self, option: str, *needed: str, why: str = "") -> None:
+        """`option` given without each of `needed` ('--robot', or '--oversight=ros' for a value)
+        is refused with one line (and `why`)."""
+        self._combinations.append((option, needed, True, why))
+
+    def excludes(self, option: str, *others: str, why: str = "") -> None:
+        """`option` given together with any of `others` is refused with one line (and `why`)."""
+        self._combinations.append((option, others, False, why))
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for option, others, required, why in self._combinations:
+            if not self._given(parsed, option):
+                continue
+            bad = [o for o in others if self._given(parsed, o) != required]
+            if bad:
+                verb = "needs" if required else "cannot be combined with"
+                shown = " ".join(o.replace("=", " ") for o in bad)
+                self.error(f"{option.replace('=', ' ')} {verb} {shown}" + (f" ({why})" if why else ""))
+        return parsed, extras
+
+    def _given(self, parsed: argparse.Namespace, option: str) -> bool:
+        """Whether `option` ('--x', or '--x=value') was given: its value differs from the default
+        (or equals `value`)."""
+        name, _, value = option.partition("=")
+        action = self._option_string_actions[name]
+        current = getattr(parsed, action.dest, None)
+        return current == value if value else current not in (None, False, action.default)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
@@ -54,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A robot learns household tasks by asking an LLM and a human (STARS, BCR).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         try:
@@ -66,9 +106,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    """The installed distribution's version (setup.cfg), or the package's when not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("task_learning")
+    except PackageNotFoundError:
+        import task_learning
+
+        return str(getattr(task_learning, "__version__", "unknown"))
+
+
 def main(argv: list[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err)
+    sys.stdout, sys.stderr = PrintableStream(out), PrintableStream(err, "standard error")
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C during a command, or while build_parser imports the subcommands
@@ -91,7 +143,9 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        _flush_output()
+        return code
     except TaskLearningError as exc:
         print(f"task-learning {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -99,6 +153,7 @@ def _main(argv: list[str] | None) -> int:
         if isinstance(exc, BrokenPipeError):
             sys.stderr.close()
             return 0
+        _discard_unwritable_output()
         print(f"task-learning {args.command}: error: {_describe(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug: still one line for the user, the traceback under -v
@@ -107,6 +162,25 @@ def _main(argv: list[str] | None) -> int:
         print(f"task-learning {args.command}: internal error: {type(exc).__name__}: {exc} "
               "(a bug; rerun with -v for the traceback)", file=sys.stderr)
         return 1
+
+
+def _flush_output() -> None:
+    """Flush stdout: output that could not be written (a full disk behind `> file`, /dev/full)
+    is this command's failure, not an exit 0 (PrintableStream names the stream; a closed pipe
+    stays a quiet end, as below)."""
+    sys.stdout.flush()
+
+
+def _discard_unwritable_output() -> None:
+    """After an error, output stdout cannot take (a full disk) is dropped, so the interpreter's
+    own flush at exit adds no second error line."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
 
 
 def _describe(exc: BaseException) -> str:

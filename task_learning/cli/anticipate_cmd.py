@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from task_learning.cli.options import SEED, add_llm_arguments, bounded_float, llm_options
 from task_learning.errors import TaskLearningError
+from task_learning.prompt_templates import PROMPT_WORDINGS
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig
@@ -78,7 +79,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds to wait for the oversight node (--oversight ros)")
     p.add_argument("--operator", choices=("simulated", "terminal"), default="simulated",
                    help="who confirms anticipated tasks in --day (simulated: knows the true routine)")
+    p.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
+                   help="own (default): the project's prompt wording; paper: the traces' prompts verbatim "
+                        "(config/anticipation/paper_prompts.yaml)")
     p.add_argument("--json", action="store_true")
+    p.requires("--robot", "--day", why="the robot's day is a simulated day")
+    p.requires("--oversight=ros", "--robot", why="the robot's day asks through the oversight node")
+    p.requires("--graph", "--robot", "--oversight=ros",
+               why="the anticipation node runs the robot's day and asks through the oversight node")
+    p.excludes("--graph", "--db", why="the knowledge base is the anticipation node's db_path (`bringup --db`)")
+    p.excludes("--graph", "--llm", why="the anticipation node's LLM is its `llm` parameter "
+                                       "(--param anticipation.llm:=...)")
+    p.excludes("--graph", "--prompts", why="the anticipation node asks in the project's own wording; --prompts "
+                                           "paper runs in-process only")
+    p.excludes("--day", "--context", "--done", "--assigned", "--record",
+               why="a simulated day takes its context and tasks from the day")
+    p.requires("--record", "--db", why="the knowledge base keeps the robot's experience")
     p.set_defaults(func=run)
 
 
@@ -106,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from task_learning.kb.store import KnowledgeBase
     from task_learning.llm.client import make_client
 
-    cfg = load_anticipation_config()
+    cfg = load_anticipation_config(wording=args.prompts)
     if args.day is not None:
         return _run_day(args, cfg)
     if args.context is None or not args.context.strip():
@@ -159,8 +175,6 @@ def _record(args: argparse.Namespace, cfg: AnticipationConfig, ctx: DayContext) 
     from task_learning.anticipation.experience import record_day, seed_experience
     from task_learning.kb.store import KnowledgeBase
 
-    if not args.db:
-        raise TaskLearningError("--record needs --db (the knowledge base that keeps the robot's experience)")
     if ctx.unknown_words:
         raise TaskLearningError(f"--context: words not understood: {' '.join(ctx.unknown_words)} "
                                 f"(known facts: {', '.join(cfg.facts)}); a remembered day must say what it was")
@@ -189,12 +203,8 @@ def _run_day(args: argparse.Namespace, cfg: AnticipationConfig) -> int:
     days = {str(d["name"]): d for d in spec.days}
     if args.day not in days:
         raise TaskLearningError(f"--day: unknown day {args.day!r} (days of {spec.source}: {', '.join(days)})")
-    if args.context or args.done or args.assigned:
-        raise TaskLearningError("--day takes its context and tasks from the day; drop --context/--done/--assigned")
     day = days[args.day]
     operator: Operator = RoutineOperator(day["tasks"]) if args.operator == "simulated" else TerminalOperator()
-    if args.oversight == "ros" and not args.robot:
-        raise TaskLearningError("--oversight ros goes with --robot (the robot's day)")
     with make_client(args.llm, **llm_options(args)) as client:  # a local server stops at the end
         if args.robot:
             return _robot_day(args, cfg, day, operator, client)
@@ -236,14 +246,6 @@ def _robot_day(args: argparse.Namespace, cfg: AnticipationConfig, day: dict[str,
     suffix = ""
     answerer = None
     asker = None
-    if args.graph and args.oversight != "ros":
-        raise TaskLearningError("--graph needs --oversight ros (the anticipation node asks through the oversight node)")
-    if args.graph and args.db:
-        raise TaskLearningError("--graph: the knowledge base is the anticipation node's db_path (`bringup --db`); "
-                                "drop --db")
-    if args.graph and args.llm != "offline":
-        raise TaskLearningError("--graph: the anticipation node's LLM is its `llm` parameter "
-                                "(--param anticipation.llm:=...), not --llm")
     if args.oversight == "ros":
         from task_learning.anticipation.ros_oversight import SimulatedRoutineAnswerer, oversight_client
 

@@ -16,13 +16,15 @@ def run(args: argparse.Namespace) -> int:
     from task_learning.llm.local_provider import shared_server
 
     with shared_server(args.llm, llm_options(args)) as options:  # --llm local: one server for every day
-        rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report, llm_options=options)
+        rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report, wording=args.prompts,
+                              llm_options=options)
     offline = args.llm == "offline"
     if args.json:
-        print(json.dumps({"paper": "anticipation", "llm": args.llm, "note": OFFLINE_NOTE if offline else "",
+        print(json.dumps({"paper": "anticipation", "llm": args.llm, "prompts": args.prompts,
+                          "note": OFFLINE_NOTE if offline else "",
                           "paper_table": None, "paper_note": NO_TABLE, "rows": rows}, indent=2))
     else:
-        print(format_table(rows, llm=args.llm))
+        print(format_table(rows, llm=args.llm) + f"\nprompts: {args.prompts}")
         print("\n" + textwrap.fill(NO_TABLE, width=100))
         if offline:
             print(textwrap.fill("Note: " + OFFLINE_NOTE, width=100))

@@ -13,7 +13,12 @@ import argparse
 import json
 from typing import Any
 
+from task_learning.cli.options import bounded_float
 from task_learning.errors import TaskLearningError
+
+MAX_RECORD_S = 86_400.0  # one day of camera topics in one bag
+MIN_RATE, MAX_RATE = 0.01, 100.0  # --rate 1e-9 would play for decades
+MAX_OFFSET_M = 10.0  # a camera more than 10 m from its base is a typo (quaternion parts are within 1)
 
 CAMERA_DEFAULTS = {
     "color": "/head_camera/rgb/image_raw",
@@ -29,12 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     rec = verbs.add_parser("record", help="record the camera topics into a new bag directory")
     rec.add_argument("--out", required=True, help="bag directory to create")
-    rec.add_argument("--duration", type=float, default=10.0, help="seconds to record")
+    rec.add_argument("--duration", type=bounded_float(0.0, MAX_RECORD_S, low_open=True), default=10.0,
+                     help=f"seconds to record (at most {MAX_RECORD_S:g})")
     rec.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"))
     rec.add_argument("--topics", nargs="+", help="topics (default: colour, depth, camera info, base pose)")
     play = verbs.add_parser("play", help="publish a bag's messages on their topics")
     play.add_argument("--bag", required=True)
-    play.add_argument("--rate", type=float, default=1.0, help="speed factor")
+    play.add_argument("--rate", type=bounded_float(MIN_RATE, MAX_RATE), default=1.0,
+                      help=f"speed factor ({MIN_RATE:g} to {MAX_RATE:g})")
     play.add_argument("--no-restamp", action="store_true", help="keep the recorded header stamps")
     perceive = verbs.add_parser("perceive", help="replay a bag through the fetch bridge offline")
     perceive.add_argument("--bag", required=True)
@@ -42,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = perceive.add_mutually_exclusive_group(required=True)
     source.add_argument("--registry", help="marker registry YAML")
     source.add_argument("--synthetic", action="store_true", help="the simulated robot's registry")
-    perceive.add_argument("--camera-to-base", nargs=7, type=float, metavar="V",
+    perceive.add_argument("--camera-to-base", nargs=7, type=bounded_float(-MAX_OFFSET_M, MAX_OFFSET_M), metavar="V",
                           help="optical frame in base_link: x y z qx qy qz qw (default: the Fetch head camera "
                                "of the perception node's camera_to_base)")
     perceive.add_argument("--json", action="store_true")
@@ -63,8 +70,6 @@ def run(args: argparse.Namespace) -> int:
     from task_learning_nodes import bag_tools  # rclpy: only for the live verbs
 
     if args.verb == "record":
-        if args.duration <= 0:
-            raise TaskLearningError(f"--duration must be > 0, got {args.duration}")
         counts = bag_tools.record(args.out, args.topics or list(CAMERA_DEFAULTS.values()),
                                   duration_s=args.duration, storage=args.storage)
         print(json.dumps({"bag": args.out, "messages": counts}, indent=2))

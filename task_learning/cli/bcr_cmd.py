@@ -28,6 +28,7 @@ from task_learning.bcr.tasks import load_tasks
 from task_learning.bcr.tree import render_png
 from task_learning.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, add_llm_arguments, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
+from task_learning.files import AtomicOutput, write_text_atomic
 
 
 def register(subparsers: Any) -> None:
@@ -105,12 +106,12 @@ def _write_tree(dot_text: str, target: str) -> None:
     path = Path(target)
     if path.suffix.lower() == ".png":
         dot_path = path.with_suffix(".dot")
-        dot_path.write_text(dot_text, encoding="utf-8")
-        if not render_png(dot_text, str(path)):
+        write_text_atomic(dot_path, dot_text)
+        output = AtomicOutput(path)
+        drawn = render_png(dot_text, str(output.path))
+        output.commit() if drawn else output.discard()
+        if not drawn:
             print(f"note: could not draw {path} (no graphviz, no matplotlib); wrote {dot_path}",
                   file=sys.stderr)
         return
-    try:
-        path.write_text(dot_text, encoding="utf-8")
-    except OSError as exc:
-        raise TaskLearningError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_text_atomic(path, dot_text)

@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from task_learning import bringup
+from task_learning.world.factory import BACKENDS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only these nodes (names from config/bringup.yaml; default: all but those with "
                              "default: false, e.g. anticipation)")
     parser.add_argument("--scene", help="scene for every node that takes one (e.g. tidy_kitchen)")
-    parser.add_argument("--backend", help="world backend for perception: symbolic | ai2thor | fetch")
+    parser.add_argument("--backend", choices=BACKENDS, help="world backend for perception")
     parser.add_argument("--db", help="knowledge base shared by the planner, oversight and anticipation nodes")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME:=VALUE",
                         help="a parameter for one node, e.g. planner.condition:=STARS (repeatable)")

@@ -11,7 +11,14 @@ from task_learning.planning.session import CONDITIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("demo", help="learn a task through the ROS graph, then Trial #2")
+    p = subparsers.add_parser(
+        "demo", help="learn a task through the ROS graph, then Trial #2",
+        description="What `make demo` runs: start the ROS graph (task-learning bringup) with a simulated "
+                    "operator, learn the scene's task with PerformTask (per object: the goal in words and "
+                    "literals, who confirmed it, reached or not), restart the graph on the same knowledge base "
+                    "and perform it again (Trial #2: no LLM call, no question), run the baselines in-process, "
+                    "and print seed 000's Table 2 layout with a plot. Each run starts from nothing in --workdir, "
+                    "so a second run prints the same table.")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--condition", default="STARS+O", type=str.upper, choices=CONDITIONS)
     p.add_argument("--workdir", default="artifacts/demo", help="knowledge base, logs and plot")

@@ -7,7 +7,7 @@ import json
 import sys
 import textwrap
 
-from task_learning.cli.options import SEED, add_llm_arguments, llm_options
+from task_learning.cli.options import SEED, add_llm_arguments, bounded_float, bounded_int, llm_options
 from task_learning.experiments.runner import run_conditions
 from task_learning.experiments.table import (
     OFFLINE_NOTE,
@@ -19,6 +19,7 @@ from task_learning.experiments.table import (
     tokenizer_for,
 )
 from task_learning.planning.session import CONDITIONS
+from task_learning.prompt_templates import PROMPT_WORDINGS
 
 # --paper NAME -> the module whose run(args) prints that seed's tables; "stars" (seed 000) is
 # `run` below. Imported only when chosen, so `experiment` for one seed never loads the others.
@@ -31,7 +32,14 @@ PAPERS = {
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("experiment", help="run STARS conditions and print seed 000's Table 2")
+    p = subparsers.add_parser(
+        "experiment", help="run STARS conditions and print seed 000's Table 2",
+        description="Run the conditions of one paper in-process and print its table beside the paper's: "
+                    "seed 000's Table 2 (STARS conditions on a scene, then Trial #2; the default), seed 003's "
+                    "Tables I and II (--paper llm-state), seed 002's days (--paper anticipation) or seed 001's "
+                    "Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
+                    "in --workdir are replaced), so running it again prints the same table. With the offline "
+                    "model the table says that it is not a language model.")
     p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
                    help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II), "
                         "anticipation (seed 002: the traces' days) or bootstrapping (seed 001's Table 1: "
@@ -55,6 +63,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "or ai2thor (the ai2thor Controller and the simulator config/nodes/perception.yaml names)")
     p.add_argument("--families", default="find,slice,clear",
                    help="bootstrapping: the families of Table 1 to test, comma-separated (find, slice, clear)")
+    p.add_argument("--methods", default=None,
+                   help="llm-state: comma-separated methods to run (default all: inner_monologue, progprompt, "
+                        "no_states, no_summary, no_objects, ours)")
+    p.add_argument("--runs", type=bounded_int(1, 100), default=5,
+                   help="llm-state: runs per task, run i on map i mod 5 (default 5, the paper's x/5)")
+    p.add_argument("--temperature", type=bounded_float(0.0, 2.0), default=0.0,
+                   help="llm-state: the model's temperature (default 0; the paper does not state its own)")
+    p.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
+                   help="llm-state and anticipation: own (default): the project's prompt wording; paper: the "
+                        "prompts the paper prints, verbatim (config/llm_state|anticipation/paper_prompts.yaml)")
+    p.add_argument("--world-knowledge", choices=("lazy", "both"), default="lazy",
+                   help="bootstrapping: lazy (default): the paper's rows, world knowledge asked when a production first "
+                        "needs it; both: also a row for this project's catalogue-prefetch extension, labelled as such")
     p.set_defaults(func=run)
 
 
@@ -75,8 +96,16 @@ def default_conditions(scene: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.paper != "bootstrapping" and (getattr(args, "backend", "symbolic") != "symbolic"
-                                          or getattr(args, "families", "find,slice,clear") != "find,slice,clear"):
-        print("--backend and --families apply to --paper bootstrapping only", file=sys.stderr)
+                                          or getattr(args, "families", "find,slice,clear") != "find,slice,clear"
+                                          or getattr(args, "world_knowledge", "lazy") != "lazy"):
+        print("--backend, --families and --world-knowledge apply to --paper bootstrapping only", file=sys.stderr)
+        return 2
+    if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0):
+        print("--methods, --runs and --temperature apply to --paper llm-state only", file=sys.stderr)
+        return 2
+    if args.paper not in ("llm-state", "anticipation") and args.prompts != "own":
+        print("--prompts applies to --paper llm-state and --paper anticipation only (seed 000 and 001 print no "
+              "full prompts)", file=sys.stderr)
         return 2
     if PAPERS.get(args.paper):
         import importlib
@@ -113,6 +142,6 @@ def run(args: argparse.Namespace) -> int:
         if offline:
             print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     if args.plot:
-        path = plot_rows(args.scene, rows, args.plot)
+        path = plot_rows(args.scene, rows, args.plot, llm=args.llm)
         print(f"plot: {path}", file=sys.stderr)
     return 0

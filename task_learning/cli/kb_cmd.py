@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,23 +10,30 @@ import yaml
 
 from task_learning.config import load_yaml
 from task_learning.errors import TaskLearningError
+from task_learning.files import write_text_atomic
 from task_learning.kb import KnowledgeBase
-from task_learning.kb.store import StoredRoutine
+from task_learning.kb.store import Policy, StoredRoutine, imported_free_text
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("kb", help="export, import or show the knowledge base")
+    p = subparsers.add_parser("kb", help="export, import or show the knowledge base",
+                              description="The SQLite knowledge base as YAML, for review and transfer: show "
+                                          "what was learned, export it, import an export (goals re-grounded), "
+                                          "approve production rules.")
     sub = p.add_subparsers(dest="kb_command", required=True)
     exp = sub.add_parser("export", help="write goals, policies, the question log and the routines (task "
                                         "anticipation's experience) as YAML")
     exp.add_argument("--db", required=True)
     exp.add_argument("--out", default="-", help="file, or - for stdout")
     imp = sub.add_parser("import", help="merge goals, policies and routines from a YAML export (each goal's "
-                                        "text is analysed again and must mean its literals; each routine's "
-                                        "tasks and facts must be those of config/anticipation/anticipation.yaml)")
+                                        "text is analysed again and must mean its literals; each policy must "
+                                        "act only on its object and what its goal names, and is replayed only "
+                                        "once an operator approves it; each routine's tasks and facts must be "
+                                        "those of config/anticipation/anticipation.yaml; world statements and "
+                                        "end conditions are not imported)")
     imp.add_argument("--db", required=True)
     imp.add_argument("--scene", default=None,
                      help="scene the goals belong to (default: the scene whose task is each goal's)")
@@ -48,8 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+READ_ONLY = ("export", "show")  # these only look: the file must exist and is never changed
+
+
 def run(args: argparse.Namespace) -> int:
-    with KnowledgeBase(args.db) as kb:
+    with KnowledgeBase(args.db, read_only=args.kb_command in READ_ONLY) as kb:
         if args.kb_command == "export":
             text = yaml.safe_dump(kb.export_dict(), sort_keys=False, allow_unicode=True)
             if args.out == "-":
@@ -64,11 +72,16 @@ def run(args: argparse.Namespace) -> int:
             data = load_yaml(args.file)
             productions = kb.parse_production_import(data, source=args.file)  # all validated first
             counts = kb.import_dict(data, source=args.file, trust_confirmations=args.trust_confirmations,
-                                    verify=checker, verify_routine=RoutineChecker(args.file))
-            kb.import_productions(productions, data)
+                                    verify=checker, verify_routine=RoutineChecker(args.file),
+                                    verify_policy=PolicyChecker(args.file))
+            kb.import_productions(productions)
             trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
-            print(f"imported {counts.goals} goals, {counts.policies} policies, {counts.routines} new routines and "
-                  f"{len(productions)} productions into {args.db} (confirmations {trust})")
+            left_out = imported_free_text(data)
+            print(f"imported {counts.goals} goals, {counts.policies} policies ({counts.policies_unreviewed} to be "
+                  f"approved by an operator before reuse), {counts.routines} new routines and {len(productions)} "
+                  f"productions (unapproved) into {args.db} (confirmations {trust}); left out as free text nobody "
+                  f"reviewed: the productions' English and provenance, {left_out.get('world_statements', 0)} world "
+                  f"statements, {left_out.get('family_end_conditions', 0)} family end conditions")
             return 0
         if args.kb_command == "approve":
             existing = [r["name"] for r in kb.productions()]
@@ -86,6 +99,23 @@ def run(args: argparse.Namespace) -> int:
                   f"confirmation {goal.confirmation.value}]")
         show_productions(kb)
         return 0
+
+
+class PolicyChecker:
+    """`verify_policy(policy, key)` for KnowledgeBase.import_dict: a policy made of anything but
+    robot actions, or acting on anything but its own object, its place and what its goal names
+    (planning.policy_review.policy_problem), refuses the whole file, naming the entry."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def __call__(self, policy: Policy, key: str) -> None:
+        from task_learning.errors import ConfigError
+        from task_learning.planning.policy_review import policy_problem
+
+        problem = policy_problem(policy)
+        if problem:
+            raise ConfigError(self.file, key, f"refused: {problem}")
 
 
 class RoutineChecker:
@@ -124,26 +154,12 @@ class RoutineChecker:
 
 
 def write_export(path: Path, text: str) -> None:
-    """Write atomically (a temporary file in the same folder, then rename): a failed export leaves
-    no truncated file; a directory or an unwritable place is a one-line error."""
+    """Write atomically (files.write_text_atomic: a temporary file in the same folder, then
+    rename): a failed export leaves no truncated file; a directory, a device such as /dev/full,
+    a full disk or an unwritable place is a one-line error naming the file."""
     if path.is_dir():
         raise TaskLearningError(f"cannot export to {path}: it is a directory (give a file name, e.g. {path / 'kb.yaml'})")
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise TaskLearningError(f"cannot export to {path}: the folder {folder} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise TaskLearningError(f"cannot export to {path}: {exc.strerror or exc} (folder {folder})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise TaskLearningError(f"cannot export to {path}: {exc.strerror or exc}") from None
+    write_text_atomic(path, text)
 
 
 def show_productions(kb: KnowledgeBase) -> None:

@@ -2,8 +2,8 @@
 
     task-learning llm-state --scene map1 --task heat_milk --method ours --llm offline --trials 5 --json
 
-`--scene` is a map of config/llm_state/households.yaml (map1..map5) or `all` (trial i runs on
-the i-th map, round robin). `--backend symbolic|ai2thor` runs the task instead in the FloorPlan
+`--scene` is a map of config/llm_state/households.yaml (map1..map5, or a held-out map by name) or
+`all` (every one of the paper's maps, map1..map5, `--trials` runs on each). `--backend symbolic|ai2thor` runs the task instead in the FloorPlan
 config/llm_state/thor_tasks.yaml names for it (llm_state/thor_tasks.py; tasks no FloorPlan
 supports end with the reason). JSON: {"trials": [{"success", "steps", "llm_calls", "tokens", "replans",
 "dropped_calls", "dropped_by_kind", "unknown_object_calls", "end_reason", "map", ...}],
@@ -18,12 +18,13 @@ import sys
 import textwrap
 from typing import Any
 
-from task_learning.cli.options import add_llm_arguments, bounded_int, llm_options
+from task_learning.cli.options import add_llm_arguments, bounded_float, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
 from task_learning.llm_state.thor_tasks import THOR_BACKENDS, load_thor_tasks, run_thor_trial
+from task_learning.prompt_templates import PROMPT_WORDINGS
 
 MAX_CAP = 1000
 
@@ -36,7 +37,8 @@ def register(subparsers: Any) -> None:
                     "plan of fewer than 20 primitives, re-planning on the first failure.",
     )
     parser.add_argument("--scene", default=None,
-                        help="household map (map1..map5) or 'all' (default map1); with --backend symbolic|ai2thor "
+                        help="household map (map1..map5, a held-out map by name) or 'all' (map1..map5, --trials "
+                             "runs on each; default map1); with --backend symbolic|ai2thor "
                              "the task's project scene (config/llm_state/thor_tasks.yaml) unless given")
     parser.add_argument("--backend", choices=("household",) + THOR_BACKENDS, default="household",
                         help="household: seed 003's open-world household (default); symbolic / ai2thor: the task "
@@ -44,11 +46,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--task", required=True, help="task name (config/llm_state/tasks.yaml)")
     parser.add_argument("--method", choices=METHODS, default="ours")
     add_llm_arguments(parser)
-    parser.add_argument("--trials", type=bounded_int(1, 1000), default=1, help="number of runs (1-1000)")
+    parser.add_argument("--trials", type=bounded_int(1, 1000), default=1,
+                        help="number of runs (1-1000); with --scene all, on every map")
     parser.add_argument("--hands", type=bounded_int(1, 4), default=None,
                         help="the robot's hands (default 2; AI2-THOR's agent has 1)")
     parser.add_argument("--cap", type=bounded_int(1, MAX_CAP), default=None,
                         help="step cap (default: the task's, from Table I)")
+    parser.add_argument("--temperature", type=bounded_float(0.0, 2.0), default=0.0,
+                        help="the model's temperature (default 0; the paper does not state its own)")
+    parser.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
+                        help="own (default): the project's prompt wording; paper: the appendix's prompts verbatim "
+                             "(config/llm_state/paper_prompts.yaml; InnerMonologue-W and ProgPrompt keep ours)")
     parser.add_argument("--show-state", action="store_true", help="add each trial's final state and actions")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
@@ -58,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     house = load_household()
     task = house.task(args.task)
     on_thor = args.backend != "household"
+    maps = [""]  # AI2-THOR: the task's one FloorPlan
     if on_thor:
         thor_task = load_thor_tasks().task(task.name)
         if args.hands not in (None, 1):
@@ -68,20 +77,28 @@ def run(args: argparse.Namespace) -> int:
         args.scene, args.hands = thor_task.scene, 1
     else:
         args.scene, args.hands = args.scene or "map1", args.hands or 2
-        maps = list(house.maps) if args.scene == "all" else [house.map(args.scene).name]
+        maps = list(house.paper_maps) if args.scene == "all" else [house.map(args.scene).name]
     from task_learning.llm.client import make_client
+    from task_learning.llm.routing import describe_routes, routes
+    from task_learning.llm_state.prompts import PROMPT_TYPES
 
     client = make_client(args.llm, **llm_options(args))
+    if not args.json and args.llm != "offline":
+        print(f"LLM-State prompts: {describe_routes(client, PROMPT_TYPES)} (config/llm.yaml "
+              "openai.selection_prompt_types)", file=sys.stderr)
     results = []
     with client:  # a local server started for this command stops at the end
-        for i in range(args.trials):
-            if on_thor:
-                results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend,
-                                              cap=args.cap, trial=i))
-            else:
-                world = HouseholdWorld(house, maps[i % len(maps)], task, hands=args.hands)
-                results.append(LLMStateAgent(client, args.method).run(world, task, cap=args.cap, trial=i))
-            client.raise_if_unavailable()
+        for map_name in maps:
+            for i in range(args.trials):
+                if on_thor:
+                    results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend,
+                                                  cap=args.cap, trial=i, temperature=args.temperature,
+                                                  wording=args.prompts))
+                else:
+                    world = HouseholdWorld(house, map_name, task, hands=args.hands)
+                    agent = LLMStateAgent(client, args.method, temperature=args.temperature, wording=args.prompts)
+                    results.append(agent.run(world, task, cap=args.cap, trial=i))
+                client.raise_if_unavailable()
     offline = args.llm == "offline"
     trials = []
     for r in results:
@@ -96,11 +113,12 @@ def run(args: argparse.Namespace) -> int:
                "mean_steps": round(sum(r.steps for r in results) / n, 2),
                "llm_calls": sum(r.llm_calls for r in results), "tokens": sum(r.tokens for r in results),
                "dropped_calls": sum(r.dropped_calls for r in results), "cap": args.cap or task.cap,
-               "hands": args.hands}
+               "hands": args.hands, "temperature": args.temperature, "prompts": args.prompts}
     try:
         if args.json:
             print(json.dumps({"trials": trials, "summary": summary,
                               "llm": getattr(client.provider, "label", args.llm),
+                              "routing": routes(client, PROMPT_TYPES),
                               "note": OFFLINE_NOTE if offline else ""}, indent=2))
         else:
             for r in results:

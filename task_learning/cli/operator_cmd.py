@@ -7,7 +7,11 @@ command runs, so the core library never imports rclpy.
   task-learning operator --panel         the Qt operator panel (PySide6)
   task-learning operator --rqt           the panel as a plugin of the real rqt (its own venv)
   task-learning operator --list [--json] print the pending questions
-  task-learning operator --answer ID yes|no|"the goal is that ..."
+  task-learning operator --answer ID yes|no|17|"put it in the cupboard"
+
+Replies are read as every front end reads them (task_learning.oversight.answers): yes or no, a
+listed candidate's number, or the goal in plain words; "maybe", an empty answer or a yes to a
+question asking for words is refused with what is expected, and nothing changes.
 """
 from __future__ import annotations
 
@@ -15,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -40,13 +43,15 @@ def register(subparsers: Any) -> None:
     mode.add_argument("--simulated", metavar="SCENE",
                       help="answer every question as the simulated user of SCENE would (experiments, demo)")
     mode.add_argument("--answer", nargs=2, metavar=("REQUEST_ID", "ANSWER"),
-                      help="answer one question: yes, no, or a goal description in quotes")
+                      help="answer one question: yes, no, a listed candidate's number, or the goal in words "
+                           "(quoted), e.g. \"put it in the recycling bin\" or \"in the fridge, closed\"")
     parser.add_argument("--json", action="store_true", help="with --list/--answer: JSON output")
     parser.add_argument("--once", action="store_true",
                         help="prompt mode: answer what is pending now, then exit")
     parser.add_argument("--name", default="", help="who answers (stored with each answer)")
     parser.add_argument("--wait", type=bounded_float(0.0, MAX_WAIT_S, low_open=True), default=5.0,
-                        help="seconds to wait for the oversight node (default 5)")
+                        help="seconds to wait for the oversight node with --list, --answer or --once (default "
+                             "5); the prompt, the panel and --simulated wait until it comes")
     parser.set_defaults(func=run)
 
 
@@ -65,25 +70,45 @@ def run(args: argparse.Namespace) -> int:
         return _run_rqt()
     client = _client(args, "simulated" if args.simulated else "terminal")
     try:
-        if args.simulated:
-            return _simulated_loop(client, args.simulated, once=args.once)
         if args.list:
             return _list(client, args.json)
         if args.answer:
             return _answer(client, args.answer[0], args.answer[1], args.json)
+        # The long-running modes wait for the oversight node, however long it takes to come (it
+        # is often started at the same moment, in another shell); --wait bounds the one-shot ones.
+        if not args.once and not _await_oversight(client):
+            return 0  # stopped while waiting
+        if args.simulated:
+            return _simulated_loop(client, args.simulated, once=args.once)
         return _prompt_loop(client, once=args.once)
     finally:
         client.close()
 
 
+def _await_oversight(client: Any) -> bool:
+    """Wait until the oversight node is there (True), saying so once; False if stopped first."""
+    said = False
+    while client.ok():
+        if client.available(1.0):
+            return True
+        if not said:
+            print("waiting for the oversight node (Ctrl-C to stop)", flush=True)
+            said = True
+    return False
+
+
 def _list(client: Any, as_json: bool) -> int:
     pending = client.pending(fresh=True)
     if as_json:
+        from task_learning.oversight.answers import remaining_s
+
         print(json.dumps([{
             "request_id": r.request_id, "question": r.question, "object_id": r.object_id,
             "object_description": r.object_description, "wants_description": r.wants_description,
             "candidate": r.candidate.text if r.candidate else "",
-            "candidates": [c.to_dict() for c in r.candidates]} for r in pending], indent=2))
+            "candidates": [c.to_dict() for c in r.candidates],
+            "remaining_s": None if (left := remaining_s(r)) is None else round(left, 1)}
+            for r in pending], indent=2))
         return 0
     from task_learning.oversight.terminal import format_request
 
@@ -95,6 +120,8 @@ def _list(client: Any, as_json: bool) -> int:
 
 
 def _answer(client: Any, request_id: str, text: str, as_json: bool) -> int:
+    # The oversight node reads the words as every front end does (yes, no, a number, the goal in
+    # words) and refuses what is no answer with a hint; yes and no go as they are.
     word = text.strip().lower().rstrip(".!")
     kind, description = (word, "") if word in ("yes", "no") else ("description", text)
     reply = client.submit(request_id, kind, description)
@@ -173,33 +200,63 @@ def _prompt_until_done(client: Any, *, once: bool, prompt_answer: Any) -> int:
 
 
 def _run_panel(args: argparse.Namespace) -> int:
+    """The standalone panel until its window closes or Ctrl-C / SIGTERM; exit code 0 either way.
+
+    Stopping is ordered, because Python's collector at interpreter exit deletes Qt objects in no
+    particular order (measured before: "QObject: shared QObject was deleted directly", then exit
+    139, 134 or -6 on most stops): the signals only record a stop (StopSignals: they replace
+    rclpy's handlers, so the ROS context is not torn down under a running spin), the event loop
+    ends from its own timer, and then the timers stop, the ROS client closes, the widgets are
+    deleted and the application is shut down, in that order, before anything is collected."""
+    from task_learning.stop_signals import StopSignals
+
     try:
-        from task_learning.oversight.qt_compat import QApplication, QTimer
+        from task_learning.oversight.qt_compat import QApplication, QTimer, delete_widget
         from task_learning.oversight.panel import OperatorPanel
     except ImportError as exc:
         raise TaskLearningError(f"Qt is not available for the panel ({exc}); "
                                 f"install PySide6-Essentials") from None
+    from task_learning.oversight.qt_platform import check_qt_platform
+
+    check_qt_platform()  # names a missing system library instead of Qt's abort
     app = QApplication.instance() or QApplication(sys.argv[:1])
     client = _client(args, "panel")
+    stop = StopSignals()
+    stop.install()  # after rclpy.init (in the client): these handlers, not rclpy's
     panel = OperatorPanel(client, operator=args.name or "panel")
+    spin = QTimer(panel)
+
+    shown = {"id": ""}
+
     def tick() -> None:
-        # Ctrl-C shuts the ROS context down (rclpy's signal handler): then close the panel.
-        if not client.ok():
-            panel.stop()
+        if stop.received or not client.ok():
             app.quit()
             return
         client.spin_once(0.0)
+        request = panel.current_request()
+        if request is not None and request.request_id != shown["id"]:  # a trace in the terminal too
+            print(f"question [{request.request_id}]: {request.question}", flush=True)
+        shown["id"] = request.request_id if request is not None else ""
 
-    signal.signal(signal.SIGINT, lambda *_: app.quit())  # Ctrl-C closes the window cleanly
-    spin = QTimer()
     spin.timeout.connect(tick)
     spin.start(50)
     panel.resize(900, 600)
     panel.show()
+    # Said once the event loop runs (the window is up): for a person, and for scripts that wait.
+    QTimer.singleShot(0, lambda: print("operator panel open (close the window or Ctrl-C to quit)", flush=True))
     try:
-        return int(app.exec())
+        app.exec()
+        return 0
     finally:
+        spin.stop()
+        panel.stop()
+        panel.close()
         client.close()
+        delete_widget(panel)
+        app.processEvents()
+        if hasattr(app, "shutdown"):  # PySide6: the application deleted now, not at exit
+            app.shutdown()
+        stop.restore()
 
 
 RQT_PLUGIN = "task_learning/OperatorPanel"
@@ -220,6 +277,9 @@ def _run_rqt() -> int:
             raise TaskLearningError(f"rqt is not available here ({RQT_VENV_SCRIPT.name} exited with "
                                     f"{made.returncode}; its reason is above)")
         rqt = made.stdout.strip().splitlines()[-1]
+        from task_learning.oversight.qt_platform import check_qt_platform, pyqt5_xcb_plugin
+
+        check_qt_platform("rqt", pyqt5_xcb_plugin(Path(rqt).resolve().parent.parent))
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "_ROS_WHEELS_BOOTSTRAP_COMPLETE")}
     else:

@@ -1,7 +1,10 @@
 """Checked command-line values and safe terminal output, shared by every subcommand.
 
-Every numeric option has a range (`bounded_int`, `bounded_float`): `run --workers 0` or
-`bcr --trials 1000000000` is refused by argparse with a one-line error before anything runs.
+Every numeric option has a range (`bounded_int`, `bounded_float`): `run --workers 0`,
+`bcr --trials 1000000000` or `bag play --rate nan` is refused by argparse with a one-line error
+before anything runs. Both ask task_learning.numbers.number_problem, the check configuration
+values and node parameters go through too; test_cli_safety checks that no option of any command
+takes a bare `int` or `float`.
 `PrintableStream` wraps stdout/stderr while a command runs so that no text it echoes (object
 names from a scene file, goal text from a model or an imported knowledge base) can carry terminal
 escape sequences or other control characters to the user's terminal.
@@ -9,10 +12,10 @@ escape sequences or other control characters to the user's terminal.
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 from typing import TextIO
 
+from task_learning.numbers import number_problem
 from task_learning.safe_text import printable
 
 # Sane maxima where no configuration gives a bound.
@@ -34,8 +37,9 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
             number = int(value, 10)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {printable(value)!r}") from None
-        if not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low} and {high}, got {number}")
+        problem = number_problem(number, low=low, high=high, integer=True)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return number
 
     parse.__name__ = "integer"
@@ -50,10 +54,9 @@ def bounded_float(low: float, high: float, *, low_open: bool = False) -> Callabl
             number = float(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {printable(value)!r}") from None
-        too_low = number <= low if low_open else number < low
-        if not math.isfinite(number) or too_low or number > high:
-            bracket = "(" if low_open else "["
-            raise argparse.ArgumentTypeError(f"must be a finite number in {bracket}{low:g}, {high:g}], got {printable(value)}")
+        problem = number_problem(number, low=low, high=high, low_open=low_open)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return number
 
     parse.__name__ = "number"
@@ -64,14 +67,30 @@ SEED = bounded_int(0, MAX_SEED)
 
 
 class PrintableStream:
-    """A text stream that strips escape sequences and control characters from what it writes."""
+    """A text stream that strips escape sequences and control characters from what it writes.
+    A write that fails (a full disk behind `> file`) names the stream, so the one-line error
+    says what could not be written."""
 
-    def __init__(self, inner: TextIO) -> None:
+    def __init__(self, inner: TextIO, name: str = "standard output") -> None:
         self._inner = inner
+        self._name = name
 
     def write(self, text: str) -> int:
-        self._inner.write(printable(text))
+        try:
+            self._inner.write(printable(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), self._name) from None
         return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), self._name) from None
 
     def __getattr__(self, name: str) -> object:  # flush, fileno, isatty, encoding...
         return getattr(self._inner, name)

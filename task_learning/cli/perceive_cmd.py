@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from task_learning.cli.options import bounded_float, bounded_int
 from task_learning.errors import TaskLearningError
 
 
@@ -22,9 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--pose", default="centre",
                    help="where the robot stands: centre | offset | an object id to stand in front of")
     p.add_argument("--move", metavar="OBJECT:RECEPTACLE", help="someone moved this object first")
-    p.add_argument("--width", type=int, default=640)
-    p.add_argument("--height", type=int, default=480)
-    p.add_argument("--depth-noise", type=float, default=0.005, help="sigma of the depth noise, m")
+    p.add_argument("--width", type=bounded_int(64, 4096), default=640, help="image width in pixels (64-4096)")
+    p.add_argument("--height", type=bounded_int(48, 4096), default=480, help="image height in pixels (48-4096)")
+    p.add_argument("--depth-noise", type=bounded_float(0.0, 1.0), default=0.005, help="sigma of the depth noise, m (0-1)")
     p.add_argument("--image", help="save the first frame with its detections drawn to this PNG")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
@@ -38,10 +39,6 @@ def run(args: argparse.Namespace) -> int:
     if not args.synthetic:
         raise TaskLearningError("perceive needs --synthetic here; on a robot run the perception node with "
                                 "backend:=fetch and read world_state")
-    if args.width < 64 or args.height < 48:
-        raise TaskLearningError(f"--width/--height {args.width}x{args.height}: too small (at least 64x48)")
-    if args.depth_noise < 0:
-        raise TaskLearningError(f"--depth-noise must be >= 0, got {args.depth_noise}")
     scene = load_scene(args.scene)
     ids = {o["objectId"] for o in scene.objects}
     moved = None

@@ -10,7 +10,9 @@ import json
 import sys
 
 from task_learning.cli.options import MAX_WORKERS, SEED, add_llm_arguments, bounded_int, llm_options
+from task_learning.planning.loop import ObjectReport
 from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
+from task_learning.planning.summary import summarize
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--synthetic", action="store_true",
                    help="with --backend fetch: the simulated robot (camera topics + skill server), through ROS")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
+    p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
+    p.requires("--backend=fetch", "--synthetic",
+               why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
+                   "perception.marker_registry:=<file>` and send perform_task")
+    p.excludes("--backend=fetch", "--operator=panel",
+               why="use --operator simulated, or run `task-learning operator --panel` beside `task-learning bringup`")
+    p.excludes("--backend=fetch", "--seed", "--task", "--engine", "--elicitation",
+               why="the simulated robot takes the scene as written and the nodes' own settings")
     p.set_defaults(func=run)
 
 
@@ -91,18 +101,7 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
 
 def _run_fetch(args: argparse.Namespace) -> int:
     """The trial through the ROS graph with the simulated Fetch (nodes/fetch_run.py)."""
-    from task_learning.errors import TaskLearningError
 
-    if not args.synthetic:
-        raise TaskLearningError("--backend fetch runs here only with --synthetic (the simulated robot); on a "
-                                "robot start `task-learning bringup --backend fetch --param "
-                                "perception.marker_registry:=<file>` and send perform_task")
-    if args.operator == "panel":
-        raise TaskLearningError("--backend fetch: use --operator simulated, or run `task-learning operator "
-                                "--panel` beside `task-learning bringup`")
-    if args.seed is not None or args.task or args.engine != "heuristic" or args.elicitation != "batched":
-        raise TaskLearningError("--backend fetch takes the scene as written and the nodes' own settings: "
-                                "no --seed, --task, --engine or --elicitation")
     from task_learning_nodes.fetch_run import run_synthetic_fetch
 
     data = run_synthetic_fetch(args.scene, args.condition, str(args.db), llm=args.llm,
@@ -133,17 +132,29 @@ def run(args: argparse.Namespace) -> int:
     data = metrics.to_dict()
     data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
                 elicitation=args.elicitation)
+    summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
+    data.update(success=summary.success, message=summary.message, incomplete=summary.reasons)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
-    print(f"{args.scene} {args.condition}: completion {data['completion']:.1f}% "
-          f"({data['satisfied']}/{data['assertions']} assertions)")
+    print(f"{args.scene} {args.condition}: {summary.message}")
     for key in ("retrieved", "proposed", "sourced", "prompt_tokens", "completion_tokens",
                 "instructions", "yes_no", "words", "learned_goals_reused", "policies_reused"):
         print(f"  {key:<22}{data[key]}")
     print(f"  {'llm calls':<22}{data['usage']['calls']}")
     print(f"  {'llm round trips':<22}{data['usage']['requests']}")
-    failed = [r for r in learner.reports if r.outcome != "done"]
-    for report in failed:
-        print(f"  ! {report.context}: {report.outcome} {report.message}")
+    print("What was learned, per object (goal; its literals; who confirmed it; reached?):")
+    for report in learner.reports:
+        print(describe_report(report))
     return 0
+
+
+def describe_report(report: ObjectReport) -> str:
+    """Two lines: where the object was and its goal in words; the literals, who confirmed it and
+    whether it was reached (or why not)."""
+    source = {"learned": "from the knowledge base", "described": "described by the operator"}.get(
+        report.goal_source, report.goal_source or "-")
+    reached = "reached" if report.reached else f"NOT reached: {report.outcome}, {report.message}"
+    literals = " & ".join(str(lit) for lit in report.literals) or "-"
+    return (f"  {report.context}: {report.goal or '(no goal)'}\n"
+            f"      {literals}; {source}; confirmed by {report.confirmed_by or 'nobody'}; {reached}")

@@ -32,14 +32,14 @@ OFFLINE_NOTE = ("The offline model is not a language model: hand-written househo
 
 
 def run_experiment(llm: str = "offline", seed: int = 0, report: Callable[[str], None] | None = None,
-                   days: Sequence[str] | None = None, llm_options: Mapping[str, Any] | None = None
-                   ) -> list[dict[str, Any]]:
-    """Every condition on every day of config/anticipation/household.yaml (or the named days).
-    `llm_options`: make_client options for every day's client (a base URL, a model, a shared
-    local server)."""
+                   days: Sequence[str] | None = None, wording: str = "own",
+                   llm_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every condition on every day of config/anticipation/household.yaml (or the named days), in
+    the project's prompt wording or the traces' own (`wording`). `llm_options`: make_client options
+    for every day's client (a base URL, a model, a shared local server)."""
     from task_learning.llm.client import make_client
 
-    cfg = load_anticipation_config()
+    cfg = load_anticipation_config(wording=wording)
     spec = load_household(tasks=cfg.tasks)
     rows = []
     with KnowledgeBase(":memory:") as kb:

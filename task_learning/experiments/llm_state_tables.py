@@ -3,8 +3,10 @@
 Table I: success rate (SR, successes/runs) and average steps (AS, over all runs; a failed run
 counts the steps it took, i.e. its cap when it hit the cap) of InnerMonologue-W, ProgPrompt,
 w/o States and Ours on the 15 tasks; Table II: the mean SR of simple and hard tasks for w/o States,
-w/o Summary, w/o Objects and Ours. One run per task per map (five maps), as the paper's x/5
-suggests.
+w/o Summary, w/o Objects and Ours. By default five runs per task, one per map, as the paper's
+x/5 suggests; `runs` changes that (run i on map i mod 5, so ten runs give each map two), which
+matters for a real model at a temperature above 0 (the paper does not state its temperature).
+Only the methods asked for are run and shown. Table III (the real robot) is not reproduced.
 """
 from __future__ import annotations
 
@@ -12,12 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from task_learning.experiments.table import legend_above, run_label
+from task_learning.files import save_figure
 from task_learning.llm_state.agent import Completer, TrialResult, run_trial
 from task_learning.llm_state.household import Household
 
 W = 58  # width of the task column
 TABLE_I_METHODS = ("inner_monologue", "progprompt", "no_states", "ours")
 TABLE_II_METHODS = ("no_states", "no_summary", "no_objects", "ours")
+ALL_METHODS = ("inner_monologue", "progprompt", "no_states", "no_summary", "no_objects", "ours")  # table order
+PAPER_RUNS = 5  # runs per task in the paper's tables (SR x/5)
 LABELS = {"inner_monologue": "InnerM-W", "progprompt": "ProgPrompt", "no_states": "w/o States",
           "no_summary": "w/o Summary", "no_objects": "w/o Objects", "ours": "Ours"}
 
@@ -65,6 +71,15 @@ class TableRun:
 
     runs: dict[tuple[str, str], list[TrialResult]] = field(default_factory=dict)
     maps: tuple[str, ...] = ()
+    runs_per_task: int = PAPER_RUNS
+    temperature: float = 0.0
+    wording: str = "own"
+
+    @property
+    def methods(self) -> list[str]:
+        """The methods run, in the tables' order."""
+        ran = {m for (_t, m) in self.runs}
+        return [m for m in ALL_METHODS if m in ran]
 
     def cell(self, task: str, method: str) -> tuple[int, float, int]:
         results = self.runs.get((task, method), [])
@@ -92,23 +107,31 @@ class TableRun:
                 if paper:
                     row[method]["paper"] = {"sr": f"{paper[0]}/5", "as": paper[1]}
             rows.append(row)
-        methods = sorted({m for (_t, m) in self.runs})
         means = {level: {m: {"ours": round(self.mean_sr(household, level, m), 2),
-                             "paper": PAPER_MEANS[level].get(m)} for m in methods}
+                             "paper": PAPER_MEANS[level].get(m)} for m in self.methods}
                  for level in ("simple", "hard")}
-        return {"maps": list(self.maps), "table_i": rows, "means": means}
+        return {"maps": list(self.maps), "runs_per_task": self.runs_per_task, "temperature": self.temperature,
+                "prompts": self.wording, "methods": self.methods, "table_i": rows, "means": means}
 
 
 def run_tables(household: Household, client: Completer, methods: Sequence[str], *,
-               maps: Sequence[str] | None = None, report: Callable[[str], None] | None = None) -> TableRun:
+               maps: Sequence[str] | None = None, runs: int | None = None, temperature: float = 0.0,
+               wording: str = "own", report: Callable[[str], None] | None = None) -> TableRun:
+    """Every method on every task of the tables, `runs` runs each (default: one per map), run i
+    on map i mod len(maps)."""
     maps = tuple(maps or household.paper_maps)
-    table = TableRun(maps=maps)
+    runs = len(maps) if runs is None else runs
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    table = TableRun(maps=maps, runs_per_task=runs, temperature=temperature, wording=wording)
     for method in methods:
         for task in household.paper_tasks:
-            table.runs[(task, method)] = [run_trial(task, m, method, client, household=household) for m in maps]
+            table.runs[(task, method)] = [run_trial(task, maps[i % len(maps)], method, client, household=household,
+                                                    trial=i, temperature=temperature, wording=wording)
+                                          for i in range(runs)]
         if report:
             wins = sum(r.success for (t, m), rs in table.runs.items() if m == method for r in rs)
-            report(f"{LABELS[method]}: {wins}/{len(household.paper_tasks) * len(maps)} runs reached the goal")
+            report(f"{LABELS[method]}: {wins}/{len(household.paper_tasks) * runs} runs reached the goal")
     return table
 
 
@@ -117,8 +140,11 @@ def _sr_as(wins: int, avg: float, n: int) -> str:
 
 
 def format_table_i(household: Household, table: TableRun) -> str:
-    head = f"{'Task':{W}s}" + "".join(f"{LABELS[m]:>14s}" for m in TABLE_I_METHODS)
-    lines = ["TABLE I (SR x/5, AS average steps): this run, then (paper)", head, "-" * len(head)]
+    methods = [m for m in TABLE_I_METHODS if m in table.methods]
+    head = f"{'Task':{W}s}" + "".join(f"{LABELS[m]:>14s}" for m in methods)
+    paper_runs = "" if table.runs_per_task == PAPER_RUNS else f" (the paper's: x/{PAPER_RUNS})"
+    lines = [f"TABLE I (SR x/{table.runs_per_task}, AS average steps): this run, then (paper){paper_runs}", head,
+             "-" * len(head)]
     for level in ("simple", "hard"):
         lines.append(level.capitalize())
         for task in household.paper_tasks:
@@ -127,52 +153,50 @@ def format_table_i(household: Household, table: TableRun) -> str:
                 continue
             mark = "*" if spec.special else ""
             label = ("  " + spec.goal)[:W - len(mark)] + mark
-            lines.append(f"{label:{W}s}" + "".join(f"{_sr_as(*table.cell(task, m)):>14s}" for m in TABLE_I_METHODS))
+            lines.append(f"{label:{W}s}" + "".join(f"{_sr_as(*table.cell(task, m)):>14s}" for m in methods))
             paper = PAPER_TABLE_I[task]
-            lines.append(f"{'    (paper)':{W}s}" + "".join(f"{_sr_as(paper[m][0], paper[m][1], 5):>14s}"
-                                                          for m in TABLE_I_METHODS))
-        lines.append(f"{'  Mean':{W}s}" + "".join(f"{table.mean_sr(household, level, m):13.2f}%"
-                                                 for m in TABLE_I_METHODS))
-        lines.append(f"{'    (paper)':{W}s}" + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in TABLE_I_METHODS))
+            lines.append(f"{'    (paper)':{W}s}" + "".join(f"{_sr_as(paper[m][0], paper[m][1], PAPER_RUNS):>14s}"
+                                                          for m in methods))
+        lines.append(f"{'  Mean':{W}s}" + "".join(f"{table.mean_sr(household, level, m):13.2f}%" for m in methods))
+        lines.append(f"{'    (paper)':{W}s}" + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in methods))
     return "\n".join(lines)
 
 
 def format_table_ii(household: Household, table: TableRun) -> str:
-    head = f"{'Task':12s}" + "".join(f"{LABELS[m]:>14s}" for m in TABLE_II_METHODS)
+    methods = [m for m in TABLE_II_METHODS if m in table.methods]
+    head = f"{'Task':12s}" + "".join(f"{LABELS[m]:>14s}" for m in methods)
     lines = ["TABLE II (ablation, mean SR): this run, then (paper)", head, "-" * len(head)]
     for level in ("simple", "hard"):
         lines.append(f"{level.capitalize():12s}" + "".join(f"{table.mean_sr(household, level, m):13.2f}%"
-                                                           for m in TABLE_II_METHODS))
-        lines.append(f"{'  (paper)':12s}" + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in TABLE_II_METHODS))
+                                                           for m in methods))
+        lines.append(f"{'  (paper)':12s}" + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in methods))
     return "\n".join(lines)
 
 
-def plot_tables(household: Household, table: TableRun, path: str | Path) -> Path:
+def plot_tables(household: Household, table: TableRun, path: str | Path, llm: str = "offline") -> Path:
     """Mean SR on simple and hard tasks per method, this run beside the paper's."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    methods = [m for m in ("inner_monologue", "progprompt", "no_states", "no_summary", "no_objects", "ours")
-               if any(k[1] == m for k in table.runs)]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    methods = table.methods
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     x = range(len(methods))
     for ax, level in zip(axes, ("simple", "hard")):
         ours = [table.mean_sr(household, level, m) for m in methods]
         paper = [PAPER_MEANS[level].get(m, 0.0) for m in methods]
-        ax.bar([i - 0.2 for i in x], ours, width=0.4, label="this run (offline stand-in)")
+        ax.bar([i - 0.2 for i in x], ours, width=0.4, label=run_label(llm))
         ax.bar([i + 0.2 for i in x], paper, width=0.4, label="paper (GPT-4, VirtualHome)")
         ax.set_xticks(list(x))
         ax.set_xticklabels([LABELS[m] for m in methods], rotation=30, ha="right", fontsize=8)
         ax.set_ylim(0, 105)
         ax.set_title(f"{level.capitalize()} tasks: mean success rate (%)")
-    axes[0].legend(fontsize=8)
     fig.suptitle("LLM-State (seed 003): Tables I and II")
-    fig.tight_layout()
+    legend_above(fig, axes[0])
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
     return out
 
@@ -180,24 +204,28 @@ def plot_tables(household: Household, table: TableRun, path: str | Path) -> Path
 HELDOUT_METHODS = ("no_states", "ours")
 
 
-def run_heldout(household: Household, client: Completer) -> dict[str, dict[str, list[TrialResult]]]:
+def run_heldout(household: Household, client: Completer, methods: Sequence[str] = HELDOUT_METHODS, *,
+                temperature: float = 0.0, wording: str = "own") -> dict[str, dict[str, list[TrialResult]]]:
     """Held-out runs, apart from the tables: every task (the paper's and the held-out ones) on the
-    held-out maps, and the held-out tasks there too; method -> task -> results per held-out map."""
+    held-out maps, and the held-out tasks there too, for those of HELDOUT_METHODS in `methods`;
+    method -> task -> results per held-out map."""
     maps = [n for n, m in household.maps.items() if m.heldout]
-    return {method: {task: [run_trial(task, m, method, client, household=household) for m in maps]
+    return {method: {task: [run_trial(task, m, method, client, household=household, trial=i,
+                                      temperature=temperature, wording=wording) for i, m in enumerate(maps)]
                      for task in household.tasks}
-            for method in HELDOUT_METHODS}
+            for method in HELDOUT_METHODS if method in methods}
 
 
 def format_heldout(household: Household, runs: Mapping[str, Mapping[str, list[TrialResult]]]) -> str:
     maps = ", ".join(n for n, m in household.maps.items() if m.heldout)
+    methods = [m for m in HELDOUT_METHODS if m in runs]
     lines = [f"HELD OUT (map {maps}, written after the offline model; tasks marked + are not in the paper): "
              "successes/runs and steps",
-             f"{'Task':{W}s}" + "".join(f"{LABELS[m]:>14s}" for m in HELDOUT_METHODS)]
+             f"{'Task':{W}s}" + "".join(f"{LABELS[m]:>14s}" for m in methods)]
     for task, spec in household.tasks.items():
         label = ("  " + ("+ " if spec.heldout else "") + spec.goal)[:W]
         cells = []
-        for method in HELDOUT_METHODS:
+        for method in methods:
             results = runs[method][task]
             wins = sum(r.success for r in results)
             cells.append(f"{wins}/{len(results)} {sum(r.steps for r in results) / max(1, len(results)):5.1f}")

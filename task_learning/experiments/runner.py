@@ -1,11 +1,13 @@
 """Run several STARS conditions on one scene, each on a fresh knowledge base, then Trial #2 on the
-knowledge base of the last oversight condition, as in seed 000's experiments."""
+knowledge base of the last oversight condition, as in seed 000's experiments. Each run removes its
+own files in `workdir` first, so running it again in the same folder prints the same table."""
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from task_learning.kb import remove_knowledge_base
 from task_learning.planning.session import RunSpec, run_in_process
 
 Reporter = Callable[[str], None]
@@ -23,7 +25,7 @@ def run_conditions(scene: str, conditions: Sequence[str], *, llm: str = "offline
     last_db: Path | None = None
     for condition in conditions:
         db = workdir / f"{scene}_{condition.replace('+', 'plus').replace('*', 'star')}.sqlite"
-        db.unlink(missing_ok=True)
+        remove_knowledge_base(db)  # with its WAL: a rerun in the same folder starts from nothing
         operator = "simulated" if condition.endswith("+O") else "none"
         metrics, _ = run_in_process(RunSpec(scene=scene, condition=condition, llm=llm,
                                             operator=operator, db=db, seed=seed, llm_options=dict(llm_options or {})))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from task_learning.files import save_figure
 from task_learning.llm.tokens import TOKENIZER
 
 COLUMNS = (
@@ -135,7 +136,24 @@ def _row(label: str, data: Mapping[str, Any], label_width: int, widths: Sequence
     return label.ljust(label_width) + "  " + "  ".join(cells)
 
 
-def plot_rows(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], path: str | Path) -> Path:
+def run_label(llm: str) -> str:
+    """What a plot calls the bars of this run: the offline stand-in is named for what it is."""
+    if llm == "offline":
+        return "this run: offline stand-in (not a language model)"
+    return f"this run ({llm})"
+
+
+def legend_above(fig: Any, ax: Any, top: float = 0.86) -> None:
+    """One legend for the figure, above the axes and below the title, so it never covers a bar
+    (a legend inside an axes lands on the tallest bars wherever matplotlib puts it)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=len(labels), fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, top + 0.06))
+    fig.tight_layout(rect=(0, 0, 1, top))
+
+
+def plot_rows(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], path: str | Path,
+              llm: str = "offline") -> Path:
     """Task completion, user words and total tokens per condition, ours beside the paper's."""
     import matplotlib
 
@@ -145,12 +163,12 @@ def plot_rows(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], path: s
     labels = [label for label, _ in rows]
     measures = (("completion", "Task completion (%)"), ("words", "User words"),
                 ("total_tokens", "Total tokens"))
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.6))
     x = range(len(labels))
     for ax, (key, title) in zip(axes, measures):
         ours = [float(data.get(key, 0) or 0) for _, data in rows]
         paper = [float((paper_row(scene, paper_key(label)) or {}).get(key) or 0) for label in labels]
-        ax.bar([i - 0.2 for i in x], ours, width=0.4, label="this run")
+        ax.bar([i - 0.2 for i in x], ours, width=0.4, label=run_label(llm))
         ax.bar([i + 0.2 for i in x], paper, width=0.4, label="paper (GPT-3/4)")
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
@@ -161,11 +179,10 @@ def plot_rows(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], path: s
             ax.set_ylim(0, top * 4)
         else:
             ax.set_ylim(0, top * 1.1)
-    axes[0].legend(fontsize=8)
     fig.suptitle(f"{scene}: STARS conditions")
-    fig.tight_layout()
+    legend_above(fig, axes[0])
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

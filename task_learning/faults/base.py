@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CATEGORIES = ("llm", "cli", "config", "persistence", "ros")
+CATEGORIES = ("llm", "cli", "config", "persistence", "imports", "ros")
 CATEGORY_TITLES = {
     "llm": "LLM endpoint faults",
     "cli": "bad CLI input",
     "config": "bad config files",
     "persistence": "persistence (kills, bad databases)",
+    "imports": "hostile imports (policies, productions)",
     "ros": "ROS graph (kills, malformed requests, oversight)",
 }
 

@@ -5,6 +5,8 @@ import logging
 from collections.abc import Callable, Sequence
 
 from task_learning.faults import (
+    hostile_probes,
+    import_probes,
     input_probes,
     llm_probes,
     persistence_probes,
@@ -16,8 +18,10 @@ log = logging.getLogger(__name__)
 
 
 def all_probes() -> list[Probe]:
-    return (llm_probes.probes() + input_probes.cli_probes() + input_probes.config_probes()
-            + persistence_probes.probes() + ros_probes.probes())
+    return (llm_probes.probes() + input_probes.cli_probes() + hostile_probes.cli_probes()
+            + input_probes.config_probes() + hostile_probes.config_probes()
+            + persistence_probes.probes() + hostile_probes.persistence_probes() + import_probes.probes()
+            + ros_probes.probes())
 
 
 def run_probes(ctx: ProbeContext, categories: Sequence[str] = CATEGORIES,

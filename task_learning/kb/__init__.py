@@ -1,5 +1,6 @@
 """Persistent knowledge: learned goals, policies, questions and answers (SQLite)."""
 from task_learning.kb.store import (  # noqa: F401
+    DEFAULT_DB,
     OBJECT_VAR,
     Confirmation,
     KnowledgeBase,
@@ -9,5 +10,8 @@ from task_learning.kb.store import (  # noqa: F401
     goal_key,
     ground_lifted,
     lift_literals,
+    default_db_path,
     parse_confirmation,
+    remove_knowledge_base,
+    resolve_db_path,
 )

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import sqlite3
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -87,6 +90,7 @@ CREATE TABLE IF NOT EXISTS policies (
     successes INTEGER NOT NULL DEFAULT 0,
     failures INTEGER NOT NULL DEFAULT 0,
     updated_at REAL NOT NULL,
+    approval TEXT NOT NULL DEFAULT 'none',
     UNIQUE (task, object_type, location, goal_key)
 );
 CREATE TABLE IF NOT EXISTS productions (
@@ -124,7 +128,8 @@ class KnowledgeBaseError(TaskLearningError):
     program's tables, locked past the busy timeout)."""
 
 
-ADDED_COLUMNS = {"goals": {"confirmation"}}  # added to older files by _add_missing_columns
+ADDED_COLUMNS = {"goals": {"confirmation"}, "policies": {"approval"}}  # added to older files by _add_missing_columns
+RETIRED = {("table", "counters")}  # created by earlier versions, no longer read: still ours
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # SQLite retries a locked database this long before giving up
 
 
@@ -136,6 +141,17 @@ def _expected_columns() -> dict[str, set[str]]:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         return {t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in tables
                 if not t.startswith("sqlite_")}
+    finally:
+        conn.close()
+
+
+def _expected_objects() -> set[tuple[str, str]]:
+    """(type, name) of every table and index the schema above creates."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        return {(r[0], r[1]) for r in conn.execute("SELECT type, name FROM sqlite_master")
+                if not str(r[1]).startswith("sqlite_")}
     finally:
         conn.close()
 
@@ -153,6 +169,41 @@ def describe_db_error(path: str, exc: BaseException, busy_timeout_s: float) -> s
     if "unable to open" in text:
         return f"{path}: cannot open the knowledge base ({text}): is it a directory or in a missing/unwritable folder?"
     return f"{path}: knowledge base error: {text}"
+
+
+# SQLite's lock bytes (unix VFS): the WAL write lock is byte 120 of the -shm file; a rollback-
+# journal database's RESERVED lock is the byte after PENDING_BYTE (1 GiB) of the file itself.
+_WAL_WRITE_LOCK = (("-shm", 120),)
+_RESERVED_LOCK = (("", 0x40000001),)
+
+
+def writer_holds_lock(path: str) -> bool:
+    """Whether another process holds `path`'s write lock right now (a write transaction open),
+    asked with fcntl's F_GETLK, which only looks: nothing is locked or changed. False where the
+    question cannot be asked (no fcntl, an unexpected struct layout)."""
+    try:
+        import fcntl
+        import struct
+    except ImportError:
+        return False
+    layout = "hhqqi4x" if sys.platform.startswith("linux") else None
+    if layout is None:
+        return False
+    for suffix, offset in _WAL_WRITE_LOCK + _RESERVED_LOCK:
+        try:
+            fd = os.open(f"{path}{suffix}", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            query = struct.pack(layout, fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+            if struct.unpack(layout, answer)[0] != fcntl.F_UNLCK:
+                return True
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return False
 
 
 class Confirmation(str, Enum):
@@ -231,9 +282,24 @@ class LearnedGoal:
         )
 
 
+POLICY_LEARNED = "learned"  # this robot's executor learned it from its own successful actions
+POLICY_UNREVIEWED = "none"  # imported, or of unknown origin: replayed only once an operator approves
+MAX_POLICY_ACTIONS = 200  # a recipe longer than any plan (the planner's max_actions is 100)
+
+
+def policy_approved_by(operator: str) -> str:
+    """The approval recorded when an operator said yes to an unreviewed policy (who said it)."""
+    return f"operator:{operator or 'unknown'}"
+
+
 @dataclass
 class Policy:
-    """A successful action sequence for (task, object type, gross location), lifted like goals."""
+    """A successful action sequence for (task, object type, gross location), lifted like goals.
+
+    `approval` says why it may be replayed: POLICY_LEARNED (this robot reached the goal with
+    these actions), policy_approved_by(operator) (an operator approved it, from a question built
+    from the actions), or POLICY_UNREVIEWED (imported or of unknown origin: never replayed
+    until approved)."""
 
     task: str
     object_type: str
@@ -242,6 +308,11 @@ class Policy:
     actions: list[ActionCall]
     successes: int = 0
     failures: int = 0
+    approval: str = POLICY_LEARNED
+
+    @property
+    def reviewed(self) -> bool:
+        return self.approval != POLICY_UNREVIEWED
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -252,18 +323,28 @@ class Policy:
             "actions": [action_to_dict(a) for a in self.actions],
             "successes": self.successes,
             "failures": self.failures,
+            "approval": self.approval,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Policy":
+        """An exported policy, unreviewed whatever the file says (an import is not a review)."""
+        actions = data.get("actions", [])
+        if not isinstance(actions, list) or len(actions) > MAX_POLICY_ACTIONS:
+            raise ValueError(f"actions: expected a list of at most {MAX_POLICY_ACTIONS} actions")
+        successes, failures = data.get("successes", 0), data.get("failures", 0)
+        for name, value in (("successes", successes), ("failures", failures)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**9:
+                raise ValueError(f"{name}: expected a whole number from 0 to 1000000000, got {value!r:.40}")
         return cls(
             task=str(data["task"]),
             object_type=str(data["object_type"]),
             location=str(data["location"]),
             goal_key=str(data["goal_key"]),
-            actions=[action_from_dict(a) for a in data.get("actions", [])],
-            successes=int(data.get("successes", 0)),
-            failures=int(data.get("failures", 0)),
+            actions=[action_from_dict(a) for a in actions],
+            successes=successes,
+            failures=failures,
+            approval=POLICY_UNREVIEWED,
         )
 
 
@@ -321,6 +402,7 @@ class ImportCounts(NamedTuple):
     goals: int
     policies: int
     routines: int  # new routines; a day the knowledge base already has is not added twice
+    policies_unreviewed: int = 0  # of the policies: replayed only once an operator approves them
 
 
 def action_to_dict(call: ActionCall) -> dict[str, Any]:
@@ -333,6 +415,21 @@ def action_from_dict(data: dict[str, Any]) -> ActionCall:
         object_id=str(data.get("object_id", "")),
         params=tuple((str(k), v) for k, v in data.get("params", [])),
     )
+
+
+_KEY_LITERAL = re.compile(r"^(?:(?P<truth>[a-z_]+):)?(?P<predicate>[A-Za-z_][A-Za-z0-9_]*)\((?P<args>[^()]*)\)$")
+
+
+def parse_goal_key(key: str) -> list[GoalLiteral]:
+    """The literals of a goal key (the inverse of goal_key); ValueError when it is not one."""
+    literals = []
+    for part in key.split(" & "):
+        found = _KEY_LITERAL.match(part.strip())
+        if not found:
+            raise ValueError(f"goal_key: {part.strip()[:80]!r} is not a literal such as inside(?object, Fridge)")
+        args = tuple(a.strip() for a in found["args"].split(",")) if found["args"].strip() else ()
+        literals.append(GoalLiteral(found["predicate"], args, Truth(found["truth"] or "true")))
+    return literals
 
 
 def lift_literals(literals: list[GoalLiteral], object_id: str, type_of: dict[str, str]) -> list[GoalLiteral]:
@@ -371,27 +468,88 @@ def goal_key(literals: list[GoalLiteral]) -> str:
     return " & ".join(sorted(str(lit) for lit in literals))
 
 
-class KnowledgeBase:
-    """Thread-safe access to one SQLite file (or ":memory:")."""
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 
-    def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+
+def remove_knowledge_base(path: str | Path) -> None:
+    """Delete a knowledge base file and its SQLite companions (write-ahead log, shared memory,
+    journal), so the next run starts from nothing: a WAL left beside a fresh file would be
+    replayed into it. For runs that must not see an earlier run's learning (the demo's and the
+    experiments' own files), never for a user's --db."""
+    base = Path(path)
+    for candidate in [base] + [base.with_name(base.name + suffix) for suffix in SQLITE_COMPANIONS]:
+        candidate.unlink(missing_ok=True)
+
+
+DEFAULT_DB = "$ROS_HOME/task_learning/task_learning.sqlite"
+
+
+def resolve_db_path(value: str) -> str:
+    """A node's db_path as it is used: $ROS_HOME (default ~/.ros, as in ROS 2), other environment
+    variables and ~ expanded, a relative path made absolute (relative to the working folder);
+    "" (not persisted, where a node allows it) and ":memory:" as they are."""
+    value = str(value or "").strip()
+    if value in ("", ":memory:"):
+        return value
+    ros_home = os.environ.get("ROS_HOME") or os.path.join("~", ".ros")
+    value = value.replace("${ROS_HOME}", ros_home).replace("$ROS_HOME", ros_home)
+    return os.path.abspath(os.path.expanduser(os.path.expandvars(value)))
+
+
+def default_db_path() -> Path:
+    """The one default knowledge base of the graph, whichever way it is started (`task-learning
+    bringup`, `ros2 run`, `ros2 launch`): DEFAULT_DB, $ROS_HOME/task_learning/task_learning.sqlite.
+    Not the working folder: the same robot, started from another folder, must find what it learned."""
+    return Path(resolve_db_path(DEFAULT_DB))
+
+
+class KnowledgeBase:
+    """Thread-safe access to one SQLite file (or ":memory:").
+
+    `read_only=True` is for commands that only look (`kb show`, `kb export`): the file must
+    exist ("no knowledge base at ..." otherwise, never an empty one created in its place), it is
+    opened read-only and nothing in it, or beside it, is created or changed; tables an older
+    version did not have yet read as empty."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+                 read_only: bool = False) -> None:
         self.path = str(path)
         self.busy_timeout_s = float(busy_timeout_s)
+        self.read_only = read_only
         if not self.path.strip():
             raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
-            if Path(self.path).is_dir():
-                raise KnowledgeBaseError(f"{self.path}: is a directory, not a knowledge base file")
-            try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
+            self._check_file(read_only)
         self._lock = threading.RLock()
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s,
-                                         isolation_level=None)
+            if read_only:
+                # Nothing may be created beside the file either: a WAL database opened read-only
+                # still creates its -shm and -wal files, unless it is opened as immutable. That
+                # is safe when no -wal file exists (no process has the base open: a live one
+                # keeps it); with one, the reader joins the live WAL as any reader does.
+                live = Path(f"{self.path}-wal").exists()
+                self._conn = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro"
+                                             + ("" if live else "&immutable=1"), uri=True,
+                                             check_same_thread=False, timeout=self.busy_timeout_s,
+                                             isolation_level=None)
+            else:
+                self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=self.busy_timeout_s,
+                                             isolation_level=None)
         except sqlite3.Error as exc:
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+        if read_only:
+            try:
+                self._wait_for_writer()
+                self._check_schema()
+                self._shadow_missing()
+                self._check_version()
+            except sqlite3.Error as exc:
+                self._conn.close()
+                raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
+            except KnowledgeBaseError:
+                self._conn.close()
+                raise
+            return
         try:
             self._check_schema()  # before changing anything in a file that may be another program's
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -407,11 +565,76 @@ class KnowledgeBase:
             self._conn.close()
             raise
 
+    def _check_file(self, read_only: bool) -> None:
+        """The file is a regular file (or, when not read-only, absent: it is created); named
+        errors for a missing file, a directory, a FIFO or a device."""
+        import stat as stat_kind
+
+        from task_learning.files import describe_kind
+
+        path = Path(self.path)
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            if read_only:
+                raise KnowledgeBaseError(f"no knowledge base at {self.path} (check the path; a knowledge base is "
+                                         "created by the commands that learn, e.g. `task-learning run --db`)") from None
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
+            return
+        except OSError as exc:
+            raise KnowledgeBaseError(f"{self.path}: cannot open the knowledge base: {exc.strerror or exc}") from None
+        if not stat_kind.S_ISREG(mode):
+            raise KnowledgeBaseError(f"{self.path}: {describe_kind(mode)}, not a knowledge base file")
+
+    def _wait_for_writer(self) -> None:
+        """Read-only: a snapshot taken while another process holds the write lock would be
+        reported complete while that process's writes are still coming; wait for it (as a
+        writer would), then name the lock (as `run` does) if it is still held."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while writer_holds_lock(self.path):
+            if time.monotonic() >= deadline:
+                raise KnowledgeBaseError(describe_db_error(self.path, sqlite3.OperationalError("database is locked"),
+                                                           self.busy_timeout_s))
+            time.sleep(0.05)
+
+    def _shadow_missing(self) -> None:
+        """Read-only: tables (and the columns of ADDED_COLUMNS) an older file lacks are given as
+        empty TEMP tables and TEMP views, which live in memory and shadow the file's names, so
+        every query reads as it would after the file was upgraded, without changing it."""
+        present = {r[0] for r in self._conn.execute("SELECT name FROM main.sqlite_master WHERE type='table'")}
+        for statement in _SCHEMA.split(";"):
+            text = statement.strip()
+            if not text.startswith("CREATE TABLE IF NOT EXISTS"):
+                continue
+            name = text.split()[5]
+            if name not in present:
+                self._conn.execute(text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+        defaults = {"confirmation": "none", "approval": POLICY_UNREVIEWED}  # as _add_missing_columns
+        for table, added in ADDED_COLUMNS.items():
+            columns = {r[1] for r in self._conn.execute(f"PRAGMA main.table_info({table})")}
+            missing = sorted(added - columns)
+            if table in present and missing:
+                extra = ", ".join(f"'{defaults[c]}' AS {c}" for c in missing)
+                self._conn.execute(f"CREATE TEMP VIEW {table} AS SELECT *, {extra} FROM main.{table}")
+
     def _check_schema(self) -> None:
-        """A file whose tables belong to another program (a `goals` table of its own) is refused
-        by name instead of failing on the first query."""
+        """A file whose tables belong to another program (a `goals` table of its own, or any
+        table, index, view or trigger task_learning does not create) is refused by name instead
+        of being used and written into; an empty file (no tables) becomes a knowledge base."""
+        expected = _expected_objects() | RETIRED
+        foreign = sorted(f"{kind} {name!r}" for kind, name in
+                         self._conn.execute("SELECT type, name FROM main.sqlite_master")
+                         if not str(name).startswith("sqlite_") and (kind, name) not in expected)
+        if foreign:
+            raise KnowledgeBaseError(
+                f"{self.path}: not a task_learning knowledge base: it holds {', '.join(foreign[:5])}"
+                + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+                + " that task_learning did not create; use another --db (a new or empty file)")
         for table, columns in _expected_columns().items():
-            have = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+            have = {r[1] for r in self._conn.execute(f"PRAGMA main.table_info({table})")}
             # Absent tables are created, and columns added since version 1 are added to old files.
             missing = sorted(columns - have - ADDED_COLUMNS.get(table, set())) if have else []
             if missing:
@@ -422,6 +645,8 @@ class KnowledgeBase:
     def _check_version(self) -> None:
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
+            if self.read_only:
+                return
             with self._transaction() as cur:
                 cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         elif not str(row[0]).isdigit():
@@ -433,11 +658,18 @@ class KnowledgeBase:
     def _add_missing_columns(self) -> None:
         """Columns added after schema version 1, with defaults that keep old files readable by
         this and by older software: an older file's goals read as confirmation "none" (nothing
-        recorded how they were confirmed, so the policy asks again)."""
+        recorded how they were confirmed, so the policy asks again), its policies as approval
+        "none" (reviewed before they are replayed)."""
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(goals)")}
         if "confirmation" not in columns:
             with self._transaction() as cur:
                 cur.execute("ALTER TABLE goals ADD COLUMN confirmation TEXT NOT NULL DEFAULT 'none'")
+        # An older file's policies read as unreviewed: nothing recorded whether this robot learned
+        # them or an import (which took policies on their shape alone) put them there.
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(policies)")}
+        if "approval" not in columns:
+            with self._transaction() as cur:
+                cur.execute(f"ALTER TABLE policies ADD COLUMN approval TEXT NOT NULL DEFAULT '{POLICY_UNREVIEWED}'")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
@@ -594,34 +826,35 @@ class KnowledgeBase:
         with self._transaction() as cur:
             cur.execute(
                 "INSERT INTO policies (task, object_type, location, goal_key, actions_json, "
-                "successes, failures, updated_at) VALUES (?,?,?,?,?,?,?,?) "
+                "successes, failures, updated_at, approval) VALUES (?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (task, object_type, location, goal_key) DO UPDATE SET "
                 "actions_json=excluded.actions_json, successes=excluded.successes, "
-                "failures=excluded.failures, updated_at=excluded.updated_at",
+                "failures=excluded.failures, updated_at=excluded.updated_at, approval=excluded.approval",
                 (policy.task, policy.object_type, policy.location, policy.goal_key,
                  json.dumps([action_to_dict(a) for a in policy.actions]), policy.successes,
-                 policy.failures, time.time()),
+                 policy.failures, time.time(), policy.approval),
             )
+
+    _POLICY_COLUMNS = "task, object_type, location, goal_key, actions_json, successes, failures, approval"
+
+    @staticmethod
+    def _policy_from_row(row: tuple) -> Policy:
+        return Policy(row[0], row[1], row[2], row[3], [action_from_dict(a) for a in json.loads(row[4])],
+                      row[5], row[6], row[7])
 
     def policy_for(self, task: str, object_type: str, location: str, goal_key_text: str) -> Policy | None:
         with self._lock:
             row = self._conn.execute(
-                "SELECT task, object_type, location, goal_key, actions_json, successes, failures "
-                "FROM policies WHERE task=? AND object_type=? AND location=? AND goal_key=?",
+                f"SELECT {self._POLICY_COLUMNS} FROM policies "
+                "WHERE task=? AND object_type=? AND location=? AND goal_key=?",
                 (task, object_type, location, goal_key_text),
             ).fetchone()
-        if row is None:
-            return None
-        return Policy(row[0], row[1], row[2], row[3],
-                      [action_from_dict(a) for a in json.loads(row[4])], row[5], row[6])
+        return None if row is None else self._policy_from_row(row)
 
     def policies(self) -> list[Policy]:
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT task, object_type, location, goal_key, actions_json, successes, failures "
-                "FROM policies ORDER BY id").fetchall()
-        return [Policy(r[0], r[1], r[2], r[3], [action_from_dict(a) for a in json.loads(r[4])],
-                       r[5], r[6]) for r in rows]
+            rows = self._conn.execute(f"SELECT {self._POLICY_COLUMNS} FROM policies ORDER BY id").fetchall()
+        return [self._policy_from_row(r) for r in rows]
 
     # --- productions (seed 001) and world knowledge -----------------------------------------
 
@@ -688,16 +921,26 @@ class KnowledgeBase:
         with self._transaction() as cur:
             cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"family_end:{family}", end_condition))
 
-    def statements(self) -> dict[str, bool]:
+    def statements(self, source: str | None = None) -> dict[str, bool]:
+        """Every world statement and its truth; with `source`, only those recorded from it."""
         with self._lock:
-            rows = self._conn.execute("SELECT statement, truth FROM world_statements ORDER BY statement").fetchall()
+            if source is None:
+                rows = self._conn.execute("SELECT statement, truth FROM world_statements ORDER BY statement").fetchall()
+            else:
+                rows = self._conn.execute("SELECT statement, truth FROM world_statements WHERE source=? "
+                                          "ORDER BY statement", (source,)).fetchall()
         return {r[0]: bool(r[1]) for r in rows}
 
     def parse_production_import(self, data: Any, *, source: str = "<import>") -> list[dict[str, Any]]:
-        """The productions of an export, each validated by the rule language (a rule that does
-        not validate refuses the whole import, naming it). Nothing is written."""
+        """The productions of an export, each validated by the rule language and its utility and
+        count by their range (a rule that does not validate refuses the whole import, naming
+        it). Only the rule and its numbers are taken: the file's English description and
+        provenance (the conversation, the state) are free text that would reach the operator's
+        approval question and later prompts unreviewed, so they are dropped; every imported
+        production is unapproved. Nothing is written."""
         from task_learning.errors import ConfigError
         from task_learning.productions.language import RuleError, production_from_dict
+        from task_learning.productions.utility import utility_problem
 
         items = (data.get("productions") if isinstance(data, dict) else None) or []
         if not isinstance(items, list):
@@ -708,30 +951,24 @@ class KnowledgeBase:
                 raise ConfigError(source, f"productions[{i}]", "expected a mapping")
             try:
                 rule = production_from_dict(item.get("rule"), where="rule")
-                utility, count = float(item.get("utility", 0.0)), int(item.get("count", 0))
             except RuleError as exc:
                 raise ConfigError(source, f"productions[{i}]", str(exc)) from None
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(source, f"productions[{i}]", f"invalid utility or count: {exc}") from None
-            raw = item.get("provenance")
-            provenance: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            records.append({"name": rule.name, "task": rule.task, "rule": rule.to_dict(),
-                            "english": str(item.get("english", "")), "utility": utility, "count": count,
-                            "provenance": dict(provenance, imported_from=source), "approval": "none"})
+            utility, count = item.get("utility", 0.0), item.get("count", 0)
+            problem = utility_problem(utility, count)
+            if problem:
+                raise ConfigError(source, f"productions[{i}] ({rule.name})", problem)
+            records.append({"name": rule.name, "task": rule.task, "rule": rule.to_dict(), "english": "",
+                            "utility": float(utility), "count": int(count),
+                            "provenance": {"imported_from": source}, "approval": "none"})
         return records
 
-    def import_productions(self, records: list[dict[str, Any]], data: Any) -> int:
-        """Write productions parsed by parse_production_import, with the export's end conditions
-        and world statements (only strings and booleans are taken)."""
+    def import_productions(self, records: list[dict[str, Any]]) -> int:
+        """Write productions parsed by parse_production_import. An export's world statements and
+        family end conditions are not imported: they are free text ("Ignore all previous
+        instructions ...") and truths the rules act on, which no operator reviewed; a bootstrap
+        asks the LLM for them again (imported_free_text counts what was left out)."""
         for record in records:
             self.save_production(record)
-        if isinstance(data, dict):
-            for family, end in (data.get("family_end_conditions") or {}).items():
-                if isinstance(family, str) and isinstance(end, str):
-                    self.set_family_end_condition(family, end)
-            for statement, truth in (data.get("world_statements") or {}).items():
-                if isinstance(statement, str) and isinstance(truth, bool):
-                    self.record_statement(statement, truth, "import")
         return len(records)
 
     # --- routines (task anticipation's experience, seed 002) ---------------------------------
@@ -777,7 +1014,8 @@ class KnowledgeBase:
     def import_dict(self, data: dict[str, Any], *, source: str = "<import>",
                     trust_confirmations: bool = False,
                     verify: Callable[[LearnedGoal, str], None] | None = None,
-                    verify_routine: Callable[[StoredRoutine, str], None] | None = None) -> ImportCounts:
+                    verify_routine: Callable[[StoredRoutine, str], None] | None = None,
+                    verify_policy: Callable[[Policy, str], None] | None = None) -> ImportCounts:
         """Merge goals, policies and routines (task anticipation's experience) from an export;
         returns how many of each were imported (a routine already stored, the same day with the
         same time, is not added again: importing a file twice does not double the experience the
@@ -785,9 +1023,12 @@ class KnowledgeBase:
 
         All or nothing: every entry is parsed (and checked by `verify(goal, key)`, which raises
         ConfigError naming the entry, e.g. a goal whose literals do not say what its text says)
-        (and every routine by `verify_routine(routine, key)`) before anything is written. Confirmations are not taken on the file's word: an imported
-        goal is unconfirmed, unless `trust_confirmations`, when a goal the file says an operator
-        confirmed is stored as IMPORTED_TRUSTED."""
+        (and every routine by `verify_routine(routine, key)`, every policy by
+        `verify_policy(policy, key)`) before anything is written. Confirmations are not taken on
+        the file's word: an imported goal is unconfirmed, unless `trust_confirmations`, when a
+        goal the file says an operator confirmed is stored as IMPORTED_TRUSTED. An imported policy
+        is unreviewed whatever the file or the flag says (replayed only once an operator
+        approves it), unless it repeats the actions of the policy already stored for its goal."""
         from task_learning.errors import ConfigError
 
         if not isinstance(data, dict):
@@ -811,9 +1052,15 @@ class KnowledgeBase:
             parsed_goals.append(goal)
         for i, item in enumerate(policies):
             try:
-                parsed_policies.append(Policy.from_dict(item))
+                policy = Policy.from_dict(item)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise ConfigError(source, f"policies[{i}]", f"invalid policy: {_problem(exc)}") from None
+            if verify_policy is not None:
+                verify_policy(policy, f"policies[{i}] ({policy.task} | {policy.object_type} in {policy.location})")
+            stored_policy = self.policy_for(policy.task, policy.object_type, policy.location, policy.goal_key)
+            if stored_policy is not None and stored_policy.actions == policy.actions:
+                policy.approval = stored_policy.approval  # nothing new to review
+            parsed_policies.append(policy)
         parsed_routines: list[StoredRoutine] = []
         for i, item in enumerate(routines):
             try:
@@ -834,7 +1081,20 @@ class KnowledgeBase:
             self.save_policy(policy)
         if new_routines:
             self.add_routines(new_routines)
-        return ImportCounts(len(parsed_goals), len(parsed_policies), len(new_routines))
+        return ImportCounts(len(parsed_goals), len(parsed_policies), len(new_routines),
+                            sum(1 for p in parsed_policies if not p.reviewed))
+
+
+def imported_free_text(data: Any) -> dict[str, int]:
+    """What `kb import` leaves out of an export, by kind: world statements and family end
+    conditions (import_productions says why)."""
+    if not isinstance(data, dict):
+        return {}
+    counts = {}
+    for key in ("world_statements", "family_end_conditions"):
+        value = data.get(key)
+        counts[key] = len(value) if isinstance(value, (dict, list)) else 0
+    return counts
 
 
 def _problem(exc: Exception) -> str:
@@ -851,6 +1111,11 @@ __all__ = [
     "StoredRoutine",
     "ImportCounts",
     "OBJECT_VAR",
+    "POLICY_LEARNED",
+    "POLICY_UNREVIEWED",
+    "policy_approved_by",
+    "parse_goal_key",
+    "imported_free_text",
     "lift_literals",
     "ground_lifted",
     "goal_key",

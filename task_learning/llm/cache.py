@@ -11,7 +11,9 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import IO
+
+from task_learning.errors import ConfigError
+from task_learning.files import LineAppender, OutputError, read_input_bytes
 
 from task_learning.llm.base import LLMResponse
 from task_learning.llm.codec import copy_response, response_from_dict, response_to_dict
@@ -26,7 +28,7 @@ class ResponseCache:
         self.path = Path(path) if path is not None else None
         self._entries: dict[str, LLMResponse] = {}
         self._lock = threading.Lock()
-        self._file: IO[str] | None = None
+        self._file = LineAppender(self.path) if self.path is not None else None
         if self.path is not None:
             self._load(self.path)
 
@@ -51,30 +53,26 @@ class ResponseCache:
             if key in self._entries:
                 return
             self._entries[key] = stored
-            if self.path is not None:
-                try:
-                    if self._file is None:
-                        self.path.parent.mkdir(parents=True, exist_ok=True)
-                        self._file = self.path.open("a", encoding="utf-8")
-                    self._file.write(json.dumps({"key": key, "response": response_to_dict(stored)}) + "\n")
-                    self._file.flush()
-                except OSError as exc:
-                    log.warning("cannot write LLM cache %s: %s (continuing in memory)", self.path, exc)
-                    self.path = None
+            if self._file is not None:
+                try:  # a failed line is cut back off: the file never ends in half a line
+                    self._file.append(json.dumps({"key": key, "response": response_to_dict(stored)}))
+                except OutputError as exc:
+                    log.warning("%s (the cache continues in memory)", exc)
+                    self._file.close()
+                    self._file = None
 
     def close(self) -> None:
         with self._lock:
             if self._file is not None:
                 self._file.close()
-                self._file = None
 
     def _load(self, path: Path) -> None:
         if not path.exists():
             return
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            log.warning("cannot read LLM cache %s: %s (starting empty)", path, exc)
+            lines = read_input_bytes(path).decode("utf-8", errors="replace").splitlines()
+        except ConfigError as exc:
+            log.warning("cannot read LLM cache: %s (starting empty)", exc)
             return
         skipped = 0
         for line in lines:

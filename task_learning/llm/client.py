@@ -208,11 +208,8 @@ class LLMClient:
                     record(usage, kind, failures=1)
         if response.ok and self.cache is not None:
             self.cache.put(key, response)
-        if self.recorder is not None:
-            try:
-                self.recorder.record(request, response, provider=self.provider_name, model=self.model_for(request))
-            except OSError as exc:
-                log.warning("cannot record LLM call to %s: %s", self.recorder.path, exc)
+        if self.recorder is not None:  # a cassette that cannot be written ends the run (OutputError)
+            self.recorder.record(request, response, provider=self.provider_name, model=self.model_for(request))
 
     def _admit(self, request: LLMRequest, kind: str) -> str:
         """Reserve a call against the scope cap and the budget; the refusal message, or ""."""

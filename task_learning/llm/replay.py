@@ -23,9 +23,10 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import IO, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from task_learning.errors import ConfigError
+from task_learning.files import LineAppender, read_input_bytes, write_text_atomic
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
 from task_learning.llm.codec import jsonable, copy_response, request_to_dict, response_from_dict, response_to_dict
 
@@ -77,9 +78,7 @@ def write_cassette(path: str | Path, entries: Iterable[Mapping[str, Any]]) -> Pa
     """Write entries (from `cassette_entry`/`match_entry`) as a new cassette file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as out:
-        for entry in entries:
-            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    write_text_atomic(path, "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries))
     return path
 
 
@@ -87,13 +86,16 @@ class CassetteRecorder:
     """Appends every real call (request and final response) to a cassette; thread-safe.
 
     Appending (not truncating) keeps earlier recordings: a replay uses the first successful entry
-    per request, so a rerun that records again does no harm.
+    per request, so a rerun that records again does no harm. A line that cannot be written (a
+    full disk) is cut back off and raises OutputError naming the file: the run stops rather
+    than go on with calls its cassette does not hold.
     """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._file: IO[str] | None = None
+        self._file = LineAppender(self.path)
+        self._file.check()  # /dev/full, a directory: refused before the first call is paid for
         self.recorded = 0
 
     def __repr__(self) -> str:
@@ -102,18 +104,12 @@ class CassetteRecorder:
     def record(self, request: LLMRequest, response: LLMResponse, *, provider: str = "", model: str = "") -> None:
         line = json.dumps(cassette_entry(request, response, provider=provider, model=model), ensure_ascii=False)
         with self._lock:
-            if self._file is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = self.path.open("a", encoding="utf-8")
-            self._file.write(line + "\n")
-            self._file.flush()
+            self._file.append(line)
             self.recorded += 1
 
     def close(self) -> None:
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            self._file.close()
 
 
 class ReplayProvider:
@@ -169,9 +165,12 @@ class ReplayProvider:
 
     def _load(self, models: set[str]) -> None:
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise ConfigError(self.path, None, f"cannot read cassette: {exc.strerror or exc}") from None
+            lines = read_input_bytes(self.path).decode("utf-8").splitlines()
+        except ConfigError as exc:
+            raise ConfigError(self.path, None, "cannot read cassette: " + exc.message.removeprefix("cannot read: ")) \
+                from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(self.path, None, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue

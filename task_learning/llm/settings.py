@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 
 SELECTION_APIS = ("chat", "completions")
@@ -119,31 +119,46 @@ def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLM
                        source=str(file))
 
 
+# The range of every numeric client setting (low, high, low end open), checked by the shared
+# number check (task_learning.numbers), so NaN and infinities are refused with the rest.
+CLIENT_RANGES: dict[str, tuple[float, float, bool]] = {
+    "timeout_s": (0.0, 3600.0, True),
+    "max_retries": (0, 100, False),
+    "backoff_s": (0.0, 600.0, False),
+    "max_backoff_s": (0.0, 3600.0, False),
+    "jitter": (0.0, 1.0, False),
+    "seed": (0, 2**32 - 1, False),
+    "max_requests_per_scope": (0, 10_000_000, False),
+    "token_budget": (0, 10**12, False),
+    "max_in_flight": (0, 1024, False),
+    "max_batch_size": (0, 100_000, False),
+    "max_response_bytes": (1024, 2**31, False),
+    "breaker_failures": (0, 1000, False),
+}
+
+
 def _check_client(client: ClientSettings, file: str | Path) -> None:
-    if client.timeout_s <= 0:
-        raise ConfigError(file, "client.timeout_s", "must be > 0")
-    for name in ("backoff_s", "max_backoff_s"):
-        if getattr(client, name) < 0:
-            raise ConfigError(file, f"client.{name}", "must be >= 0")
-    if client.max_response_bytes < 1024:
-        raise ConfigError(file, "client.max_response_bytes", f"must be >= 1024, got {client.max_response_bytes}")
-    for name in ("max_retries", "max_requests_per_scope", "token_budget", "max_in_flight", "breaker_failures",
-                 "max_batch_size"):
-        if getattr(client, name) < 0:
-            raise ConfigError(file, f"client.{name}", "must be >= 0")
-    if not 0 <= client.jitter <= 1:
-        raise ConfigError(file, "client.jitter", "must be between 0 and 1")
+    for name, (low, high, low_open) in CLIENT_RANGES.items():
+        expect_number(getattr(client, name), file=file, key=f"client.{name}", low=low, high=high,
+                      low_open=low_open, integer=isinstance(low, int))
+
+
+# The range of every numeric `local` setting (low, high, low end open), as for the client's.
+LOCAL_RANGES: dict[str, tuple[float, float, bool]] = {
+    "context": (256, 1 << 20, False),
+    "parallel": (1, 64, False),
+    "threads": (0, 256, False),
+    "max_batch_size": (1, 100_000, False),
+    "startup_timeout_s": (0.0, 3600.0, True),
+    "health_timeout_s": (0.0, 600.0, True),
+    "timeout_s": (0.0, 3600.0, True),
+}
 
 
 def _check_local(local: LocalSettings, file: str | Path) -> None:
-    for name in ("context", "parallel", "max_batch_size"):
-        if getattr(local, name) < 1:
-            raise ConfigError(file, f"local.{name}", f"must be >= 1, got {getattr(local, name)}")
-    if local.threads < 0:
-        raise ConfigError(file, "local.threads", f"must be >= 0 (0: every core), got {local.threads}")
-    for name in ("startup_timeout_s", "health_timeout_s", "timeout_s"):
-        if getattr(local, name) <= 0:
-            raise ConfigError(file, f"local.{name}", "must be > 0")
+    for name, (low, high, low_open) in LOCAL_RANGES.items():
+        expect_number(getattr(local, name), file=file, key=f"local.{name}", low=low, high=high,
+                      low_open=low_open, integer=isinstance(low, int))
     if local.base_url and not local.base_url.lower().startswith(("http://", "https://")):
         raise ConfigError(file, "local.base_url", f"expected an http:// URL or nothing, got {local.base_url!r}")
 

@@ -33,7 +33,10 @@ from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm_state.calls import Call, ParsedAnswer, parse_attention, parse_estimator, parse_plan
 from task_learning.llm_state.household import Household, HouseholdWorld, Observation, StepResult, TaskSpec, load_household
 from task_learning.llm_state.prompts import (
+    ATTENTION,
+    ESTIMATOR,
     PLAN_LIMIT,
+    POLICY,
     HistoryEntry,
     attention_prompt,
     estimator_prompt,
@@ -41,6 +44,7 @@ from task_learning.llm_state.prompts import (
     progprompt_prompt,
 )
 from task_learning.llm_state.state import OpenState
+from task_learning.prompt_templates import check_wording
 
 log = logging.getLogger(__name__)
 
@@ -109,25 +113,39 @@ class LLMStateAgent:
     """Runs one method's loop in one world; every model call goes through `client`."""
 
     def __init__(self, client: Completer, method: str = "ours", *, max_tokens: int = MAX_ANSWER_TOKENS,
-                 on_state: Callable[[OpenState], None] | None = None, history_window: int | None = None) -> None:
+                 on_state: Callable[[OpenState], None] | None = None, history_window: int | None = None,
+                 temperature: float = 0.0, wording: str = "own") -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+        if not 0.0 <= temperature <= 2.0:
+            raise ValueError(f"temperature must be in [0, 2], got {temperature}")
         self.client = client
         self.method = method
         self.max_tokens = max_tokens
+        # The paper does not state its temperature; 0 (the default) makes a real model's runs as
+        # repeatable as its server allows. Above 0 each run is its own draw (the request's context
+        # carries the run, so the client's cache does not hand one run's answers to the next).
+        self.temperature = temperature
+        # own (default): the project's wording (prompts.py); paper: the appendix's (paper_prompts.py)
+        self.wording = check_wording(wording)
         self.on_state = on_state  # e.g. a ROS node publishing the state topic
         # None: the paper's mode (the estimator reads the whole history at every rebuild). N: this
         # project's extension for long runs: the estimator reads the last state and the last N
         # actions, and the policy sees the last N actions (bench/bench_llm_state.py).
         if history_window is not None and history_window < 1:
             raise ValueError(f"history_window must be >= 1, got {history_window}")
+        if history_window is not None and self.wording == "paper":
+            raise ValueError("the paper's prompts read the whole history: history_window is this project's extension")
         self.history_window = history_window
         self.state = OpenState()
 
     # ------------------------------------------------------------------ model calls
-    def _ask(self, kind: str, prompt: str, context: dict[str, Any], result: TrialResult, scope: str) -> str:
+    def _ask(self, kind: str, prompt: str, context: dict[str, Any], result: TrialResult, scope: str,
+             trial: int = 0) -> str:
+        if self.temperature > 0:
+            context = context | {"run": trial}
         request = LLMRequest(prompt_type=kind, prompt=prompt, max_tokens=self.max_tokens,
-                             context=context, scope=scope)
+                             temperature=self.temperature, context=context, scope=scope)
         response = self.client.complete(request)
         result.llm_calls += 1
         result.tokens += response.prompt_tokens + response.completion_tokens
@@ -163,8 +181,8 @@ class LLMStateAgent:
         while result.steps < limit:
             obs = world.observe()
             if uses_state and with_objects:
-                text, ctx = attention_prompt(state, obs, task.goal)
-                parsed = parse_attention(self._ask("llm_state_attention", text, ctx, result, scope))
+                text, ctx = attention_prompt(state, obs, task.goal, wording=self.wording)
+                parsed = parse_attention(self._ask(ATTENTION, text, ctx, result, scope, trial))
                 report = state.add_key_objects(parsed.calls, obs.known)
                 self._count(result, "attention", parsed, len(report.rejected))
             window = self.history_window
@@ -175,8 +193,9 @@ class LLMStateAgent:
                     previous = OpenState(list(state.key_objects), {k: list(v) for k, v in state.entries.items()},
                                          state.summary)
                 text, ctx = estimator_prompt(state, recent, obs, task.goal, with_summary=with_summary,
-                                             with_objects=with_objects, previous=previous, hands=world.hands)
-                parsed = parse_estimator(self._ask("llm_state_estimator", text, ctx, result, scope))
+                                             with_objects=with_objects, previous=previous, hands=world.hands,
+                                             wording=self.wording)
+                parsed = parse_estimator(self._ask(ESTIMATOR, text, ctx, result, scope, trial))
                 report = state.rebuild(parsed.calls, obs.known, with_summary=with_summary,
                                        with_objects=with_objects)
                 self._count(result, "estimator", parsed, len(report.rejected))
@@ -189,9 +208,10 @@ class LLMStateAgent:
                                           hands=world.hands)
             else:
                 text, ctx = policy_prompt(task.goal, obs, recent, state if uses_state else None,
-                                          with_summary=with_summary, with_objects=with_objects, hands=world.hands)
+                                          with_summary=with_summary, with_objects=with_objects, hands=world.hands,
+                                          wording=self.wording)
             errors_before = result.llm_errors
-            answer = self._ask("llm_state_policy", text, ctx, result, scope)
+            answer = self._ask(POLICY, text, ctx, result, scope, trial)
             parsed = parse_plan(answer)
             self._count(result, "policy", parsed)
             calls = parsed.calls
@@ -234,9 +254,12 @@ class LLMStateAgent:
 
 
 def run_trial(task_name: str, map_name: str, method: str, client: Completer, *, hands: int = 2,
-              household: Household | None = None, cap: int | None = None) -> TrialResult:
-    """One fresh world, one run."""
+              household: Household | None = None, cap: int | None = None, trial: int = 0,
+              temperature: float = 0.0, wording: str = "own") -> TrialResult:
+    """One fresh world, one run (`trial`: the run's number, which keeps runs at a temperature
+    above 0 apart)."""
     house = household or load_household()
     task = house.task(task_name)
     world = HouseholdWorld(house, map_name, task, hands=hands)
-    return LLMStateAgent(client, method).run(world, task, cap=cap)
+    return LLMStateAgent(client, method, temperature=temperature, wording=wording).run(world, task, cap=cap,
+                                                                                         trial=trial)

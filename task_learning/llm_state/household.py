@@ -26,6 +26,7 @@ stack does not run on it.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import re
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.llm_state.calls import PLAN_FUNCTIONS, Call
 
@@ -121,9 +122,8 @@ def _load_classes(data: Any, file: Path) -> dict[str, ObjectClass]:
         values = dict(spec)
         for flag in ("container", "openable", "surface", "switchable", "pickable", "needs_closed", "starts_on"):
             expect_type(values.get(flag, False), bool, file=file, key=join_key(key, flag))
-        capacity = expect_type(values.get("capacity", 0), int, file=file, key=join_key(key, "capacity"))
-        if capacity < 0:
-            raise ConfigError(file, join_key(key, "capacity"), "must be >= 0")
+        capacity = expect_number(values.get("capacity", 0), file=file, key=join_key(key, "capacity"), low=0,
+                                 high=1000, integer=True)
         effect = expect_type(values.get("effect", ""), str, file=file, key=join_key(key, "effect"))
         classes[str(name)] = ObjectClass(name=str(name), capacity=capacity, effect=effect,
                                          **{k: bool(values.get(k, False)) for k in (
@@ -173,33 +173,62 @@ def _load_map(name: str, spec: Any, classes: Mapping[str, ObjectClass], file: Pa
 _CHECK_KEYS = ("class", "from_on", "state", "on", "in", "not_on", "room", "not_held", "count")
 
 
-def _load_task(name: str, spec: Any, file: Path) -> TaskSpec:
+MAX_CAP = 100_000  # steps of one episode
+
+
+def _known(value: Any, known: Any, *, what: str, file: Path, key: str) -> None:
+    """`value` is one of `known` (classes, room classes, states); else a ConfigError naming it."""
+    if not isinstance(value, str) or value not in known:
+        hint = difflib.get_close_matches(str(value), sorted(known), n=1)
+        raise ConfigError(file, key, f"unknown {what} {value!r}" + (f" (did you mean '{hint[0]}'?)" if hint
+                                                                   else f" (known: {', '.join(sorted(known))})"))
+
+
+def _load_task(name: str, spec: Any, file: Path, classes: Mapping[str, ObjectClass], rooms: set[str]) -> TaskSpec:
+    """A task of tasks.yaml; every class, room and state its checks name exists in households.yaml
+    (a misspelt class would make a goal that never holds, or always holds with count all)."""
     key = join_key("tasks", name)
     check_keys(spec, file=file, key=key, required=("goal", "level", "cap", "check"),
                optional=("special", "setup", "heldout"))
     if spec["level"] not in ("simple", "hard"):
         raise ConfigError(file, join_key(key, "level"), "expected simple or hard")
-    cap = expect_type(spec["cap"], int, file=file, key=join_key(key, "cap"))
-    if cap < 1:
-        raise ConfigError(file, join_key(key, "cap"), "must be >= 1")
+    expect_type(spec["goal"], str, file=file, key=join_key(key, "goal"))
+    cap = expect_number(spec["cap"], file=file, key=join_key(key, "cap"), low=1, high=MAX_CAP, integer=True)
+    states = {"on", "off", "open", "closed"} | {c.effect for c in classes.values() if c.effect}
     checks = expect_type(spec["check"], list, file=file, key=join_key(key, "check"))
+    if not checks:
+        raise ConfigError(file, join_key(key, "check"), "no goal check")
     for i, cond in enumerate(checks):
         ckey = join_key(join_key(key, "check"), i)
         check_keys(cond, file=file, key=ckey, optional=_CHECK_KEYS)
         if ("class" in cond) == ("from_on" in cond):
             raise ConfigError(file, ckey, "needs exactly one of class, from_on")
-        states = cond.get("state", [])
-        if not isinstance(states, list) or not all(isinstance(v, str) for v in states):
+        for field_name in ("class", "from_on", "on", "in", "not_on"):
+            if field_name in cond:
+                _known(cond[field_name], classes, what="class", file=file, key=join_key(ckey, field_name))
+        if "room" in cond:
+            _known(cond["room"], rooms, what="room", file=file, key=join_key(ckey, "room"))
+        expect_type(cond.get("not_held", False), bool, file=file, key=join_key(ckey, "not_held"))
+        wanted = cond.get("state", [])
+        if not isinstance(wanted, list) or not all(isinstance(v, str) for v in wanted):
             raise ConfigError(file, join_key(ckey, "state"), 'expected a list of strings (quote "on" and "off": '
                               'YAML reads them as true and false)')
+        for j, state in enumerate(wanted):
+            _known(state, states, what="state", file=file, key=join_key(join_key(ckey, "state"), j))
         count = cond.get("count", 1)
-        if count != "all" and not (isinstance(count, int) and count >= 1):
-            raise ConfigError(file, join_key(ckey, "count"), "expected a number >= 1 or 'all'")
+        if count != "all":
+            expect_number(count, file=file, key=join_key(ckey, "count"), low=1, high=MAX_CAP, integer=True)
     setup = spec.get("setup") or {}
     check_keys(setup, file=file, key=join_key(key, "setup"), optional=("ungraspable",))
     if "ungraspable" in setup:
-        check_keys(setup["ungraspable"], file=file, key=join_key(key, "setup.ungraspable"),
-                   required=("count",), optional=("class", "on"))
+        ukey = join_key(key, "setup.ungraspable")
+        check_keys(setup["ungraspable"], file=file, key=ukey, required=("count",), optional=("class", "on"))
+        for field_name in ("class", "on"):
+            if field_name in setup["ungraspable"]:
+                _known(setup["ungraspable"][field_name], classes, what="class", file=file,
+                       key=join_key(ukey, field_name))
+        expect_number(setup["ungraspable"]["count"], file=file, key=join_key(ukey, "count"), low=1, high=MAX_CAP,
+                      integer=True)
     return TaskSpec(name=name, goal=str(spec["goal"]), level=str(spec["level"]), cap=cap,
                     check=tuple(dict(c) for c in checks), special=bool(spec.get("special", False)),
                     setup=dict(setup), heldout=bool(spec.get("heldout", False)))
@@ -220,7 +249,8 @@ def _load_household(base: str) -> Household:
             for n, s in expect_type(data["maps"], dict, file=house_file, key="maps").items()}
     task_file = Path(base) / "tasks.yaml"
     tdata = check_keys(load_yaml(task_file), file=task_file, key="", required=("tasks",))
-    tasks = {str(n): _load_task(str(n), s, task_file)
+    rooms = {class_of(r) for m in maps.values() for r in m.rooms}
+    tasks = {str(n): _load_task(str(n), s, task_file, classes, rooms)
              for n, s in expect_type(tdata["tasks"], dict, file=task_file, key="tasks").items()}
     return Household(classes=classes, maps=maps, tasks=tasks)
 

@@ -9,17 +9,28 @@ what the text shows (nothing from the world that the prompt does not print).
 One departure from the appendix: its estimator example prints only the rooms, holding, close-to
 and current-room lines, while the main text gives the estimator O_t (C(ŝ_t, A_h, O_t)); we show
 the whole observation block, object lists included.
+
+`wording="paper"` (`--prompts paper`) sends the appendix's own words instead (paper_prompts.py,
+config/llm_state/paper_prompts.yaml) for the three prompts of ours, the ablations and w/o States;
+InnerMonologue-W and ProgPrompt, whose prompts the paper does not print, keep this wording.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from task_learning.llm_state import paper_prompts
 from task_learning.llm_state.calls import Call, format_action
 from task_learning.llm_state.household import Observation
 from task_learning.llm_state.state import OpenState
+from task_learning.prompt_templates import check_wording
 
 PLAN_LIMIT = 20  # "Make the plan concise and short, less than 20 steps."
+# The prompt types of the three calls (config/llm.yaml routes them: openai.selection_prompt_types).
+ATTENTION = "llm_state_attention"
+ESTIMATOR = "llm_state_estimator"
+POLICY = "llm_state_policy"
+PROMPT_TYPES = (ATTENTION, ESTIMATOR, POLICY)
 
 def rules(hands: int = 2) -> str:
     """The "Important!" block; the hand rule follows the robot's number of hands."""
@@ -53,7 +64,11 @@ def render_history(history: Sequence[HistoryEntry]) -> str:
     return "[" + ", ".join('"' + h.render() + '"' for h in history) + "]"
 
 
-def attention_prompt(state: OpenState, obs: Observation, goal: str) -> tuple[str, dict[str, Any]]:
+def attention_prompt(state: OpenState, obs: Observation, goal: str, *,
+                     wording: str = "own") -> tuple[str, dict[str, Any]]:
+    context = {"goal": goal, "key_objects": list(state.key_objects), "observation": obs.to_dict()}
+    if check_wording(wording) == "paper":
+        return paper_prompts.attention(state, obs, goal), context
     text = "\n\n".join([
         block("current state", state.render(with_summary=False) + "\n"),
         block("current observation", obs.render()),
@@ -63,15 +78,28 @@ def attention_prompt(state: OpenState, obs: Observation, goal: str) -> tuple[str
         'add_related_objects("tomato1")\nadd_related_objects("cuttingboard1")\n'
         'add_related_objects("knife2")',
     ])
-    return text, {"goal": goal, "key_objects": list(state.key_objects), "observation": obs.to_dict()}
+    return text, context
 
 
 def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Observation, goal: str, *,
                      with_summary: bool = True, with_objects: bool = True,
-                     previous: OpenState | None = None, hands: int = 2) -> tuple[str, dict[str, Any]]:
+                     previous: OpenState | None = None, hands: int = 2,
+                     wording: str = "own") -> tuple[str, dict[str, Any]]:
     """C(ŝ_t, A_h, O_t). Paper mode (previous None): the whole history and the key objects with
     empty entries. Windowed mode (this project's extension, for long runs): `previous` is the last
-    state, shown whole, and `history` only the actions since the window's start."""
+    state, shown whole, and `history` only the actions since the window's start (own wording
+    only: the paper's estimator reads the whole history)."""
+    context = {"goal": goal, "key_objects": list(state.key_objects),
+               "history": [h.to_list() for h in history],
+               "observation": obs.to_dict(),
+               "with_summary": with_summary, "with_objects": with_objects, "hands": hands}
+    if check_wording(wording) == "paper":
+        if previous is not None:
+            raise ValueError("the paper's estimator prompt reads the whole history: no history window with it")
+        text, context["observation"] = paper_prompts.estimator(state, render_history(history), obs,
+                                                               with_summary=with_summary,
+                                                               with_objects=with_objects, hands=hands)
+        return text, context
     functions, examples = [], []
     if with_objects:
         functions.append("update_state(object, updated_status)")
@@ -96,10 +124,6 @@ def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Obs
         "Read the robot actions from the first to the last and write the state they leave, with "
         "these functions:\n" + "\n".join(functions) + "\n\nexample:\n" + "\n".join(examples),
     ])
-    context = {"goal": goal, "key_objects": list(state.key_objects),
-               "history": [h.to_list() for h in history],
-               "observation": obs.to_dict(),
-               "with_summary": with_summary, "with_objects": with_objects, "hands": hands}
     if previous is not None:
         context["previous_state"] = previous.to_dict()
     return text, context
@@ -107,9 +131,23 @@ def estimator_prompt(state: OpenState, history: Sequence[HistoryEntry], obs: Obs
 
 def policy_prompt(goal: str, obs: Observation, history: Sequence[HistoryEntry], state: OpenState | None, *,
                   with_summary: bool = True, with_objects: bool = True,
-                  single_step: bool = False, hands: int = 2) -> tuple[str, dict[str, Any]]:
+                  single_step: bool = False, hands: int = 2, wording: str = "own") -> tuple[str, dict[str, Any]]:
     """The policy G(s_t, O_t, I); state None: the w/o States baseline (observation and history
-    only); single_step: InnerMonologue-W's one action per call over a history window."""
+    only); single_step: InnerMonologue-W's one action per call over a history window (own
+    wording under either choice: the paper prints no InnerMonologue prompt)."""
+    context: dict[str, Any] = {"goal": goal, "observation": obs.to_dict(),
+                               "history": [h.to_list() for h in history], "single_step": single_step,
+                               "hands": hands}
+    if state is not None:
+        shown = state.to_dict()
+        if not with_objects:
+            shown["objects"] = {}
+        if not with_summary:
+            shown["summary"] = ""
+        context["state"] = shown
+    if check_wording(wording) == "paper" and not single_step:
+        return paper_prompts.policy(goal, obs, render_history(history), state, with_summary=with_summary,
+                                    with_objects=with_objects, hands=hands), context
     parts = [
         block("instruction", "\nThe only functions you may call:\n move(a), pickup(a), placein(a,b), "
               "placeon(a,b), open(a), close(a), switchon(a), switchoff(a), wait()\n"),
@@ -130,16 +168,6 @@ def policy_prompt(goal: str, obs: Observation, history: Sequence[HistoryEntry], 
                "- Search rooms and containers for what you have not found yet.",
                "- When the goal is reached, answer with an empty plan."]
     parts.append(f"Task goal: {goal}\n" + "\n".join(bullets))
-    context: dict[str, Any] = {"goal": goal, "observation": obs.to_dict(),
-                               "history": [h.to_list() for h in history], "single_step": single_step,
-                               "hands": hands}
-    if state is not None:
-        shown = state.to_dict()
-        if not with_objects:
-            shown["objects"] = {}
-        if not with_summary:
-            shown["summary"] = ""
-        context["state"] = shown
     return "\n\n".join(parts), context
 
 

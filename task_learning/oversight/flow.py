@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Protocol, Sequence
 
+from task_learning.oversight.answers import goal_sentence_from_words, object_noun
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
 from task_learning.oversight.phrasing import (
     count_words,
@@ -62,6 +63,19 @@ class OversightStatus(str, Enum):
     OPERATOR_FAILED = "operator_failed"  # the operator raised / is unreachable: no goal
     DECLINED = "declined"  # the operator said "no" when asked for a description
     GAVE_UP = "gave_up"  # every description allowed was unusable
+
+    @property
+    def reason(self) -> str:
+        """Why the dialogue ended without a goal, in words for a result ("" when it has one)."""
+        return _NO_GOAL_REASONS.get(self, "")
+
+
+_NO_GOAL_REASONS = {
+    OversightStatus.TIMEOUT: "the operator did not answer in time",
+    OversightStatus.OPERATOR_FAILED: "the operator could not be asked",
+    OversightStatus.DECLINED: "the operator refused every proposal and gave no goal",
+    OversightStatus.GAVE_UP: "no usable goal: the proposals were refused and the descriptions could not be used",
+}
 
 
 @dataclass
@@ -103,6 +117,7 @@ class OversightOutcome:
     transcript: list[Turn] = field(default_factory=list)
     status: OversightStatus = OversightStatus.GAVE_UP
     rejected: list[GoalCandidate] = field(default_factory=list)
+    confirmed_by: str = ""  # who said yes to the goal or described it ("" without a goal)
 
     @property
     def confirmed(self) -> bool:
@@ -116,6 +131,7 @@ class OversightOutcome:
             "transcript": [{"speaker": t.speaker, "text": t.text, "request_id": t.request_id}
                            for t in self.transcript],
             "rejected": [c.text for c in self.rejected],
+            "confirmed_by": self.confirmed_by,
         }
 
 
@@ -138,6 +154,7 @@ class _Dialogue:
         self.new_request_id = new_request_id
         self.counts = OversightCounts()
         self.transcript: list[Turn] = []
+        self.last_operator = ""  # who gave the last answer (the one a goal's outcome rests on)
 
     def say(self, text: str, request_id: str = "") -> None:
         self.transcript.append(Turn(ROBOT, text, request_id))
@@ -164,6 +181,7 @@ class _Dialogue:
         if self.kb is not None:
             self.kb.record_answer(answer)
         speaker = answer.operator or getattr(self.operator, "name", "operator")
+        self.last_operator = speaker
         if answer.answer is AnswerKind.DESCRIPTION:
             self.transcript.append(Turn(speaker, answer.description, request.request_id))
         else:
@@ -216,7 +234,9 @@ class _Dialogue:
         if len(text) > self.max_description_chars:
             return None, (f"The description is too long ({len(text)} characters; at most "
                           f"{self.max_description_chars}).")
-        sentence = goal_sentence(text)
+        # Plain words ("put it in the recycling bin", "in the fridge, closed") become the goal
+        # sentence they stand for, about this object; a goal sentence stays as it was.
+        sentence = goal_sentence_from_words(text, object_noun(self.object_description))
         try:
             analysis = self.analyze(sentence)
         except Exception as exc:
@@ -241,7 +261,8 @@ class _Dialogue:
 
     def outcome(self, status: OversightStatus, chosen: GoalCandidate | None,
                 rejected: list[GoalCandidate]) -> OversightOutcome:
-        return OversightOutcome(chosen, self.counts, self.transcript, status, rejected)
+        by = self.last_operator if chosen is not None else ""
+        return OversightOutcome(chosen, self.counts, self.transcript, status, rejected, by)
 
 
 def _timed_out(answer: ConfirmationAnswer) -> bool:

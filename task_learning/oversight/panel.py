@@ -2,7 +2,9 @@
 
 It shows the pending questions (oldest first), the selected question with its object and place,
 the candidates behind it (scores, sources, the mismatches and repairs that produced them, their
-grounded literals), Yes / No buttons and a text box for a goal description. Where questions come
+grounded literals), the time it has left, Yes / No buttons and a text box for the goal in plain
+words or a listed candidate's number (read by `answers.interpret_reply`, as every front end reads
+replies: "maybe" or an empty box is not sent, the status line says what is expected). Where questions come
 from and where answers go is a `PanelBackend`: the in-process `QueueOperator`, or the ROS client of
 the oversight node (`task_learning_nodes.oversight_client`). The widget never imports rclpy.
 """
@@ -29,6 +31,7 @@ from task_learning.oversight.qt_compat import (
     QWidget,
     Qt,
 )
+from task_learning.oversight.answers import interpret_reply, remaining_text
 from task_learning.types import ConfirmationRequest, GoalCandidate
 
 log = logging.getLogger(__name__)
@@ -142,12 +145,12 @@ class OperatorPanel(QWidget):
         buttons.addWidget(self.no_button)
         layout.addLayout(buttons)
 
-        desc_box = QGroupBox("Or describe the goal in words")
+        desc_box = QGroupBox("Or answer in words: the goal, or a candidate's number")
         d_layout = QHBoxLayout(desc_box)
         self.description_edit = QPlainTextEdit()
-        self.description_edit.setPlaceholderText("the goal is that the mug is in the cupboard")
+        self.description_edit.setPlaceholderText("put it in the cupboard  |  in the fridge, closed  |  17")
         self.description_edit.setMaximumHeight(60)
-        self.send_button = QPushButton("Send description")
+        self.send_button = QPushButton("Send")
         self.send_button.setObjectName("sendButton")
         self.send_button.clicked.connect(self._send_description)
         d_layout.addWidget(self.description_edit, 1)
@@ -175,6 +178,7 @@ class OperatorPanel(QWidget):
             self._read_error = ""
         ids = [r.request_id for r in pending]
         if ids == list(self._requests):
+            self._show_time_left()
             return
         self._requests = {r.request_id: r for r in pending}
         self.queue_list.blockSignals(True)
@@ -213,8 +217,7 @@ class OperatorPanel(QWidget):
         self.question_label.setText(request.question)
         place = request.object_description or "?"
         self.object_label.setText(f"Object: {place}" + (f"   ({request.object_id})" if request.object_id else ""))
-        timeout = f", times out after {request.timeout_s:g} s" if request.timeout_s else ""
-        self.request_label.setText(f"request {request.request_id}{timeout}")
+        self._show_time_left()
         shown = list(request.candidates)
         asked_id = request.candidate.candidate_id if request.candidate else None
         if request.candidate and all(c.text != request.candidate.text for c in shown):
@@ -228,30 +231,50 @@ class OperatorPanel(QWidget):
             for index in range(row.childCount()):  # details span the row, under the goal
                 row.child(index).setFirstColumnSpanned(True)
 
+    def _show_time_left(self) -> None:
+        """The request id and the time the question has left, redrawn on every poll."""
+        request = self.current_request()
+        if request is None:
+            self.request_label.setText("")
+            return
+        left = remaining_text(request)
+        self.request_label.setText(f"request {request.request_id}" + (f": {left}" if left else ""))
+
     # --- answers -----------------------------------------------------------------------------
 
-    def _answer(self, answer: str, description: str = "") -> None:
+    def _answer(self, answer: str, description: str = "") -> bool:
+        """Send an answer to the selected question; whether the backend accepted it."""
         request = self.current_request()
         if request is None:
             self.status_label.setText("No question is selected.")
-            return
+            return False
         try:
             result = self.backend.submit(request.request_id, answer, description, self.operator)
         except Exception as exc:
             self.status_label.setText(f"Answer not delivered: {exc}")
-            return
+            return False
         accepted = bool(getattr(result, "accepted", False))
         message = str(getattr(result, "message", ""))
         self.status_label.setText(("Sent: " if accepted else "Refused: ") + message)
         if accepted:
-            if description:
-                self.description_edit.clear()
             self._requests.pop(request.request_id, None)
             self._show(None)
             self.refresh_now()
+        return accepted
 
     def _send_description(self) -> None:
-        self._answer("description", self.description_edit.toPlainText())
+        """The text box: words, a number or a yes/no, read as every front end reads them; what is
+        no answer stays here, with the status line saying what is expected."""
+        request = self.current_request()
+        if request is None:
+            self.status_label.setText("No question is selected.")
+            return
+        reply = interpret_reply(request, self.description_edit.toPlainText())
+        if reply.answer is None:
+            self.status_label.setText(f"Not sent: {reply.hint}")
+            return
+        if self._answer(reply.answer.value, reply.description):
+            self.description_edit.clear()
 
     def stop(self) -> None:
         """Stop polling (the rqt plugin's shutdown)."""

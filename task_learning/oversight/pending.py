@@ -13,10 +13,11 @@ import logging
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from task_learning.errors import ConfigError
+from task_learning.oversight.answers import expected, interpret_reply
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, timeout_answer
 from task_learning.oversight.phrasing import count_words
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
@@ -149,8 +150,12 @@ class QueueOperator:
     # --- the answering side -----------------------------------------------------------------
 
     def pending(self) -> list[ConfirmationRequest]:
+        """The waiting questions, each with its `deadline` (wall clock) for front ends to count
+        down."""
         with self._cond:
-            return [s.request for s in self._slots.values() if s.answer is None]
+            now, wall = self._clock(), time.time()
+            return [replace(s.request, deadline=wall + max(0.0, s.deadline - now))
+                    for s in self._slots.values() if s.answer is None]
 
     def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
                operator: str = "operator") -> SubmitResult:
@@ -175,12 +180,20 @@ class QueueOperator:
             if self._clock() >= slot.deadline:
                 return SubmitResult(False, f"question {request_id!r} has timed out; nothing changed")
             if slot.request.wants_description and kind is AnswerKind.YES:
-                return SubmitResult(False, "this question asks for a goal description: answer with "
-                                           "the goal in words, or 'no'")
+                return SubmitResult(False, "this question asks for a goal description: please "
+                                           f"{expected(slot.request)}; nothing changed")
+            if kind is AnswerKind.DESCRIPTION:
+                # Words are read as every front end reads them: "17" is a listed candidate, "no"
+                # a no, "maybe" or a yes to a request for words no answer (refused with a hint).
+                reply = interpret_reply(slot.request, text)
+                if reply.answer is None:
+                    return SubmitResult(False, f"{reply.hint} Nothing changed.")
+                kind, text = reply.answer, reply.description
             slot.answer = ConfirmationAnswer(request_id, kind, text, operator or "operator",
                                              time.time())
             self._cond.notify_all()
-        return SubmitResult(True, f"answered {request_id} with {kind.value}")
+        said = f": {text!r}" if kind is AnswerKind.DESCRIPTION else ""
+        return SubmitResult(True, f"answered {request_id} with {kind.value}{said}")
 
     def close(self) -> None:
         """Shutdown: every waiting question resolves to the safe default."""

@@ -28,6 +28,19 @@ if _use_python_qt_binding():
         QTreeWidgetItem, QVBoxLayout, QWidget,
     )
     BINDING = "python_qt_binding"
+
+    def delete_widget(obj: QObject) -> None:
+        """Delete the C++ object now (not when Python's collector gets to it at exit)."""
+        from python_qt_binding import QT_BINDING  # type: ignore[import-not-found]
+
+        if QT_BINDING == "pyside":
+            import shiboken2  # type: ignore[import-not-found]
+
+            shiboken2.delete(obj)
+        else:
+            from PyQt5 import sip  # type: ignore[import-not-found]
+
+            sip.delete(obj)
 else:
     from PySide6.QtCore import QObject, Qt, QTimer, Signal
     from PySide6.QtGui import QFont
@@ -39,9 +52,15 @@ else:
     )
     BINDING = "PySide6"
 
+    def delete_widget(obj: QObject) -> None:
+        """Delete the C++ object now (not when Python's collector gets to it at exit)."""
+        import shiboken6
+
+        shiboken6.delete(obj)
+
 __all__ = [
     "BINDING", "QAbstractItemView", "QApplication", "QFont", "QFrame", "QGroupBox", "QHBoxLayout",
     "QHeaderView", "QLabel", "QListWidget", "QListWidgetItem", "QObject", "QPlainTextEdit",
     "QPushButton", "QSplitter", "QTest", "QTimer", "QTreeWidget", "QTreeWidgetItem",
-    "QVBoxLayout", "QWidget", "Qt", "Signal",
+    "QVBoxLayout", "QWidget", "Qt", "Signal", "delete_widget",
 ]

@@ -1,8 +1,10 @@
 """Answering questions at a text prompt: the in-process TerminalOperator and the shared prompt used
 by `task-learning operator` for the ROS node's questions.
 
-"y"/"yes" and "n"/"no" are yes/no answers; any other line is a goal description; an empty line
-asks again; end of input is an absent operator (timeout), never consent.
+A reply is read as `answers.interpret_reply` reads it for every front end: yes or no, a listed
+candidate's number, or the goal in plain words. Anything else ("maybe", an empty line, a yes to a
+question that asks for words) is asked again with a hint of what is expected, and is never sent;
+end of input is an absent operator (timeout), never consent. Each question says how long it has.
 """
 from __future__ import annotations
 
@@ -10,15 +12,13 @@ import sys
 import time
 from typing import TextIO
 
+from task_learning.oversight.answers import expected, interpret_reply, remaining_text
 from task_learning.oversight.operator import timeout_answer
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 
-_YES = {"y", "yes"}
-_NO = {"n", "no"}
 
-
-def format_request(request: ConfirmationRequest) -> str:
-    """The question with its object and the candidates behind it, for a terminal."""
+def format_request(request: ConfirmationRequest, now: float | None = None) -> str:
+    """The question with its object, the candidates behind it and the time it has left."""
     lines = [f"[{request.request_id}] {request.question}"]
     if request.object_description or request.object_id:
         lines.append(f"  object: {request.object_description} ({request.object_id})")
@@ -26,10 +26,10 @@ def format_request(request: ConfirmationRequest) -> str:
         asked = request.candidate is not None and cand.text == request.candidate.text
         lines.append(f"  {'>' if asked else ' '} #{cand.candidate_id} {cand.score:.3f} "
                      f"[{cand.source.value}] {cand.text}")
-    if request.wants_description:
-        lines.append("  Describe the goal in words (or 'no' to skip):")
-    else:
-        lines.append("  Answer yes / no, or describe the goal in words:")
+    left = remaining_text(request, now)
+    if left:
+        lines.append(f"  time: {left}")
+    lines.append(f"  Please {expected(request)}:")
     return "\n".join(lines)
 
 
@@ -40,20 +40,15 @@ def prompt_answer(request: ConfirmationRequest, stdin: TextIO, stdout: TextIO) -
         stdout.write("> ")
         stdout.flush()
         line = stdin.readline()
-        if not line:
+        if not line:  # end of input: no answer (never consent); end the prompt's line
+            stdout.write("\n")
             return None
-        text = line.strip()
-        word = text.lower().rstrip(".!")
-        if not text:
+        reply = interpret_reply(request, line)
+        if reply.answer is None:
+            left = remaining_text(request)
+            stdout.write(f"  {reply.hint}" + (f" ({left})" if left else "") + "\n")
             continue
-        if word in _YES:
-            if request.wants_description:
-                stdout.write("  This question asks for the goal in words (or 'no').\n")
-                continue
-            return AnswerKind.YES, ""
-        if word in _NO:
-            return AnswerKind.NO, ""
-        return AnswerKind.DESCRIPTION, text
+        return reply.answer, reply.description
 
 
 class TerminalOperator:

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from task_learning.errors import TaskLearningError
+from task_learning.files import AtomicOutput, OutputError, require_regular_file
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
 from task_learning.perception.camera import CameraModel
@@ -45,7 +46,10 @@ def _storage(name: str) -> Any:
 
 
 class BagWriter:
-    """A rosbag2 directory being written; topics added as they are first seen."""
+    """A rosbag2 directory being written; topics added as they are first seen. It is written
+    under a temporary name beside `path` and renamed when closed complete, so a bag that could
+    not be written (a full disk) leaves nothing behind: `write` and `close` raise OutputError
+    naming the bag, and every later `write` raises it again."""
 
     def __init__(self, path: str | Path, storage: str = "mcap") -> None:
         from rosbags.rosbag2 import Writer
@@ -54,22 +58,42 @@ class BagWriter:
         if self.path.exists():
             raise TaskLearningError(f"{self.path}: already exists (a bag is a new directory)")
         self.typestore = _typestore()
-        self._writer = Writer(self.path, version=9, storage_plugin=_storage(storage))
-        self._writer.open()
+        plugin = _storage(storage)
+        self._output = AtomicOutput(self.path, directory=True)
+        self._failure: OutputError | None = None
+        try:
+            self._writer = Writer(self._output.path, version=9, storage_plugin=plugin)
+            self._writer.open()
+        except OSError as exc:
+            raise self._output.failed(exc) from None
         self._connections: dict[str, Any] = {}
         self.counts: dict[str, int] = {}
 
     def write(self, topic: str, msgtype: str, stamp_ns: int, raw: bytes) -> None:
-        connection = self._connections.get(topic)
-        if connection is None:
-            connection = self._writer.add_connection(topic, msgtype, typestore=self.typestore)
-            self._connections[topic] = connection
-            self.counts[topic] = 0
-        self._writer.write(connection, int(stamp_ns), bytes(raw))
+        if self._failure is not None:
+            raise self._failure
+        try:
+            connection = self._connections.get(topic)
+            if connection is None:
+                connection = self._writer.add_connection(topic, msgtype, typestore=self.typestore)
+                self._connections[topic] = connection
+                self.counts[topic] = 0
+            self._writer.write(connection, int(stamp_ns), bytes(raw))
+        except OSError as exc:
+            self._failure = self._output.failed(exc)
+            raise self._failure from None
         self.counts[topic] += 1
 
     def close(self) -> None:
-        self._writer.close()
+        """Finish the bag and give it its name; OutputError (and nothing left) if it failed."""
+        if self._failure is not None:
+            raise self._failure
+        try:
+            self._writer.close()
+        except OSError as exc:
+            self._failure = self._output.failed(exc)
+            raise self._failure from None
+        self._output.commit()
 
 
 def _open(path: str | Path) -> Any:
@@ -78,6 +102,9 @@ def _open(path: str | Path) -> Any:
     bag = Path(path)
     if not (bag / "metadata.yaml").is_file():
         raise TaskLearningError(f"{bag}: not a rosbag2 directory (no metadata.yaml)")
+    for entry in bag.iterdir():  # a FIFO or a device as the storage file would hang the reader
+        if not entry.is_dir():
+            require_regular_file(entry)
     try:
         reader = Reader(bag)
         reader.open()

@@ -86,9 +86,13 @@ def look_around(world: FetchWorld, robot: SimulatedRobot, clock: SyntheticClock,
 
         from pathlib import Path
 
+        from task_learning.files import write_bytes_atomic
+
         Path(image).parent.mkdir(parents=True, exist_ok=True)
-        if not cv2.imwrite(str(image), best[1]):
-            raise TaskLearningError(f"{image}: cannot write the picture")
+        ok, encoded = cv2.imencode(Path(image).suffix or ".png", best[1])
+        if not ok:
+            raise TaskLearningError(f"{image}: cannot encode the picture (use a .png or .jpg name)")
+        write_bytes_atomic(image, encoded.tobytes())
     return tally
 
 

@@ -30,8 +30,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from task_learning.config import check_keys, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.safe_text import has_control_characters
+from task_learning.world.scene import STATE_KEYS, check_state_value
 
 DEFAULT_DICTIONARY = "DICT_4X4_50"
 
@@ -124,25 +126,36 @@ def aruco_dictionary(name: str) -> Any:
     return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, match))
 
 
+# A printed marker is centimetres to a metre or two across; furniture is metres, not kilometres.
+MAX_MARKER_SIZE_M = 2.0
+MAX_EXTENT_M = 10.0  # offsets, volumes and door positions, in the marker's frame
+
+
 def _vector(value: Any, n: int, *, file: str, key: str, positive: bool = False) -> tuple[float, ...]:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != n \
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != n:
         raise ConfigError(file, key, f"expected a list of {n} numbers, got {value!r}")
-    if positive and any(v <= 0 for v in value):
-        raise ConfigError(file, key, f"every value must be > 0, got {value!r}")
+    for i, v in enumerate(value):
+        expect_number(v, file=file, key=join_key(key, i), low=0.0 if positive else -MAX_EXTENT_M,
+                      high=MAX_EXTENT_M, low_open=positive)
     return tuple(float(v) for v in value)
 
 
-def _positive(value: Any, *, file: str, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ConfigError(file, key, f"expected a size in metres > 0, got {value!r}")
-    return float(value)
+def _size(value: Any, *, file: str, key: str) -> float:
+    """A marker's side in metres: in (0, MAX_MARKER_SIZE_M]."""
+    return float(expect_number(value, file=file, key=key, low=0.0, high=MAX_MARKER_SIZE_M, low_open=True))
 
 
-def _marker_id(value: Any, *, file: str, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(file, key, f"expected a marker id (integer >= 0), got {value!r}")
-    return int(value)
+def _marker_id(value: Any, *, file: str, key: str, count: int) -> int:
+    """An id of the registry's dictionary, which holds `count` markers (ids 0 to count - 1)."""
+    return int(expect_number(value, file=file, key=key, low=0, high=count - 1, integer=True))
+
+
+def _name(value: Any, *, file: str, key: str) -> str:
+    """An id, type or name: a string without control characters (it reaches terminals and logs)."""
+    text = expect_type(value, str, file=file, key=key).strip()
+    if has_control_characters(text):
+        raise ConfigError(file, key, f"control characters in {text!r}")
+    return text
 
 
 def registry_from_dict(data: Any, *, source: str = "<registry>",
@@ -152,10 +165,12 @@ def registry_from_dict(data: Any, *, source: str = "<registry>",
     body = check_keys(data, file=file, key="", required=["markers"], optional=["dictionary"])
     dictionary = expect_type(body.get("dictionary", DEFAULT_DICTIONARY), str, file=file, key="dictionary")
     try:
-        aruco_dictionary(dictionary)
+        count = int(aruco_dictionary(dictionary).bytesList.shape[0])  # markers the dictionary holds
     except ValueError as exc:
         raise ConfigError(file, "dictionary", str(exc)) from None
     entries = expect_type(body["markers"], list, file=file, key="markers")
+    if not entries:
+        raise ConfigError(file, "markers", "empty: a registry names at least one marker")
     registry = MarkerRegistry(dictionary=dictionary, source=source)
     used_ids: dict[int, str] = {}
     objects: set[str] = set()
@@ -163,9 +178,9 @@ def registry_from_dict(data: Any, *, source: str = "<registry>",
         key = join_key("markers", index)
         check_keys(entry, file=file, key=key, required=["id", "object", "type", "size"],
                    optional=["name", "offset", "receptacle", "door", "state"])
-        marker_id = _marker_id(entry["id"], file=file, key=join_key(key, "id"))
-        object_id = expect_type(entry["object"], str, file=file, key=join_key(key, "object")).strip()
-        object_type = expect_type(entry["type"], str, file=file, key=join_key(key, "type")).strip()
+        marker_id = _marker_id(entry["id"], file=file, key=join_key(key, "id"), count=count)
+        object_id = _name(entry["object"], file=file, key=join_key(key, "object"))
+        object_type = _name(entry["type"], file=file, key=join_key(key, "type"))
         if not object_id:
             raise ConfigError(file, join_key(key, "object"), "empty object id")
         if known_types is not None and object_type not in known_types:
@@ -185,18 +200,17 @@ def registry_from_dict(data: Any, *, source: str = "<registry>",
         if entry.get("door") is not None:
             dkey = join_key(key, "door")
             d = check_keys(entry["door"], file=file, key=dkey, required=["marker", "size", "closed_at"])
-            door = Door(_marker_id(d["marker"], file=file, key=join_key(dkey, "marker")),
-                        _positive(d["size"], file=file, key=join_key(dkey, "size")),
+            door = Door(_marker_id(d["marker"], file=file, key=join_key(dkey, "marker"), count=count),
+                        _size(d["size"], file=file, key=join_key(dkey, "size")),
                         _vector(d["closed_at"], 3, file=file, key=join_key(dkey, "closed_at")))  # type: ignore[arg-type]
-        state = expect_type(entry.get("state") or {}, dict, file=file, key=join_key(key, "state"))
+        state = check_keys(entry.get("state") or {}, file=file, key=join_key(key, "state"),
+                           optional=tuple(STATE_KEYS))
         for skey, svalue in state.items():
-            if not isinstance(svalue, (bool, int, float, str)):
-                raise ConfigError(file, join_key(join_key(key, "state"), str(skey)),
-                                  f"expected a plain value, got {svalue!r}")
+            check_state_value(skey, svalue, file=file, key=join_key(join_key(key, "state"), skey))
         spec = MarkerSpec(
             marker_id=marker_id, object_id=object_id, object_type=object_type,
-            size=_positive(entry["size"], file=file, key=join_key(key, "size")),
-            name=str(entry.get("name") or ""),
+            size=_size(entry["size"], file=file, key=join_key(key, "size")),
+            name=_name(entry.get("name") or "", file=file, key=join_key(key, "name")),
             offset=_vector(entry.get("offset", [0, 0, 0]), 3, file=file, key=join_key(key, "offset")),  # type: ignore[arg-type]
             receptacle=receptacle, door=door, state=tuple((str(k), v) for k, v in state.items()))
         for mid, what in ((marker_id, join_key(key, "id")), *(((door.marker_id, join_key(key, "door.marker")),)

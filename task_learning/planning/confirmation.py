@@ -44,6 +44,7 @@ class ConfirmationVerdict:
     confirmation: Confirmation
     counts: OversightCounts = field(default_factory=OversightCounts)
     message: str = ""
+    by: str = ""  # who confirmed it
 
     @property
     def confirmed(self) -> bool:
@@ -75,10 +76,10 @@ class GoalConfirmer:
                                 object_id=object_id, kb=self.kb, task=self.task,
                                 context=object_description, timeout_s=self.timeout_s)
         if outcome.status is OversightStatus.CONFIRMED:
-            return ConfirmationVerdict(Confirmation.OPERATOR_YES, outcome.counts, "confirmed by the operator")
-        reasons = {OversightStatus.TIMEOUT: "the operator did not answer in time",
-                   OversightStatus.OPERATOR_FAILED: "the operator could not be asked"}
-        message = reasons.get(outcome.status, "the operator did not confirm it")
+            return ConfirmationVerdict(Confirmation.OPERATOR_YES, outcome.counts, "confirmed by the operator",
+                                       outcome.confirmed_by)
+        message = (outcome.status.reason if outcome.status in (OversightStatus.TIMEOUT, OversightStatus.OPERATOR_FAILED)
+                   else "the operator did not confirm it")
         log.info("goal %r for %s not confirmed: %s", text, object_description, message)
         return ConfirmationVerdict(Confirmation.NONE, outcome.counts, message)
 

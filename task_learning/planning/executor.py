@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from task_learning.bcr.agent import SelectionEngine
 from task_learning.bcr.domain import Domain
@@ -17,9 +17,12 @@ from task_learning.bcr.literals import StateView, holds
 from task_learning.bcr.runner import run_goals
 from task_learning.errors import TaskLearningError
 from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy, goal_key, lift_literals
+from task_learning.oversight.flow import OversightCounts
+from task_learning.planning.policy_review import PolicyVerdict, policy_problem
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 from task_learning.world.backend import WorldBackend, WorldUnavailableError
 from task_learning.world.outcome import run_action
+from task_learning.world.resolve import describe
 
 if TYPE_CHECKING:
     from task_learning.productions.planning import ProductionReacher
@@ -27,6 +30,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OutcomeCallback = Callable[[ActionOutcome], None]
+
+
+class PolicyReview(Protocol):
+    """Asks an operator whether an unreviewed stored policy may be replayed
+    (planning.policy_review.PolicyReviewer)."""
+
+    def __call__(self, policy: Policy, calls: Sequence[ActionCall], *, object_id: str,
+                 object_description: str, metadata: Mapping[str, Any]) -> PolicyVerdict:
+        ...
 
 
 class Reacher(Protocol):
@@ -45,6 +57,7 @@ class ReachResult:
     policy_learned: bool = False
     message: str = ""
     by_productions: bool = False  # reached by seed 001's productions alone (no BCR, no LLM)
+    questions: OversightCounts = field(default_factory=OversightCounts)  # reviewing a stored policy
 
     @property
     def actions(self) -> list[ActionCall]:
@@ -81,7 +94,8 @@ class GoalExecutor:
     def __init__(self, domain: Domain, engine_factory: Callable[[], SelectionEngine],
                  kb: KnowledgeBase | None = None, *, max_actions: int = 100,
                  reacher: Reacher | None = None,
-                 productions: ProductionReacher | None = None) -> None:
+                 productions: ProductionReacher | None = None,
+                 review: PolicyReview | None = None) -> None:
         self.domain = domain
         self.engine_factory = engine_factory
         self.kb = kb
@@ -89,6 +103,8 @@ class GoalExecutor:
         self.reacher = reacher  # None: BCR with engine_factory's engine
         # seed 001: learned productions try a goal before BCR (or the reacher) selects actions (None: off)
         self.productions = productions
+        # asks an operator before a policy this robot did not learn is replayed (None: never replayed)
+        self.review = review
 
     def reach(self, world: WorldBackend, literals: list[GoalLiteral], *, task: str = "",
               object_id: str = "", on_outcome: OutcomeCallback | None = None) -> ReachResult:
@@ -97,16 +113,19 @@ class GoalExecutor:
         obj_type = type_of.get(object_id, "")
         location = self._place_type(metadata, object_id, type_of)
         key = goal_key(lift_literals(literals, object_id, type_of))
-        policy = None
+        questions = OversightCounts()
+        replay = None
         if self.kb is not None and task and obj_type:
-            policy = self.kb.policy_for(task, obj_type, location, key)
+            replay = self._usable_policy(metadata, self.kb.policy_for(task, obj_type, location, key),
+                                         object_id, ids_by_type, questions)
         outcomes: list[ActionOutcome] = []
-        if policy is not None and self.kb is not None:
-            reused = self._replay(world, policy, object_id, ids_by_type, outcomes, on_outcome)
+        if replay is not None and self.kb is not None:
+            policy, calls = replay
+            reused = self._replay(world, calls, outcomes, on_outcome)
             if reused and self._holds(world, literals):
                 policy.successes += 1
                 self.kb.save_policy(policy)
-                return ReachResult(True, outcomes, policy_reused=True)
+                return ReachResult(True, outcomes, policy_reused=True, questions=questions)
             policy.failures += 1
             self.kb.save_policy(policy)
             log.info("policy for %s %s failed; falling back to action selection", task, obj_type)
@@ -118,9 +137,10 @@ class GoalExecutor:
 
             attempt = self.productions.attempt(world, literals, on_outcome=record)
             if attempt is not None and attempt.reached:
-                return ReachResult(True, outcomes, by_productions=True,
+                return ReachResult(True, outcomes, by_productions=True, questions=questions,
                                    message=f"reached by productions alone ({attempt.task})")
         result = self._select(world, literals, outcomes, on_outcome)
+        result.questions = questions
         if result.success and self.kb is not None and task and obj_type:
             # Learn only the actions that worked: failed attempts are not part of the recipe.
             actions = [lift_action(o.call, object_id, type_of) for o in outcomes if o.success]
@@ -128,13 +148,42 @@ class GoalExecutor:
             result.policy_learned = True
         return result
 
-    def _replay(self, world: WorldBackend, policy: Policy, object_id: str,
-                ids_by_type: Mapping[str, list[str]], outcomes: list[ActionOutcome],
+    def _usable_policy(self, metadata: Mapping[str, Any], policy: Policy | None, object_id: str,
+                       ids_by_type: Mapping[str, list[str]], questions: OversightCounts
+                       ) -> tuple[Policy, list[ActionCall]] | None:
+        """The stored policy and its actions in this world, when it may be replayed: it acts only
+        within its goal (policy_review.policy_problem), every action grounds here, and this robot
+        learned it or an operator approved it (asked now, through `review`, when nobody has)."""
+        if policy is None:
+            return None
+        problem = policy_problem(policy)
+        if problem:
+            log.warning("stored policy for %s %s not replayed: %s", policy.task, policy.object_type, problem)
+            return None
+        calls = [ground_action(lifted, object_id, ids_by_type) for lifted in policy.actions]
+        grounded = [c for c in calls if c is not None]
+        if len(grounded) != len(calls):
+            log.info("stored policy for %s %s names what this world lacks; not replayed", policy.task,
+                     policy.object_type)
+            return None
+        if not policy.reviewed:
+            if self.review is None:
+                log.info("stored policy for %s %s not replayed: nobody reviewed it and no operator "
+                         "can be asked", policy.task, policy.object_type)
+                return None
+            verdict = self.review(policy, grounded, object_id=object_id, metadata=metadata,
+                                  object_description=describe(metadata, object_id))
+            questions.add(verdict.counts)
+            if not verdict.approval:
+                return None
+            policy.approval = verdict.approval
+            if self.kb is not None:
+                self.kb.save_policy(policy)
+        return policy, grounded
+
+    def _replay(self, world: WorldBackend, calls: list[ActionCall], outcomes: list[ActionOutcome],
                 on_outcome: OutcomeCallback | None) -> bool:
-        for lifted in policy.actions:
-            call = ground_action(lifted, object_id, ids_by_type)
-            if call is None:
-                return False
+        for call in calls:
             outcome = run_action(world, call)
             outcomes.append(outcome)
             if on_outcome:

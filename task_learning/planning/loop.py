@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
 from task_learning.errors import TaskLearningError
-from task_learning.kb import KnowledgeBase, LearnedGoal, ground_lifted, lift_literals
+from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, ground_lifted, lift_literals
 from task_learning.planning.confirmation import (ConfirmationVerdict, confirmation_of,
                                                  requires_confirmation)
 from task_learning.planning.dialogue import count_words, teaching_dialogue
 from task_learning.planning.stop import StopToken
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.metrics import RunMetrics
-from task_learning.types import CandidateSource, LLMUsage
+from task_learning.types import CandidateSource, GoalLiteral, LLMUsage
 from task_learning.world.completion import completion
 from task_learning.world.resolve import describe_object
 from task_learning.world.scene import Scene
@@ -51,6 +51,9 @@ class Confirmer(Protocol):
 
 @dataclass
 class ObjectReport:
+    """What one task object came to: the goal (words and literals), who confirmed it, whether
+    it was reached, and, when it was not, why (`message`)."""
+
     object_id: str
     context: str
     outcome: str  # done | no_goal | unreachable | missing
@@ -60,9 +63,27 @@ class ObjectReport:
     policy_reused: bool = False
     message: str = ""
     seconds: float = 0.0
+    literals: list[GoalLiteral] = field(default_factory=list)  # the goal on this world's ids
+    confirmed_by: str = ""  # who confirmed the goal ("" when nobody did: no oversight)
+
+    @property
+    def reached(self) -> bool:
+        return self.outcome == "done"
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
+        data = dict(vars(self))
+        data["literals"] = [str(lit) for lit in self.literals]
+        return data
+
+
+def confirmed_by_of(goal: LearnedGoal) -> str:
+    """Who confirmed a stored goal: the name kept with it, else what its confirmation says."""
+    who = str(goal.provenance.get("confirmed_by") or "")
+    if who:
+        return who
+    return {Confirmation.OPERATOR_YES: "operator (yes)",
+            Confirmation.OPERATOR_DESCRIPTION: "operator (described it)",
+            Confirmation.IMPORTED_TRUSTED: "import (trusted confirmations)"}.get(goal.confirmation, "")
 
 
 @dataclass
@@ -150,18 +171,21 @@ class TaskLearner:
             if literals is None:
                 return ObjectReport(object_id, context, "unreachable", learned.text, "learned",
                                     message="the learned goal names a place this world lacks")
+            who = confirmed_by_of(learned)
             if self.needs_confirmation and not learned.confirmed:
                 verdict = self._ask(object_id, spoken, learned.text, literals, metrics)
                 if verdict.confirmed:
                     self.kb.set_confirmation(task, context, verdict.confirmation)
+                    who = verdict.by
                 elif not self.condition.upper().endswith("+O"):
                     return ObjectReport(object_id, context, "no_goal", learned.text, "learned",
-                                        message=f"learned goal not confirmed: {verdict.message}")
+                                        message=f"learned goal not confirmed: {verdict.message}",
+                                        literals=literals)
                 else:
                     learned = None  # elicit anew, with the oversight dialogue
             if learned is not None:
                 metrics.learned_goals_reused += 1
-                return self._reach(object_id, context, literals, learned.text, "learned", metrics)
+                return self._reach(object_id, context, literals, learned.text, "learned", metrics, who)
 
         result = self.elicit(task=task, object_id=object_id, metadata=metadata)
         metrics.retrieved += len(result.candidates)
@@ -176,18 +200,24 @@ class TaskLearner:
         chosen = result.chosen
         if chosen is None or not chosen.literals:
             reason = result.outcome if chosen is None else "the chosen goal has no grounded literals"
+            why = str(getattr(getattr(oversight, "status", None), "reason", "") or "")
+            if chosen is None and why:
+                reason = f"{reason}: {why}"  # a timeout, a refusal: say which
             errors = "; ".join(getattr(result, "errors", []) or [])
             return ObjectReport(object_id, context, "no_goal", message=f"{reason}{': ' + errors if errors else ''}")
         source = "described" if chosen.source is CandidateSource.USER else "elicited"
         if source == "elicited":
             metrics.sourced += 1
         confirmation = confirmation_of(oversight, chosen.source)
+        who = str(getattr(oversight, "confirmed_by", "") or "") if confirmation.counts_as_confirmed else ""
         if self.needs_confirmation and not confirmation.counts_as_confirmed:
             verdict = self._ask(object_id, spoken, chosen.text, list(chosen.literals), metrics)
             if not verdict.confirmed:
                 return ObjectReport(object_id, context, "no_goal", chosen.text, source,
-                                    message=f"goal not confirmed: {verdict.message}")
-            confirmation = verdict.confirmation
+                                    message=f"goal not confirmed: {verdict.message}",
+                                    literals=list(chosen.literals))
+            confirmation, who = verdict.confirmation, verdict.by
+        provenance = result.to_dict() if hasattr(result, "to_dict") else {}
         self.kb.learn_goal(LearnedGoal(
             task=task,
             context=context,
@@ -196,9 +226,9 @@ class TaskLearner:
             literals=lift_literals(list(chosen.literals), object_id, type_of),
             condition=self.condition,
             confirmation=confirmation,
-            provenance=result.to_dict() if hasattr(result, "to_dict") else {},
+            provenance={**provenance, "confirmed_by": who},
         ))
-        return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics)
+        return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics, who)
 
     def _ask(self, object_id: str, spoken: str, text: str, literals: list,
              metrics: RunMetrics) -> ConfirmationVerdict:
@@ -214,9 +244,15 @@ class TaskLearner:
         return verdict
 
     def _reach(self, object_id: str, context: str, literals: list, text: str, source: str,
-               metrics: RunMetrics) -> ObjectReport:
+               metrics: RunMetrics, confirmed_by: str = "") -> ObjectReport:
         reached = self.executor.reach(self.world, literals, task=self.scene.task, object_id=object_id)
         metrics.policies_reused += int(reached.policy_reused)
+        asked = reached.questions  # an operator reviewing a stored policy it did not learn
+        metrics.yes_no += asked.yes_no
+        metrics.instructions += asked.instructions
+        metrics.words += asked.words
+        metrics.questions += asked.instructions
         outcome = "done" if reached.success else "unreachable"
         return ObjectReport(object_id, context, outcome, text, source, len(reached.outcomes),
-                            reached.policy_reused, reached.message)
+                            reached.policy_reused, reached.message,
+                            literals=list(literals), confirmed_by=confirmed_by)

@@ -18,6 +18,7 @@ from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import Operator
 from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
+from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.planning.stop import StopToken, StoppableWorld
@@ -173,7 +174,10 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
         answerer = RememberingOperator(inner, kb, scene.task)
     domain = load_domain("household")
     bcr_client = client if spec.engine == "llm" else None
-    executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb)
+    # A stored policy this robot did not learn (an import) is replayed only after the operator
+    # approved it; without an operator it is never replayed.
+    review = PolicyReviewer(answerer, kb=kb, task=scene.task) if answerer is not None else None
+    executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb, review=review)
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
     templates = load_templates()  # once per run, not once per object
     together = None

@@ -17,6 +17,7 @@ from typing import Any
 from task_learning.errors import TaskLearningError
 from task_learning.kb.store import KnowledgeBase
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
+from task_learning.productions.language import MOTOR, RuleError, production_from_dict, variables_in
 from task_learning.types import AnswerKind, ConfirmationRequest
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,36 @@ def unapproved_families(kb: KnowledgeBase) -> dict[str, list[dict[str, Any]]]:
     return families
 
 
+def rule_summary(row: dict[str, Any]) -> str:
+    """What a stored production does, from the rule itself: its effect, what each of the
+    effect's variables is (the conditions that bind it: which object, which receptacle), the
+    whole rule, and its utility. Never its English description or name: those are text an
+    import (or an LLM) wrote, and a rule that puts the butter in the garbage can may describe
+    itself as "put it carefully in the receptacle the operator asked for"."""
+    try:
+        rule = production_from_dict(row["rule"], where="rule")
+    except RuleError as exc:
+        return f"an invalid rule that is never used ({exc})"
+    effect = rule.effect
+    if effect.startswith(MOTOR):
+        effect = effect[len(MOTOR):]
+    roles = []
+    for var in dict.fromkeys(variables_in(rule.effect)):
+        binding = [str(c) for c in rule.conditions if c.pred != "none" and not c.negated
+                   and any(var in a.variables() for a in c.args)]
+        in_task = f"<{var}>" in rule.task
+        said = ([f"named by the task '{rule.task}'"] if in_task else []) + binding
+        roles.append(f"<{var}>: {' and '.join(said) or 'unbound'}")
+    where = f" where {'; '.join(roles)}" if roles else ""
+    return (f"{effect}{where} [utility {float(row['utility']):.2f}, applied {int(row['count'])} times; "
+            f"rule: {rule.describe()}]")
+
+
 def approval_question(family: str, rows: list[dict[str, Any]]) -> str:
-    shown = [f"{i}. {row['english'] or row['name']}" for i, row in enumerate(rows[:MAX_RULES_SHOWN], 1)]
+    shown = [f"{i}. {rule_summary(row)}" for i, row in enumerate(rows[:MAX_RULES_SHOWN], 1)]
     more = f" (and {len(rows) - MAX_RULES_SHOWN} more)" if len(rows) > MAX_RULES_SHOWN else ""
-    return (f"The robot learned {len(rows)} rule(s) for the task '{family}'{more}. May it use them "
-            f"to act without asking a language model? " + " ".join(shown))
+    return (f"The robot has {len(rows)} rule(s) nobody approved for the task '{family}'{more}. May it use "
+            f"them to act without asking a language model? What each does: " + " ".join(shown) + ".")
 
 
 def ask_approval(kb: KnowledgeBase, operator: Operator, *, timeout_s: float = 0.0) -> ApprovalReport:

@@ -158,10 +158,11 @@ class WorldKnowledge:
 
     def __init__(self, statements: dict[str, bool] | None = None, *,
                  oracle: Callable[[str], bool | None] | None = None,
-                 store: StatementStore | None = None) -> None:
+                 store: StatementStore | None = None, source: str = "llm") -> None:
         self.statements: dict[str, bool] = {self._key(k): bool(v) for k, v in (statements or {}).items()}
         self.oracle = oracle
         self.store = store
+        self.source = source  # recorded with each answer the store keeps (the catalogue prefetch marks its own)
         self.asked: list[str] = []
 
     @staticmethod
@@ -187,5 +188,5 @@ class WorldKnowledge:
             raise UnknownStatement(statement)
         self.statements[key] = bool(answer)
         if self.store is not None:
-            self.store.record_statement(key, bool(answer), "llm")
+            self.store.record_statement(key, bool(answer), self.source)
         return bool(answer)

@@ -38,6 +38,11 @@ _CONDITION = re.compile(r"^\s*(not\s+)?([a-z_]+)\s*\((.*)\)\s*$", re.DOTALL)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,79}$")
 MAX_CONDITIONS = 16
 MAX_TEXT = 400
+MAX_TASK_VARIABLES = 4
+# Bindings tried while matching one rule (each solution a predicate yields counts one): a rule of
+# sixteen conditions over a kitchen's hundred objects could otherwise enumerate 100**16 of them.
+# The families' rules stay below a few thousand; a rule that needs more is not applicable.
+MAX_MATCH_STEPS = 50_000
 
 # motor verbs and the argument slots of each (the robot's built-in actions, seed 001 Figure 4)
 MOTOR_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -308,20 +313,62 @@ class Production:
         return f"IF task is {self.task!r} AND {conds} THEN {self.effect}"
 
 
-def task_regex(pattern: str) -> re.Pattern[str]:
-    parts = _VAR.split(pattern)
-    regex = ""
-    for i, part in enumerate(parts):
-        regex += f"(?P<{part}>.+?)" if i % 2 else re.escape(part)
-    return re.compile(f"^{regex}$", re.IGNORECASE)
+def variables_in(text: str) -> list[str]:
+    """The variables of a task pattern or an effect, in order ("pick and place a/an <object>
+    in/on a/an <receptacle>" -> ["object", "receptacle"])."""
+    return _VAR.findall(text)
+
+
+def _fold(text: str) -> str:
+    """Case-folded with one character per character (the positions of `text` stay valid)."""
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
 def task_binding(pattern: str, task: str) -> Binding | None:
-    try:
-        found = task_regex(pattern).match(task.strip())
-    except re.error:
+    """The task pattern's variables as the task text binds them, or None when it does not match.
+
+    Each variable takes one or more characters (case-insensitive literals between them), the
+    earlier variables as few as still let the rest match: what a lazy regular expression
+    would give, computed without backtracking, so the time grows with the pattern's size times
+    the task's length, never exponentially (a hostile pattern of nine variables kept a regular
+    expression matching for minutes)."""
+    parts = _VAR.split(pattern)
+    names, literals = parts[1::2], [_fold(p) for p in parts[0::2]]
+    text = task.strip()
+    if "\n" in text or "\r" in text:
         return None
-    return {k: v.strip() for k, v in found.groupdict().items()} if found else None
+    folded = _fold(text)
+    n = len(folded)
+    if not folded.startswith(literals[0]):
+        return None
+    if not names:
+        return {} if n == len(literals[0]) else None
+    # ends[i][q]: variable i may end at q (its literal follows there and the rest matches);
+    # filled from the last variable back, each with a running "some end at or after q" flag.
+    k = len(names)
+    can_start = [False] * (n + 2)  # the rest after variable i+1 can start here (for i = k-1: the end)
+    can_start[n] = True
+    ends: list[list[bool]] = [[]] * k
+    for i in range(k - 1, -1, -1):
+        literal = literals[i + 1]
+        end_here = [False] * (n + 1)
+        for q in range(n + 1):
+            after = q + len(literal)
+            end_here[q] = after <= n and can_start[after] and folded.startswith(literal, q)
+        ends[i] = end_here
+        later = [False] * (n + 2)  # some q > p with end_here[q]
+        for p in range(n - 1, -1, -1):
+            later[p] = later[p + 1] or end_here[p + 1]
+        can_start = later
+    if not can_start[len(literals[0])]:
+        return None
+    binding: Binding = {}
+    start = len(literals[0])
+    for i, name in enumerate(names):
+        q = next(q for q in range(start + 1, n + 1) if ends[i][q])
+        binding[name] = text[start:q].strip()
+        start = q + len(literals[i + 1])
+    return binding
 
 
 # ------------------------------------------------------------------------------------ parsing
@@ -455,6 +502,9 @@ def production_from_dict(data: Any, *, where: str = "rule") -> Production:
     names = _VAR.findall(task)
     if len(names) != len(set(names)):
         raise RuleError(f"{where}.task: a variable appears twice in {task!r}")
+    if len(names) > MAX_TASK_VARIABLES:
+        raise RuleError(f"{where}.task: {len(names)} variables in {task!r}, at most {MAX_TASK_VARIABLES} "
+                        "(the task families have two at most)")
     conditions_raw = data["conditions"]
     if not isinstance(conditions_raw, list) or len(conditions_raw) > MAX_CONDITIONS:
         raise RuleError(f"{where}.conditions: expected a list of at most {MAX_CONDITIONS} conditions")
@@ -520,30 +570,48 @@ def parse_rule_text(text: str, *, where: str = "rule") -> Production:
 
 # ----------------------------------------------------------------------------------- matching
 
+class _Budget:
+    """Bindings one match may still try (MAX_MATCH_STEPS); RuleError once spent."""
+
+    def __init__(self, rule: str, steps: int = MAX_MATCH_STEPS) -> None:
+        self.rule = rule
+        self.left = steps
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise RuleError(f"rule {self.rule!r}: matching tried more than {MAX_MATCH_STEPS} bindings; "
+                            "not applicable")
+
+
 def matches(rule: Production, ctx: MatchContext) -> Iterator[Binding]:
-    """Every binding under which the rule applies, in a deterministic order."""
+    """Every binding under which the rule applies, in a deterministic order. A rule whose
+    matching would try more than MAX_MATCH_STEPS bindings raises RuleError (not applicable)."""
     start = task_binding(rule.task, ctx.task)
     if start is None:
         return
-    yield from _solve(list(rule.conditions), start, ctx)
+    yield from _solve(list(rule.conditions), start, ctx, _Budget(rule.name))
 
 
-def _solve(conditions: list[Condition], binding: Binding, ctx: MatchContext) -> Iterator[Binding]:
+def _solve(conditions: list[Condition], binding: Binding, ctx: MatchContext,
+           budget: _Budget) -> Iterator[Binding]:
     if not conditions:
         yield binding
         return
     head, rest = conditions[0], conditions[1:]
+    budget.spend()
     if head.pred == "none":
-        if next(_solve(list(head.group), binding, ctx), None) is None:
-            yield from _solve(rest, binding, ctx)
+        if next(_solve(list(head.group), binding, ctx, budget), None) is None:
+            yield from _solve(rest, binding, ctx, budget)
         return
     solutions = PREDICATES[head.pred].solve(list(head.args), binding, ctx)
     if head.negated:
         if next(iter(solutions), None) is None:
-            yield from _solve(rest, binding, ctx)
+            yield from _solve(rest, binding, ctx, budget)
         return
     for extended in solutions:
-        yield from _solve(rest, extended, ctx)
+        budget.spend()
+        yield from _solve(rest, extended, ctx, budget)
 
 
 def first_match(rule: Production, ctx: MatchContext) -> Binding | None:
@@ -581,7 +649,7 @@ def _first_failing(rule: Production, ctx: MatchContext) -> str:
     if start is None:
         return f"the current task {ctx.task!r} does not match {rule.task!r}"
     for i in range(len(rule.conditions)):
-        if next(_solve(list(rule.conditions[: i + 1]), start, ctx), None) is None:
+        if next(_solve(list(rule.conditions[: i + 1]), start, ctx, _Budget(rule.name)), None) is None:
             return f"condition {i + 1} does not hold: {rule.conditions[i]}"
     return "no binding satisfies all conditions"
 

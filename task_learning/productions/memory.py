@@ -6,6 +6,7 @@ from __future__ import annotations
 from task_learning.kb.store import KnowledgeBase
 from task_learning.productions.agent import ProductionSet
 from task_learning.productions.language import Production, RuleError, production_from_dict
+from task_learning.productions.utility import utility_problem
 
 
 def production_record(production: Production, approval: str = "none") -> dict:
@@ -14,13 +15,27 @@ def production_record(production: Production, approval: str = "none") -> dict:
             "provenance": production.provenance, "approval": approval}
 
 
-def load_productions(kb: KnowledgeBase) -> list[Production]:
+def unreviewed_import(row: dict) -> bool:
+    """A production `kb import` brought in that no operator approved yet: never used (not by
+    the planner, not by bootstrapping, whose prompts would carry its text), until approved."""
+    provenance = row.get("provenance")
+    return row.get("approval", "none") == "none" and isinstance(provenance, dict) and "imported_from" in provenance
+
+
+def load_productions(kb: KnowledgeBase, *, unreviewed_imports: bool = True) -> list[Production]:
+    """The stored productions, validated (`unreviewed_imports` False: without those nobody
+    approved since `kb import` brought them in)."""
     out = []
     for row in kb.productions():
+        if not unreviewed_imports and unreviewed_import(row):
+            continue
         try:
             production = production_from_dict(row["rule"], where=f"{kb.path}: production {row['name']!r}")
         except RuleError as exc:
             raise RuleError(f"{exc} (the stored rule does not validate; it is not loaded)") from None
+        problem = utility_problem(row["utility"], row["count"])
+        if problem:
+            raise RuleError(f"{kb.path}: production {row['name']!r}: {problem} (it is not loaded)")
         production.english = row["english"]
         production.utility = float(row["utility"])
         production.count = int(row["count"])
@@ -30,7 +45,8 @@ def load_productions(kb: KnowledgeBase) -> list[Production]:
 
 
 def persistent_set(kb: KnowledgeBase) -> ProductionSet:
-    """The knowledge base's productions; every new or updated one is written back at once."""
-    return ProductionSet(load_productions(kb), on_change=lambda p: kb.save_production(production_record(p)),
+    """The knowledge base's productions (imported ones once approved); every new or updated
+    one is written back at once."""
+    return ProductionSet(load_productions(kb, unreviewed_imports=False), on_change=lambda p: kb.save_production(production_record(p)),
                          on_remove=kb.delete_production,
                          on_flush=lambda ps: kb.update_production_utilities([(p.name, p.utility, p.count) for p in ps]))

@@ -82,10 +82,12 @@ class ProductionReacher:
 
 def reacher_from_kb(kb: KnowledgeBase, *, approved_only: bool = True) -> ProductionReacher | None:
     """The planner's productions from a knowledge base (None when there are none to use): with
-    `approved_only`, only those an operator approved (`task-learning kb approve`). World knowledge
+    `approved_only`, only those an operator approved (`task-learning kb approve`); imported ones
+    only once approved, whatever `approved_only` says. World knowledge
     is what the knowledge base holds; nothing is asked of an LLM. Utility updates are written back."""
     rows = {row["name"]: row["approval"] for row in kb.productions()}
-    usable = [p for p in load_productions(kb) if not approved_only or rows.get(p.name, "none") != "none"]
+    usable = [p for p in load_productions(kb, unreviewed_imports=False)
+              if not approved_only or rows.get(p.name, "none") != "none"]
     if not usable:
         return None
     productions = ProductionSet(usable, on_flush=lambda ps: kb.update_production_utilities(

@@ -1,14 +1,19 @@
-"""World knowledge asked ahead while bootstrapping, over the robot's type catalogue (seed 001).
+"""World knowledge asked ahead while bootstrapping (seed 001): an extension, not the paper's mechanism.
 
-A family's productions consult world knowledge with statement patterns, e.g.
-`knows("<k> is commonly stored in a/an <kind>")` with `<kind>` bound to a receptacle's type.
-Asked only as the training kitchen needs them, these statements cover only its furniture, and a
-kitchen with a receptacle type it lacks (a dining table) makes the LLM be asked again at test
-time. What the robot can perceive and name is known in advance: its type catalogue
-(`config/scenes/object_types.yaml`), not a scene's answer. So while bootstrapping, each pattern is
-asked, once per statement, for every kind met in training x every receptacle type of the
-catalogue, through the same world knowledge (the LLM, cached in the knowledge base). A kind never
-met in training is still asked at test time.
+The paper asks world knowledge lazily: "when a production rule is conditioned on a statement not
+previously known to the agent, the LLM is used to evaluate whether the statement is true" (World
+Knowledge Base). That is the default here (`lazy`), in training and at test time alike.
+
+The extension (`catalogue`): a family's productions consult world knowledge with statement
+patterns, e.g. `knows("<k> is commonly stored in a/an <kind>")` with `<kind>` bound to a
+receptacle's type. Asked only as the training instances need them, these statements cover only
+the combinations those instances met. So after each family each pattern is asked, once per
+statement, for every kind met in training x every receptacle type of the robot's type catalogue
+(`config/scenes/object_types.yaml`) that the training kitchen has, through the same world knowledge
+(the LLM, cached in the knowledge base with the source `PREFETCH_SOURCE`). The catalogue is cut to
+the training kitchen's types on purpose: it then holds no type that only a held-out kitchen has,
+whatever the held-out kitchens are, so the extension can never ask in training what only the test
+kitchens would need. A kind or a type never met in training is still asked at test time.
 
 The patterns are read from the stored productions' parsed conditions, never from a sentence
 written here: a `knows` statement with a variable that a `type_of(<r>, <var>)` binds for some
@@ -22,13 +27,24 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from task_learning.productions.knowledge import UnknownStatement, WorldKnowledge
-from task_learning.productions.language import Condition, Production, task_regex
+from task_learning.productions.language import Condition, Production, variables_in
 from task_learning.world.catalog import load_object_types
 
 log = logging.getLogger(__name__)
 
-# how bootstrapping asks world knowledge: over the catalogue's receptacle types, or only as met
-WORLD_KNOWLEDGE_MODES = ("catalogue", "met")
+# how bootstrapping asks world knowledge: lazily, as a production first needs a statement (the
+# paper), or also ahead over the catalogue's types the training kitchen has (the extension)
+WORLD_KNOWLEDGE_MODES = ("lazy", "catalogue")
+MODE_ALIASES = {"met": "lazy"}  # the earlier name of `lazy`
+PREFETCH_SOURCE = "llm:catalogue-prefetch"  # the knowledge base's source of a statement asked ahead
+
+
+def world_knowledge_mode(name: str) -> str:
+    """The mode `name` means (an alias resolved); ValueError for an unknown one."""
+    mode = MODE_ALIASES.get(name, name)
+    if mode not in WORLD_KNOWLEDGE_MODES:
+        raise ValueError(f"world_knowledge: expected one of {', '.join(WORLD_KNOWLEDGE_MODES)}, got {name!r}")
+    return mode
 _VAR = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
 
 
@@ -79,7 +95,7 @@ def statement_patterns(productions: Iterable[Production]) -> list[StatementPatte
     """Every `knows` pattern of the productions with a slot bound to a receptacle's type."""
     found: dict[tuple[str, str], StatementPattern] = {}
     for rule in productions:
-        task_vars = set(task_regex(rule.task).groupindex)
+        task_vars = set(variables_in(rule.task))
         for conj in _conjunctions(rule.conditions):
             plain = [c for c in conj if not c.negated]
             receptacles = {c.args[0].text for c in plain if c.pred == "receptacle" and c.args[0].var}
@@ -99,12 +115,15 @@ def statement_patterns(productions: Iterable[Production]) -> list[StatementPatte
     return list(found.values())
 
 
-def catalogue_receptacle_types(ignored: Iterable[str] = ()) -> list[str]:
+def catalogue_receptacle_types(ignored: Iterable[str] = (), within: Iterable[str] | None = None) -> list[str]:
     """The catalogue's types a robot treats as places to store things: receptacles that are not
-    carried themselves (as the world adapter's receptacles), minus `ignored`."""
+    carried themselves (as the world adapter's receptacles), minus `ignored`; with `within` (the
+    training kitchen's types), only those."""
     skip = set(ignored)
+    keep = None if within is None else set(within)
     return sorted(t.name for t in load_object_types().values()
-                  if t.flag("receptacle") and not t.flag("pickupable") and t.name not in skip)
+                  if t.flag("receptacle") and not t.flag("pickupable") and t.name not in skip
+                  and (keep is None or t.name in keep))
 
 
 def kinds_met(pattern: StatementPattern, statements: Iterable[str],
@@ -130,16 +149,21 @@ def kinds_met(pattern: StatementPattern, statements: Iterable[str],
 def prefetch(productions: Iterable[Production], world: WorldKnowledge, receptacle_types: Sequence[str],
              drawn: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """Ask every pattern for every kind met x every receptacle type through `world` (cached ones
-    are not asked again); returns the statements settled."""
+    are not asked again; new answers are kept with the source PREFETCH_SOURCE); returns the
+    statements settled."""
     settled = []
-    for pattern in statement_patterns(productions):
-        for values in kinds_met(pattern, list(world.statements), drawn or {}):
-            for rtype in receptacle_types:
-                statement = pattern.fill(values | {slot: rtype for slot in pattern.type_slots})
-                try:
-                    world.truth(statement)
-                except UnknownStatement as exc:
-                    log.warning("world knowledge left unknown: %s", exc)
-                    continue
-                settled.append(statement)
+    source, world.source = world.source, PREFETCH_SOURCE
+    try:
+        for pattern in statement_patterns(productions):
+            for values in kinds_met(pattern, list(world.statements), drawn or {}):
+                for rtype in receptacle_types:
+                    statement = pattern.fill(values | {slot: rtype for slot in pattern.type_slots})
+                    try:
+                        world.truth(statement)
+                    except UnknownStatement as exc:
+                        log.warning("world knowledge left unknown: %s", exc)
+                        continue
+                    settled.append(statement)
+    finally:
+        world.source = source
     return settled

@@ -15,11 +15,26 @@ import math
 import random
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
 GAMMA = 0.95
 DONE_NODE = "<done>"
 T = TypeVar("T")
+# Eq. 1 keeps U an average of gamma**dt, so within [0, 1] from its start of 0; N counts uses.
+UTILITY_RANGE = (0.0, 1.0)
+MAX_COUNT = 10**9
+
+
+def utility_problem(utility: Any, count: Any) -> str:
+    """Why (U, N) cannot be a production's (a stored row's or an import's), or "". A count of -1
+    divided by zero in the next update, 1e308 and 10**30 overflowed; a bool is not a number."""
+    low, high = UTILITY_RANGE
+    if isinstance(utility, bool) or not isinstance(utility, (int, float)) or not math.isfinite(utility) \
+            or not low <= utility <= high:
+        return f"utility must be a number from {low:g} to {high:g} (Eq. 1 keeps it there), got {utility!r:.40}"
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_COUNT:
+        return f"count must be a whole number from 0 to {MAX_COUNT}, got {count!r:.40}"
+    return ""
 
 
 def selection_probabilities(utilities: Sequence[float]) -> list[float]:

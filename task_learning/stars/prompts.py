@@ -7,12 +7,13 @@ COMMON.md (the offline model reads it; real endpoints only see the prompt text).
 """
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.llm.base import LLMRequest
 from task_learning.types import MismatchKind
@@ -20,6 +21,15 @@ from task_learning.types import MismatchKind
 GOAL_FILE = "goal.yaml"
 REPAIR_FILE = "repair.yaml"
 SELECTION_FILE = "selection.yaml"
+
+# What an OpenAI-style endpoint accepts: temperature 0-2, at most 20 token alternatives
+# (top_logprobs; the legacy completions API took 5), and at most 4 stop sequences is its rule
+# too, though some servers take more.
+MAX_TEMPERATURE = 2.0
+MAX_LOGPROBS = 20
+MAX_TOKENS = 16_384
+MAX_STOP = 16
+_BRACED = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 GOAL_PLACEHOLDERS = {"task", "location", "object", "relation", "place", "prefix"}
 REPAIR_PLACEHOLDERS = {"repair_of", "feedback", "prefix"}
@@ -185,6 +195,10 @@ def _template(value: Any, *, file: Path, key: str, allowed: set[str]) -> string.
         raise ConfigError(file, key, f"bad template: {exc}") from None
     if bad:
         raise ConfigError(file, key, "a '$' not followed by a placeholder name (write $$ for '$')")
+    braces = sorted(set(_BRACED.findall(value)))
+    if braces:  # Python's format style would reach the model as literal text
+        raise ConfigError(file, key, f"{', '.join('{' + b + '}' for b in braces)}: placeholders are written "
+                                     f"$name here (allowed: {', '.join('$' + a for a in sorted(allowed))})")
     unknown = sorted(names - allowed)
     if unknown:
         raise ConfigError(file, key, f"unknown placeholder(s) {', '.join('$' + u for u in unknown)}"
@@ -196,17 +210,19 @@ def _request_settings(value: Any, *, file: Path, key: str, logprobs_required: bo
     check_keys(value, file=file, key=key,
                required=["temperature", "max_tokens"] + (["logprobs"] if logprobs_required else []),
                optional=["stop"] + ([] if logprobs_required else ["logprobs"]))
-    temperature = float(expect_type(value["temperature"], (int, float), file=file,
-                                    key=join_key(key, "temperature")))
-    max_tokens = expect_type(value["max_tokens"], int, file=file, key=join_key(key, "max_tokens"))
-    logprobs = expect_type(value.get("logprobs", 0), int, file=file, key=join_key(key, "logprobs"))
+    temperature = float(expect_number(value["temperature"], file=file, key=join_key(key, "temperature"),
+                                      low=0.0, high=MAX_TEMPERATURE))
+    max_tokens = expect_number(value["max_tokens"], file=file, key=join_key(key, "max_tokens"), low=1,
+                               high=MAX_TOKENS, integer=True)
+    if logprobs_required and value["logprobs"] == 0:
+        raise ConfigError(file, join_key(key, "logprobs"), "the search tree needs token alternatives (> 0)")
+    logprobs = expect_number(value.get("logprobs", 0), file=file, key=join_key(key, "logprobs"),
+                             low=1 if logprobs_required else 0, high=MAX_LOGPROBS, integer=True)
     stop = expect_type(value.get("stop", []), list, file=file, key=join_key(key, "stop"))
+    if len(stop) > MAX_STOP:
+        raise ConfigError(file, join_key(key, "stop"), f"{len(stop)} stop sequences, at most {MAX_STOP}")
     for i, item in enumerate(stop):
         expect_type(item, str, file=file, key=join_key(join_key(key, "stop"), i))
-    if max_tokens <= 0:
-        raise ConfigError(file, join_key(key, "max_tokens"), "must be > 0")
-    if logprobs_required and logprobs <= 0:
-        raise ConfigError(file, join_key(key, "logprobs"), "the search tree needs token alternatives (> 0)")
     return RequestSettings(temperature, max_tokens, logprobs, tuple(stop))
 
 
@@ -294,14 +310,9 @@ def _sampling_settings(value: Any, *, file: Path) -> SamplingSettings:
     out = []
     for i, t in enumerate(temps):
         key = join_key("tbp_sampling.temperatures", i)
-        t = float(expect_type(t, (int, float), file=file, key=key))
-        if not 0.0 <= t <= 2.0:
-            raise ConfigError(file, key, f"temperature must be within 0-2, got {t:g}")
-        out.append(t)
+        out.append(float(expect_number(t, file=file, key=key, low=0.0, high=MAX_TEMPERATURE)))
     if len(set(out)) != len(out):
         raise ConfigError(file, "tbp_sampling.temperatures", "a temperature is listed twice")
-    samples = expect_type(value.get("samples_per_temperature", 1), int, file=file,
-                          key="tbp_sampling.samples_per_temperature")
-    if samples < 1:
-        raise ConfigError(file, "tbp_sampling.samples_per_temperature", "must be >= 1")
+    samples = expect_number(value.get("samples_per_temperature", 1), file=file,
+                            key="tbp_sampling.samples_per_temperature", low=1, high=100, integer=True)
     return SamplingSettings(tuple(out), samples)

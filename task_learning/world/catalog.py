@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.names import normalize_name
 
@@ -102,18 +102,16 @@ def parse_object_types(data: Any, *, file: str | Path, key: str) -> dict[str, Ob
             raise ConfigError(file, join_key(where, "kind"), f"expected one of {', '.join(KINDS)}, got {kind!r}")
         capacity = props.get("capacity")
         if capacity is not None:
-            expect_type(capacity, int, file=file, key=join_key(where, "capacity"))
-            if capacity < 1:
-                raise ConfigError(file, join_key(where, "capacity"), "must be at least 1")
-        mass = expect_type(props.get("mass", 0.0), (int, float), file=file, key=join_key(where, "mass"))
+            expect_number(capacity, file=file, key=join_key(where, "capacity"), low=1, high=1000, integer=True)
+        mass = expect_number(props.get("mass", 0.0), file=file, key=join_key(where, "mass"), low=0.0, high=100_000.0)
         materials = expect_type(props.get("salientMaterials", []), list, file=file,
                                 key=join_key(where, "salientMaterials"))
         aliases = expect_type(props.get("aliases", []), list, file=file, key=join_key(where, "aliases"))
         spoken = expect_type(props.get("spoken", ""), str, file=file, key=join_key(where, "spoken"))
         sliced_type = expect_type(props.get("sliced_type", ""), str, file=file,
                                   key=join_key(where, "sliced_type"))
-        slice_count = expect_type(props.get("slice_count", 1 if sliced_type else 0), int, file=file,
-                                  key=join_key(where, "slice_count"))
+        slice_count = expect_number(props.get("slice_count", 1 if sliced_type else 0), file=file,
+                                    key=join_key(where, "slice_count"), low=0, high=100, integer=True)
         types[name] = ObjectType(
             name=name,
             flags=flags,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from task_learning.types import ActionCall, ActionOutcome
+from task_learning.world.action_check import NOT_A_ROBOT_ACTION, action_call_problem
 from task_learning.world.backend import WorldBackend
 
 
@@ -23,5 +24,10 @@ def action_outcome(call: ActionCall, metadata: Mapping[str, Any]) -> ActionOutco
 
 
 def run_action(backend: WorldBackend, call: ActionCall) -> ActionOutcome:
-    """Execute one primitive action on a backend and report how it went."""
+    """Execute one primitive action on a backend and report how it went. A call that is not a
+    well-formed robot action (world.action_check: a simulator command such as Reset, a parameter
+    the action does not take) never reaches the backend: it fails, the world unchanged."""
+    problem = action_call_problem(call)
+    if problem:
+        return ActionOutcome(call, False, f"not executed: {problem}", NOT_A_ROBOT_ACTION)
     return action_outcome(call, backend.step(call.action, **call.step_kwargs()))

@@ -13,7 +13,8 @@ instruction, places}), closable (openables that must end closed), assertions (op
 the completion measure's total), agent ({position}), slice_requires_knife.
 
 A scene in an iTHOR FloorPlan names it (`floorplan: FloorPlan1`) instead of listing objects: the
-objects come from the FloorPlan's recorded metadata (world/floorplans.py), and `task_objects`
+objects come from the FloorPlan's recorded metadata (world/floorplans.py), or from a recording of
+one's own (`floorplan: my_rooms.json#205`, relative to the scene file); `task_objects`
 (list of {object, at, preferred}) says which of them to put away, where each starts (`at`, moved
 there at reset: AI2-THOR's SetObjectPoses) and where the user wants it (`preferred`).
 """
@@ -21,17 +22,33 @@ from __future__ import annotations
 
 import difflib
 import gzip
+import io
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import (
+    MAX_NESTING,
+    MAX_YAML_BYTES,
+    check_keys,
+    config_path,
+    expect_number,
+    expect_type,
+    join_key,
+    load_yaml,
+)
 from task_learning.errors import ConfigError
+from task_learning.files import read_input_bytes
 from task_learning.names import normalize_name
 from task_learning.world import layout
 from task_learning.world.catalog import FLAG_KEYS, ObjectType, load_object_types, parse_object_types
+from task_learning.safe_text import has_control_characters
+from task_learning.world.recorded import MAX_CONTAINMENT_DEPTH, MAX_COORDINATE_M
+from task_learning.world.recorded import MAX_OBJECTS as MAX_RECORDED_OBJECTS
+from task_learning.world.recorded import check_containment, check_record, drop_fixed_in_movable
 
 SCENE_KEYS_REQUIRED = ("task", "location", "objects")
 SCENE_KEYS_OPTIONAL = (
@@ -76,6 +93,8 @@ AI2THOR_OBJECT_KEYS = (
     "distance", "objectType", "objectId", "assetId", "parentReceptacles", "controlledObjects",
     "isMoving", "axisAlignedBoundingBox", "objectOrientedBoundingBox",
 )
+log = logging.getLogger(__name__)
+MAX_CAPACITY = 1000  # objects directly inside one receptacle
 _ID_PATTERN = re.compile(r"^[A-Z][A-Za-z0-9]*\|[^\s]+$")
 DEFAULT_AGENT_POSITION = {"x": 0.0, "y": 0.9, "z": 0.0}
 
@@ -124,6 +143,10 @@ class Scene:
     # objects moved away from their recorded place at reset: object id -> receptacle id
     floorplan: str = ""
     start_moves: dict[str, str] = field(default_factory=dict)
+    # the recorded AI2-THOR metadata the objects came from, as load_scene takes it
+    # ('/abs/file.json#key' or '/abs/file.json'); '' for scenes written object by object. The
+    # AI2-THOR backend tells a stand-in simulator where it is (Unity serves the FloorPlan itself).
+    recording: str = ""
 
     def by_id(self) -> dict[str, dict[str, Any]]:
         return {o["objectId"]: o for o in self.objects}
@@ -248,16 +271,26 @@ def load_metadata_scenes(path: str | Path) -> dict[str, Scene]:
 
 
 def _read_json(path: Path) -> Any:
-    """JSON, or gzipped JSON (name ending .gz)."""
+    """JSON, or gzipped JSON (name ending .gz), from a regular file. NaN and infinities are
+    parsed, so that the record check (world/recorded.py) refuses them naming the object and the
+    field; nesting deeper than Python can parse is refused here."""
+    raw = read_input_bytes(path, max_bytes=MAX_YAML_BYTES)
+    if path.name.endswith(".gz"):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as handle:
+                raw = handle.read(MAX_YAML_BYTES + 1)
+        except (OSError, EOFError) as exc:
+            raise ConfigError(path, None, f"not a readable gzip file: {exc}") from None
+        if len(raw) > MAX_YAML_BYTES:
+            raise ConfigError(path, None, f"unpacks to more than {MAX_YAML_BYTES} bytes")
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return json.loads(handle.read())
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, None, f"not UTF-8 text (invalid byte at offset {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(path, None, f"line {exc.lineno}, column {exc.colno}: malformed JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError(path, None, f"nested more than {MAX_NESTING} levels deep") from None
 
 
 def _metadata_groups(data: Any, path: Path) -> dict[str, Any]:
@@ -295,7 +328,10 @@ def _load_metadata_file(path: Path, key: str | None) -> Scene:
         key = ""
     if key not in groups:
         raise ConfigError(path, key, f"no such scene in the file (has: {', '.join(groups)})")
-    return scene_from_metadata(groups[key], name=_scene_name(path, key, data), source=f"{path}" + (f"#{key}" if key else ""))
+    scene = scene_from_metadata(groups[key], name=_scene_name(path, key, data),
+                                source=f"{path}" + (f"#{key}" if key else ""))
+    scene.recording = f"{path.resolve()}" + (f"#{key}" if key else "")
+    return scene
 
 
 def location_of_floorplan(name: str) -> str:
@@ -323,35 +359,31 @@ def scene_from_metadata(
     """
     items = list(objects.values()) if isinstance(objects, Mapping) else list(objects)
     where = source or name
+    if not items:
+        raise ConfigError(where, "objects", "no objects: recorded metadata lists at least one object")
+    if len(items) > MAX_RECORDED_OBJECTS:
+        raise ConfigError(where, "objects", f"{len(items)} objects, at most {MAX_RECORDED_OBJECTS}")
     records: list[dict[str, Any]] = []
     seen: set[str] = set()
     for index, raw in enumerate(items):
-        key = f"objects[{index}]"
-        if not isinstance(raw, Mapping):
-            raise ConfigError(where, key, f"expected an object dict, got {type(raw).__name__}")
-        for required in ("objectId", "objectType"):
-            if not isinstance(raw.get(required), str) or not raw.get(required):
-                raise ConfigError(where, join_key(key, required), "missing or not a string")
+        check_record(raw, index, where)
         if raw["objectId"] in seen:
-            raise ConfigError(where, join_key(key, "objectId"), f"duplicate id {raw['objectId']!r}")
+            raise ConfigError(where, f"objects[{index}].objectId", f"duplicate id {raw['objectId']!r}")
         seen.add(raw["objectId"])
         record = dict(raw)
         record["parentReceptacles"] = list(raw.get("parentReceptacles") or [])
         record["receptacleObjectIds"] = []
         for flag in FLAG_KEYS + ("isOpen", "isToggled", "isSliced", "isPickedUp", "isDirty",
                                  "isCooked", "isFilledWithLiquid", "isBroken", "isUsedUp"):
-            record[flag] = bool(record.get(flag) or False)
-        if not isinstance(record.get("position"), Mapping):
-            record["position"] = layout.vec(0.0, 0.0, 0.0)
+            record[flag] = bool(record.get(flag, False))
+        record["position"] = dict(raw["position"])
         records.append(record)
-    by_id = {r["objectId"]: r for r in records}
     recorded_children = {r["objectId"]: list(items[i].get("receptacleObjectIds") or [])
                          for i, r in enumerate(records)}
-    for index, record in enumerate(records):
-        for p_index, parent in enumerate(record["parentReceptacles"]):
-            if parent not in by_id:
-                raise ConfigError(where, f"objects[{index}].parentReceptacles[{p_index}]",
-                                  f"{record['objectId']} names receptacle {parent!r}, which is not in the scene")
+    check_containment(records, recorded_children, where, cycles=False)
+    if drop_fixed_in_movable(records):
+        log.debug("%s: dropped parent links of fixed objects inside movable ones (AI2-THOR physics)", where)
+    check_containment(records, recorded_children, where)
     children_of: dict[str, list[str]] = {}
     for record in records:
         for parent in record["parentReceptacles"]:
@@ -403,12 +435,17 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
     check_keys(data, file=file, key="", required=FLOORPLAN_SCENE_KEYS_REQUIRED,
                optional=FLOORPLAN_SCENE_KEYS_OPTIONAL)
     floorplan = expect_type(data["floorplan"], str, file=file, key="floorplan")
-    if canonical(floorplan) is None:
-        raise ConfigError(file, "floorplan", f"expected an iTHOR scene name like 'FloorPlan1', got {floorplan!r}")
+    recording = _recording_spec(floorplan, file)
+    if recording is None and canonical(floorplan) is None:
+        raise ConfigError(file, "floorplan", f"expected an iTHOR scene name like 'FloorPlan1' or recorded "
+                          f"metadata ('file.json#key'), got {floorplan!r}")
     try:
-        recorded = load_scene(floorplan_source(floorplan))
+        recorded = load_scene(recording or floorplan_source(floorplan))
     except ConfigError as exc:
-        raise ConfigError(file, "floorplan", exc.message) from None
+        raise ConfigError(file, "floorplan", f"{exc.file}: {exc.key + ': ' if exc.key else ''}{exc.message}"
+                          if recording else exc.message) from None
+    if recording is not None:
+        floorplan = recorded.name
     name = expect_type(data.get("name", default_name), str, file=file, key="name")
     task = expect_type(data["task"], str, file=file, key="task")
     location = expect_type(data.get("location", recorded.location), str, file=file, key="location")
@@ -472,8 +509,20 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
         subtasks=subtasks, preferences=preferences, closable=closable,
         context=[str(c) for c in context], assertions=total, source=file, agent=recorded.agent,
         capacities=recorded.capacities, types=recorded.types,
-        floorplan=canonical(floorplan) or floorplan, start_moves=start_moves,
+        floorplan=canonical(floorplan) or floorplan, start_moves=start_moves, recording=recorded.recording,
     )
+
+
+def _recording_spec(value: str, file: str) -> str | None:
+    """A floor plan scene's `floorplan` naming recorded metadata ('rooms.json#205', relative to
+    the scene file) as load_scene takes it; None when it is a FloorPlan name."""
+    base = value.rsplit("#", 1)[0]
+    if not base.endswith((".json", ".json.gz")):
+        return None
+    path = Path(base)
+    if not path.is_absolute() and file and not file.startswith("<"):
+        path = Path(file).parent / path
+    return str(path) + value[len(base):]
 
 
 def _destinations(pref: Any, resolver: "_SceneRefs", file: str, key: str) -> list[str]:
@@ -535,12 +584,14 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
         counters[type_name] = counters.get(type_name, 0) + 1
         object_id = entry.get("id") or f"{type_name}|{counters[type_name]}"
         expect_type(object_id, str, file=file, key=join_key(key, "id"))
-        if not _ID_PATTERN.match(object_id):
+        if not _ID_PATTERN.match(object_id) or has_control_characters(object_id):
             raise ConfigError(file, join_key(key, "id"), f"ids look like '<Type>|<n>', got {object_id!r}")
         if any(r["objectId"] == object_id for r in records):
             raise ConfigError(file, join_key(key, "id"), f"duplicate object id {object_id!r}")
-        record = make_object_record(types[type_name], object_id,
-                                    name=str(entry.get("name") or ""))
+        name_given = expect_type(entry.get("name") or "", str, file=file, key=join_key(key, "name"))
+        if has_control_characters(name_given):
+            raise ConfigError(file, join_key(key, "name"), f"control characters in {name_given!r}")
+        record = make_object_record(types[type_name], object_id, name=name_given)
         _apply_state(record, types[type_name], entry.get("state"), file=file, key=join_key(key, "state"))
         records.append(record)
 
@@ -572,7 +623,7 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
             preferences[oid] = _destinations(entry["preferred"], resolver, file, key)
         capacity = entry.get("capacity", types[record["objectType"]].capacity)
         if capacity is not None:
-            expect_type(capacity, int, file=file, key=join_key(key, "capacity"))
+            expect_number(capacity, file=file, key=join_key(key, "capacity"), low=0, high=MAX_CAPACITY, integer=True)
             if not record["receptacle"]:
                 raise ConfigError(file, join_key(key, "capacity"), f"{oid} is not a receptacle")
             capacities[oid] = capacity
@@ -672,13 +723,30 @@ def _check_cycles(records: list[dict[str, Any]], file: str) -> None:
             if parent in seen:
                 raise ConfigError(file, "objects", f"containment cycle through {record['objectId']} and {parent}")
             seen.add(parent)
+            if len(seen) > MAX_CONTAINMENT_DEPTH + 1:
+                raise ConfigError(file, "objects", f"{record['objectId']} is contained more than "
+                                  f"{MAX_CONTAINMENT_DEPTH} levels deep")
             current = by_id[parent]
 
 
 def _parse_vec(value: Any, file: str, key: str) -> dict[str, float]:
     check_keys(value, file=file, key=key, required=("x", "y", "z"))
-    return layout.vec(*(float(expect_type(value[a], (int, float), file=file, key=join_key(key, a)))
-                        for a in ("x", "y", "z")))
+    return layout.vec(*(float(expect_number(value[a], file=file, key=join_key(key, a), low=-MAX_COORDINATE_M,
+                                            high=MAX_COORDINATE_M)) for a in ("x", "y", "z")))
+
+
+def check_state_value(name: str, value: Any, *, file: str | Path, key: str) -> None:
+    """A value of one of STATE_KEYS as AI2-THOR has it (scene files and marker registries)."""
+    if name == "temperature":
+        if value not in ("Hot", "Cold", "RoomTemp"):
+            raise ConfigError(file, key, f"expected Hot, Cold or RoomTemp, got {value!r}")
+    elif name == "openness":
+        expect_number(value, file=file, key=key, low=0.0, high=1.0)
+    elif name == "fillLiquid":
+        if value not in (None, "water", "coffee", "wine"):
+            raise ConfigError(file, key, f"expected water, coffee or wine, got {value!r}")
+    else:
+        expect_type(value, bool, file=file, key=key)
 
 
 def _apply_state(record: dict[str, Any], object_type: ObjectType, state: Any, *, file: str, key: str) -> None:
@@ -689,16 +757,7 @@ def _apply_state(record: dict[str, Any], object_type: ObjectType, state: Any, *,
         needs = STATE_KEYS[name]
         if needs is not None and not object_type.flag(needs):
             raise ConfigError(file, join_key(key, name), f"{record['objectId']} is not {needs}")
-        if name == "temperature":
-            if value not in ("Hot", "Cold", "RoomTemp"):
-                raise ConfigError(file, join_key(key, name), "expected Hot, Cold or RoomTemp")
-        elif name == "openness":
-            expect_type(value, (int, float), file=file, key=join_key(key, name))
-        elif name == "fillLiquid":
-            if value not in (None, "water", "coffee", "wine"):
-                raise ConfigError(file, join_key(key, name), "expected water, coffee or wine")
-        else:
-            expect_type(value, bool, file=file, key=join_key(key, name))
+        check_state_value(name, value, file=file, key=join_key(key, name))
         record[name] = value
     if "isOpen" in state and "openness" not in state:
         record["openness"] = 1.0 if record["isOpen"] else 0.0

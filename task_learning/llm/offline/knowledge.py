@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.llm.offline.hashing import unit_hash
 from task_learning.names import normalize_name
@@ -233,9 +233,7 @@ def _weights(value: Any, file: Path, key: str, raw: bool = False) -> Weights:
     out: Weights = {}
     for name, weight in value.items():
         sub = join_key(key, str(name))
-        expect_type(weight, (int, float), file=file, key=sub)
-        if weight < 0:
-            raise ConfigError(file, sub, f"weight must be >= 0, got {weight}")
+        expect_number(weight, file=file, key=sub, low=0.0, high=1e6)
         out[str(name) if raw else normalize_name(str(name))] = float(weight)
     return out
 
@@ -323,6 +321,8 @@ def _load_language(file: Path) -> Language:
                           optional=CLAUSE_KINDS)
         second[kind] = _weights(dict(spec), file, join_key("second_clause", kind), raw=True)
     jitter = check_keys(data["jitter"], file=file, key="jitter", required=["destination", "conjunction", "judgement"])
+    for name in ("destination", "conjunction", "judgement"):
+        expect_number(jitter[name], file=file, key=join_key("jitter", name), low=0.0, high=5.0)
     mass = expect_type(data["filler_mass"], list, file=file, key="filler_mass")
     if len(mass) != 2 or not all(isinstance(m, (int, float)) and 0 <= m < 0.05 for m in mass):
         raise ConfigError(file, "filler_mass", "expected [low, high] with 0 <= low <= high < 0.05")
@@ -350,10 +350,12 @@ def _load_language(file: Path) -> Language:
         jitter_destination=float(jitter["destination"]),
         jitter_conjunction=float(jitter["conjunction"]),
         jitter_judgement=float(jitter["judgement"]),
-        repair_sharpness=float(expect_type(data["repair_sharpness"], (int, float), file=file, key="repair_sharpness")),
-        repair_flatten=float(expect_type(data["repair_flatten"], (int, float), file=file, key="repair_flatten")),
-        repair_rejected_factor=float(expect_type(data["repair_rejected_factor"], (int, float), file=file,
-                                                 key="repair_rejected_factor")),
+        repair_sharpness=float(expect_number(data["repair_sharpness"], file=file, key="repair_sharpness", low=0.0,
+                                             high=100.0)),
+        repair_flatten=float(expect_number(data["repair_flatten"], file=file, key="repair_flatten", low=0.0,
+                                           high=100.0)),
+        repair_rejected_factor=float(expect_number(data["repair_rejected_factor"], file=file,
+                                                   key="repair_rejected_factor", low=0.0, high=100.0)),
         filler_tokens=tuple(str(t) for t in expect_type(data["filler_tokens"], list, file=file, key="filler_tokens")),
         filler_mass=(float(mass[0]), float(mass[1])),
         singular_words=frozenset(str(w) for w in data["singular_words"]),

@@ -1,9 +1,9 @@
 """The offline model's answers to seed 001's prompts (action selection, English rule, rule writing,
 revision, critic, world statements).
 
-NOT a language model: a deterministic teacher over hand-written, generic kitchen strategies
-(config/offline_model/productions.yaml), written from the task family names and the robot's
-affordances, never tuned to the paper's tables or to any floor plan. It reads the request's
+NOT a language model: a deterministic teacher over hand-written kitchen strategies
+(config/offline_model/productions.yaml), many of which transcribe the GPT-4 productions the paper
+prints (docs/productions.md lists which), never tuned to the paper's tables or to any floor plan. It reads the request's
 structured context (the task and the robot's environment knowledge as the prompt shows them),
 never the world's ground truth: it sees only what the robot has perceived. Same request, same
 answer. Its answers are text in the prompts' sections, parsed by the caller like any model's.

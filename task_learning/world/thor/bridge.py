@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import logging
 import math
+import shlex
 import threading
 from typing import Any, Mapping
 
+from task_learning.types import ActionCall
+from task_learning.world.action_check import NOT_A_ROBOT_ACTION, action_call_problem
 from task_learning.world.backend import WorldUnavailableError
 from task_learning.world.layout import CAMERA_HEIGHT_M, MAX_HORIZON, MIN_HORIZON, horizontal_distance
 from task_learning.world.look import SEARCH_ACTION, look_around_plan
@@ -73,7 +76,19 @@ class Ai2ThorWorld:
         return self._metadata
 
     def step(self, action: str, **params: Any) -> dict[str, Any]:
+        """One robot action. The Controller obeys any command it is sent, simulator control
+        included (Reset, ChangeResolution, teleports): a call that is not a robot action
+        (world.action_check) fails here, the simulator untouched, whoever sends it."""
         self.steps += 1
+        object_id = params.get("objectId", "")
+        if not isinstance(object_id, str):
+            problem = f"objectId must be an object id, got {type(object_id).__name__}"
+        else:
+            problem = action_call_problem(ActionCall(action, object_id, tuple(
+                (k, v) for k, v in params.items() if k != "objectId")))
+        if problem:
+            self._metadata = self._failed(action, f"not executed: {problem}", NOT_A_ROBOT_ACTION)
+            return self._metadata
         if action == "NavigateToObject":
             result = self._navigate(params)
         elif action == SEARCH_ACTION:
@@ -128,7 +143,7 @@ class Ai2ThorWorld:
             server_start_timeout=s.server_start_timeout_s)
         executable = s.executable()
         if executable:
-            kwargs["local_executable_path"] = executable
+            kwargs["local_executable_path"] = simulator_command(executable, self.thor_scene, self.scene.recording)
         if s.platform:
             from ai2thor import platform as thor_platform  # type: ignore[import-untyped]
 
@@ -314,6 +329,17 @@ class Ai2ThorWorld:
             raise SimulatorError(f"scene {self.scene.name}: SetObjectPoses failed: {reply.get('errorMessage')}")
         self._metadata = reply
         self._reachable = None
+
+
+def simulator_command(executable: str, scene_name: str, recording: str) -> str:
+    """The `local_executable_path` ai2thor runs: the executable, and where the scene's recorded
+    metadata is (`--scene-metadata NAME=SPEC`, which the stand-in serves and a Unity build
+    ignores: Unity has its FloorPlans built in). ai2thor appends its own arguments to this text
+    and splits it with shlex, so both parts are quoted (a path may hold spaces)."""
+    command = shlex.quote(executable)
+    if recording:
+        command += f" --scene-metadata {shlex.quote(f'{scene_name}={recording}')}"
+    return command
 
 
 def _stop_half_built(exc: BaseException, controller_class: Any) -> None:

@@ -16,8 +16,20 @@ from typing import Any, Mapping
 
 from task_learning.config import config_path, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.numbers import number_problem
 
 PLATFORMS = ("", "Linux64", "OSXIntel64", "CloudRendering")
+# The range of every numeric setting: checked here and declared on the perception node's
+# `ai2thor.*` parameters (one table, so the node and the in-process commands agree).
+RANGES: dict[str, tuple[float, float]] = {
+    "grid_size": (0.01, 5.0),
+    "width": (16, 8192),
+    "height": (16, 8192),
+    "field_of_view": (1.0, 179.0),
+    "visibility_distance": (0.01, 100.0),
+    "server_timeout_s": (0.1, 3600.0),
+    "server_start_timeout_s": (0.1, 3600.0),
+}
 
 
 @dataclass(frozen=True)
@@ -59,16 +71,13 @@ class ThorSettings:
         return settings
 
     def validate(self, source: str = "ai2thor") -> None:
-        if self.width <= 0 or self.height <= 0:
-            raise ConfigError(source, "width/height", f"must be positive, got {self.width}x{self.height}")
-        if not 0 < self.field_of_view < 180:
-            raise ConfigError(source, "field_of_view", f"must be in (0, 180) degrees, got {self.field_of_view}")
-        if self.grid_size <= 0 or self.visibility_distance <= 0:
-            raise ConfigError(source, "grid_size/visibility_distance", "must be positive")
+        for name, (low, high) in RANGES.items():
+            value = getattr(self, name)
+            problem = number_problem(value, low=low, high=high, integer=isinstance(low, int))
+            if problem:
+                raise ConfigError(source, name, problem)
         if self.platform not in PLATFORMS:
             raise ConfigError(source, "platform", f"must be one of {', '.join(repr(p) for p in PLATFORMS)}")
-        if self.server_timeout_s <= 0 or self.server_start_timeout_s <= 0:
-            raise ConfigError(source, "server_timeout_s/server_start_timeout_s", "must be positive")
 
     def with_overrides(self, **changes: Any) -> "ThorSettings":
         return dataclasses.replace(self, **changes)

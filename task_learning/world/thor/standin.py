@@ -8,6 +8,10 @@ or a project scene by name (`tidy_kitchen`). It renders simple but geometrically
 depth and instance-segmentation frames (render.py): objects as boxes at their metadata positions
 and sizes, through the pinhole model the bridge states in CameraInfo.
 
+A scene recorded outside the project (`file.json#key`, a plain metadata file) is served under its
+name when the command line says where it is: `--scene-metadata FloorPlan205=/data/rooms.json#205`
+(the bridge adds it; the Controller still asks for the scene by name, as it does of Unity).
+
 What it answers itself (the simulator's side of the protocol): the first unsolicited event,
 GetScenesInBuild, Reset, Initialize, ChangeResolution, GetReachablePositions (a floor grid minus
 furniture) and SetObjectPoses (an object lands on the receptacle under the given point); every
@@ -44,10 +48,13 @@ INIT_DEFAULTS = {"gridSize": 0.25, "renderDepthImage": False, "renderInstanceSeg
 
 
 class StandIn:
-    """The simulator's state between actions: the loaded scene and the render settings."""
+    """The simulator's state between actions: the loaded scene and the render settings.
+    `recordings` maps a scene name to recorded metadata to serve under it (the bridge passes a
+    user's recording with --scene-metadata NAME=SPEC; other names are looked up as below)."""
 
-    def __init__(self, width: int = 300, height: int = 300) -> None:
+    def __init__(self, width: int = 300, height: int = 300, recordings: dict[str, str] | None = None) -> None:
         self.width, self.height = width, height
+        self.recordings = dict(recordings or {})
         self.world: Any = None
         self.scene_name = ""
         self.scene_error = ""
@@ -118,11 +125,12 @@ class StandIn:
     # -- the simulator's own actions ------------------------------------------------------------
 
     def _scenes_in_build(self, params: dict[str, Any]) -> tuple[bool, str, Any]:
-        from task_learning.world.floorplans import available_floorplans
+        from task_learning.world.floorplans import available_floorplans, canonical
         from task_learning.world.scene import available_scenes
 
         names = [f"{n}_physics" for n in available_floorplans()] + available_scenes()
-        return True, "", sorted(names)
+        names += [f"{n}_physics" if canonical(n) else n for n in self.recordings]
+        return True, "", sorted(set(names))
 
     def _reset(self, params: dict[str, Any]) -> tuple[bool, str, Any]:
         from task_learning.world.floorplans import canonical, floorplan_source
@@ -133,7 +141,8 @@ class StandIn:
         self.world, self.initialized, self.scene_name = None, False, name
         try:
             floorplan = canonical(name)
-            scene = load_scene(floorplan_source(name) if floorplan else name)
+            recording = self.recordings.get(floorplan or name)
+            scene = load_scene(recording or (floorplan_source(name) if floorplan else name))
         except TaskLearningError as exc:
             self.scene_error = f"cannot load scene {name!r}: {exc}"
             return False, self.scene_error, None
@@ -220,6 +229,22 @@ def _screen_size(argv: list[str]) -> tuple[int, int]:
     return size["-screen-width"], size["-screen-height"]
 
 
+RECORDING_FLAG = "--scene-metadata"
+
+
+def _recordings(argv: list[str]) -> dict[str, str]:
+    """NAME=SPEC of every --scene-metadata argument (a FloorPlan name is kept canonical)."""
+    from task_learning.world.floorplans import canonical
+
+    found: dict[str, str] = {}
+    for i, arg in enumerate(argv[:-1]):
+        if arg == RECORDING_FLAG:
+            name, sep, spec = argv[i + 1].partition("=")
+            if sep and name and spec:
+                found[canonical(name) or name] = spec
+    return found
+
+
 def _fault() -> tuple[str, int]:
     spec = os.environ.get("TASK_LEARNING_STANDIN_FAULT", "")
     kind, _, count = spec.partition(":")
@@ -267,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     # The server pipe first: the client blocks opening it before it opens its own pipe.
     with open(server_path, "wb", buffering=0) as server_pipe:
         try:
-            return serve(server_pipe, client_path, StandIn(width, height))
+            return serve(server_pipe, client_path, StandIn(width, height, _recordings(argv)))
         except BrokenPipeError:
             return 0
 
