@@ -40,7 +40,7 @@ NODE_PACKAGE = "task_learning_nodes"
 # a bring-up file cannot start an arbitrary program.
 NODE_MODULES = tuple(f"{NODE_PACKAGE}.{name}" for name in (
     "perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner",
-    "anticipation", "synthetic_robot"))
+    "anticipation", "synthetic_robot", "llm_server"))
 # Runs a node module with its stop handlers installed before the module's imports (nodes/entry.py)
 NODE_ENTRY = f"{NODE_PACKAGE}.entry"
 
