@@ -2,7 +2,7 @@
 
 tidy_kitchen (35 objects) learned end to end in-process (`run_in_process`, as `task-learning run`)
 with STARS and STARS+O (simulated operator), the offline provider (NOT a language model: a
-deterministic stand-in, see README) behind a fixed latency per round trip (default 200 ms), in
+deterministic stand-in, see docs/configuration.md) behind a fixed latency per round trip (default 200 ms), in
 three modes:
   (a) concurrent      one object after another, a tree level as concurrent single requests
                       (what `run` did before batching; --workers per level, default 4 as `run`)

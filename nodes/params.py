@@ -10,8 +10,9 @@ documents the parameter where it runs. Most parameters are read once, at start, 
 read-only: `ros2 param set` then says so instead of silently changing nothing. A parameter the node
 reads each time it uses it is declared `read_only=False` and takes effect with `ros2 param set`
 (the planner's condition, scene, engine, ...); a new value is checked like a value at start (type
-and range by rclpy, choices here) and refused with the reason. docs/parameters.md lists every
-parameter, writable or read-only (`python -m task_learning_nodes.params > docs/parameters.md`).
+and range by rclpy, choices here) and refused with the reason. The docs site's parameter reference
+(reference/parameters.md, generated from these tables by scripts/docs_reference.py at every
+`make docs`) lists every parameter, writable or read-only.
 Values from a params file or `-p name:=value` still apply (read-only only refuses later changes).
 
 Every int and float parameter has a range (a `Param` without one is a programming error, refused
@@ -132,62 +133,6 @@ def _check_choices(changed: Sequence[Any], choices: dict[str, tuple[str, ...]]) 
             return SetParametersResult(successful=False, reason=(
                 f"{parameter.name}: {parameter.value!r} is not one of {', '.join(repr(c) for c in allowed)}"))
     return SetParametersResult(successful=True)
-
-
-def reference_markdown(tables: Sequence[tuple[str, str, Sequence[Param]]]) -> str:
-    """docs/parameters.md: per node (name, module), every parameter with its default, whether
-    `ros2 param set` changes it while the node runs, its range or choices and its description."""
-    lines = ["# Node parameters", "",
-             "Generated from the nodes' parameter tables (`nodes/*.py`, `PARAMETERS`) by",
-             "`python -m task_learning_nodes.params > docs/parameters.md`; a test keeps it in step.",
-             "The values each node starts with are in `config/nodes/<node>.yaml`.", "",
-             "**Writable** parameters are read each time they are used: `ros2 param set /<node> <name> <value>`",
-             "takes effect from the next request (a goal, a call), and a value of the wrong type, out of range or",
-             "not among the choices is refused with the reason. **Read-only** parameters are read once, at start",
-             "(they shape publishers, clients, the world or the safety policy): `ros2 param set` refuses them",
-             "(\"Trying to set a read-only parameter\"); set them in the params file or with `-p name:=value`",
-             "and restart the node.", ""]
-    for node, module, params in tables:
-        lines += [f"## {node} (`{module}`)", "", "| parameter | default | set at run time | accepts | description |",
-                  "|---|---|---|---|---|"]
-        for param in params:
-            accepts = ", ".join(repr(c) if c == "" else c for c in param.choices) if param.choices else (
-                f"{_number(param.min, param.default)} to {_number(param.max, param.default)}"
-                if param.min is not None and param.max is not None else "")
-            default = f"`{param.default!r}`" if isinstance(param.default, str) else f"`{param.default}`"
-            lines.append(f"| `{param.name}` | {default} | {'writable' if not param.read_only else 'read-only'} "
-                         f"| {accepts} | {param.description.replace('|', '/')} |")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _number(value: float, like: ParamValue) -> str:
-    return str(int(value)) if isinstance(like, int) and not isinstance(like, bool) else f"{value:g}"
-
-
-# The nodes whose parameters docs/parameters.md lists: (node name, module, its table's name).
-NODE_MODULES = (
-    ("perception", "task_learning_nodes.perception", "PARAMETERS"),
-    ("perception, backend fetch", "task_learning_nodes.fetch_params", "FETCH_PARAMETERS"),
-    ("grounding", "task_learning_nodes.grounding", "PARAMETERS"),
-    ("oversight", "task_learning_nodes.oversight", "PARAMETERS"),
-    ("goal_elicitation", "task_learning_nodes.goal_elicitation", "PARAMETERS"),
-    ("action_selector", "task_learning_nodes.action_selector", "PARAMETERS"),
-    ("planner", "task_learning_nodes.planner", "PARAMETERS"),
-    ("anticipation", "task_learning_nodes.anticipation", "PARAMETERS"),
-    ("llm_server", "task_learning_nodes.llm_server", "PARAMETERS"),
-)
-
-
-def node_tables() -> list[tuple[str, str, Sequence[Param]]]:
-    import importlib
-
-    return [(node, module, getattr(importlib.import_module(module), table))
-            for node, module, table in NODE_MODULES]
-
-
-if __name__ == "__main__":
-    print(reference_markdown(node_tables()))
 
 
 # Where a node's LLM is, beside its `llm` parameter (the provider): pointing at your own model or

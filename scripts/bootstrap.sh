@@ -17,15 +17,39 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 mkdir -p "$STAMPS"
 
-# 1. Python dependencies (ROS 2 wheels and the rest), keyed on the requirements file.
+# 1. Python dependencies (ROS 2 wheels and the rest) at the exact versions of requirements.lock,
+#    keyed on the lock. The lock must have been made from the requirements.txt at hand (`make lock`
+#    stores its hash): a changed requirement that nobody locked stops here, before anything installs.
 REQ="$ROOT/requirements.txt"
-want=$(hash_of "$REQ")
+LOCK="$ROOT/requirements.lock"
+if [ ! -f "$LOCK" ]; then
+  echo "[bootstrap] error: requirements.lock is missing: run \`make lock\` and commit it" >&2; exit 1
+fi
+if [ "$(bash "$ROOT/scripts/requirements_hash.sh" "$REQ")" != "$(sed -n 's/^# requirements-sha256: //p' "$LOCK")" ]; then
+  echo "[bootstrap] error: requirements.txt changed since requirements.lock was made: run \`make lock\` and commit requirements.lock" >&2
+  exit 1
+fi
+want=$(hash_of "$LOCK")
 if [ "$(cat "$STAMPS/deps" 2>/dev/null)" != "$want" ]; then
-  log "installing Python dependencies (ROS 2 kilted wheels from PyPI)"
-  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$REQ" 2> >(grep -v "is ignored: it is neither" >&2)
+  log "installing Python dependencies from requirements.lock (ROS 2 kilted wheels from PyPI)"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$LOCK" 2> >(grep -v "is ignored: it is neither" >&2)
   echo "$want" > "$STAMPS/deps"
 else
   log "dependencies up to date"
+fi
+
+# 1b. The optional `sweep` extra (Ray, for `task-learning sweep`) with SWEEP=1: `make sweep-setup`,
+#     and `make test`, whose sweep tests need it. `make demo` and `make setup` leave it out.
+if [ "${SWEEP:-0}" = 1 ]; then
+  want=$(hash_of "$ROOT/requirements-sweep.txt")
+  if [ "$(cat "$STAMPS/sweep" 2>/dev/null)" != "$want" ]; then
+    log "installing the sweep extra (Ray) from requirements-sweep.txt"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/requirements-sweep.txt" \
+      2> >(grep -v "is ignored: it is neither" >&2)
+    echo "$want" > "$STAMPS/sweep"
+  else
+    log "sweep extra (Ray) up to date"
+  fi
 fi
 
 # 2. The interface package, built with cmake (no colcon needed) into the venv.
@@ -74,8 +98,8 @@ done
 
 # 4. The ROS 2 command-line tools (ros2 launch|run|topic|service|node|param|action, launch_ros):
 #    wheels from ../shared/ros2-tools (none of them is on PyPI), installed without an index and
-#    without dependency resolution (PyPI's `launch` is an unrelated package), then the two runtime
-#    dependencies the venv lacks, from PyPI by name (neither has dependencies of its own; pip's
+#    without dependency resolution (PyPI's `launch` is an unrelated package); their two runtime
+#    dependencies from PyPI, osrf-pycommon and psutil, are in requirements.txt and so locked (pip's
 #    check would only complain that the ROS wheels name ament_index_python differently).
 TOOLS="${TASK_LEARNING_SHARED:-$ROOT/../shared}/ros2-tools"
 if ls "$TOOLS"/*.whl > /dev/null 2>&1; then
@@ -83,8 +107,6 @@ if ls "$TOOLS"/*.whl > /dev/null 2>&1; then
   if [ "$(cat "$STAMPS/ros2tools" 2>/dev/null)" != "$want" ]; then
     log "installing the ROS 2 tools (ros2 launch, ros2cli, launch_ros) from $TOOLS"
     "$VENV/bin/pip" install -q --disable-pip-version-check --no-index --no-deps "$TOOLS"/*.whl
-    "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps osrf-pycommon psutil \
-      2> >(grep -v "is ignored: it is neither" >&2)
     echo "$want" > "$STAMPS/ros2tools"
   else
     log "ROS 2 tools up to date"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from .ros_testing import ROOT
 
 README = ROOT / "README.md"

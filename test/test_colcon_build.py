@@ -1,4 +1,4 @@
-"""`colcon build` of both packages into a temporary workspace, as the README's "On a full ROS 2
+"""`colcon build` of both packages into a temporary workspace, as docs/ros.md's "On a full ROS 2
 install" section does it (with the flags a wheel-based ROS needs), then a node started from that
 install with its parameter file from the install's share (config found there through the ament
 index, not in the source tree).
@@ -51,7 +51,7 @@ def workspace(tmp_path_factory):
     env = dict(os.environ, AMENT_PREFIX_PATH=str(VENV), CMAKE_PREFIX_PATH=str(VENV),
                PATH=f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("PYTHONPATH", None)
-    # The README's command for this venv, word for word apart from the paths.
+    # docs/ros.md's command for this venv, word for word apart from the paths.
     command = shlex.split(colcon.stdout.strip().splitlines()[-1]) + [
         "build", "--paths", "src/task_learning", "src/task_learning/interfaces",
         "--cmake-args", f"-DCMAKE_PROJECT_INCLUDE={src / 'interfaces' / 'cmake' / 'wheel_include_fix.cmake'}",

@@ -1,6 +1,6 @@
 """`task-learning faults --fast`: the fault-injection command runs its quick subset and every
 fault in it ends in a clear outcome, with no unconfirmed goal executed and no confirmed goal lost.
-(The full run, with the ROS graph, is `task-learning faults`; its table is in the README.)"""
+(The full run, with the ROS graph, is `task-learning faults`; its table is in docs/safety.md.)"""
 from __future__ import annotations
 
 import pytest

@@ -84,18 +84,3 @@ def test_a_second_sigint_while_stopping_changes_nothing(ros_graph):
     node.send_signal(signal.SIGINT)  # as when a terminal's Ctrl-C reaches it and launch forwards one
     code, output = node.stop(sig=None, timeout=30)
     assert code == 0 and "Traceback" not in output and "KeyboardInterrupt" not in output, output
-
-
-def test_the_parameter_reference_is_in_step_with_the_nodes():
-    """docs/parameters.md says, per parameter, whether `ros2 param set` changes it (issue 32: every
-    parameter was read-only, and nothing said so); regenerate it with
-    `python -m task_learning_nodes.params > docs/parameters.md`."""
-    from task_learning_nodes.params import node_tables, reference_markdown
-
-    tables = node_tables()
-    assert {node for node, _, _ in tables} >= {spec.name for spec in NODES}
-    written = (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8")
-    assert written.strip() == reference_markdown(tables).strip()
-    planner = dict((p.name, p) for p in next(t for n, _, t in tables if n == "planner"))
-    assert not planner["condition"].read_only and planner["require_confirmation"].read_only
-    assert "| `condition` | `'STARS+O'` | writable |" in written

@@ -106,8 +106,19 @@ def _ask(client, request) -> None:  # noqa: ANN001
         pass
 
 
+def _opencv_qt_plugins() -> str:
+    """Where importing cv2 points QT_QPA_PLATFORM_PLUGIN_PATH: a test process that imported cv2
+    earlier (the Fetch bridge's tests) hands it to every child; the windows must open anyway."""
+    from importlib.util import find_spec
+
+    spec = find_spec("cv2")
+    assert spec is not None and spec.origin, "opencv-python is a dependency of the project"
+    return str(Path(spec.origin).parent / "qt" / "plugins")
+
+
 def _panel(graph, display: str | None):  # noqa: ANN001, ANN202
     extra = {"DISPLAY": display, "QT_QPA_PLATFORM": "xcb"} if display else {"QT_QPA_PLATFORM": "offscreen"}
+    extra["QT_QPA_PLATFORM_PLUGIN_PATH"] = _opencv_qt_plugins()
     return graph.start([CLI, "operator", "--panel", "--wait", "60"], name="panel", **extra)
 
 
@@ -128,7 +139,8 @@ def test_the_panel_and_rqt_open_on_an_x_display(question, display, tmp_path):
     assert code == 0, out
     assert "QObject" not in out and "Traceback" not in out, out
 
-    rqt = question.start([CLI, "operator", "--rqt"], name="rqt", DISPLAY=display, QT_QPA_PLATFORM="xcb")
+    rqt = question.start([CLI, "operator", "--rqt"], name="rqt", DISPLAY=display, QT_QPA_PLATFORM="xcb",
+                         QT_QPA_PLATFORM_PLUGIN_PATH=_opencv_qt_plugins())
     rqt_shot = ARTIFACTS / "rqt_operator_panel_xvfb.png"
     try:
         wait_until(lambda: rqt.poll() is not None or _screenshot(display, rqt_shot) > 0.1, 300,

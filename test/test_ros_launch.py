@@ -1,5 +1,5 @@
 """The real ROS 2 tools on this package: `ros2 launch`, `ros2 run`, `ros2 node|topic|service|
-param|action|pkg`, exactly as the README's "In this venv" commands use them.
+param|action|pkg`, exactly as docs/ros.md's "In this venv" commands use them.
 
 `make setup` installs the tools (wheels from ../shared/ros2-tools) and lays out the ament prefix
 of task_learning in the venv; without the wheels these tests are skipped with that reason.
@@ -71,7 +71,7 @@ def run_printed(graph: RosGraph, command: str, timeout: float = 120.0):  # noqa:
 
 # The README's other ros2 commands, and where each is run (or why it cannot be here).
 ELSEWHERE = {
-    "ros2 security ": "sros2 is not installed here (no wheel); README 'Locking the graph down' is for a full install",
+    "ros2 security ": "sros2 is not installed here (no wheel); docs/safety.md 'Locking the graph down' is for a full install",
     "ros2 run task_learning planner_node --ros-args --enclave": "needs the sros2 keystore above",
     "ros2 topic echo --qos-durability transient_local --qos-reliability reliable /llm_state":
         "run as printed by test_llm_state_ros.py",

@@ -243,7 +243,7 @@ def test_production_numbers_and_patterns_are_bounded_on_import(tmp_path):
         ({"count": -1}, "count must be a whole number from 0"),
         ({"utility": 1e308, "count": 10**30}, "utility must be a number from 0 to 1"),
         ({"utility": 50}, "utility must be a number from 0 to 1"),
-        ({"utility": float("nan")}, "utility must be a number from 0 to 1"),
+        ({"utility": float("nan")}, "productions[0].utility: must be a finite number"),
         ({"rule": {"name": "nine", "task": "".join(f"<v{i}> " for i in range(9)) + "!",
                    "conditions": [], "effect": "special action: done"}}, "9 variables"),
     ]

@@ -41,7 +41,7 @@ def test_bad_sampling_config_is_a_clear_error(tmp_path):
     goal = folder / "goal.yaml"
     goal.write_text(goal.read_text().replace("temperatures: [0.0, 0.25, 0.5, 0.75, 1.0]",
                                              "temperatures: [0.0, 3.0]"))
-    with pytest.raises(ConfigError, match=r"tbp_sampling\.temperatures\[1\]: temperature must be within 0-2"):
+    with pytest.raises(ConfigError, match=r"tbp_sampling\.temperatures\[1\]: must be a finite number in \[0, 2\], got 3"):
         load_templates(folder)
 
 

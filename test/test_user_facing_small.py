@@ -123,7 +123,7 @@ def test_plot_legends_cover_no_bar_and_name_the_stand_in(tmp_path, monkeypatch, 
         from task_learning.experiments.llm_state_tables import plot_tables
 
         house = SimpleNamespace()
-        table = SimpleNamespace(runs={("t", "ours"): [], ("t", "no_states"): []},
+        table = SimpleNamespace(runs={("t", "ours"): [], ("t", "no_states"): []}, methods=["no_states", "ours"],
                                 mean_sr=lambda _h, _level, _m: 100.0)
         plot_tables(house, table, tmp_path / "p.png")
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -31,6 +31,7 @@ SUBCOMMAND_MODULES = (
     "task_learning.cli.run_cmd",
     "task_learning.cli.kb_cmd",
     "task_learning.cli.experiment_cmd",
+    "task_learning.cli.sweep_cmd",
     "task_learning.cli.demo_cmd",
     "task_learning.cli.faults_cmd",
     "task_learning.cli.perceive_cmd",

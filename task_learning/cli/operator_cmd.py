@@ -216,9 +216,10 @@ def _run_panel(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise TaskLearningError(f"Qt is not available for the panel ({exc}); "
                                 f"install PySide6-Essentials") from None
-    from task_learning.oversight.qt_platform import check_qt_platform
+    from task_learning.oversight.qt_platform import check_qt_platform, drop_opencv_qt_from_environ
 
     check_qt_platform()  # names a missing system library instead of Qt's abort
+    drop_opencv_qt_from_environ()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     client = _client(args, "panel")
     stop = StopSignals()
@@ -270,6 +271,8 @@ def _run_rqt() -> int:
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM")):
         raise TaskLearningError("no display for rqt (DISPLAY is not set); set QT_QPA_PLATFORM=offscreen "
                                 "to run it without a window")
+    from task_learning.oversight.qt_platform import check_qt_platform, pyqt5_xcb_plugin, without_opencv_qt
+
     if RQT_VENV_SCRIPT.is_file():
         made = subprocess.run(["bash", str(RQT_VENV_SCRIPT)], stdout=subprocess.PIPE, text=True,
                               env=dict(os.environ, VENV=str(Path(sys.prefix))))
@@ -277,16 +280,14 @@ def _run_rqt() -> int:
             raise TaskLearningError(f"rqt is not available here ({RQT_VENV_SCRIPT.name} exited with "
                                     f"{made.returncode}; its reason is above)")
         rqt = made.stdout.strip().splitlines()[-1]
-        from task_learning.oversight.qt_platform import check_qt_platform, pyqt5_xcb_plugin
-
         check_qt_platform("rqt", pyqt5_xcb_plugin(Path(rqt).resolve().parent.parent))
-        env = {k: v for k, v in os.environ.items()
+        env = {k: v for k, v in without_opencv_qt(dict(os.environ)).items()
                if k not in ("PYTHONPATH", "LD_LIBRARY_PATH", "_ROS_WHEELS_BOOTSTRAP_COMPLETE")}
     else:
         found = shutil.which("rqt")
         if found is None:
             raise TaskLearningError("rqt is not installed (on a ROS 2 install: the rqt_gui package)")
-        rqt, env = found, dict(os.environ)
+        rqt, env = found, without_opencv_qt(dict(os.environ))
     sys.stdout.flush()
     os.execve(rqt, [rqt, "--force-discover", "-s", RQT_PLUGIN], env)
     return 0  # not reached: execve replaced this process (or raised OSError)

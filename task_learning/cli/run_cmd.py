@@ -67,8 +67,10 @@ def _run_with_panel(spec: RunSpec, progress) -> tuple:
     from task_learning.oversight.panel import OperatorPanel
     from task_learning.oversight.pending import QueueOperator
     from task_learning.oversight.qt_compat import QApplication, QTimer
+    from task_learning.oversight.qt_platform import drop_opencv_qt_from_environ
 
     queue = QueueOperator(timeout_s=600.0)
+    drop_opencv_qt_from_environ()
     app = QApplication.instance() or QApplication([])
     panel = OperatorPanel(queue)
     panel.setWindowTitle(f"task_learning operator: {spec.scene} {spec.condition}")

@@ -147,7 +147,7 @@ def summarize(results: Sequence[ProbeResult]) -> list[CategoryRow]:
 
 
 def format_table(results: Sequence[ProbeResult]) -> str:
-    """The category table (Markdown, so the README can hold it as printed)."""
+    """The category table (Markdown, so docs/safety.md can hold it as printed)."""
     rows = summarize(results)
     header = ("| category | tried | handled | not handled | unconfirmed goals executed | confirmed goals lost |\n"
               "|---|---:|---:|---:|---:|---:|")

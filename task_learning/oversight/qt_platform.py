@@ -86,6 +86,28 @@ def missing_message(what: str, sonames: list[str]) -> str:
             f"run as root installs them; or QT_QPA_PLATFORM=offscreen to run without a window)")
 
 
+_OPENCV_QT_VARIABLES = ("QT_QPA_PLATFORM_PLUGIN_PATH", "QT_QPA_FONTDIR")
+
+
+def without_opencv_qt(env: dict[str, str]) -> dict[str, str]:
+    """`env` without the Qt variables that importing cv2 sets.
+
+    opencv-python's wheel bundles a Qt of its own and, on import, points QT_QPA_PLATFORM_PLUGIN_PATH
+    at that Qt's plugins (cv2/qt/plugins). Any Qt window opened later in that process, or in a
+    child that inherits the variable (rqt started from a process that once imported cv2 for the
+    Fetch bridge), loads an xcb plugin built against the other Qt: "QObject::moveToThread" and
+    "no Qt platform plugin could be initialized". A value a user set elsewhere is kept."""
+    return {k: v for k, v in env.items()
+            if not (k in _OPENCV_QT_VARIABLES and f"{os.sep}cv2{os.sep}" in v)}
+
+
+def drop_opencv_qt_from_environ() -> None:
+    """Remove cv2's Qt variables from this process's environment before it creates a QApplication."""
+    for key in _OPENCV_QT_VARIABLES:
+        if f"{os.sep}cv2{os.sep}" in os.environ.get(key, ""):
+            del os.environ[key]
+
+
 def check_qt_platform(what: str = "the operator panel",
                       plugin: tuple[Path, list[Path]] | None = None) -> None:
     """Raise TaskLearningError naming every missing library, when Qt would open an X window

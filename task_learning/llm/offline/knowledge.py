@@ -3,7 +3,7 @@
 The data is common convention (where people keep a mug, a can of beans, a stapler). The offline
 model never reads scenes or ground truth at run time, but the data was written with seed 000's
 tables at hand, so it agrees with the paper scenes' answers for most objects: results on those
-scenes are no evidence of knowledge (README, "Results"). See config/offline_model/*.yaml for the
+scenes are no evidence of knowledge (docs/stars.md, "Results measured here"). See config/offline_model/*.yaml for the
 meaning of keys.
 """
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Experiment sweeps: a YAML grid of trials run as Ray tasks (docs/sweeps.md)."""
