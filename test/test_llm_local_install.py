@@ -119,9 +119,10 @@ def test_a_built_server_that_runs_is_reused_without_building(tmp_path):
 def test_a_failed_build_step_names_its_log(tmp_path):
     log = tmp_path / "build.log"
     progress = Recorder()
-    with log.open("w") as out, pytest.raises(InstallError, match=f"building failed .exit code 3.; see the log {log}"):
-        local_install._run_logged([sys.executable, "-c", "print('[ 42%] Building x'); print('error: boom');"
-                                   " raise SystemExit(3)"], out, log, "building", progress)
+    with log.open("w") as out, pytest.raises(InstallError, match=f"building failed .exit code 3.: x.cpp:1: error: boom; see the log {log}"):
+        local_install._run_logged([sys.executable, "-c", "print('[ 42%] Building x'); print('x.cpp:1: error: boom');"
+                                   " print('gmake[2]: *** [x.o] Error 1'); print('done.'); raise SystemExit(3)"],
+                                  out, log, "building", progress)
     assert "error: boom" in log.read_text() and progress.percents == [42]
 
 
@@ -197,7 +198,7 @@ def test_a_build_is_made_aside_and_renamed_into_place_or_names_its_log(tmp_path,
     monkeypatch.setattr(local_install, "_extract_source", lambda _sdist, into: into)
     progress = Recorder()
     if fail:
-        with pytest.raises(InstallError, match=r"building failed .exit code 2.; see the log") as caught:
+        with pytest.raises(InstallError, match=r"building failed .exit code 2.: error: no space left; see the log") as caught:
             build_server(paths, progress)
         assert str(paths.build_log) in str(caught.value) and "no space left" in paths.build_log.read_text()
         assert not paths.server_dir.exists() and list(paths.server_dir.parent.glob("*.tmp-*")) == []

@@ -82,6 +82,8 @@ BUILD_MINUTES = 20  # on 2 busy cores (measured); said before the build starts
 
 ENV_CACHE = "TASK_LEARNING_CACHE"
 _PERCENT = re.compile(r"^\[\s*(\d{1,3})%\]")
+_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
+_MAKE_ERROR = re.compile(r"^g?make(\[\d+\])?: \*\*\*")  # make's own "*** [...] Error 2"
 
 
 class InstallError(TaskLearningError):
@@ -428,7 +430,9 @@ def _extract_source(sdist: Path, into: Path) -> Path:
 
 
 def _run_logged(command: list[str], out: TextIO, log: Path, what: str, progress: Progress) -> None:
-    """Run a build step with its output in the log; cmake's "[ NN%]" lines move the progress."""
+    """Run a build step with its output in the log; cmake's "[ NN%]" lines move the progress. A
+    failure is one line with the build's last error line (a CI log shows why without the log file;
+    make's closing "Error 2" lines say nothing, so the last line naming an error is kept)."""
     out.write(f"$ {' '.join(command)}\n")
     out.flush()
     try:
@@ -438,8 +442,13 @@ def _run_logged(command: list[str], out: TextIO, log: Path, what: str, progress:
         raise InstallError(f"llama-server: cannot run {command[0]}: {exc.strerror or exc}") from None
     assert process.stdout is not None
     last = -1
+    last_line = last_error = ""
     for line in process.stdout:
         out.write(line)
+        if line.strip():
+            last_line = line.strip()
+            if _ERROR.search(line) and not _MAKE_ERROR.search(line):
+                last_error = last_line
         match = _PERCENT.match(line)
         if match and int(match.group(1)) != last:
             last = int(match.group(1))
@@ -447,4 +456,6 @@ def _run_logged(command: list[str], out: TextIO, log: Path, what: str, progress:
     code = process.wait()
     out.flush()
     if code != 0:
-        raise InstallError(f"llama-server: {what} failed (exit code {code}); see the log {log}")
+        reason = last_error or last_line
+        why = f": {reason[:200]}" if reason else ""
+        raise InstallError(f"llama-server: {what} failed (exit code {code}){why}; see the log {log}")
