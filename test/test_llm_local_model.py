@@ -215,7 +215,13 @@ def test_an_anticipation_prompt(server):
 
 # ------------------------------------------------------------------------- a server that fails
 def _owned_client() -> LLMClient:
-    return make_client("local", cache=None, timeout_s=5.0, max_retries=2, backoff_s=0.01)
+    """A client that starts its own server. Its calls get the local default deadline (a first call
+    on a cold server of a loaded machine can take many seconds); a test shortens it only for the
+    call that must fail (`FAILING_CALL_TIMEOUT_S`)."""
+    return make_client("local", cache=None, timeout_s=120.0, max_retries=2, backoff_s=0.01)
+
+
+FAILING_CALL_TIMEOUT_S = 5.0
 
 
 def test_a_killed_server_ends_the_run_naming_it_and_a_new_one_serves(tmp_path):
@@ -225,6 +231,7 @@ def test_a_killed_server_ends_the_run_naming_it_and_a_new_one_serves(tmp_path):
         server = client.provider.server
         os.kill(server.process.pid, signal.SIGKILL)
         server.process.wait(30)
+        client.timeout_s = FAILING_CALL_TIMEOUT_S
         failed = client.complete(templates.goal_request(MUG, "recurse", " The", scope="Mug|1"))
         assert "the LLM server (llama-server, pid" in failed.error and "died: killed by SIGKILL" in failed.error
         with pytest.raises(LLMUnavailableError, match=r"LLM server .* died"):
@@ -238,6 +245,7 @@ def test_a_hung_server_is_named_within_the_call_deadline():
     with _owned_client() as client:
         assert client.complete(templates.goal_request(MUG, "initial", scope="Mug|1")).ok
         pid = client.provider.server.process.pid
+        client.timeout_s = FAILING_CALL_TIMEOUT_S  # the hung call: named within this deadline
         os.kill(pid, signal.SIGSTOP)
         try:
             failed = client.complete(templates.goal_request(MUG, "recurse", " The", scope="Mug|1"))
