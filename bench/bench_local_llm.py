@@ -18,6 +18,7 @@ One fresh server per run; each run a fresh knowledge base. Needs `make llm`. Abo
 run on 2 cores (6 runs by default): it prints each row as it finishes.
 
     .venv/bin/python bench/bench_local_llm.py [--modes concurrent batched across-objects] [--parallel 1 2]
+        [--objects N]   # only the first N task objects
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from task_learning.llm.local_install import local_paths  # noqa: E402
 from task_learning.llm.local_server import LocalServer  # noqa: E402
 from task_learning.llm.settings import load_llm_settings  # noqa: E402
 from task_learning.planning.session import ELICITATION_MODES, RunSpec, run_in_process  # noqa: E402
+from task_learning.world.scene import Scene, load_scene  # noqa: E402
 
 COUNTERS = ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predicted_total", "prompt_seconds_total",
             "tokens_predicted_seconds_total", "n_decode_total", "n_busy_slots_per_decode")
@@ -59,7 +61,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_one(scene: str, mode: str, parallel: int) -> dict:
+def first_objects(name: str, count: int | None) -> Scene:
+    """The scene with only its first `count` task objects (and their preferences, so the completion
+    measure scores those): a shorter run on a shared machine. All of them when `count` is None."""
+    scene = load_scene(name)
+    if count is None or count >= len(scene.task_objects):
+        return scene
+    kept = scene.task_objects[:count]
+    # assertions=0: the completion measure counts the kept preferences and the closables (the
+    # scene's stated total is for all its objects)
+    return replace(scene, task_objects=kept, preferences={k: v for k, v in scene.preferences.items() if k in kept},
+                   assertions=0)
+
+
+def run_one(scene: Scene, mode: str, parallel: int) -> dict:
     settings = load_llm_settings().local
     settings = replace(settings, parallel=parallel, extra_args=(*settings.extra_args, "--metrics"))
     with tempfile.TemporaryDirectory(prefix="bench-local-") as tmp, LocalServer(settings) as server:
@@ -149,11 +164,17 @@ def main() -> int:
     parser.add_argument("--modes", nargs="+", default=list(ELICITATION_MODES), choices=ELICITATION_MODES)
     parser.add_argument("--parallel", nargs="+", type=int, default=[1, 2], help="-np values (default 1 2)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds over every configuration, interleaved (default 1)")
+    parser.add_argument("--objects", type=int, default=None,
+                        help="only the scene's first N task objects (a shorter run; default: all)")
     args = parser.parse_args()
+    if args.objects is not None and args.objects < 1:
+        parser.error("--objects must be at least 1")
+    scene = first_objects(args.scene, args.objects)
     if not local_paths().installed():
         print("bench_local_llm: skipped: the local model is not installed (make llm)")
         return 0
-    print(f"STARS+O on {args.scene} with Gemma 3 270M (Q4_K_M) on llama-server, {os.cpu_count()} cores; "
+    print(f"STARS+O on {args.scene} ({len(scene.task_objects)} of {len(load_scene(args.scene).task_objects)} task "
+          f"objects) with Gemma 3 270M (Q4_K_M) on llama-server, {os.cpu_count()} cores; "
           "tok/s = prompt tokens evaluated + generated per wall second; eval/s, gen/s: the server's own rates; "
           "cached: share of prompt tokens from its prefix cache; slots: busy slots per decode; load: 1-min load "
           "average during the run (other work on the machine)", flush=True)
@@ -162,7 +183,7 @@ def main() -> int:
     for _round in range(args.repeat):
         for parallel in args.parallel:
             for mode in args.modes:
-                rows.append(run_one(args.scene, mode, parallel))
+                rows.append(run_one(scene, mode, parallel))
                 print(row(rows[-1]), flush=True)
     for line in verdicts(rows):
         print(line)
