@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from task_learning.errors import TaskLearningError  # noqa: E402
 from task_learning.llm.local_install import local_paths  # noqa: E402
 from task_learning.llm.local_server import LocalServer  # noqa: E402
 from task_learning.llm.settings import load_llm_settings  # noqa: E402
@@ -179,15 +180,21 @@ def main() -> int:
           "cached: share of prompt tokens from its prefix cache; slots: busy slots per decode; load: 1-min load "
           "average during the run (other work on the machine)", flush=True)
     print(HEADER, flush=True)
-    rows = []
+    rows, failed = [], 0
     for _round in range(args.repeat):
         for parallel in args.parallel:
             for mode in args.modes:
-                rows.append(run_one(scene, mode, parallel))
+                started = time.perf_counter()
+                try:
+                    rows.append(run_one(scene, mode, parallel))
+                except TaskLearningError as exc:  # a run the server could not serve is a result too
+                    failed += 1
+                    print(f"{mode:<15}{parallel:>3}{time.perf_counter() - started:>8.0f}  FAILED: {exc}", flush=True)
+                    continue
                 print(row(rows[-1]), flush=True)
     for line in verdicts(rows):
         print(line)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
