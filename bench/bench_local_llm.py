@@ -12,7 +12,9 @@ tokens the server evaluated + tokens it generated, per wall second; and its own 
 generation rates), the cached-prompt share (prompt tokens served from its prefix cache, of all
 prompt tokens), completion and questions. Token figures come from the server's own /metrics
 counters (exact in every mode: llama.cpp's answers to a list of prompts report the first prompt's
-usage only). Then, from the numbers: whether list prompts and a second slot pay off here.
+usage only). A run the server could not serve (the LLM endpoint stopped it) is printed as FAILED
+with its reason and the others go on (exit 1). Then, from the numbers: whether list prompts and a
+second slot pay off here.
 
 One fresh server per run; each run a fresh knowledge base. Needs `make llm`. About 5-15 min per
 run on 2 cores (6 runs by default): it prints each row as it finishes.
