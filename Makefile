@@ -7,7 +7,7 @@ export ROS_LOG_DIR := $(CURDIR)/.ros/log
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: setup sweep-setup llm demo test docs lock bench rqt clean
+.PHONY: setup sweep-setup test-setup llm demo test docs lock bench rqt clean
 
 setup:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
@@ -15,6 +15,10 @@ setup:
 # setup plus the optional `sweep` extra (Ray, requirements-sweep.txt) for `task-learning sweep`.
 sweep-setup:
 	@VENV=$(VENV) SWEEP=1 bash scripts/bootstrap.sh
+
+# What `make test` needs: the sweep extra and Debian's Chromium for the web panel's browser tests.
+test-setup:
+	@VENV=$(VENV) SWEEP=1 BROWSER=1 bash scripts/bootstrap.sh
 
 demo: setup
 	@$(VENV)/bin/task-learning demo
@@ -30,10 +34,10 @@ llm: setup
 # time goes. TEST_WORKERS pytest-xdist workers take one test file each at a time (a module's
 # shared graph stays in one worker); TEST_WORKERS=0: serial.
 # The core tests alone, in seconds: .venv/bin/python -m pytest -m "not ros and not slow"
-# The test set-up includes the sweep extra (Ray): test_sweep_ray.py runs real sweeps; and the local
-# model (make llm): the tests marked `llm` run the real model through llama-server.
+# The test set-up (test-setup) includes the sweep extra (Ray): test_sweep_ray.py runs real sweeps;
+# and the local model (make llm): the tests marked `llm` run the real model through llama-server.
 TEST_WORKERS ?= 2
-test: sweep-setup llm
+test: test-setup llm
 	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
 	@$(VENV)/bin/mypy --no-error-summary
 	@$(MKDOCS_BUILD)

@@ -21,6 +21,8 @@ NODE_EXECUTABLES = {
     "anticipation_node": "task_learning_nodes.entry:anticipation_node",
     "llm_server_node": "task_learning_nodes.entry:llm_server_node",
     "synthetic_robot_node": "task_learning_nodes.entry:synthetic_robot_node",
+    "live_view_node": "task_learning_nodes.entry:live_view_node",
+    "web_operator_node": "task_learning_nodes.entry:web_operator_node",
 }
 
 
@@ -41,6 +43,8 @@ setup(
     + ["task_learning_nodes"],
     package_dir={"task_learning_nodes": "nodes"},
     include_package_data=True,
+    # the web operator panel's page (plain HTML, JS and CSS; no build step)
+    package_data={"task_learning.oversight.web": ["static/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml", "plugin.xml"]),

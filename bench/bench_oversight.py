@@ -84,25 +84,35 @@ def bench_ros(runs: int = 50) -> None:
     os.environ.setdefault("ROS_DOMAIN_ID", "17")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_HOME", str(REPO / ".ros"))
+    import tempfile
+
+    from task_learning.kb import KnowledgeBase
+    from task_learning.oversight.pairing import OperatorCredentials, OperatorRegistry
+
+    db = Path(tempfile.mkdtemp()) / "bench.sqlite"
+    with KnowledgeBase(db) as kb:  # the answering operator is paired, as every operator must be
+        creds = OperatorCredentials.from_token(OperatorRegistry(kb).pair_locally("bench"))
     node = subprocess.Popen([sys.executable, "-m", "task_learning_nodes.oversight", "--ros-args",
-                             "-p", "timeout_s:=10.0"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                             "-p", "timeout_s:=10.0", "-p", f"db_path:={db}", "-p", "remember_answers:=false"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         from task_learning_nodes.oversight_client import OversightClient
 
-        asker = OversightClient(name="bench_asker", service_wait_s=15)
-        answerer = OversightClient(name="bench_answerer", service_wait_s=15)
+        asker = OversightClient(name="bench_asker", asker="goal_elicitation", service_wait_s=15)
+        answerer = OversightClient(name="bench_answerer", service_wait_s=15, credentials=creds)
         round_trips = []
         for i in range(runs):
-            request = ConfirmationRequest(f"bench{i}", "For a mug in the dish rack is the goal ...?")
+            request = ConfirmationRequest(f"bench{i}", "For a mug in the dish rack is the goal ...?",
+                                          object_description=f"mug (bench{i})")
             box = {}
             start = time.perf_counter()
             thread = threading.Thread(target=lambda box=box, request=request: box.setdefault("a", asker.ask(request)))
             thread.start()
-            while not any(r.request_id == request.request_id for r in answerer.pending(fresh=True)):
+            while not (mine := [r for r in answerer.pending(fresh=True)
+                                if r.object_description == request.object_description]):
                 time.sleep(0.001)
             answered = time.perf_counter()
-            answerer.submit(request.request_id, "yes")
+            answerer.submit(mine[0].request_id, "yes")
             thread.join()
             done = time.perf_counter()
             round_trips.append((answered - start, done - answered))

@@ -2,7 +2,7 @@
 `task-learning bringup`:
 
     ros2 launch task_learning task_learning.launch.py [scene:=tidy_kitchen] [backend:=symbolic]
-        [nodes:=perception,grounding] [db:=kb.sqlite]
+        [nodes:=perception,grounding] [db:=kb.sqlite] [web:=true]
         [llm:=local] [llm_base_url:=URL] [llm_model:=NAME] [llm_selection_model:=NAME]
 
 The node list, parameter files and exit policy come from config/bringup.yaml (installed under
@@ -54,6 +54,10 @@ def _nodes(context, *args, **kwargs):
     share = get_package_share_directory(PACKAGE)
     config = load_bringup_config(os.path.join(share, "config", "bringup.yaml"))
     wanted = [n.strip() for n in LaunchConfiguration("nodes").perform(context).split(",") if n.strip()]
+    if LaunchConfiguration("web").perform(context).strip().lower() in ("true", "1", "yes"):
+        # the web operator panel too: beside the nodes named, or beside the default ones
+        wanted = [n for n in (wanted or [spec.name for spec in config.nodes if spec.default])
+                  if n != "web_operator"] + ["web_operator"]
     check_selected(config, wanted)  # a typo starts nothing and ends the launch with the reason
     llm = {key: LaunchConfiguration(key).perform(context) for key in LLM_ARGUMENTS}
     wanted, wiring = llm_wiring(config, wanted, llm["llm"], base_url=llm["llm_base_url"],
@@ -107,6 +111,9 @@ def generate_launch_description():
         DeclareLaunchArgument("nodes", default_value="",
                               description="comma-separated node names from config/bringup.yaml; empty: all but "
                                           "those with default: false (anticipation)"),
+        DeclareLaunchArgument("web", default_value="false", choices=["true", "false"],
+                              description="true: start the web operator panel (web_operator) too "
+                                          "(docs/web-panel.md)"),
         DeclareLaunchArgument("db", default_value="",
                               description="knowledge base of the planner and oversight nodes; empty: "
                                           "$ROS_HOME/task_learning/task_learning.sqlite"),

@@ -32,7 +32,7 @@ from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
 from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.qos import latched
+from task_learning_nodes.qos import latched, service_qos
 
 NODE_NAME = "action_selector"
 
@@ -77,6 +77,7 @@ class ActionSelectorNode(Node):
             client = make_client(str(get("llm")), **llm_client_options(values))
         options = {"max_reasks": int(get("max_reasks")), "scope": "action_selector"} \
             if engine_name == "llm" else {}
+        self.client = client  # diagnostics probe its endpoint
         engine = make_engine(engine_name, client, **options)
         self.selector = ActionSelector(domain, engine, client,
                                        max_actions=int(get("max_actions")),
@@ -98,6 +99,7 @@ class ActionSelectorNode(Node):
                                       callback_group=group)
         self.tree_pub = self.create_publisher(CandidateTree, str(get("tree_topic")), latched())
         self.create_service(SelectNextAction, str(get("service_name")), self._on_select,
+                            qos_profile=service_qos(),
                             callback_group=group)
         self.get_logger().info(f"serving {get('service_name')} (engine {engine_name}); world "
                                f"state from {get('world_state_topic')} ({self.world.source} until then)")
@@ -134,6 +136,14 @@ class ActionSelectorNode(Node):
         response.usage = convert.llm_usage_to_msg(answer.usage)
         self._publish_tree()
         return response
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the LLM endpoint of the llm engine (the heuristic needs none)."""
+        from task_learning.diagnostics import Check, Level, llm_check
+
+        if self.client is None:
+            return [Check("llm", Level.OK, "heuristic engine: no LLM")]
+        return [llm_check(self.client)]
 
     def _publish_tree(self) -> None:
         nodes, edges, goal, dot = self.selector.tree_records()

@@ -9,16 +9,15 @@ config/anticipation/household.yaml with task_learning.anticipation.robot_day, wi
   the operator through the oversight node (`oversight/confirm`: "Shall I prepare coffee next?");
   a "no", a timeout or an unreachable oversight node confirm nothing;
 - a confirmed task is sent to the planner's ReachGoal with its goal literals
-  (config/anticipation/robot_goals.yaml). A task nobody confirmed is never sent.
+  (config/anticipation/robot_goals.yaml) and the confirmation id the oversight node issued for the
+  operator's yes to that question, whose candidate goal carried those literals. A task nobody
+  confirmed is never sent.
 
-The planner (require_confirmation on, its default) reaches only literals a confirmed goal of its
-knowledge base covers, and ReachGoal has no confirmation path of its own (it asks nobody). So this
-node writes the operator's yes into that knowledge base (`db_path`, the planner's) as the task's
-confirmed goal just before it sends the goal and withdraws it right after (one yes, one
-execution); the planner's check stands as a second gate. A kill of this node between the two
-leaves that one goal confirmed: the node withdraws every confirmation of an anticipated task it
-finds when it starts and when it stops, so the yes outlives a crash only until the node runs again
-(the planner would then reach those literals on a direct ReachGoal meanwhile).
+Confirmations carry their question (issue 31): the planner checks the id with the oversight node
+and uses it up (one yes, one execution; it expires with its question). This node writes no
+confirmation anywhere, so a kill of it (or of the planner) at any moment leaves nothing that a
+later ReachGoal could use. (Earlier versions wrote the yes into the planner's knowledge base for
+the duration of the task; such a leftover is withdrawn when this node starts.)
 
 Not started by a plain `task-learning bringup` or the default launch (config/bringup.yaml,
 `default: false`): name it, e.g. `task-learning bringup --nodes oversight perception planner
@@ -36,10 +35,9 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from task_learning.anticipation.proposals import KB_TASK, proposal_question
+from task_learning.anticipation.proposals import KB_TASK
 from task_learning.errors import TaskLearningError
-from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, LearnedGoal, lift_literals, resolve_db_path
-from task_learning.planning.executor import type_index
+from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, resolve_db_path
 from task_learning.planning.stop import StopToken
 from task_learning.safe_text import printable
 from task_learning.types import GoalLiteral
@@ -50,12 +48,13 @@ from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 from task_learning_nodes.planner import RosWorld
+from task_learning_nodes.qos import action_qos_kwargs, service_qos
 
 PARAMETERS = (
     Param("db_path", DEFAULT_DB, "The planner's knowledge base (its db_path): the "
-          "routines of experience, the questions asked, and the confirmed goal of a task the planner is "
-          "performing; default $ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; "
-          "relative paths are relative to the node's working directory"),
+          "routines of experience and the questions asked; default "
+          "$ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; relative paths "
+          "are relative to the node's working directory"),
     Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE"),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
@@ -64,6 +63,8 @@ PARAMETERS = (
           min=0.1, max=3600.0),
     Param("reach_timeout_s", 300.0, "Seconds the planner may take for one confirmed task", min=1.0,
           max=86400.0),
+    Param("stack_key_file", "", "Key file the stack's nodes sign their questions with (the oversight "
+          "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
     *LLM_ENDPOINT_PARAMS,
 )
 
@@ -76,7 +77,8 @@ class GraphWorld(RosWorld):
 
 
 def withdraw_anticipated_confirmations(kb: KnowledgeBase) -> int:
-    """Withdraw every confirmation of an anticipated task's goal (left by a kill mid-task)."""
+    """Withdraw every confirmation of an anticipated task's goal (left by a kill mid-task of a
+    version of this node that still wrote them)."""
     left = [g for g in kb.goals() if g.task == KB_TASK and g.confirmed]
     for goal in left:
         kb.set_confirmation(KB_TASK, goal.context, Confirmation.NONE)
@@ -92,9 +94,13 @@ class AnticipationNode(Node):
         self.group = ReentrantCallbackGroup()
         self.wait_s = float(self.params["service_timeout_s"])
         self.reach_timeout_s = float(self.params["reach_timeout_s"])
-        self.query = self.create_client(QueryWorld, self.params["query_world_service"], callback_group=self.group)
-        execute = self.create_client(ExecuteAction, self.params["execute_action_service"], callback_group=self.group)
-        self.reach = ActionClient(self, ReachGoal, self.params["reach_goal_action"], callback_group=self.group)
+        qos = service_qos()
+        self.query = self.create_client(QueryWorld, self.params["query_world_service"], qos_profile=qos,
+                                        callback_group=self.group)
+        execute = self.create_client(ExecuteAction, self.params["execute_action_service"], qos_profile=qos,
+                                     callback_group=self.group)
+        self.reach = ActionClient(self, ReachGoal, self.params["reach_goal_action"], callback_group=self.group,
+                                  **action_qos_kwargs())
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
         self._stop = threading.Event()  # the node stops
         self._cancel = threading.Event()  # the running day was cancelled
@@ -103,10 +109,14 @@ class AnticipationNode(Node):
         self._busy = threading.Lock()
         from task_learning_nodes.oversight_client import OversightClient
 
+        from task_learning.oversight.pairing import StackKey
+
         self.oversight = OversightClient(self, name="anticipation", service_wait_s=self.wait_s,
-                                         should_stop=self.stopping)
+                                         should_stop=self.stopping, asker="anticipation",
+                                         stack_key=StackKey.load_or_create(
+                                             str(self.params["stack_key_file"]) or None))
         self._withdraw_left_confirmations("start")
-        self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day,
+        self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day, **action_qos_kwargs(),
                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
                                     callback_group=self.group)
         self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params['db_path'])}, llm {self.params['llm']})")
@@ -141,14 +151,11 @@ class AnticipationNode(Node):
         return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
 
     def stop_work(self) -> None:
-        """A signal: questions waiting end unconfirmed; no confirmation outlives the node."""
+        """A signal: questions waiting end unconfirmed (and are withdrawn), and the planner's goal
+        in flight is cancelled before its next action."""
         self._stop.set()
         self._day_stop.request("the anticipation node is stopping")
         self._cancel_reach()
-        try:
-            self._withdraw_left_confirmations("stop")
-        except Exception as exc:  # the file may be gone; nothing to withdraw then
-            self.get_logger().warning(f"stop: {exc}")
 
     def require(self) -> None:
         """Fails with one clear line when the perception, planner or oversight node is not there."""
@@ -214,7 +221,7 @@ class AnticipationNode(Node):
 
         with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
             seed_experience(kb, cfg)
-            perform = PlannerPerformer(self, kb, tag, on_event=event)
+            perform = PlannerPerformer(self, on_event=event)
             day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,
                                 operator=self.oversight, kb=kb, seed=int(request.seed), question_suffix=tag,
                                 world=self.world, perform=perform, stop=self._day_stop)
@@ -223,38 +230,28 @@ class AnticipationNode(Node):
 
 
 class PlannerPerformer:
-    """Performs a confirmed task through the planner's ReachGoal (see the module's docstring).
-    `kb` must be the planner's knowledge base (its db_path); `tag` says which day the yes was for."""
+    """Performs a confirmed task through the planner's ReachGoal, with the oversight node's
+    confirmation id of the operator's yes (see the module's docstring)."""
 
-    def __init__(self, node: AnticipationNode, kb: KnowledgeBase, tag: str = "", on_event: Any = None) -> None:
+    def __init__(self, node: AnticipationNode, on_event: Any = None) -> None:
         self.node = node
-        self.kb = kb
-        self.tag = tag
         self.on_event = on_event or (lambda _text: None)
 
-    def __call__(self, task: str, literals: list[GoalLiteral]) -> dict[str, Any]:
+    def __call__(self, task: str, literals: list[GoalLiteral], confirmation_id: str) -> dict[str, Any]:
         if self.node.stopping():
             return {"task": task, "success": False, "actions": 0, "policy_reused": False,
                     "message": "not sent to the planner: the day was stopped", "via": "planner"}
-        type_of, _ = type_index(self.node.world.metadata)
-        obj = literals[0].args[0]
-        context = f"{task}{self.tag}"
-        self.kb.learn_goal(LearnedGoal(
-            task=KB_TASK, context=context, object_type=type_of.get(obj, obj), text=task,
-            literals=lift_literals(literals, obj, type_of), condition="anticipation",
-            confirmation=Confirmation.OPERATOR_YES,
-            provenance={"source": "anticipation", "question": proposal_question(task) + self.tag}))
         try:
-            success, actions, message = self._reach(literals)
+            success, actions, message = self._reach(literals, confirmation_id)
         finally:
-            self.kb.set_confirmation(KB_TASK, context, Confirmation.NONE)  # one yes, one execution
             self.node.world.refresh()
         self.on_event(f"performed {task}: {'done' if success else message}")
         return {"task": task, "success": success, "actions": actions, "policy_reused": False,
                 "message": message, "via": "planner"}
 
-    def _reach(self, literals: list[GoalLiteral]) -> tuple[bool, int, str]:
-        goal = ReachGoal.Goal(goal=[convert.goal_literal_to_msg(lit) for lit in literals])
+    def _reach(self, literals: list[GoalLiteral], confirmation_id: str) -> tuple[bool, int, str]:
+        goal = ReachGoal.Goal(goal=[convert.goal_literal_to_msg(lit) for lit in literals],
+                              confirmation_id=confirmation_id)
         client = self.node.reach
         future = client.send_goal_async(goal)
         if wait_for_future(future, self.node.wait_s, alive=client.server_is_ready) != "done":

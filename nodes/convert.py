@@ -536,6 +536,7 @@ def confirmation_request_to_msg(request: ConfirmationRequest) -> m.ConfirmationR
         candidates=[goal_candidate_to_msg(c) for c in request.candidates],
         wants_description=bool(request.wants_description),
         timeout_s=float(request.timeout_s),
+        asked_by=request.asked_by,
         deadline=float(request.deadline),
     )
 
@@ -550,6 +551,7 @@ def confirmation_request_from_msg(msg: m.ConfirmationRequest) -> ConfirmationReq
         candidates=[goal_candidate_from_msg(c) for c in msg.candidates],
         wants_description=msg.wants_description,
         timeout_s=msg.timeout_s,
+        asked_by=msg.asked_by,
         deadline=msg.deadline,
     )
 
@@ -557,7 +559,8 @@ def confirmation_request_from_msg(msg: m.ConfirmationRequest) -> ConfirmationReq
 def confirmation_answer_to_msg(answer: ConfirmationAnswer) -> m.ConfirmationAnswer:
     return m.ConfirmationAnswer(request_id=answer.request_id, answer=answer.answer.value,
                                 description=answer.description, answered_by=answer.operator,
-                                stamp=time_to_msg(answer.stamp))
+                                stamp=time_to_msg(answer.stamp), client=answer.client,
+                                confirmation_id=answer.confirmation_id)
 
 
 def confirmation_answer_from_msg(msg: m.ConfirmationAnswer) -> ConfirmationAnswer:
@@ -568,7 +571,7 @@ def confirmation_answer_from_msg(msg: m.ConfirmationAnswer) -> ConfirmationAnswe
         raise ValueError(f"confirmation {msg.request_id!r}: unknown answer {msg.answer!r} "
                          f"(expected one of {[a.value for a in AnswerKind]})") from None
     return ConfirmationAnswer(msg.request_id, kind, msg.description, msg.answered_by,
-                              time_from_msg(msg.stamp))
+                              time_from_msg(msg.stamp), msg.client, msg.confirmation_id)
 
 
 # ---------------------------------------------------------------------------------------------

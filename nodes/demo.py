@@ -168,7 +168,7 @@ def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: s
         command += [BRINGUP_LLM_OPTIONS[option], value]
     procs = [_start(command, logs / f"bringup_{label}.log")]
     if condition.endswith("+O"):
-        procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60"],
+        procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60", "--db", str(db)],
                             logs / f"operator_{label}.log"))
     try:
         task = load_scene(scene).task

@@ -62,6 +62,8 @@ planner_node = NodeEntry("task_learning_nodes.planner")
 anticipation_node = NodeEntry("task_learning_nodes.anticipation")
 llm_server_node = NodeEntry("task_learning_nodes.llm_server")
 synthetic_robot_node = NodeEntry("task_learning_nodes.synthetic_robot")
+live_view_node = NodeEntry("task_learning_nodes.live_view")
+web_operator_node = NodeEntry("task_learning_nodes.web_operator")
 
 
 if __name__ == "__main__":

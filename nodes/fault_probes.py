@@ -273,7 +273,7 @@ def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[
             procs = [subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db), *permissive], stdout=out,
                                       stderr=subprocess.STDOUT, env=env, start_new_session=True)]
             if condition.endswith("+O"):
-                procs.append(subprocess.Popen(cli + ["operator", "--simulated", SCENE, "--wait", "60"], stdout=out,
+                procs.append(subprocess.Popen(cli + ["operator", "--simulated", SCENE, "--wait", "60", "--db", str(db)], stdout=out,
                                               stderr=subprocess.STDOUT, env=env, start_new_session=True))
             try:
                 status, res = c.goal(PerformTask, "perform_task",
@@ -406,10 +406,13 @@ def main(argv: list[str] | None = None) -> int:
     log = open(workdir / "ros_bringup.log", "w", encoding="utf-8")  # noqa: SIM115 - the bringup outlives a with block
     cli = [sys.executable, "-m", "task_learning.cli"]
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
-    bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros.sqlite"), "--keep-going"],
+    db = workdir / "ros.sqlite"
+    bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db), "--keep-going"],
                                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     client = Client()
-    probes: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+    from task_learning_nodes import oversight_probes
+
+    probes: list[tuple[str, Callable[[], Any]]] = [
         ("query_world with a 2 MB query", lambda: probe_query_size(client)),
         ("execute_action forceAction '{not json'", lambda: probe_force_action_json(client)),
         ("execute_action Reset / ChangeResolution / TeleportFull", lambda: probe_simulator_commands(client)),
@@ -420,13 +423,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args.fast:
         probes.append(("perform_task canceled", lambda: probe_cancel(client)))
     probes.append(("oversight: 12 questions with timeout inf", lambda: probe_oversight_exhaustion(client)))
+    probes += oversight_probes.graph_probes(client, db, env, fast=args.fast)
     try:
         for name, probe in probes:
             try:
-                out = probe()
+                outs = probe()
             except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding, not the end
-                out = result(name, False, f"{type(exc).__name__}: {exc}")
-            print(json.dumps(out), flush=True)
+                outs = result(name, False, f"{type(exc).__name__}: {exc}")
+            for out in outs if isinstance(outs, list) else [outs]:  # a probe may report several cases
+                print(json.dumps(out), flush=True)
         print(json.dumps(probe_stop(bringup)), flush=True)
         print(json.dumps(probe_backend_choice(cli, env, workdir)), flush=True)
         if not args.fast:  # a fresh graph (a fresh world) for the kill
@@ -452,6 +457,25 @@ def main(argv: list[str] | None = None) -> int:
                         os.killpg(graph.pid, signal.SIGKILL)
                         graph.wait()
             print(json.dumps(out_kill), flush=True)
+        if not args.fast:  # a fresh graph for the stopped oversight node
+            name = "oversight SIGSTOPped during perform_task"
+            with open(workdir / "ros_stop.log", "w", encoding="utf-8") as stop_log:
+                graph = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros_stop.sqlite"),
+                                                "--keep-going"], stdout=stop_log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+                try:
+                    out = oversight_probes.probe_oversight_stopped(client, graph)
+                except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding
+                    out = result(name, False, f"{type(exc).__name__}: {exc}")
+                finally:
+                    if graph.poll() is None:
+                        graph.send_signal(signal.SIGINT)
+                    try:
+                        graph.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(graph.pid, signal.SIGKILL)
+                        graph.wait()
+            print(json.dumps(out), flush=True)
         if not args.fast:  # a graph of its own, started twice on one knowledge base
             name = "PerformTask STARS, then STARS+O on its goals"
             try:

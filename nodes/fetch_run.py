@@ -105,7 +105,8 @@ def run_synthetic_fetch(scene_name: str, condition: str, db: str, *, llm: str = 
                 "--param", "perception.max_frame_age_s:=3.0"], logdir / "bringup.log"),
     ]
     if condition.endswith("+O") and operator == "simulated":
-        procs.append(_start([cli, "operator", "--simulated", scene_name, "--wait", "60"], logdir / "operator.log"))
+        procs.append(_start([cli, "operator", "--simulated", scene_name, "--wait", "60", "--db", str(db)],
+                            logdir / "operator.log"))
     watch = GraphWatch()
     try:
         world = watch.wait_for_objects(len(scene.objects), timeout_s=120.0)

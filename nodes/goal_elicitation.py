@@ -14,6 +14,13 @@ The world comes from the `world_state` topic (perception); until something arriv
 (`OversightClient`). Bad LLM output or a dead endpoint ends as a failed result with a clear
 message, counted in the usage; the node keeps serving. One elicitation runs at a time so the
 usage attributed to an object is that object's alone.
+
+Cancel ends the whole goal: elicitation stops at its next stage, a question waiting for the
+operator is withdrawn from the oversight node (it leaves the pending list; a late answer is
+refused and never remembered), and the client gets a canceled result. An oversight node that does
+not answer ends the goal with `failed_node` "oversight", so the planner ends its task naming it
+rather than eliciting the next object. The operator's yes comes back as the oversight node's
+confirmation id, which the planner checks.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
+from task_learning.planning.stop import DependencyFailed, RunStopped
 from task_learning.safe_text import printable
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.elicit import ElicitationResult, elicit_goal
@@ -34,7 +42,7 @@ from task_learning.stars.tree import TreeSettings
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal
 from task_learning_nodes import convert
-from task_learning_nodes.node_base import LatestWorldState, run_node
+from task_learning_nodes.node_base import LatestWorldState, run_node, shutdown_requested
 from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 
 NODE_NAME = "goal_elicitation"
@@ -61,6 +69,10 @@ PARAMETERS = (
           "last state on start; only matches a transient-local publisher"),
     Param("oversight_timeout_s", 120.0, "Seconds the operator gets per question in the +O "
           "conditions (through oversight_node)", min=0.1, max=86400.0),
+    Param("oversight_wait_s", 5.0, "Seconds to wait for the oversight node's services before a +O "
+          "goal fails naming it", min=0.1, max=3600.0),
+    Param("stack_key_file", "", "Key file the stack's nodes sign their questions with (the oversight "
+          "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
     *LLM_ENDPOINT_PARAMS,
 )
 
@@ -84,8 +96,22 @@ class GoalElicitationNode(Node):
         self.templates = load_templates()  # ConfigError names the file and key
         self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None,
                                   **llm_client_options(values))
+        # The STARS tree as it grows and every LLM call, on the graph (recorders, the live view).
+        from task_learning.episode.bus import EpisodeBus
+        from task_learning.episode.messages import LLM_CALLS, STARS_TREE
+        from task_learning.episode.observe import LLMCallPublisher
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode = EpisodeBus([RosSink(self, {STARS_TREE, LLM_CALLS})])
+        self.client.recorder = LLMCallPublisher(self._episode, then=self.client.recorder)
         self.location = str(get("location") or "")
         self.oversight_timeout_s = float(get("oversight_timeout_s"))
+        self.oversight_wait_s = float(get("oversight_wait_s"))
+        from task_learning.oversight.pairing import StackKey
+
+        self.stack_key = StackKey.load_or_create(str(get("stack_key_file")) or None)
+        self._cancelled: set[bytes] = set()  # goal ids whose cancel was requested
+        self._current: bytes | None = None
         self._scene: Any = None
         initial: dict[str, Any] | None = None
         scene = str(get("scene") or "")
@@ -102,14 +128,24 @@ class GoalElicitationNode(Node):
                                       transient_local=bool(get("world_state_transient_local")),
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=MutuallyExclusiveCallbackGroup())
+        from task_learning_nodes.qos import action_qos_kwargs
+
         self._server = ActionServer(self, LearnGoal, str(get("action_name")), self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
-                                    cancel_callback=lambda _goal: CancelResponse.REJECT,
-                                    callback_group=ReentrantCallbackGroup())
+                                    cancel_callback=self._on_cancel,
+                                    callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
         self.get_logger().info(
             f"serving {get('action_name')}: llm {get('llm')}, default condition "
             f"{self.default_condition.value}, world from {get('world_state_topic')} "
             f"({self.world.source} until then), grounding in-process")
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the LLM endpoint (reachable? latency) and where the world comes from."""
+        from task_learning.diagnostics import Check, Level, llm_check
+
+        world = Check("world", Level.OK if self.world.get() is not None else Level.WARN,
+                      f"world from {self.world.source}")
+        return [llm_check(self.client), world]
 
     # ------------------------------------------------------------------ inputs
     def _operator_for(self) -> Any:
@@ -117,19 +153,48 @@ class GoalElicitationNode(Node):
             from task_learning_nodes.oversight_client import OversightClient
 
             self._operator = OversightClient(self, name="goal_elicitation",
-                                             default_timeout_s=self.oversight_timeout_s)
+                                             default_timeout_s=self.oversight_timeout_s,
+                                             service_wait_s=self.oversight_wait_s,
+                                             should_stop=self._stopping, asker="goal_elicitation",
+                                             stack_key=self.stack_key)
         return self._operator
+
+    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
+        self._cancelled.add(bytes(goal_handle.goal_id.uuid))
+        return CancelResponse.ACCEPT
+
+    def _stopping(self) -> bool:
+        """The running goal was cancelled (or the node stops): its question is withdrawn."""
+        return shutdown_requested() or (self._current is not None and self._current in self._cancelled)
 
     # ------------------------------------------------------------------ the action
     def _execute(self, goal_handle: Any) -> LearnGoal.Result:
         goal = goal_handle.request
         result = LearnGoal.Result()
+        goal_id = bytes(goal_handle.goal_id.uuid)
         with self._run_lock:
+            self._current = goal_id
             # An endpoint that stopped serving an earlier goal (a restarted LLM server) gets a
             # fresh chance: this goal fails on its own if it is still down.
             self.client.reset_breaker()
             try:
                 outcome = self._elicit(goal, goal_handle)
+            except RunStopped as exc:
+                result.success = False
+                result.message = f"canceled: {printable(str(exc), 300)}; no goal learned"
+                self.get_logger().info(f"LearnGoal {goal.object_id!r}: {result.message}")
+                if goal_handle.is_cancel_requested:
+                    goal_handle.canceled()
+                else:
+                    goal_handle.abort()
+                return result
+            except DependencyFailed as exc:
+                result.success = False
+                result.failed_node = "oversight"
+                result.message = printable(str(exc), 500)
+                self.get_logger().error(f"LearnGoal {goal.object_id!r}: {result.message}")
+                goal_handle.abort()
+                return result
             except TaskLearningError as exc:
                 result.success = False
                 result.message = f"error: {printable(str(exc), 500)}"
@@ -142,6 +207,9 @@ class GoalElicitationNode(Node):
                 self.get_logger().error(f"LearnGoal {goal.object_id!r} failed:\n{traceback.format_exc()}")
                 goal_handle.abort()
                 return result
+            finally:
+                self._current = None
+                self._cancelled.discard(goal_id)
         self._fill(result, outcome)
         self._feedback(goal_handle, "done", len(outcome.candidates), outcome)
         if result.success:
@@ -163,16 +231,25 @@ class GoalElicitationNode(Node):
         if not context and flags(condition).user_context and self._scene is not None:
             context = list(self._scene.context)
         operator = self._operator_for() if flags(condition).oversight else None
+        if operator is not None and not operator.available(self.oversight_wait_s):
+            # Before any LLM call: with nobody to confirm, eliciting would be wasted work.
+            raise DependencyFailed(f"the oversight node is not running (no oversight/confirm service "
+                                   f"after {self.oversight_wait_s:g} s)")
 
         def on_stage(stage: str, counts: Any) -> None:
+            if self._stopping():
+                raise RunStopped("canceled by the client")
             self._feedback(goal_handle, STAGE_NAMES.get(stage, stage), int(counts.get("candidates", 0)), None)
 
         self._feedback(goal_handle, "retrieve", 0, None)
-        outcome = elicit_goal(goal.task or getattr(self._scene, "task", ""), object_id, world, self._scene,
+        from task_learning.episode.observe import StarsTreePublisher
+
+        task = goal.task or getattr(self._scene, "task", "")
+        outcome = elicit_goal(task, object_id, world, self._scene,
                               condition, self.client, location=self.location or None,
                               system_context=context if flags(condition).user_context else [],
                               templates=self.templates, settings=self.settings, operator=operator,
-                              on_stage=on_stage)
+                              on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task))
         # The endpoint stopped serving (a dead or hung LLM server): the goal fails with that
         # reason, which the planner recognises (LLM_UNAVAILABLE) and ends its task with.
         self.client.raise_if_unavailable()
@@ -201,6 +278,10 @@ class GoalElicitationNode(Node):
         result.usage = convert.llm_usage_to_msg(outcome.usage)
         result.counts = convert.elicitation_counts_to_msg(_counts(outcome))
         if outcome.oversight is not None:
+            if outcome.chosen is not None:
+                result.confirmation_id = outcome.oversight.confirmation_id
+            # Who the oversight node says answered (a paired operator); the planner takes the name
+            # from its own check of confirmation_id, not from this field.
             result.confirmed_by = outcome.oversight.confirmed_by
             result.oversight_status = outcome.oversight.status.value
 

@@ -46,6 +46,23 @@ PARAMETERS = (
 )
 
 
+MAX_FIELD_CHARS = 200  # task, location, object_id
+MAX_SENTENCE_CHARS = 100_000  # the goal sentence analysed (a long one still gets a verdict)
+
+
+def _size_problem(request: AnalyzeGoal.Request) -> str:
+    """Why a request is refused for its size (field and length), or ""."""
+    for name in ("task", "location", "object_id"):
+        value = getattr(request, name)
+        if len(value) > MAX_FIELD_CHARS:
+            return f"{name}: {len(value)} characters, at most {MAX_FIELD_CHARS}"
+    if len(request.candidate.text) > MAX_SENTENCE_CHARS:
+        return f"candidate.text: {len(request.candidate.text)} characters, at most {MAX_SENTENCE_CHARS}"
+    if len(request.candidate.mismatches) > 100 or len(request.candidate.literals) > 100:
+        return "candidate: at most 100 mismatches and 100 literals"
+    return ""
+
+
 class GroundingNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
@@ -63,10 +80,19 @@ class GroundingNode(Node):
                                       transient_local=bool(get("world_state_transient_local")),
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=group)
+        from task_learning_nodes.qos import service_qos
+
         self.create_service(AnalyzeGoal, str(get("service_name")), self._on_analyze,
-                            callback_group=group)
+                            qos_profile=service_qos(), callback_group=group)
         self.get_logger().info(f"serving {get('service_name')}; world state from "
                                f"{get('world_state_topic')} ({self.world.source} until then)")
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the world analysed against (the grounding knowledge loaded at start)."""
+        from task_learning.diagnostics import Check, Level
+
+        return [Check("world", Level.OK if self.world.get() is not None else Level.WARN,
+                      f"world from {self.world.source}")]
 
     def _resolve_context(self, state: WorldState, name: str) -> str:
         if not name or any(o.object_id == name for o in state.objects):
@@ -77,6 +103,12 @@ class GroundingNode(Node):
 
     def _on_analyze(self, request: AnalyzeGoal.Request,
                     response: AnalyzeGoal.Response) -> AnalyzeGoal.Response:
+        problem = _size_problem(request)
+        if problem:  # refused before anything is copied or analysed (a 5 MB field is not echoed)
+            response.success = False
+            response.message = problem
+            self.get_logger().warning(f"bad AnalyzeGoal request: {problem}", throttle_duration_sec=1.0)
+            return response
         response.candidate = request.candidate
         state = self.world.get()
         if state is None:
@@ -85,8 +117,6 @@ class GroundingNode(Node):
                                 "and no scene parameter")
             return response
         try:
-            if len(request.object_id) > 200:
-                raise ValueError(f"object_id: {len(request.object_id)} characters, at most 200")
             candidate = convert.goal_candidate_from_msg(request.candidate)
             context = self._resolve_context(state, request.object_id.strip())
             analysis = analyze_goal(candidate.text, state, context or None, self.knowledge)

@@ -21,12 +21,18 @@
   `ros2 launch` gives before SIGTERM), every thread's stack goes to stderr and the process exits
   with code 1, so a hang names itself instead of waiting for SIGKILL
   (task_learning.stop_deadline says why that is not faulthandler's watchdog alone).
+- Diagnostics: a node with a `diagnostics()` method (returning task_learning.diagnostics.Check
+  rows: LLM endpoint, knowledge base, world, operator queue) gets its checks published every
+  DIAGNOSTICS_PERIOD_S on `/diagnostics` (diagnostic_msgs/DiagnosticArray, one status per check
+  named "<node>: <check>", what rqt_robot_monitor and Foxglove read), from a timer of its own so a
+  slow check (an endpoint probe) never holds the node's callbacks.
 - A node that cannot start because of bad parameters or configuration raises TaskLearningError
   or ValueError from its constructor (rclpy raises ParameterException for a value of the wrong
   type): one clear error line, exit code 2, no traceback.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -35,6 +41,7 @@ from typing import Any, Callable, Sequence
 import rclpy
 import rclpy.action
 from rclpy.exceptions import NameValidationException, ParameterException
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -50,10 +57,13 @@ EXIT_BAD_CONFIG = 2
 
 SIGNAL_POLL_S = 0.2  # how often the main thread looks for a stop signal
 SPIN_SLICE_S = 0.1  # how long the worker's wait may last before it looks at the stop event
+DIAGNOSTICS_PERIOD_S = 1.0  # how often /diagnostics is published (a dead LLM endpoint shows within 2 s)
+DIAGNOSTICS_TOPIC = "/diagnostics"
 SHUTDOWN_LIMIT_S = 9.0  # above the planner's stop_work grace (4 + 4 s), below the 10 s after which
 #                         launch sends SIGTERM (config/bringup.yaml)
 
 _stop_event = threading.Event()
+RCLError = _rclpy.RCLError
 
 
 def request_shutdown() -> None:
@@ -133,6 +143,18 @@ def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] 
     return "done"
 
 
+def init_problem(exc: BaseException) -> str:
+    """What went wrong when rcl would not initialise, in one line a user can act on."""
+    if os.environ.get("ROS_SECURITY_ENABLE", "").lower() == "true":
+        keystore = os.environ.get("ROS_SECURITY_KEYSTORE") or "(ROS_SECURITY_KEYSTORE not set)"
+        enclave = os.environ.get("ROS_SECURITY_ENCLAVE_OVERRIDE") or "none given"
+        return (f"ROS security is enabled (ROS_SECURITY_ENABLE=true) but could not be set up for this node "
+                f"(keystore {keystore}, enclave {enclave}: start it with --ros-args --enclave "
+                f"/task_learning/<node>; the PyPI Fast DDS has no security plugins). Unset ROS_SECURITY_ENABLE, "
+                f"or see docs/safety.md, 'Locking the graph down' ({exc})")
+    return f"rcl could not be initialised ({exc}); check the ROS_* environment variables and --ros-args"
+
+
 class DrainingExecutor(MultiThreadedExecutor):
     """A MultiThreadedExecutor whose shutdown lets the callbacks already handed to its threads
     finish before it destroys its guard condition.
@@ -173,8 +195,13 @@ def run_node(
     if signals is None:
         signals = StopSignals()
         signals.install()
-    rclpy.init(args=list(args) if args is not None else sys.argv,
-               signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=list(args) if args is not None else sys.argv,
+                   signal_handler_options=SignalHandlerOptions.NO)
+    except RCLError as exc:  # e.g. ROS security on without a usable enclave: one line, no traceback
+        signals.restore()
+        print(f"[{name or 'node'}] cannot start: {init_problem(exc)}", file=sys.stderr, flush=True)
+        return EXIT_BAD_CONFIG
     node: Node | None = None
     executor: DrainingExecutor | None = None
     worker: threading.Thread | None = None
@@ -189,8 +216,11 @@ def run_node(
             logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
             logger.error(f"cannot start: {exc}")
             return EXIT_BAD_CONFIG
-        # A node that must serve more callbacks at once than the default says how many.
-        executor = DrainingExecutor(num_threads=num_threads or getattr(node, "executor_threads", None))
+        diagnostics = DiagnosticsPublisher.attach(node)
+        # A node that must serve more callbacks at once than the default says how many (the
+        # diagnostics timer takes one more).
+        threads = num_threads or getattr(node, "executor_threads", None)
+        executor = DrainingExecutor(num_threads=(threads + 1) if threads and diagnostics else threads)
         executor.add_node(node)
 
         def spin() -> None:
@@ -236,6 +266,44 @@ def run_node(
     return code
 
 
+class DiagnosticsPublisher:
+    """Publishes a node's `diagnostics()` checks on /diagnostics, from a timer in a callback group
+    of its own. A check that raises is reported as an ERROR status naming the exception."""
+
+    def __init__(self, node: Node, checks: Callable[[], Sequence[Any]], period_s: float = DIAGNOSTICS_PERIOD_S) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+        self._node = node
+        self._checks = checks
+        self._array = DiagnosticArray
+        self.publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.timer = node.create_timer(period_s, self.publish, callback_group=MutuallyExclusiveCallbackGroup())
+
+    @classmethod
+    def attach(cls, node: Node) -> "DiagnosticsPublisher | None":
+        checks = getattr(node, "diagnostics", None)
+        return cls(node, checks) if callable(checks) else None
+
+    def publish(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+        from task_learning.diagnostics import Check, Level
+
+        name = self._node.get_name()
+        try:
+            checks = list(self._checks())
+        except Exception as exc:  # a broken check is itself a diagnosis
+            checks = [Check("diagnostics", Level.ERROR, f"checks failed: {type(exc).__name__}: {exc}")]
+        array = self._array()
+        array.header.stamp = self._node.get_clock().now().to_msg()
+        array.status = [DiagnosticStatus(level=bytes([int(c.level)]), name=f"{name}: {c.name}",
+                                         message=str(c.message)[:500], hardware_id=name,
+                                         values=[KeyValue(key=str(k), value=str(v)) for k, v in c.values.items()])
+                        for c in checks]
+        self.publisher.publish(array)
+
+
 class LatestWorldState:
     """The most recent world state from perception's `world_state` topic, converted once on
     arrival (to whatever form the node works with), or an initial value (a scene's start) until
@@ -253,6 +321,7 @@ class LatestWorldState:
         self._lock = threading.Lock()
         self._value = initial
         self.source = initial_source
+        self.received_at: float | None = None  # time.monotonic() of the last message (diagnostics)
         node.create_subscription(WorldStateMsg, topic, self._on_message,
                                  world_state_subscription(transient_local),
                                  callback_group=callback_group)
@@ -266,6 +335,7 @@ class LatestWorldState:
         with self._lock:
             self._value = value
             self.source = "world_state topic"
+            self.received_at = time.monotonic()
 
     def get(self) -> Any:
         with self._lock:

@@ -123,15 +123,35 @@ class PerceptionNode(Node):
             from task_learning_nodes.camera_topics import CameraTopics
 
             self.camera = CameraTopics(self, qos, str(get("camera_frame_id")), self.frame_id)
-        self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, callback_group=group)
-        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, callback_group=group)
-        self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, callback_group=group)
+        # Sized for bursts (a thousand QueryWorld at once are all answered, none dropped).
+        from task_learning_nodes.qos import service_qos
+
+        qos = service_qos()
+        self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, qos_profile=qos, callback_group=group)
+        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, qos_profile=qos, callback_group=group)
+        self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, qos_profile=qos,
+                            callback_group=group)
         if rate > 0:
             self.create_timer(1.0 / rate, self.publish_world, callback_group=group)
         self.publish_world()
         self.get_logger().info(
             f"backend {self.backend_name}, scene {self.scene_name}: "
             f"{len(self.backend.metadata.get('objects') or [])} objects; world_state at {rate:g} Hz")
+
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the world backend alive (the simulator process, the camera frames)."""
+        from task_learning.diagnostics import Check, Level
+
+        values = {"backend": self.backend_name, "scene": self.scene_name}
+        exit_code = getattr(self.backend, "_exit_code", None)
+        code = exit_code() if callable(exit_code) else None
+        if code is not None:
+            return [Check("world", Level.ERROR, f"the simulator exited (code {code})", values)]
+        status = str(self.backend.metadata.get("perceptionStatus") or "")
+        if status:
+            return [Check("world", Level.WARN, status, values)]
+        camera = " with camera" if self.camera is not None or self.backend_name == "fetch" else ""
+        return [Check("world", Level.OK, f"{self.backend_name} world alive{camera}", values)]
 
     # -- world state ----------------------------------------------------------------------------
 

@@ -20,6 +20,14 @@ Safety (issue 10):
 - with `require_confirmation` (default true) or a +O condition, a goal no operator confirmed is
   put to the oversight node before it moves (refused when no oversight node is reachable), and
   ReachGoal only reaches literals a confirmed goal covers;
+- confirmations carry their question (issue 31): a goal goal elicitation returns as confirmed is
+  taken as confirmed only when the oversight node vouches for its confirmation id (signed reply,
+  used up once, for exactly that goal); a ReachGoal with a confirmation id reaches only literals
+  of the candidate that confirmation was given for. Nothing another node writes into this
+  node's knowledge base stands in for that. The planner's own questions (a stored goal nobody
+  confirmed, an imported policy before it is replayed, new productions) count only when the
+  oversight node vouches, on the same check, that a paired operator answered them;
+- a node that stops answering (oversight, goal elicitation, perception) ends the task naming it;
 - every request is validated: sizes, enums, truth values, scenes by name only (a path only
   with `allow_scene_paths`).
 """
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -37,12 +46,19 @@ from rclpy.node import Node
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
+from task_learning.episode.observe import ObservedWorld
 from task_learning.errors import LLM_UNAVAILABLE, TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
 from task_learning.llm_state.strategy import STRATEGIES
 from task_learning.oversight.flow import OversightCounts, OversightStatus
-from task_learning.planning.confirmation import GoalConfirmer, goal_covered, requires_confirmation
+from task_learning.planning.confirmation import (
+    GoalConfirmer,
+    confirmation_mismatch,
+    goal_covered,
+    literals_confirmed,
+    requires_confirmation,
+)
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import TaskLearner
@@ -60,7 +76,7 @@ from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.qos import latched
+from task_learning_nodes.qos import action_qos_kwargs, latched, service_qos
 
 # Writable (read_only=False): read at each goal, so `ros2 param set` takes effect from the next
 # one. The rest shape clients, publishers or the safety policy at start, and stay read-only.
@@ -89,6 +105,10 @@ PARAMETERS = (
           read_only=False),
     Param("llm_state_topic", "llm_state", "With strategy llm_state: its open state (LLMState) is "
           "published here, latched, after every rebuild"),
+    Param("episode_dir", "", "Folder where each PerformTask is recorded as one MCAP episode "
+          "(episode-<time>-<scene>.mcap: the graph's topics, LLM calls, questions and answers, actions, "
+          "knowledge-base changes; `task-learning replay` runs it again); empty: not recorded",
+          read_only=False),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
@@ -114,12 +134,15 @@ PARAMETERS = (
     Param("productions_ask_operator", True, "With productions_require_approval: before a PerformTask, new "
           "(unapproved) productions are put to the operator through the oversight node, one yes/no question per "
           "task family; only a yes approves (a no, a timeout or no oversight node leaves them unused)"),
+    Param("stack_key_file", "", "Key file the stack's nodes sign their questions and confirmation checks "
+          "with (the oversight node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
     *LLM_ENDPOINT_PARAMS,
 )
 
 # Which node serves what the planner waits for (named in every error about it).
 NODE_OF = {"query_world": "perception", "execute_action": "perception",
-           "learn_goal": "goal_elicitation", "oversight/confirm": "oversight"}
+           "learn_goal": "goal_elicitation", "oversight/confirm": "oversight",
+           "check_confirmation": "oversight"}
 MAX_TEXT_CHARS = 200  # task, scene, condition, subtask, predicate and argument strings
 MAX_SUBTASKS = 64
 SCENE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
@@ -234,11 +257,13 @@ class RosWorld:
 
 @dataclass
 class RemoteOversight:
-    """What the loop reads of an oversight outcome, rebuilt from a LearnGoal result."""
+    """What the loop reads of an oversight outcome, rebuilt from a LearnGoal result: confirmed
+    only when the oversight node vouched for the result's confirmation id."""
 
     counts: OversightCounts
     confirmed: bool
-    confirmed_by: str = ""
+    confirmed_by: str = ""  # the paired operator the oversight node named when it vouched
+    provenance: dict[str, Any] = field(default_factory=dict)  # that confirmation's question, client, time
     status: OversightStatus | None = None
 
 
@@ -266,10 +291,13 @@ class PlannerNode(Node):
         super().__init__("planner", **kwargs)
         declare_parameters(self, PARAMETERS)
         self.group = ReentrantCallbackGroup()
-        self._query = self.create_client(QueryWorld, self._p("query_world_service"), callback_group=self.group)
-        self._execute = self.create_client(ExecuteAction, self._p("execute_action_service"),
+        qos = service_qos()
+        self._query = self.create_client(QueryWorld, self._p("query_world_service"), qos_profile=qos,
+                                         callback_group=self.group)
+        self._execute = self.create_client(ExecuteAction, self._p("execute_action_service"), qos_profile=qos,
                                            callback_group=self.group)
-        self._learn = ActionClient(self, LearnGoal, self._p("learn_goal_action"), callback_group=self.group)
+        self._learn = ActionClient(self, LearnGoal, self._p("learn_goal_action"), callback_group=self.group,
+                                   **action_qos_kwargs())
         condition = str(self._p("condition"))
         self.domain = load_domain("household")
         # One body: at most one motion goal at a time, and the token that stops it.
@@ -278,19 +306,30 @@ class PlannerNode(Node):
         self._stop: StopToken | None = None
         self._current_goal: Any = None
         self._shutting_down = False
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning.oversight.pairing import StackKey
+        from task_learning_nodes.oversight_client import CheckedOperator, OversightClient
 
         self._oversight = OversightClient(
             self, name="planner", service_wait_s=float(self._p("service_timeout_s")),
-            should_stop=lambda: self._stop is not None and self._stop.requested)
+            should_stop=lambda: self._stop is not None and self._stop.requested, asker="planner",
+            stack_key=StackKey.load_or_create(str(self._p("stack_key_file")) or None))
+        # The planner's own questions (a stored goal nobody confirmed, an imported policy, new
+        # productions): a yes counts only once the oversight node vouches a paired operator gave it.
+        self._asks = CheckedOperator(self._oversight, check_timeout_s=float(self._p("service_timeout_s")))
         self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,
                                      goal_callback=self._accept, cancel_callback=self._on_cancel,
-                                     callback_group=self.group)
+                                     callback_group=self.group, **action_qos_kwargs())
         self._reach = ActionServer(self, ReachGoal, "reach_goal", self._reach_goal,
                                    goal_callback=self._accept, cancel_callback=self._on_cancel,
-                                   callback_group=self.group)
+                                   callback_group=self.group, **action_qos_kwargs())
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
         self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
+        # What the planner does, on the graph for recorders and the live view (task_learning.episode).
+        from task_learning.episode import messages as episode_msgs
+        from task_learning_nodes.episode_topics import RosSink
+
+        self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
+                                              episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
         self.get_logger().info(f"planner ready (db {resolve_db_path(self._p('db_path'))}, condition {condition}, "
                                f"strategy {self._p('strategy')}, "
                                f"require_confirmation {bool(self._p('require_confirmation'))})")
@@ -337,6 +376,13 @@ class PlannerNode(Node):
         self._stop = None
         self._body.release()
 
+    def diagnostics(self) -> list[Any]:
+        """/diagnostics: the knowledge base writable, and what the robot is doing."""
+        from task_learning.diagnostics import Check, Level, kb_check
+
+        return [kb_check(resolve_db_path(self._p("db_path"))),
+                Check("task", Level.OK, f"busy with {self._busy_with}" if self._busy_with else "idle")]
+
     def _busy_message(self, what: str) -> str:
         if self._shutting_down:
             return f"refused {what}: the planner is shutting down"
@@ -363,8 +409,9 @@ class PlannerNode(Node):
             executor.create_task(barrier.set)
             barrier.wait(grace_s)
 
-    def _world(self, stop: StopToken | None) -> Any:
+    def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
         world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)
+        world = ObservedWorld(world, bus) if bus is not None else world  # an episode's: actions and states
         return StoppableWorld(world, stop) if stop is not None else world
 
     def _llm_client(self) -> Any:
@@ -410,7 +457,7 @@ class PlannerNode(Node):
         if not self._oversight.available(float(self._p("service_timeout_s"))):
             self.get_logger().warning("new productions stay unapproved: no oversight node to ask")
             return
-        for message in ask_approval(kb, self._oversight).messages:
+        for message in ask_approval(kb, self._asks).messages:
             self.get_logger().info(f"productions {message}")
 
     def _publish_llm_state(self, state: Any, goal: str) -> None:
@@ -461,11 +508,11 @@ class PlannerNode(Node):
             if requires_confirmation(condition, require):
                 why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
                 self._require_oversight(why)
-                review = PolicyReviewer(self._oversight, task=scene.task)
+                review = PolicyReviewer(self._asks, task=scene.task)
             usage = LLMUsage()
 
             def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
-                remote = self._learn_goal(task, object_id, condition, list(scene.context), stop)
+                remote = self._learn_goal(task, object_id, condition, list(scene.context), stop, metadata)
                 usage.merge(remote.usage)
                 return remote
 
@@ -475,12 +522,14 @@ class PlannerNode(Node):
                                                 progress=float(done) / max(total, 1))
                 goal_handle.publish_feedback(feedback)
 
-            with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
-                learner = TaskLearner(scene=scene, world=self._world(stop), kb=kb, elicit=elicit,
+            with self._episode(scene.name, task or scene.task, condition) as episode, \
+                    KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
+                learner = TaskLearner(scene=scene, world=self._world(stop, episode.bus), kb=kb, elicit=elicit,
                                       executor=self._executor(kb, review=review), condition=condition,
                                       progress=progress, usage_source=lambda: usage,
-                                      confirm=GoalConfirmer(self._oversight, task=scene.task),
+                                      confirm=GoalConfirmer(self._asks, task=scene.task),
                                       require_confirmation=require, stop=stop)
+                episode.observe(learner)
                 metrics = learner.run()
         except RunStopped as exc:
             done = len(learner.reports) if learner is not None else 0
@@ -503,7 +552,7 @@ class PlannerNode(Node):
             self._release()
         summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
         result.success = summary.success
-        result.message = summary.message
+        result.message = summary.message + (f"; {episode.summary}" if episode.summary else "")
         result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
@@ -515,6 +564,23 @@ class PlannerNode(Node):
         result.objects = [self._object_msg(r) for r in learner.reports]
         goal_handle.succeed()
         return result
+
+    def _episode(self, scene: str, task: str, condition: str) -> Any:
+        """This PerformTask's TaskEpisode: the planner's messages on the graph, and with
+        `episode_dir` set, the whole graph recorded into one MCAP file there."""
+        import datetime
+
+        from task_learning_nodes.episode_topics import TaskEpisode
+
+        db_path = resolve_db_path(self._p("db_path"))
+        folder = str(self._p("episode_dir") or "")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap" if folder else None
+        metadata = {"scene": scene, "task": task, "condition": condition, "llm": "goal_elicitation node's",
+                    "operator": "oversight node", "engine": str(self._p("engine")), "seed": "",
+                    "elicitation": "concurrent", "workers": "8", "db": db_path,
+                    "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
+        return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, callback_group=self.group)
 
     @staticmethod
     def _object_msg(report: Any) -> TaskObjectOutcome:
@@ -535,7 +601,7 @@ class PlannerNode(Node):
         return msg
 
     def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
-                    stop: StopToken) -> RemoteElicitation:
+                    stop: StopToken, metadata: Mapping[str, Any] | None = None) -> RemoteElicitation:
         wait_s = float(self._p("service_timeout_s"))
         if not self._learn.wait_for_server(timeout_sec=wait_s):
             raise RosCallError(f"the goal_elicitation node is not running (no learn_goal action after {wait_s:g} s)")
@@ -546,20 +612,42 @@ class PlannerNode(Node):
                              alive=self._learn.server_is_ready, stop=stop)
         if not handle.accepted:
             raise RosCallError(f"the goal_elicitation node rejected the learn_goal goal for {object_id}")
-        wrapped = wait_future(handle.get_result_async(), timeout, "learn_goal (result)",
-                              alive=self._learn.server_is_ready, stop=stop)
-        res = wrapped.result
+        result_future = handle.get_result_async()
+        waited = wait_for_future(result_future, timeout, alive=self._learn.server_is_ready,
+                                 stop=lambda: stop.requested)
+        if waited != "done":
+            # Cancel ends the whole goal: goal elicitation stops and withdraws its question. Its
+            # canceled result is taken here, so no stray result arrives later.
+            handle.cancel_goal_async()
+            wait_for_future(result_future, 10.0, alive=self._learn.server_is_ready)
+            if not result_future.done():
+                result_future.cancel()
+            if waited == "stopped":
+                raise RunStopped(stop.reason or "the planner is shutting down")
+            raise RosCallError(f"the goal_elicitation node {'went away' if waited == 'gone' else 'did not answer'} "
+                               f"while the planner waited for learn_goal (result)"
+                               + ("" if waited == "gone" else f" within {timeout:g} s"))
+        res = result_future.result().result
+        if res.failed_node:
+            raise RosCallError(f"the {printable(res.failed_node, 40)} node did not answer while goal "
+                               f"elicitation worked on {object_id}: {printable(res.message, 300)}")
         if not res.success and LLM_UNAVAILABLE in res.message:  # no later object can be elicited
             raise DependencyFailed(f"goal elicitation of {object_id}: {printable(res.message, 500)}")
         counts = convert.elicitation_counts_from_msg(res.counts)
         chosen = convert.goal_candidate_from_msg(res.chosen) if res.success and res.chosen.text else None
         oversight = None
         if condition.endswith("+O"):
+            # Who confirmed it is the oversight node's word on the confirmation id (a paired
+            # operator), never the name goal elicitation put in its result.
+            provenance = self._confirmed_by(res.confirmation_id, chosen, object_id, metadata) \
+                if chosen is not None else None
             oversight = RemoteOversight(
                 OversightCounts(instructions=counts.get("instructions", 0), yes_no=counts.get("yes_no", 0),
                                 words=counts.get("words", 0), proposed=counts.get("proposed", 0),
                                 sourced=counts.get("sourced", 0)),
-                confirmed=chosen is not None, confirmed_by=res.confirmed_by,
+                confirmed=provenance is not None,
+                confirmed_by=str(provenance.get("answered_by") or "") if provenance else "",
+                provenance=provenance or {},
                 status=OversightStatus(res.oversight_status) if res.oversight_status in
                 {s.value for s in OversightStatus} else None)
         return RemoteElicitation(
@@ -571,6 +659,35 @@ class PlannerNode(Node):
             errors=[] if res.success else [res.message],
             counts=counts,
         )
+
+    def _confirmed_by(self, confirmation_id: str, chosen: Any, object_id: str,
+                      metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The provenance of the operator's confirmation of `chosen`, when the oversight node
+        vouches for `confirmation_id` and it covers exactly this goal (used up here); else None:
+        the loop then puts the goal to the operator itself before anything moves."""
+        if not confirmation_id:
+            self.get_logger().warning(f"goal for {object_id} came without a confirmation id: asking again")
+            return None
+        checked = self._oversight.check(confirmation_id, consume=True,
+                                        timeout_s=float(self._p("service_timeout_s")))
+        problem = checked.message if not checked.valid else confirmation_mismatch(
+            answer=checked.answer, description=checked.description, candidate=checked.candidate,
+            chosen=chosen, analyze=self._analyzer(object_id, metadata))
+        if problem:
+            self.get_logger().warning(f"goal for {object_id} not taken as confirmed ({problem}): asking again")
+            return None
+        return checked.provenance()
+
+    @staticmethod
+    def _analyzer(object_id: str, metadata: Mapping[str, Any] | None) -> Any:
+        """The planner's own reading of a goal sentence in its world (a described goal's check)."""
+        if metadata is None:
+            return None
+        from task_learning.grounding import analyze_goal
+        from task_learning.world.state import world_state_from_metadata
+
+        state = world_state_from_metadata(dict(metadata))
+        return lambda sentence: analyze_goal(sentence, state, object_id)
 
     # --- ReachGoal -----------------------------------------------------------------------------
     def _reach_goal(self, goal_handle: Any) -> ReachGoal.Result:
@@ -596,8 +713,19 @@ class PlannerNode(Node):
                 outcomes.append(outcome)
                 goal_handle.publish_feedback(ReachGoal.Feedback(outcome=convert.action_outcome_to_msg(outcome)))
 
+            confirmation_id = _text(request.confirmation_id, "confirmation_id")
+            if confirmation_id:
+                # A confirmation the oversight node issued for this goal: checked and used up
+                # whatever require_confirmation says (a stale or forged one is refused).
+                checked = self._oversight.check(confirmation_id, consume=True,
+                                                timeout_s=float(self._p("service_timeout_s")))
+                problem = checked.message if not checked.valid else literals_confirmed(literals, checked.candidate)
+                if problem:
+                    raise BadRequest(f"refused: confirmation {printable(confirmation_id, 40)}: {problem}")
+                self.get_logger().info(f"reach_goal confirmed by {checked.answered_by} via {checked.client} "
+                                       f"(question {checked.question_id}: {checked.question})")
             with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
-                if bool(self._p("require_confirmation")):
+                if bool(self._p("require_confirmation")) and not confirmation_id:
                     covered, reason = goal_covered(literals, kb.goals(), type_of)
                     if not covered:
                         raise BadRequest(f"refused: {reason}")

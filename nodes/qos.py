@@ -10,6 +10,10 @@ profiles here means the node that publishes and the code that listens import the
 - `world_state_qos(...)`: perception's `world_state` from its qos_* parameters.
 - `world_state_subscription(transient_local)`: what a node following `world_state` subscribes
   with (volatile matches any publisher; transient local also gets the latest state on start).
+- `service_qos(depth)`: services and actions that promise to answer bursts (issue 34). rclpy's
+  default keeps 10 requests, and 10 responses on the server's side: a burst of 200 calls lost
+  190 of them, silently. A node sizes the depth for the load it promises and refuses what it
+  cannot take with an answer (busy, queue full); clients of the stack use the same profile.
 """
 from __future__ import annotations
 
@@ -17,6 +21,22 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 RELIABILITY = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
 DURABILITY = {"transient_local": DurabilityPolicy.TRANSIENT_LOCAL, "volatile": DurabilityPolicy.VOLATILE}
+
+
+SERVICE_DEPTH = 1000  # requests (and responses) a service keeps: above every burst the nodes promise
+
+
+def service_qos(depth: int = SERVICE_DEPTH) -> QoSProfile:
+    """Reliable, volatile, keeping `depth` requests and responses (see the module docstring)."""
+    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def action_qos_kwargs(depth: int = SERVICE_DEPTH) -> dict[str, QoSProfile]:
+    """The service profiles of an ActionServer/ActionClient (goal, result, cancel) sized alike."""
+    profile = service_qos(depth)
+    return {"goal_service_qos_profile": profile, "result_service_qos_profile": profile,
+            "cancel_service_qos_profile": profile}
 
 
 def latched(depth: int = 1) -> QoSProfile:

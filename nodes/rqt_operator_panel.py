@@ -16,8 +16,15 @@ class OperatorPanelPlugin(Plugin):
     def __init__(self, context):  # noqa: ANN001 (rqt's PluginContext)
         super().__init__(context)
         self.setObjectName("TaskLearningOperatorPanel")
-        self._client = OversightClient(node=context.node, name="rqt")
-        self._widget = OperatorPanel(self._client, operator="rqt")
+        from task_learning.oversight.pairing import PairingError, operator_credentials
+
+        try:  # the token file `task-learning operator --rqt` names (or rqt's default one)
+            creds, line = operator_credentials("rqt")
+        except PairingError as exc:
+            creds, line = None, str(exc)
+        context.node.get_logger().info(line)
+        self._client = OversightClient(node=context.node, name="rqt", credentials=creds)
+        self._widget = OperatorPanel(self._client, operator=creds.name if creds else "rqt")
         if context.serial_number() > 1:
             self._widget.setWindowTitle(
                 f"{self._widget.windowTitle()} ({context.serial_number()})")

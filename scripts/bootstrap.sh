@@ -178,4 +178,20 @@ if [ "$(uname -s)" = Linux ] && command -v dpkg-query >/dev/null 2>&1; then
     fi
   fi
 fi
+# 8. With BROWSER=1 (`make test`'s set-up): Debian's Chromium, the real browser the web panel's
+#    tests drive through Playwright (docs/web-panel.md). Playwright never downloads a browser of
+#    its own here; the tests launch /usr/bin/chromium. As root or with passwordless sudo, only when
+#    missing; otherwise a note (the browser tests then skip, saying why).
+if [ "${BROWSER:-0}" = 1 ] && [ "$(uname -s)" = Linux ] && ! command -v chromium >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  if command -v apt-get >/dev/null 2>&1 && { [ -z "$SUDO" ] || sudo -n true 2>/dev/null; }; then
+    log "installing chromium (the real browser of the web panel's tests)"
+    { $SUDO apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 \
+      || { $SUDO apt-get update -q >/dev/null 2>&1 \
+           && $SUDO apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; }; } \
+      || log "could not install chromium: the web panel's browser tests will skip"
+  else
+    log "note: no chromium here; the web panel's browser tests need it (apt-get install chromium)"
+  fi
+fi
 log "ready: $VENV"

@@ -23,12 +23,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Annotated, Any, Callable, Mapping, Sequence
 
 from task_learning.child_process import describe_exit, die_with_parent
-from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
+from task_learning.config import config_path, join_key, load_yaml
 from task_learning.dds_profile import profile_env
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.schema import Schema, bounded, load_model
 from task_learning.stop_signals import StopSignals
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ NODE_PACKAGE = "task_learning_nodes"
 # a bring-up file cannot start an arbitrary program.
 NODE_MODULES = tuple(f"{NODE_PACKAGE}.{name}" for name in (
     "perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner",
-    "anticipation", "synthetic_robot", "llm_server"))
+    "anticipation", "synthetic_robot", "llm_server", "live_view", "web_operator"))
 # Runs a node module with its stop handlers installed before the module's imports (nodes/entry.py)
 NODE_ENTRY = f"{NODE_PACKAGE}.entry"
 
@@ -64,34 +65,37 @@ class BringupConfig:
     source: str = ""
 
 
+class NodeDoc(Schema):
+    module: str  # one of NODE_MODULES
+    executable: str = ""
+    params: str | None = None  # a parameter file, relative to bringup.yaml
+    default: bool = True
+
+
+class BringupDoc(Schema):
+    """bringup.yaml."""
+
+    nodes: dict[str, NodeDoc]
+    shutdown_timeout_s: Annotated[float, bounded(low=0.0, high=3600.0, low_open=True)] = 10.0
+    on_node_exit: str = "shutdown"  # one of ON_EXIT_POLICIES
+
+
 def load_bringup_config(path: str | Path | None = None) -> BringupConfig:
     """Read and validate config/bringup.yaml (or `path`); errors name the file and the key."""
     file = Path(path) if path is not None else config_path("bringup.yaml")
-    data = check_keys(load_yaml(file), file=file, key="", required=["nodes"],
-                      optional=["shutdown_timeout_s", "on_node_exit"])
-    timeout = float(expect_number(data.get("shutdown_timeout_s", 10.0), file=file, key="shutdown_timeout_s",
-                                  low=0.0, high=3600.0, low_open=True))
-    policy = expect_type(data.get("on_node_exit", "shutdown"), str, file=file, key="on_node_exit")
-    if policy not in ON_EXIT_POLICIES:
-        raise ConfigError(file, "on_node_exit", f"must be one of {', '.join(ON_EXIT_POLICIES)}, got {policy!r}")
-    nodes_data = expect_type(data["nodes"], dict, file=file, key="nodes")
+    doc = load_model(BringupDoc, file)
+    if doc.on_node_exit not in ON_EXIT_POLICIES:
+        raise ConfigError(file, "on_node_exit", f"must be one of {', '.join(ON_EXIT_POLICIES)}, got {doc.on_node_exit!r}")
     nodes = []
-    for name, entry in nodes_data.items():
-        key = join_key("nodes", str(name))
-        check_keys(entry, file=file, key=key, required=["module"], optional=["executable", "params", "default"])
-        module = expect_type(entry["module"], str, file=file, key=join_key(key, "module"))
-        executable = expect_type(entry.get("executable", ""), str, file=file, key=join_key(key, "executable"))
-        params = entry.get("params")
+    for name, entry in doc.nodes.items():
+        if entry.module not in NODE_MODULES:
+            raise ConfigError(file, join_key(join_key("nodes", name), "module"), f"{entry.module!r} is not a node of "
+                              f"this project (node modules: {', '.join(NODE_MODULES)})")
         params_file = None
-        if params is not None:
-            params = expect_type(params, str, file=file, key=join_key(key, "params"))
-            params_file = Path(params) if Path(params).is_absolute() else file.parent / params
-        default = expect_type(entry.get("default", True), bool, file=file, key=join_key(key, "default"))
-        if module not in NODE_MODULES:
-            raise ConfigError(file, join_key(key, "module"), f"{module!r} is not a node of this project "
-                              f"(node modules: {', '.join(NODE_MODULES)})")
-        nodes.append(NodeSpec(str(name), module, executable, params_file, default))
-    return BringupConfig(nodes, timeout, policy, str(file))
+        if entry.params is not None:
+            params_file = Path(entry.params) if Path(entry.params).is_absolute() else file.parent / entry.params
+        nodes.append(NodeSpec(name, entry.module, entry.executable, params_file, entry.default))
+    return BringupConfig(nodes, doc.shutdown_timeout_s, doc.on_node_exit, str(file))
 
 
 def module_exists(module: str) -> bool:

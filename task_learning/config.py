@@ -1,8 +1,9 @@
-"""Loading and validating YAML under `config/`: one source of truth, errors that name file and key.
+"""Finding and reading YAML under `config/`: one source of truth, errors that name file and key.
 
-Validation is by small explicit schemas (`check_keys`) rather than a schema library, so every
-message reads like "config/scenes/tidy_kitchen.yaml: objects[3].recptacle: unknown key (did you
-mean 'receptacle'?)".
+A file's shape is described by a typed schema (task_learning.schema: pydantic models, one loader),
+so every message reads like "config/scenes/tidy_kitchen.yaml: objects[3].recptacle: unknown key
+(did you mean 'receptacle'?)". `check_keys`, `expect_type` and `expect_number` below are the
+hand-written checks that came before; llm/settings.py still uses them.
 """
 from __future__ import annotations
 

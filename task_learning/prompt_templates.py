@@ -12,11 +12,11 @@ checked on load with the file and key named.
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
-from task_learning.config import expect_type
-from task_learning.errors import ConfigError
+from pydantic import AfterValidator
+
+from task_learning.schema import invalid
 
 PROMPT_WORDINGS = ("own", "paper")
 _SLOT = re.compile(r"\{([a-z_]+)\}")
@@ -28,17 +28,18 @@ def check_wording(name: str) -> str:
     return name
 
 
-def template(data: Mapping[str, Any], key: str, file: Path, slots: Iterable[str]) -> str:
-    """The template under `key`: a string whose slots are all in `slots`."""
-    if key not in data:
-        raise ConfigError(file, key, "missing required key")
-    text = expect_type(data[key], str, file=file, key=key)
-    allowed = set(slots)
-    unknown = sorted(set(_SLOT.findall(text)) - allowed)
-    if unknown:
-        raise ConfigError(file, key, f"unknown slot(s) {', '.join('{' + u + '}' for u in unknown)} "
-                                     f"(known: {', '.join('{' + s + '}' for s in sorted(allowed))})")
-    return text
+def slots(names: Iterable[str]) -> AfterValidator:
+    """For a schema field holding a template: every {slot} it uses is one of `names`."""
+    allowed = set(names)
+
+    def check(text: str) -> str:
+        unknown = sorted(set(_SLOT.findall(text)) - allowed)
+        if unknown:
+            raise invalid(f"unknown slot(s) {', '.join('{' + u + '}' for u in unknown)} "
+                          f"(known: {', '.join('{' + s + '}' for s in sorted(allowed))})")
+        return text
+
+    return AfterValidator(check)
 
 
 def fill(text: str, values: Mapping[str, str | None]) -> str:

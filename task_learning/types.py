@@ -231,6 +231,7 @@ class ConfirmationRequest:
     candidates: list[GoalCandidate] = field(default_factory=list)
     wants_description: bool = False
     timeout_s: float = 0.0  # 0: the oversight node's default
+    asked_by: str = ""  # behind the oversight node: the stack node that asked (set by that node)
     deadline: float = 0.0  # when it times out, seconds since the epoch (set while it waits); 0: unknown
 
 
@@ -239,8 +240,12 @@ class ConfirmationAnswer:
     request_id: str
     answer: AnswerKind
     description: str = ""
-    operator: str = ""  # who answered: simulated, terminal, panel, timeout
+    operator: str = ""  # who answered: simulated, terminal, panel, timeout; a paired operator's name
     stamp: float = 0.0  # seconds since the epoch
+    client: str = ""  # the client (ROS node) the answer came through, when it came over ROS
+    # Issued by the oversight node for a paired operator's yes or description to a stack node's
+    # question: what the planner checks before it executes (task_learning.oversight.confirmations).
+    confirmation_id: str = ""
 
 
 @dataclass

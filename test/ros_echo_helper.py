@@ -27,7 +27,8 @@ MESSAGE_TYPES = (
     m.ActionCall, m.ActionOutcome, m.CandidateTree, m.ConfirmationAnswer, m.ConfirmationRequest,
     m.ElicitationCounts, m.GoalCandidate, m.GoalLiteral, m.KeyValue, m.LLMState, m.LLMStateObject,
     m.LLMUsage, m.Mismatch,
-    m.ObjectState, m.PromptTypeUsage, m.TaskObjectOutcome, m.TreeEdge, m.TreeNode, m.WorldState,
+    m.ObjectState, m.PendingConfirmations, m.PromptTypeUsage, m.TaskObjectOutcome, m.TreeEdge, m.TreeNode,
+    m.WorldState,
 )
 ECHO_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)

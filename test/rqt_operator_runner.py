@@ -71,7 +71,7 @@ class Driver:
         self.report.setdefault("binding", type(panel).__mro__[1].__module__)
         if not self.clicked:
             request = panel.current_request()
-            if request is None or request.request_id != REQUEST_ID:
+            if request is None or not request.object_description.endswith(f"({REQUEST_ID})"):
                 return
             self.report["question"] = panel.question_label.text()
             self.report["status_before"] = panel.status_label.text()

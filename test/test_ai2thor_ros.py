@@ -37,7 +37,7 @@ def _graph(graph: RosGraph, db, nodes=NODES, **env: str):
     procs = [graph.start([CLI, "bringup", "--backend", "ai2thor", "--scene", SCENE, "--db", str(db), "--nodes", *nodes,
                           "--param", "perception.qos_depth:=100"], name="bringup", **env)]
     if "oversight" in nodes:
-        procs.append(graph.start_cli("operator", "--simulated", SCENE, "--wait", "60"))
+        procs.append(graph.start_cli("operator", "--simulated", SCENE, "--wait", "60", "--db", str(db)))
     return procs
 
 

@@ -2,7 +2,9 @@
 `anticipate --graph`): the simulated human does its routine in the perception node's world, the
 node anticipates after each finished task, proposes every anticipated task through the oversight
 node, and the planner node performs only the confirmed ones (ReachGoal on perception's world). A "no" and an unanswered question confirm nothing, and the planner itself
-refuses literals no operator confirmed."""
+refuses literals no operator confirmed. Each yes reaches the planner as the oversight node's
+confirmation id (issue 31): nothing is written into the planner's knowledge base, so a kill
+mid-task leaves no yes behind."""
 from __future__ import annotations
 
 import json
@@ -22,11 +24,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 SCENE = ROOT / "config" / "anticipation" / "home_scene.yaml"
 
 
-def _bringup(ros_graph, db, oversight_db, timeout_s: float):
+def _bringup(ros_graph, db, oversight_db, timeout_s: float, *extra: str):
     return ros_graph.start_cli(
         "bringup", "--nodes", "oversight", "perception", "planner", "anticipation", "--db", str(db),
         "--param", f"perception.scene:={SCENE}", "--param", f"oversight.db_path:={oversight_db}",
-        "--param", f"oversight.timeout_s:={timeout_s}")
+        "--param", f"oversight.timeout_s:={timeout_s}", *extra)
 
 
 def _day(ros_graph, day: str, *extra: str):
@@ -55,7 +57,8 @@ def test_confirmed_tasks_are_performed_by_the_planner(ros_graph, tmp_path):
     graph = _bringup(ros_graph, db, tmp_path / "oversight.sqlite", 30.0)
     client = ros_graph.client("anticipation_test")
     try:
-        proc = _day(ros_graph, "trace_01")  # the simulated operator answers through the node
+        # the simulated operator answers through the node (paired in its knowledge base)
+        proc = _day(ros_graph, "trace_01", "--oversight-db", str(tmp_path / "oversight.sqlite"))
         assert proc.wait(300) == 0, proc.report()
         data = json.loads(proc.stdout)
         assert data["finished"] and data["unconfirmed_executions"] == 0
@@ -70,22 +73,28 @@ def test_confirmed_tasks_are_performed_by_the_planner(ros_graph, tmp_path):
         client.close()
         code, out = graph.stop(signal.SIGINT, timeout=60)
     assert code == 0, out
-    with KnowledgeBase(db) as kb:  # each yes served one execution: nothing stays confirmed
-        anticipated = [g for g in kb.goals() if g.task == "task anticipation"]
-    assert {g.text for g in anticipated} == set(p["task"] for p in data["performed"])
-    assert not any(g.confirmed for g in anticipated)
+    with KnowledgeBase(db) as kb:  # no node wrote a yes into the planner's knowledge base
+        assert not [g for g in kb.goals() if g.task == "task anticipation"]
+    with KnowledgeBase(tmp_path / "oversight.sqlite") as kb:  # each yes: a confirmation, by whom
+        yes = [r for r in kb.question_log() if r["answer"] == "yes"]
+    assert len(yes) == len(data["confirmed"]) and all(r["confirmation_id"] and r["verified"] for r in yes)
+    assert {r["operator"] for r in yes} == {"simulated"} and all(r["asked_by"] == "anticipation" for r in yes)
 
 
 def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
     from task_learning_interfaces.action import ReachGoal
-    from task_learning_interfaces.msg import ConfirmationAnswer
-    from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations
+    from task_learning_interfaces.srv import ListPendingConfirmations
     from task_learning_nodes import convert
+
+    from task_learning_nodes.oversight_client import OversightClient
+    from test.oversight_identity import paired
 
     goals = load_robot_goals(tasks=load_anticipation_config().tasks)
     db = tmp_path / "planner.sqlite"
     graph = _bringup(ros_graph, db, tmp_path / "oversight.sqlite", 12.0)
     client = ros_graph.client("anticipation_test")
+    operator = OversightClient(client.node, name="alice", service_wait_s=60,
+                               credentials=paired(tmp_path / "oversight.sqlite", "alice"))
     try:
         # Nobody but this test answers: the first question gets "no", the second none (it times
         # out at the node's 12 s), every later one "yes".
@@ -103,10 +112,8 @@ def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
                 if len(seen) == 2:
                     continue  # left unanswered
                 reply = "no" if len(seen) == 1 else "yes"
-                msg = ConfirmationAnswer(request_id=request.request_id, answer=reply, answered_by="test")
-                accepted = client.call(AnswerConfirmation, "oversight/answer",
-                                       AnswerConfirmation.Request(answer=msg), timeout=60).accepted
-                assert accepted, request.question
+                sent = operator.submit(request.request_id, reply)
+                assert sent.accepted, (request.question, sent.message)
                 answered[request.object_description] = reply
             return proc.poll() is not None
 
@@ -128,34 +135,67 @@ def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
         result, _ = client.send_goal(ReachGoal, "reach_goal", ReachGoal.Goal(goal=literals), timeout=120)
         assert not result.success and "no confirmed goal covers" in result.message
     finally:
+        operator.close()
         client.close()
         code, out = graph.stop(signal.SIGINT, timeout=60)
     assert code == 0, out
 
 
-def test_the_node_withdraws_confirmations_a_killed_day_left(ros_graph, tmp_path):
-    """A kill between the yes written for the planner and its withdrawal leaves one goal confirmed;
-    the node withdraws such leftovers when it starts (and stops), and nothing else. An unknown day
-    is refused with the days there are."""
-    from task_learning.kb.store import Confirmation, LearnedGoal
-    from task_learning_interfaces.action import AnticipateDay
+def test_a_kill_mid_task_leaves_no_confirmation_behind(ros_graph, tmp_path):
+    """Issue 31 point 4: SIGKILL the anticipation node while the planner performs a confirmed task,
+    restart the planner, send ReachGoal for the same task: refused, without the confirmation id and
+    with it (used up). An unknown day is refused with the days there are."""
+    import os
 
-    db = tmp_path / "kb.sqlite"
-    with KnowledgeBase(db) as kb:
-        for task, context in (("task anticipation", "Prepare coffee (trace_01, 2026-11-22)"), ("tidy", "Mug")):
-            kb.learn_goal(LearnedGoal(task=task, context=context, object_type="Mug", text="t", literals=[],
-                                      condition="anticipation", confirmation=Confirmation.OPERATOR_YES))
-    node = ros_graph.start_node("anticipation", "-p", f"db_path:={db}", params_file="anticipation.yaml")
-    node.wait_for_line(r"withdrew 1 confirmation\(s\) of anticipated tasks", timeout=60)
-    node.wait_for_line(r"anticipation ready", timeout=60)
-    client = ros_graph.client("anticipation_test")
+    from task_learning_interfaces.action import AnticipateDay, ReachGoal
+    from task_learning_nodes import convert
+    from test.ros_testing import wait_until
+
+    goals = load_robot_goals(tasks=load_anticipation_config().tasks)
+    db, oversight_db = tmp_path / "planner.sqlite", tmp_path / "oversight.sqlite"
+    graph = _bringup(ros_graph, db, oversight_db, 30.0, "--keep-going")
+    client = ros_graph.client("anticipation_kill_test")
+    planner = None
     try:
         result, _ = client.send_goal(AnticipateDay, "anticipate_day", AnticipateDay.Goal(day="someday"), timeout=60)
+        assert not result.success and not result.result_json
+        assert "unknown day 'someday'" in result.message and "trace_01" in result.message
+
+        day = _day(ros_graph, "trace_01", "--oversight-db", str(oversight_db))
+        confirmed = graph.wait_for_line(r"reach_goal confirmed by simulated via \S+ \(question (?P<qid>\w+): Shall I "
+                                        r"(?P<task>.+?) next\?", timeout=300)
+        victims = {name: _child(graph.pid, f"task_learning_nodes.{name}") for name in ("anticipation", "planner")}
+        for pid in victims.values():
+            assert pid is not None
+            os.kill(pid, 9)  # mid-task: the planner is reaching the confirmed task's goal
+        assert day.wait(120) != 0  # the day's client learns that its node went away
+        with KnowledgeBase(db) as kb:  # nothing confirmed was left in the planner's knowledge base
+            assert not [g for g in kb.goals() if g.confirmed]
+        planner = ros_graph.start_node("planner", "-p", f"db_path:={db}", params_file="planner.yaml")
+        planner.wait_for_line("planner ready", timeout=60)
+        task = next(t for t in goals.tasks if t.lower() == confirmed["task"].lower())
+        literals = [convert.goal_literal_to_msg(lit) for lit in goals.tasks[task]]
+        plain, _ = client.send_goal(ReachGoal, "reach_goal", ReachGoal.Goal(goal=literals), timeout=120)
+        assert not plain.success and "no confirmed goal covers" in plain.message and not plain.outcomes
+        with KnowledgeBase(oversight_db) as kb:
+            used = wait_until(lambda: [r["confirmation_id"] for r in kb.question_log()
+                                       if r["request_id"] == confirmed["qid"] and r["confirmation_id"]], 30,
+                              "the yes on record")
+        replayed, _ = client.send_goal(ReachGoal, "reach_goal", ReachGoal.Goal(goal=literals, confirmation_id=used[0]),
+                                       timeout=120)
+        assert not replayed.success and "already used" in replayed.message and not replayed.outcomes
+        forged, _ = client.send_goal(ReachGoal, "reach_goal", ReachGoal.Goal(goal=literals, confirmation_id="0" * 32),
+                                     timeout=120)
+        assert not forged.success and "no such confirmation" in forged.message and not forged.outcomes
     finally:
         client.close()
-    assert not result.success and not result.result_json
-    assert "unknown day 'someday'" in result.message and "trace_01" in result.message
-    code, out = node.stop(signal.SIGINT, timeout=60)
-    assert code == 0, out
-    with KnowledgeBase(db) as kb:
-        assert {(g.task, g.confirmed) for g in kb.goals()} == {("task anticipation", False), ("tidy", True)}
+        if planner is not None:
+            planner.stop(signal.SIGINT, timeout=60)
+        graph.stop(signal.SIGINT, timeout=60)
+
+
+def _child(parent: int, needle: str) -> int | None:
+    """The pid of `parent`'s child process whose command line has `needle` (bringup's nodes)."""
+    from task_learning_nodes.fault_probes import children
+
+    return next((pid for pid, cmdline in children(parent) if needle in cmdline), None)

@@ -85,7 +85,7 @@ def test_a_stopped_day_ends_before_its_next_action_and_asks_nothing_more(cfg, go
     stop = StopToken()
     operator = RoutineOperator(day["tasks"])
 
-    def perform(task, literals):
+    def perform(task, literals, _confirmation_id):
         stop.request("canceled by the client")  # the cancel lands while the robot acts
         return {"task": task, "success": False, "actions": 0, "policy_reused": False, "message": "canceled"}
 

@@ -26,7 +26,8 @@ def test_robot_day_through_the_oversight_node(ros_graph, tmp_path):
     db = tmp_path / "oversight.sqlite"
     node = ros_graph.start_node("oversight", "-p", f"db_path:={db}", "-p", "timeout_s:=1.0")
     try:
-        confirmed = _run_day(ros_graph, "trace_01")  # the simulated operator answers through the node
+        # the simulated operator answers through the node, paired in its knowledge base
+        confirmed = _run_day(ros_graph, "trace_01", "--oversight-db", str(db))
         assert confirmed["finished"] and confirmed["unconfirmed_executions"] == 0
         assert confirmed["confirmed"] and {p["task"] for p in confirmed["performed"]} <= set(confirmed["confirmed"])
         assert confirmed["done_by_robot"]

@@ -28,6 +28,7 @@ from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import Confirmation
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.types import Truth
+from test.oversight_identity import paired
 from test.ros_testing import ROOT, RosGraph, wait_until, wait_future
 
 pytest.importorskip("rclpy")
@@ -102,10 +103,13 @@ def _pending(client: Any) -> list:
                        timeout=60).pending
 
 
-def _answer(client: Any, request_id: str, reply: str) -> bool:
-    msg = ConfirmationAnswer(request_id=request_id, answer=reply, answered_by="test")
-    return bool(client.call(AnswerConfirmation, "oversight/answer", AnswerConfirmation.Request(answer=msg),
-                            timeout=60).accepted)
+def _answer(client: Any, operator: Any, request_id: str, reply: str) -> bool:
+    """Answer as the paired operator `operator` (its credentials sign the answer)."""
+    msg = ConfirmationAnswer(request_id=request_id, answer=reply, answered_by=operator.name,
+                             client=client.node.get_fully_qualified_name())
+    signature = operator.sign_answer(msg.request_id, msg.answer, msg.description, msg.client)
+    return bool(client.call(AnswerConfirmation, "oversight/answer",
+                            AnswerConfirmation.Request(answer=msg, signature=signature), timeout=60).accepted)
 
 
 def _cancel_while_acting(client: Any, gate: Gate, action: Any, name: str, goal: Any) -> tuple[Any, int, list[str]]:
@@ -220,6 +224,7 @@ def test_a_reach_goal_cancelled_while_llm_state_acts(ros_graph, gated, tmp_path)
 def test_an_anticipation_day_cancelled_while_the_planner_acts_and_while_it_asks(ros_graph, gated, tmp_path):
     scene = str(ROOT / "config" / "anticipation" / "home_scene.yaml")
     db = tmp_path / "planner.sqlite"
+    operator = paired(db, "tester")  # in the oversight node's knowledge base (bringup --db)
     gate = gated(scene)
     graph = ros_graph.start_cli("bringup", "--nodes", "oversight", "planner", "anticipation", "--db", str(db),
                                 "--keep-going", "--param", "oversight.timeout_s:=300.0")
@@ -242,7 +247,7 @@ def test_an_anticipation_day_cancelled_while_the_planner_acts_and_while_it_asks(
             for question in _pending(client):
                 if question.request_id not in answered:
                     answered.append(question.request_id)
-                    assert _answer(client, question.request_id, "yes")
+                    assert _answer(client, operator, question.request_id, "yes")
             return gate.holding.is_set()
 
         wait_until(yes_until_acting, 300, "the confirmed task's first action", interval=0.2)
@@ -273,7 +278,7 @@ def test_an_anticipation_day_cancelled_while_the_planner_acts_and_while_it_asks(
         assert day["stopped"] and day["confirmed"] == [] and day["performed"] == []
         late = [q for q in _pending(client) if q.request_id == question.request_id]
         if late:  # still listed by the oversight node until its timeout: a yes now is for nobody
-            _answer(client, question.request_id, "yes")
+            _answer(client, operator, question.request_id, "yes")
         assert len(gate.steps) == steps, gate.steps[steps:]
     finally:
         days.destroy()

@@ -120,6 +120,7 @@ def test_three_hosts_learn_the_task_survive_a_cut_model_link_and_resume(ros_grap
         hosts = [_bringup(ros_graph, net, "robot", robot_db), _bringup(ros_graph, net, "model"),
                  _bringup(ros_graph, net, "operator", operator_db),
                  _start(ros_graph, net, "operator", CLI, "operator", "--simulated", SCENE, "--wait", "120",
+                        "--db", str(operator_db), "--token-file", str(tmp_path / "simulated.token"),
                         name="operator: simulated operator")]
 
         # 1. Across the three hosts, to 100 %.
@@ -134,9 +135,11 @@ def test_three_hosts_learn_the_task_survive_a_cut_model_link_and_resume(ros_grap
         for proc in hosts:
             proc.stop(timeout=60)
         robot_db = tmp_path / "robot2.sqlite"
+        operator_db = tmp_path / "operator2.sqlite"
         hosts = [_bringup(ros_graph, net, "robot", robot_db), _bringup(ros_graph, net, "model"),
-                 _bringup(ros_graph, net, "operator", tmp_path / "operator2.sqlite"),
+                 _bringup(ros_graph, net, "operator", operator_db),
                  _start(ros_graph, net, "operator", CLI, "operator", "--simulated", SCENE, "--wait", "120",
+                        "--db", str(operator_db), "--token-file", str(tmp_path / "simulated2.token"),
                         name="operator: simulated operator 2")]
         cut = _perform(ros_graph, net, "operator: perform_task 2 (cut)")
         wait_until(lambda: len(_confirmed(robot_db)) >= 3, 300, "three goals confirmed before the cut")

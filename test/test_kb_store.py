@@ -169,3 +169,27 @@ def test_killed_writer_loses_nothing_committed(tmp_path):
     with KnowledgeBase(db) as kb:
         contexts = {g.context for g in kb.goals()}
     assert all(f"obj {i}" in contexts for i in range(written + 1))
+
+
+def test_processes_opening_one_new_file_at_once_all_open_it(tmp_path):
+    """The oversight node and an operator client pairing in its knowledge base may open the same
+    new file in the same instant: each must get a working knowledge base (measured before: one of
+    them failed with "UNIQUE constraint failed: meta.key" in about one round of three, and the
+    oversight node died). Six rounds of eight processes, each round on a new file."""
+    for round_ in range(6):
+        db, gate = tmp_path / f"new{round_}.sqlite", tmp_path / f"go{round_}"
+        code = textwrap.dedent(f"""
+            import os, time
+            from task_learning.kb import KnowledgeBase
+            while not os.path.exists({str(gate)!r}):
+                time.sleep(0.001)
+            with KnowledgeBase({str(db)!r}) as kb:
+                kb.goals()
+            print("opened")
+        """)
+        procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(8)]
+        gate.touch()
+        results = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0] * 8, [err for _, err in results if err]
+        assert all(out.strip() == "opened" for out, _ in results)

@@ -45,7 +45,7 @@ ASK = textwrap.dedent("""
     import json, sys
     from task_learning.types import ConfirmationRequest
     from task_learning_nodes.oversight_client import OversightClient
-    client = OversightClient(name="asker", service_wait_s=20)
+    client = OversightClient(name="planner", asker="planner", service_wait_s=20)
     answer = client.ask(ConfirmationRequest(sys.argv[1], sys.argv[2], "Stapler|1", "stapler in the bag",
                                             timeout_s=float(sys.argv[3])))
     print(json.dumps({"answer": answer.answer.value, "by": answer.operator}), flush=True)
@@ -62,20 +62,23 @@ def _ask(graph: RosGraph, request_id: str, timeout_s: float):
 
 
 def test_oversight_node_restarted_after_sigkill_does_not_ask_again(ros_graph, tmp_path):
-    from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations
-    from task_learning_nodes import convert
+    from task_learning_interfaces.srv import ListPendingConfirmations
+    from task_learning_nodes.oversight_client import OversightClient
+    from test.oversight_identity import paired
 
     db = tmp_path / "kb.sqlite"
     node = _node(ros_graph, db)
     client = ros_graph.client("memory_test")
+    operator = OversightClient(client.node, name="alice", credentials=paired(db, "alice"), service_wait_s=30)
     asker = _ask(ros_graph, "first", 30.0)
     pending = wait_until(lambda: client.call(ListPendingConfirmations, "oversight/list_pending",
                                              ListPendingConfirmations.Request()).pending, 30,
                          "the question reaching the oversight node")
-    assert [p.request_id for p in pending] == ["first"]
-    answer = convert.confirmation_answer_to_msg(ConfirmationAnswer("first", AnswerKind.YES, operator="panel"))
-    reply = client.call(AnswerConfirmation, "oversight/answer", AnswerConfirmation.Request(answer=answer))
+    assert [p.question for p in pending] == [QUESTION] and pending[0].asked_by == "planner"
+    reply = operator.submit(pending[0].request_id, "yes")
     assert reply.accepted, reply.message
+    operator.close()
+    client.close()
     assert asker.wait(20) == 0, asker.output
     assert json.loads(asker.stdout.strip().splitlines()[-1])["answer"] == "yes"
     node.send_signal(signal.SIGKILL)

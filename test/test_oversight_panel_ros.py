@@ -1,6 +1,10 @@
 """End to end over ROS: oversight_node in one process, a goal-elicitation-like asker in another, and
 the operator panel (offscreen Qt) in this one. Clicking Yes / No / Send in the panel answers the
-asker through the Confirm service; a screenshot of the panel is saved as a test artefact."""
+asker through the Confirm service; a screenshot of the panel is saved as a test artefact.
+
+The node issues every question its own id, so a test finds its question by a marker in the object
+description ("mug in the dish rack (mug-yes)"); the panel and the terminal answer as paired
+operators ("panel", "terminal"), the askers sign as stack nodes."""
 from __future__ import annotations
 
 import json
@@ -30,7 +34,7 @@ ASKER = textwrap.dedent("""
              for c in data.pop("candidates")]
     request = ConfirmationRequest(candidates=cands, **data)
     request.candidate = None if request.wants_description else cands[-2]
-    client = OversightClient(name="asker", service_wait_s=15)
+    client = OversightClient(name="goal_elicitation", asker="goal_elicitation", service_wait_s=15)
     answer = client.ask(request)
     print(json.dumps({"answer": answer.answer.value, "by": answer.operator,
                       "description": answer.description}), flush=True)
@@ -42,15 +46,19 @@ FLOW = textwrap.dedent("""
     import json, sys
     from task_learning.oversight.flow import run_oversight
     from task_learning.types import GoalCandidate
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.oversight_client import OversightClient, OversightNotAnswering
     cands = [GoalCandidate("the goal is that the mug is in the cupboard", 0.9, candidate_id=1,
                            viable=True)]
-    client = OversightClient(name="flow", service_wait_s=float(sys.argv[1]), namespace=sys.argv[3])
-    outcome = run_oversight(ranked=cands, reselect=lambda r: r[0], operator=client,
-                            object_description="mug in the dish rack", analyze=lambda s: None,
-                            timeout_s=float(sys.argv[2]))
-    print(json.dumps({"status": outcome.status.value,
-                      "chosen": outcome.chosen.text if outcome.chosen else None}), flush=True)
+    client = OversightClient(name="flow", asker="goal_elicitation", service_wait_s=float(sys.argv[1]),
+                             namespace=sys.argv[3])
+    try:
+        outcome = run_oversight(ranked=cands, reselect=lambda r: r[0], operator=client,
+                                object_description="mug in the dish rack", analyze=lambda s: None,
+                                timeout_s=float(sys.argv[2]))
+        print(json.dumps({"status": outcome.status.value,
+                          "chosen": outcome.chosen.text if outcome.chosen else None}), flush=True)
+    except OversightNotAnswering:  # the whole goal ends, naming the node: nothing chosen
+        print(json.dumps({"status": "oversight_not_answering", "chosen": None}), flush=True)
     client.close()
 """)
 
@@ -87,14 +95,17 @@ def qt_app(ros_module_graph):
 
 
 @pytest.fixture(scope="module")
-def client(ros_module_graph, node):
+def client(ros_module_graph, node, db_path):
     import rclpy
 
     from task_learning_nodes.oversight_client import OversightClient
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_module_graph.domain_id)
-    ros_client = OversightClient(name="panel_test", context=context, service_wait_s=30)
+    from test.oversight_identity import paired
+
+    ros_client = OversightClient(name="panel_test", context=context, service_wait_s=30,
+                                 credentials=paired(db_path, "panel"))
     yield ros_client
     ros_client.close()
     rclpy.shutdown(context=context)
@@ -102,7 +113,7 @@ def client(ros_module_graph, node):
 
 def _ask(graph: RosGraph, request_id, *, wants_description=False):
     data = {"request_id": request_id, "object_id": "Mug|2",
-            "object_description": "mug in the dish rack", "wants_description": wants_description,
+            "object_description": f"mug in the dish rack ({request_id})", "wants_description": wants_description,
             "timeout_s": 30.0,
             "question": "For a mug in the dish rack, what is the goal?" if wants_description
             else PAPER_QUESTION,
@@ -117,9 +128,13 @@ def _wait_for_question(panel, client, app, request_id, timeout=30.0):
         panel.refresh()
         app.processEvents()
         current = panel.current_request()
-        return current if current is not None and current.request_id == request_id else None
+        return current if current is not None and _marked(current, request_id) else None
 
     return wait_until(arrived, timeout, f"question {request_id} reaching the panel", interval=0.0)
+
+
+def _marked(request, marker: str) -> bool:
+    return request.object_description.endswith(f"({marker})")
 
 
 def _answer_of(proc):
@@ -168,10 +183,10 @@ def test_panel_answers_reach_a_client_in_another_process(ros_module_graph, node,
     panel.description_edit.setPlainText("x" * 10240)
     QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
     assert "too long" in panel.status_label.text()
-    assert [r.request_id for r in client.pending(fresh=True)] == ["mug-words"]
+    assert [_marked(r, "mug-words") for r in client.pending(fresh=True)] == [True]
     refused = client.submit("no-such-question", "yes")
     assert not refused.accepted and "no pending question" in refused.message
-    assert [r.request_id for r in client.pending(fresh=True)] == ["mug-words"]
+    assert [_marked(r, "mug-words") for r in client.pending(fresh=True)] == [True]
     panel.description_edit.setPlainText("the goal is that the mug is in the cupboard")
     QTest.mouseClick(panel.send_button, Qt.MouseButton.LeftButton)
     assert _answer_of(asker) == {"answer": "description", "by": "panel",
@@ -185,8 +200,9 @@ def test_panel_answers_reach_a_client_in_another_process(ros_module_graph, node,
     from task_learning.kb.store import KnowledgeBase
 
     with KnowledgeBase(db_path) as kb:
-        log = {row["request_id"]: row for row in kb.question_log()}
+        log = {row["context"].rsplit("(", 1)[-1].rstrip(")"): row for row in kb.question_log()}
     assert log["mug-yes"]["answer"] == "yes" and log["mug-yes"]["operator"] == "panel"
+    assert log["mug-yes"]["verified"] == 1 and log["mug-yes"]["client"].startswith("/oversight_panel_test_")
     assert log["mug-yes"]["question"] == PAPER_QUESTION and log["mug-yes"]["object_id"] == "Mug|2"
     assert log["mug-no"]["answer"] == "no"
     assert log["mug-words"]["description"] == "the goal is that the mug is in the cupboard"
@@ -202,7 +218,7 @@ def test_dead_operator_node_confirms_nothing(ros_graph):
     # A graph where no oversight node runs: the client finds no service, the flow gets no goal.
     flow = ros_graph.run([PY, "-c", FLOW, "1.0", "0.5", "/nobody_here"], timeout=60, name="flow")
     assert flow.returncode == 0, flow.stderr[-2000:]
-    assert json.loads(flow.stdout.strip().splitlines()[-1]) == {"status": "operator_failed",
+    assert json.loads(flow.stdout.strip().splitlines()[-1]) == {"status": "oversight_not_answering",
                                                                 "chosen": None}
 
 
@@ -219,17 +235,19 @@ def _cli(graph: RosGraph, *args, stdin=""):
                      name="operator cli")
 
 
-def test_terminal_operator_cli_lists_and_answers(ros_module_graph, node):
+def test_terminal_operator_cli_lists_and_answers(ros_module_graph, node, db_path):
     asker = _ask(ros_module_graph, "cli-1")
 
     def listed():
         out = _cli(ros_module_graph, "--list", "--json")
         assert out.returncode == 0, out.stderr
-        return [q for q in json.loads(out.stdout) if q["request_id"] == "cli-1"]
+        return [q for q in json.loads(out.stdout) if q["object_description"].endswith("(cli-1)")]
 
     found = wait_until(listed, 60, "question cli-1 in `operator --list`")
     assert found[0]["question"] == PAPER_QUESTION
-    refused = _cli(ros_module_graph, "--answer", "cli-unknown", "yes")
+    unpaired = _cli(ros_module_graph, "--name", "stranger", "--answer", found[0]["request_id"], "yes")
+    assert unpaired.returncode == 1 and "not paired" in unpaired.stderr and "Traceback" not in unpaired.stderr
+    refused = _cli(ros_module_graph, "--db", str(db_path), "--answer", "cli-unknown", "yes")
     assert refused.returncode == 1 and "no pending question" in refused.stderr
     assert "Traceback" not in refused.stderr
     prompt = _cli(ros_module_graph, "--once", stdin="\nno\n")
@@ -238,36 +256,48 @@ def test_terminal_operator_cli_lists_and_answers(ros_module_graph, node):
     assert _answer_of(asker) == {"answer": "no", "by": "terminal", "description": ""}
 
 
-def test_replies_as_people_give_them_through_the_node(ros_module_graph, node):
+def _listed_id(graph: RosGraph, marker: str) -> str:
+    """The node's id of the question marked `marker`, once `operator --list` shows it."""
+    def found():
+        out = _cli(graph, "--list", "--json")
+        return next((q["request_id"] for q in json.loads(out.stdout or "[]")
+                     if q["object_description"].endswith(f"({marker})")), None)
+
+    return wait_until(found, 60, f"{marker} listed")
+
+
+def test_replies_as_people_give_them_through_the_node(ros_module_graph, node, db_path):
     """Issue 32 through the oversight node: `operator --list` shows the time left; `operator
     --answer` takes a listed candidate's number and plain words, and refuses "maybe" and a yes to
     a question asking for words with what is expected (the question stays); the prompt asks again
-    with a hint. The node reads replies with the same core module as every front end."""
+    with a hint. The node reads replies with the same core module as every front end. The
+    terminal answers as its paired operator ("terminal", paired in the node's knowledge base)."""
+    paired = ("--db", str(db_path))
     asker = _ask(ros_module_graph, "plain-1")
-    wait_until(lambda: "plain-1" in _cli(ros_module_graph, "--list").stdout, 60, "plain-1 listed")
+    qid = _listed_id(ros_module_graph, "plain-1")
     listed = _cli(ros_module_graph, "--list")
     assert re.search(r"time: \d+ s left \(then it counts as no answer, never as yes\)", listed.stdout), listed.stdout
     left = next(q for q in json.loads(_cli(ros_module_graph, "--list", "--json").stdout)
-                if q["request_id"] == "plain-1")["remaining_s"]
+                if q["request_id"] == qid)["remaining_s"]
     assert 0 < left <= 30
-    maybe = _cli(ros_module_graph, "--answer", "plain-1", "maybe")
+    maybe = _cli(ros_module_graph, *paired, "--answer", qid, "maybe")
     assert maybe.returncode == 1 and "'maybe' is not an answer the robot can act on: please" in maybe.stderr
-    assert "plain-1" in _cli(ros_module_graph, "--list").stdout  # still waiting, nothing stored
-    number = _cli(ros_module_graph, "--answer", "plain-1", "2")  # another listed candidate, by number
+    assert qid in _cli(ros_module_graph, "--list").stdout  # still waiting, nothing stored
+    number = _cli(ros_module_graph, *paired, "--answer", qid, "2")  # another listed candidate, by number
     assert number.returncode == 0, number.stderr
     assert _answer_of(asker) == {"answer": "description", "by": "terminal", "description": MUG_OPTIONS[1][0]}
 
     asker = _ask(ros_module_graph, "plain-2", wants_description=True)
-    wait_until(lambda: "plain-2" in _cli(ros_module_graph, "--list").stdout, 60, "plain-2 listed")
-    yes = _cli(ros_module_graph, "--answer", "plain-2", "yes")
+    qid = _listed_id(ros_module_graph, "plain-2")
+    yes = _cli(ros_module_graph, *paired, "--answer", qid, "yes")
     assert yes.returncode == 1 and "in words" in yes.stderr, yes.stderr
-    words = _cli(ros_module_graph, "--answer", "plain-2", "put it in the recycling bin")
+    words = _cli(ros_module_graph, *paired, "--answer", qid, "put it in the recycling bin")
     assert words.returncode == 0, words.stderr
     assert _answer_of(asker)["description"] == "put it in the recycling bin"
 
     asker = _ask(ros_module_graph, "plain-3")  # asks about candidate #5
-    wait_until(lambda: "plain-3" in _cli(ros_module_graph, "--list").stdout, 60, "plain-3 listed")
-    prompt = _cli(ros_module_graph, "--once", stdin="maybe\n\n5\n")
+    _listed_id(ros_module_graph, "plain-3")
+    prompt = _cli(ros_module_graph, *paired, "--once", stdin="maybe\n\n5\n")
     assert prompt.returncode == 0, prompt.stderr
     assert "not an answer the robot can act on" in prompt.stdout and "An empty answer" in prompt.stdout
     assert _answer_of(asker) == {"answer": "yes", "by": "terminal", "description": ""}
@@ -286,13 +316,13 @@ def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_module_
 
     context = client.node.context
     caller = rclpy.create_node("fake_goal_elicitation", context=context)
-    asker = OversightClient(caller, name="elicitation", service_wait_s=15)
+    asker = OversightClient(caller, name="elicitation", asker="goal_elicitation", service_wait_s=15)
     box: dict = {}
 
     def ask_once():
         timer.cancel()
         box["answer"] = asker.ask(ConfirmationRequest("in-callback", PAPER_QUESTION, "Mug|2",
-                                                      "mug in the dish rack", timeout_s=20))
+                                                      "mug in the dish rack (in-callback)", timeout_s=20))
 
     timer = caller.create_timer(0.01, ask_once)
     executor = MultiThreadedExecutor(num_threads=2, context=context)
@@ -300,9 +330,9 @@ def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_module_
     spinner = threading.Thread(target=executor.spin, daemon=True)
     spinner.start()
     try:
-        wait_until(lambda: any(r.request_id == "in-callback" for r in client.pending(fresh=True)), 30,
-                   "the question asked inside the callback reaching the node")
-        assert client.submit("in-callback", "yes", operator="panel").accepted
+        found = wait_until(lambda: [r for r in client.pending(fresh=True) if _marked(r, "in-callback")], 30,
+                           "the question asked inside the callback reaching the node")
+        assert client.submit(found[0].request_id, "yes").accepted
         wait_until(lambda: "answer" in box, 30, "the answer reaching the callback")
         assert box["answer"].answer.value == "yes" and box["answer"].operator == "panel"
     finally:

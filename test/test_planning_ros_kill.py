@@ -42,7 +42,7 @@ def _answers_so_far(db: Path) -> list[tuple[str, str, str]]:
 
 def _graph(graph: RosGraph, db: Path) -> list:
     return [graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--nodes", *NODES),
-            graph.start_cli("operator", "--simulated", SCENE, "--wait", "60")]
+            graph.start_cli("operator", "--simulated", SCENE, "--wait", "60", "--db", str(db))]
 
 
 def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(ros_graph, tmp_path):

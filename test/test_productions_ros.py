@@ -29,9 +29,10 @@ from task_learning.world.symbolic import SymbolicWorld
 pytest.importorskip("rclpy")
 from task_learning_nodes.node_base import ActionClient  # noqa: E402
 from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
-from task_learning_interfaces.msg import ConfirmationAnswer  # noqa: E402
 from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
-from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations  # noqa: E402
+from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
+from task_learning_nodes.oversight_client import OversightClient  # noqa: E402
+from test.oversight_identity import paired  # noqa: E402
 from test.ros_testing import wait_until  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -96,6 +97,7 @@ def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
                                   "--param", "planner.max_actions:=400",
                                   "--param", "planner.service_timeout_s:=30.0")
     client = ros_graph.client(name)
+    operator = OversightClient(client.node, name="alice", credentials=paired(db, "alice"), service_wait_s=60)
     asked: list[tuple[str, str]] = []
     try:
         action = ActionClient(client.node, PerformTask, "perform_task")
@@ -113,9 +115,8 @@ def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
                     if request.request_id in seen:
                         continue
                     reply = answers[len(asked)] if len(asked) < len(answers) else "yes"
-                    msg = ConfirmationAnswer(request_id=request.request_id, answer=reply, answered_by="test")
-                    assert client.call(AnswerConfirmation, "oversight/answer",
-                                       AnswerConfirmation.Request(answer=msg), timeout=60).accepted
+                    sent = operator.submit(request.request_id, reply)
+                    assert sent.accepted, sent.message
                     seen.append(request.request_id)
                     asked.append((request.question, reply))
             return done.done()
@@ -124,6 +125,7 @@ def _perform(ros_graph, db: Path, name: str, nodes: list[str] = NODES,
         wait_until(answer_next, 600, "the task to end", interval=0.1)
         result = done.result().result
     finally:
+        operator.close()
         client.close()
         code, output = bringup.stop(signal.SIGINT, timeout=60)
     assert code == 0, output[-2000:]

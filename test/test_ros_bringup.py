@@ -85,7 +85,9 @@ nodes:
     assert [launch.spec.name for launch in bringup.plan(config)] == ["perception"]
     assert [launch.spec.name for launch in bringup.plan(config, ["anticipation"])] == ["anticipation"]
     shipped = {spec.name: spec.default for spec in bringup.load_bringup_config().nodes}
-    assert shipped.pop("anticipation") is False and all(shipped.values())  # nothing else changes
+    assert shipped.pop("anticipation") is False and shipped.pop("live_view") is False
+    assert shipped.pop("web_operator") is False and shipped.pop("llm_server") is False
+    assert all(shipped.values())  # nothing else changes
     with pytest.raises(ConfigError, match=r"nodes\.a\.default"):
         bringup.load_bringup_config(write(tmp_path, "nodes:\n  a: {module: m, default: maybe}\n"))
 
@@ -165,7 +167,8 @@ def test_bringup_uses_the_graphs_one_default_knowledge_base(ros_graph, tmp_path)
     proc = ros_graph.start([CLI, "bringup", "--nodes", "planner", "oversight"], name="bringup", cwd=elsewhere)
     kb = ros_graph.home / "task_learning" / "task_learning.sqlite"
     proc.wait_for_line(rf"planner ready \(db {re.escape(str(kb))},", timeout=120)
-    proc.wait_for_line(rf"db {re.escape(str(kb))}$", timeout=120)  # the oversight node's line
+    # The oversight node's line: the same knowledge base, where its operators are paired.
+    proc.wait_for_line(rf"oversight ready: .* db {re.escape(str(kb))}, \d+ paired operator", timeout=120)
     code, text = proc.stop(signal.SIGINT, timeout=60)
     assert code == 0, text[-3000:]
     assert not (elsewhere / "artifacts").exists()

@@ -50,8 +50,11 @@ def sample_messages() -> dict[str, object]:
              {"id": 1, "parent_id": 0, "label": "OpenObject(Cupboard|1)", "status": "open"}],
             kind="bcr", goal="inside(Mug|1, Cupboard|1)", dot="digraph { 0 -> 1 }"),
         "ConfirmationAnswer": convert.confirmation_answer_to_msg(
-            ConfirmationAnswer("r1", AnswerKind.DESCRIPTION, "in the cupboard", "panel", 1.25)),
+            ConfirmationAnswer("r1", AnswerKind.DESCRIPTION, "in the cupboard", "alice", 1.25, "/operator_alice",
+                               "0f" * 16)),
         "ConfirmationRequest": convert.confirmation_request_to_msg(request),
+        "PendingConfirmations": m.PendingConfirmations(stamp=convert.time_to_msg(3.5),
+                                                       pending=[convert.confirmation_request_to_msg(request)]),
         "ElicitationCounts": convert.elicitation_counts_to_msg(
             {"retrieved": 9, "proposed": 3, "sourced": 1, "instructions": 1, "yes_no": 2, "words": 5}),
         "GoalCandidate": convert.goal_candidate_to_msg(MUG),

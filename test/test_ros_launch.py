@@ -245,6 +245,15 @@ def test_a_node_that_dies_ends_the_launch_with_an_error(ros_graph):
     assert re.search(r"\[oversight_node-\d+\]: process has finished cleanly", text), text[-4000:]
 
 
+def test_web_true_starts_the_web_operator_panel_beside_the_nodes_named(ros_graph):
+    db = ros_graph.tmp / "kb.sqlite"
+    launch = ros_graph.start(launch_args("nodes:=oversight", "web:=true", f"db:={db}"), name="ros2 launch web")
+    launch.wait_for_line(rf"web operator panel at http://127\.0\.0\.1:8765/ \(db {re.escape(str(db))}\)", timeout=90)
+    code, text = launch.stop(signal.SIGINT, timeout=60)
+    assert code == 0 and re.search(r"\[web_operator_node-\d+\]: process has finished cleanly", text), text[-3000:]
+    assert not re.search(r"\[(perception|planner)_node", text)  # only the nodes named, and the panel
+
+
 def test_perception_launch_file_starts_and_stops_one_node(ros_graph):
     # No Fast DDS profile chosen (empty counts as unset): the launch file gives the node the stack's.
     launch = ros_graph.start([str(ROS2), "launch", "task_learning", "perception.launch.py", "backend:=symbolic",
@@ -289,7 +298,8 @@ def test_llm_local_starts_the_llm_server_node_and_points_the_llm_nodes_at_it(ros
     serving = launch.wait_for_line(r"serving at (http://127\.0\.0\.1:\d+/v1) \(pid (\d+)", timeout=180)
     url, pid = serving.group(1), int(serving.group(2))
     launch.wait_for_line(r"serving learn_goal: llm local", timeout=120)
-    params = ros2(ros_graph, "param", "get", "/goal_elicitation", "llm_base_url", "--no-daemon", timeout=60)
+    params = ros2(ros_graph, "param", "get", "/goal_elicitation", "llm_base_url", "--no-daemon", "--timeout", "20",
+                  timeout=90)
     assert url in params.stdout, params.output
     os.killpg(launch.pid, signal.SIGINT)
     launch.wait(60)

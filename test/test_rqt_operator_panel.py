@@ -33,9 +33,9 @@ ASKER = textwrap.dedent("""
     candidates = [GoalCandidate("the goal is that the mug is in the cupboard", 0.935, candidate_id=1, viable=True),
                   GoalCandidate("the goal is that the mug is in the dish rack", 0.971, candidate_id=2, viable=True)]
     request = ConfirmationRequest(request_id=sys.argv[1], question=sys.argv[2], object_id="Mug|2",
-                                  object_description="mug in the dish rack", candidates=candidates,
+                                  object_description=f"mug in the dish rack ({sys.argv[1]})", candidates=candidates,
                                   candidate=candidates[0], timeout_s=120.0)
-    client = OversightClient(name="asker", service_wait_s=30)
+    client = OversightClient(name="goal_elicitation", asker="goal_elicitation", service_wait_s=30)
     answer = client.ask(request)
     print(json.dumps({"answer": answer.answer.value, "by": answer.operator}), flush=True)
     client.close()
@@ -57,7 +57,11 @@ def rqt_python():
 def test_rqt_loads_the_plugin_and_answers_a_real_question(rqt_python, ros_graph, tmp_path):
     runtime = tmp_path / "xdg_runtime"
     runtime.mkdir(mode=0o700)
-    ros_graph.start_node("oversight", "-p", f"db_path:={tmp_path / 'kb.sqlite'}", "-p", "remember_answers:=false")
+    from task_learning.oversight.pairing import operator_credentials
+
+    db = tmp_path / "kb.sqlite"
+    ros_graph.start_node("oversight", "-p", f"db_path:={db}", "-p", "remember_answers:=false")
+    operator_credentials("rqt", db=db, wait_s=60)  # the token file the plugin reads (the node makes the db)
     asker = ros_graph.start([PY, "-c", ASKER, "rqt-mug", QUESTION], name="asker")
     ARTIFACTS.mkdir(exist_ok=True)
     shot = ARTIFACTS / "rqt_operator_panel.png"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import signal
+import threading
 
 import pytest
 
@@ -12,12 +13,9 @@ from task_learning.kb import KnowledgeBase
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.srv import (  # noqa: E402
-    AnswerConfirmation,
-    Confirm,
-    ListPendingConfirmations,
-)
-from task_learning_nodes import convert  # noqa: E402
+from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
+from task_learning_nodes.oversight_client import OversightClient  # noqa: E402
+from test.oversight_identity import paired  # noqa: E402
 from test.ros_testing import wait_until as _wait  # noqa: E402
 
 
@@ -25,54 +23,64 @@ def test_oversight_bounds_timeouts_and_capacity_and_stores_timeouts_as_timeouts(
     db = tmp_path / "kb.sqlite"
     node = ros_graph.start_node("oversight", "-p", f"db_path:={db}", "-p", "timeout_s:=2.0",
                                 "-p", "max_timeout_s:=4.0", "-p", "max_pending:=2",
-                                "-p", "task:=store groceries")
+                                "-p", "max_pending_per_asker:=0", "-p", "task:=store groceries")
+    operator_creds = paired(db, "alice")
     client = ros_graph.client("oversight_bounds")
-    confirm = client.node.create_client(Confirm, "oversight/confirm")
+    planner = OversightClient(client.node, name="planner", asker="planner", service_wait_s=30,
+                              confirm_margin_s=30)
+    operator = OversightClient(client.node, name="alice", credentials=operator_creds, service_wait_s=30)
+    answers: dict[str, ConfirmationAnswer] = {}
+    threads: list[threading.Thread] = []
 
-    def ask(request_id: str, timeout_s: float, question: str = ""):
+    def ask(request_id: str, timeout_s: float, question: str = "") -> threading.Thread:
         request = ConfirmationRequest(request_id, question or f"For a stapler in the bag is the goal "
                                       f"that the stapler is in the drawer ({request_id})?", "Stapler|1",
                                       "stapler in the bag", timeout_s=timeout_s)
-        return confirm.call_async(Confirm.Request(request=convert.confirmation_request_to_msg(request)))
+        thread = threading.Thread(target=lambda: answers.setdefault(request_id, planner.ask(request)))
+        thread.start()
+        threads.append(thread)
+        return thread
 
     def pending() -> list[str]:
         reply = client.call(ListPendingConfirmations, "oversight/list_pending",
                             ListPendingConfirmations.Request())
-        return [p.request_id for p in reply.pending]
-
-    def answer_of(future, timeout: float = 30.0):
-        return convert.confirmation_answer_from_msg(
-            client.wait_future(future, timeout, "confirm").answer)
+        return [p.question for p in reply.pending]
 
     try:
-        assert confirm.wait_for_service(timeout_sec=30)
+        assert planner.available(30)
         forever = ask("forever", math.inf)
         nan = ask("nan", math.nan)
         _wait(lambda: len(pending()) == 2, 30, "two questions waiting")
         # Beyond capacity: refused at once, with a reason, and the node still lists and answers.
-        refused = answer_of(ask("third", 5.0), timeout=10.0)
+        ask("third", 5.0).join(10)
+        refused = answers["third"]
         assert refused.answer is AnswerKind.TIMEOUT and "max_pending 2" in refused.description
-        assert set(pending()) <= {"forever", "nan"}
-        nan_answer = answer_of(nan)  # NaN: the node's default timeout, not forever
-        assert nan_answer.operator == "timeout" and nan_answer.answer is AnswerKind.NO
-        # inf: cut to max_timeout_s; it resolves on its own and is stored as a timeout.
-        timed_out = answer_of(forever)
-        assert timed_out.operator == "timeout" and timed_out.answer is not AnswerKind.YES
+        assert len(pending()) <= 2
+        nan.join(30)  # NaN: the node's default timeout, not forever
+        assert answers["nan"].operator == "timeout" and answers["nan"].answer is AnswerKind.NO
+        forever.join(30)  # inf: cut to max_timeout_s; it resolves on its own, stored as a timeout
+        assert answers["forever"].operator == "timeout" and answers["forever"].answer is not AnswerKind.YES
         with KnowledgeBase(db) as kb:
-            log = {row["request_id"]: row for row in kb.question_log()}
-        assert log["forever"]["answer"] == "timeout" and log["nan"]["answer"] == "timeout"
-        assert "third" not in log
+            log = {row["question"]: row for row in kb.question_log()}
+        question = next(q for q in log if "(forever)" in q)
+        assert log[question]["answer"] == "timeout" and next(r for q, r in log.items() if "(nan)" in q)["answer"] == "timeout"
+        assert not any("(third)" in q for q in log)
 
         # The same question again is put to the operator (a timeout is not remembered as "no"),
         # and the operator's answer goes through.
-        question = log["forever"]["question"]
         again = ask("again", -1.0, question)
-        _wait(lambda: pending() == ["again"], 30, "the question asked again")
-        msg = convert.confirmation_answer_to_msg(ConfirmationAnswer("again", AnswerKind.YES, operator="panel"))
-        reply = client.call(AnswerConfirmation, "oversight/answer", AnswerConfirmation.Request(answer=msg))
+        _wait(lambda: pending() == [question], 30, "the question asked again")
+        (waiting,) = client.call(ListPendingConfirmations, "oversight/list_pending",
+                                 ListPendingConfirmations.Request()).pending
+        reply = operator.submit(waiting.request_id, "yes")
         assert reply.accepted, reply.message
-        assert answer_of(again).answer is AnswerKind.YES
+        again.join(30)
+        assert answers["again"].answer is AnswerKind.YES
     finally:
+        for thread in threads:
+            thread.join(30)
+        planner.close()
+        operator.close()
         client.close()
         code, out = node.stop(signal.SIGINT, timeout=20)
     assert code == 0, out

@@ -168,7 +168,7 @@ def test_sigterm_stops_a_busy_planner_and_its_client_gets_a_result(ros_graph, tm
 def test_confirmation_policy_and_request_validation_on_the_graph(ros_graph, tmp_path):
     db = tmp_path / "kb.sqlite"
     bringup = _bringup(ros_graph, db, ["perception", "grounding", "goal_elicitation", "oversight", "planner"])
-    operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60")
+    operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60", "--db", str(db))
     client = ros_graph.client("safety_policy")
     goals = Goals(client)
     try:
@@ -221,7 +221,7 @@ def test_goals_learned_without_oversight_are_asked_again_under_oversight_on_the_
     results = []
     for condition, extra in (("STARS", ("--param", "planner.require_confirmation:=false")), ("STARS+O", ())):
         bringup = _bringup(ros_graph, db, nodes, *extra)
-        operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60")
+        operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "60", "--db", str(db))
         client = ros_graph.client(f"safety_reask_{len(results)}")
         goals = Goals(client)
         try:

@@ -88,6 +88,7 @@ def oversight_node(ros_module_graph, tmp_path_factory, node):
     db = tmp_path_factory.mktemp("oversight_db") / "kb.sqlite"
     proc = ros_module_graph.start_node("oversight", "-p", "timeout_s:=30.0", "-p", f"db_path:={db}",
                                        "-p", "task:=tidy kitchen")
+    proc.db = db
     yield proc
     code, out = proc.stop()
     assert code == 0, out
@@ -102,7 +103,10 @@ def test_stars_plus_o_asks_the_operator_through_the_oversight_node(ros_module_gr
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_module_graph.domain_id)
-    operator = OversightClient(name="test_operator", context=context, service_wait_s=30)
+    from test.oversight_identity import paired
+
+    operator = OversightClient(name="test_operator", context=context, service_wait_s=30,
+                               credentials=paired(oversight_node.db, "alice"))
     try:
         goal = LearnGoal.Goal(task="tidy kitchen", object_id="Mug|2", context=[], condition="stars_plus_o")
         handle = wait_future(action_client.send_goal_async(goal), 30.0, "LearnGoal goal")
@@ -125,4 +129,5 @@ def test_stars_plus_o_asks_the_operator_through_the_oversight_node(ros_module_gr
     assert [r.question for r in asked] == [
         "For a mug in the dish rack is the goal that the mug is in the cupboard and the cupboard is closed?"]
     assert result.chosen.text == CUPBOARD_CLOSED
+    assert len(result.confirmation_id) == 32  # the oversight node's id of alice's yes, for the planner
     assert result.counts.proposed == 1 and result.counts.yes_no == 1

@@ -47,7 +47,7 @@ def test_the_example_expands_to_every_combination_with_stable_distinct_keys():
     (dict(STARS, scenes=["store_groceries"], conditions=["STARS*"]), {},
      "f.yaml: experiments[0]: STARS* needs a scene with footnote 3's context (tidy_kitchen); not: store_groceries"),
     ({"kind": "bcr", "tasks": ["make_coffee"], "seeds": 1, "modes": ["papr"]}, {},
-     "f.yaml: experiments[0].modes[0]: Input should be 'paper' or 'guarded', got 'papr'"),
+     "f.yaml: experiments[0].modes[0]: expected 'paper' or 'guarded', got 'papr'"),
     ({"kind": "llm_state", "tasks": ["heat_milk"], "seeds": 1, "methods": ["our"]}, {},
      "f.yaml: experiments[0].methods[0]: unknown method 'our' (did you mean 'ours'?)"),
     (dict(STARS, llm=["replay"]), {}, "f.yaml: experiments[0].llm[0]: a replay provider needs a cassette"),

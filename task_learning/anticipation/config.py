@@ -4,14 +4,18 @@ context, the validator's threshold, the prompt's settings and the seeded experie
 Every value is checked on load; an error names the file and the key, like every other config."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
+from pydantic import AfterValidator, BeforeValidator
+
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.kb.store import StoredRoutine
 from task_learning.names import normalize_name
+from task_learning.schema import Schema, bounded, invalid, load_model
 
 DAYS = ("weekday", "weekend")
 
@@ -46,76 +50,91 @@ def default_path() -> Path:
     return config_path("anticipation", "anticipation.yaml")
 
 
+def _name(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(f"expected a non-empty name, got {value!r}")
+    return value.strip()
+
+
+def _not_empty(value: list[str]) -> list[str]:
+    if not value:
+        raise invalid("empty list")
+    return value
+
+
+Names = Annotated[list[Annotated[str, BeforeValidator(_name)]], AfterValidator(_not_empty)]
+
+
+class FactDoc(Schema):
+    phrases: Names  # how a context string names it
+    say: str  # how the prompt says it
+
+
+class ValidatorDoc(Schema):
+    threshold: Annotated[float, bounded(low=0.0, high=1.0)]
+
+
+class PromptDoc(Schema):
+    examples: Annotated[int, bounded(low=0, high=10, integer=True)]
+    temperature: Annotated[float, bounded(low=0.0, high=2.0)]
+    max_tokens: Annotated[int, bounded(low=1, high=4096, integer=True)]
+
+
+class ExperienceDoc(Schema):
+    context: str
+    tasks: Names
+    explanation: str | None = None
+
+
+class AnticipationDoc(Schema):
+    """anticipation.yaml."""
+
+    tasks: Names
+    aliases: dict[str, str] | None  # another spelling -> a task of the list
+    facts: dict[str, FactDoc]
+    validator: ValidatorDoc
+    prompt: PromptDoc
+    experience: list[ExperienceDoc]
+
+
 def load_anticipation_config(path: str | Path | None = None, *, wording: str = "own") -> AnticipationConfig:
     """`wording`: own (the project's prompt text) or paper (the traces' own, `--prompts paper`)."""
+    from task_learning.anticipation.context import parse_context
     from task_learning.prompt_templates import check_wording
 
     check_wording(wording)
     file = Path(path) if path else default_path()
-    data = check_keys(load_yaml(file), file=file, key="",
-                      required=("tasks", "aliases", "facts", "validator", "prompt", "experience"))
-    tasks = tuple(_names(data["tasks"], file, "tasks"))
+    doc = load_model(AnticipationDoc, file)
+    tasks = tuple(doc.tasks)
     aliases: dict[str, str] = {normalize_name(t): t for t in tasks}
     if len(aliases) != len(tasks):
         raise ConfigError(file, "tasks", "two tasks have the same name (ignoring case and separators)")
-    raw_aliases = expect_type(data["aliases"] or {}, dict, file=file, key="aliases")
-    for spelling, task in raw_aliases.items():
-        key = join_key("aliases", str(spelling))
+    for spelling, task in (doc.aliases or {}).items():
+        key = join_key("aliases", spelling)
         if task not in tasks:
             raise ConfigError(file, key, f"{task!r} is not a task of the list")
-        norm = normalize_name(str(spelling))
+        norm = normalize_name(spelling)
         if aliases.get(norm, task) != task:
             raise ConfigError(file, key, f"already names {aliases[norm]!r}")
         aliases[norm] = task
-    facts = {}
-    for name, spec in expect_type(data["facts"], dict, file=file, key="facts").items():
-        key = join_key("facts", str(name))
-        spec = check_keys(spec, file=file, key=key, required=("phrases", "say"))
-        facts[str(name)] = Fact(str(name), tuple(_names(spec["phrases"], file, join_key(key, "phrases"))),
-                                str(expect_type(spec["say"], str, file=file, key=join_key(key, "say"))))
-    validator = check_keys(data["validator"], file=file, key="validator", required=("threshold",))
-    threshold = _number(validator["threshold"], file, "validator.threshold", 0.0, 1.0)
-    prompt = check_keys(data["prompt"], file=file, key="prompt", required=("examples", "temperature", "max_tokens"))
-    examples = int(_number(prompt["examples"], file, "prompt.examples", 0, 10))
-    temperature = _number(prompt["temperature"], file, "prompt.temperature", 0.0, 2.0)
-    max_tokens = int(_number(prompt["max_tokens"], file, "prompt.max_tokens", 1, 4096))
-    cfg = AnticipationConfig(str(file), tasks, aliases, facts, threshold, examples, temperature,
-                             max_tokens, ())
+    facts = {name: Fact(name, tuple(spec.phrases), spec.say) for name, spec in doc.facts.items()}
+    cfg = AnticipationConfig(str(file), tasks, aliases, facts, doc.validator.threshold, doc.prompt.examples,
+                             doc.prompt.temperature, doc.prompt.max_tokens, ())
     experience = []
-    for i, item in enumerate(expect_type(data["experience"], list, file=file, key="experience")):
+    for i, item in enumerate(doc.experience):
         key = f"experience[{i}]"
-        item = check_keys(item, file=file, key=key, required=("context", "tasks"), optional=("explanation",))
-        from task_learning.anticipation.context import parse_context
-
         try:
-            ctx = parse_context(str(item["context"]), cfg)
+            ctx = parse_context(item.context, cfg)
         except ConfigError as exc:
             raise ConfigError(file, join_key(key, "context"), exc.message) from None
         if ctx.unknown_words:
             raise ConfigError(file, join_key(key, "context"), f"unknown words {' '.join(ctx.unknown_words)!r}")
         routine = []
-        for j, name in enumerate(_names(item["tasks"], file, join_key(key, "tasks"))):
-            task = cfg.task_named(name)
-            if task is None:
+        for j, name in enumerate(item.tasks):
+            named = cfg.task_named(name)
+            if named is None:
                 raise ConfigError(file, f"{key}.tasks[{j}]", f"{name!r} is not a task of the list")
-            routine.append(task)
+            routine.append(named)
         experience.append(StoredRoutine(ctx.day, tuple(sorted(ctx.facts)), tuple(routine),
-                                        str(item.get("explanation") or ""), source="config"))
-    return AnticipationConfig(str(file), tasks, aliases, facts, threshold, examples, temperature,
-                              max_tokens, tuple(experience), wording)
-
-
-def _names(value: Any, file: Path, key: str) -> list[str]:
-    expect_type(value, list, file=file, key=key)
-    out = []
-    for i, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip():
-            raise ConfigError(file, f"{key}[{i}]", f"expected a non-empty name, got {item!r}")
-        out.append(item.strip())
-    if not out:
-        raise ConfigError(file, key, "empty list")
-    return out
-
-
-def _number(value: Any, file: Path, key: str, low: float, high: float) -> float:
-    return float(expect_number(value, file=file, key=key, low=low, high=high))
+                                        item.explanation or "", source="config"))
+    return dataclasses.replace(cfg, experience=tuple(experience), wording=wording)

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.schema import Schema, load_model
 
 ACTIONS = ("move", "grab", "put", "open", "close", "switchon", "switchoff")
 ARITY = {"move": 1, "grab": 1, "put": 2, "open": 1, "close": 1, "switchon": 1, "switchoff": 1}
@@ -305,65 +306,86 @@ def default_path() -> Path:
     return config_path("anticipation", "household.yaml")
 
 
+class ContainerDoc(Schema):
+    at: str  # a location
+    opens: bool
+    switches: bool
+    holds_objects: bool = True
+    switch_needs_closed: bool = False
+
+
+class StartDoc(Schema):
+    human: str
+    agent: str
+
+
+class DayDoc(Schema):
+    name: str
+    source: str
+    context: str
+    tasks: list[str]
+
+
+class HouseholdDoc(Schema):
+    """household.yaml."""
+
+    locations: list[str]
+    adjacent: list[list[str]]
+    containers: dict[str, ContainerDoc]
+    objects: dict[str, str]  # object -> location or container
+    start: StartDoc
+    task_goals: dict[str, str | list[str]]  # task -> literals (one comma-separated string, or a list)
+    days: list[DayDoc]
+
+
 def load_household(path: str | Path | None = None, tasks: tuple[str, ...] | None = None) -> HouseholdSpec:
     """Load and check config/anticipation/household.yaml (every name used must exist; every task of
     the list, when given, must have goals)."""
     file = Path(path) if path else default_path()
-    data = check_keys(load_yaml(file), file=file, key="",
-                      required=("locations", "adjacent", "containers", "objects", "start", "task_goals", "days"))
-    locations = tuple(str(x) for x in expect_type(data["locations"], list, file=file, key="locations"))
-    adjacent = set()
-    for i, pair in enumerate(expect_type(data["adjacent"], list, file=file, key="adjacent")):
-        if not isinstance(pair, list) or len(pair) != 2 or any(p not in locations for p in pair):
+    doc = load_model(HouseholdDoc, file)
+    locations = tuple(doc.locations)
+    for i, pair in enumerate(doc.adjacent):
+        if len(pair) != 2 or any(p not in locations for p in pair):
             raise ConfigError(file, f"adjacent[{i}]", f"expected two locations of the list, got {pair!r}")
-        adjacent.add(frozenset(str(p) for p in pair))
-    containers = {}
-    for name, spec in expect_type(data["containers"], dict, file=file, key="containers").items():
-        key = join_key("containers", str(name))
-        spec = check_keys(spec, file=file, key=key, required=("at", "opens", "switches"),
-                          optional=("holds_objects", "switch_needs_closed"))
-        if spec["at"] not in locations:
-            raise ConfigError(file, join_key(key, "at"), f"{spec['at']!r} is not a location")
-        containers[str(name)] = Container(str(name), str(spec["at"]), bool(spec["opens"]), bool(spec["switches"]),
-                                          bool(spec.get("holds_objects", True)),
-                                          bool(spec.get("switch_needs_closed", False)))
-    objects = {}
-    for name, where in expect_type(data["objects"], dict, file=file, key="objects").items():
+    for name, spec in doc.containers.items():
+        if spec.at not in locations:
+            raise ConfigError(file, join_key(join_key("containers", name), "at"), f"{spec.at!r} is not a location")
+    containers = {name: Container(name, spec.at, spec.opens, spec.switches, spec.holds_objects,
+                                  spec.switch_needs_closed) for name, spec in doc.containers.items()}
+    for name, where in doc.objects.items():
         if where not in locations and where not in containers:
-            raise ConfigError(file, join_key("objects", str(name)), f"{where!r} is neither a location nor a container")
-        objects[str(name)] = str(where)
-    start = check_keys(data["start"], file=file, key="start", required=("human", "agent"))
+            raise ConfigError(file, join_key("objects", name), f"{where!r} is neither a location nor a container")
+    start = doc.start.model_dump()
     for actor, where in start.items():
         if where not in locations:
-            raise ConfigError(file, join_key("start", str(actor)), f"{where!r} is not a location")
-    goals: dict[str, tuple[Literal, ...]] = {}
-    names = set(objects) | set(containers) | set(locations)
-    for task, lits in expect_type(data["task_goals"], dict, file=file, key="task_goals").items():
-        key = join_key("task_goals", str(task))
-        parsed = []
-        texts = _LITERALS.findall(lits) if isinstance(lits, str) else expect_type(lits, list, file=file, key=key)
-        if not texts:
-            raise ConfigError(file, key, "no goal literals")
-        for j, text in enumerate(texts):
-            try:
-                lit = parse_literal(str(text))
-            except ValueError as exc:
-                raise ConfigError(file, f"{key}[{j}]", str(exc)) from None
-            unknown = [a for a in lit.args if a not in names]
-            if unknown:
-                raise ConfigError(file, f"{key}[{j}]", f"unknown name(s) {', '.join(unknown)}")
-            parsed.append(lit)
-        goals[str(task)] = tuple(parsed)
+            raise ConfigError(file, join_key("start", actor), f"{where!r} is not a location")
+    goals = {task: _goals(lits, join_key("task_goals", task), set(doc.objects) | set(containers) | set(locations),
+                          file) for task, lits in doc.task_goals.items()}
     if tasks is not None:
         missing = [t for t in tasks if t not in goals]
         if missing:
             raise ConfigError(file, "task_goals", f"no goals for task(s) {', '.join(missing)}")
-    days = []
-    for i, day in enumerate(expect_type(data["days"], list, file=file, key="days")):
-        day = check_keys(day, file=file, key=f"days[{i}]", required=("name", "source", "context", "tasks"))
-        bad = [t for t in day["tasks"] if t not in goals]
+    for i, day in enumerate(doc.days):
+        bad = [t for t in day.tasks if t not in goals]
         if bad:
             raise ConfigError(file, f"days[{i}].tasks", f"task(s) without goals: {', '.join(bad)}")
-        days.append(dict(day))
-    return HouseholdSpec(str(file), locations, frozenset(adjacent), containers, objects,
-                         {str(k): str(v) for k, v in start.items()}, goals, days)
+    return HouseholdSpec(str(file), locations, frozenset(frozenset(pair) for pair in doc.adjacent), containers,
+                         dict(doc.objects), start, goals, [day.model_dump() for day in doc.days])
+
+
+def _goals(lits: str | list[str], key: str, names: set[str], file: Path) -> tuple[Literal, ...]:
+    """A task's goal literals, every argument a name of the household."""
+    texts = _LITERALS.findall(lits) if isinstance(lits, str) else lits
+    if not texts:
+        raise ConfigError(file, key, "no goal literals")
+    parsed = []
+    for j, text in enumerate(texts):
+        try:
+            lit = parse_literal(text)
+        except ValueError as exc:
+            raise ConfigError(file, f"{key}[{j}]", str(exc)) from None
+        unknown = [a for a in lit.args if a not in names]
+        if unknown:
+            raise ConfigError(file, f"{key}[{j}]", f"unknown name(s) {', '.join(unknown)}")
+        parsed.append(lit)
+    return tuple(parsed)

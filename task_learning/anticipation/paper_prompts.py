@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Annotated, Sequence
 
-from task_learning.config import check_keys, config_path, expect_type, load_yaml
-from task_learning.errors import ConfigError
-from task_learning.prompt_templates import fill, template
+from task_learning.config import config_path
+from task_learning.prompt_templates import fill, slots
+from task_learning.schema import Schema, load_model
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig
@@ -50,33 +50,38 @@ def default_path() -> Path:
     return config_path("anticipation", "paper_prompts.yaml")
 
 
+class ExplanationDoc(Schema):
+    context: str
+    tasks: list[str]
+    explanation: str
+
+
+class PaperPromptsDoc(Schema):
+    """paper_prompts.yaml: the templates with the slots each may use."""
+
+    anticipation_system: Annotated[str, slots(())]
+    anticipation_user: Annotated[str, slots(("tasks", "examples", "context", "done"))]
+    anticipation_example: Annotated[str, slots(("number", "context", "tasks", "explanation"))]
+    explanations: list[ExplanationDoc]
+    base8_system: Annotated[str, slots(())]
+    base8_user: Annotated[str, slots(("adjacency", "state", "previous", "goal_name", "goal", "context"))]
+    adjacency_separator: str
+
+
 @functools.lru_cache(maxsize=4)
 def load_paper_prompts(path: str | None = None) -> PaperPrompts:
     """Read and check the file (cached: it is read once per process)."""
     file = Path(path) if path else default_path()
-    keys = ("anticipation_system", "anticipation_user", "anticipation_example", "explanations", "base8_system",
-            "base8_user", "adjacency_separator")
-    data = check_keys(load_yaml(file), file=file, key="", required=keys)
-    explanations = []
-    for i, item in enumerate(expect_type(data["explanations"], list, file=file, key="explanations")):
-        key = f"explanations[{i}]"
-        item = check_keys(item, file=file, key=key, required=("context", "tasks", "explanation"))
-        tasks = expect_type(item["tasks"], list, file=file, key=f"{key}.tasks")
-        if not all(isinstance(t, str) for t in tasks):
-            raise ConfigError(file, f"{key}.tasks", "expected task names")
-        explanations.append((expect_type(item["context"], str, file=file, key=f"{key}.context"), tuple(tasks),
-                             expect_type(item["explanation"], str, file=file, key=f"{key}.explanation")))
+    doc = load_model(PaperPromptsDoc, file)
     return PaperPrompts(
         source=str(file),
-        anticipation_system=template(data, "anticipation_system", file, ()),
-        anticipation_user=template(data, "anticipation_user", file, ("tasks", "examples", "context", "done")),
-        anticipation_example=template(data, "anticipation_example", file, ("number", "context", "tasks",
-                                                                           "explanation")),
-        explanations=tuple(explanations),
-        base8_system=template(data, "base8_system", file, ()),
-        base8_user=template(data, "base8_user", file, ("adjacency", "state", "previous", "goal_name", "goal",
-                                                       "context")),
-        adjacency_separator=expect_type(data["adjacency_separator"], str, file=file, key="adjacency_separator"),
+        anticipation_system=doc.anticipation_system,
+        anticipation_user=doc.anticipation_user,
+        anticipation_example=doc.anticipation_example,
+        explanations=tuple((e.context, tuple(e.tasks), e.explanation) for e in doc.explanations),
+        base8_system=doc.base8_system,
+        base8_user=doc.base8_user,
+        adjacency_separator=doc.adjacency_separator,
     )
 
 

@@ -26,11 +26,12 @@ from task_learning.anticipation.context import parse_context
 from task_learning.anticipation.experience import Experience
 from task_learning.anticipation.proposals import Proposals
 from task_learning.bcr.literals import LiteralSyntaxError, StateView, holds, parse_literal
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.kb.store import KnowledgeBase
 from task_learning.oversight.operator import Operator
 from task_learning.planning.stop import RunStopped, StopToken, StoppableWorld
+from task_learning.schema import Schema, load_model
 from task_learning.types import ConfirmationAnswer, ConfirmationRequest, GoalLiteral
 
 log = logging.getLogger(__name__)
@@ -42,29 +43,35 @@ class RobotGoals:
     tasks: dict[str, tuple[GoalLiteral, ...]]
 
 
+class RobotGoalsDoc(Schema):
+    """robot_goals.yaml."""
+
+    scene: str  # relative to the file
+    tasks: dict[str, list[str]]  # task -> goal literals
+
+
 def load_robot_goals(path: str | Path | None = None, tasks: Sequence[str] | None = None) -> RobotGoals:
     file = Path(path) if path else config_path("anticipation", "robot_goals.yaml")
-    data = check_keys(load_yaml(file), file=file, key="", required=("scene", "tasks"))
-    scene = file.parent / str(expect_type(data["scene"], str, file=file, key="scene"))
+    doc = load_model(RobotGoalsDoc, file)
     goals = {}
-    for task, texts in expect_type(data["tasks"], dict, file=file, key="tasks").items():
-        key = join_key("tasks", str(task))
+    for task, texts in doc.tasks.items():
         literals = []
-        for i, text in enumerate(expect_type(texts, list, file=file, key=key)):
+        for i, text in enumerate(texts):
             try:
-                literals.append(parse_literal(str(text)))
+                literals.append(parse_literal(text))
             except LiteralSyntaxError as exc:
-                raise ConfigError(file, f"{key}[{i}]", str(exc)) from None
-        goals[str(task)] = tuple(literals)
+                raise ConfigError(file, f"{join_key('tasks', task)}[{i}]", str(exc)) from None
+        goals[task] = tuple(literals)
     missing = [t for t in tasks or () if t not in goals]
     if missing:
         raise ConfigError(file, "tasks", f"no goals for task(s) {', '.join(missing)}")
-    return RobotGoals(scene, goals)
+    return RobotGoals(file.parent / doc.scene, goals)
 
 
-# Performs one confirmed task (its name, its goal literals); returns the `performed` entry:
+# Performs one confirmed task (its name, its goal literals, the oversight node's confirmation id of
+# the yes, "" in-process); returns the `performed` entry:
 # {"task", "success", "actions", "policy_reused", "message"}.
-Perform = Callable[[str, list[GoalLiteral]], dict[str, Any]]
+Perform = Callable[[str, list[GoalLiteral], str], dict[str, Any]]
 
 
 @dataclass
@@ -143,14 +150,14 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
     if perform is None:
         robot = GoalExecutor(load_domain("household"), HeuristicEngine, kb, max_actions=max_actions)
 
-        def perform(task: str, literals: list[GoalLiteral]) -> dict[str, Any]:
+        def perform(task: str, literals: list[GoalLiteral], _confirmation_id: str) -> dict[str, Any]:
             # The executor keys a learned policy by the task and its first object's type and place.
             reach = robot.reach(world, literals, task=f"anticipated: {task}", object_id=literals[0].args[0])
             return {"task": task, "success": reach.success, "actions": len(reach.outcomes),
                     "policy_reused": reach.policy_reused, "message": reach.message}
     human = GoalExecutor(load_domain("household"), HeuristicEngine, None, max_actions=max_actions)
     anticipator = Anticipator(client, cfg, experience, agent="robot", seed=seed)
-    proposals = Proposals(operator, ctx.describe(cfg), kb, question_suffix=question_suffix)
+    proposals = Proposals(operator, ctx.describe(cfg), kb, question_suffix=question_suffix, literals=goals.tasks)
     attempted: set[str] = set()
 
     def holds_now(task: str) -> bool:
@@ -175,7 +182,7 @@ def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str
                 if task not in proposals.confirmed:  # cannot happen: confirm_new returns confirmed tasks only
                     result.unconfirmed_executions += 1
                     continue
-                performed = perform(task, list(goals.tasks[task]))
+                performed = perform(task, list(goals.tasks[task]), proposals.answers[task].confirmation_id)
                 result.performed.append(performed)
                 if performed["success"] and task in routine and task not in result.done:
                     result.done.append(task)

@@ -16,13 +16,14 @@ from task_learning.errors import TaskLearningError
 log = logging.getLogger(__name__)
 
 
-def oversight_client(name: str, wait_s: float) -> Any:
-    """An OversightClient (an Operator) whose node is up, or a clear error."""
+def oversight_client(name: str, wait_s: float, *, asker: str = "", credentials: Any = None) -> Any:
+    """An OversightClient whose node is up, or a clear error: an Operator that asks as the stack
+    node `asker` (signed with the stack key), or an answering client of a paired operator."""
     try:
         from task_learning_nodes.oversight_client import OversightClient
     except ImportError as exc:
         raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
-    client = OversightClient(name=name, service_wait_s=wait_s)
+    client = OversightClient(name=name, service_wait_s=wait_s, asker=asker, credentials=credentials)
     if not client.available(wait_s):
         client.close()
         raise TaskLearningError(f"the oversight node is not running (no oversight/confirm service after {wait_s:g} s); "
@@ -44,10 +45,17 @@ class SimulatedRoutineAnswerer:
     """Answers, through the oversight node, the day's "Shall I ... next? (<tag>)" questions (and no
     others) as `RoutineOperator` would; runs in a thread of its own until `stop()`."""
 
-    def __init__(self, routine: Sequence[str], tag: str, wait_s: float = 10.0) -> None:
+    def __init__(self, routine: Sequence[str], tag: str, wait_s: float = 10.0, db: str | None = None) -> None:
+        """`db`: the oversight node's knowledge base, where the simulated operator pairs itself
+        once (else its token file must exist: `task-learning operator --pair --name simulated`)."""
+        from task_learning.oversight.pairing import operator_credentials
+
         self.user = RoutineOperator(routine)
         self.tag = tag
-        self.client = oversight_client("simulated_routine", wait_s)
+        creds, line = operator_credentials("simulated", db=db, wait_s=wait_s)
+        if creds is None:
+            raise TaskLearningError(f"the simulated operator is {line}")
+        self.client = oversight_client("simulated_routine", wait_s, credentials=creds)
         self.answered: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="simulated-routine-operator", daemon=True)

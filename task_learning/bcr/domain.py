@@ -15,14 +15,17 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Annotated, Any, Iterable, Mapping
+
+from pydantic import AfterValidator, BeforeValidator
 
 from task_learning.bcr.literals import (
     KNOWN_PREDICATES, LiteralSyntaxError, StateView, evaluate, literal_text, parse_literal,
     positive,
 )
-from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.schema import Schema, bounded, invalid, load_model
 from task_learning.types import ActionCall, GoalLiteral, Truth
 
 HELD = "$held"
@@ -294,69 +297,84 @@ def domain_path(name_or_path: str | Path) -> Path:
     return config_path("domains", f"{text}.yaml")
 
 
+def _known_flag(flag: str) -> str:
+    if flag not in KNOWN_FLAGS:
+        raise invalid(f"unknown AI2-THOR flag '{flag}'")
+    return flag
+
+
+def _arity_alone(value: Any) -> Any:
+    """`inside: 2` is short for `inside: {arity: 2}`."""
+    return {"arity": value} if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+ThorFlag = Annotated[str, AfterValidator(_known_flag)]
+
+
+class PredicateDoc(Schema):
+    arity: Annotated[int, bounded(low=0, high=8, integer=True)]
+    doc: str = ""
+
+
+class KindDoc(Schema):
+    flags: list[ThorFlag] | None = None
+    types: list[str] | None = None
+    state: dict[ThorFlag, bool] | None = None
+
+
+class CallDoc(Schema):
+    action: str  # the primitive (ActionCall) the action runs
+    object: str | None = None  # the parameter whose object the primitive targets
+
+
+class ConditionDoc(Schema):
+    name: str
+    requires: str | None = None  # a literal
+    when: str | None = None  # '<AI2-THOR flag>(<param>)'
+    on_error: list[str] | None = None
+    resolutions: list[str]  # literals
+    actions: list[str]  # 'Action(arg, ...)'
+
+
+class ActionDoc(Schema):
+    params: dict[str, str] | None  # parameter -> kind
+    call: CallDoc
+    effects: list[str]  # literals
+    blocking: list[ConditionDoc] | None = None
+    doc: str = ""
+
+
+class DomainDoc(Schema):
+    predicates: dict[str, Annotated[PredicateDoc, BeforeValidator(_arity_alone)]]
+    kinds: dict[str, KindDoc | None] | None = None
+    actions: dict[str, ActionDoc]
+    doc: str = ""
+
+
 def load_domain(name_or_path: str | Path = "household") -> Domain:
     """Load and validate a domain file; every problem is a ConfigError naming file and key."""
     path = domain_path(name_or_path)
-    data = load_yaml(path)
-    root = check_keys(data, file=path, key="", required=("predicates", "actions"),
-                      optional=("kinds", "doc"))
-    predicates = _load_predicates(root["predicates"], path)
-    kinds = _load_kinds(root.get("kinds") or {}, path)
-    raw_actions = expect_type(root["actions"], dict, file=path, key="actions")
-    actions: dict[str, ActionSchema] = {}
-    for name, spec in raw_actions.items():
-        actions[str(name)] = _load_action(str(name), spec, path, predicates, kinds)
+    doc = load_model(DomainDoc, path)
+    for name in doc.predicates:
+        if name not in KNOWN_PREDICATES:
+            raise ConfigError(path, join_key("predicates", name), f"no rule evaluates predicate '{name}' "
+                              f"(known: {', '.join(sorted(KNOWN_PREDICATES))})")
+    predicates = {name: spec.arity for name, spec in doc.predicates.items()}
+    kinds = {"object": Kind("object")}
+    for name, spec in (doc.kinds or {}).items():
+        spec = spec or KindDoc()
+        kinds[name] = Kind(name, tuple(spec.flags or ()), tuple(spec.types or ()),
+                           tuple(sorted((spec.state or {}).items())))
+    actions = {name: _load_action(name, spec, path, predicates, kinds) for name, spec in doc.actions.items()}
     _check_references(actions, path)
     _check_cycles(actions, path)
     return Domain(name=path.stem, file=str(path), predicates=predicates, kinds=kinds,
                   actions=actions)
 
 
-def _load_predicates(raw: Any, path: Path) -> dict[str, int]:
-    raw = expect_type(raw, dict, file=path, key="predicates")
-    out: dict[str, int] = {}
-    for name, spec in raw.items():
-        key = join_key("predicates", str(name))
-        if isinstance(spec, int):
-            arity = spec
-        else:
-            check_keys(spec, file=path, key=key, required=("arity",), optional=("doc",))
-            arity = expect_number(spec["arity"], file=path, key=join_key(key, "arity"), low=0, high=8, integer=True)
-        if name not in KNOWN_PREDICATES:
-            raise ConfigError(path, key, f"no rule evaluates predicate '{name}' "
-                              f"(known: {', '.join(sorted(KNOWN_PREDICATES))})")
-        out[str(name)] = arity
-    return out
-
-
-def _load_kinds(raw: Any, path: Path) -> dict[str, Kind]:
-    raw = expect_type(raw, dict, file=path, key="kinds")
-    kinds = {"object": Kind("object")}
-    for name, spec in raw.items():
-        key = join_key("kinds", str(name))
-        spec = check_keys(spec or {}, file=path, key=key, optional=("flags", "types", "state"))
-        flags = tuple(expect_type(spec.get("flags") or [], list, file=path,
-                                  key=join_key(key, "flags")))
-        for i, flag in enumerate(flags):
-            if flag not in KNOWN_FLAGS:
-                raise ConfigError(path, join_key(join_key(key, "flags"), i),
-                                  f"unknown AI2-THOR flag '{flag}'")
-        types = tuple(str(t) for t in expect_type(spec.get("types") or [], list, file=path,
-                                                   key=join_key(key, "types")))
-        state = expect_type(spec.get("state") or {}, dict, file=path, key=join_key(key, "state"))
-        for flag in state:
-            if flag not in KNOWN_FLAGS:
-                raise ConfigError(path, join_key(join_key(key, "state"), str(flag)),
-                                  f"unknown AI2-THOR flag '{flag}'")
-        kinds[str(name)] = Kind(str(name), flags, types, tuple(sorted(state.items())))
-    return kinds
-
-
-def _literal(text: Any, path: Path, key: str, predicates: Mapping[str, int],
+def _literal(text: str, path: Path, key: str, predicates: Mapping[str, int],
              params: Iterable[str], kinds: Mapping[str, Kind],
              allow_any: bool = False) -> GoalLiteral:
-    if not isinstance(text, str):
-        raise ConfigError(path, key, f"expected a literal string, got {text!r}")
     try:
         literal = parse_literal(text)
     except LiteralSyntaxError as exc:
@@ -390,56 +408,39 @@ def _check_token(token: str, path: Path, key: str, params: Iterable[str],
                       f"$held or ?<kind>")
 
 
-def _load_action(name: str, spec: Any, path: Path, predicates: Mapping[str, int],
+def _load_action(name: str, spec: ActionDoc, path: Path, predicates: Mapping[str, int],
                  kinds: Mapping[str, Kind]) -> ActionSchema:
     key = join_key("actions", name)
-    spec = check_keys(spec, file=path, key=key, required=("params", "call", "effects"),
-                      optional=("blocking", "doc"))
-    raw_params = expect_type(spec["params"] or {}, dict, file=path, key=join_key(key, "params"))
     params: list[tuple[str, str]] = []
-    for pname, kind in raw_params.items():
+    for pname, kind in (spec.params or {}).items():
         if kind not in kinds:
-            raise ConfigError(path, join_key(join_key(key, "params"), str(pname)),
+            raise ConfigError(path, join_key(join_key(key, "params"), pname),
                               f"unknown kind '{kind}' (kinds: {', '.join(sorted(kinds))})")
-        params.append((str(pname), str(kind)))
+        params.append((pname, kind))
     names = [p for p, _ in params]
-    call = check_keys(spec["call"], file=path, key=join_key(key, "call"), required=("action",),
-                      optional=("object",))
-    call_object = str(call.get("object") or "")
+    call_object = spec.call.object or ""
     if call_object and call_object not in names:
         raise ConfigError(path, join_key(join_key(key, "call"), "object"),
                           f"'{call_object}' is not a parameter of {name}")
-    effects = tuple(
-        _literal(e, path, join_key(join_key(key, "effects"), i), predicates, names, kinds,
-                 allow_any=True)
-        for i, e in enumerate(expect_type(spec["effects"], list, file=path,
-                                          key=join_key(key, "effects"))))
-    blocking = []
-    for i, raw in enumerate(expect_type(spec.get("blocking") or [], list, file=path,
-                                        key=join_key(key, "blocking"))):
-        blocking.append(_load_condition(raw, path, join_key(join_key(key, "blocking"), i),
-                                        predicates, names, kinds))
-    return ActionSchema(name, tuple(params), str(call["action"]), call_object, effects,
-                        tuple(blocking), str(spec.get("doc") or ""))
+    effects = tuple(_literal(e, path, join_key(join_key(key, "effects"), i), predicates, names, kinds, allow_any=True)
+                    for i, e in enumerate(spec.effects))
+    blocking = tuple(_load_condition(raw, path, join_key(join_key(key, "blocking"), i), predicates, names, kinds)
+                     for i, raw in enumerate(spec.blocking or []))
+    return ActionSchema(name, tuple(params), spec.call.action, call_object, effects, blocking, spec.doc)
 
 
-def _load_condition(raw: Any, path: Path, key: str, predicates: Mapping[str, int],
+def _load_condition(spec: ConditionDoc, path: Path, key: str, predicates: Mapping[str, int],
                     params: list[str], kinds: Mapping[str, Kind]) -> BlockingCondition:
-    spec = check_keys(raw, file=path, key=key, required=("name", "resolutions", "actions"),
-                      optional=("requires", "when", "on_error"))
-    name = str(spec["name"])
     requires = None
-    if spec.get("requires") is not None:
-        requires = _literal(spec["requires"], path, join_key(key, "requires"), predicates, params,
-                            kinds)
-    on_error = tuple(str(s) for s in expect_type(spec.get("on_error") or [], list, file=path,
-                                                 key=join_key(key, "on_error")))
+    if spec.requires is not None:
+        requires = _literal(spec.requires, path, join_key(key, "requires"), predicates, params, kinds)
+    on_error = tuple(spec.on_error or ())
     if requires is None and not on_error:
         raise ConfigError(path, key, "a blocking condition needs 'requires' or 'on_error'")
     when = []
-    if spec.get("when"):
+    if spec.when:
         try:
-            flag_lit = parse_literal(str(spec["when"]))
+            flag_lit = parse_literal(spec.when)
         except LiteralSyntaxError as exc:
             raise ConfigError(path, join_key(key, "when"), str(exc)) from None
         if flag_lit.predicate not in KNOWN_FLAGS or len(flag_lit.args) != 1 \
@@ -447,15 +448,12 @@ def _load_condition(raw: Any, path: Path, key: str, predicates: Mapping[str, int
             raise ConfigError(path, join_key(key, "when"),
                               "expected '<AI2-THOR flag>(<param>)', e.g. 'openable(r)'")
         when.append((flag_lit.predicate, flag_lit.args[0], positive(flag_lit.truth)))
-    resolutions = tuple(
-        _literal(r, path, join_key(join_key(key, "resolutions"), i), predicates, params, kinds)
-        for i, r in enumerate(expect_type(spec["resolutions"], list, file=path,
-                                          key=join_key(key, "resolutions"))))
+    resolutions = tuple(_literal(r, path, join_key(join_key(key, "resolutions"), i), predicates, params, kinds)
+                        for i, r in enumerate(spec.resolutions))
     actions = []
-    for i, text in enumerate(expect_type(spec["actions"], list, file=path,
-                                         key=join_key(key, "actions"))):
+    for i, text in enumerate(spec.actions):
         akey = join_key(join_key(key, "actions"), i)
-        match = _ACTION_REF.match(str(text))
+        match = _ACTION_REF.match(text)
         if not match:
             raise ConfigError(path, akey, f"not an action reference: {text!r} "
                               "(expected 'Action(arg, ...)')")
@@ -466,8 +464,7 @@ def _load_condition(raw: Any, path: Path, key: str, predicates: Mapping[str, int
     if not actions:
         raise ConfigError(path, join_key(key, "actions"), "a blocking condition needs at least "
                           "one resolution action")
-    return BlockingCondition(name, requires, tuple(when), on_error, resolutions, tuple(actions),
-                             key)
+    return BlockingCondition(spec.name, requires, tuple(when), on_error, resolutions, tuple(actions), key)
 
 
 def _split_args(body: str) -> list[str]:

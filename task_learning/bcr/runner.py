@@ -14,7 +14,7 @@ from task_learning.bcr.domain import Domain, load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.bcr.tasks import check_goals, load_tasks
 from task_learning.bcr.testbed import FailurePointWorld
-from task_learning.types import ActionOutcome, GoalLiteral
+from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 from task_learning.world.outcome import run_action
 from task_learning.world.scene import Scene, load_scene
 from task_learning.world.symbolic import SymbolicWorld
@@ -115,10 +115,12 @@ def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain 
               *, max_actions: int = MAX_ACTIONS, seed: int | None = None, task: str = "",
               started: float | None = None,
               on_outcome: Callable[[ActionOutcome], None] | None = None,
-              mode: str = "guarded") -> TrialResult:
+              mode: str = "guarded",
+              on_decision: Callable[[BCRAgent, ActionCall], None] | None = None) -> TrialResult:
     """BCR on any world backend and goal literals (e.g. a planner's inside(Mug|1, Cupboard|1)
     and not open(Cupboard|1) in the tidy kitchen). `on_outcome` sees every executed action's
-    outcome, in order (the planner learns policies from them)."""
+    outcome, in order (the planner learns policies from them); `on_decision` sees the agent (its
+    candidate tree) and the action chosen, before it runs (episodes, the live view)."""
     started = time.perf_counter() if started is None else started
     domain = domain or _domain("household")
     # VisualSearch (look around) is a capability of every backend (world/look.py); BCR's test-bed
@@ -132,6 +134,8 @@ def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain 
         if proposal is None:
             break
         action, call = proposal
+        if on_decision is not None:
+            on_decision(agent, call)
         last = run_action(world, call)
         if on_outcome is not None:
             on_outcome(last)

@@ -7,8 +7,9 @@ from typing import Any, Mapping
 
 from task_learning.bcr.domain import Domain
 from task_learning.bcr.literals import LiteralSyntaxError, is_type_placeholder, parse_literal
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.schema import Schema, load_model
 from task_learning.types import GoalLiteral
 
 TASKS_FILE = ("domains", "bcr_tasks.yaml")
@@ -36,28 +37,34 @@ class TaskSet:
                                     f"{', '.join(sorted(self.tasks))})") from None
 
 
+class TaskDoc(Schema):
+    goals: list[str]  # literals
+    description: str | None = None
+
+
+class TasksDoc(Schema):
+    scene: str
+    domain: str | None = None  # default: household
+    tasks: dict[str, TaskDoc]
+    doc: str = ""
+
+
 def load_tasks(path: str | Path | None = None) -> TaskSet:
     path = Path(path) if path else config_path(*TASKS_FILE)
-    data = load_yaml(path)
-    root = check_keys(data, file=path, key="", required=("scene", "tasks"),
-                      optional=("domain", "doc"))
+    doc = load_model(TasksDoc, path)
     tasks: dict[str, BCRTask] = {}
-    raw = expect_type(root["tasks"], dict, file=path, key="tasks")
-    for name, spec in raw.items():
-        key = join_key("tasks", str(name))
-        spec = check_keys(spec, file=path, key=key, required=("goals",),
-                          optional=("description",))
+    for name, spec in doc.tasks.items():
+        key = join_key(join_key("tasks", name), "goals")
         goals = []
-        for i, text in enumerate(expect_type(spec["goals"], list, file=path,
-                                             key=join_key(key, "goals"))):
+        for i, text in enumerate(spec.goals):
             try:
-                goals.append(parse_literal(str(text)))
+                goals.append(parse_literal(text))
             except LiteralSyntaxError as exc:
-                raise ConfigError(path, join_key(join_key(key, "goals"), i), str(exc)) from None
+                raise ConfigError(path, join_key(key, i), str(exc)) from None
         if not goals:
-            raise ConfigError(path, join_key(key, "goals"), "a task needs at least one goal")
-        tasks[str(name)] = BCRTask(str(name), tuple(goals), str(spec.get("description") or ""))
-    return TaskSet(str(root["scene"]), str(root.get("domain") or "household"), tasks, str(path))
+            raise ConfigError(path, key, "a task needs at least one goal")
+        tasks[name] = BCRTask(name, tuple(goals), spec.description or "")
+    return TaskSet(doc.scene, doc.domain or "household", tasks, str(path))
 
 
 def check_goals(goals: list[GoalLiteral] | tuple[GoalLiteral, ...], domain: Domain,

@@ -36,6 +36,7 @@ SUBCOMMAND_MODULES = (
     "task_learning.cli.faults_cmd",
     "task_learning.cli.perceive_cmd",
     "task_learning.cli.bag_cmd",
+    "task_learning.cli.episode_cmd",
     "task_learning.cli.llm_state_cmd",
     "task_learning.cli.anticipate_cmd",
     "task_learning.cli.bootstrap_cmd",

@@ -79,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="seconds to wait for the oversight node (--oversight ros)")
     p.add_argument("--operator", choices=("simulated", "terminal"), default="simulated",
                    help="who confirms anticipated tasks in --day (simulated: knows the true routine)")
+    p.add_argument("--oversight-db", default=None,
+                   help="with --oversight ros --operator simulated: the oversight node's knowledge base, where the "
+                        "simulated operator pairs itself once (docs/oversight-security.md)")
     p.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
                    help="own (default): the project's prompt wording; paper: the traces' prompts verbatim "
                         "(config/anticipation/paper_prompts.yaml)")
@@ -251,10 +254,10 @@ def _robot_day(args: argparse.Namespace, cfg: AnticipationConfig, day: dict[str,
 
         suffix = f" ({day['name']}, {datetime.date.today().isoformat()})"
         if not args.graph:
-            asker = oversight_client("anticipation", args.wait)
+            asker = oversight_client("anticipation", args.wait, asker="anticipation")
         if args.operator == "simulated":
             try:
-                answerer = SimulatedRoutineAnswerer(day["tasks"], suffix, args.wait).start()
+                answerer = SimulatedRoutineAnswerer(day["tasks"], suffix, args.wait, args.oversight_db).start()
             except BaseException:
                 if asker is not None:
                     asker.close()

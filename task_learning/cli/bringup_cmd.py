@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "default: false, e.g. anticipation)")
     parser.add_argument("--scene", help="scene for every node that takes one (e.g. tidy_kitchen)")
     parser.add_argument("--backend", choices=BACKENDS, help="world backend for perception")
-    parser.add_argument("--db", help="knowledge base shared by the planner, oversight and anticipation nodes")
+    parser.add_argument("--db", help="knowledge base shared by the planner, oversight, anticipation and web_operator nodes")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME:=VALUE",
                         help="a parameter for one node, e.g. planner.condition:=STARS (repeatable)")
     parser.add_argument("--llm", default="", help="LLM of every node that has one: offline | openai | local | "
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     overrides: dict[str, object] = {"scene": args.scene, "backend": args.backend}
     if args.db:
         overrides.update({"planner.db_path": args.db, "oversight.db_path": args.db,
-                          "anticipation.db_path": args.db})
+                          "anticipation.db_path": args.db, "web_operator.db_path": args.db})
     for item in args.param:
         key, sep, value = item.partition(":=")
         if not sep or "." not in key:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -13,6 +13,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.files import write_text_atomic
 from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import Policy, StoredRoutine, imported_free_text
+from task_learning.safe_text import printable
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig
@@ -96,9 +97,47 @@ def run(args: argparse.Namespace) -> int:
             return 0
         for goal in kb.goals():
             print(f"{goal.task} | {goal.context}: {goal.text} [{goal.condition or '-'}, "
-                  f"confirmation {goal.confirmation.value}]")
+                  f"confirmation {goal.confirmation.value}{_confirmed_by(goal.provenance)}]")
         show_productions(kb)
+        show_answers(kb)
         return 0
+
+
+def _when(stamp: Any) -> str:
+    import datetime
+
+    try:
+        return datetime.datetime.fromtimestamp(float(stamp)).isoformat(sep=" ", timespec="seconds")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "?"
+
+
+def _confirmed_by(provenance: Any) -> str:
+    """", by alice via /operator_terminal_ab12 at 2026-11-25 14:03:07" from a goal's provenance."""
+    by = provenance.get("confirmed_by") if isinstance(provenance, dict) else None
+    if isinstance(by, str) and by:  # a name alone (written before answers' provenance was kept)
+        return f", by {printable(by, 60)}"
+    if not isinstance(by, dict) or not (by.get("operator") or by.get("answered_by")):
+        return ""
+    who = printable(str(by.get("operator") or by.get("answered_by")), 60)
+    client = printable(str(by.get("client") or ""), 80)
+    return f", by {who}{' via ' + client if client else ''} at {_when(by.get('answered_at'))}"
+
+
+def show_answers(kb: KnowledgeBase) -> None:
+    """Every answered question with its provenance: who (a paired operator when verified by the
+    oversight node), through which client, when, and the confirmation id the node issued."""
+    rows = [r for r in kb.question_log() if r.get("answer")]
+    if not rows:
+        return
+    print(f"answers ({len(rows)}):")
+    for r in rows:
+        how = "paired operator" if r.get("verified") else ("in-process" if not r.get("asked_by") else "unverified")
+        client = f" via {printable(str(r['client']), 80)}" if r.get("client") else ""
+        asked = f" asked by {printable(str(r['asked_by']), 40)}," if r.get("asked_by") else ""
+        confirmation = f", confirmation {r['confirmation_id']}" if r.get("confirmation_id") else ""
+        print(f"  [{r['request_id']}]{asked} {printable(str(r['question']), 200)} -> {r['answer']} by "
+              f"{printable(str(r['operator']), 60)} ({how}){client} at {_when(r.get('answered_at'))}{confirmation}")
 
 
 class PolicyChecker:

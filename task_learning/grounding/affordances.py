@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.schema import Schema, load_model
 from task_learning.types import WorldObject
 
 PLACEMENT = ("receptacle", "surface")
@@ -52,40 +52,39 @@ class AffordanceKB:
         return frozenset(result)
 
 
+class GroupDoc(Schema):
+    affordances: list[str]
+    types: list[str]
+
+
+class AffordancesDoc(Schema):
+    """affordances.yaml."""
+
+    affordances: list[str]
+    groups: dict[str, GroupDoc]
+    perception: dict[str, str] | None = None  # affordance -> AI2-THOR key
+    placement_key: str = "receptacle"
+
+
 def load_affordances(path: str | Path | None = None) -> AffordanceKB:
     file = Path(path) if path is not None else config_path("grounding", "affordances.yaml")
-    data = load_yaml(file)
-    check_keys(data, file=file, key="", required=("affordances", "groups"),
-               optional=("perception", "placement_key"))
-    names = expect_type(data["affordances"], list, file=file, key="affordances")
-    for i, name in enumerate(names):
-        expect_type(name, str, file=file, key=join_key("affordances", i))
-    known = frozenset(names)
+    doc = load_model(AffordancesDoc, file)
+    known = frozenset(doc.affordances)
     for needed in PLACEMENT + ("grabbable",):
         if needed not in known:
             raise ConfigError(file, "affordances", f"must list {needed!r}")
-    perception_raw = expect_type(data.get("perception") or {}, Mapping, file=file, key="perception")
-    perception: dict[str, str] = {}
-    for name, key in perception_raw.items():
+    perception = dict(doc.perception or {})
+    for name in perception:
         if name not in known or name in PLACEMENT:
-            raise ConfigError(file, join_key("perception", str(name)),
+            raise ConfigError(file, join_key("perception", name),
                               "not a listed affordance (receptacle/surface use placement_key)")
-        perception[str(name)] = expect_type(key, str, file=file, key=join_key("perception", str(name)))
-    placement_key = expect_type(data.get("placement_key", "receptacle"), str, file=file,
-                                key="placement_key")
     by_type: dict[str, set[str]] = {}
-    groups = expect_type(data["groups"], Mapping, file=file, key="groups")
-    for group, spec in groups.items():
-        key = join_key("groups", str(group))
-        check_keys(spec, file=file, key=key, required=("affordances", "types"))
-        affs = expect_type(spec["affordances"], list, file=file, key=join_key(key, "affordances"))
-        for i, aff in enumerate(affs):
+    for group, spec in doc.groups.items():
+        for i, aff in enumerate(spec.affordances):
             if aff not in known:
-                raise ConfigError(file, join_key(join_key(key, "affordances"), i),
+                raise ConfigError(file, join_key(join_key(join_key("groups", group), "affordances"), i),
                                   f"unknown affordance {aff!r} (known: {', '.join(sorted(known))})")
-        types = expect_type(spec["types"], list, file=file, key=join_key(key, "types"))
-        for i, object_type in enumerate(types):
-            expect_type(object_type, str, file=file, key=join_key(join_key(key, "types"), i))
-            by_type.setdefault(object_type, set()).update(affs)
-    return AffordanceKB(affordances=known, perception=perception, placement_key=placement_key,
+        for object_type in spec.types:
+            by_type.setdefault(object_type, set()).update(spec.affordances)
+    return AffordanceKB(affordances=known, perception=perception, placement_key=doc.placement_key,
                         by_type={t: frozenset(a) for t, a in by_type.items()}, source=str(file))

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from pydantic import BeforeValidator
+
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.grounding.lexicon import split_words
+from task_learning.schema import Schema, invalid, load_model
 
 CLAUSE_KINDS = ("location", "state")
 
@@ -28,47 +32,56 @@ class Grammar:
     source: str = ""
 
 
+def _positive(value: Any) -> Any:
+    """An integer >= 1 (the grammar's own words, kept)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid(f"must be a positive integer, got {value!r}")
+    return value
+
+
+def _clause_kind(kind: Any) -> Any:
+    if kind not in CLAUSE_KINDS:
+        raise invalid(f"unknown clause kind {kind!r} (known: {', '.join(CLAUSE_KINDS)})")
+    return kind
+
+
+Positive = Annotated[int, BeforeValidator(_positive)]
+
+
+class GrammarDoc(Schema):
+    """grammar.yaml."""
+
+    frames: list[str]
+    clauses: list[Annotated[str, BeforeValidator(_clause_kind)]]
+    frame_required: bool = False
+    conjoined_subjects: bool = True
+    subject_modifiers: bool = True
+    negated_states: bool = True
+    max_chars: Positive = 1000
+    max_clauses: Positive = 12
+
+
 def load_grammar(path: str | Path | None = None) -> Grammar:
     file = Path(path) if path is not None else config_path("grounding", "grammar.yaml")
-    data = load_yaml(file)
-    check_keys(data, file=file, key="", required=("frames", "clauses"), optional=(
-        "frame_required", "conjoined_subjects", "subject_modifiers", "negated_states", "max_chars",
-        "max_clauses"))
-    frames_raw = expect_type(data["frames"], list, file=file, key="frames")
+    doc = load_model(GrammarDoc, file)
     frames = []
-    for i, frame in enumerate(frames_raw):
-        expect_type(frame, str, file=file, key=join_key("frames", i))
+    for i, frame in enumerate(doc.frames):
         words = split_words(frame)
         if not words:
             raise ConfigError(file, join_key("frames", i), "empty frame")
         frames.append(words)
-    clauses = expect_type(data["clauses"], list, file=file, key="clauses")
-    for i, kind in enumerate(clauses):
-        if kind not in CLAUSE_KINDS:
-            raise ConfigError(file, join_key("clauses", i),
-                              f"unknown clause kind {kind!r} (known: {', '.join(CLAUSE_KINDS)})")
-    if not clauses:
+    if not doc.clauses:
         raise ConfigError(file, "clauses", "needs at least one clause kind")
-
-    def flag(name: str, default: bool) -> bool:
-        return expect_type(data.get(name, default), bool, file=file, key=name)
-
-    def positive(name: str, default: int) -> int:
-        value = expect_type(data.get(name, default), int, file=file, key=name)
-        if isinstance(value, bool) or value < 1:
-            raise ConfigError(file, name, f"must be a positive integer, got {value!r}")
-        return value
-
-    if data.get("frame_required", False) and not frames:
+    if doc.frame_required and not frames:
         raise ConfigError(file, "frames", "frame_required needs at least one frame")
     return Grammar(
         frames=tuple(sorted(frames, key=len, reverse=True)),
-        frame_required=flag("frame_required", False),
-        clauses=frozenset(clauses),
-        conjoined_subjects=flag("conjoined_subjects", True),
-        subject_modifiers=flag("subject_modifiers", True),
-        negated_states=flag("negated_states", True),
-        max_chars=positive("max_chars", 1000),
-        max_clauses=positive("max_clauses", 12),
+        frame_required=doc.frame_required,
+        clauses=frozenset(doc.clauses),
+        conjoined_subjects=doc.conjoined_subjects,
+        subject_modifiers=doc.subject_modifiers,
+        negated_states=doc.negated_states,
+        max_chars=doc.max_chars,
+        max_clauses=doc.max_clauses,
         source=str(file),
     )

@@ -9,11 +9,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Annotated, Any, Iterable, Literal
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from pydantic import AfterValidator, BeforeValidator
+
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.names import normalize_name
+from task_learning.schema import Schema, invalid, load_model
 
 GOAL_PREDICATES = ("inside", "on", "open", "switched_on", "holding", "near", "visible", "sliced",
                    "dirty", "cooked", "filled")
@@ -122,120 +125,118 @@ def index_forms(forms: Iterable[NounForm]) -> dict[str, list[NounForm]]:
 _YAML_BOOL_HINT = " (YAML reads unquoted on/off/yes/no as booleans: quote the word)"
 
 
-def _string_keys(mapping: Mapping, *, file: Path, key: str) -> None:
-    for name in mapping:
-        if not isinstance(name, str):
-            raise ConfigError(file, join_key(key, str(name)),
-                              f"key must be a word, got {type(name).__name__}{_YAML_BOOL_HINT}")
+def _key_word(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise invalid(f"key must be a word, got {type(value).__name__}{_YAML_BOOL_HINT}")
+    return value
 
 
-def _word_list(value: Any, *, file: Path, key: str) -> list[str]:
-    expect_type(value, list, file=file, key=key)
-    words = []
-    for i, item in enumerate(value):
-        if isinstance(item, bool):
-            raise ConfigError(file, join_key(key, i), f"expected a word, got {item!r}{_YAML_BOOL_HINT}")
-        expect_type(item, str, file=file, key=join_key(key, i))
-        word = item.strip().lower()
-        if not _WORD.match(word):
-            raise ConfigError(file, join_key(key, i), f"not a single lower-case word: {item!r}")
-        words.append(word)
-    return words
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise invalid(f"expected a word, got {value!r}{_YAML_BOOL_HINT}")
+    return value
 
 
-def _phrase(value: Any, *, file: Path, key: str) -> tuple[str, ...]:
-    expect_type(value, str, file=file, key=key)
+def _word(value: str) -> str:
+    word = value.strip().lower()
+    if not _WORD.match(word):
+        raise invalid(f"not a single lower-case word: {value!r}")
+    return word
+
+
+def _phrase(value: str) -> str:
     words = split_words(value)
     if not words or not all(_WORD.match(w) for w in words):
-        raise ConfigError(file, key, f"not a phrase of lower-case words: {value!r}")
-    return words
+        raise invalid(f"not a phrase of lower-case words: {value!r}")
+    return value
+
+
+def _type_name(value: Any) -> Any:
+    if not isinstance(value, str) or not _TYPE_NAME.match(value):
+        raise invalid(f"not a CamelCase objectType: {value!r}")
+    return value
+
+
+def _preposition_predicate(value: Any) -> Any:
+    if value is not None and value not in ("inside", "on"):
+        raise invalid(f"predicate must be inside, on or null, got {value!r}")
+    return value
+
+
+def _goal_predicate(value: Any) -> Any:
+    if value not in GOAL_PREDICATES:
+        raise invalid(f"unknown predicate {value!r} (agreed: {', '.join(GOAL_PREDICATES)})")
+    return value
+
+
+KeyWord = Annotated[str, BeforeValidator(_key_word)]  # a mapping's key: on/off/yes/no unquoted are booleans
+Word = Annotated[str, BeforeValidator(_not_a_bool), AfterValidator(_word)]  # stripped, lower case
+Phrase = Annotated[str, AfterValidator(_phrase)]
+
+
+class StateDoc(Schema):
+    predicate: Annotated[str, BeforeValidator(_goal_predicate)]
+    needs: str  # the affordance (affordances.yaml) the object must have
+    truth: bool = True
+
+
+class NounDoc(Schema):
+    names: list[Phrase]  # the first is the canonical name
+    types: list[Annotated[str, BeforeValidator(_type_name)]]  # preferred first
+    plurals: list[Phrase] | None = None  # default: the names pluralized
+    head: Phrase | None = None
+    plural_name: bool = False
+
+
+class LexiconDoc(Schema):
+    """lexicon.yaml."""
+
+    articles: list[Word]
+    copulas: dict[KeyWord, Literal["singular", "plural"]]
+    conjunctions: list[Word]
+    negations: list[Word]
+    prepositions: dict[Annotated[KeyWord, AfterValidator(_phrase)],
+                       Annotated[str | None, BeforeValidator(_preposition_predicate)]]
+    states: dict[KeyWord, StateDoc]
+    nouns: list[NounDoc]
+    liquids: list[Word] | None = None
+    location_verbs: list[Word] | None = None
+    other_words: dict[str, list[Word]] | None = None
 
 
 def load_lexicon(path: str | Path | None = None) -> Lexicon:
     """Read and validate lexicon.yaml; every error names the file and the key."""
     file = Path(path) if path is not None else config_path("grounding", "lexicon.yaml")
-    data = load_yaml(file)
-    check_keys(data, file=file, key="", required=(
-        "articles", "copulas", "conjunctions", "negations", "prepositions", "states", "nouns"),
-        optional=("liquids", "location_verbs", "other_words"))
-
-    articles = frozenset(_word_list(data["articles"], file=file, key="articles"))
-    copulas_raw = expect_type(data["copulas"], Mapping, file=file, key="copulas")
-    _string_keys(copulas_raw, file=file, key="copulas")
-    copulas: dict[str, str] = {}
-    for word, number in copulas_raw.items():
-        if number not in ("singular", "plural"):
-            raise ConfigError(file, join_key("copulas", str(word)), "must be 'singular' or 'plural'")
-        copulas[str(word).lower()] = number
-    conjunctions = frozenset(_word_list(data["conjunctions"], file=file, key="conjunctions"))
-    negations = frozenset(_word_list(data["negations"], file=file, key="negations"))
-
-    prepositions: dict[tuple[str, ...], str | None] = {}
-    preps_raw = expect_type(data["prepositions"], Mapping, file=file, key="prepositions")
-    _string_keys(preps_raw, file=file, key="prepositions")
-    for phrase, predicate in preps_raw.items():
-        key = join_key("prepositions", str(phrase))
-        words = _phrase(str(phrase), file=file, key=key)
-        if predicate is not None and predicate not in ("inside", "on"):
-            raise ConfigError(file, key, f"predicate must be inside, on or null, got {predicate!r}")
-        prepositions[words] = predicate
-
-    states: dict[str, StateWord] = {}
-    states_raw = expect_type(data["states"], Mapping, file=file, key="states")
-    _string_keys(states_raw, file=file, key="states")
-    for word, spec in states_raw.items():
-        key = join_key("states", str(word))
-        check_keys(spec, file=file, key=key, required=("predicate", "needs"), optional=("truth",))
-        if spec["predicate"] not in GOAL_PREDICATES:
-            raise ConfigError(file, join_key(key, "predicate"),
-                              f"unknown predicate {spec['predicate']!r} (agreed: {', '.join(GOAL_PREDICATES)})")
-        expect_type(spec["needs"], str, file=file, key=join_key(key, "needs"))
-        truth = expect_type(spec.get("truth", True), bool, file=file, key=join_key(key, "truth"))
-        states[str(word).lower()] = StateWord(str(word).lower(), spec["predicate"], truth, spec["needs"])
-
-    liquids = frozenset(_word_list(data.get("liquids") or [], file=file, key="liquids"))
-    location_verbs = frozenset(_word_list(data.get("location_verbs") or [], file=file,
-                                          key="location_verbs"))
-    other: set[str] = set()
-    other_raw = data.get("other_words") or {}
-    expect_type(other_raw, Mapping, file=file, key="other_words")
-    for group, words in other_raw.items():
-        other.update(_word_list(words, file=file, key=join_key("other_words", str(group))))
+    doc = load_model(LexiconDoc, file)
+    articles = frozenset(doc.articles)
+    copulas: dict[str, str] = {word.lower(): number for word, number in doc.copulas.items()}
+    conjunctions = frozenset(doc.conjunctions)
+    negations = frozenset(doc.negations)
+    prepositions: dict[tuple[str, ...], str | None] = {split_words(phrase): predicate
+                                                       for phrase, predicate in doc.prepositions.items()}
+    states = {word.lower(): StateWord(word.lower(), spec.predicate, spec.truth, spec.needs)
+              for word, spec in doc.states.items()}
+    liquids = frozenset(doc.liquids or ())
+    location_verbs = frozenset(doc.location_verbs or ())
+    other = {word for words in (doc.other_words or {}).values() for word in words}
 
     nouns: list[NounEntry] = []
     forms: list[NounForm] = []
-    expect_type(data["nouns"], list, file=file, key="nouns")
-    for i, spec in enumerate(data["nouns"]):
+    for i, spec in enumerate(doc.nouns):
         key = join_key("nouns", i)
-        check_keys(spec, file=file, key=key, required=("names", "types"),
-                   optional=("plurals", "head", "plural_name"))
-        names_raw = expect_type(spec["names"], list, file=file, key=join_key(key, "names"))
-        if not names_raw:
+        if not spec.names:
             raise ConfigError(file, join_key(key, "names"), "needs at least one name")
-        names = [_phrase(n, file=file, key=join_key(join_key(key, "names"), j))
-                 for j, n in enumerate(names_raw)]
-        types_raw = expect_type(spec["types"], list, file=file, key=join_key(key, "types"))
-        if not types_raw:
+        if not spec.types:
             raise ConfigError(file, join_key(key, "types"), "needs at least one object type")
-        for j, t in enumerate(types_raw):
-            if not isinstance(t, str) or not _TYPE_NAME.match(t):
-                raise ConfigError(file, join_key(join_key(key, "types"), j),
-                                  f"not a CamelCase objectType: {t!r}")
-        head = spec.get("head")
-        if head is not None:
-            head = " ".join(_phrase(head, file=file, key=join_key(key, "head")))
-        plural_name = expect_type(spec.get("plural_name", False), bool, file=file,
-                                  key=join_key(key, "plural_name"))
-        entry = NounEntry(name=" ".join(names[0]), types=tuple(types_raw),
-                          head=head or default_head(names[0]))
+        names = [split_words(n) for n in spec.names]
+        head = " ".join(split_words(spec.head)) if spec.head is not None else None
+        entry = NounEntry(name=" ".join(names[0]), types=tuple(spec.types), head=head or default_head(names[0]))
         nouns.append(entry)
         for words in names:
-            forms.append(NounForm(words, entry, plural_name))
-        if "plurals" in spec:
-            plurals = [_phrase(p, file=file, key=join_key(join_key(key, "plurals"), j))
-                       for j, p in enumerate(expect_type(spec["plurals"], list, file=file,
-                                                         key=join_key(key, "plurals")))]
-        elif plural_name:
+            forms.append(NounForm(words, entry, spec.plural_name))
+        if spec.plurals is not None:
+            plurals = [split_words(p) for p in spec.plurals]
+        elif spec.plural_name:
             plurals = []
         else:
             plurals = [pluralize(words) for words in names]

@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS questions (
     question TEXT NOT NULL,
     candidate_text TEXT NOT NULL DEFAULT '',
     candidate_json TEXT NOT NULL DEFAULT '{}',
-    wants_description INTEGER NOT NULL DEFAULT 0
+    wants_description INTEGER NOT NULL DEFAULT 0,
+    asked_by TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS questions_by_context ON questions (task, context, question);
 CREATE TABLE IF NOT EXISTS answers (
@@ -64,7 +65,10 @@ CREATE TABLE IF NOT EXISTS answers (
     answered_at REAL NOT NULL,
     answer TEXT NOT NULL,
     description TEXT NOT NULL DEFAULT '',
-    operator TEXT NOT NULL DEFAULT ''
+    operator TEXT NOT NULL DEFAULT '',
+    client TEXT NOT NULL DEFAULT '',
+    verified INTEGER NOT NULL DEFAULT 0,
+    confirmation_id TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS goals (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -111,6 +115,20 @@ CREATE TABLE IF NOT EXISTS world_statements (
     source TEXT NOT NULL DEFAULT '',
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS operators (
+    name TEXT PRIMARY KEY,
+    verifier TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    created_by TEXT NOT NULL DEFAULT '',
+    revoked_at REAL
+);
+CREATE TABLE IF NOT EXISTS pairing_codes (
+    code_id TEXT PRIMARY KEY,
+    verifier TEXT NOT NULL,
+    name TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    used_at REAL
+);
 CREATE TABLE IF NOT EXISTS routines (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     day TEXT NOT NULL,
@@ -128,7 +146,16 @@ class KnowledgeBaseError(TaskLearningError):
     program's tables, locked past the busy timeout)."""
 
 
-ADDED_COLUMNS = {"goals": {"confirmation"}, "policies": {"approval"}}  # added to older files by _add_missing_columns
+# Columns added after schema version 1, with their definitions: _add_missing_columns adds them to
+# older files (defaults that read as "nobody confirmed / not verified / unreviewed": a policy's
+# 'none' is POLICY_UNREVIEWED).
+ADDED_COLUMNS = {
+    "goals": {"confirmation": "TEXT NOT NULL DEFAULT 'none'"},
+    "policies": {"approval": "TEXT NOT NULL DEFAULT 'none'"},
+    "questions": {"asked_by": "TEXT NOT NULL DEFAULT ''"},
+    "answers": {"client": "TEXT NOT NULL DEFAULT ''", "verified": "INTEGER NOT NULL DEFAULT 0",
+                "confirmation_id": "TEXT NOT NULL DEFAULT ''"},
+}
 RETIRED = {("table", "counters")}  # created by earlier versions, no longer read: still ours
 DEFAULT_BUSY_TIMEOUT_S = 10.0  # SQLite retries a locked database this long before giving up
 
@@ -516,6 +543,9 @@ class KnowledgeBase:
         self.path = str(path)
         self.busy_timeout_s = float(busy_timeout_s)
         self.read_only = read_only
+        # Sees every committed write as (kind, what was written): an episode records the changes
+        # with their provenance (task_learning.episode). None: nobody watches.
+        self.on_change: Callable[[str, dict[str, Any]], None] | None = None
         if not self.path.strip():
             raise KnowledgeBaseError("no knowledge base file given (an empty path)")
         if self.path != ":memory:":
@@ -612,12 +642,12 @@ class KnowledgeBase:
             name = text.split()[5]
             if name not in present:
                 self._conn.execute(text.replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
-        defaults = {"confirmation": "none", "approval": POLICY_UNREVIEWED}  # as _add_missing_columns
         for table, added in ADDED_COLUMNS.items():
             columns = {r[1] for r in self._conn.execute(f"PRAGMA main.table_info({table})")}
-            missing = sorted(added - columns)
+            missing = sorted(set(added) - columns)
             if table in present and missing:
-                extra = ", ".join(f"'{defaults[c]}' AS {c}" for c in missing)
+                # each column's DEFAULT, as _add_missing_columns would give it
+                extra = ", ".join(f"{added[c].split(' DEFAULT ', 1)[1]} AS {c}" for c in missing)
                 self._conn.execute(f"CREATE TEMP VIEW {table} AS SELECT *, {extra} FROM main.{table}")
 
     def _check_schema(self) -> None:
@@ -636,7 +666,7 @@ class KnowledgeBase:
         for table, columns in _expected_columns().items():
             have = {r[1] for r in self._conn.execute(f"PRAGMA main.table_info({table})")}
             # Absent tables are created, and columns added since version 1 are added to old files.
-            missing = sorted(columns - have - ADDED_COLUMNS.get(table, set())) if have else []
+            missing = sorted(columns - have - set(ADDED_COLUMNS.get(table, {}))) if have else []
             if missing:
                 raise KnowledgeBaseError(
                     f"{self.path}: not a task_learning knowledge base (schema mismatch): table {table!r} "
@@ -647,9 +677,14 @@ class KnowledgeBase:
         if row is None:
             if self.read_only:
                 return
+            # OR IGNORE: two processes opening one new file at once (the oversight node and an
+            # operator client pairing there) both find no version; the second must not fail.
             with self._transaction() as cur:
-                cur.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif not str(row[0]).isdigit():
+                cur.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                raise KnowledgeBaseError(f"{self.path}: its schema version could not be recorded")
+        if not str(row[0]).isdigit():
             raise KnowledgeBaseError(f"{self.path}: not a task_learning knowledge base (schema version {row[0]!r})")
         elif int(row[0]) > SCHEMA_VERSION:
             raise KnowledgeBaseError(
@@ -658,18 +693,19 @@ class KnowledgeBase:
     def _add_missing_columns(self) -> None:
         """Columns added after schema version 1, with defaults that keep old files readable by
         this and by older software: an older file's goals read as confirmation "none" (nothing
-        recorded how they were confirmed, so the policy asks again), its policies as approval
-        "none" (reviewed before they are replayed)."""
-        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(goals)")}
-        if "confirmation" not in columns:
-            with self._transaction() as cur:
-                cur.execute("ALTER TABLE goals ADD COLUMN confirmation TEXT NOT NULL DEFAULT 'none'")
-        # An older file's policies read as unreviewed: nothing recorded whether this robot learned
-        # them or an import (which took policies on their shape alone) put them there.
-        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(policies)")}
-        if "approval" not in columns:
-            with self._transaction() as cur:
-                cur.execute(f"ALTER TABLE policies ADD COLUMN approval TEXT NOT NULL DEFAULT '{POLICY_UNREVIEWED}'")
+        recorded how they were confirmed, so the policy asks again), its answers as not verified
+        (never replayed by the oversight node's memory), its policies as approval "none" (reviewed
+        before they are replayed: nothing recorded whether this robot learned them or an import,
+        which took policies on their shape alone, put them there)."""
+        for table, added in ADDED_COLUMNS.items():
+            columns = {row[1] for row in self._conn.execute(f"PRAGMA table_info({table})")}
+            for column, definition in added.items():
+                if column not in columns:
+                    with self._transaction() as cur:  # read again under the write lock: another
+                        # process opening the same old file may have added it meanwhile
+                        now = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
+                        if column not in now:
+                            cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Cursor]:
@@ -703,13 +739,26 @@ class KnowledgeBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _changed(self, kind: str, data: dict[str, Any]) -> None:
+        """Tell `on_change` about a committed write; a failing observer loses nothing here."""
+        if self.on_change is not None:
+            try:
+                self.on_change(kind, data)
+            except Exception as exc:
+                log.warning("knowledge-base change observer failed: %s", exc)
+
     # --- questions and answers -------------------------------------------------------------
 
-    def record_question(self, request: ConfirmationRequest, *, task: str = "", context: str = "") -> None:
+    def record_question(self, request: ConfirmationRequest, *, task: str = "", context: str = "",
+                        asked_by: str = "") -> None:
+        """`asked_by`: the verified asker of a question the oversight node issued ("" for a
+        question asked in this process); the node's memory replays only its own askers' answers."""
         candidate = request.candidate
         with self._transaction() as cur:
             cur.execute(
-                "INSERT OR REPLACE INTO questions VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO questions (request_id, asked_at, task, context, object_id, "
+                "object_description, question, candidate_text, candidate_json, wants_description, "
+                "asked_by) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     request.request_id,
                     time.time(),
@@ -721,36 +770,57 @@ class KnowledgeBase:
                     candidate.text if candidate else "",
                     json.dumps(candidate.to_dict() if candidate else {}),
                     int(request.wants_description),
+                    asked_by,
                 ),
             )
+        self._changed("question", {"request_id": request.request_id, "task": task, "question": request.question,
+                                   "object_id": request.object_id})
 
-    def record_answer(self, answer: ConfirmationAnswer) -> None:
-        """Persist an answer. An answer nobody gave (the question timed out, or its operator went
-        away: `operator` is "timeout") is stored as a timeout whatever safe default stood in for
-        it, so it is never replayed as the operator's "no"."""
+    def record_answer(self, answer: ConfirmationAnswer, *, client: str = "", verified: bool = False,
+                      confirmation_id: str = "") -> None:
+        """Persist an answer with its provenance: `operator` who gave it (a paired operator's
+        name when `verified`: the oversight node checked the operator's signature), `client` the
+        node it came from, the time, and the confirmation id the node issued for it. An answer
+        nobody gave (the question timed out, was withdrawn, or its operator went away: `operator`
+        is "timeout") is stored as a timeout whatever safe default stood in for it, so it is never
+        replayed as the operator's "no"."""
         kind = AnswerKind.TIMEOUT if answer.operator == TIMEOUT_OPERATOR else answer.answer
         with self._transaction() as cur:
             known = cur.execute("SELECT 1 FROM questions WHERE request_id=?", (answer.request_id,)).fetchone()
             if not known:
                 raise KnowledgeBaseError(f"no question with request id {answer.request_id!r}")
             cur.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?,?,?,?,?)",
+                "INSERT OR REPLACE INTO answers (request_id, answered_at, answer, description, "
+                "operator, client, verified, confirmation_id) VALUES (?,?,?,?,?,?,?,?)",
                 (answer.request_id, answer.stamp or time.time(), kind.value,
-                 answer.description, answer.operator),
+                 answer.description, answer.operator, client, int(bool(verified)), confirmation_id),
             )
+        self._changed("answer", {"request_id": answer.request_id, "answer": kind.value,
+                                 "description": answer.description, "operator": answer.operator})
 
-    def previous_answer(self, *, task: str, question: str, context: str | None = None
-                        ) -> ConfirmationAnswer | None:
-        """The answer already given to this very question (in any context when `context` is None:
-        the question names its object), so a restarted run does not ask again. Timeouts are not
-        answers: a question that timed out is asked again."""
+    def previous_answer(self, *, task: str, question: str, context: str | None = None,
+                        asked_by: str = "", object_id: str | None = None,
+                        candidate_text: str | None = None) -> ConfirmationAnswer | None:
+        """The answer already given to this very question, so a restarted run does not ask again.
+
+        Keyed by provenance as well as words: only a question of the same asker (`asked_by`; ""
+        is this process's own dialogue) matches, and for an asker (the oversight node's memory)
+        only an answer the node verified as a paired operator's; `object_id` and `candidate_text`,
+        when given, must match too. So a question put by a stranger, or answered by one, never
+        answers the planner's. In any context when `context` is None (the question names its
+        object). Timeouts are not answers: a question that timed out is asked again."""
         sql = ("SELECT a.request_id, a.answer, a.description, a.operator, a.answered_at "
                "FROM questions q JOIN answers a ON a.request_id = q.request_id "
-               "WHERE q.task=? AND q.question=? AND a.answer != ? AND a.operator != ?")
-        args: list[Any] = [task, question, AnswerKind.TIMEOUT.value, TIMEOUT_OPERATOR]
-        if context is not None:
-            sql += " AND q.context=?"
-            args.append(context)
+               "WHERE q.task=? AND q.question=? AND a.answer != ? AND a.operator != ? "
+               "AND q.asked_by=?")
+        args: list[Any] = [task, question, AnswerKind.TIMEOUT.value, TIMEOUT_OPERATOR, asked_by]
+        if asked_by:
+            sql += " AND a.verified=1"
+        for column, value in (("q.context", context), ("q.object_id", object_id),
+                              ("q.candidate_text", candidate_text)):
+            if value is not None:
+                sql += f" AND {column}=?"
+                args.append(value)
         with self._lock:
             row = self._conn.execute(sql + " ORDER BY a.answered_at DESC LIMIT 1", args).fetchone()
         if row is None:
@@ -762,12 +832,83 @@ class KnowledgeBase:
             rows = self._conn.execute(
                 "SELECT q.request_id, q.asked_at, q.task, q.context, q.object_id, q.question, "
                 "q.candidate_text, q.wants_description, a.answer, a.description, a.operator, "
-                "a.answered_at FROM questions q LEFT JOIN answers a ON a.request_id = q.request_id "
+                "a.answered_at, q.asked_by, a.client, a.verified, a.confirmation_id "
+                "FROM questions q LEFT JOIN answers a ON a.request_id = q.request_id "
                 "ORDER BY q.asked_at"
             ).fetchall()
         keys = ("request_id", "asked_at", "task", "context", "object_id", "question", "candidate_text",
-                "wants_description", "answer", "description", "operator", "answered_at")
+                "wants_description", "answer", "description", "operator", "answered_at", "asked_by",
+                "client", "verified", "confirmation_id")
         return [dict(zip(keys, row)) for row in rows]
+
+    def answer_history(self, operator: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The latest answers `operator` gave (remembered replays of them included), newest first:
+        what the web panel shows a paired operator of their own answers."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT q.request_id, q.question, q.object_description, q.candidate_text, a.answer, "
+                "a.description, a.operator, a.client, a.answered_at, a.confirmation_id "
+                "FROM answers a JOIN questions q ON q.request_id = a.request_id "
+                "WHERE a.operator = ? OR a.operator = ? ORDER BY a.answered_at DESC LIMIT ?",
+                (operator, f"{operator} (remembered)", int(limit))).fetchall()
+        keys = ("request_id", "question", "object_description", "candidate_text", "answer", "description",
+                "operator", "client", "answered_at", "confirmation_id")
+        return [dict(zip(keys, row)) for row in rows]
+
+    # --- paired operators (task_learning.oversight.pairing) ---------------------------------
+    # Only verifiers are stored, never tokens; export_dict leaves these tables out.
+
+    def save_operator(self, name: str, verifier: str, created_by: str) -> None:
+        """Pair (or re-pair) an operator: a new verifier replaces the old one (its old token stops
+        working) and lifts a revocation."""
+        with self._transaction() as cur:
+            cur.execute("INSERT INTO operators (name, verifier, created_at, created_by, revoked_at) "
+                        "VALUES (?,?,?,?,NULL) ON CONFLICT (name) DO UPDATE SET "
+                        "verifier=excluded.verifier, created_at=excluded.created_at, "
+                        "created_by=excluded.created_by, revoked_at=NULL",
+                        (name, verifier, time.time(), created_by))
+
+    def operator_verifier(self, name: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT verifier FROM operators WHERE name=? AND revoked_at IS NULL",
+                                     (name,)).fetchone()
+        return str(row[0]) if row else None
+
+    def operator_by_verifier(self, verifier: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT name FROM operators WHERE verifier=? AND revoked_at IS NULL",
+                                     (verifier,)).fetchone()
+        return str(row[0]) if row else None
+
+    def revoke_operator(self, name: str) -> bool:
+        with self._transaction() as cur:
+            cur.execute("UPDATE operators SET revoked_at=? WHERE name=? AND revoked_at IS NULL",
+                        (time.time(), name))
+            return cur.rowcount > 0
+
+    def operator_records(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._conn.execute("SELECT name, created_at, created_by, revoked_at FROM operators "
+                                      "ORDER BY name").fetchall()
+        return [{"name": r[0], "paired_at": r[1], "paired_by": r[2], "revoked_at": r[3]} for r in rows]
+
+    def save_pairing_code(self, code_id: str, verifier: str, name: str, expires_at: float) -> None:
+        with self._transaction() as cur:
+            cur.execute("INSERT OR REPLACE INTO pairing_codes VALUES (?,?,?,?,NULL)",
+                        (code_id, verifier, name, expires_at))
+
+    def use_pairing_code(self, code_id: str, verifier: str, now: float) -> str | None:
+        """The operator a code pairs, marking it used in the same transaction; None when the code
+        is unknown, wrong, used or expired (a wrong secret does not use it up)."""
+        import hmac
+
+        with self._transaction() as cur:
+            row = cur.execute("SELECT verifier, name, expires_at, used_at FROM pairing_codes WHERE code_id=?",
+                              (code_id,)).fetchone()
+            if row is None or row[3] is not None or row[2] <= now or not hmac.compare_digest(row[0], verifier):
+                return None
+            cur.execute("UPDATE pairing_codes SET used_at=? WHERE code_id=?", (now, code_id))
+            return str(row[1])
 
     # --- goals -------------------------------------------------------------------------------
 
@@ -787,13 +928,27 @@ class KnowledgeBase:
                  int(goal.confirmed), json.dumps(goal.provenance, default=str),
                  goal.created_at or time.time(), goal.confirmation.value),
             )
+        self._changed("goal", goal.to_dict())
 
-    def set_confirmation(self, task: str, context: str, confirmation: Confirmation) -> bool:
-        """Record how the goal for (task, context) was confirmed; False when there is none."""
+    def set_confirmation(self, task: str, context: str, confirmation: Confirmation,
+                         confirmed_by: dict[str, Any] | None = None) -> bool:
+        """Record how the goal for (task, context) was confirmed, and by whom (kept in its
+        provenance as `confirmed_by`: operator, client, time); False when there is no such goal."""
         with self._transaction() as cur:
-            cur.execute("UPDATE goals SET confirmation=?, confirmed=? WHERE task=? AND context=?",
-                        (confirmation.value, int(confirmation.counts_as_confirmed), task, context))
-            return cur.rowcount > 0
+            row = cur.execute("SELECT provenance_json FROM goals WHERE task=? AND context=?",
+                              (task, context)).fetchone()
+            if row is None:
+                return False
+            provenance = json.loads(row[0] or "{}")
+            if confirmed_by is not None:
+                provenance["confirmed_by"] = confirmed_by
+            elif not confirmation.counts_as_confirmed:
+                provenance.pop("confirmed_by", None)
+            cur.execute("UPDATE goals SET confirmation=?, confirmed=?, provenance_json=? WHERE task=? AND context=?",
+                        (confirmation.value, int(confirmation.counts_as_confirmed),
+                         json.dumps(provenance, default=str), task, context))
+        self._changed("confirmation", {"task": task, "context": context, "confirmation": confirmation.value})
+        return True
 
     def goal_for(self, task: str, context: str) -> LearnedGoal | None:
         with self._lock:
@@ -834,6 +989,7 @@ class KnowledgeBase:
                  json.dumps([action_to_dict(a) for a in policy.actions]), policy.successes,
                  policy.failures, time.time(), policy.approval),
             )
+        self._changed("policy", policy.to_dict())
 
     _POLICY_COLUMNS = "task, object_type, location, goal_key, actions_json, successes, failures, approval"
 

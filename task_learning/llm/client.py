@@ -59,7 +59,7 @@ from task_learning.llm.base import (
 )
 from task_learning.llm.cache import ResponseCache
 from task_learning.llm.latency import FixedLatencyProvider
-from task_learning.llm.replay import CassetteRecorder, ReplayProvider
+from task_learning.llm.replay import CallRecorder, CassetteRecorder, ReplayProvider
 from task_learning.llm.settings import LLMSettings, load_llm_settings
 from task_learning.llm.usage import copy_usage, record, usage_diff
 from task_learning.types import LLMUsage
@@ -89,7 +89,7 @@ class LLMClient:
         backoff_s: float = 1.0,
         max_requests_per_scope: int | None = 1500,
         token_budget: int | None = None,
-        recorder: CassetteRecorder | None = None,
+        recorder: CallRecorder | None = None,
         max_backoff_s: float = 30.0,
         jitter: float = 0.5,
         seed: int = 0,

@@ -23,7 +23,7 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol
 
 from task_learning.errors import ConfigError
 from task_learning.files import LineAppender, read_input_bytes, write_text_atomic
@@ -80,6 +80,15 @@ def write_cassette(path: str | Path, entries: Iterable[Mapping[str, Any]]) -> Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries))
     return path
+
+
+class CallRecorder(Protocol):
+    """What `LLMClient(recorder=...)` records every answered call with: a cassette file
+    (`CassetteRecorder`) or an episode (task_learning.episode.observe.LLMCallPublisher)."""
+
+    def record(self, request: LLMRequest, response: LLMResponse, *, provider: str = "", model: str = "") -> None: ...
+
+    def close(self) -> None: ...
 
 
 class CassetteRecorder:

@@ -32,17 +32,18 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
-from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
+from pydantic import BeforeValidator, Field
+
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.schema import Schema, bounded, invalid, load_model
 from task_learning.llm_state.calls import PLAN_FUNCTIONS, Call
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HANDS = 2
-_CLASS_KEYS = ("container", "openable", "surface", "switchable", "pickable", "capacity", "effect",
-               "needs_closed", "starts_on")
 _DIGITS = re.compile(r"\d+$")
 
 
@@ -114,124 +115,164 @@ class Household:
 
 
 # ----------------------------------------------------------------------------- loading
-def _load_classes(data: Any, file: Path) -> dict[str, ObjectClass]:
-    classes = {}
-    for name, spec in expect_type(data, dict, file=file, key="classes").items():
-        key = join_key("classes", str(name))
-        check_keys(spec, file=file, key=key, optional=_CLASS_KEYS)
-        values = dict(spec)
-        for flag in ("container", "openable", "surface", "switchable", "pickable", "needs_closed", "starts_on"):
-            expect_type(values.get(flag, False), bool, file=file, key=join_key(key, flag))
-        capacity = expect_number(values.get("capacity", 0), file=file, key=join_key(key, "capacity"), low=0,
-                                 high=1000, integer=True)
-        effect = expect_type(values.get("effect", ""), str, file=file, key=join_key(key, "effect"))
-        classes[str(name)] = ObjectClass(name=str(name), capacity=capacity, effect=effect,
-                                         **{k: bool(values.get(k, False)) for k in (
-                                             "container", "openable", "surface", "switchable", "pickable",
-                                             "needs_closed", "starts_on")})
-    return classes
+MAX_CAP = 100_000  # steps of one episode
+Count = Annotated[int, bounded(low=1, high=MAX_CAP, integer=True)]
 
 
-def _load_map(name: str, spec: Any, classes: Mapping[str, ObjectClass], file: Path) -> MapSpec:
+class ClassDoc(Schema):
+    container: bool = False
+    openable: bool = False
+    surface: bool = False
+    switchable: bool = False
+    pickable: bool = False
+    capacity: Annotated[int, bounded(low=0, high=1000, integer=True)] = 0
+    effect: str = ""
+    needs_closed: bool = False
+    starts_on: bool = False
+
+
+class PlacedDoc(Schema):
+    """An object of a map, in a room, on or in an object defined above it."""
+
+    name: str
+    room: str | None = None
+    on: str | None = None
+    in_: str | None = Field(None, alias="in")
+
+
+class MapDoc(Schema):
+    rooms: list[str]
+    start: str
+    objects: list[PlacedDoc]
+    heldout: bool = False
+
+
+class HouseholdsDoc(Schema):
+    """households.yaml."""
+
+    classes: dict[str, ClassDoc]
+    maps: dict[str, MapDoc]
+
+
+def _not_yaml_bool(value: Any) -> Any:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise invalid('expected a list of strings (quote "on" and "off": YAML reads them as true and false)')
+    return value
+
+
+class CheckDoc(Schema):
+    """One condition of a task's goal check (config/llm_state/tasks.yaml says what each key means)."""
+
+    class_: str | None = Field(None, alias="class")
+    from_on: str | None = None
+    state: Annotated[list[str], BeforeValidator(_not_yaml_bool)] = Field(default_factory=list)
+    on: str | None = None
+    in_: str | None = Field(None, alias="in")
+    not_on: str | None = None
+    room: str | None = None
+    not_held: bool = False
+    count: Count | Literal["all"] = 1
+
+
+class UngraspableDoc(Schema):
+    count: Count
+    class_: str | None = Field(None, alias="class")
+    on: str | None = None
+
+
+class SetupDoc(Schema):
+    ungraspable: UngraspableDoc | None = None
+
+
+class TaskDoc(Schema):
+    goal: str
+    level: Literal["simple", "hard"]
+    cap: Count
+    check: list[CheckDoc]
+    special: bool = False
+    setup: SetupDoc | None = None
+    heldout: bool = False
+
+
+class TasksDoc(Schema):
+    """tasks.yaml."""
+
+    tasks: dict[str, TaskDoc]
+
+
+def _load_map(name: str, spec: MapDoc, classes: Mapping[str, ObjectClass], file: Path) -> MapSpec:
     key = join_key("maps", name)
-    check_keys(spec, file=file, key=key, required=("rooms", "start", "objects"), optional=("heldout",))
-    rooms = tuple(str(r) for r in expect_type(spec["rooms"], list, file=file, key=join_key(key, "rooms")))
+    rooms = tuple(spec.rooms)
     if not rooms:
         raise ConfigError(file, join_key(key, "rooms"), "needs at least one room")
-    if spec["start"] not in rooms:
-        raise ConfigError(file, join_key(key, "start"), f"{spec['start']!r} is not one of the rooms")
+    if spec.start not in rooms:
+        raise ConfigError(file, join_key(key, "start"), f"{spec.start!r} is not one of the rooms")
     objects: list[tuple[str, str, str]] = []
     seen: dict[str, str] = {}
-    for i, entry in enumerate(expect_type(spec["objects"], list, file=file, key=join_key(key, "objects"))):
+    for i, entry in enumerate(spec.objects):
         okey = join_key(join_key(key, "objects"), i)
-        check_keys(entry, file=file, key=okey, required=("name",), optional=("room", "on", "in"))
-        obj = str(entry["name"])
-        where = [k for k in ("room", "on", "in") if k in entry]
+        obj = entry.name
+        where = [(k, v) for k, v in (("room", entry.room), ("on", entry.on), ("in", entry.in_)) if v is not None]
         if len(where) != 1:
             raise ConfigError(file, okey, "needs exactly one of room, on, in")
-        parent = str(entry[where[0]])
+        relation, parent = where[0]
         if class_of(obj) not in classes:
             raise ConfigError(file, join_key(okey, "name"), f"unknown class {class_of(obj)!r}")
         if obj in seen or obj in rooms:
             raise ConfigError(file, join_key(okey, "name"), f"{obj!r} is defined twice")
-        if where[0] == "room" and parent not in rooms:
+        if relation == "room" and parent not in rooms:
             raise ConfigError(file, join_key(okey, "room"), f"{parent!r} is not one of the rooms")
-        if where[0] != "room":
+        if relation != "room":
             if parent not in seen:
-                raise ConfigError(file, join_key(okey, where[0]), f"{parent!r} is not defined above")
+                raise ConfigError(file, join_key(okey, relation), f"{parent!r} is not defined above")
             cls = classes[class_of(parent)]
-            if where[0] == "in" and not cls.container:
+            if relation == "in" and not cls.container:
                 raise ConfigError(file, join_key(okey, "in"), f"{parent!r} is not a container")
-            if where[0] == "on" and not cls.surface:
+            if relation == "on" and not cls.surface:
                 raise ConfigError(file, join_key(okey, "on"), f"{parent!r} is not a surface")
         seen[obj] = parent
-        objects.append((obj, {"room": "ROOM", "on": "ON", "in": "IN"}[where[0]], parent))
-    return MapSpec(name=name, rooms=rooms, start=str(spec["start"]), objects=tuple(objects),
-                   heldout=bool(expect_type(spec.get("heldout", False), bool, file=file, key=join_key(key, "heldout"))))
+        objects.append((obj, relation.upper(), parent))
+    return MapSpec(name=name, rooms=rooms, start=spec.start, objects=tuple(objects), heldout=spec.heldout)
 
 
-_CHECK_KEYS = ("class", "from_on", "state", "on", "in", "not_on", "room", "not_held", "count")
-
-
-MAX_CAP = 100_000  # steps of one episode
-
-
-def _known(value: Any, known: Any, *, what: str, file: Path, key: str) -> None:
+def _known(value: str, known: Any, *, what: str, file: Path, key: str) -> None:
     """`value` is one of `known` (classes, room classes, states); else a ConfigError naming it."""
-    if not isinstance(value, str) or value not in known:
-        hint = difflib.get_close_matches(str(value), sorted(known), n=1)
+    if value not in known:
+        hint = difflib.get_close_matches(value, sorted(known), n=1)
         raise ConfigError(file, key, f"unknown {what} {value!r}" + (f" (did you mean '{hint[0]}'?)" if hint
                                                                    else f" (known: {', '.join(sorted(known))})"))
 
 
-def _load_task(name: str, spec: Any, file: Path, classes: Mapping[str, ObjectClass], rooms: set[str]) -> TaskSpec:
+def _load_task(name: str, spec: TaskDoc, file: Path, classes: Mapping[str, ObjectClass], rooms: set[str]) -> TaskSpec:
     """A task of tasks.yaml; every class, room and state its checks name exists in households.yaml
     (a misspelt class would make a goal that never holds, or always holds with count all)."""
     key = join_key("tasks", name)
-    check_keys(spec, file=file, key=key, required=("goal", "level", "cap", "check"),
-               optional=("special", "setup", "heldout"))
-    if spec["level"] not in ("simple", "hard"):
-        raise ConfigError(file, join_key(key, "level"), "expected simple or hard")
-    expect_type(spec["goal"], str, file=file, key=join_key(key, "goal"))
-    cap = expect_number(spec["cap"], file=file, key=join_key(key, "cap"), low=1, high=MAX_CAP, integer=True)
     states = {"on", "off", "open", "closed"} | {c.effect for c in classes.values() if c.effect}
-    checks = expect_type(spec["check"], list, file=file, key=join_key(key, "check"))
-    if not checks:
+    if not spec.check:
         raise ConfigError(file, join_key(key, "check"), "no goal check")
-    for i, cond in enumerate(checks):
+    for i, cond in enumerate(spec.check):
         ckey = join_key(join_key(key, "check"), i)
-        check_keys(cond, file=file, key=ckey, optional=_CHECK_KEYS)
-        if ("class" in cond) == ("from_on" in cond):
+        if (cond.class_ is None) == (cond.from_on is None):
             raise ConfigError(file, ckey, "needs exactly one of class, from_on")
-        for field_name in ("class", "from_on", "on", "in", "not_on"):
-            if field_name in cond:
-                _known(cond[field_name], classes, what="class", file=file, key=join_key(ckey, field_name))
-        if "room" in cond:
-            _known(cond["room"], rooms, what="room", file=file, key=join_key(ckey, "room"))
-        expect_type(cond.get("not_held", False), bool, file=file, key=join_key(ckey, "not_held"))
-        wanted = cond.get("state", [])
-        if not isinstance(wanted, list) or not all(isinstance(v, str) for v in wanted):
-            raise ConfigError(file, join_key(ckey, "state"), 'expected a list of strings (quote "on" and "off": '
-                              'YAML reads them as true and false)')
-        for j, state in enumerate(wanted):
+        for field_name, value in (("class", cond.class_), ("from_on", cond.from_on), ("on", cond.on),
+                                  ("in", cond.in_), ("not_on", cond.not_on)):
+            if value is not None:
+                _known(value, classes, what="class", file=file, key=join_key(ckey, field_name))
+        if cond.room is not None:
+            _known(cond.room, rooms, what="room", file=file, key=join_key(ckey, "room"))
+        for j, state in enumerate(cond.state):
             _known(state, states, what="state", file=file, key=join_key(join_key(ckey, "state"), j))
-        count = cond.get("count", 1)
-        if count != "all":
-            expect_number(count, file=file, key=join_key(ckey, "count"), low=1, high=MAX_CAP, integer=True)
-    setup = spec.get("setup") or {}
-    check_keys(setup, file=file, key=join_key(key, "setup"), optional=("ungraspable",))
-    if "ungraspable" in setup:
-        ukey = join_key(key, "setup.ungraspable")
-        check_keys(setup["ungraspable"], file=file, key=ukey, required=("count",), optional=("class", "on"))
-        for field_name in ("class", "on"):
-            if field_name in setup["ungraspable"]:
-                _known(setup["ungraspable"][field_name], classes, what="class", file=file,
-                       key=join_key(ukey, field_name))
-        expect_number(setup["ungraspable"]["count"], file=file, key=join_key(ukey, "count"), low=1, high=MAX_CAP,
-                      integer=True)
-    return TaskSpec(name=name, goal=str(spec["goal"]), level=str(spec["level"]), cap=cap,
-                    check=tuple(dict(c) for c in checks), special=bool(spec.get("special", False)),
-                    setup=dict(setup), heldout=bool(spec.get("heldout", False)))
+    ungraspable = spec.setup.ungraspable if spec.setup else None
+    if ungraspable is not None:
+        for field_name, value in (("class", ungraspable.class_), ("on", ungraspable.on)):
+            if value is not None:
+                _known(value, classes, what="class", file=file, key=join_key(join_key(key, "setup.ungraspable"),
+                                                                           field_name))
+    return TaskSpec(name=name, goal=spec.goal, level=spec.level, cap=spec.cap,
+                    check=tuple(c.model_dump(by_alias=True, exclude_unset=True) for c in spec.check),
+                    special=spec.special,
+                    setup=spec.setup.model_dump(by_alias=True, exclude_unset=True) if spec.setup else {},
+                    heldout=spec.heldout)
 
 
 def load_household(folder: str | Path | None = None) -> Household:
@@ -243,15 +284,13 @@ def load_household(folder: str | Path | None = None) -> Household:
 @functools.lru_cache(maxsize=4)
 def _load_household(base: str) -> Household:
     house_file = Path(base) / "households.yaml"
-    data = check_keys(load_yaml(house_file), file=house_file, key="", required=("classes", "maps"))
-    classes = _load_classes(data["classes"], house_file)
-    maps = {str(n): _load_map(str(n), s, classes, house_file)
-            for n, s in expect_type(data["maps"], dict, file=house_file, key="maps").items()}
+    house = load_model(HouseholdsDoc, house_file)
+    classes = {name: ObjectClass(name=name, **spec.model_dump()) for name, spec in house.classes.items()}
+    maps = {name: _load_map(name, spec, classes, house_file) for name, spec in house.maps.items()}
     task_file = Path(base) / "tasks.yaml"
-    tdata = check_keys(load_yaml(task_file), file=task_file, key="", required=("tasks",))
     rooms = {class_of(r) for m in maps.values() for r in m.rooms}
-    tasks = {str(n): _load_task(str(n), s, task_file, classes, rooms)
-             for n, s in expect_type(tdata["tasks"], dict, file=task_file, key="tasks").items()}
+    tasks = {name: _load_task(name, spec, task_file, classes, rooms)
+             for name, spec in load_model(TasksDoc, task_file).tasks.items()}
     return Household(classes=classes, maps=maps, tasks=tasks)
 
 

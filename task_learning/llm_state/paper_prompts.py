@@ -19,13 +19,16 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from pydantic import BeforeValidator
+
+from task_learning.config import config_path
 from task_learning.errors import ConfigError
 from task_learning.llm_state.household import Observation
 from task_learning.llm_state.state import OpenState
-from task_learning.prompt_templates import drop_block, fill, template
+from task_learning.prompt_templates import drop_block, fill, slots
+from task_learning.schema import Schema, invalid, load_model
 
 # The estimator's observation as Listing 4 prints it: these lines of the observation only.
 ESTIMATOR_OBSERVATION = ("Room List:", "Current Holding:", "You are closed to:", "Current Room:")
@@ -59,39 +62,44 @@ def default_path() -> Path:
     return config_path("llm_state", "paper_prompts.yaml")
 
 
+def _hands(count: Any) -> Any:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise invalid("expected a number of hands (1, 2, ...)")
+    return count
+
+
+class TaggedLineDoc(Schema):
+    part: Literal["objects", "summary"]
+    text: str
+
+
+class PaperPromptsDoc(Schema):
+    """paper_prompts.yaml: the templates with the slots each may use."""
+
+    attention: Annotated[str, slots(("state", "observation", "goal"))]
+    estimator: Annotated[str, slots(("state", "history", "observation", "rules", "functions", "examples"))]
+    estimator_functions: list[TaggedLineDoc]
+    estimator_examples: list[TaggedLineDoc]
+    policy: Annotated[str, slots(("history", "observation", "state", "rules", "goal"))]
+    rules: Annotated[str, slots(("hands_rule",))]
+    hands_rule: dict[Annotated[int, BeforeValidator(_hands)], str]  # hands -> the sentence
+
+
 @functools.lru_cache(maxsize=4)
 def load_paper_prompts(path: str | None = None) -> PaperPrompts:
     """Read and check the file (cached: it is read once per process)."""
     file = Path(path) if path else default_path()
-    data = check_keys(load_yaml(file), file=file, key="",
-                      required=("attention", "estimator", "estimator_functions", "estimator_examples", "policy",
-                                "rules", "hands_rule"))
-    hands: dict[int, str] = {}
-    for count, text in expect_type(data["hands_rule"], dict, file=file, key="hands_rule").items():
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ConfigError(file, join_key("hands_rule", str(count)), "expected a number of hands (1, 2, ...)")
-        hands[count] = expect_type(text, str, file=file, key=join_key("hands_rule", str(count)))
+    doc = load_model(PaperPromptsDoc, file)
     return PaperPrompts(
         source=str(file),
-        attention=template(data, "attention", file, ("state", "observation", "goal")),
-        estimator=template(data, "estimator", file, ("state", "history", "observation", "rules", "functions",
-                                                     "examples")),
-        estimator_functions=_tagged(data, "estimator_functions", file),
-        estimator_examples=_tagged(data, "estimator_examples", file),
-        policy=template(data, "policy", file, ("history", "observation", "state", "rules", "goal")),
-        rules=template(data, "rules", file, ("hands_rule",)),
-        hands_rule=hands,
+        attention=doc.attention,
+        estimator=doc.estimator,
+        estimator_functions=tuple(TaggedLine(t.part, t.text) for t in doc.estimator_functions),
+        estimator_examples=tuple(TaggedLine(t.part, t.text) for t in doc.estimator_examples),
+        policy=doc.policy,
+        rules=doc.rules,
+        hands_rule=dict(doc.hands_rule),
     )
-
-
-def _tagged(data: Any, key: str, file: Path) -> tuple[TaggedLine, ...]:
-    out = []
-    for i, item in enumerate(expect_type(data[key], list, file=file, key=key)):
-        item = check_keys(item, file=file, key=f"{key}[{i}]", required=("part", "text"))
-        if item["part"] not in ("objects", "summary"):
-            raise ConfigError(file, f"{key}[{i}].part", f"expected objects or summary, got {item['part']!r}")
-        out.append(TaggedLine(str(item["part"]), expect_type(item["text"], str, file=file, key=f"{key}[{i}].text")))
-    return tuple(out)
 
 
 def _parts(with_summary: bool, with_objects: bool) -> set[str]:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from task_learning.bcr.literals import LiteralSyntaxError, StateView, holds, parse_literal
-from task_learning.config import check_keys, config_path, expect_type, join_key, load_yaml
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.llm_state.agent import Completer, LLMStateAgent, TrialResult
 from task_learning.llm_state.household import TaskSpec
 from task_learning.llm_state.thor_world import ThorWorld
+from task_learning.schema import Schema, load_model
 from task_learning.types import GoalLiteral
 from task_learning.world.factory import make_backend
 
@@ -51,25 +52,34 @@ class ThorTasks:
                                 f"(runnable: {', '.join(sorted(self.tasks))})")
 
 
+class ThorTaskDoc(Schema):
+    scene: str  # a project scene over a FloorPlan
+    check: list[str]  # goal literals
+
+
+class ThorTasksDoc(Schema):
+    """thor_tasks.yaml."""
+
+    tasks: dict[str, ThorTaskDoc]
+    unsupported: dict[str, str] | None = None  # task -> why no FloorPlan supports it
+
+
 def load_thor_tasks(path: str | Path | None = None) -> ThorTasks:
     file = Path(path) if path is not None else config_path("llm_state", "thor_tasks.yaml")
-    data = check_keys(load_yaml(file), file=file, key="", required=("tasks",), optional=("unsupported",))
+    doc = load_model(ThorTasksDoc, file)
     tasks: dict[str, ThorTask] = {}
-    for name, spec in expect_type(data["tasks"], dict, file=file, key="tasks").items():
-        key = join_key("tasks", str(name))
-        check_keys(spec, file=file, key=key, required=("scene", "check"))
-        scene = expect_type(spec["scene"], str, file=file, key=join_key(key, "scene"))
+    for name, spec in doc.tasks.items():
+        key = join_key("tasks", name)
         literals = []
-        for i, text in enumerate(expect_type(spec["check"], list, file=file, key=join_key(key, "check"))):
+        for i, text in enumerate(spec.check):
             try:
-                literals.append(parse_literal(expect_type(text, str, file=file, key=join_key(key, f"check[{i}]"))))
+                literals.append(parse_literal(text))
             except LiteralSyntaxError as exc:
                 raise ConfigError(file, join_key(key, f"check[{i}]"), str(exc)) from None
         if not literals:
             raise ConfigError(file, join_key(key, "check"), "no goal check")
-        tasks[str(name)] = ThorTask(str(name), scene, tuple(literals))
-    unsupported = expect_type(data.get("unsupported") or {}, dict, file=file, key="unsupported")
-    return ThorTasks(tasks, {str(k): str(v) for k, v in unsupported.items()})
+        tasks[name] = ThorTask(name, spec.scene, tuple(literals))
+    return ThorTasks(tasks, dict(doc.unsupported or {}))
 
 
 def run_thor_trial(client: Completer, method: str, task: TaskSpec, thor_task: ThorTask, *, backend: str,

@@ -6,7 +6,9 @@ to describe the goal, and the description is analysed like any other goal senten
 viable the robot says why and asks again (bounded here by `max_descriptions`).
 
 Safety: a timeout, an operator that raises, or a "no" to the request for a description ends the
-dialogue with `chosen=None`: nothing unconfirmed is ever returned for execution.
+dialogue with `chosen=None`: nothing unconfirmed is ever returned for execution. An operator that
+raises RunStopped (the goal was cancelled) or DependencyFailed (the oversight node stopped
+answering) ends more than the dialogue: the exception goes on to the caller, which ends the goal.
 
 Counting follows appendix C: every answer the user gives is one instruction; a yes/no answer is one
 word and one yes/no instruction; a description counts its words ("the goal is that the steak knife
@@ -25,6 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from task_learning.oversight.answers import goal_sentence_from_words, object_noun
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
+from task_learning.planning.stop import DependencyFailed, RunStopped
 from task_learning.oversight.phrasing import (
     count_words,
     description_question,
@@ -117,7 +120,14 @@ class OversightOutcome:
     transcript: list[Turn] = field(default_factory=list)
     status: OversightStatus = OversightStatus.GAVE_UP
     rejected: list[GoalCandidate] = field(default_factory=list)
-    confirmed_by: str = ""  # who said yes to the goal or described it ("" without a goal)
+    # The oversight node's id for the answer that confirmed `chosen` (over ROS; "" in-process):
+    # what the planner checks with that node before it executes the goal.
+    confirmation_id: str = ""
+    # Who said yes to the goal or described it ("" without a goal): the operator of the answer
+    # that confirmed it (over ROS the paired operator whose signature the oversight node checked).
+    confirmed_by: str = ""
+    # That answer's provenance: operator, client, answered_at, confirmation id, request id.
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def confirmed(self) -> bool:
@@ -131,7 +141,9 @@ class OversightOutcome:
             "transcript": [{"speaker": t.speaker, "text": t.text, "request_id": t.request_id}
                            for t in self.transcript],
             "rejected": [c.text for c in self.rejected],
+            "confirmation_id": self.confirmation_id,
             "confirmed_by": self.confirmed_by,
+            "provenance": dict(self.provenance),
         }
 
 
@@ -154,7 +166,6 @@ class _Dialogue:
         self.new_request_id = new_request_id
         self.counts = OversightCounts()
         self.transcript: list[Turn] = []
-        self.last_operator = ""  # who gave the last answer (the one a goal's outcome rests on)
 
     def say(self, text: str, request_id: str = "") -> None:
         self.transcript.append(Turn(ROBOT, text, request_id))
@@ -166,6 +177,8 @@ class _Dialogue:
             self.kb.record_question(request, task=self.task, context=self.context)
         try:
             answer = self.operator.ask(request)
+        except (RunStopped, DependencyFailed):
+            raise  # the whole goal ends (cancelled, or the oversight node stopped answering)
         except Exception as exc:  # a dead operator must not become a confirmed goal
             log.error("operator %s failed on %s: %s", getattr(self.operator, "name", "?"),
                       request.request_id, exc)
@@ -179,9 +192,8 @@ class _Dialogue:
         if not answer.stamp:
             answer.stamp = time.time()
         if self.kb is not None:
-            self.kb.record_answer(answer)
+            self.kb.record_answer(answer, client=answer.client)  # in-process too: which front end
         speaker = answer.operator or getattr(self.operator, "name", "operator")
-        self.last_operator = speaker
         if answer.answer is AnswerKind.DESCRIPTION:
             self.transcript.append(Turn(speaker, answer.description, request.request_id))
         else:
@@ -260,9 +272,21 @@ class _Dialogue:
             timeout_s=self.timeout_s)
 
     def outcome(self, status: OversightStatus, chosen: GoalCandidate | None,
-                rejected: list[GoalCandidate]) -> OversightOutcome:
-        by = self.last_operator if chosen is not None else ""
-        return OversightOutcome(chosen, self.counts, self.transcript, status, rejected, by)
+                rejected: list[GoalCandidate], by: ConfirmationAnswer | None = None) -> OversightOutcome:
+        """`by`: the answer that confirmed `chosen` (who gave it and its provenance are kept with
+        the outcome)."""
+        if chosen is None or by is None:
+            return OversightOutcome(chosen, self.counts, self.transcript, status, rejected)
+        who = by.operator or getattr(self.operator, "name", "operator")
+        return OversightOutcome(chosen, self.counts, self.transcript, status, rejected,
+                                by.confirmation_id, who, answer_provenance(by))
+
+
+def answer_provenance(answer: ConfirmationAnswer) -> dict[str, Any]:
+    """An answer's provenance as the knowledge base keeps it with a goal: who, through which
+    client, when, and the oversight node's confirmation id (over ROS)."""
+    return {"operator": answer.operator, "client": answer.client, "answered_at": answer.stamp,
+            "confirmation_id": answer.confirmation_id, "request_id": answer.request_id}
 
 
 def _timed_out(answer: ConfirmationAnswer) -> bool:
@@ -352,6 +376,8 @@ def run_oversight(
     feedback = ""
     first = selected
     volunteered: str | None = None
+    volunteered_by: ConfirmationAnswer | None = None
+    described_by: ConfirmationAnswer | None = None
 
     while remaining and dialogue.counts.proposed < max_proposals:
         if first is not None:  # Selection's own pick goes first (matched among the remaining)
@@ -378,7 +404,7 @@ def run_oversight(
                 continue
             dialogue.counts.sourced += 1
             dialogue.say("Ok.", request.request_id)
-            return dialogue.outcome(OversightStatus.CONFIRMED, cand, rejected)
+            return dialogue.outcome(OversightStatus.CONFIRMED, cand, rejected, answer)
         if answer.answer is AnswerKind.NO:
             dialogue.count_yes_no(answer)
             remaining.remove(cand)
@@ -388,12 +414,14 @@ def run_oversight(
         remaining.remove(cand)
         rejected.append(cand)
         volunteered = answer.description
+        volunteered_by = answer
         break
 
     descriptions = 0
     while descriptions < max_descriptions:
         if volunteered is not None:
             text, volunteered = volunteered, None
+            described_by = volunteered_by
         else:
             request = dialogue.request(description_question(object_description, feedback),
                                        candidate=None, candidates=rejected, wants_description=True)
@@ -410,11 +438,12 @@ def run_oversight(
                 feedback = "I need the goal in words."
                 continue
             text = answer.description
+            described_by = answer
         descriptions += 1
         dialogue.count_description(text)
         goal, feedback = dialogue.use_description(text, next_id)
         if goal is not None:
             dialogue.say("Ok.")
-            return dialogue.outcome(OversightStatus.DESCRIBED, goal, rejected)
+            return dialogue.outcome(OversightStatus.DESCRIBED, goal, rejected, described_by)
         dialogue.say(f"I cannot use that goal: {feedback}")
     return dialogue.outcome(OversightStatus.GAVE_UP, None, rejected)

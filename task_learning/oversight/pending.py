@@ -5,7 +5,16 @@ question and blocks until a panel, the terminal or a service call answers it thr
 until its timeout, when it resolves to the configured safe default, which is never "yes".
 `submit` validates every answer and says clearly why one is refused (unknown or expired request id,
 empty or oversized description, "yes" to a request for words); a refused answer leaves the queue
-as it was. Every question and its resolution are persisted when a knowledge base is given.
+as it was. `withdraw` ends a question its asker no longer wants answered (a cancelled goal): it
+leaves the pending list at once, resolves as a timeout (never consent, never remembered), and a
+late answer is refused like one to any closed question. Every question and its resolution are
+persisted when a knowledge base is given, with the answer's provenance (operator, client, time,
+confirmation id).
+
+Behind the oversight node, questions carry their asker (a stack node whose request was signed),
+each asker may hold at most `max_pending_per_asker` of the waiting places (one asker's flood never
+shuts out another's questions), and with a `ConfirmationLedger` a verified yes or description is
+issued a confirmation id (task_learning.oversight.confirmations).
 """
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ from typing import Any, Callable
 
 from task_learning.errors import ConfigError
 from task_learning.oversight.answers import expected, interpret_reply
+from task_learning.oversight.confirmations import ConfirmationLedger
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, timeout_answer
 from task_learning.oversight.phrasing import count_words
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
@@ -44,6 +54,9 @@ class _Slot:
     asked_at: float
     deadline: float
     answer: ConfirmationAnswer | None = None
+    asker: str = ""  # the stack node that asked ("" in-process)
+    asker_request_id: str = ""  # the asker's own id for it (withdraw names it)
+    verified: bool = True  # the answer's operator was verified (a paired operator, or in-process)
 
 
 def refused_answer(request: ConfirmationRequest, reason: str) -> ConfirmationAnswer:
@@ -77,7 +90,8 @@ class QueueOperator:
                  on_change: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  max_timeout_s: float = DEFAULT_MAX_TIMEOUT_S,
-                 max_pending: int = DEFAULT_MAX_PENDING) -> None:
+                 max_pending: int = DEFAULT_MAX_PENDING, max_pending_per_asker: int = 0,
+                 ledger: ConfirmationLedger | None = None) -> None:
         if not math.isfinite(max_timeout_s) or max_timeout_s <= 0:
             raise ConfigError("<parameters>", "max_timeout_s", f"must be a finite number > 0, got {max_timeout_s}")
         if not math.isfinite(timeout_s) or not 0 < timeout_s <= max_timeout_s:
@@ -88,6 +102,9 @@ class QueueOperator:
         self.timeout_s = float(timeout_s)
         self.max_timeout_s = float(max_timeout_s)
         self.max_pending = int(max_pending)
+        # 0: no limit of its own (the total); else each asker's share of the waiting places
+        self.max_pending_per_asker = int(max_pending_per_asker) or self.max_pending
+        self.ledger = ledger
         self.safe_default = parse_safe_default(
             safe_default.value if isinstance(safe_default, AnswerKind) else safe_default)
         self.kb = kb
@@ -108,14 +125,17 @@ class QueueOperator:
             return self.timeout_s
         return min(float(requested), self.max_timeout_s)
 
-    def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
-        """Enqueue and wait; the operator's answer, or the safe default on timeout/shutdown.
-        Beyond `max_pending` waiting questions a request is refused at once (a timeout whose
-        description says why): it never waits, and it is not recorded as a question or answer."""
+    def ask(self, request: ConfirmationRequest, *, asker: str = "",
+            asker_request_id: str = "") -> ConfirmationAnswer:
+        """Enqueue and wait; the operator's answer, or the safe default on timeout/shutdown/
+        withdrawal. Beyond `max_pending` waiting questions (or the asker's share of them) a
+        request is refused at once (a timeout whose description says why): it never waits, and
+        it is not recorded as a question or answer."""
         timeout = self.timeout_for(request.timeout_s)
         with self._cond:
             if self._closed:
-                return self._persisted(request, timeout_answer(request, self.safe_default), record=True)
+                return self._persisted(request, timeout_answer(request, self.safe_default), record=True,
+                                       asker=asker)
             if request.request_id in self._slots:
                 # Two callers with one id would steal each other's answer: refuse the second.
                 log.error("duplicate request id %s refused", request.request_id)
@@ -126,10 +146,14 @@ class QueueOperator:
                 return refused_answer(request, f"{len(self._slots)} questions are already waiting "
                                                f"for the operator (max_pending {self.max_pending}); "
                                                f"ask again later")
+            mine = sum(1 for s in self._slots.values() if s.asker == asker)
+            if asker and mine >= self.max_pending_per_asker:
+                return refused_answer(request, f"{asker} already has {mine} questions waiting (at most "
+                                               f"{self.max_pending_per_asker} per asker); ask again later")
             now = self._clock()
-            slot = _Slot(request, now, now + timeout)
+            slot = _Slot(request, now, now + timeout, asker=asker, asker_request_id=asker_request_id)
             self._slots[request.request_id] = slot
-        self._record_question(request)
+        self._record_question(request, asker)
         self._changed()
         with self._cond:
             while slot.answer is None and not self._closed:
@@ -143,9 +167,33 @@ class QueueOperator:
             log.warning("question %s: no answer in %.1f s, safe default %s", request.request_id,
                         timeout, self.safe_default.value)
             answer = timeout_answer(request, self.safe_default)
-        self._persisted(request, answer, record=False)
+        elif self.ledger is not None and slot.verified and asker and answer.operator != TIMEOUT_OPERATOR:
+            answer.confirmation_id = self.ledger.issue(request, answer, asker=asker, client=answer.client)
+        self._persisted(request, answer, record=False, verified=slot.verified)
         self._changed()
         return answer
+
+    def withdraw(self, request_id: str = "", *, asker: str = "", asker_request_id: str = "",
+                 reason: str = "withdrawn by its asker") -> bool:
+        """End a waiting question unanswered (by its id, or by its asker's own id for it): it
+        leaves the pending list, its caller gets a timeout, and a late answer is refused. Any
+        confirmation already issued for it is withdrawn too. False when no such question waits."""
+        with self._cond:
+            slot = self._slots.get(request_id) if request_id else next(
+                (s for s in self._slots.values()
+                 if asker and s.asker == asker and s.asker_request_id == asker_request_id), None)
+            if slot is None:
+                return False
+            if slot.answer is None:
+                slot.answer = timeout_answer(slot.request)
+                slot.answer.description = f"withdrawn: {reason}"
+                slot.verified = False
+            self._slots.pop(slot.request.request_id, None)  # off the list at once
+            self._cond.notify_all()
+        if self.ledger is not None:
+            self.ledger.withdraw_question(slot.request.request_id)
+        self._changed()
+        return True
 
     # --- the answering side -----------------------------------------------------------------
 
@@ -158,8 +206,11 @@ class QueueOperator:
                     for s in self._slots.values() if s.answer is None]
 
     def submit(self, request_id: str, answer: str | AnswerKind, description: str = "",
-               operator: str = "operator") -> SubmitResult:
+               operator: str = "operator", *, client: str = "", verified: bool = True) -> SubmitResult:
         """Answer a pending question: "yes", "no" or "description" (with `description`).
+        `verified`: the caller checked who `operator` is (the oversight node: a paired operator's
+        signature; in-process: the panel or terminal of this process). `client`: the node the
+        answer came through, kept with it.
 
         A refused answer changes nothing: the question stays pending for a valid answer."""
         kind = self._parse_kind(answer, description)
@@ -190,7 +241,8 @@ class QueueOperator:
                     return SubmitResult(False, f"{reply.hint} Nothing changed.")
                 kind, text = reply.answer, reply.description
             slot.answer = ConfirmationAnswer(request_id, kind, text, operator or "operator",
-                                             time.time())
+                                             time.time(), client=client)
+            slot.verified = verified
             self._cond.notify_all()
         said = f": {text!r}" if kind is AnswerKind.DESCRIPTION else ""
         return SubmitResult(True, f"answered {request_id} with {kind.value}{said}")
@@ -235,21 +287,23 @@ class QueueOperator:
             except Exception as exc:  # a failing publisher must not lose an answer
                 log.error("pending-question listener failed: %s", exc)
 
-    def _record_question(self, request: ConfirmationRequest) -> None:
+    def _record_question(self, request: ConfirmationRequest, asker: str = "") -> None:
         if self.kb is None:
             return
         try:
-            self.kb.record_question(request, task=self.task, context=request.object_description)
+            self.kb.record_question(request, task=self.task, context=request.object_description,
+                                    asked_by=asker)
         except Exception as exc:
             log.error("could not persist question %s: %s", request.request_id, exc)
 
     def _persisted(self, request: ConfirmationRequest, answer: ConfirmationAnswer, *,
-                   record: bool) -> ConfirmationAnswer:
+                   record: bool, asker: str = "", verified: bool = False) -> ConfirmationAnswer:
         if self.kb is not None:
             if record:
-                self._record_question(request)
+                self._record_question(request, asker)
             try:
-                self.kb.record_answer(answer)
+                self.kb.record_answer(answer, client=answer.client, verified=verified,
+                                      confirmation_id=answer.confirmation_id)
             except Exception as exc:
                 log.error("could not persist answer to %s: %s", request.request_id, exc)
         return answer

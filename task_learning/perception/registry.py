@@ -26,14 +26,16 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Annotated, Any, Mapping
 
 import numpy as np
+from pydantic import AfterValidator, BeforeValidator, Field
 
-from task_learning.config import check_keys, expect_number, expect_type, join_key, load_yaml
+from task_learning.config import join_key, load_yaml
 from task_learning.errors import ConfigError
-from task_learning.safe_text import has_control_characters
-from task_learning.world.scene import STATE_KEYS, check_state_value
+from task_learning.numbers import number_problem
+from task_learning.schema import Schema, bounded, invalid, no_control_characters, validate
+from task_learning.world.scene import ObjectState
 
 DEFAULT_DICTIONARY = "DICT_4X4_50"
 
@@ -131,94 +133,97 @@ MAX_MARKER_SIZE_M = 2.0
 MAX_EXTENT_M = 10.0  # offsets, volumes and door positions, in the marker's frame
 
 
-def _vector(value: Any, n: int, *, file: str, key: str, positive: bool = False) -> tuple[float, ...]:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != n:
-        raise ConfigError(file, key, f"expected a list of {n} numbers, got {value!r}")
-    for i, v in enumerate(value):
-        expect_number(v, file=file, key=join_key(key, i), low=0.0 if positive else -MAX_EXTENT_M,
-                      high=MAX_EXTENT_M, low_open=positive)
-    return tuple(float(v) for v in value)
+def _three(value: Any) -> Any:
+    if not isinstance(value, list) or len(value) != 3:
+        raise invalid(f"expected a list of 3 numbers, got {value!r}")
+    return value
 
 
-def _size(value: Any, *, file: str, key: str) -> float:
-    """A marker's side in metres: in (0, MAX_MARKER_SIZE_M]."""
-    return float(expect_number(value, file=file, key=key, low=0.0, high=MAX_MARKER_SIZE_M, low_open=True))
+Extent = Annotated[float, bounded(low=-MAX_EXTENT_M, high=MAX_EXTENT_M)]
+PositiveExtent = Annotated[float, bounded(low=0.0, high=MAX_EXTENT_M, low_open=True)]
+Vector = Annotated[list[Extent], BeforeValidator(_three)]
+PositiveVector = Annotated[list[PositiveExtent], BeforeValidator(_three)]
+MarkerSize = Annotated[float, bounded(low=0.0, high=MAX_MARKER_SIZE_M, low_open=True)]
+# an id of the registry's dictionary: its range is checked in registry_from_dict
+MarkerId = Annotated[int, bounded(integer=True)]
+# an id, type or name: it reaches terminals and logs
+Name = Annotated[str, AfterValidator(str.strip), no_control_characters]
 
 
-def _marker_id(value: Any, *, file: str, key: str, count: int) -> int:
-    """An id of the registry's dictionary, which holds `count` markers (ids 0 to count - 1)."""
-    return int(expect_number(value, file=file, key=key, low=0, high=count - 1, integer=True))
+class VolumeDoc(Schema):
+    center: Vector
+    size: PositiveVector
 
 
-def _name(value: Any, *, file: str, key: str) -> str:
-    """An id, type or name: a string without control characters (it reaches terminals and logs)."""
-    text = expect_type(value, str, file=file, key=key).strip()
-    if has_control_characters(text):
-        raise ConfigError(file, key, f"control characters in {text!r}")
-    return text
+class DoorDoc(Schema):
+    marker: MarkerId
+    size: MarkerSize
+    closed_at: Vector
+
+
+class MarkerDoc(Schema):
+    id: MarkerId
+    object: Name
+    type: Name
+    size: MarkerSize
+    name: Name | None = None
+    offset: Vector = Field(default_factory=lambda: [0.0, 0.0, 0.0])
+    receptacle: VolumeDoc | None = None
+    door: DoorDoc | None = None
+    state: ObjectState | None = None
+
+
+class RegistryDoc(Schema):
+    dictionary: str = DEFAULT_DICTIONARY
+    markers: list[MarkerDoc]
+
+
+def _vec(value: list[float]) -> tuple[float, float, float]:
+    return (value[0], value[1], value[2])
 
 
 def registry_from_dict(data: Any, *, source: str = "<registry>",
                        known_types: Mapping[str, Any] | None = None) -> MarkerRegistry:
     """Validate a registry mapping; `known_types` (object type catalogue) checks every `type`."""
     file = source
-    body = check_keys(data, file=file, key="", required=["markers"], optional=["dictionary"])
-    dictionary = expect_type(body.get("dictionary", DEFAULT_DICTIONARY), str, file=file, key="dictionary")
+    doc = validate(RegistryDoc, data, file=file)
     try:
-        count = int(aruco_dictionary(dictionary).bytesList.shape[0])  # markers the dictionary holds
+        count = int(aruco_dictionary(doc.dictionary).bytesList.shape[0])  # markers the dictionary holds
     except ValueError as exc:
         raise ConfigError(file, "dictionary", str(exc)) from None
-    entries = expect_type(body["markers"], list, file=file, key="markers")
-    if not entries:
+    if not doc.markers:
         raise ConfigError(file, "markers", "empty: a registry names at least one marker")
-    registry = MarkerRegistry(dictionary=dictionary, source=source)
+    registry = MarkerRegistry(dictionary=doc.dictionary, source=source)
     used_ids: dict[int, str] = {}
     objects: set[str] = set()
-    for index, entry in enumerate(entries):
+    for index, entry in enumerate(doc.markers):
         key = join_key("markers", index)
-        check_keys(entry, file=file, key=key, required=["id", "object", "type", "size"],
-                   optional=["name", "offset", "receptacle", "door", "state"])
-        marker_id = _marker_id(entry["id"], file=file, key=join_key(key, "id"), count=count)
-        object_id = _name(entry["object"], file=file, key=join_key(key, "object"))
-        object_type = _name(entry["type"], file=file, key=join_key(key, "type"))
-        if not object_id:
+        if not entry.object:
             raise ConfigError(file, join_key(key, "object"), "empty object id")
-        if known_types is not None and object_type not in known_types:
-            hint = difflib.get_close_matches(object_type, sorted(known_types), n=1)
-            raise ConfigError(file, join_key(key, "type"), f"unknown object type {object_type!r}"
+        if known_types is not None and entry.type not in known_types:
+            hint = difflib.get_close_matches(entry.type, sorted(known_types), n=1)
+            raise ConfigError(file, join_key(key, "type"), f"unknown object type {entry.type!r}"
                               + (f" (did you mean '{hint[0]}'?)" if hint else ""))
-        if object_id in objects:
-            raise ConfigError(file, join_key(key, "object"), f"object {object_id!r} has two markers")
-        objects.add(object_id)
-        receptacle = None
-        if entry.get("receptacle") is not None:
-            rkey = join_key(key, "receptacle")
-            r = check_keys(entry["receptacle"], file=file, key=rkey, required=["center", "size"])
-            receptacle = Volume(_vector(r["center"], 3, file=file, key=join_key(rkey, "center")),  # type: ignore[arg-type]
-                                _vector(r["size"], 3, file=file, key=join_key(rkey, "size"), positive=True))  # type: ignore[arg-type]
+        if entry.object in objects:
+            raise ConfigError(file, join_key(key, "object"), f"object {entry.object!r} has two markers")
+        objects.add(entry.object)
         door = None
-        if entry.get("door") is not None:
-            dkey = join_key(key, "door")
-            d = check_keys(entry["door"], file=file, key=dkey, required=["marker", "size", "closed_at"])
-            door = Door(_marker_id(d["marker"], file=file, key=join_key(dkey, "marker"), count=count),
-                        _size(d["size"], file=file, key=join_key(dkey, "size")),
-                        _vector(d["closed_at"], 3, file=file, key=join_key(dkey, "closed_at")))  # type: ignore[arg-type]
-        state = check_keys(entry.get("state") or {}, file=file, key=join_key(key, "state"),
-                           optional=tuple(STATE_KEYS))
-        for skey, svalue in state.items():
-            check_state_value(skey, svalue, file=file, key=join_key(join_key(key, "state"), skey))
+        if entry.door is not None:
+            door = Door(entry.door.marker, entry.door.size, _vec(entry.door.closed_at))
         spec = MarkerSpec(
-            marker_id=marker_id, object_id=object_id, object_type=object_type,
-            size=_size(entry["size"], file=file, key=join_key(key, "size")),
-            name=_name(entry.get("name") or "", file=file, key=join_key(key, "name")),
-            offset=_vector(entry.get("offset", [0, 0, 0]), 3, file=file, key=join_key(key, "offset")),  # type: ignore[arg-type]
-            receptacle=receptacle, door=door, state=tuple((str(k), v) for k, v in state.items()))
-        for mid, what in ((marker_id, join_key(key, "id")), *(((door.marker_id, join_key(key, "door.marker")),)
-                                                              if door else ())):
+            marker_id=entry.id, object_id=entry.object, object_type=entry.type, size=entry.size,
+            name=entry.name or "", offset=_vec(entry.offset),
+            receptacle=Volume(_vec(entry.receptacle.center), _vec(entry.receptacle.size)) if entry.receptacle else None,
+            door=door, state=tuple(entry.state.given().items()) if entry.state else ())
+        for mid, what in ((entry.id, join_key(key, "id")), *(((door.marker_id, join_key(key, "door.marker")),)
+                                                             if door else ())):
+            problem = number_problem(mid, low=0, high=count - 1, integer=True)
+            if problem:
+                raise ConfigError(file, what, problem)
             if mid in used_ids:
                 raise ConfigError(file, what, f"marker id {mid} is already used by {used_ids[mid]}")
             used_ids[mid] = what
-        registry.markers[marker_id] = spec
+        registry.markers[entry.id] = spec
         if door is not None:
             registry.doors[door.marker_id] = spec
     return registry

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
 from task_learning.oversight.flow import OversightCounts, OversightStatus, run_oversight
 from task_learning.oversight.operator import Operator
-from task_learning.types import CandidateSource, GoalCandidate, GoalLiteral
+from task_learning.oversight.phrasing import goal_clause, goal_sentence
+from task_learning.types import AnswerKind, CandidateSource, GoalCandidate, GoalLiteral
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ class ConfirmationVerdict:
     confirmation: Confirmation
     counts: OversightCounts = field(default_factory=OversightCounts)
     message: str = ""
-    by: str = ""  # who confirmed it
+    by: str = ""  # who confirmed it (the operator of the answer that did)
+    provenance: dict[str, Any] = field(default_factory=dict)  # who, through which client, when
 
     @property
     def confirmed(self) -> bool:
@@ -77,7 +79,7 @@ class GoalConfirmer:
                                 context=object_description, timeout_s=self.timeout_s)
         if outcome.status is OversightStatus.CONFIRMED:
             return ConfirmationVerdict(Confirmation.OPERATOR_YES, outcome.counts, "confirmed by the operator",
-                                       outcome.confirmed_by)
+                                       outcome.confirmed_by, dict(outcome.provenance))
         message = (outcome.status.reason if outcome.status in (OversightStatus.TIMEOUT, OversightStatus.OPERATOR_FAILED)
                    else "the operator did not confirm it")
         log.info("goal %r for %s not confirmed: %s", text, object_description, message)
@@ -102,3 +104,49 @@ def goal_covered(requested: Iterable[GoalLiteral], goals: Iterable[LearnedGoal],
                            f"may be reached (learn and confirm it with PerformTask under a +O "
                            f"condition, or set require_confirmation false on a test bench)")
     return True, ""
+
+
+def confirmation_mismatch(*, answer: str, description: str, candidate: GoalCandidate | None,
+                          chosen: GoalCandidate, analyze: Callable[[str], Any] | None = None) -> str:
+    """Does an operator's confirmation (as the oversight node issued it) cover exactly the goal a
+    node asks the planner to execute? "" when it does; else why not.
+
+    A yes covers the candidate the operator was shown: same goal sentence, same literals. A
+    description covers the goal that sentence means: same sentence, and (with `analyze`, the
+    planner's own grounding of it in its world) the same literals, so a node that relays the
+    answer cannot attach other literals to the operator's words."""
+    wanted = set(chosen.literals)
+    if not wanted:
+        return "the goal has no literals"
+    if answer == AnswerKind.YES.value:
+        if candidate is None:
+            return "the confirmation names no candidate goal"
+        if goal_clause(candidate.text).lower() != goal_clause(chosen.text).lower():
+            return f"the operator confirmed another goal ({candidate.text!r})"
+        if set(candidate.literals) != wanted:
+            return "the goal's literals are not the ones the operator confirmed"
+        return ""
+    if answer == AnswerKind.DESCRIPTION.value:
+        sentence = goal_sentence(description)
+        if not sentence or sentence.lower() != goal_sentence(chosen.text).lower():
+            return "the goal is not the one the operator described"
+        if analyze is not None:
+            try:
+                analysis = analyze(sentence)
+            except Exception as exc:  # no verdict is no confirmation
+                return f"the operator's description could not be analysed here ({exc})"
+            if not getattr(analysis, "viable", False) or set(getattr(analysis, "literals", []) or []) != wanted:
+                return "the goal's literals are not what the operator's description means here"
+        return ""
+    return f"the answer {answer!r} confirms nothing"
+
+
+def literals_confirmed(requested: Iterable[GoalLiteral], candidate: GoalCandidate | None) -> str:
+    """ReachGoal with a confirmation: "" when every requested literal is one of the confirmed
+    candidate's (grounded, as asked); else why not."""
+    if candidate is None or not candidate.literals:
+        return "the confirmation names no goal literals"
+    extra = [str(lit) for lit in requested if lit not in set(candidate.literals)]
+    if extra:
+        return f"not confirmed: {', '.join(extra)} (the operator confirmed {candidate.text!r})"
+    return ""

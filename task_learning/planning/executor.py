@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OutcomeCallback = Callable[[ActionOutcome], None]
+DecisionCallback = Callable[[Any, ActionCall], None]  # (bcr.agent.BCRAgent, the action chosen)
 
 
 class PolicyReview(Protocol):
@@ -95,7 +96,8 @@ class GoalExecutor:
                  kb: KnowledgeBase | None = None, *, max_actions: int = 100,
                  reacher: Reacher | None = None,
                  productions: ProductionReacher | None = None,
-                 review: PolicyReview | None = None) -> None:
+                 review: PolicyReview | None = None,
+                 on_decision: DecisionCallback | None = None) -> None:
         self.domain = domain
         self.engine_factory = engine_factory
         self.kb = kb
@@ -105,6 +107,8 @@ class GoalExecutor:
         self.productions = productions
         # asks an operator before a policy this robot did not learn is replayed (None: never replayed)
         self.review = review
+        # sees each BCR decision (the candidate tree and the action chosen): episodes, the live view
+        self.on_decision = on_decision
 
     def reach(self, world: WorldBackend, literals: list[GoalLiteral], *, task: str = "",
               object_id: str = "", on_outcome: OutcomeCallback | None = None) -> ReachResult:
@@ -209,7 +213,8 @@ class GoalExecutor:
             return ReachResult(bool(reached.success), outcomes, message=str(reached.message or ""))
         try:
             trial = run_goals(world, literals, self.engine_factory(), self.domain,
-                              max_actions=self.max_actions, on_outcome=record)
+                              max_actions=self.max_actions, on_outcome=record,
+                              on_decision=self.on_decision)
         except WorldUnavailableError:
             raise  # no plan can help: the caller stops (a planner goal aborts naming the world)
         except (TaskLearningError, ValueError, KeyError) as exc:

@@ -77,9 +77,11 @@ class ObjectReport:
 
 
 def confirmed_by_of(goal: LearnedGoal) -> str:
-    """Who confirmed a stored goal: the name kept with it, else what its confirmation says."""
-    who = str(goal.provenance.get("confirmed_by") or "")
-    if who:
+    """Who confirmed a stored goal: the operator kept with it (the answer's provenance, or a name
+    alone in files written before provenance was kept), else what its confirmation says."""
+    by = goal.provenance.get("confirmed_by")
+    who = str((by.get("operator") or by.get("answered_by") or "") if isinstance(by, dict) else (by or ""))
+    if who and goal.confirmation.counts_as_confirmed:
         return who
     return {Confirmation.OPERATOR_YES: "operator (yes)",
             Confirmation.OPERATOR_DESCRIPTION: "operator (described it)",
@@ -101,6 +103,9 @@ class TaskLearner:
     confirm: Confirmer | None = None
     require_confirmation: bool = False
     stop: StopToken | None = None  # set: stop before the next object or primitive action
+    # Observers (episodes, the live view): an object about to be handled, and what it came to.
+    on_object: Callable[[str], None] | None = None
+    on_report: Callable[[ObjectReport], None] | None = None
     reports: list[ObjectReport] = field(default_factory=list)
 
     @property
@@ -131,9 +136,13 @@ class TaskLearner:
                 if self.stop is not None:
                     self.stop.check()
                 started = time.perf_counter()
+                if self.on_object is not None:
+                    self.on_object(object_id)
                 report = self._handle(object_id, metrics)
                 report.seconds = round(time.perf_counter() - started, 4)
                 self.reports.append(report)
+                if self.on_report is not None:
+                    self.on_report(report)
                 metrics.per_object.append(report.to_dict())
                 done += 1
                 if self.progress:
@@ -175,7 +184,7 @@ class TaskLearner:
             if self.needs_confirmation and not learned.confirmed:
                 verdict = self._ask(object_id, spoken, learned.text, literals, metrics)
                 if verdict.confirmed:
-                    self.kb.set_confirmation(task, context, verdict.confirmation)
+                    self.kb.set_confirmation(task, context, verdict.confirmation, verdict.provenance)
                     who = verdict.by
                 elif not self.condition.upper().endswith("+O"):
                     return ObjectReport(object_id, context, "no_goal", learned.text, "learned",
@@ -209,7 +218,11 @@ class TaskLearner:
         if source == "elicited":
             metrics.sourced += 1
         confirmation = confirmation_of(oversight, chosen.source)
-        who = str(getattr(oversight, "confirmed_by", "") or "") if confirmation.counts_as_confirmed else ""
+        provenance = result.to_dict() if hasattr(result, "to_dict") else {}
+        who = ""
+        if confirmation.counts_as_confirmed:
+            who = str(getattr(oversight, "confirmed_by", "") or "")
+            provenance["confirmed_by"] = dict(getattr(oversight, "provenance", {}) or {})
         if self.needs_confirmation and not confirmation.counts_as_confirmed:
             verdict = self._ask(object_id, spoken, chosen.text, list(chosen.literals), metrics)
             if not verdict.confirmed:
@@ -217,7 +230,7 @@ class TaskLearner:
                                     message=f"goal not confirmed: {verdict.message}",
                                     literals=list(chosen.literals))
             confirmation, who = verdict.confirmation, verdict.by
-        provenance = result.to_dict() if hasattr(result, "to_dict") else {}
+            provenance["confirmed_by"] = verdict.provenance
         self.kb.learn_goal(LearnedGoal(
             task=task,
             context=context,
@@ -226,7 +239,7 @@ class TaskLearner:
             literals=lift_literals(list(chosen.literals), object_id, type_of),
             condition=self.condition,
             confirmation=confirmation,
-            provenance={**provenance, "confirmed_by": who},
+            provenance=provenance,
         ))
         return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics, who)
 

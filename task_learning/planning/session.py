@@ -12,6 +12,10 @@ from typing import Any, Callable, Mapping
 
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
+from task_learning.episode.bus import EpisodeBus
+from task_learning.episode.messages import LEARNED_GOAL, object_outcome
+from task_learning.episode.observe import (BcrTreePublisher, LLMCallPublisher, ObservedOperator, ObservedWorld,
+                                           StarsTreePublisher, kb_observer)
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.oversight.memory import RememberingOperator
@@ -29,7 +33,7 @@ from task_learning.world.scene import Scene, load_scene
 log = logging.getLogger(__name__)
 
 CONDITIONS = tuple(c.value for c in Condition)
-OPERATORS = ("simulated", "terminal", "panel", "none")
+OPERATORS = ("simulated", "terminal", "panel", "web", "none")
 # How the model is asked (the answers, and so the goals learned, are the same in every mode):
 #   concurrent      one object after another, a tree level as concurrent single requests
 #   batched         one object after another, a tree level as list-prompt round trips
@@ -57,6 +61,9 @@ def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None 
         return TerminalOperator()
     if kind == "panel":
         raise TaskLearningError("the panel needs a Qt event loop: `task-learning run --operator panel` "
+                                "starts one, or pass a QueueOperator to run_in_process")
+    if kind == "web":
+        raise TaskLearningError("the web panel needs its server: `task-learning run --operator web` "
                                 "starts one, or pass a QueueOperator to run_in_process")
     if kind == "none":
         return None
@@ -110,11 +117,13 @@ def task_order(scene: Scene, metadata: Mapping[str, Any]) -> list[str]:
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
                    client: Any = None, operator: Operator | None = None,
-                   stop: StopToken | None = None) -> tuple[RunMetrics, TaskLearner]:
+                   stop: StopToken | None = None, bus: EpisodeBus | None = None) -> tuple[RunMetrics, TaskLearner]:
     """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
     panel's QueueOperator). `stop`, when set from another thread, ends the run with RunStopped
-    before its next object or primitive action."""
+    before its next object or primitive action. `bus`, when given, gets the run's messages (the
+    world, the trees, questions and answers, actions, LLM calls, knowledge-base changes: an
+    episode file, the live view; task_learning.episode)."""
     condition = spec.condition.upper()
     if condition not in CONDITIONS:
         raise TaskLearningError(f"unknown condition {spec.condition!r} (choose from {', '.join(CONDITIONS)})")
@@ -126,9 +135,13 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
     paper_selection_context(parse_condition(condition), scene)  # STARS* off tidy kitchen: refused
     check_run_config()
     world = make_backend(spec.backend, scene, spec.seed)
+    observed = ObservedWorld(world, bus, backend=spec.backend, scene=scene.name) if bus is not None else None
+    acting = observed if observed is not None else world
     try:
-        return _run(spec, condition, scene, StoppableWorld(world, stop) if stop is not None else world,
-                    progress, client, operator, stop)
+        if observed is not None:
+            observed.publish_state()
+        return _run(spec, condition, scene, StoppableWorld(acting, stop) if stop is not None else acting,
+                    progress, client, operator, stop, bus, observed)
     finally:
         close = getattr(world, "close", None)  # a simulator process to stop
         if callable(close):
@@ -136,7 +149,8 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
 
 
 def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
-         client: Any, operator: Operator | None, stop: StopToken | None) -> tuple[RunMetrics, TaskLearner]:
+         client: Any, operator: Operator | None, stop: StopToken | None, bus: EpisodeBus | None,
+         observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     """The trial on a world that run_in_process owns (and closes)."""
     from task_learning.llm.client import make_client
 
@@ -145,7 +159,7 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
     try:
         kb = KnowledgeBase(spec.db)
         try:
-            return _learn(spec, condition, scene, world, progress, client, operator, stop, kb)
+            return _learn(spec, condition, scene, world, progress, client, operator, stop, kb, bus, observed)
         finally:
             kb.close()
     finally:
@@ -154,11 +168,16 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
 
 
 def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
-           client: Any, operator: Operator | None, stop: StopToken | None,
-           kb: KnowledgeBase) -> tuple[RunMetrics, TaskLearner]:
+           client: Any, operator: Operator | None, stop: StopToken | None, kb: KnowledgeBase,
+           bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     from task_learning.stars.elicit import elicit_goal
     from task_learning.stars.prompts import load_templates
 
+    recorder = getattr(client, "recorder", None)
+    if bus is not None:
+        kb.on_change = kb_observer(bus)
+        client.recorder = LLMCallPublisher(bus, then=recorder)
+    on_tree = StarsTreePublisher(bus, scene.task, observed) if bus is not None else None
     answerer: Operator | None = None
     if condition.endswith("+O"):
         from task_learning.grounding import analyze_goal
@@ -171,20 +190,24 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
         inner = operator if operator is not None else make_operator(spec.operator, scene, analyze=analyze)
         if inner is None:
             raise TaskLearningError(f"condition {condition} needs an operator (--operator)")
+        if bus is not None:
+            inner = ObservedOperator(inner, bus)
         answerer = RememberingOperator(inner, kb, scene.task)
     domain = load_domain("household")
     bcr_client = client if spec.engine == "llm" else None
     # A stored policy this robot did not learn (an import) is replayed only after the operator
     # approved it; without an operator it is never replayed.
     review = PolicyReviewer(answerer, kb=kb, task=scene.task) if answerer is not None else None
-    executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb, review=review)
+    executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb, review=review,
+                            on_decision=BcrTreePublisher(bus) if bus is not None else None)
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
     templates = load_templates()  # once per run, not once per object
     together = None
     if spec.elicitation == "across-objects":
         from task_learning.stars.together import CrossObjectElicitor
 
-        together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb, templates=templates)
+        together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb, templates=templates,
+                                       on_tree=on_tree)
         together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
     batched = spec.elicitation == "batched"
 
@@ -194,7 +217,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
             result = together(task=task, object_id=object_id, metadata=metadata)
         else:
             result = elicit_goal(task, object_id, metadata, scene, condition, client, templates=templates,
-                                 operator=answerer, kb=kb, executor=pool, batched=batched)
+                                 operator=answerer, kb=kb, executor=pool, batched=batched, on_tree=on_tree)
         _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
         return result
 
@@ -204,10 +227,16 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
     learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
                           condition=condition, progress=progress,
                           usage_source=lambda: client.usage, confirm=confirm, stop=stop)
+    if bus is not None:
+        learner.on_report = lambda report: bus.publish(LEARNED_GOAL, object_outcome(report))
+        if observed is not None:
+            learner.on_object = lambda object_id: setattr(observed, "current_object", object_id)
     try:
         metrics = learner.run()
     finally:
         if together is not None:
             together.close()
         pool.shutdown(wait=True)
+        if bus is not None:
+            client.recorder = recorder  # a caller's client records as it did before this run
     return metrics, learner

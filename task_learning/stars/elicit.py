@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
+from task_learning.planning.stop import RunStopped
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
@@ -52,6 +53,9 @@ log = logging.getLogger(__name__)
 
 Analyzer = Callable[[str], Any]  # sentence -> object with .viable, .mismatches, .literals
 StageCallback = Callable[[str, Mapping[str, int]], None]
+# Sees the object's elicitation after every tree level ("level") and every stage (its name): a
+# live view or an episode publishes the candidate tree from it (task_learning.episode).
+TreeCallback = Callable[["PreparedElicitation", str], None]
 
 REPAIR_ROUNDS = 2  # a repair output may be repaired once more, never a third time
 
@@ -133,6 +137,7 @@ class PreparedElicitation:
     tree: TreeState
     stages: list[Stage] = field(default_factory=list)
     on_stage: StageCallback | None = None
+    on_tree: TreeCallback | None = None
     candidates: list[GoalCandidate] = field(default_factory=list)
     pool_for_choice: list[GoalCandidate] = field(default_factory=list)
     chosen: GoalCandidate | None = None
@@ -145,8 +150,18 @@ class PreparedElicitation:
         if self.on_stage is not None:
             try:
                 self.on_stage(name, counts)
+            except RunStopped:
+                raise  # the caller's goal was cancelled: elicitation stops here
             except Exception as exc:  # a feedback publisher must not break elicitation
                 log.warning("stage callback failed: %s", exc)
+        self.show_tree(name)
+
+    def show_tree(self, stage: str) -> None:
+        if self.on_tree is not None:
+            try:
+                self.on_tree(self, stage)
+            except Exception as exc:  # an observer must not break elicitation
+                log.warning("tree callback failed: %s", exc)
 
 
 def prepare_elicitation(
@@ -164,6 +179,7 @@ def prepare_elicitation(
     needs_operator: bool = True,
     operator: Any = None,
     on_stage: StageCallback | None = None,
+    on_tree: TreeCallback | None = None,
 ) -> PreparedElicitation:
     """Check the inputs and build the object's context (see `elicit_goal` for the arguments)."""
     cond = parse_condition(condition)
@@ -184,8 +200,11 @@ def prepare_elicitation(
     if switch.oversight and needs_operator and operator is None:
         raise TaskLearningError(f"condition {cond.value} needs an operator to answer questions")
     tree_settings = settings if switch.search_tree else replace(settings, max_depth=0)
-    return PreparedElicitation(cond, object_id, ctx, settings, templates, analyzer,
-                               TreeState(settings=tree_settings), on_stage=on_stage)
+    prep = PreparedElicitation(cond, object_id, ctx, settings, templates, analyzer,
+                               TreeState(settings=tree_settings), on_stage=on_stage, on_tree=on_tree)
+    if on_tree is not None:
+        prep.tree.on_level = lambda: prep.show_tree("level")
+    return prep
 
 
 def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
@@ -245,6 +264,7 @@ def finish_elicitation(prep: PreparedElicitation, client: CompletionClient, usag
         started = time.perf_counter()
         oversight, chosen = _oversee(prep.cond, client, prep.templates, prep.ctx, prep.object_id,
                                      prep.pool_for_choice, chosen, operator, prep.analyzer, kb)
+        prep.chosen = chosen  # what the operator confirmed (or None): the tree shows it
         prep.stage("oversight", started, proposed=oversight.counts.proposed)
     tree, candidates, selection = prep.tree, prep.candidates, prep.selection
     counts = dict(tree.counts)
@@ -276,6 +296,7 @@ def elicit_goal(
     kb: Any = None,
     executor: ThreadPoolExecutor | None = None,
     on_stage: StageCallback | None = None,
+    on_tree: TreeCallback | None = None,
     batched: bool = False,
 ) -> ElicitationResult:
     """Elicit a goal for one object.
@@ -289,12 +310,13 @@ def elicit_goal(
     executor: a shared pool for concurrent tree levels (default: one of settings.max_workers).
     batched: send each tree level as list-prompt round trips (`LLMClient.complete_many`) instead of
     one request per branch; the answers, and so the result, are the same.
+    on_tree: sees the elicitation after every tree level and stage (a live view, an episode).
     """
     if client is None:
         raise TaskLearningError("elicit_goal needs an LLM client")
     prep = prepare_elicitation(task, object_id, world, scene, condition, location=location,
                                system_context=system_context, templates=templates, settings=settings,
-                               analyzer=analyzer, operator=operator, on_stage=on_stage)
+                               analyzer=analyzer, operator=operator, on_stage=on_stage, on_tree=on_tree)
     usage_before = copy_usage(getattr(client, "usage", None) or LLMUsage())
     settings = prep.settings
     own_pool = not batched and executor is None and settings.max_workers > 1

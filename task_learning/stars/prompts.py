@@ -11,11 +11,14 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
-from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.llm.base import LLMRequest
+from task_learning.schema import Schema, bounded, invalid, known_key, load_model
 from task_learning.types import MismatchKind
 
 GOAL_FILE = "goal.yaml"
@@ -184,135 +187,149 @@ def sentence_case(text: str) -> str:
 
 
 # --------------------------------------------------------------------- loading and validation
-def _template(value: Any, *, file: Path, key: str, allowed: set[str]) -> string.Template:
-    expect_type(value, str, file=file, key=key)
-    tmpl = string.Template(value)
-    try:
+def placeholders(allowed: set[str]) -> AfterValidator:
+    """A string.Template text whose $placeholders are all in `allowed`."""
+
+    def check(value: str) -> str:
+        pattern = string.Template.pattern
         names = {m.group("named") or m.group("braced")
-                 for m in tmpl.pattern.finditer(value) if m.group("named") or m.group("braced")}
-        bad = [m.group(0) for m in tmpl.pattern.finditer(value) if m.group("invalid") is not None]
-    except (TypeError, ValueError) as exc:  # pragma: no cover - defensive
-        raise ConfigError(file, key, f"bad template: {exc}") from None
-    if bad:
-        raise ConfigError(file, key, "a '$' not followed by a placeholder name (write $$ for '$')")
-    braces = sorted(set(_BRACED.findall(value)))
-    if braces:  # Python's format style would reach the model as literal text
-        raise ConfigError(file, key, f"{', '.join('{' + b + '}' for b in braces)}: placeholders are written "
-                                     f"$name here (allowed: {', '.join('$' + a for a in sorted(allowed))})")
-    unknown = sorted(names - allowed)
-    if unknown:
-        raise ConfigError(file, key, f"unknown placeholder(s) {', '.join('$' + u for u in unknown)}"
-                                     f" (allowed: {', '.join('$' + a for a in sorted(allowed))})")
-    return tmpl
+                 for m in pattern.finditer(value) if m.group("named") or m.group("braced")}
+        if any(m.group("invalid") is not None for m in pattern.finditer(value)):
+            raise invalid("a '$' not followed by a placeholder name (write $$ for '$')")
+        braces = sorted(set(_BRACED.findall(value)))
+        if braces:  # Python's format style would reach the model as literal text
+            raise invalid(f"{', '.join('{' + b + '}' for b in braces)}: placeholders are written "
+                          f"$name here (allowed: {', '.join('$' + a for a in sorted(allowed))})")
+        unknown = sorted(names - allowed)
+        if unknown:
+            raise invalid(f"unknown placeholder(s) {', '.join('$' + u for u in unknown)}"
+                          f" (allowed: {', '.join('$' + a for a in sorted(allowed))})")
+        return value
+
+    return AfterValidator(check)
 
 
-def _request_settings(value: Any, *, file: Path, key: str, logprobs_required: bool) -> RequestSettings:
-    check_keys(value, file=file, key=key,
-               required=["temperature", "max_tokens"] + (["logprobs"] if logprobs_required else []),
-               optional=["stop"] + ([] if logprobs_required else ["logprobs"]))
-    temperature = float(expect_number(value["temperature"], file=file, key=join_key(key, "temperature"),
-                                      low=0.0, high=MAX_TEMPERATURE))
-    max_tokens = expect_number(value["max_tokens"], file=file, key=join_key(key, "max_tokens"), low=1,
-                               high=MAX_TOKENS, integer=True)
-    if logprobs_required and value["logprobs"] == 0:
-        raise ConfigError(file, join_key(key, "logprobs"), "the search tree needs token alternatives (> 0)")
-    logprobs = expect_number(value.get("logprobs", 0), file=file, key=join_key(key, "logprobs"),
-                             low=1 if logprobs_required else 0, high=MAX_LOGPROBS, integer=True)
-    stop = expect_type(value.get("stop", []), list, file=file, key=join_key(key, "stop"))
-    if len(stop) > MAX_STOP:
-        raise ConfigError(file, join_key(key, "stop"), f"{len(stop)} stop sequences, at most {MAX_STOP}")
-    for i, item in enumerate(stop):
-        expect_type(item, str, file=file, key=join_key(join_key(key, "stop"), i))
-    return RequestSettings(temperature, max_tokens, logprobs, tuple(stop))
+def _open_result(value: str) -> str:
+    if not value.rstrip().endswith("(RESULT)$prefix"):
+        raise invalid("must end with an open '(RESULT)$prefix' for the model to continue")
+    return value
+
+
+def _tree_logprobs(value: Any) -> Any:
+    if value == 0 and not isinstance(value, bool):
+        raise invalid("the search tree needs token alternatives (> 0)")
+    return value
+
+
+def _stop_count(value: Any) -> Any:
+    if isinstance(value, list) and len(value) > MAX_STOP:
+        raise invalid(f"{len(value)} stop sequences, at most {MAX_STOP}")
+    return value
+
+
+def _mismatch_kind(name: str) -> str:
+    if name not in {k.value for k in MismatchKind}:
+        raise invalid(f"unknown mismatch kind {name!r} (allowed: {', '.join(k.value for k in MismatchKind)})")
+    return name
+
+
+Temperature = Annotated[float, bounded(low=0.0, high=MAX_TEMPERATURE)]
+SystemPrefix = Annotated[str, placeholders({"system_context"})]
+KindKey = Annotated[str, known_key([k.value for k in MismatchKind])]
+
+
+class RequestDoc(Schema):
+    temperature: Temperature
+    max_tokens: Annotated[int, bounded(low=1, high=MAX_TOKENS, integer=True)]
+    logprobs: Annotated[int, bounded(low=0, high=MAX_LOGPROBS, integer=True)] = 0
+    stop: Annotated[list[str], BeforeValidator(_stop_count)] = Field(default_factory=list)
+
+    def settings(self) -> RequestSettings:
+        return RequestSettings(self.temperature, self.max_tokens, self.logprobs, tuple(self.stop))
+
+
+class TreeRequestDoc(RequestDoc):
+    """The goal prompt's request: the search tree reads the alternatives of every token."""
+
+    logprobs: Annotated[int, bounded(low=1, high=MAX_LOGPROBS, integer=True), BeforeValidator(_tree_logprobs)]
+
+
+class SamplingDoc(Schema):
+    temperatures: list[Temperature]
+    samples_per_temperature: Annotated[int, bounded(low=1, high=100, integer=True)] = 1
+
+
+class GoalDoc(Schema):
+    """goal.yaml."""
+
+    request: TreeRequestDoc
+    examples: str
+    task: Annotated[str, placeholders(GOAL_PLACEHOLDERS), AfterValidator(_open_result)]
+    system_prefix: SystemPrefix = "$system_context\n"
+    tbp_sampling: SamplingDoc | None = None
+
+
+class RepairExamplesDoc(Schema):
+    examples: str
+
+
+class RepairDoc(Schema):
+    """repair.yaml."""
+
+    repair_kinds: list[Annotated[str, AfterValidator(_mismatch_kind)]]
+    attempt: Annotated[str, placeholders(REPAIR_PLACEHOLDERS)]
+    templates: dict[KindKey, RepairExamplesDoc]  # one per mismatch kind
+    default_feedback: dict[KindKey, Annotated[str, placeholders({"subject"})]]  # one per mismatch kind
+
+
+class SelectionDoc(Schema):
+    """selection.yaml."""
+
+    style: Literal["completion", "chat"]
+    request: RequestDoc
+    example: str
+    question: Annotated[str, placeholders(SELECTION_PLACEHOLDERS)]
+    retry_instruction: Annotated[str, placeholders({"count"})]
+    system_prefix: SystemPrefix = "$system_context\n"
 
 
 def load_templates(folder: str | Path | None = None) -> PromptTemplates:
     """Read and validate goal.yaml, repair.yaml and selection.yaml (default: config/prompts/)."""
     base = Path(folder) if folder is not None else config_path("prompts")
     goal_file, repair_file, sel_file = base / GOAL_FILE, base / REPAIR_FILE, base / SELECTION_FILE
-
-    goal = check_keys(load_yaml(goal_file), file=goal_file, key="",
-                      required=["request", "examples", "task"], optional=["system_prefix", "tbp_sampling"])
-    goal_settings = _request_settings(goal["request"], file=goal_file, key="request", logprobs_required=True)
-    examples = expect_type(goal["examples"], str, file=goal_file, key="examples")
-    task = _template(goal["task"], file=goal_file, key="task", allowed=GOAL_PLACEHOLDERS)
-    if not goal["task"].rstrip().endswith("(RESULT)$prefix"):
-        raise ConfigError(goal_file, "task", "must end with an open '(RESULT)$prefix' for the model to continue")
-    goal_system = _template(goal.get("system_prefix", "$system_context\n"), file=goal_file,
-                            key="system_prefix", allowed={"system_context"})
-
-    sampling = _sampling_settings(goal.get("tbp_sampling"), file=goal_file)
-
-    repair = check_keys(load_yaml(repair_file), file=repair_file, key="",
-                        required=["repair_kinds", "attempt", "templates", "default_feedback"])
-    kinds_raw = expect_type(repair["repair_kinds"], list, file=repair_file, key="repair_kinds")
-    kinds: list[MismatchKind] = []
-    for i, name in enumerate(kinds_raw):
-        try:
-            kinds.append(MismatchKind(name))
-        except ValueError:
-            raise ConfigError(repair_file, join_key("repair_kinds", i),
-                              f"unknown mismatch kind {name!r} (allowed: "
-                              f"{', '.join(k.value for k in MismatchKind)})") from None
-    attempt = _template(repair["attempt"], file=repair_file, key="attempt", allowed=REPAIR_PLACEHOLDERS)
-    all_kinds = [k.value for k in MismatchKind]
-    templates = check_keys(repair["templates"], file=repair_file, key="templates", required=all_kinds)
-    repair_examples: dict[MismatchKind, str] = {}
-    for kind in MismatchKind:
-        entry = check_keys(templates[kind.value], file=repair_file,
-                           key=join_key("templates", kind.value), required=["examples"])
-        repair_examples[kind] = expect_type(entry["examples"], str, file=repair_file,
-                                            key=join_key(join_key("templates", kind.value), "examples"))
-    defaults = check_keys(repair["default_feedback"], file=repair_file, key="default_feedback",
-                          required=all_kinds)
-    default_feedback = {kind: _template(defaults[kind.value], file=repair_file,
-                                        key=join_key("default_feedback", kind.value),
-                                        allowed={"subject"}) for kind in MismatchKind}
-
-    sel = check_keys(load_yaml(sel_file), file=sel_file, key="",
-                     required=["style", "request", "example", "question", "retry_instruction"],
-                     optional=["system_prefix"])
-    style = expect_type(sel["style"], str, file=sel_file, key="style")
-    if style not in ("completion", "chat"):
-        raise ConfigError(sel_file, "style", f"must be 'completion' or 'chat', got {style!r}")
-    sel_settings = _request_settings(sel["request"], file=sel_file, key="request", logprobs_required=False)
+    goal = load_model(GoalDoc, goal_file)
+    sampling = _sampling_settings(goal.tbp_sampling, file=goal_file)
+    repair = load_model(RepairDoc, repair_file)
+    for table in ("templates", "default_feedback"):
+        missing = [k.value for k in MismatchKind if k.value not in getattr(repair, table)]
+        if missing:
+            raise ConfigError(repair_file, join_key(table, missing[0]), "missing required key")
+    sel = load_model(SelectionDoc, sel_file)
     return PromptTemplates(
-        goal_request_settings=goal_settings,
-        goal_examples=examples,
-        goal_task=task,
-        goal_system_prefix=goal_system,
-        repair_kinds=tuple(kinds),
-        repair_attempt=attempt,
-        repair_examples=repair_examples,
-        repair_default_feedback=default_feedback,
-        selection_style=style,
-        selection_request_settings=sel_settings,
-        selection_system_prefix=_template(sel.get("system_prefix", "$system_context\n"), file=sel_file,
-                                          key="system_prefix", allowed={"system_context"}),
-        selection_example=expect_type(sel["example"], str, file=sel_file, key="example"),
-        selection_question=_template(sel["question"], file=sel_file, key="question",
-                                     allowed=SELECTION_PLACEHOLDERS),
-        selection_retry=_template(sel["retry_instruction"], file=sel_file, key="retry_instruction",
-                                  allowed={"count"}),
+        goal_request_settings=goal.request.settings(),
+        goal_examples=goal.examples,
+        goal_task=string.Template(goal.task),
+        goal_system_prefix=string.Template(goal.system_prefix),
+        repair_kinds=tuple(MismatchKind(k) for k in repair.repair_kinds),
+        repair_attempt=string.Template(repair.attempt),
+        repair_examples={kind: repair.templates[kind.value].examples for kind in MismatchKind},
+        repair_default_feedback={kind: string.Template(repair.default_feedback[kind.value]) for kind in MismatchKind},
+        selection_style=sel.style,
+        selection_request_settings=sel.request.settings(),
+        selection_system_prefix=string.Template(sel.system_prefix),
+        selection_example=sel.example,
+        selection_question=string.Template(sel.question),
+        selection_retry=string.Template(sel.retry_instruction),
         source={"goal": str(goal_file), "repair": str(repair_file), "selection": str(sel_file)},
         tbp_sampling=sampling,
     )
 
 
-def _sampling_settings(value: Any, *, file: Path) -> SamplingSettings:
-    if value is None:
+def _sampling_settings(doc: SamplingDoc | None, *, file: Path) -> SamplingSettings:
+    if doc is None:
         return SamplingSettings()
-    check_keys(value, file=file, key="tbp_sampling", required=["temperatures"],
-               optional=["samples_per_temperature"])
-    temps = expect_type(value["temperatures"], list, file=file, key="tbp_sampling.temperatures")
-    if not temps:
+    if not doc.temperatures:
         raise ConfigError(file, "tbp_sampling.temperatures", "needs at least one temperature")
-    out = []
-    for i, t in enumerate(temps):
-        key = join_key("tbp_sampling.temperatures", i)
-        out.append(float(expect_number(t, file=file, key=key, low=0.0, high=MAX_TEMPERATURE)))
-    if len(set(out)) != len(out):
+    if len(set(doc.temperatures)) != len(doc.temperatures):
         raise ConfigError(file, "tbp_sampling.temperatures", "a temperature is listed twice")
-    samples = expect_number(value.get("samples_per_temperature", 1), file=file,
-                            key="tbp_sampling.samples_per_temperature", low=1, high=100, integer=True)
-    return SamplingSettings(tuple(out), samples)
+    return SamplingSettings(tuple(doc.temperatures), doc.samples_per_temperature)

@@ -33,6 +33,7 @@ from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.elicit import (
     ElicitationResult,
     PreparedElicitation,
+    TreeCallback,
     elicit_goal,
     elicitation_steps,
     finish_elicitation,
@@ -64,7 +65,8 @@ class CrossObjectElicitor:
 
     def __init__(self, client: CompletionClient, scene: Any, condition: str | Condition, *,
                  operator: Any = None, kb: Any = None, templates: PromptTemplates | None = None,
-                 settings: TreeSettings | None = None, sender: Sender | None = None) -> None:
+                 settings: TreeSettings | None = None, sender: Sender | None = None,
+                 on_tree: TreeCallback | None = None) -> None:
         self.client = client
         self.scene = scene
         self.condition = condition
@@ -73,6 +75,7 @@ class CrossObjectElicitor:
         self.templates = templates or load_templates()
         self.settings = settings
         self.send = sender or batched_sender(client)
+        self.on_tree = on_tree  # sees each object's tree as it grows (episodes, the live view)
         self._prefetched: dict[str, _Prefetch] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -95,7 +98,7 @@ class CrossObjectElicitor:
             seen.add(context)
             prep = prepare_elicitation(task, object_id, metadata, self.scene, self.condition,
                                        templates=self.templates, settings=self.settings,
-                                       needs_operator=False)
+                                       needs_operator=False, on_tree=self.on_tree)
             self._prefetched[object_id] = _Prefetch(prep, context, self._scope_usage(object_id), Future())
             steps.append((object_id, elicitation_steps(prep)))
         self._thread = threading.Thread(target=self._drive, args=(steps,), name="stars-together", daemon=True)
@@ -181,7 +184,7 @@ class CrossObjectElicitor:
         if prep is None or entry is None:
             return elicit_goal(task, object_id, metadata, self.scene, self.condition, self.client,
                                templates=self.templates, settings=self.settings, operator=self.operator,
-                               kb=self.kb, batched=True)
+                               kb=self.kb, batched=True, on_tree=self.on_tree)
         before = entry.usage_before
         return finish_elicitation(prep, self.client,
                                   lambda: usage_diff(self._scope_usage(object_id), before),

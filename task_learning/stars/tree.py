@@ -170,6 +170,15 @@ class TreeState:
         "sentence_ends": 0,
     })
     errors: list[str] = field(default_factory=list)
+    # Called after each level of requests is processed (a live view shows the tree growing).
+    on_level: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def levels(self) -> dict[int, int]:
+        """Candidate id -> the tree level it was first found at (0: the root request)."""
+        found: dict[int, int] = {}
+        for event in self.events:
+            found.setdefault(event.candidate_id, event.level)
+        return found
 
     @property
     def remaining_requests(self) -> int:
@@ -239,6 +248,11 @@ def expand_steps(roots: Sequence[TreeRoot], state: TreeState) -> Steps[list[Goal
         for (item, _request), response in zip(batch, responses):
             next_pending.extend(_process(item, response, state))
         pending = next_pending
+        if batch and state.on_level is not None:
+            try:
+                state.on_level()
+            except Exception as exc:  # an observer must not break the search
+                log.warning("tree level callback failed: %s", exc)
     return state.candidates[first_new:]
 
 

@@ -14,12 +14,11 @@ import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError,
-                      model_validator)
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from task_learning.config import join_key, load_yaml
-from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.errors import TaskLearningError
+from task_learning.schema import Schema, load_model, validate
 
 KINDS = ("stars", "bcr", "llm_state")
 MAX_SEEDS = 1000
@@ -30,23 +29,6 @@ MAX_WORKERS = 256
 def _hint(value: str, known: list[str] | tuple[str, ...]) -> str:
     match = difflib.get_close_matches(value, list(known), n=1)
     return f" (did you mean {match[0]!r}?)" if match else f" (known: {', '.join(known)})"
-
-
-class Strict(BaseModel):
-    """A mapping with exactly the model's keys; an unknown key is named with a 'did you mean'."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            allowed = sorted(cls.model_fields)
-            for key in data:
-                if key not in allowed:
-                    raise PydanticCustomError("unknown_key", "unknown key{hint}",
-                                              {"key": str(key), "hint": _hint(str(key), allowed)})
-        return data
 
 
 def _seeds(value: Any) -> Any:
@@ -133,7 +115,7 @@ SceneName = Annotated[str, AfterValidator(_scene)]
 ConditionName = Annotated[str, AfterValidator(_condition)]
 
 
-class LLMEntry(Strict):
+class LLMEntry(Schema):
     """One model a grid runs with. A bare string is a provider: `offline`, `openai` (the endpoint of
     config/llm.yaml / OPENAI_BASE_URL) or `replay:FILE`. The API key is never in the sweep file: it
     comes from OPENAI_API_KEY, as for every other command."""
@@ -181,7 +163,9 @@ class LLMEntry(Strict):
 LLMs = Annotated[list[LLMEntry], Field(min_length=1), AfterValidator(_unique)]
 
 
-class StarsGrid(Strict):
+# The grids' list defaults are plain lists: pydantic copies a default for every instance (ruff
+# knows that of BaseModel's direct subclasses only, hence its RUF012 notes on these lines).
+class StarsGrid(Schema):
     """Seed 000: each trial learns the scene's task once under one condition on a fresh
     knowledge base (the simulated operator answers the +O conditions), with the world's starting
     placements varied by the seed; `trial2` also runs Trial #2 on that knowledge base."""
@@ -207,22 +191,22 @@ class StarsGrid(Strict):
         return self
 
 
-class BCRGrid(Strict):
+class BCRGrid(Schema):
     """Seed 004: each trial is `trials` seeded BCR runs of one task in one mode (world seeds
     seed*trials .. seed*trials+trials-1), measured as their success rate and mean actions."""
 
     kind: Literal["bcr"]
     scene: SceneName = "bcr_kitchen"
     tasks: Annotated[list[Annotated[str, AfterValidator(_bcr_task)]], Field(min_length=1), AfterValidator(_unique)]
-    modes: Annotated[list[Literal["paper", "guarded"]], Field(min_length=1), AfterValidator(_unique)] = ["guarded"]
-    engines: Annotated[list[Literal["llm", "heuristic"]], Field(min_length=1), AfterValidator(_unique)] = ["llm"]
+    modes: Annotated[list[Literal["paper", "guarded"]], Field(min_length=1), AfterValidator(_unique)] = ["guarded"]  # noqa: RUF012
+    engines: Annotated[list[Literal["llm", "heuristic"]], Field(min_length=1), AfterValidator(_unique)] = ["llm"]  # noqa: RUF012
     seeds: Seeds
     trials: int = Field(default=10, ge=1, le=MAX_TRIALS_PER_CELL)
     max_actions: int = Field(default=100, ge=1, le=10_000)
     llm: LLMs = Field(default_factory=lambda: [LLMEntry(provider="offline")])
 
 
-class LLMStateGrid(Strict):
+class LLMStateGrid(Schema):
     """Seed 003: each trial is `trials` runs of one task with one method on seed 003's household
     (run i on maps[i mod len(maps)], run number seed*trials+i, which keeps draws apart above
     temperature 0), measured as success rate and mean steps."""
@@ -231,9 +215,9 @@ class LLMStateGrid(Strict):
     tasks: Annotated[list[Annotated[str, AfterValidator(_household_task)]], Field(min_length=1),
                      AfterValidator(_unique)]
     methods: Annotated[list[Annotated[str, AfterValidator(_llm_method)]], Field(min_length=1),
-                       AfterValidator(_unique)] = ["ours"]
+                       AfterValidator(_unique)] = ["ours"]  # noqa: RUF012
     maps: Annotated[list[Annotated[str, AfterValidator(_household_map)]], Field(min_length=1),
-                    AfterValidator(_unique)] = ["map1", "map2", "map3", "map4", "map5"]
+                    AfterValidator(_unique)] = ["map1", "map2", "map3", "map4", "map5"]  # noqa: RUF012
     seeds: Seeds
     trials: int = Field(default=5, ge=1, le=MAX_TRIALS_PER_CELL)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -249,7 +233,7 @@ def _workers(value: Any) -> Any:
     return None if value == "auto" else value
 
 
-class Sweep(Strict):
+class Sweep(Schema):
     """The whole file."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
@@ -263,57 +247,10 @@ class Sweep(Strict):
     out: str | None = None
 
 
-# The error types raised above, whose messages already say what was wrong with the value.
-OWN_ERRORS = ("unknown_key", "seed_count", "repeated", "unknown_scene", "unknown_condition", "unknown_task",
-              "unknown_map", "unknown_method", "replay", "endpoint", "stars_star")
-
-
-def _key(loc: tuple[int | str, ...]) -> str:
-    """pydantic's error location as config/'s key path; a discriminated union's tag (the kind)
-    after a list index is left out: experiments[0].conditions, not experiments[0].stars.conditions."""
-    key = ""
-    for i, part in enumerate(loc):
-        if isinstance(part, str) and part in KINDS and i > 0 and isinstance(loc[i - 1], int):
-            continue
-        if isinstance(part, str) and part.startswith(("function-", "list[", "nullable[", "int")):
-            continue  # validator steps pydantic names in the location
-        key = join_key(key, part)
-    return key
-
-
-def describe(exc: ValidationError) -> tuple[str, str]:
-    """The first error as (key, message), one line."""
-    error = exc.errors(include_url=False)[0]
-    loc = tuple(error.get("loc") or ())
-    ctx = error.get("ctx") or {}
-    if error["type"] == "unknown_key":
-        return join_key(_key(loc), ctx["key"]), f"unknown key{ctx['hint']}"
-    message = str(error["msg"])
-    if error["type"] == "missing":
-        message = "missing required key"
-    elif error["type"] == "union_tag_invalid":
-        message = f"unknown kind {ctx.get('tag')!r} (known: {', '.join(KINDS)})"
-    elif error["type"] == "union_tag_not_found":
-        message = f"missing 'kind' ({', '.join(KINDS)})"
-    elif error["type"] == "extra_forbidden":
-        message = "unknown key"
-    elif "input" in error and error["type"] not in OWN_ERRORS + ("model_type", "dict_type") and not isinstance(
-            error["input"], (dict, list)):
-        message += f", got {error['input']!r}"
-    extra = len(exc.errors()) - 1
-    return _key(loc), message + (f" (and {extra} more error{'s' * (extra > 1)})" if extra else "")
-
-
 def parse_sweep(data: Any, file: str | Path) -> Sweep:
     """A Sweep from parsed YAML; ConfigError naming the file and key on the first problem."""
-    if not isinstance(data, dict):
-        raise ConfigError(file, None, f"expected a mapping (name, experiments, ...), got {type(data).__name__}")
-    try:
-        return Sweep.model_validate(data)
-    except ValidationError as exc:
-        key, message = describe(exc)
-        raise ConfigError(file, key or None, message) from None
+    return validate(Sweep, data, file=file)
 
 
 def load_sweep(path: str | Path) -> Sweep:
-    return parse_sweep(load_yaml(path), path)
+    return load_model(Sweep, path)

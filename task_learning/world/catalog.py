@@ -10,11 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
-from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
+from pydantic import AfterValidator, Field
+
+from task_learning.config import config_path
 from task_learning.errors import ConfigError
 from task_learning.names import normalize_name
+from task_learning.schema import Schema, bounded, invalid, load_model
 
 CATALOGUE_FILE = ("scenes", "object_types.yaml")
 
@@ -34,17 +37,6 @@ FLAG_KEYS = (
     "isColdSource",
     "moveable",
 )
-TYPE_KEYS = FLAG_KEYS + (
-    "mass",
-    "salientMaterials",
-    "kind",
-    "capacity",
-    "spoken",
-    "aliases",
-    "sliced_type",
-    "slice_count",
-)
-KINDS = ("surface", "container")
 
 
 @dataclass(frozen=True)
@@ -80,58 +72,67 @@ class ObjectType:
         }
 
 
-def parse_object_types(data: Any, *, file: str | Path, key: str) -> dict[str, ObjectType]:
-    """Validate a `types:` mapping {TypeName: {property: value}}; errors name file and key."""
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(file, key, f"expected a mapping of type names, got {type(data).__name__}")
-    types: dict[str, ObjectType] = {}
-    for name, props in data.items():
-        where = join_key(key, str(name))
-        if not isinstance(name, str) or not name[:1].isupper() or not name.isalnum():
-            raise ConfigError(file, where, "a type name is CamelCase letters and digits (e.g. DishRack)")
-        props = props if props is not None else {}
-        check_keys(props, file=file, key=where, optional=TYPE_KEYS)
-        flags = {}
-        for flag in FLAG_KEYS:
-            if flag in props:
-                flags[flag] = expect_type(props[flag], bool, file=file, key=join_key(where, flag))
-        kind = props.get("kind", "surface")
-        if kind not in KINDS:
-            raise ConfigError(file, join_key(where, "kind"), f"expected one of {', '.join(KINDS)}, got {kind!r}")
-        capacity = props.get("capacity")
-        if capacity is not None:
-            expect_number(capacity, file=file, key=join_key(where, "capacity"), low=1, high=1000, integer=True)
-        mass = expect_number(props.get("mass", 0.0), file=file, key=join_key(where, "mass"), low=0.0, high=100_000.0)
-        materials = expect_type(props.get("salientMaterials", []), list, file=file,
-                                key=join_key(where, "salientMaterials"))
-        aliases = expect_type(props.get("aliases", []), list, file=file, key=join_key(where, "aliases"))
-        spoken = expect_type(props.get("spoken", ""), str, file=file, key=join_key(where, "spoken"))
-        sliced_type = expect_type(props.get("sliced_type", ""), str, file=file,
-                                  key=join_key(where, "sliced_type"))
-        slice_count = expect_number(props.get("slice_count", 1 if sliced_type else 0), file=file,
-                                    key=join_key(where, "slice_count"), low=0, high=100, integer=True)
-        types[name] = ObjectType(
-            name=name,
-            flags=flags,
-            mass=float(mass),
-            salient_materials=tuple(str(m) for m in materials),
-            kind=kind,
-            capacity=capacity,
-            spoken=spoken,
-            aliases=tuple(str(a) for a in aliases),
-            sliced_type=sliced_type,
-            slice_count=slice_count,
+def _camel_case(name: str) -> str:
+    if not name[:1].isupper() or not name.isalnum():
+        raise invalid("a type name is CamelCase letters and digits (e.g. DishRack)")
+    return name
+
+
+TypeName = Annotated[str, AfterValidator(_camel_case)]
+
+
+class TypeDoc(Schema):
+    """One type's entry in a `types:` mapping (see the header of config/scenes/object_types.yaml)."""
+
+    pickupable: bool = False
+    receptacle: bool = False
+    openable: bool = False
+    toggleable: bool = False
+    sliceable: bool = False
+    canFillWithLiquid: bool = False
+    dirtyable: bool = False
+    cookable: bool = False
+    breakable: bool = False
+    canBeUsedUp: bool = False
+    isHeatSource: bool = False
+    isColdSource: bool = False
+    moveable: bool = False
+    mass: Annotated[float, bounded(low=0.0, high=100_000.0)] = 0.0
+    salientMaterials: list[str] = Field(default_factory=list)
+    kind: Literal["surface", "container"] = "surface"
+    capacity: Annotated[int, bounded(low=1, high=1000, integer=True)] | None = None
+    spoken: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    sliced_type: str = ""
+    slice_count: Annotated[int, bounded(low=0, high=100, integer=True)] | None = None
+
+    def to_type(self, name: str) -> ObjectType:
+        flags = {flag: getattr(self, flag) for flag in FLAG_KEYS if flag in self.model_fields_set}
+        return ObjectType(
+            name=name, flags=flags, mass=float(self.mass), salient_materials=tuple(self.salientMaterials),
+            kind=self.kind, capacity=self.capacity, spoken=self.spoken, aliases=tuple(self.aliases),
+            sliced_type=self.sliced_type,
+            slice_count=self.slice_count if self.slice_count is not None else (1 if self.sliced_type else 0),
         )
-    return types
+
+
+TypesDoc = dict[TypeName, TypeDoc | None]
+
+
+def object_types(doc: Mapping[str, TypeDoc | None] | None) -> dict[str, ObjectType]:
+    """The ObjectTypes a validated `types:` mapping declares (an entry without properties: none)."""
+    return {name: (props or TypeDoc()).to_type(name) for name, props in (doc or {}).items()}
+
+
+class CatalogueDoc(Schema):
+    """config/scenes/object_types.yaml."""
+
+    types: TypesDoc
 
 
 @lru_cache(maxsize=8)
 def _load_catalogue(path: str) -> dict[str, ObjectType]:
-    data = load_yaml(path)
-    check_keys(data, file=path, key="", required=("types",))
-    return parse_object_types(data["types"], file=path, key="types")
+    return object_types(load_model(CatalogueDoc, path).types)
 
 
 def load_object_types(path: str | Path | None = None) -> dict[str, ObjectType]:

@@ -28,61 +28,22 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Annotated, Any, Iterable, Literal, Mapping
 
-from task_learning.config import (
-    MAX_NESTING,
-    MAX_YAML_BYTES,
-    check_keys,
-    config_path,
-    expect_number,
-    expect_type,
-    join_key,
-    load_yaml,
-)
+from pydantic import BeforeValidator
+
+from task_learning.config import MAX_NESTING, MAX_YAML_BYTES, config_path, join_key, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.files import read_input_bytes
 from task_learning.names import normalize_name
 from task_learning.world import layout
-from task_learning.world.catalog import FLAG_KEYS, ObjectType, load_object_types, parse_object_types
+from task_learning.schema import PlainText, Schema, bounded, invalid, validate
+from task_learning.world.catalog import FLAG_KEYS, ObjectType, TypesDoc, load_object_types, object_types
 from task_learning.safe_text import has_control_characters
 from task_learning.world.recorded import MAX_CONTAINMENT_DEPTH, MAX_COORDINATE_M
 from task_learning.world.recorded import MAX_OBJECTS as MAX_RECORDED_OBJECTS
 from task_learning.world.recorded import check_containment, check_record, drop_fixed_in_movable
 
-SCENE_KEYS_REQUIRED = ("task", "location", "objects")
-SCENE_KEYS_OPTIONAL = (
-    "name",
-    "description",
-    "context",
-    "selection_context",
-    "types",
-    "subtasks",
-    "closable",
-    "assertions",
-    "agent",
-    "slice_requires_knife",
-)
-OBJECT_KEYS = ("type", "id", "at", "preferred", "state", "capacity", "position", "name")
-FLOORPLAN_SCENE_KEYS_REQUIRED = ("task", "floorplan", "task_objects")
-FLOORPLAN_SCENE_KEYS_OPTIONAL = ("name", "description", "context", "location", "subtasks", "closable",
-                                 "assertions")
-TASK_OBJECT_KEYS = ("object", "at", "preferred")
-SUBTASK_KEYS = ("name", "instruction", "places")
-# State keys a scene may set per object, with the capability each needs (None: always allowed).
-STATE_KEYS: dict[str, str | None] = {
-    "isOpen": "openable",
-    "openness": "openable",
-    "isToggled": "toggleable",
-    "isDirty": "dirtyable",
-    "isFilledWithLiquid": "canFillWithLiquid",
-    "fillLiquid": "canFillWithLiquid",
-    "isCooked": "cookable",
-    "isSliced": "sliceable",
-    "isBroken": "breakable",
-    "isUsedUp": "canBeUsedUp",
-    "temperature": None,
-}
 # AI2-THOR's 42 object keys, in its order (ai2thor 5.x).
 AI2THOR_OBJECT_KEYS = (
     "name", "position", "rotation", "visible", "isInteractable", "receptacle", "toggleable",
@@ -416,7 +377,122 @@ def scene_from_metadata(
 
 
 # ---------------------------------------------------------------------------------------------
-# YAML scenes
+# YAML scenes: the schema says what a file may hold; the builders below resolve what it means in
+# its scene (references to objects, receptacles, capacities, the total of the completion measure).
+
+
+def _reference(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(f"expected an object id or type name, got {value!r}")
+    return value
+
+
+# An object id, or a type or spoken name naming exactly one object of the scene ('DishRack',
+# 'dish rack', 'table'): resolved by _SceneRefs once every object is known.
+Ref = Annotated[str, BeforeValidator(_reference)]
+Refs = Ref | list[Ref]
+Coordinate = Annotated[float, bounded(low=-MAX_COORDINATE_M, high=MAX_COORDINATE_M)]
+
+
+class Vec(Schema):
+    x: Coordinate
+    y: Coordinate
+    z: Coordinate
+
+    def as_dict(self) -> dict[str, float]:
+        return layout.vec(self.x, self.y, self.z)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """A state key's metadata in ObjectState: the capability (an AI2-THOR flag) an object needs
+    to be given that state."""
+
+    capability: str
+
+
+class ObjectState(Schema):
+    """The state a scene (or a marker registry) may set per object, as AI2-THOR records it, with
+    the capability each key needs (`temperature`: any object)."""
+
+    isOpen: Annotated[bool, Needs("openable")] = False
+    openness: Annotated[float, bounded(low=0.0, high=1.0), Needs("openable")] = 0.0
+    isToggled: Annotated[bool, Needs("toggleable")] = False
+    isDirty: Annotated[bool, Needs("dirtyable")] = False
+    isFilledWithLiquid: Annotated[bool, Needs("canFillWithLiquid")] = False
+    fillLiquid: Annotated[Literal["water", "coffee", "wine"] | None, Needs("canFillWithLiquid")] = None
+    isCooked: Annotated[bool, Needs("cookable")] = False
+    isSliced: Annotated[bool, Needs("sliceable")] = False
+    isBroken: Annotated[bool, Needs("breakable")] = False
+    isUsedUp: Annotated[bool, Needs("canBeUsedUp")] = False
+    temperature: Literal["Hot", "Cold", "RoomTemp"] = "RoomTemp"
+
+    def given(self) -> dict[str, Any]:
+        """The keys the file set, with their values."""
+        return {name: getattr(self, name) for name in type(self).model_fields if name in self.model_fields_set}
+
+    @classmethod
+    def needs(cls, name: str) -> str | None:
+        """The capability state key `name` needs; None: any object may have it."""
+        return next((m.capability for m in cls.model_fields[name].metadata if isinstance(m, Needs)), None)
+
+
+class ObjectDoc(Schema):
+    type: str
+    id: str | None = None  # default '<Type>|<n>'
+    at: Refs | None = None  # a list: the places a seeded world may start it in
+    preferred: Refs | None = None
+    state: ObjectState | None = None
+    capacity: Annotated[int, bounded(low=0, high=MAX_CAPACITY, integer=True)] | None = None
+    position: Vec | None = None
+    name: PlainText | None = None
+
+
+class SubtaskDoc(Schema):
+    name: str
+    instruction: str = ""
+    places: Refs
+
+
+class AgentDoc(Schema):
+    position: Vec | None = None
+
+
+class _TaskDoc(Schema):
+    """What both kinds of scene file hold."""
+
+    name: str | None = None  # default: the file's stem
+    description: str | None = None
+    task: str
+    context: list[str] | None = None
+    subtasks: list[SubtaskDoc] | None = None
+    closable: list[Ref] | None = None
+    assertions: int | None = None  # when given, must equal preferred places + closable
+
+
+class SceneDoc(_TaskDoc):
+    """A scene written object by object."""
+
+    location: str
+    objects: list[ObjectDoc]
+    selection_context: list[str] | None = None
+    types: TypesDoc | None = None
+    agent: AgentDoc | None = None
+    slice_requires_knife: bool = False
+
+
+class TaskObjectDoc(Schema):
+    object: Ref
+    at: Ref | None = None
+    preferred: Refs
+
+
+class FloorplanSceneDoc(_TaskDoc):
+    """A task set in an iTHOR FloorPlan (or a recording of one's own)."""
+
+    floorplan: str
+    task_objects: list[TaskObjectDoc]
+    location: str | None = None  # default: the FloorPlan's room
 
 
 def _load_yaml_scene(path: Path) -> Scene:
@@ -432,9 +508,8 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
     from task_learning.world.floorplans import canonical, floorplan_source
 
     file = source
-    check_keys(data, file=file, key="", required=FLOORPLAN_SCENE_KEYS_REQUIRED,
-               optional=FLOORPLAN_SCENE_KEYS_OPTIONAL)
-    floorplan = expect_type(data["floorplan"], str, file=file, key="floorplan")
+    doc = validate(FloorplanSceneDoc, data, file=file)
+    floorplan = doc.floorplan
     recording = _recording_spec(floorplan, file)
     if recording is None and canonical(floorplan) is None:
         raise ConfigError(file, "floorplan", f"expected an iTHOR scene name like 'FloorPlan1' or recorded "
@@ -446,33 +521,25 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
                           if recording else exc.message) from None
     if recording is not None:
         floorplan = recorded.name
-    name = expect_type(data.get("name", default_name), str, file=file, key="name")
-    task = expect_type(data["task"], str, file=file, key="task")
-    location = expect_type(data.get("location", recorded.location), str, file=file, key="location")
-    context = expect_type(data.get("context") or [], list, file=file, key="context")
-    for i, sentence in enumerate(context):
-        expect_type(sentence, str, file=file, key=join_key("context", i))
     records = recorded.objects
     resolver = _SceneRefs(records, recorded.types, file)
-    entries = expect_type(data["task_objects"], list, file=file, key="task_objects")
-    if not entries:
+    if not doc.task_objects:
         raise ConfigError(file, "task_objects", "a task needs at least one object to put away")
     preferences: dict[str, list[str]] = {}
     start_moves: dict[str, str] = {}
-    for index, entry in enumerate(entries):
+    for index, entry in enumerate(doc.task_objects):
         key = join_key("task_objects", index)
-        check_keys(entry, file=file, key=key, required=("object", "preferred"), optional=TASK_OBJECT_KEYS)
-        oid = resolver.resolve(entry["object"], join_key(key, "object"))
+        oid = resolver.resolve(entry.object, join_key(key, "object"))
         if oid in preferences:
             raise ConfigError(file, join_key(key, "object"), f"{oid} is listed twice")
         if not resolver.by_id[oid].get("pickupable"):
             raise ConfigError(file, join_key(key, "object"), f"{oid} cannot be picked up")
-        if entry.get("at") is not None:
-            place = resolver.resolve(entry["at"], join_key(key, "at"))
+        if entry.at is not None:
+            place = resolver.resolve(entry.at, join_key(key, "at"))
             if place == oid or not resolver.by_id[place]["receptacle"]:
                 raise ConfigError(file, join_key(key, "at"), f"{place} is not a receptacle {oid} can be in")
             start_moves[oid] = place
-        preferences[oid] = _destinations(entry["preferred"], resolver, file, key)
+        preferences[oid] = _destinations(entry.preferred, resolver, key)
     by_id = resolver.by_id
     for oid, place in start_moves.items():
         for parent in by_id[oid]["parentReceptacles"]:
@@ -481,34 +548,13 @@ def floorplan_scene_from_dict(data: Any, *, source: str = "<scene>", default_nam
         by_id[oid]["parentReceptacles"] = [place]
         by_id[place]["receptacleObjectIds"].append(oid)
         _move_with_contents(by_id, oid, layout.slot_position(by_id[place], len(by_id[place]["receptacleObjectIds"]) - 1))
-    closable = []
-    for i, ref in enumerate(expect_type(data.get("closable") or [], list, file=file, key="closable")):
-        oid = resolver.resolve(ref, join_key("closable", i))
-        if not by_id[oid]["openable"]:
-            raise ConfigError(file, join_key("closable", i), f"{oid} is not openable")
-        closable.append(oid)
-    subtasks = []
-    for i, entry in enumerate(expect_type(data.get("subtasks") or [], list, file=file, key="subtasks")):
-        key = join_key("subtasks", i)
-        check_keys(entry, file=file, key=key, required=("name", "places"), optional=SUBTASK_KEYS)
-        places_raw = entry["places"] if isinstance(entry["places"], list) else [entry["places"]]
-        subtasks.append(Subtask(
-            name=expect_type(entry["name"], str, file=file, key=join_key(key, "name")),
-            instruction=expect_type(entry.get("instruction", ""), str, file=file, key=join_key(key, "instruction")),
-            places=[resolver.resolve(ref, join_key(join_key(key, "places"), j)) for j, ref in enumerate(places_raw)],
-        ))
-    total = len(preferences) + len(closable)
-    if "assertions" in data:
-        stated = expect_type(data["assertions"], int, file=file, key="assertions")
-        if stated != total:
-            raise ConfigError(file, "assertions", f"states {stated} but the scene defines {total} "
-                              f"({len(preferences)} preferred places + {len(closable)} closable)")
+    closable = _closable(doc, resolver)
     return Scene(
-        name=name, task=task, location=location, objects=records,
+        name=doc.name or default_name, task=doc.task, location=doc.location or recorded.location, objects=records,
         task_objects=[r["objectId"] for r in records if r["objectId"] in preferences],
-        subtasks=subtasks, preferences=preferences, closable=closable,
-        context=[str(c) for c in context], assertions=total, source=file, agent=recorded.agent,
-        capacities=recorded.capacities, types=recorded.types,
+        subtasks=_subtasks(doc, resolver), preferences=preferences, closable=closable,
+        context=list(doc.context or []), assertions=_assertions(doc, preferences, closable, file), source=file,
+        agent=recorded.agent, capacities=recorded.capacities, types=recorded.types,
         floorplan=canonical(floorplan) or floorplan, start_moves=start_moves, recording=recorded.recording,
     )
 
@@ -525,20 +571,49 @@ def _recording_spec(value: str, file: str) -> str | None:
     return str(path) + value[len(base):]
 
 
-def _destinations(pref: Any, resolver: "_SceneRefs", file: str, key: str) -> list[str]:
+def _destinations(pref: str | list[str], resolver: "_SceneRefs", key: str) -> list[str]:
     """The receptacles of an entry's `preferred` (one reference or a list): the goal's places,
     validated alike in recorded floor plans and in written scenes."""
     refs = pref if isinstance(pref, list) else [pref]
     if not refs:
-        raise ConfigError(file, join_key(key, "preferred"), "empty list of destinations")
+        raise ConfigError(resolver.file, join_key(key, "preferred"), "empty list of destinations")
     dests = []
     for i, ref in enumerate(refs):
         where = join_key(key, "preferred") + (f"[{i}]" if isinstance(pref, list) else "")
         dest = resolver.resolve(ref, where)
         if not resolver.by_id[dest]["receptacle"]:
-            raise ConfigError(file, where, f"{dest} is not a receptacle")
+            raise ConfigError(resolver.file, where, f"{dest} is not a receptacle")
         dests.append(dest)
     return dests
+
+
+def _closable(doc: _TaskDoc, resolver: "_SceneRefs") -> list[str]:
+    closable = []
+    for i, ref in enumerate(doc.closable or []):
+        oid = resolver.resolve(ref, join_key("closable", i))
+        if not resolver.by_id[oid]["openable"]:
+            raise ConfigError(resolver.file, join_key("closable", i), f"{oid} is not openable")
+        closable.append(oid)
+    return closable
+
+
+def _subtasks(doc: _TaskDoc, resolver: "_SceneRefs") -> list[Subtask]:
+    subtasks = []
+    for i, entry in enumerate(doc.subtasks or []):
+        key = join_key(join_key("subtasks", i), "places")
+        places = entry.places if isinstance(entry.places, list) else [entry.places]
+        subtasks.append(Subtask(name=entry.name, instruction=entry.instruction,
+                                places=[resolver.resolve(ref, join_key(key, j)) for j, ref in enumerate(places)]))
+    return subtasks
+
+
+def _assertions(doc: _TaskDoc, preferences: Mapping[str, list[str]], closable: list[str], file: str) -> int:
+    """The completion measure's total; a file that states it must state it right."""
+    total = len(preferences) + len(closable)
+    if doc.assertions is not None and doc.assertions != total:
+        raise ConfigError(file, "assertions", f"states {doc.assertions} but the scene defines {total} "
+                          f"({len(preferences)} preferred places + {len(closable)} closable)")
+    return total
 
 
 def _move_with_contents(by_id: Mapping[str, dict[str, Any]], oid: str, position: dict[str, float]) -> None:
@@ -551,84 +626,34 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
     """A scene from its parsed YAML form (what `config/scenes/*.yaml` holds); errors name
     `source` and the key."""
     file = source
-    check_keys(data, file=file, key="", required=SCENE_KEYS_REQUIRED, optional=SCENE_KEYS_OPTIONAL)
-    name = expect_type(data.get("name", default_name), str, file=file, key="name")
-    task = expect_type(data["task"], str, file=file, key="task")
-    location = expect_type(data["location"], str, file=file, key="location")
-    context = expect_type(data.get("context") or [], list, file=file, key="context")
-    for i, sentence in enumerate(context):
-        expect_type(sentence, str, file=file, key=join_key("context", i))
-    selection_context = expect_type(data.get("selection_context") or [], list, file=file,
-                                    key="selection_context")
-    for i, sentence in enumerate(selection_context):
-        expect_type(sentence, str, file=file, key=join_key("selection_context", i))
+    doc = validate(SceneDoc, data, file=file)
     types = load_object_types()
-    types.update(parse_object_types(data.get("types"), file=file, key="types"))
-    slice_requires_knife = expect_type(data.get("slice_requires_knife", False), bool, file=file,
-                                       key="slice_requires_knife")
-
-    entries = expect_type(data["objects"], list, file=file, key="objects")
-    if not entries:
+    types.update(object_types(doc.types))
+    if not doc.objects:
         raise ConfigError(file, "objects", "a scene needs at least one object")
-    records: list[dict[str, Any]] = []
-    counters: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        key = join_key("objects", index)
-        check_keys(entry, file=file, key=key, required=("type",), optional=OBJECT_KEYS)
-        type_name = expect_type(entry["type"], str, file=file, key=join_key(key, "type"))
-        if type_name not in types:
-            hint = difflib.get_close_matches(type_name, sorted(types), n=1)
-            suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
-            raise ConfigError(file, join_key(key, "type"), f"unknown object type '{type_name}'{suffix}; "
-                              "declare it under 'types:' or in config/scenes/object_types.yaml")
-        counters[type_name] = counters.get(type_name, 0) + 1
-        object_id = entry.get("id") or f"{type_name}|{counters[type_name]}"
-        expect_type(object_id, str, file=file, key=join_key(key, "id"))
-        if not _ID_PATTERN.match(object_id) or has_control_characters(object_id):
-            raise ConfigError(file, join_key(key, "id"), f"ids look like '<Type>|<n>', got {object_id!r}")
-        if any(r["objectId"] == object_id for r in records):
-            raise ConfigError(file, join_key(key, "id"), f"duplicate object id {object_id!r}")
-        name_given = expect_type(entry.get("name") or "", str, file=file, key=join_key(key, "name"))
-        if has_control_characters(name_given):
-            raise ConfigError(file, join_key(key, "name"), f"control characters in {name_given!r}")
-        record = make_object_record(types[type_name], object_id, name=name_given)
-        _apply_state(record, types[type_name], entry.get("state"), file=file, key=join_key(key, "state"))
-        records.append(record)
-
+    records = _object_records(doc.objects, types, file)
     resolver = _SceneRefs(records, types, file)
     placement_options: dict[str, list[str]] = {}
     preferences: dict[str, list[str]] = {}
     capacities: dict[str, int] = {}
     explicit_positions: dict[str, dict[str, float]] = {}
-    for index, (entry, record) in enumerate(zip(entries, records)):
+    for index, (entry, record) in enumerate(zip(doc.objects, records)):
         key = join_key("objects", index)
         oid = record["objectId"]
-        if "at" in entry and entry["at"] is not None:
-            at = entry["at"]
-            refs = at if isinstance(at, list) else [at]
-            if not refs:
-                raise ConfigError(file, join_key(key, "at"), "empty list of places")
-            places = [resolver.resolve(ref, join_key(key, "at") + (f"[{i}]" if isinstance(at, list) else ""))
-                      for i, ref in enumerate(refs)]
-            for i, place in enumerate(places):
-                where = join_key(key, "at") + (f"[{i}]" if isinstance(at, list) else "")
-                if place == oid:
-                    raise ConfigError(file, where, f"{oid} cannot be inside itself")
-                if not resolver.by_id[place]["receptacle"]:
-                    raise ConfigError(file, where, f"{place} is not a receptacle")
+        if entry.at is not None:
+            places = _start_places(entry.at, oid, resolver, join_key(key, "at"))
             record["parentReceptacles"] = [places[0]]
             if len(places) > 1:
                 placement_options[oid] = places
-        if "preferred" in entry:
-            preferences[oid] = _destinations(entry["preferred"], resolver, file, key)
-        capacity = entry.get("capacity", types[record["objectType"]].capacity)
+        if entry.preferred is not None:
+            preferences[oid] = _destinations(entry.preferred, resolver, key)
+        capacity = entry.capacity if "capacity" in entry.model_fields_set else types[record["objectType"]].capacity
         if capacity is not None:
-            expect_number(capacity, file=file, key=join_key(key, "capacity"), low=0, high=MAX_CAPACITY, integer=True)
             if not record["receptacle"]:
                 raise ConfigError(file, join_key(key, "capacity"), f"{oid} is not a receptacle")
             capacities[oid] = capacity
-        if entry.get("position") is not None:
-            explicit_positions[oid] = _parse_vec(entry["position"], file, join_key(key, "position"))
+        if entry.position is not None:
+            explicit_positions[oid] = entry.position.as_dict()
     _check_cycles(records, file)
     for record in records:
         for parent in record["parentReceptacles"]:
@@ -639,56 +664,60 @@ def scene_from_dict(data: Any, *, source: str = "<scene>", default_name: str = "
             raise ConfigError(file, "objects", f"{record['objectId']} holds {len(record['receptacleObjectIds'])} "
                               f"objects but its capacity is {limit}")
     place_objects(records, explicit_positions)
-
-    closable = []
-    for i, ref in enumerate(expect_type(data.get("closable") or [], list, file=file, key="closable")):
-        oid = resolver.resolve(ref, join_key("closable", i))
-        if not resolver.by_id[oid]["openable"]:
-            raise ConfigError(file, join_key("closable", i), f"{oid} is not openable")
-        closable.append(oid)
-
-    subtasks = []
-    for i, entry in enumerate(expect_type(data.get("subtasks") or [], list, file=file, key="subtasks")):
-        key = join_key("subtasks", i)
-        check_keys(entry, file=file, key=key, required=("name", "places"), optional=SUBTASK_KEYS)
-        places_raw = entry["places"] if isinstance(entry["places"], list) else [entry["places"]]
-        places = [resolver.resolve(ref, join_key(join_key(key, "places"), j)) for j, ref in enumerate(places_raw)]
-        subtasks.append(Subtask(
-            name=expect_type(entry["name"], str, file=file, key=join_key(key, "name")),
-            instruction=expect_type(entry.get("instruction", ""), str, file=file, key=join_key(key, "instruction")),
-            places=places,
-        ))
-
-    total = len(preferences) + len(closable)
-    if "assertions" in data:
-        stated = expect_type(data["assertions"], int, file=file, key="assertions")
-        if stated != total:
-            raise ConfigError(file, "assertions", f"states {stated} but the scene defines {total} "
-                              f"({len(preferences)} preferred places + {len(closable)} closable)")
+    closable = _closable(doc, resolver)
     agent = {"position": dict(DEFAULT_AGENT_POSITION)}
-    if data.get("agent") is not None:
-        check_keys(data["agent"], file=file, key="agent", optional=("position",))
-        if "position" in data["agent"]:
-            agent["position"] = _parse_vec(data["agent"]["position"], file, "agent.position")
+    if doc.agent is not None and doc.agent.position is not None:
+        agent["position"] = doc.agent.position.as_dict()
     return Scene(
-        name=name,
-        task=task,
-        location=location,
-        objects=records,
+        name=doc.name or default_name, task=doc.task, location=doc.location, objects=records,
         task_objects=[r["objectId"] for r in records if r["objectId"] in preferences],
-        subtasks=subtasks,
-        preferences=preferences,
-        closable=closable,
-        context=[str(s) for s in context],
-        selection_context=[str(s) for s in selection_context],
-        assertions=total,
-        source=file,
-        agent=agent,
-        placement_options=placement_options,
-        capacities=capacities,
-        types=types,
-        slice_requires_knife=slice_requires_knife,
+        subtasks=_subtasks(doc, resolver), preferences=preferences, closable=closable,
+        context=list(doc.context or []), selection_context=list(doc.selection_context or []),
+        assertions=_assertions(doc, preferences, closable, file), source=file, agent=agent,
+        placement_options=placement_options, capacities=capacities, types=types,
+        slice_requires_knife=doc.slice_requires_knife,
     )
+
+
+def _object_records(entries: list[ObjectDoc], types: Mapping[str, ObjectType], file: str) -> list[dict[str, Any]]:
+    """An AI2-THOR record per entry, with its id (given, or '<Type>|<n>') and its state."""
+    records: list[dict[str, Any]] = []
+    counters: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        key = join_key("objects", index)
+        if entry.type not in types:
+            hint = difflib.get_close_matches(entry.type, sorted(types), n=1)
+            suffix = f" (did you mean '{hint[0]}'?)" if hint else ""
+            raise ConfigError(file, join_key(key, "type"), f"unknown object type '{entry.type}'{suffix}; "
+                              "declare it under 'types:' or in config/scenes/object_types.yaml")
+        counters[entry.type] = counters.get(entry.type, 0) + 1
+        object_id = entry.id or f"{entry.type}|{counters[entry.type]}"
+        if not _ID_PATTERN.match(object_id) or has_control_characters(object_id):
+            raise ConfigError(file, join_key(key, "id"), f"ids look like '<Type>|<n>', got {object_id!r}")
+        if any(r["objectId"] == object_id for r in records):
+            raise ConfigError(file, join_key(key, "id"), f"duplicate object id {object_id!r}")
+        record = make_object_record(types[entry.type], object_id, name=entry.name or "")
+        if entry.state is not None:
+            _apply_state(record, types[entry.type], entry.state, file=file, key=join_key(key, "state"))
+        records.append(record)
+    return records
+
+
+def _start_places(at: str | list[str], oid: str, resolver: "_SceneRefs", key: str) -> list[str]:
+    """The receptacles an object may start in (the first: where the scene file puts it)."""
+    refs = at if isinstance(at, list) else [at]
+    if not refs:
+        raise ConfigError(resolver.file, key, "empty list of places")
+    places = []
+    for i, ref in enumerate(refs):
+        where = key + (f"[{i}]" if isinstance(at, list) else "")
+        place = resolver.resolve(ref, where)
+        if place == oid:
+            raise ConfigError(resolver.file, where, f"{oid} cannot be inside itself")
+        if not resolver.by_id[place]["receptacle"]:
+            raise ConfigError(resolver.file, where, f"{place} is not a receptacle")
+        places.append(place)
+    return places
 
 
 def place_objects(records: list[dict[str, Any]], explicit: Mapping[str, dict[str, float]] | None = None) -> None:
@@ -729,41 +758,18 @@ def _check_cycles(records: list[dict[str, Any]], file: str) -> None:
             current = by_id[parent]
 
 
-def _parse_vec(value: Any, file: str, key: str) -> dict[str, float]:
-    check_keys(value, file=file, key=key, required=("x", "y", "z"))
-    return layout.vec(*(float(expect_number(value[a], file=file, key=join_key(key, a), low=-MAX_COORDINATE_M,
-                                            high=MAX_COORDINATE_M)) for a in ("x", "y", "z")))
-
-
-def check_state_value(name: str, value: Any, *, file: str | Path, key: str) -> None:
-    """A value of one of STATE_KEYS as AI2-THOR has it (scene files and marker registries)."""
-    if name == "temperature":
-        if value not in ("Hot", "Cold", "RoomTemp"):
-            raise ConfigError(file, key, f"expected Hot, Cold or RoomTemp, got {value!r}")
-    elif name == "openness":
-        expect_number(value, file=file, key=key, low=0.0, high=1.0)
-    elif name == "fillLiquid":
-        if value not in (None, "water", "coffee", "wine"):
-            raise ConfigError(file, key, f"expected water, coffee or wine, got {value!r}")
-    else:
-        expect_type(value, bool, file=file, key=key)
-
-
-def _apply_state(record: dict[str, Any], object_type: ObjectType, state: Any, *, file: str, key: str) -> None:
-    if state is None:
-        return
-    check_keys(state, file=file, key=key, optional=tuple(STATE_KEYS))
-    for name, value in state.items():
-        needs = STATE_KEYS[name]
+def _apply_state(record: dict[str, Any], object_type: ObjectType, state: ObjectState, *, file: str, key: str) -> None:
+    given = state.given()
+    for name, value in given.items():
+        needs = ObjectState.needs(name)
         if needs is not None and not object_type.flag(needs):
             raise ConfigError(file, join_key(key, name), f"{record['objectId']} is not {needs}")
-        check_state_value(name, value, file=file, key=join_key(key, name))
         record[name] = value
-    if "isOpen" in state and "openness" not in state:
+    if "isOpen" in given and "openness" not in given:
         record["openness"] = 1.0 if record["isOpen"] else 0.0
-    if "openness" in state:
+    if "openness" in given:
         record["isOpen"] = float(record["openness"]) > 0.0
-    if record.get("fillLiquid") and "isFilledWithLiquid" not in state:
+    if record.get("fillLiquid") and "isFilledWithLiquid" not in given:
         record["isFilledWithLiquid"] = True
     if record.get("isFilledWithLiquid") and not record.get("fillLiquid"):
         record["fillLiquid"] = "water"
@@ -783,9 +789,7 @@ class _SceneRefs:
             for name in names:
                 self.by_name.setdefault(name, []).append(record["objectId"])
 
-    def resolve(self, ref: Any, key: str) -> str:
-        if not isinstance(ref, str) or not ref.strip():
-            raise ConfigError(self.file, key, f"expected an object id or type name, got {ref!r}")
+    def resolve(self, ref: str, key: str) -> str:
         if ref in self.by_id:
             return ref
         matches = self.by_name.get(normalize_name(ref), [])

@@ -12,12 +12,15 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
-from task_learning.config import check_keys, config_path, expect_number, expect_type, join_key, load_yaml
+from pydantic import BeforeValidator, Field
+
+from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.llm.offline.hashing import unit_hash
 from task_learning.names import normalize_name
+from task_learning.schema import Schema, bounded, invalid, known_key, load_model
 
 PLACE_KINDS = ("openable", "receptacle", "surface")
 CLAUSE_KINDS = ("dest_state", "start_state", "start_moved")
@@ -227,141 +230,170 @@ def load_knowledge(folder: str | Path | None = None) -> Knowledge:
     return Knowledge(places, categories, objects, aliases, language, source=str(base))
 
 
-def _weights(value: Any, file: Path, key: str, raw: bool = False) -> Weights:
-    """A name -> weight mapping; names are spoken names unless `raw` (token strings)."""
-    expect_type(value, dict, file=file, key=key)
-    out: Weights = {}
-    for name, weight in value.items():
-        sub = join_key(key, str(name))
-        expect_number(weight, file=file, key=sub, low=0.0, high=1e6)
-        out[str(name) if raw else normalize_name(str(name))] = float(weight)
-    return out
+Weight = Annotated[float, bounded(low=0.0, high=1e6)]
+WeightsDoc = dict[str, Weight]
+ByPlaceDoc = dict[str, WeightsDoc]  # start place (or "default") -> weights
 
 
-def _by_place_table(value: Any, file: Path, key: str) -> dict[str, Weights]:
-    expect_type(value, dict, file=file, key=key)
-    return {normalize_name(str(p)): _weights(w, file, join_key(key, str(p))) for p, w in value.items()}
+def _weights(value: Mapping[str, float], raw: bool = False) -> Weights:
+    """Names are spoken names unless `raw` (token strings)."""
+    return {name if raw else normalize_name(name): float(weight) for name, weight in value.items()}
+
+
+def _by_start(table: Mapping[str, Mapping[str, float]]) -> dict[str, Weights]:
+    return {normalize_name(place): _weights(weights) for place, weights in table.items()}
+
+
+class PlaceDoc(Schema):
+    kind: Literal["openable", "receptacle", "surface"]
+    relation: Literal["in", "on"]
+    states: WeightsDoc
+    conjunction: Annotated[float, bounded(low=0.0, high=1.0)] | None = None
+
+
+class PlacesDoc(Schema):
+    """places.yaml."""
+
+    places: dict[str, PlaceDoc]
+
+
+class CategoryDoc(Schema):
+    tags: list[str]
+    completion: ByPlaceDoc
+    judgement: ByPlaceDoc
+    verbs: WeightsDoc | None = None
+
+
+def _category_alone(value: Any) -> Any:
+    """`mug: kitchenware` is short for `mug: {category: kitchenware}`."""
+    return {"category": value} if isinstance(value, str) else value
+
+
+class ObjectDoc(Schema):
+    category: str
+    completion: ByPlaceDoc = Field(default_factory=dict)
+    judgement: ByPlaceDoc = Field(default_factory=dict)
+    verbs: WeightsDoc | None = None
+
+
+class ObjectsDoc(Schema):
+    """objects.yaml."""
+
+    categories: dict[str, CategoryDoc]
+    objects: dict[str, Annotated[ObjectDoc, BeforeValidator(_category_alone)]]
+    aliases: dict[str, str] | None = None
+
+
+class JitterDoc(Schema):
+    destination: Annotated[float, bounded(low=0.0, high=5.0)]
+    conjunction: Annotated[float, bounded(low=0.0, high=5.0)]
+    judgement: Annotated[float, bounded(low=0.0, high=5.0)]
+
+
+class ContextRuleDoc(Schema):
+    name: str
+    all: list[str]
+    any: list[str]
+    tags: list[str]
+    places: list[str]
+    factors: WeightsDoc
+
+
+def _filler_mass(value: Any) -> Any:
+    if not (isinstance(value, list) and len(value) == 2
+            and all(isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m < 0.05 for m in value)):
+        raise invalid("expected [low, high] with 0 <= low <= high < 0.05")
+    return value
+
+
+Factor = Annotated[float, bounded(low=0.0, high=100.0)]
+
+
+class LanguageDoc(Schema):
+    """language.yaml."""
+
+    opening: str
+    end_tokens: WeightsDoc
+    after_end: list[str]
+    conjunction: WeightsDoc
+    second_clause: dict[Annotated[str, known_key(PLACE_KINDS)], dict[Annotated[str, known_key(CLAUSE_KINDS)], Weight]]
+    verbs: WeightsDoc
+    default_start_states: WeightsDoc
+    jitter: JitterDoc
+    filler_tokens: list[str]
+    filler_mass: Annotated[list[float], BeforeValidator(_filler_mass)]
+    singular_words: list[str]
+    plural_words: list[str]
+    context_rules: list[ContextRuleDoc]
+    repair_sharpness: Factor
+    repair_flatten: Factor
+    repair_rejected_factor: Factor
+    start_place_aliases: dict[str, str] | None = None
 
 
 def _load_places(file: Path) -> dict[str, Place]:
-    data = check_keys(load_yaml(file), file=file, key="", required=["places"])
-    expect_type(data["places"], dict, file=file, key="places")
-    places: dict[str, Place] = {}
-    for name, spec in data["places"].items():
-        key = join_key("places", str(name))
-        check_keys(spec, file=file, key=key, required=["kind", "relation", "states"], optional=["conjunction"])
-        if spec["kind"] not in PLACE_KINDS:
-            raise ConfigError(file, join_key(key, "kind"), f"must be one of {', '.join(PLACE_KINDS)}")
-        if spec["relation"] not in ("in", "on"):
-            raise ConfigError(file, join_key(key, "relation"), "must be 'in' or 'on'")
-        states = _weights(spec["states"], file, join_key(key, "states"))
-        conj = spec.get("conjunction")
-        if conj is not None and (not isinstance(conj, (int, float)) or not 0.0 <= conj <= 1.0):
-            raise ConfigError(file, join_key(key, "conjunction"), f"expected a probability in [0, 1], got {conj!r}")
-        places[normalize_name(str(name))] = Place(normalize_name(str(name)), spec["kind"], spec["relation"],
-                                                  states, None if conj is None else float(conj))
-    return places
+    doc = load_model(PlacesDoc, file)
+    return {normalize_name(name): Place(normalize_name(name), spec.kind, spec.relation, _weights(spec.states),
+                                        spec.conjunction)
+            for name, spec in doc.places.items()}
 
 
 def _load_objects(file: Path):
-    data = check_keys(load_yaml(file), file=file, key="", required=["categories", "objects"],
-                      optional=["aliases"])
-    expect_type(data["categories"], dict, file=file, key="categories")
+    doc = load_model(ObjectsDoc, file)
     categories: dict[str, Category] = {}
-    for name, spec in data["categories"].items():
-        key = join_key("categories", str(name))
-        check_keys(spec, file=file, key=key, required=["tags", "completion", "judgement"], optional=["verbs"])
-        tags = expect_type(spec["tags"], list, file=file, key=join_key(key, "tags"))
-        completion = _by_place_table(spec["completion"], file, join_key(key, "completion"))
+    for name, spec in doc.categories.items():
+        completion = _by_start(spec.completion)
         if "default" not in completion:
-            raise ConfigError(file, join_key(key, "completion.default"), "missing required key")
-        judgement = _by_place_table(spec["judgement"], file, join_key(key, "judgement"))
-        verbs = _weights(spec["verbs"], file, join_key(key, "verbs"), raw=True) if "verbs" in spec else None
-        categories[str(name)] = Category(str(name), tuple(str(t).lower() for t in tags), completion, judgement, verbs)
+            raise ConfigError(file, join_key(join_key("categories", name), "completion.default"),
+                              "missing required key")
+        categories[name] = Category(name, tuple(t.lower() for t in spec.tags), completion, _by_start(spec.judgement),
+                                    None if spec.verbs is None else _weights(spec.verbs, raw=True))
     if "generic" not in categories:
         raise ConfigError(file, "categories.generic", "missing required key (the answer for unknown objects)")
-    expect_type(data["objects"], dict, file=file, key="objects")
     objects = {}
-    for name, spec in data["objects"].items():
-        key = join_key("objects", str(name))
-        if isinstance(spec, str):
-            spec = {"category": spec}
-        check_keys(spec, file=file, key=key, required=["category"], optional=["completion", "judgement", "verbs"])
-        if spec["category"] not in categories:
-            raise ConfigError(file, join_key(key, "category"), f"unknown category {spec['category']!r}")
-        comp = _by_place_table(spec.get("completion", {}), file, join_key(key, "completion"))
-        judge = _by_place_table(spec.get("judgement", {}), file, join_key(key, "judgement"))
-        verbs = _weights(spec["verbs"], file, join_key(key, "verbs"), raw=True) if "verbs" in spec else None
-        objects[normalize_name(str(name))] = (spec["category"], comp, judge, verbs)
+    for name, entry in doc.objects.items():
+        if entry.category not in categories:
+            raise ConfigError(file, join_key(join_key("objects", name), "category"),
+                              f"unknown category {entry.category!r}")
+        objects[normalize_name(name)] = (entry.category, _by_start(entry.completion), _by_start(entry.judgement),
+                                         None if entry.verbs is None else _weights(entry.verbs, raw=True))
     aliases = {}
-    for alias, target in (data.get("aliases") or {}).items():
-        key = join_key("aliases", str(alias))
-        target_key = normalize_name(str(target))
+    for alias, target in (doc.aliases or {}).items():
+        target_key = normalize_name(target)
         if target_key not in objects:
-            raise ConfigError(file, key, f"alias of unknown object {target!r}")
-        aliases[normalize_name(str(alias))] = target_key
+            raise ConfigError(file, join_key("aliases", alias), f"alias of unknown object {target!r}")
+        aliases[normalize_name(alias)] = target_key
     return categories, objects, aliases
 
 
 def _load_language(file: Path) -> Language:
-    required = ["opening", "end_tokens", "after_end", "conjunction", "second_clause",
-                "verbs", "default_start_states", "jitter", "filler_tokens", "filler_mass",
-                "singular_words", "plural_words", "context_rules", "repair_sharpness",
-                "repair_flatten", "repair_rejected_factor"]
-    data = check_keys(load_yaml(file), file=file, key="", required=required, optional=["start_place_aliases"])
-    conjunction = _weights(data["conjunction"], file, "conjunction")
-    second = {}
-    expect_type(data["second_clause"], dict, file=file, key="second_clause")
+    doc = load_model(LanguageDoc, file)
     for kind in PLACE_KINDS:
-        if kind not in conjunction:
+        if kind not in doc.conjunction:
             raise ConfigError(file, join_key("conjunction", kind), "missing required key")
-        if kind not in data["second_clause"]:
+        if kind not in doc.second_clause:
             raise ConfigError(file, join_key("second_clause", kind), "missing required key")
-        spec = check_keys(data["second_clause"][kind], file=file, key=join_key("second_clause", kind),
-                          optional=CLAUSE_KINDS)
-        second[kind] = _weights(dict(spec), file, join_key("second_clause", kind), raw=True)
-    jitter = check_keys(data["jitter"], file=file, key="jitter", required=["destination", "conjunction", "judgement"])
-    for name in ("destination", "conjunction", "judgement"):
-        expect_number(jitter[name], file=file, key=join_key("jitter", name), low=0.0, high=5.0)
-    mass = expect_type(data["filler_mass"], list, file=file, key="filler_mass")
-    if len(mass) != 2 or not all(isinstance(m, (int, float)) and 0 <= m < 0.05 for m in mass):
-        raise ConfigError(file, "filler_mass", "expected [low, high] with 0 <= low <= high < 0.05")
-    rules = []
-    expect_type(data["context_rules"], list, file=file, key="context_rules")
-    for i, spec in enumerate(data["context_rules"]):
-        key = join_key("context_rules", i)
-        check_keys(spec, file=file, key=key, required=["name", "all", "any", "tags", "places", "factors"])
-        rules.append(ContextRule(
-            name=str(spec["name"]),
-            all_words=tuple(str(w).lower() for w in expect_type(spec["all"], list, file=file, key=join_key(key, "all"))),
-            any_words=tuple(str(w).lower() for w in expect_type(spec["any"], list, file=file, key=join_key(key, "any"))),
-            tags=tuple(str(w).lower() for w in expect_type(spec["tags"], list, file=file, key=join_key(key, "tags"))),
-            places=tuple(normalize_name(str(w)) for w in expect_type(spec["places"], list, file=file, key=join_key(key, "places"))),
-            factors=_weights(spec["factors"], file, join_key(key, "factors")),
-        ))
     return Language(
-        opening=str(expect_type(data["opening"], str, file=file, key="opening")),
-        end_tokens=_weights(data["end_tokens"], file, "end_tokens", raw=True),
-        after_end=tuple(str(t) for t in expect_type(data["after_end"], list, file=file, key="after_end")),
-        conjunction=conjunction,
-        second_clause=second,
-        verbs=_weights(data["verbs"], file, "verbs", raw=True),
-        default_start_states=_weights(data["default_start_states"], file, "default_start_states"),
-        jitter_destination=float(jitter["destination"]),
-        jitter_conjunction=float(jitter["conjunction"]),
-        jitter_judgement=float(jitter["judgement"]),
-        repair_sharpness=float(expect_number(data["repair_sharpness"], file=file, key="repair_sharpness", low=0.0,
-                                             high=100.0)),
-        repair_flatten=float(expect_number(data["repair_flatten"], file=file, key="repair_flatten", low=0.0,
-                                           high=100.0)),
-        repair_rejected_factor=float(expect_number(data["repair_rejected_factor"], file=file,
-                                                   key="repair_rejected_factor", low=0.0, high=100.0)),
-        filler_tokens=tuple(str(t) for t in expect_type(data["filler_tokens"], list, file=file, key="filler_tokens")),
-        filler_mass=(float(mass[0]), float(mass[1])),
-        singular_words=frozenset(str(w) for w in data["singular_words"]),
-        plural_words=frozenset(normalize_name(str(w)) for w in data["plural_words"]),
-        context_rules=tuple(rules),
-        start_place_aliases={normalize_name(str(k)): normalize_name(str(v)) for k, v in
-                             expect_type(data.get("start_place_aliases") or {}, dict, file=file,
-                                         key="start_place_aliases").items()},
+        opening=doc.opening,
+        end_tokens=_weights(doc.end_tokens, raw=True),
+        after_end=tuple(doc.after_end),
+        conjunction=_weights(doc.conjunction),
+        second_clause={kind: _weights(doc.second_clause[kind], raw=True) for kind in PLACE_KINDS},
+        verbs=_weights(doc.verbs, raw=True),
+        default_start_states=_weights(doc.default_start_states),
+        jitter_destination=doc.jitter.destination,
+        jitter_conjunction=doc.jitter.conjunction,
+        jitter_judgement=doc.jitter.judgement,
+        repair_sharpness=doc.repair_sharpness,
+        repair_flatten=doc.repair_flatten,
+        repair_rejected_factor=doc.repair_rejected_factor,
+        filler_tokens=tuple(doc.filler_tokens),
+        filler_mass=(doc.filler_mass[0], doc.filler_mass[1]),
+        singular_words=frozenset(doc.singular_words),
+        plural_words=frozenset(normalize_name(w) for w in doc.plural_words),
+        context_rules=tuple(ContextRule(
+            name=rule.name, all_words=tuple(w.lower() for w in rule.all), any_words=tuple(w.lower() for w in rule.any),
+            tags=tuple(w.lower() for w in rule.tags), places=tuple(normalize_name(w) for w in rule.places),
+            factors=_weights(rule.factors)) for rule in doc.context_rules),
+        start_place_aliases={normalize_name(k): normalize_name(v) for k, v in (doc.start_place_aliases or {}).items()},
     )

@@ -1,0 +1,181 @@
+"""The episode's channels on the ROS graph (task_learning.episode.messages.CHANNELS).
+
+- `RosSink`: an episode sink that publishes the core's message dicts as ROS messages on their
+  topics, so what a node observes in-process (the planner's actions and BCR trees, goal
+  elicitation's STARS tree and LLM calls, the oversight node's questions and answers) is on the
+  graph for a recorder, the live view, `ros2 topic echo` or `ros2 bag record`.
+- `GraphRecorder`: subscribes to every channel serialized (raw CDR, as it came off the wire) and
+  writes one MCAP episode with the core's McapSink: what the planner records per PerformTask.
+- `TaskEpisode`: one PerformTask of the planner, its observers on the graph and its recording.
+- `message_class(msgtype)`: the rclpy class of a channel's type.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from pathlib import Path
+from typing import Any, Collection, Mapping
+
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosidl_runtime_py import set_message_fields
+
+from task_learning.episode.bus import EpisodeBus
+from task_learning.episode.messages import BY_TOPIC, CHANNELS, LEARNED_GOAL, WORLD_STATE, object_outcome
+from task_learning.episode.observe import BcrTreePublisher, kb_observer
+from task_learning.episode.recorder import McapSink, snapshot_kb
+from task_learning.errors import TaskLearningError
+from task_learning.safe_text import printable
+
+# Deep enough that a tree level's burst is not dropped; reliable so a recorder loses nothing.
+QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+def message_class(msgtype: str) -> Any:
+    package, _kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), name)
+
+
+class RosSink:
+    """Publishes message dicts on their ROS topics (an EpisodeBus sink)."""
+
+    def __init__(self, node: Node, topics: Collection[str]) -> None:
+        self.topics = set(topics)
+        self._publishers = {topic: node.create_publisher(message_class(BY_TOPIC[topic].msgtype), topic, QOS)
+                            for topic in self.topics}
+
+    def write(self, topic: str, message: Mapping[str, Any], log_time_ns: int) -> None:
+        publisher = self._publishers.get(topic)
+        if publisher is None:
+            return
+        msg = message_class(BY_TOPIC[topic].msgtype)()
+        set_message_fields(msg, dict(message))
+        publisher.publish(msg)
+
+    def close(self) -> None:
+        pass
+
+
+class GraphRecorder:
+    """One episode of the graph: every channel, serialized, into an MCAP file (the core's McapSink;
+    metadata and the knowledge base's snapshot as an in-process episode has them). `close()`
+    unsubscribes and finishes the file (OutputError when it could not be written)."""
+
+    def __init__(self, node: Node, path: str | Path, metadata: Mapping[str, str], *, kb_start: bytes | None = None,
+                 callback_group: Any = None) -> None:
+        self._node = node
+        self._metadata = dict(metadata)
+        self.sink = McapSink(path, self._metadata, kb_start=kb_start)
+        self._lock = threading.Lock()
+        self._failure: Exception | None = None
+        self._last_message = time.monotonic()
+        self._matched: dict[str, int] = {c.topic: 0 for c in CHANNELS}
+        self._subscriptions = [
+            node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype), QOS,
+                                     raw=True, callback_group=callback_group,
+                                     event_callbacks=SubscriptionEventCallbacks(matched=self._on_matched(c.topic)))
+            for c in CHANNELS]
+
+    def _on_matched(self, topic: str) -> Any:
+        def matched(info: Any) -> None:
+            self._matched[topic] = int(info.current_count)
+        return matched
+
+    def wait_matched(self, timeout_s: float = 10.0) -> list[str]:
+        """Wait until every publisher the graph has on the channels is matched with this recorder
+        (so the run's first messages are not lost to discovery); returns the topics still
+        unmatched at the deadline."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            missing = [topic for topic, count in self._matched.items()
+                       if count < self._node.count_publishers(topic)]
+            if not missing or time.monotonic() >= deadline:
+                return missing
+            time.sleep(0.05)
+
+    def _writer(self, topic: str, msgtype: str) -> Any:
+        def write(raw: bytes) -> None:
+            with self._lock:
+                if self._failure is not None or self._subscriptions is None:
+                    return
+                self._last_message = time.monotonic()
+                try:
+                    self.sink.write_raw(topic, msgtype, raw, time.time_ns())
+                except Exception as exc:  # a full disk: the episode is lost, the run goes on
+                    self._failure = exc
+                    self._node.get_logger().error(f"episode recording stopped: {exc}")
+                    return
+                if topic == WORLD_STATE and "backend" not in self._metadata:
+                    from rclpy.serialization import deserialize_message
+
+                    state = deserialize_message(raw, message_class(msgtype))
+                    self._metadata["backend"] = state.backend or "symbolic"
+        return write
+
+    def close(self, settle_s: float = 0.5, limit_s: float = 5.0) -> None:
+        """Wait until nothing arrived for `settle_s` (messages still on their way from the nodes,
+        at most `limit_s`), then unsubscribe and finish the file."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and time.monotonic() - self._last_message < settle_s:
+            time.sleep(0.05)
+        with self._lock:
+            subscriptions, self._subscriptions = self._subscriptions, None
+        for subscription in subscriptions or []:
+            self._node.destroy_subscription(subscription)
+        if self._failure is not None:
+            self.sink.discard()
+            raise self._failure
+        self.sink.add_metadata(self._metadata)
+        self.sink.close()
+
+
+class TaskEpisode:
+    """One PerformTask as the graph sees it, a context manager around the task's run: `bus`
+    carries the planner's own messages (actions and outcomes, BCR trees, learned goals,
+    knowledge-base changes) to their topics, and when `path` is given a GraphRecorder writes every
+    channel of the graph into that MCAP file from entry to exit (a file that cannot be made
+    refuses the task on entry: it does not run unrecorded). After exit `summary` says what became
+    of the recording, for the task's result ("" when none was asked for)."""
+
+    def __init__(self, node: Node, sink: RosSink, path: Path | None, metadata: Mapping[str, str], *,
+                 db_path: str, callback_group: Any = None) -> None:
+        self._node = node
+        self._path = path
+        self._metadata = dict(metadata)
+        self._db_path = db_path
+        self._callback_group = callback_group
+        self._recorder: GraphRecorder | None = None
+        self.bus = EpisodeBus([sink])
+        self.summary = ""
+
+    def __enter__(self) -> TaskEpisode:
+        if self._path is not None:
+            self._recorder = GraphRecorder(self._node, self._path, self._metadata,
+                                           kb_start=snapshot_kb(self._db_path), callback_group=self._callback_group)
+            unmatched = self._recorder.wait_matched()  # the nodes' publishers, before the task's first message
+            if unmatched:
+                self._node.get_logger().warning(f"episode: publishers on {', '.join(unmatched)} not matched yet; "
+                                                "their first messages may be missing from the episode")
+        return self
+
+    def observe(self, learner: Any) -> None:
+        """Publish what a TaskLearner writes, decides and learns (its world is observed by whoever
+        made it: `ObservedWorld` on this `bus`)."""
+        learner.kb.on_change = kb_observer(self.bus)
+        learner.executor.on_decision = BcrTreePublisher(self.bus)
+        learner.on_report = lambda report: self.bus.publish(LEARNED_GOAL, object_outcome(report))
+
+    def __exit__(self, *exc_info: Any) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is None:
+            return
+        try:
+            recorder.close()
+        except TaskLearningError as exc:
+            self._node.get_logger().error(f"episode not recorded: {exc}")
+            self.summary = f"episode not recorded: {printable(str(exc))}"
+            return
+        self._node.get_logger().info(f"episode recorded: {recorder.sink.path}")
+        self.summary = f"episode {recorder.sink.path}"
