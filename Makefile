@@ -7,7 +7,7 @@ export ROS_LOG_DIR := $(CURDIR)/.ros/log
 export ROS_AUTOMATIC_DISCOVERY_RANGE ?= LOCALHOST
 export QT_QPA_PLATFORM ?= offscreen
 
-.PHONY: setup sweep-setup test-setup demo test docs lock bench rqt clean
+.PHONY: setup sweep-setup test-setup llm demo test docs lock bench rqt clean
 
 setup:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
@@ -23,14 +23,21 @@ test-setup:
 demo: setup
 	@$(VENV)/bin/task-learning demo
 
+# The local language model (docs/llm.md): Gemma 3 270M and llama.cpp's server, installed once per
+# machine into ${TASK_LEARNING_CACHE:-~/.cache/task_learning} (the first run compiles llama-server,
+# about 20 min on 2 cores; later runs, from any clone, check the cache in seconds).
+llm: setup
+	@$(VENV)/bin/task-learning llm install
+
 # Lint (rules in ruff.toml), type check (mypy.ini: task_learning/), build the docs site (seconds;
 # a warning fails it), then every test (pytest.ini), printing the 25 slowest: where the suite's
 # time goes. TEST_WORKERS pytest-xdist workers take one test file each at a time (a module's
 # shared graph stays in one worker); TEST_WORKERS=0: serial.
 # The core tests alone, in seconds: .venv/bin/python -m pytest -m "not ros and not slow"
-# The test set-up includes the sweep extra (Ray): test_sweep_ray.py runs real sweeps.
+# The test set-up (test-setup) includes the sweep extra (Ray): test_sweep_ray.py runs real sweeps;
+# and the local model (make llm): the tests marked `llm` run the real model through llama-server.
 TEST_WORKERS ?= 2
-test: test-setup
+test: test-setup llm
 	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
 	@$(VENV)/bin/mypy --no-error-summary
 	@$(MKDOCS_BUILD)

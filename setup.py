@@ -19,6 +19,7 @@ NODE_EXECUTABLES = {
     "action_selector_node": "task_learning_nodes.entry:action_selector_node",
     "planner_node": "task_learning_nodes.entry:planner_node",
     "anticipation_node": "task_learning_nodes.entry:anticipation_node",
+    "llm_server_node": "task_learning_nodes.entry:llm_server_node",
     "synthetic_robot_node": "task_learning_nodes.entry:synthetic_robot_node",
     "live_view_node": "task_learning_nodes.entry:live_view_node",
     "web_operator_node": "task_learning_nodes.entry:web_operator_node",

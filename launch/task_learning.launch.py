@@ -3,6 +3,7 @@
 
     ros2 launch task_learning task_learning.launch.py [scene:=tidy_kitchen] [backend:=symbolic]
         [nodes:=perception,grounding] [db:=kb.sqlite] [web:=true]
+        [llm:=local] [llm_base_url:=URL] [llm_model:=NAME] [llm_selection_model:=NAME]
 
 The node list, parameter files and exit policy come from config/bringup.yaml (installed under
 share/task_learning/config), so both bring-ups stay the same. `scene` / `backend`, when given,
@@ -10,6 +11,12 @@ override that key in every node whose parameter file has it; empty means "as in 
 `db` is the knowledge base the planner and oversight nodes share; by default
 $ROS_HOME/task_learning/task_learning.sqlite (~/.ros/...), so it does not depend on the folder
 `ros2 launch` runs in; a relative path is taken relative to that folder and made absolute.
+
+`llm` (offline | openai | local | replay:FILE) goes to every node with an LLM, with `llm_base_url`,
+`llm_model`, `llm_selection_model` (empty: as in config/nodes/ and config/llm.yaml). `llm:=local`
+without a URL also starts the llm_server node (llama.cpp's server with the installed model) on a
+free port and points the LLM nodes at it: the graph's managed LLM process, stopped with it
+(task_learning.bringup.llm_wiring, shared with `task-learning bringup --llm local`).
 
 Errors end the launch with exit code 1 and one line saying why: a name in `nodes:=` that
 config/bringup.yaml does not list (nothing is started), a `backend:=` that is not a backend, and
@@ -27,12 +34,20 @@ from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from task_learning.bringup import check_selected, started, load_bringup_config, module_exists, params_file_keys
+from task_learning.bringup import (
+    check_selected,
+    llm_wiring,
+    load_bringup_config,
+    module_exists,
+    params_file_keys,
+    started,
+)
 from task_learning.dds_profile import profile_env
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.launch_support import PACKAGE, default_db, on_node_exit
 
 OVERRIDABLE = ("scene", "backend")
+LLM_ARGUMENTS = ("llm", "llm_base_url", "llm_model", "llm_selection_model")
 
 
 def _nodes(context, *args, **kwargs):
@@ -44,7 +59,12 @@ def _nodes(context, *args, **kwargs):
         wanted = [n for n in (wanted or [spec.name for spec in config.nodes if spec.default])
                   if n != "web_operator"] + ["web_operator"]
     check_selected(config, wanted)  # a typo starts nothing and ends the launch with the reason
+    llm = {key: LaunchConfiguration(key).perform(context) for key in LLM_ARGUMENTS}
+    wanted, wiring = llm_wiring(config, wanted, llm["llm"], base_url=llm["llm_base_url"],
+                                model=llm["llm_model"], selection_model=llm["llm_selection_model"])
+    wanted = wanted or []
     overrides = {key: LaunchConfiguration(key).perform(context) for key in OVERRIDABLE}
+    overrides.update(wiring)
     db = LaunchConfiguration("db").perform(context) or default_db()
     overrides["db_path"] = os.path.abspath(os.path.expanduser(db))
     actions = [LogInfo(msg=f"knowledge base: {overrides['db_path']}")]
@@ -61,6 +81,8 @@ def _nodes(context, *args, **kwargs):
             parameters.append(str(spec.params_file))
             keys = params_file_keys(spec.params_file)
         given = {k: v for k, v in overrides.items() if v and k in keys}
+        given.update({k.partition(".")[2]: v for k, v in overrides.items()  # "llm_server.port": that node's
+                      if v and k.partition(".")[0] == spec.name})
         if given:
             parameters.append(given)
         actions.append(Node(
@@ -95,5 +117,15 @@ def generate_launch_description():
         DeclareLaunchArgument("db", default_value="",
                               description="knowledge base of the planner and oversight nodes; empty: "
                                           "$ROS_HOME/task_learning/task_learning.sqlite"),
+        DeclareLaunchArgument("llm", default_value="",
+                              description="LLM of every node that has one: offline | openai | local | replay:FILE; "
+                                          "local also starts llm_server (llama-server) unless llm_base_url is "
+                                          "given; empty: as in config/nodes/"),
+        DeclareLaunchArgument("llm_base_url", default_value="",
+                              description="the LLM endpoint (openai) or a running llama-server (local)"),
+        DeclareLaunchArgument("llm_model", default_value="",
+                              description="completions model (openai) or the GGUF file llm_server serves (local)"),
+        DeclareLaunchArgument("llm_selection_model", default_value="",
+                              description="model for selection and chat prompts (openai)"),
         OpaqueFunction(function=_nodes),
     ])

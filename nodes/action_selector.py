@@ -31,7 +31,7 @@ from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 from task_learning_nodes.qos import latched, service_qos
 
 NODE_NAME = "action_selector"
@@ -51,20 +51,22 @@ PARAMETERS = (
           "resolutions)"),
     Param("engine", "llm", "Selection engine: llm (seed 004 prompt) or heuristic (no LLM)",
           choices=ENGINES),
-    Param("llm", "offline", "LLM for engine llm: offline (not a language model), openai or "
+    Param("llm", "offline", "LLM for engine llm: offline (not a language model), openai, local or "
           "replay:FILE"),
     Param("max_actions", 100, "Actions per task before the session ends as a failure", min=1,
           max=100000),
     Param("max_reasks", 5, "Answers outside the candidate list are asked again this many times",
           min=0, max=100),
     Param("search_action", "VisualSearch", "Backend action run for BCR's VisualSearch (look around)"),
+    *LLM_ENDPOINT_PARAMS,
 )
 
 
 class ActionSelectorNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        values = declare_parameters(self, PARAMETERS)
+        get = values.__getitem__
 
         domain = load_domain(str(get("domain")))  # ConfigError: one line, exit 2
         engine_name = str(get("engine"))
@@ -72,7 +74,7 @@ class ActionSelectorNode(Node):
         if engine_name == "llm":
             from task_learning.llm.client import make_client
 
-            client = make_client(str(get("llm")))
+            client = make_client(str(get("llm")), **llm_client_options(values))
         options = {"max_reasks": int(get("max_reasks")), "scope": "action_selector"} \
             if engine_name == "llm" else {}
         self.client = client  # diagnostics probe its endpoint

@@ -46,7 +46,7 @@ from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 from task_learning_nodes.planner import RosWorld
 from task_learning_nodes.qos import action_qos_kwargs, service_qos
 
@@ -55,7 +55,7 @@ PARAMETERS = (
           "routines of experience and the questions asked; default "
           "$ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; relative paths "
           "are relative to the node's working directory"),
-    Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai or replay:FILE"),
+    Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE"),
     Param("query_world_service", "query_world", "Perception's QueryWorld service"),
     Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
     Param("reach_goal_action", "reach_goal", "The planner's ReachGoal action"),
@@ -65,6 +65,7 @@ PARAMETERS = (
           max=86400.0),
     Param("stack_key_file", "", "Key file the stack's nodes sign their questions with (the oversight "
           "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
+    *LLM_ENDPOINT_PARAMS,
 )
 
 
@@ -213,7 +214,7 @@ class AnticipationNode(Node):
             raise TaskLearningError(f"day: unknown day {request.day!r} (days of {spec.source}: {', '.join(days)})")
         self.require()
         tag = request.question_tag or f" ({request.day}, {datetime.date.today().isoformat()})"
-        client = make_client(str(self.params["llm"]))
+        client = make_client(str(self.params["llm"]), **llm_client_options(self.params))
 
         def event(text: str) -> None:
             goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))

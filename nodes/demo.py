@@ -128,6 +128,11 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
         rclpy.shutdown(context=context)
 
 
+# `task-learning bringup`'s option for each make_client option of --llm-model / --base-url.
+BRINGUP_LLM_OPTIONS = {"base_url": "--base-url", "completion_model": "--llm-model",
+                       "selection_model": "--llm-selection-model"}
+
+
 def object_row(msg: Any) -> dict[str, Any]:
     """One TaskObjectOutcome as the demo prints it."""
     return {"object_id": msg.object_id, "goal": msg.goal.text,
@@ -155,10 +160,13 @@ def print_learned(objects: list[dict[str, Any]]) -> None:
 
 
 def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: str,
-                      backend: str = "symbolic") -> dict[str, Any]:
+                      backend: str = "symbolic", llm: str = "offline",
+                      llm_options: dict[str, str] | None = None) -> dict[str, Any]:
     cli = str(BIN / "task-learning")
-    procs = [_start([cli, "bringup", "--scene", scene, "--db", str(db), "--backend", backend],
-                    logs / f"bringup_{label}.log")]
+    command = [cli, "bringup", "--scene", scene, "--db", str(db), "--backend", backend, "--llm", llm]
+    for option, value in (llm_options or {}).items():
+        command += [BRINGUP_LLM_OPTIONS[option], value]
+    procs = [_start(command, logs / f"bringup_{label}.log")]
     if condition.endswith("+O"):
         procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60", "--db", str(db)],
                             logs / f"operator_{label}.log"))
@@ -173,7 +181,9 @@ def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: s
 
 
 def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: str | Path = "artifacts/demo",
-             baselines: tuple[str, ...] = ("TBP", "TBP+O"), backend: str = "symbolic") -> int:
+             baselines: tuple[str, ...] = ("TBP", "TBP+O"), backend: str = "symbolic", llm: str = "offline",
+             llm_options: dict[str, str] | None = None) -> int:
+    """`llm`, `llm_options`: the model of the graph (bringup --llm ...) and of the baselines."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / "knowledge.sqlite"
@@ -183,16 +193,19 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
         remove_knowledge_base(stale)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rows: list[tuple[str, dict[str, Any]]] = []
-    print(f"== {scene}: learning the task through the ROS graph ({condition}, offline model, "
+    model = "offline model (not a language model)" if llm == "offline" else f"LLM {llm}"
+    print(f"== {scene}: learning the task through the ROS graph ({condition}, {model}, "
           f"simulated operator, {backend} world)", flush=True)
     started = time.time()
-    rows.append((f"{condition} (ROS)", trial_through_ros(scene, condition, db, workdir, "trial1", backend)))
+    rows.append((f"{condition} (ROS)", trial_through_ros(scene, condition, db, workdir, "trial1", backend,
+                                                          llm, llm_options)))
     print("   what was learned, per object:", flush=True)
     print_learned(rows[-1][1]["objects"])
     print(f"   {rows[-1][1]['message']} ({time.time() - started:.0f} s)", flush=True)
     print("== Trial #2: the graph restarted on the same knowledge base", flush=True)
     started = time.time()
-    rows.append(("Trial #2 (ROS)", trial_through_ros(scene, condition, db, workdir, "trial2", backend)))
+    rows.append(("Trial #2 (ROS)", trial_through_ros(scene, condition, db, workdir, "trial2", backend,
+                                                     llm, llm_options)))
     print_learned(rows[-1][1]["objects"])
     print(f"   {rows[-1][1]['message']} ({time.time() - started:.0f} s), "
           f"{rows[-1][1]['calls']} LLM calls, {rows[-1][1]['yes_no']} questions", flush=True)
@@ -200,12 +213,14 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
         print(f"== baseline {baseline} (in-process)", flush=True)
         operator = "simulated" if baseline.endswith("+O") else "none"
         metrics, _ = run_in_process(RunSpec(scene=scene, condition=baseline, operator=operator, backend=backend,
-                                            db=baseline_dbs[baseline]))
+                                            db=baseline_dbs[baseline], llm=llm,
+                                            llm_options=dict(llm_options or {})))
         data = metrics.to_dict()
         rows.insert(len(rows) - 2, (baseline, data))
     print()
-    print(format_table(scene, rows))
-    print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
+    print(format_table(scene, rows, llm=llm))
+    if llm == "offline":
+        print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     plot = plot_rows(scene, rows, workdir / f"table2_{scene}.png")
     print(f"\nplot: {plot}\nknowledge base: {db} (inspect with `task-learning kb show --db {db}`)")
     return 0

@@ -63,7 +63,7 @@ from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_interfaces.msg import ObjectProgress
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import LatestWorldState, run_node, shutdown_requested
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
@@ -78,7 +78,7 @@ PARAMETERS = (
           "object from it (its client may be gone); a later LearnGoal naming it elicits its object alone",
           min=1.0, max=86400.0),
     Param("llm", "offline", "LLM: offline (deterministic, not a language model), openai (see "
-          "config/llm.yaml) or replay:FILE (a cassette)"),
+          "config/llm.yaml), local (Gemma 3 270M on llama-server) or replay:FILE (a cassette)"),
     Param("llm_cache", "memory", "Response cache: memory, none, or a file path (a rerun then costs 0 "
           "calls)"),
     Param("condition", "STARS", "Condition used when a goal leaves it empty: TBP, TBP+O, ST, STS, "
@@ -102,6 +102,7 @@ PARAMETERS = (
     Param("llm_latency_s", 0.0, "Benches only: a fixed delay added to every round trip to the model "
           "(task_learning.llm.latency.FixedLatencyProvider), so wall time shows how many round trips "
           "there were; 0 in use", min=0.0, max=60.0),
+    *LLM_ENDPOINT_PARAMS,
 )
 
 MAX_BATCH_OBJECTS = 1000  # objects of one LearnGoals goal (the largest generated scene has 350)
@@ -141,7 +142,8 @@ class GoalElicitationNode(Node):
 
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        values = declare_parameters(self, PARAMETERS)
+        get = values.__getitem__
 
         from task_learning.llm.client import make_client
 
@@ -149,7 +151,7 @@ class GoalElicitationNode(Node):
         self.settings = TreeSettings(max_workers=int(get("max_workers")), max_requests=int(get("max_requests")))
         self.templates = load_templates()  # ConfigError names the file and key
         self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None,
-                                  latency_s=float(get("llm_latency_s")))
+                                  latency_s=float(get("llm_latency_s")), **llm_client_options(values))
         # The STARS tree as it grows and every LLM call, on the graph (recorders, the live view).
         from task_learning.episode.bus import EpisodeBus
         from task_learning.episode.messages import LLM_CALLS, STARS_TREE
@@ -241,6 +243,9 @@ class GoalElicitationNode(Node):
         batch_id = ""
         with self._run_lock:
             self._current = goal_id
+            # An endpoint that stopped serving an earlier goal (a restarted LLM server) gets a
+            # fresh chance: this goal fails on its own if it is still down.
+            self.client.reset_breaker()
             try:
                 outcome, batch_id = self._elicit(goal, goal_handle)
             except RunStopped as exc:
@@ -311,12 +316,16 @@ class GoalElicitationNode(Node):
 
         # A LearnGoal that named a batch is part of a cross-object run: the same batched round trips
         # as the elicitor's own fallback, so the run's count does not depend on when the batch closed.
-        return elicit_goal(task, object_id, world, self._scene,
-                           condition, self.client, location=self.location or None,
-                           system_context=self._user_context(goal.context, condition),
-                           templates=self.templates, settings=self.settings, operator=operator,
-                           on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task),
-                           batched=bool(goal.batch_id)), ""
+        outcome = elicit_goal(task, object_id, world, self._scene,
+                              condition, self.client, location=self.location or None,
+                              system_context=self._user_context(goal.context, condition),
+                              templates=self.templates, settings=self.settings, operator=operator,
+                              on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task),
+                              batched=bool(goal.batch_id))
+        # The endpoint stopped serving (a dead or hung LLM server): the goal fails with that
+        # reason, which the planner recognises (LLM_UNAVAILABLE) and ends its task with.
+        self.client.raise_if_unavailable()
+        return outcome, ""
 
     def _condition(self, text: str) -> Condition:
         return parse_condition(text) if text.strip() else self.default_condition
@@ -390,6 +399,7 @@ class GoalElicitationNode(Node):
                 states.set(object_id, ObjectState.ASKING)
             _, metadata = as_state_and_metadata(world)
             outcome = batch.elicitor(task=task, object_id=object_id, metadata=metadata, on_stage=on_stage)
+            self.client.raise_if_unavailable()  # as on the per-object path: the goal names the endpoint
             chosen = outcome.chosen
             if chosen is None:
                 states.set(object_id, ObjectState.NO_GOAL, outcome.outcome)
@@ -464,6 +474,7 @@ class GoalElicitationNode(Node):
                                        system_context=self._user_context(goal.context, condition),
                                        on_tree=StarsTreePublisher(self._episode, task))
         batch_id = bytes(goal_handle.goal_id.uuid).hex()
+        self.client.reset_breaker()  # a restarted LLM server gets a fresh chance, as for each LearnGoal
 
         def publish(snapshot: Any) -> None:
             if goal_handle.is_active:  # not after the batch's result (a LearnGoal may still finish)

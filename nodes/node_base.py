@@ -187,8 +187,9 @@ def run_node(
     before the node's imports, so a signal that arrived since is not lost); else run_node
     installs its own. Either way they are restored at the end.
 
-    Returns the process exit code: 0 after a signal, 1 if the executor failed, 2 if the node
-    could not be created (bad parameters or configuration)."""
+    Returns the process exit code: 0 after a signal, 1 if the executor failed or the node set
+    `failed` (it gave up on its own, then called request_shutdown()), 2 if the node could not be
+    created (bad parameters or configuration)."""
     stop = _stop_event
     stop.clear()
     if signals is None:
@@ -246,6 +247,8 @@ def run_node(
             stop_work()
         if failure:
             node.get_logger().error(f"executor failed: {failure[0]!r}")
+            code = EXIT_FAILED
+        elif getattr(node, "failed", False):  # it gave up on its own (said why) and asked to stop
             code = EXIT_FAILED
     finally:
         stop.set()  # also when the main thread left on an exception

@@ -133,3 +133,21 @@ def _check_choices(changed: Sequence[Any], choices: dict[str, tuple[str, ...]]) 
             return SetParametersResult(successful=False, reason=(
                 f"{parameter.name}: {parameter.value!r} is not one of {', '.join(repr(c) for c in allowed)}"))
     return SetParametersResult(successful=True)
+
+
+# Where a node's LLM is, beside its `llm` parameter (the provider): pointing at your own model or
+# at the graph's llm_server edits no file. Empty: config/llm.yaml (and its environment variables).
+LLM_ENDPOINT_PARAMS = (
+    Param("llm_base_url", "", "LLM endpoint: an OpenAI-compatible base URL (llm openai), or a running "
+          "llama-server (llm local; the launch sets it to the graph's llm_server node); empty: config/llm.yaml"),
+    Param("llm_model", "", "Completions model (llm openai), or the GGUF file to serve (llm local without "
+          "llm_base_url); empty: config/llm.yaml"),
+    Param("llm_selection_model", "", "Model for selection and chat prompts (llm openai); empty: config/llm.yaml"),
+)
+
+
+def llm_client_options(values: dict[str, Any]) -> dict[str, str]:
+    """make_client options from the LLM_ENDPOINT_PARAMS values a node declared (only those set)."""
+    pairs = (("base_url", "llm_base_url"), ("completion_model", "llm_model"),
+             ("selection_model", "llm_selection_model"))
+    return {option: str(values[name]) for option, name in pairs if str(values.get(name) or "")}

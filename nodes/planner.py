@@ -52,7 +52,7 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.episode.observe import ObservedWorld
-from task_learning.errors import TaskLearningError
+from task_learning.errors import LLM_UNAVAILABLE, TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
 from task_learning.llm_state.strategy import STRATEGIES
@@ -82,7 +82,7 @@ from task_learning_interfaces.msg import LLMState, ObjectProgress, TaskObjectOut
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes import convert
 from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 from task_learning_nodes.qos import action_qos_kwargs, latched, service_qos
 
 ELICITATION = ("across-objects", "per-object")  # how PerformTask elicits goals (the `elicitation` parameter)
@@ -103,7 +103,7 @@ PARAMETERS = (
     Param("engine", "heuristic", "BCR engine used to reach goals: heuristic (no LLM) or llm",
           choices=ENGINES,
           read_only=False),
-    Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai or "
+    Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai, local or "
           "replay:FILE",
           read_only=False),
     Param("strategy", "bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
@@ -152,6 +152,7 @@ PARAMETERS = (
           "task family; only a yes approves (a no, a timeout or no oversight node leaves them unused)"),
     Param("stack_key_file", "", "Key file the stack's nodes sign their questions and confirmation checks "
           "with (the oversight node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
+    *LLM_ENDPOINT_PARAMS,
 )
 
 # Which node serves what the planner waits for (named in every error about it).
@@ -468,7 +469,8 @@ class PlannerNode(Node):
         if str(self._p("engine")) == "llm" or self._p("strategy") == "llm_state":
             from task_learning.llm.client import make_client
 
-            return make_client(str(self._p("llm")))
+            return make_client(str(self._p("llm")), **llm_client_options(
+                {p.name: self._p(p.name) for p in LLM_ENDPOINT_PARAMS}))
         return None
 
     def _executor(self, kb: KnowledgeBase | None, client: Any = None, review: Any = None) -> GoalExecutor:
@@ -762,6 +764,8 @@ class PlannerNode(Node):
         if res.failed_node:
             raise RosCallError(f"the {printable(res.failed_node, 40)} node did not answer while goal "
                                f"elicitation worked on {object_id}: {printable(res.message, 300)}")
+        if not res.success and LLM_UNAVAILABLE in res.message:  # no later object can be elicited
+            raise DependencyFailed(f"goal elicitation of {object_id}: {printable(res.message, 500)}")
         counts = convert.elicitation_counts_from_msg(res.counts)
         chosen = convert.goal_candidate_from_msg(res.chosen) if res.success and res.chosen.text else None
         oversight = None

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Mapping, Sequence
 
+from task_learning.child_process import describe_exit, die_with_parent
 from task_learning.config import config_path, join_key, load_yaml
 from task_learning.dds_profile import profile_env
 from task_learning.errors import ConfigError, TaskLearningError
@@ -40,7 +41,7 @@ NODE_PACKAGE = "task_learning_nodes"
 # a bring-up file cannot start an arbitrary program.
 NODE_MODULES = tuple(f"{NODE_PACKAGE}.{name}" for name in (
     "perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner",
-    "anticipation", "synthetic_robot", "live_view", "web_operator"))
+    "anticipation", "synthetic_robot", "llm_server", "live_view", "web_operator"))
 # Runs a node module with its stop handlers installed before the module's imports (nodes/entry.py)
 NODE_ENTRY = f"{NODE_PACKAGE}.entry"
 
@@ -165,6 +166,42 @@ def check_overrides(config: BringupConfig, overrides: Mapping[str, Any] | None) 
                 + (f" (did you mean {node_name}.{hint[0]}?)" if hint else f" (known: {', '.join(sorted(known))})"))
 
 
+LLM_SERVER_NODE = "llm_server"
+
+
+def llm_wiring(config: BringupConfig, selected: Sequence[str] | None, llm: str = "", *, base_url: str = "",
+               model: str = "", selection_model: str = "", port: int | None = None
+               ) -> tuple[list[str] | None, dict[str, Any]]:
+    """What `--llm X [--base-url U] [--llm-model M]` means for a graph: (the nodes to start, the
+    parameter overrides). Every node with an `llm` parameter gets X (and U, M as llm_base_url,
+    llm_model...). `local` without a URL adds the llm_server node on a free port (or `port`) and
+    points the others at it; M is then the GGUF file it serves. Shared by `task-learning bringup`
+    and the launch file, so both wire a graph the same way. Values keep their parameter's type
+    (the port is an int: the launch passes them as typed parameters)."""
+    overrides: dict[str, Any] = {}
+    if llm:
+        overrides["llm"] = llm
+    if selection_model:
+        overrides["llm_selection_model"] = selection_model
+    if llm.strip().lower() == "local" and not base_url:
+        from task_learning.llm.local_server import HOST, free_port
+
+        port = port or free_port()
+        base_url = f"http://{HOST}:{port}/v1"
+        overrides[f"{LLM_SERVER_NODE}.port"] = int(port)
+        if model:
+            overrides[f"{LLM_SERVER_NODE}.model"] = model
+        names = list(selected) if selected else [n.name for n in config.nodes if n.default]
+        if LLM_SERVER_NODE not in names:
+            names.append(LLM_SERVER_NODE)
+        selected = names
+    elif model:
+        overrides["llm_model"] = model
+    if base_url:
+        overrides["llm_base_url"] = base_url
+    return (list(selected) if selected else None), overrides
+
+
 def started(spec: NodeSpec, selected: Sequence[str] | None) -> bool:
     """Whether `spec` starts: named in `selected`, or none named and the node is a default one."""
     return spec.name in selected if selected else spec.default
@@ -213,31 +250,6 @@ def plan(config: BringupConfig, selected: Sequence[str] | None = None,
     return launches
 
 
-def describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """What a child runs before exec to get SIGTERM if bringup itself dies (Linux), so no node is
-    orphaned even when bringup is killed with SIGKILL. libc is loaded here, in the parent: between
-    fork and exec the child may only make the call (an import there can deadlock on a lock another
-    thread of bringup held at the fork)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return lambda: prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 @dataclass
 class RunningNode:
     launch: NodeLaunch
@@ -263,7 +275,7 @@ class Bringup:
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env.update(profile_env(env))  # Fast DDS's 100 ms response wait loses answers under load
-        before_exec = _die_with_parent()
+        before_exec = die_with_parent()
         for launch in self.launches:
             process = subprocess.Popen(launch.command, env=env, start_new_session=True,
                                        preexec_fn=before_exec)  # noqa: PLW1509 - only a prctl call

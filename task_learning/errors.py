@@ -25,5 +25,10 @@ class UnknownObjectError(TaskLearningError):
     """A name or id matches no object (or several) in the world."""
 
 
+# How every LLMUnavailableError message starts; a node that reports one to another (goal
+# elicitation to the planner, in a LearnGoal result) is recognised by it.
+LLM_UNAVAILABLE = "the LLM endpoint is unavailable"
+
+
 class LLMUnavailableError(TaskLearningError):
     """The LLM endpoint stopped serving the run (circuit breaker open): the run ends early."""

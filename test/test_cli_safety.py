@@ -230,3 +230,52 @@ def test_a_dead_endpoint_ends_a_run_quickly_with_a_clear_error_and_no_secret(tmp
     err = one_line_error(proc, "LLM endpoint is unavailable, run stopped", "3 attempts in a row",
                          "http://***@127.0.0.1")
     assert proc.returncode == 2 and "hunter2-secret" not in err + proc.stdout
+
+
+def _fast_failing_config(tmp_path: Path) -> Path:
+    cfg = config_copy(tmp_path)
+    llm = cfg / "llm.yaml"
+    llm.write_text(llm.read_text().replace("max_retries: 4", "max_retries: 0").replace("backoff_s: 1.0", "backoff_s: 0.01"))
+    return cfg
+
+
+@pytest.mark.parametrize("reply, needles", [
+    # Before: exit 0 at 16.7 % after every object failed.
+    ({"status": 500, "body": {"error": {"message": "upstream died", "type": "server_error"}}},
+     ("5 calls in a row failed", "HTTP 500", "upstream died")),
+    ({"status": 200, "body": {"error": {"message": "model overloaded"}}}, ("5 calls in a row failed", "model overloaded")),
+    ({"status": 404, "body": {"error": {"message": "The model `gpt-nope` does not exist"}}},
+     ("HTTP 404", "configuration error", "does not exist")),
+], ids=["5xx", "error-body", "wrong-model"])
+def test_an_endpoint_that_fails_every_call_ends_the_run_with_exit_2_naming_it(tmp_path, reply, needles):
+    from task_learning.llm.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply
+
+    cfg = _fast_failing_config(tmp_path)
+    with FakeOpenAIServer() as server:
+        server.set_default(COMPLETIONS, ScriptedReply(**reply))
+        proc = cli("run", "--scene", "store_groceries", "--condition", "STARS", "--llm", "openai",
+                   "--llm-model", "gpt-nope", "--base-url", server.base_url, "--db", str(tmp_path / "kb.sqlite"),
+                   env={"TASK_LEARNING_CONFIG": str(cfg)})
+        sent = server.requests_to(COMPLETIONS)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    *warnings, err = proc.stderr.strip().splitlines()  # the failed calls' warnings, then the reason
+    assert all(w.startswith("WARNING") for w in warnings), proc.stderr
+    for needle in ("task-learning run: error: the LLM endpoint is unavailable, run stopped", server.base_url,
+                   *needles):
+        assert needle in err, err
+    assert sent and {r.body["model"] for r in sent} == {"gpt-nope"}  # --llm-model, no file edited
+    assert len(sent) <= 10  # ended at once, not after every object
+
+
+def test_models_come_from_the_environment_without_editing_a_file(tmp_path):
+    from task_learning.llm.client import make_client
+
+    client = make_client("openai", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+                                        "TASK_LEARNING_LLM_MODEL": "my-completions",
+                                        "TASK_LEARNING_LLM_SELECTION_MODEL": "my-chat"})
+    with client:
+        assert client.provider.model == "my-completions" and client.provider.selection_model == "my-chat"
+    explicit = make_client("openai", completion_model="flag-model",
+                           env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "TASK_LEARNING_LLM_MODEL": "env-model"})
+    with explicit:
+        assert explicit.provider.model == "flag-model"  # an option beats the environment

@@ -272,3 +272,131 @@ def test_concurrent_requests_through_the_real_client(server):
     assert client.usage.calls == 8 and len(server.requests_to(COMPLETIONS)) == 8
     # requests overlap at the server (one after another, it would never answer two at once)
     assert server.max_in_flight >= 2, server.max_in_flight
+
+
+# ----------------------------------------------------------------- servers as they are (issue 26)
+@pytest.mark.parametrize("layout", ["llamacpp", "llamacpp-bytes"])
+def test_completions_in_llama_cpp_layout_are_read(server, layout):
+    """llama.cpp's server answers /v1/completions with the chat layout (logprobs.content[i] with
+    token, bytes, top_logprobs); with the token strings empty, the bytes carry them."""
+    accented = [(" caf", math.log(0.5), {" caf": math.log(0.5), " tea": math.log(0.2)}),
+                ("é", math.log(0.9), {"é": math.log(0.9), "e": math.log(0.05)})]
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS + accented, prompt_tokens=91,
+                                                                 cached_tokens=86, layout=layout)))
+    client = client_for(server)
+    response = client.complete(goal_request())
+    assert response.ok, response.error
+    assert [t.token for t in response.tokens] == [" the", " mug", " is", " caf", "é"]
+    assert [alt for alt, _ in response.tokens[1].top] == [" mug", " cup", " dish"]
+    assert response.tokens[1].prob == pytest.approx(0.62)
+    assert response.cached_prompt_tokens == 86 and response.prompt_tokens == 91
+    assert client.usage.cached_prompt_tokens == 86
+
+
+def test_list_prompts_in_llama_cpp_layout(server):
+    from task_learning.llm.fake_server import batch_completion_body
+
+    server.queue(COMPLETIONS, ScriptedReply(body=batch_completion_body([GOAL_TOKENS[:1], GOAL_TOKENS[1:]],
+                                                                       cached_tokens=12, layout="llamacpp")))
+    client = client_for(server, max_batch_size=8)
+    answers = client.complete_many([goal_request(" a"), goal_request(" b")])
+    assert [a.ok for a in answers] == [True, True], [a.error for a in answers]
+    assert [t.token for t in answers[1].tokens] == [" mug", " is"]
+    assert len(server.requests_to(COMPLETIONS)) == 1 and client.usage.cached_prompt_tokens == 12
+
+
+def test_openai_bytes_token_strings_are_decoded(server):
+    body = completion_body([("bytes:\\xc3\\xa9", math.log(0.5), {"bytes:\\xc3\\xa9": math.log(0.5)})])
+    server.queue(COMPLETIONS, ScriptedReply(body=body))
+    response = client_for(server).complete(goal_request())
+    assert response.ok and response.tokens[0].token == "é" and response.tokens[0].top[0][0] == "é"
+
+
+def test_a_list_refused_for_its_length_is_not_a_refusal_of_lists(server):
+    """llama.cpp refuses a prompt longer than the context with 400: that list goes one by one, but
+    later lists are still sent (the server takes lists)."""
+    server.queue(COMPLETIONS, ScriptedReply(status=400, body=error_body(
+        "the request exceeds the available context size, try increasing it", "exceed_context_size_error")))
+    server.set_default(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS)))
+    client = client_for(server, max_batch_size=8)
+    answers = client.complete_many([goal_request(" a"), goal_request(" b")])
+    assert all(a.ok for a in answers) and not client.batches_refused
+
+
+def test_a_wrong_model_name_is_a_configuration_error_that_ends_the_run(server):
+    server.set_default(COMPLETIONS, ScriptedReply(status=404, body=error_body(
+        "The model `gpt-nope` does not exist", "invalid_request_error")))
+    client = client_for(server)
+    first = client.complete(goal_request())
+    assert "404" in first.error and "configuration error" in first.error and "does not exist" in first.error
+    assert client.unavailable and len(server.requests_to(COMPLETIONS)) == 1  # not retried
+    second = client.complete(goal_request(" x"))
+    assert "not called" in second.error and len(server.requests_to(COMPLETIONS)) == 1
+
+
+@pytest.mark.parametrize("reply", [
+    ScriptedReply(status=500, body=error_body("CUDA out of memory")),
+    ScriptedReply(body=error_body("model overloaded")),  # an error body with status 200
+    ScriptedReply(body=completion_body(GOAL_TOKENS, with_logprobs=False)),
+], ids=["5xx", "error-body", "no-logprobs"])
+def test_an_endpoint_that_fails_every_call_opens_the_breaker(server, reply):
+    server.set_default(COMPLETIONS, reply)
+    client = client_for(server, max_retries=0, breaker_failures=3)
+    errors = [client.complete(goal_request(f" {i}")).error for i in range(5)]
+    assert all(errors)
+    assert "3 calls in a row failed" in client.unavailable and server.base_url in client.unavailable
+    assert len(server.requests_to(COMPLETIONS)) == 3  # the last two were never sent
+    client.reset_breaker()  # a node's next goal: the endpoint gets a fresh chance
+    server.set_default(COMPLETIONS, ScriptedReply(body=completion_body(GOAL_TOKENS)))
+    assert client.complete(goal_request(" again")).ok and not client.unavailable
+
+
+def test_one_success_between_failures_keeps_the_breaker_closed(server):
+    bad = ScriptedReply(status=500, body=error_body("flaky"))
+    good = ScriptedReply(body=completion_body(GOAL_TOKENS))
+    server.queue(COMPLETIONS, bad, bad, good, bad, bad, good)
+    client = client_for(server, max_retries=0, breaker_failures=3)
+    outcomes = [client.complete(goal_request(f" {i}")).ok for i in range(6)]
+    assert outcomes == [False, False, True, False, False, True] and not client.unavailable
+
+
+def test_a_list_whose_usage_counts_the_first_prompt_only_is_not_undercounted(server):
+    """llama.cpp answers a list with the first prompt's usage only: the others' completion tokens
+    are their own, their prompt tokens estimated by length, their cached tokens not claimed."""
+    from task_learning.llm.fake_server import batch_completion_body
+
+    body = batch_completion_body([GOAL_TOKENS, GOAL_TOKENS[:2]], prompt_tokens=40, cached_tokens=30,
+                                 layout="llamacpp")
+    body["usage"] = {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43,
+                     "prompt_tokens_details": {"cached_tokens": 30}}
+    server.queue(COMPLETIONS, ScriptedReply(body=body))
+    client = client_for(server, max_batch_size=8)
+    first, second = client.complete_many([goal_request(" a"), goal_request(" bb")])
+    assert (first.prompt_tokens, first.completion_tokens, first.cached_prompt_tokens) == (40, 3, 30)
+    assert second.completion_tokens == 2 and second.cached_prompt_tokens == 0
+    assert second.prompt_tokens == round(40 * len(goal_request(" bb").prompt) / len(goal_request(" a").prompt))
+
+
+def test_an_empty_answer_without_logprobs_is_not_an_error(server):
+    """llama.cpp stops at once on a stop string (the branch ended its sentence): text "" and
+    logprobs null. Nothing was generated, so nothing lacks logprobs."""
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([], with_logprobs=False)))
+    # the stop string "(END RESULT)" began inside the token " (": the text is " ", no token listed
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([(" ", -0.1, {})], with_logprobs=False)))
+    client = client_for(server)
+    for text in ("", " "):
+        response = client.complete(goal_request(f" the mug is in the cupboard{text}"))
+        assert response.ok and response.text == text and response.tokens == []
+
+
+def test_a_conversation_sent_to_completions_ends_where_the_answer_goes(server):
+    """A base model (no chat template) needs to see where its answer starts: the flattened
+    conversation ends with "Answer:", earlier answers marked the same way."""
+    server.queue(COMPLETIONS, ScriptedReply(body=completion_body([(" 2", -0.1, {" 2": -0.1})])))
+    client = client_for(server, selection_api="completions")
+    request = LLMRequest(prompt_type="selection", messages=(("system", "Be brief."), ("user", "Pick 1 or 2."),
+                                                            ("assistant", "3"), ("user", "1 or 2 only.")),
+                         max_tokens=3, scope="Mug|1")
+    assert client.complete(request).ok
+    assert server.requests_to(COMPLETIONS)[0].body["prompt"] == (
+        "Be brief.\n\nPick 1 or 2.\n\nAnswer: 3\n\n1 or 2 only.\n\nAnswer:")

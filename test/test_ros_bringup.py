@@ -86,7 +86,7 @@ nodes:
     assert [launch.spec.name for launch in bringup.plan(config, ["anticipation"])] == ["anticipation"]
     shipped = {spec.name: spec.default for spec in bringup.load_bringup_config().nodes}
     assert shipped.pop("anticipation") is False and shipped.pop("live_view") is False
-    assert shipped.pop("web_operator") is False
+    assert shipped.pop("web_operator") is False and shipped.pop("llm_server") is False
     assert all(shipped.values())  # nothing else changes
     with pytest.raises(ConfigError, match=r"nodes\.a\.default"):
         bringup.load_bringup_config(write(tmp_path, "nodes:\n  a: {module: m, default: maybe}\n"))

@@ -286,3 +286,23 @@ def test_ros2_run_starts_a_node_with_its_parameter_file(ros_graph):
     os.killpg(node.pid, signal.SIGINT)  # Ctrl-C in the terminal that runs `ros2 run`
     code = node.wait(30)
     assert code == 0 and "Traceback" not in node.output, node.output[-3000:]
+
+
+@pytest.mark.llm
+@pytest.mark.timeout(300)
+def test_llm_local_starts_the_llm_server_node_and_points_the_llm_nodes_at_it(ros_graph):
+    """`llm:=local`: llama-server (the installed model) as the graph's llm_server node, on a port
+    the launch chose, given to goal elicitation as llm_base_url; Ctrl-C stops it with the rest."""
+    launch = ros_graph.start(launch_args("nodes:=goal_elicitation", "llm:=local", "scene:=tidy_kitchen"),
+                             name="ros2 launch llm")
+    serving = launch.wait_for_line(r"serving at (http://127\.0\.0\.1:\d+/v1) \(pid (\d+)", timeout=180)
+    url, pid = serving.group(1), int(serving.group(2))
+    launch.wait_for_line(r"serving learn_goal: llm local", timeout=120)
+    params = ros2(ros_graph, "param", "get", "/goal_elicitation", "llm_base_url", "--no-daemon", "--timeout", "20",
+                  timeout=90)
+    assert url in params.stdout, params.output
+    os.killpg(launch.pid, signal.SIGINT)
+    launch.wait(60)
+    text = launch.output
+    assert re.search(r"\[llm_server_node-\d+\]: process has finished cleanly", text), text[-4000:]
+    assert not Path(f"/proc/{pid}").exists()  # llama-server went with its node

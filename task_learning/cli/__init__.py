@@ -40,6 +40,7 @@ SUBCOMMAND_MODULES = (
     "task_learning.cli.llm_state_cmd",
     "task_learning.cli.anticipate_cmd",
     "task_learning.cli.bootstrap_cmd",
+    "task_learning.cli.llm_cmd",
 )
 
 

@@ -35,7 +35,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from task_learning.cli.options import SEED, bounded_float
+from task_learning.cli.options import SEED, add_llm_arguments, bounded_float, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.prompt_templates import PROMPT_WORDINGS
 
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help='the day, e.g. "weekday, working from home and need a snack"')
     p.add_argument("--done", default="", help="tasks already done today, comma-separated, in order")
     p.add_argument("--assigned", default="", help="tasks the robot was asked to do, comma-separated")
-    p.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
+    add_llm_arguments(p)
     p.add_argument("--db", default=None, help="knowledge base with the routines (seeded from config when new); "
                                               "default: the config's experience in memory")
     p.add_argument("--record", default=None, metavar="TASKS",
@@ -141,12 +141,13 @@ def run(args: argparse.Namespace) -> int:
     if ctx.unknown_words:
         print(f"task-learning anticipate: note: --context words not understood and ignored: "
               f"{' '.join(ctx.unknown_words)} (known: {', '.join(cfg.facts)})", file=sys.stderr)
-    client = make_client(args.llm)
     with KnowledgeBase(args.db or ":memory:") as kb:
         seed_experience(kb, cfg)
         experience = Experience.from_kb(kb)
-    result = Anticipator(client, cfg, experience, agent=args.agent, seed=args.seed).anticipate(ctx, done, assigned)
-    client.raise_if_unavailable()
+    with make_client(args.llm, **llm_options(args)) as client:  # a local server stops at the end
+        result = Anticipator(client, cfg, experience, agent=args.agent, seed=args.seed).anticipate(ctx, done,
+                                                                                                   assigned)
+        client.raise_if_unavailable()
     data = result.to_dict()
     data["issues"]["unknown_context_words"] = len(ctx.unknown_words)
     data["llm"] = args.llm
@@ -207,14 +208,14 @@ def _run_day(args: argparse.Namespace, cfg: AnticipationConfig) -> int:
         raise TaskLearningError(f"--day: unknown day {args.day!r} (days of {spec.source}: {', '.join(days)})")
     day = days[args.day]
     operator: Operator = RoutineOperator(day["tasks"]) if args.operator == "simulated" else TerminalOperator()
-    client = make_client(args.llm)
-    if args.robot:
-        return _robot_day(args, cfg, day, operator, client)
-    with KnowledgeBase(args.db or ":memory:") as kb:
-        seed_experience(kb, cfg)
-        result = run_day(spec, cfg, Experience.from_kb(kb), day, agent="proposed", client=client,
-                         operator=operator, kb=kb, seed=args.seed)
-    client.raise_if_unavailable()
+    with make_client(args.llm, **llm_options(args)) as client:  # a local server stops at the end
+        if args.robot:
+            return _robot_day(args, cfg, day, operator, client)
+        with KnowledgeBase(args.db or ":memory:") as kb:
+            seed_experience(kb, cfg)
+            result = run_day(spec, cfg, Experience.from_kb(kb), day, agent="proposed", client=client,
+                             operator=operator, kb=kb, seed=args.seed)
+        client.raise_if_unavailable()
     data = result.to_dict()
     if args.json:
         data["log"] = result.log

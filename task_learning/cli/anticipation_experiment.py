@@ -12,7 +12,12 @@ from task_learning.experiments.anticipation import NO_TABLE, OFFLINE_NOTE, forma
 
 def run(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report, wording=args.prompts)
+    from task_learning.cli.options import llm_options
+    from task_learning.llm.local_provider import shared_server
+
+    with shared_server(args.llm, llm_options(args)) as options:  # --llm local: one server for every day
+        rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report, wording=args.prompts,
+                              llm_options=options)
     offline = args.llm == "offline"
     if args.json:
         print(json.dumps({"paper": "anticipation", "llm": args.llm, "prompts": args.prompts,

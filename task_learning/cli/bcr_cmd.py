@@ -26,7 +26,7 @@ from task_learning.bcr.engines import ENGINES
 from task_learning.bcr.runner import run_trial, summarize
 from task_learning.bcr.tasks import load_tasks
 from task_learning.bcr.tree import render_png
-from task_learning.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, bounded_int
+from task_learning.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, add_llm_arguments, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.files import AtomicOutput, write_text_atomic
 
@@ -41,8 +41,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--scene", default="bcr_kitchen", help="scene name or path")
     parser.add_argument("--task", required=True, help="task name (config/domains/bcr_tasks.yaml)")
     parser.add_argument("--engine", choices=ENGINES, default="llm", help="selection engine")
-    parser.add_argument("--llm", default="offline",
-                        help="LLM provider for --engine llm: offline | openai | replay:FILE")
+    add_llm_arguments(parser)  # for --engine llm
     parser.add_argument("--trials", type=bounded_int(1, MAX_TRIALS), default=1,
                         help=f"number of seeded trials (1-{MAX_TRIALS})")
     parser.add_argument("--seed", type=SEED, default=0, help="seed of the first trial")
@@ -66,13 +65,17 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "llm":
         from task_learning.llm.client import make_client
 
-        client = make_client(args.llm)
+        client = make_client(args.llm, **llm_options(args))
     results = []
-    for i in range(args.trials):
-        results.append(run_trial(args.scene, args.task, args.engine, client, args.seed + i,
-                                 max_actions=args.max_actions, mode=args.mode))
+    try:
+        for i in range(args.trials):
+            results.append(run_trial(args.scene, args.task, args.engine, client, args.seed + i,
+                                     max_actions=args.max_actions, mode=args.mode))
+            if client is not None:
+                client.raise_if_unavailable()
+    finally:
         if client is not None:
-            client.raise_if_unavailable()
+            client.close()  # a local server started for this command stops here
     summary = summarize(results)
     summary.update(task=args.task, engine=args.engine, scene=args.scene, mode=args.mode,
                    llm=args.llm if args.engine == "llm" else "")

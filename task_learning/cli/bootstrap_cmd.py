@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from task_learning.cli.options import SEED, bounded_int
+from task_learning.cli.options import SEED, add_llm_arguments, bounded_int, llm_options
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--families", default="explore,find,pick_place,slice,clear",
                    help="comma-separated, run in curriculum order: explore, find, pick_place, slice, clear")
     p.add_argument("--db", required=True, help="knowledge base file (productions are added to it)")
-    p.add_argument("--llm", default="offline")
+    add_llm_arguments(p)
     p.add_argument("--max-instances", type=bounded_int(1, 100), default=40,
                    help="instances per family at most (each kind of the family's variable present in the "
                         "kitchen is drawn --draws times; the family ends after that when 2 in a row needed no LLM: no "
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     mode = world_knowledge_mode(args.world_knowledge)
     load_kitchen(args.train_scene)  # a bad scene name fails before anything is written
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    with KnowledgeBase(args.db) as kb, make_client(args.llm, cache=None) as client:
+    with KnowledgeBase(args.db) as kb, make_client(args.llm, cache=None, **llm_options(args)) as client:
         results, productions = bootstrap_into(kb, client, train_scene=args.train_scene, families=families,
                                               seed=args.seed, max_instances=args.max_instances,
                                               max_revisions=args.max_revisions, trials_per_value=args.draws,
@@ -108,7 +108,7 @@ def run_paper_table(args: argparse.Namespace) -> int:
             from task_learning.kb import remove_knowledge_base
 
             remove_knowledge_base(db)
-        with KnowledgeBase(db) as kb, make_client(args.llm, cache=None) as client:
+        with KnowledgeBase(db) as kb, make_client(args.llm, cache=None, **llm_options(args)) as client:
             data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
                                     seed=args.seed or 0, backend=args.backend,
                                     extension=args.world_knowledge == "both", report=report)

@@ -23,6 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--db", help="knowledge base shared by the planner, oversight, anticipation and web_operator nodes")
     parser.add_argument("--param", action="append", default=[], metavar="NODE.NAME:=VALUE",
                         help="a parameter for one node, e.g. planner.condition:=STARS (repeatable)")
+    parser.add_argument("--llm", default="", help="LLM of every node that has one: offline | openai | local | "
+                        "replay:FILE (default: as in config/nodes/); local also starts the llm_server node "
+                        "(llama-server with the installed model) unless --base-url names a running one")
+    parser.add_argument("--llm-model", default="", metavar="NAME",
+                        help="completions model (openai), or the GGUF file llm_server serves (local)")
+    parser.add_argument("--llm-selection-model", default="", metavar="NAME",
+                        help="model for selection and chat prompts (openai)")
+    parser.add_argument("--base-url", default="", metavar="URL",
+                        help="the LLM endpoint (openai), or a running llama-server (local)")
     parser.add_argument("--config", help="bring-up file (default: config/bringup.yaml)")
     parser.add_argument("--keep-going", action="store_true",
                         help="keep the other nodes running when one dies")
@@ -42,5 +51,7 @@ def run(args: argparse.Namespace) -> int:
             parser_error = f"--param {item!r}: expected NODE.NAME:=VALUE"
             raise bringup.TaskLearningError(parser_error)
         overrides[key] = value
-    return bringup.run_bringup(args.nodes, overrides, config=config,
+    nodes, wiring = bringup.llm_wiring(config, args.nodes, args.llm, base_url=args.base_url,
+                                       model=args.llm_model, selection_model=args.llm_selection_model)
+    return bringup.run_bringup(nodes, {**wiring, **overrides}, config=config,
                                on_node_exit="continue" if args.keep_going else None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from task_learning.cli.options import add_llm_arguments, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.planning.session import CONDITIONS
 
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="world backend of the perception node and the baselines")
     p.add_argument("--baselines", default="TBP,TBP+O",
                    help="conditions also run in-process for contrast ('' for none)")
+    add_llm_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -38,4 +40,5 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise TaskLearningError(f"--baselines: unknown condition(s) {', '.join(unknown)} "
                                 f"(choose from {', '.join(CONDITIONS)})")
-    return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend)
+    return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend, llm=args.llm,
+                    llm_options=llm_options(args))

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from task_learning.cli.options import MAX_REQUESTS, MAX_WORKERS, bounded_int
+from task_learning.cli.options import MAX_REQUESTS, MAX_WORKERS, add_llm_arguments, bounded_int, llm_options
 from task_learning.errors import TaskLearningError, UnknownObjectError
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.tree import TreeSettings
@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
                         help='object id ("Mug|2"), a type naming one object, or "<type> in|on <place>"')
     parser.add_argument("--condition", default="STARS",
                         help="TBP, TBP+O, ST, STS, STAR, STARS, STARS* (tidy kitchen), STARS+O, STARS+CTX (default STARS)")
-    parser.add_argument("--llm", default="offline", help="offline | openai | replay:FILE (default offline)")
+    add_llm_arguments(parser)
     parser.add_argument("--task", default="", help="task name (default: the scene's task)")
     parser.add_argument("--max-workers", type=bounded_int(1, MAX_WORKERS), default=8, help="concurrent requests per tree level")
     parser.add_argument("--max-requests", type=bounded_int(1, MAX_REQUESTS), default=1500, help="request cap for this object")
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     operator = None
     if flags(condition).oversight:
         operator = _operator(args.answers, scene, metadata, object_id)
-    client = make_client(args.llm)
+    client = make_client(args.llm, **llm_options(args))
     try:
         result = elicit_goal(args.task or scene.task, object_id, metadata, scene, condition, client,
                              settings=TreeSettings(max_workers=args.max_workers,

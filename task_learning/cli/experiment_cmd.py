@@ -7,7 +7,7 @@ import json
 import sys
 import textwrap
 
-from task_learning.cli.options import SEED, bounded_float, bounded_int
+from task_learning.cli.options import SEED, add_llm_arguments, bounded_float, bounded_int, llm_options
 from task_learning.experiments.runner import run_conditions
 from task_learning.experiments.table import (
     OFFLINE_NOTE,
@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--conditions", default=None,
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
                         "Table 1 conditions; STARS* on tidy kitchen only, as in the paper)")
-    p.add_argument("--llm", default="offline")
+    add_llm_arguments(p)
     p.add_argument("--workdir", default=None, help="where the knowledge bases go")
     p.add_argument("--plot", default=None, help="save a PNG of completion, words and tokens")
     p.add_argument("--seed", type=SEED, default=None)
@@ -118,8 +118,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"unknown condition(s): {', '.join(unknown)}", file=sys.stderr)
         return 2
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=args.workdir,
-                          seed=args.seed, report=report)
+    from task_learning.llm.local_provider import shared_server
+
+    with shared_server(args.llm, llm_options(args)) as options:  # --llm local: one server for every run
+        rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=args.workdir,
+                              seed=args.seed, report=report, llm_options=options)
     offline = args.llm == "offline"
     if args.json:
         print(json.dumps({

@@ -18,7 +18,7 @@ import sys
 import textwrap
 from typing import Any
 
-from task_learning.cli.options import bounded_float, bounded_int
+from task_learning.cli.options import add_llm_arguments, bounded_float, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
                              "in an AI2-THOR FloorPlan, on recorded metadata / through the ai2thor Controller")
     parser.add_argument("--task", required=True, help="task name (config/llm_state/tasks.yaml)")
     parser.add_argument("--method", choices=METHODS, default="ours")
-    parser.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
+    add_llm_arguments(parser)
     parser.add_argument("--trials", type=bounded_int(1, 1000), default=1,
                         help="number of runs (1-1000); with --scene all, on every map")
     parser.add_argument("--hands", type=bounded_int(1, 4), default=None,
@@ -82,22 +82,23 @@ def run(args: argparse.Namespace) -> int:
     from task_learning.llm.routing import describe_routes, routes
     from task_learning.llm_state.prompts import PROMPT_TYPES
 
-    client = make_client(args.llm)
+    client = make_client(args.llm, **llm_options(args))
     if not args.json and args.llm != "offline":
         print(f"LLM-State prompts: {describe_routes(client, PROMPT_TYPES)} (config/llm.yaml "
               "openai.selection_prompt_types)", file=sys.stderr)
     results = []
-    for map_name in maps:
-        for i in range(args.trials):
-            if on_thor:
-                results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend,
-                                              cap=args.cap, trial=i, temperature=args.temperature,
-                                              wording=args.prompts))
-            else:
-                world = HouseholdWorld(house, map_name, task, hands=args.hands)
-                agent = LLMStateAgent(client, args.method, temperature=args.temperature, wording=args.prompts)
-                results.append(agent.run(world, task, cap=args.cap, trial=i))
-            client.raise_if_unavailable()
+    with client:  # a local server started for this command stops at the end
+        for map_name in maps:
+            for i in range(args.trials):
+                if on_thor:
+                    results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend,
+                                                  cap=args.cap, trial=i, temperature=args.temperature,
+                                                  wording=args.prompts))
+                else:
+                    world = HouseholdWorld(house, map_name, task, hands=args.hands)
+                    agent = LLMStateAgent(client, args.method, temperature=args.temperature, wording=args.prompts)
+                    results.append(agent.run(world, task, cap=args.cap, trial=i))
+                client.raise_if_unavailable()
     offline = args.llm == "offline"
     trials = []
     for r in results:

@@ -42,6 +42,7 @@ def parse_methods(text: str | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from task_learning.cli.options import llm_options
     from task_learning.llm.client import make_client
     from task_learning.llm.routing import describe_routes, routes
     from task_learning.llm_state.prompts import PROMPT_TYPES
@@ -52,15 +53,16 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     house = load_household()
-    client = make_client(args.llm)
+    client = make_client(args.llm, **llm_options(args))
     offline = args.llm == "offline"
     if not args.json and not offline:
         print(f"LLM-State prompts: {describe_routes(client, PROMPT_TYPES)} (config/llm.yaml "
               "openai.selection_prompt_types)", file=sys.stderr)
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    table = run_tables(house, client, methods, runs=args.runs, temperature=args.temperature, wording=args.prompts,
-                       report=report)
-    heldout = run_heldout(house, client, methods, temperature=args.temperature, wording=args.prompts)
+    with client:  # a local server started for this command stops at the end
+        table = run_tables(house, client, methods, runs=args.runs, temperature=args.temperature,
+                           wording=args.prompts, report=report)
+        heldout = run_heldout(house, client, methods, temperature=args.temperature, wording=args.prompts)
     if args.json:
         print(json.dumps({"paper": "llm-state", "llm": getattr(client.provider, "label", args.llm),
                           "routing": routes(client, PROMPT_TYPES), "note": OFFLINE_NOTE if offline else "",

@@ -94,3 +94,31 @@ class PrintableStream:
 
     def __getattr__(self, name: str) -> object:  # flush, fileno, isatty, encoding...
         return getattr(self._inner, name)
+
+
+# ------------------------------------------------------------------------------ the LLM options
+LLM_CHOICES = "offline | openai | local | replay:FILE | record:FILE"
+LLM_HELP = (f"{LLM_CHOICES} (default %(default)s). offline: a deterministic stand-in, NOT a language "
+            "model; openai: any OpenAI-compatible endpoint (config/llm.yaml); local: Gemma 3 270M on "
+            "llama.cpp's server, started and stopped by this command (install: make llm); see docs/llm.md")
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, default: str = "offline") -> None:
+    """--llm and the options that point it at your own model without editing config/llm.yaml."""
+    parser.add_argument("--llm", default=default, help=LLM_HELP)
+    parser.add_argument("--llm-model", default=None, metavar="NAME",
+                        help="completions model (openai; env TASK_LEARNING_LLM_MODEL), or the GGUF file "
+                             "to serve (local)")
+    parser.add_argument("--llm-selection-model", default=None, metavar="NAME",
+                        help="model for selection and chat prompts (openai; env "
+                             "TASK_LEARNING_LLM_SELECTION_MODEL)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="endpoint (openai; env OPENAI_BASE_URL), or a running llama-server to use "
+                             "instead of starting one (local; env TASK_LEARNING_LOCAL_LLM_URL)")
+
+
+def llm_options(args: argparse.Namespace) -> dict[str, str]:
+    """The make_client options that `add_llm_arguments` collected (only those given)."""
+    pairs = (("base_url", "base_url"), ("completion_model", "llm_model"),
+             ("selection_model", "llm_selection_model"))
+    return {option: value for option, name in pairs if (value := getattr(args, name, None))}

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from task_learning.cli.options import MAX_WORKERS, SEED, bounded_int
+from task_learning.cli.options import MAX_WORKERS, SEED, add_llm_arguments, bounded_int, llm_options
 from task_learning.episode.bus import EpisodeBus
 from task_learning.errors import TaskLearningError
 from task_learning.planning.loop import ObjectReport
@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--scene", required=True, help="tidy_kitchen | store_groceries | organize_office | a YAML path")
     p.add_argument("--task", default=None, help="the task to perform (default: the scene's own)")
     p.add_argument("--condition", default="STARS+O", type=str.upper, choices=CONDITIONS)
-    p.add_argument("--llm", default="offline", help="offline | openai | replay:FILE | record:FILE")
+    add_llm_arguments(p)
     p.add_argument("--operator", default="simulated", choices=OPERATORS)
     p.add_argument("--db", required=True, help="SQLite knowledge base (created if missing)")
     p.add_argument("--engine", default="heuristic", choices=("heuristic", "llm"),
@@ -171,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_fetch(args)
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
-                   task=args.task, backend=args.backend, elicitation=args.elicitation)
+                   task=args.task, backend=args.backend, elicitation=args.elicitation,
+                   llm_options=llm_options(args))
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
     bus = _episode_bus(args, spec)
     try:

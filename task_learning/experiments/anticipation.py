@@ -12,7 +12,7 @@ The seed gives no table of results (its text is an appendix of traces), so there
 set these figures beside."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.anticipation.config import load_anticipation_config
 from task_learning.anticipation.experience import Experience, seed_experience
@@ -32,9 +32,11 @@ OFFLINE_NOTE = ("The offline model is not a language model: hand-written househo
 
 
 def run_experiment(llm: str = "offline", seed: int = 0, report: Callable[[str], None] | None = None,
-                   days: Sequence[str] | None = None, wording: str = "own") -> list[dict[str, Any]]:
+                   days: Sequence[str] | None = None, wording: str = "own",
+                   llm_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every condition on every day of config/anticipation/household.yaml (or the named days), in
-    the project's prompt wording or the traces' own (`wording`)."""
+    the project's prompt wording or the traces' own (`wording`). `llm_options`: make_client options
+    for every day's client (a base URL, a model, a shared local server)."""
     from task_learning.llm.client import make_client
 
     cfg = load_anticipation_config(wording=wording)
@@ -49,10 +51,14 @@ def run_experiment(llm: str = "offline", seed: int = 0, report: Callable[[str], 
             for label, agent, oversight in CONDITIONS:
                 if report:
                     report(f"{day['name']}: {label}")
-                client = make_client(llm) if agent != "none" else None
+                client = make_client(llm, **dict(llm_options or {})) if agent != "none" else None
                 operator = RoutineOperator(day["tasks"]) if oversight else None
-                result = run_day(spec, cfg, experience, day, agent=agent, client=client, operator=operator,
-                                 kb=kb, seed=seed)
+                try:
+                    result = run_day(spec, cfg, experience, day, agent=agent, client=client, operator=operator,
+                                     kb=kb, seed=seed)
+                finally:
+                    if client is not None:
+                        client.close()
                 row = result.to_dict()
                 row["condition"] = label
                 rows.append(row)

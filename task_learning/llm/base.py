@@ -95,7 +95,13 @@ class TransientProviderError(ProviderError):
 
 class BatchNotSupported(ProviderError):
     """The endpoint refused a list of prompts in one request (or answered it wrongly): the client
-    remembers this and sends that provider's requests one by one, concurrently, from then on."""
+    remembers this and sends that provider's requests one by one, concurrently, from then on.
+    `permanent=False`: this list was refused for what it holds (a prompt too long for the
+    context), not for being a list: its prompts go one by one, later lists are still sent."""
+
+    def __init__(self, message: str = "", *, permanent: bool = True) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class ConnectionProviderError(TransientProviderError):
@@ -103,9 +109,17 @@ class ConnectionProviderError(TransientProviderError):
     and counted by the client's circuit breaker: many in a row end the run."""
 
 
-class AuthProviderError(ProviderError):
-    """The endpoint refused the credentials (401/403): no later call can succeed, so the client's
-    circuit breaker opens at once."""
+class FatalProviderError(ProviderError):
+    """No later call can succeed (refused credentials, a model or path the endpoint does not have,
+    a local server that died or hangs): the client's circuit breaker opens at once."""
+
+
+class AuthProviderError(FatalProviderError):
+    """The endpoint refused the credentials (401/403)."""
+
+
+class EndpointConfigError(FatalProviderError):
+    """The endpoint has no such model or path (404 to a single request): a configuration error."""
 
 
 @runtime_checkable

@@ -23,11 +23,15 @@ checked before each call against the tokens already used, so concurrent calls in
 overshoot it by at most one call each.
 
 Circuit breaker: after `breaker_failures` attempts in a row that could not reach the endpoint
-(connection refused, no complete answer by the deadline), or at once when the endpoint refuses
-the credentials (401/403), the breaker opens: every later request fails at once (no call, no
-retry) and `unavailable` says why. Callers that run many requests (a STARS run, BCR trials)
-call `raise_if_unavailable()` between units of work, so a dead endpoint ends the run in seconds
-with a clear message and a non-zero exit instead of minutes of retries per object.
+(connection refused, no complete answer by the deadline), after `breaker_failures` answers in a
+row that were errors (an endpoint that fails every call: 5xx after the retries, error bodies, no
+logprobs), or at once when no later call can succeed (FatalProviderError: refused credentials, a
+model or path the endpoint does not have, a local server that died or hangs), the breaker opens:
+every later request fails at once (no call, no retry) and `unavailable` says why. Callers that
+run many requests (a STARS run, BCR trials) call `raise_if_unavailable()` between units of work,
+so a dead endpoint ends the run in seconds with a clear message and a non-zero exit instead of
+minutes of retries per object. A long-lived caller (a ROS node serving goal after goal) calls
+`reset_breaker()` before each goal, so an endpoint that came back (a restarted server) is used.
 """
 from __future__ import annotations
 
@@ -38,14 +42,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, TypeVar
 
-from task_learning.errors import ConfigError, LLMUnavailableError
+from task_learning.errors import LLM_UNAVAILABLE, ConfigError, LLMUnavailableError
 from task_learning.llm.base import (
-    AuthProviderError,
     BatchNotSupported,
     ConnectionProviderError,
+    FatalProviderError,
     LLMProvider,
     LLMRequest,
     LLMResponse,
@@ -127,7 +131,8 @@ class LLMClient:
         if breaker_failures < 0:
             raise ValueError(f"breaker_failures must be >= 0, got {breaker_failures}")
         self.breaker_failures = int(breaker_failures)  # 0: the breaker never opens
-        self._failures_in_row = 0
+        self._failures_in_row = 0  # attempts that could not reach the endpoint
+        self._errors_in_row = 0  # answers that were errors (after retries)
         self._open_reason = ""
 
     def __repr__(self) -> str:
@@ -192,6 +197,7 @@ class LLMClient:
 
     def _settle(self, request: LLMRequest, kind: str, key: str, response: LLMResponse) -> None:
         """Count one answered call, cache and record it."""
+        self._note_answer(response)
         with self._lock:
             for usage in (self._usage, self._scope(request.scope)):
                 if response.ok:
@@ -277,10 +283,10 @@ class LLMClient:
                 log.info("LLM %s: %s; retry %d/%d in %.2f s", what, message, attempt + 1, self.max_retries, delay)
                 self._sleep(delay)
                 attempt += 1
-            except AuthProviderError as exc:
+            except FatalProviderError as exc:
                 message = self._redact(str(exc))
                 self._open_breaker(message)
-                log.error("LLM %s failed: %s", what, message)
+                log.info("LLM %s failed: %s", what, message)  # the caller reports why the run stops
                 return _Failed(f"{self.provider_name}: {message}")
             except ProviderError as exc:
                 message = self._redact(str(exc))
@@ -312,15 +318,41 @@ class LLMClient:
         """LLMUnavailableError when the breaker is open: for loops over many objects or trials."""
         reason = self.unavailable
         if reason:
-            raise LLMUnavailableError(f"the LLM endpoint is unavailable, run stopped: {reason}")
+            raise LLMUnavailableError(f"{LLM_UNAVAILABLE}, run stopped: {reason}")
 
     def _breaker_refusal(self) -> str:
         reason = self.unavailable
         return f"{self.provider_name}: not called, the endpoint is unavailable ({reason})" if reason else ""
 
+    def reset_breaker(self) -> None:
+        """Close the breaker: the next request calls the endpoint again (a long-lived node does
+        this before each goal, so a restarted server is used; a run never needs it)."""
+        with self._lock:
+            if self._open_reason:
+                log.info("LLM circuit breaker closed again (was: %s)", self._open_reason)
+            self._open_reason = ""
+            self._failures_in_row = 0
+            self._errors_in_row = 0
+
     def _note_reached(self) -> None:
         with self._lock:
             self._failures_in_row = 0
+
+    def _note_answer(self, response: LLMResponse) -> None:
+        """An answer came back from a call: a success closes the count, an error adds to it, and
+        `breaker_failures` errors in a row mean the endpoint fails every call."""
+        if response.ok:
+            with self._lock:
+                self._errors_in_row = 0
+            return
+        if self._breaker_refusal():
+            return  # already open: this is one of its refusals
+        with self._lock:
+            self._errors_in_row += 1
+            count = self._errors_in_row
+        if self.breaker_failures and count >= self.breaker_failures:
+            self._open_breaker(f"{count} calls in a row failed (client.breaker_failures); last: "
+                               f"{self._redact(response.error)}")
 
     def _note_unreachable(self, message: str) -> None:
         with self._lock:
@@ -461,6 +493,10 @@ class LLMClient:
         try:
             outcome = self._with_retries(send, first, f"batch of {len(chunk)}")
         except BatchNotSupported as exc:
+            if not exc.permanent:  # this list only (a prompt too long...): its prompts one by one
+                log.info("%s refused a list of %d prompts (%s): sending them one by one", self.provider_name,
+                         len(chunk), self._redact(str(exc)))
+                return None
             with self._lock:
                 already, self.batches_refused = self.batches_refused, True
             if not already:
@@ -574,22 +610,30 @@ MAKE_CLIENT_OPTIONS = (
     "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "jitter", "seed",
     "max_requests_per_scope", "token_budget", "max_in_flight", "max_batch_size", "cache", "record", "latency_s", "sleep",
     "max_response_bytes", "breaker_failures",
-    "base_url", "api_key", "completion_model", "selection_model", "selection_api", "offline",
+    "base_url", "api_key", "completion_model", "selection_model", "selection_api", "offline", "local_server",
 )
-SPECS = "offline, openai, replay:FILE, record:FILE"
+SPECS = "offline, openai, local, replay:FILE, record:FILE"
+# The models by environment (pointing at your own model edits no tracked file); below an explicit
+# option, above config/llm.yaml. With `local`, the completion model is a GGUF file to serve.
+ENV_COMPLETION_MODEL = "TASK_LEARNING_LLM_MODEL"
+ENV_SELECTION_MODEL = "TASK_LEARNING_LLM_SELECTION_MODEL"
 
 
 def make_client(spec: str | None = None, **options: Any) -> LLMClient:
     """Build a client from a spec and config/llm.yaml.
 
-    spec: "offline" | "openai" | "replay:FILE" | "record:FILE" (openai, recording every real call
-    to FILE); None or "" takes `default` from llm.yaml.
+    spec: "offline" | "openai" | "local" | "replay:FILE" | "record:FILE" (openai, recording every
+    real call to FILE); None or "" takes `default` from llm.yaml. "local" starts llama-server with
+    the installed model (llm/local_provider.py) and stops it when the client closes, unless a
+    base_url (a running server) or a local_server (a LocalServer the caller owns) is given.
     options: config (path of an llm.yaml) or settings (an LLMSettings); env (a mapping instead of
     os.environ); any `client:` value (timeout_s, max_retries, backoff_s, max_backoff_s, jitter,
     seed, max_requests_per_scope, token_budget, max_in_flight, max_batch_size, cache: None/False/"off" | True/
     "memory" | a path | a ResponseCache); record (a cassette path, with any spec); latency_s (wrap
     the provider in FixedLatencyProvider, for benches); openai values base_url, api_key,
-    completion_model, selection_model, selection_api; offline (options for OfflineProvider).
+    completion_model, selection_model, selection_api (environment: OPENAI_BASE_URL,
+    TASK_LEARNING_LLM_MODEL, TASK_LEARNING_LLM_SELECTION_MODEL); offline (options for
+    OfflineProvider); local_server.
     Bad specs and options raise ConfigError with a clear message.
     """
     unknown = sorted(set(options) - set(MAKE_CLIENT_OPTIONS))
@@ -606,6 +650,12 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
         provider: Any = _offline_provider(dict(settings.offline) | dict(options.get("offline") or {}))
     elif kind == "openai" and not argument:
         provider = _openai_provider(settings, env, options)
+    elif kind == "local" and not argument:
+        from task_learning.llm.local_provider import local_provider
+
+        local_options = dict(options)
+        local_options.setdefault("completion_model", env.get(ENV_COMPLETION_MODEL))
+        provider = local_provider(settings.local, env, local_options)
     elif kind == "record":
         if not argument.strip():
             raise ConfigError(None, "llm", f"'record:' needs a cassette file (record:FILE); expected one of {SPECS}")
@@ -622,6 +672,8 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
         provider = FixedLatencyProvider(provider, float(options["latency_s"]))
 
     c = settings.client
+    if kind == "local":  # a list of prompts on a few cores takes longer than a hosted call
+        c = replace(c, timeout_s=settings.local.timeout_s, max_batch_size=settings.local.max_batch_size)
     pick = lambda name: options[name] if options.get(name) is not None else getattr(c, name)  # noqa: E731
     try:
         return LLMClient(
@@ -641,8 +693,13 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
             sleep=options.get("sleep") or time.sleep,
             breaker_failures=int(pick("breaker_failures")),
         )
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(None, "make_client", f"bad client option: {exc}") from None
+    except BaseException as exc:
+        closer = getattr(provider, "close", None)
+        if callable(closer):
+            closer()  # a local server started for this client
+        if isinstance(exc, (TypeError, ValueError)):
+            raise ConfigError(None, "make_client", f"bad client option: {exc}") from None
+        raise
 
 
 def _make_cache(value: Any) -> ResponseCache | None:
@@ -692,8 +749,8 @@ def _openai_provider(settings: LLMSettings, env: Mapping[str, str], options: Map
     return OpenAIProvider(
         base_url=base_url,
         api_key=api_key,
-        completion_model=options.get("completion_model") or o.completion_model,
-        selection_model=options.get("selection_model") or o.selection_model,
+        completion_model=options.get("completion_model") or env.get(ENV_COMPLETION_MODEL) or o.completion_model,
+        selection_model=options.get("selection_model") or env.get(ENV_SELECTION_MODEL) or o.selection_model,
         selection_api=selection_api,
         selection_prompt_types=o.selection_prompt_types,
         organization=o.organization or None,

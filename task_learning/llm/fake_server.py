@@ -198,7 +198,16 @@ def _usage(prompt_tokens: int | None, completion_tokens: int | None,
     return usage
 
 
-def _logprobs(tokens: Sequence[ScriptedToken]) -> dict[str, Any]:
+def _logprobs(tokens: Sequence[ScriptedToken], layout: str = "legacy") -> dict[str, Any]:
+    """Logprobs in OpenAI's legacy completions layout, or (layout "llamacpp") in the chat layout
+    llama.cpp's server sends for /v1/completions: `content[i]` with token, bytes, logprob and
+    top_logprobs ("llamacpp-bytes": the token strings left empty, only `bytes` carry them)."""
+    if layout.startswith("llamacpp"):
+        def entry(token: str, lp: float) -> dict[str, Any]:
+            return {"id": abs(hash(token)) % 262144, "token": "" if layout == "llamacpp-bytes" else token,
+                    "bytes": list(token.encode("utf-8")), "logprob": lp}
+        return {"content": [{**entry(token, lp), "top_logprobs": [entry(a, alp) for a, alp in alts.items()]}
+                            for token, lp, alts in tokens]}
     offsets, at = [], 0
     for token, _lp, _alts in tokens:
         offsets.append(at)
@@ -217,10 +226,11 @@ def batch_completion_body(
     model: str = "fake-instruct",
     prompt_tokens: int = 10,
     cached_tokens: int | None = None,
+    layout: str = "legacy",
 ) -> dict[str, Any]:
     """A /v1/completions answer to a list of prompts: choice i (index i) answers prompt i; usage
     is the whole request's (`prompt_tokens` per prompt)."""
-    choices = [{"text": "".join(t[0] for t in tokens), "index": i, "logprobs": _logprobs(tokens),
+    choices = [{"text": "".join(t[0] for t in tokens), "index": i, "logprobs": _logprobs(tokens, layout),
                 "finish_reason": "stop"} for i, tokens in enumerate(answers)]
     return {
         "id": "cmpl-fake-batch", "object": "text_completion", "created": 0, "model": model,
@@ -237,10 +247,11 @@ def completion_body(
     prompt_tokens: int | None = 10,
     with_logprobs: bool = True,
     cached_tokens: int | None = None,
+    layout: str = "legacy",
 ) -> dict[str, Any]:
-    """A /v1/completions answer in the legacy logprobs format."""
+    """A /v1/completions answer, logprobs in the legacy layout (or `layout`, see _logprobs)."""
     text = "".join(t[0] for t in tokens)
-    logprobs = _logprobs(tokens)
+    logprobs = _logprobs(tokens, layout)
     body: dict[str, Any] = {
         "id": "cmpl-fake",
         "object": "text_completion",

@@ -3,11 +3,13 @@
 Routing: goal requests go to the completions API with `logprobs` (continuing a forced prefix
 needs it; chat endpoints cannot continue an assistant prefix). Prompt types listed in
 `selection_prompt_types` go to the selection model, by chat or completions (`selection_api`).
-A chat request sent to a completions route is flattened to text; a completion request sent to
-a chat route becomes one user message.
+A chat request sent to a completions route is flattened to text ending in "Answer:" (`_flatten`);
+a completion request sent to a chat route becomes one user message.
 
-Logprobs are read in both formats: legacy completions (`logprobs.tokens`, `token_logprobs`,
-`top_logprobs` as dicts) and chat (`logprobs.content[i].top_logprobs`). `TokenLogprob.top` is
+Logprobs are read in both layouts, in completions answers too: legacy completions
+(`logprobs.tokens`, `token_logprobs`, `top_logprobs` as dicts: OpenAI, vLLM) and chat
+(`logprobs.content[i].top_logprobs`: chat endpoints, and llama.cpp's server for /v1/completions),
+tokens given as strings, as UTF-8 `bytes` or as OpenAI's "bytes:\\x.." strings. `TokenLogprob.top` is
 best first. A response lacking logprobs that were asked for is an error (`require_logprobs`,
 the default): STARS cannot branch without them, and an empty token list would silently turn
 the Search Tree into plain prompting. With `require_logprobs=False` the text is returned with
@@ -18,14 +20,16 @@ parameters) go out as ONE completions request whose `prompt` is the list of thei
 answer's choices are matched back by `index`. The server reports usage for the whole request, so
 the prompt, completion and cached tokens are split over the prompts (exact totals, per-prompt
 shares by prompt length). A server that refuses a list (HTTP 400/404/415/422) or answers it with
-the wrong number of choices raises BatchNotSupported, and the client stops sending lists to it.
+the wrong number of choices raises BatchNotSupported, and the client stops sending lists to it;
+a refusal that is about a prompt's length (it exceeds the context) is for that list only.
 Chat routes take one conversation per request: never batched. `usage.prompt_tokens_details.
 cached_tokens` (the server's prefix cache) is reported as `cached_prompt_tokens` when present.
 
 The `openai` client's own retries are disabled (max_retries=0): `LLMClient` retries, with
 backoff, and counts them. Failures map to TransientProviderError (429, 5xx, 408;
 `retry_after_s` carries a Retry-After header), ConnectionProviderError (cannot connect, or no
-complete answer by the call's deadline), AuthProviderError (401, 403) or ProviderError
+complete answer by the call's deadline), AuthProviderError (401, 403), EndpointConfigError (404 to
+a single request: no such model or path, a configuration error) or ProviderError
 (anything else: malformed answers, an error body sent with status 200, an HTML page, logprobs
 that are not log probabilities, an answer over the size cap).
 
@@ -46,6 +50,7 @@ from task_learning.llm.base import (
     AuthProviderError,
     BatchNotSupported,
     ConnectionProviderError,
+    EndpointConfigError,
     LLMRequest,
     LLMResponse,
     ProviderError,
@@ -80,8 +85,6 @@ class OpenAIProvider:
     ) -> None:
         if selection_api not in ("chat", "completions"):
             raise ValueError(f"selection_api must be chat or completions, got {selection_api!r}")
-        url = split_credentials(base_url)
-        self.base_url = url.shown  # for messages: credentials replaced by ***
         self.max_response_bytes = int(max_response_bytes)
         self.model = completion_model
         self.selection_model = selection_model or completion_model
@@ -89,15 +92,23 @@ class OpenAIProvider:
         self.selection_prompt_types = frozenset(selection_prompt_types)
         self.require_logprobs = require_logprobs
         self._secret = api_key or ""
-        self._url_secrets = url.secrets
         self._guard = CallGuard()
+        self._organization = organization
+        self._default_timeout_s = default_timeout_s
+        self._connect(base_url)
+
+    def _connect(self, base_url: str) -> None:
+        """(Re)open the `openai` client on `base_url` (a local server's URL is known once it runs)."""
+        url = split_credentials(base_url)
+        self.base_url = url.shown  # for messages: credentials replaced by ***
+        self._url_secrets = url.secrets
         self._client = openai.OpenAI(
-            api_key=api_key or NO_KEY,
+            api_key=self._secret or NO_KEY,
             base_url=url.url,
-            organization=organization,
+            organization=self._organization,
             max_retries=0,
-            timeout=default_timeout_s,
-            http_client=guarded_http_client(self._guard, auth=url.auth, timeout_s=default_timeout_s),
+            timeout=self._default_timeout_s,
+            http_client=guarded_http_client(self._guard, auth=url.auth, timeout_s=self._default_timeout_s),
         )
 
     def __repr__(self) -> str:
@@ -153,7 +164,9 @@ class OpenAIProvider:
             raise ConnectionProviderError(self.redact(f"cannot reach {self.base_url}: {_cause(exc)}")) from None
         except openai.APIStatusError as exc:
             if list_prompts and exc.status_code in LIST_REFUSED:
-                raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {_message(exc)}")) from None
+                message = _message(exc)
+                raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {message}"),
+                                        permanent=not _about_context(message)) from None
             raise self._status_error(exc) from None
         except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
             too_large = is_too_large(exc)
@@ -231,37 +244,55 @@ class OpenAIProvider:
 
     # ------------------------------------------------------------------------------ responses
     def _parse_completion(self, raw: Any, request: LLMRequest) -> LLMResponse:
+        """Completions answers carry logprobs in one of two layouts: OpenAI's legacy one
+        (`tokens`, `token_logprobs`, `top_logprobs` as {token: logprob} dicts; vLLM too) or the
+        chat one (`content[i]` with `token`, `bytes`, `logprob`, `top_logprobs`: llama.cpp's
+        server sends this for /v1/completions)."""
         choice = self._first_choice(raw)
         text = choice.text or ""
         tokens: list[TokenLogprob] = []
-        logprobs = getattr(choice, "logprobs", None)
-        names = getattr(logprobs, "tokens", None) if logprobs is not None else None
-        if request.logprobs and names is None:
-            if self.require_logprobs:
-                raise ProviderError(self._no_logprobs(request))
-        elif names is not None and logprobs is not None:
-            values = logprobs.token_logprobs or []
-            tops = logprobs.top_logprobs or []
+        logprobs = _field(choice, "logprobs")
+        content = _field(logprobs, "content")
+        names = _field(logprobs, "tokens")
+        if isinstance(content, list) and (content or names is None):
+            tokens = self._content_tokens(content)
+        elif names is not None:
+            values = _field(logprobs, "token_logprobs") or []
+            tops = _field(logprobs, "top_logprobs") or []
             if len(values) != len(names) or (tops and len(tops) != len(names)):
                 raise ProviderError(f"malformed logprobs from {self.base_url}: {len(names)} tokens, {len(values)} logprobs, {len(tops)} alternatives")
             for i, token in enumerate(names):
                 alternatives = tops[i] if i < len(tops) and tops[i] else {}
-                tokens.append(TokenLogprob(str(token), self._logprob(values[i], token),
-                                           self._best_first(alternatives.items())))
+                if not isinstance(alternatives, dict):
+                    raise ProviderError(f"malformed logprobs from {self.base_url}: top_logprobs[{i}] is not a mapping")
+                tokens.append(TokenLogprob(_token_text(token), self._logprob(values[i], token),
+                                           self._best_first((_token_text(t), lp) for t, lp in alternatives.items())))
+        elif request.logprobs and self.require_logprobs and text.strip():
+            raise ProviderError(self._no_logprobs(request))
+        # An answer with nothing in it has nothing to give logprobs for: llama.cpp sends null (or
+        # no token) when it stopped at once, or when a stop string began inside the only token
+        # (" (" of "(END RESULT)" leaves the text " ").
         return self._response(raw, request, choice, text, tokens)
 
     def _parse_chat(self, raw: Any, request: LLMRequest) -> LLMResponse:
         choice = self._first_choice(raw)
         text = (choice.message.content if choice.message is not None else None) or ""
-        tokens: list[TokenLogprob] = []
-        content = getattr(getattr(choice, "logprobs", None), "content", None)
+        content = _field(_field(choice, "logprobs"), "content")
         if request.logprobs and content is None:
             if self.require_logprobs:
                 raise ProviderError(self._no_logprobs(request))
-        for item in content or ():
-            top = self._best_first((alt.token, alt.logprob) for alt in (item.top_logprobs or ()))
-            tokens.append(TokenLogprob(str(item.token), self._logprob(item.logprob, item.token), top))
-        return self._response(raw, request, choice, text, tokens)
+        return self._response(raw, request, choice, text, self._content_tokens(content or []))
+
+    def _content_tokens(self, content: list[Any]) -> list[TokenLogprob]:
+        """The chat layout's tokens: objects (the SDK parsed them) or plain dicts (it did not),
+        each token given as a string, as `bytes` (a list of byte values) or both."""
+        tokens = []
+        for item in content:
+            token = _token_text(_field(item, "token"), _field(item, "bytes"))
+            top = self._best_first((_token_text(_field(alt, "token"), _field(alt, "bytes")), _field(alt, "logprob"))
+                                   for alt in (_field(item, "top_logprobs") or ()))
+            tokens.append(TokenLogprob(token, self._logprob(_field(item, "logprob"), token), top))
+        return tokens
 
     def _first_choice(self, raw: Any) -> Any:
         if isinstance(raw, (str, bytes)):  # the client hands back a body that is not JSON as text
@@ -333,6 +364,11 @@ class OpenAIProvider:
         if status in (401, 403):
             return AuthProviderError(f"HTTP {status} from {self.base_url}: credentials refused ({detail}); "
                                      "check the API key variable or the URL's user info")
+        if status == 404:
+            return EndpointConfigError(
+                f"HTTP 404 from {self.base_url}: {detail} - a configuration error: the endpoint has no such "
+                "model or path (check the model name: --llm-model, openai.completion_model/selection_model; "
+                "and the base URL: --base-url, OPENAI_BASE_URL, which usually ends in /v1)")
         return ProviderError(f"HTTP {status} from {self.base_url}: {detail}")
 
     def close(self) -> None:
@@ -363,12 +399,28 @@ def _cached_tokens(usage: Any) -> int:
 
 def _split_usage(usage: Any, requests: list[LLMRequest], responses: list[LLMResponse]) -> None:
     """Spread a batch's reported usage over its prompts: totals exact, shares by prompt length
-    (prompt and cached tokens) and by tokens generated (completion tokens)."""
+    (prompt and cached tokens) and by tokens generated (completion tokens).
+
+    llama.cpp's server reports the usage of the FIRST prompt of a list only (its OpenAI-compatible
+    answer is the first result with the other choices appended). Seen by the completion tokens:
+    exactly the first choice's, fewer than all choices generated. Then the first prompt keeps the
+    server's figures, the others' completion tokens are their own token counts, their prompt
+    tokens are estimated from their length at the first prompt's tokens per character, and their
+    cached tokens are not claimed: with lists, cached_prompt_tokens is a lower bound there."""
     if usage is None:
         return  # each response keeps its own estimate
     weights = [max(1, len(r.prompt or _flatten(r.messages))) for r in requests]
     prompt_total = getattr(usage, "prompt_tokens", None)
     completion_total = getattr(usage, "completion_tokens", None)
+    generated = [len(r.tokens) for r in responses]
+    if (len(responses) > 1 and isinstance(completion_total, int) and isinstance(prompt_total, int)
+            and all(generated) and completion_total == generated[0] < sum(generated)):
+        per_char = prompt_total / weights[0]
+        for i, response in enumerate(responses):
+            response.completion_tokens = generated[i]
+            response.prompt_tokens = prompt_total if i == 0 else max(1, round(weights[i] * per_char))
+            response.cached_prompt_tokens = _cached_tokens(usage) if i == 0 else 0
+        return
     if isinstance(prompt_total, int):
         for response, share in zip(responses, _shares(prompt_total, weights)):
             response.prompt_tokens = share
@@ -391,8 +443,56 @@ def _shares(total: int, weights: list[int]) -> list[int]:
     return out
 
 
+def _field(item: Any, name: str) -> Any:
+    """A field of an answer part, whether the SDK parsed it into an object or left a dict (fields
+    its types do not know, like llama.cpp's `logprobs.content` in completions, stay dicts)."""
+    if item is None:
+        return None
+    if isinstance(item, dict):
+        return item.get(name)
+    return getattr(item, name, None)
+
+
+def _token_text(token: Any, raw: Any = None) -> str:
+    """A token as text. Servers send a string, the UTF-8 bytes as a list of ints (`bytes`, for a
+    token that is part of a character, whose string is then garbled), or OpenAI's
+    "bytes:\\xe2\\x80" string for such a token; every form is accepted."""
+    if isinstance(raw, list) and raw and all(isinstance(b, int) and 0 <= b < 256 for b in raw):
+        decoded = bytes(raw).decode("utf-8", "replace")
+        if not isinstance(token, str) or "\ufffd" in token or not token:
+            return decoded
+    if isinstance(token, list) and all(isinstance(b, int) and 0 <= b < 256 for b in token):
+        return bytes(token).decode("utf-8", "replace")
+    if isinstance(token, str) and token.startswith("bytes:"):
+        try:
+            return token[6:].encode("latin-1").decode("unicode_escape").encode("latin-1").decode("utf-8", "replace")
+        except (UnicodeDecodeError, UnicodeEncodeError):
+            return token
+    return "" if token is None else str(token)
+
+
+_CONTEXT_WORDS = ("context", "too long", "exceed", "too many tokens")
+
+
+def _about_context(message: str) -> bool:
+    """An error about a prompt's length (llama.cpp: "exceed_context_size_error"), not its type."""
+    lowered = message.lower()
+    return any(word in lowered for word in _CONTEXT_WORDS)
+
+
+ANSWER_CUE = "Answer:"
+
+
 def _flatten(messages: Iterable[tuple[str, str]]) -> str:
-    return "\n\n".join(content for _role, content in messages)
+    """A conversation as one completions prompt, for a model served without a chat template (a base
+    model such as the local Gemma 3 270M): the messages in order, earlier assistant turns marked
+    "Answer: ...", and a final "Answer:" where the model's own answer goes. Without that cue a
+    base model continues the last instruction as prose instead of answering it (measured)."""
+    messages = list(messages)
+    text = "\n\n".join(f"{ANSWER_CUE} {content}" if role == "assistant" else content for role, content in messages)
+    if messages and messages[-1][0] != "assistant":
+        text += f"\n\n{ANSWER_CUE}"
+    return text
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")

@@ -47,10 +47,32 @@ class OpenAISettings:
 
 
 @dataclass(frozen=True)
+class LocalSettings:
+    """The `local` provider: llama.cpp's server with a GGUF model, started and stopped by the
+    client (or a running one at `base_url`). Defaults chosen for 2 cores (docs/llm.md)."""
+
+    base_url: str = ""  # a running llama-server (http://127.0.0.1:PORT/v1); empty: start one
+    model: str = ""  # GGUF file to serve; empty: the installed Gemma 3 270M (`task-learning llm install`)
+    server: str = ""  # llama-server binary; empty: the installed one
+    model_name: str = "gemma-3-270m-q4_k_m"  # what the server is asked for and reports
+    context: int = 8192  # -c: KV cache tokens, one pool shared by the slots
+    parallel: int = 2  # -np: requests decoded together
+    threads: int = 0  # -t: 0 = every core of this machine
+    swa_full: bool = True  # --swa-full: Gemma 3's sliding-window layers keep the whole prompt, so
+    #                        the prefix cache can serve prompts longer than the 512-token window
+    startup_timeout_s: float = 120.0  # model load until /health says ok
+    health_timeout_s: float = 5.0  # a call that timed out: /health silent this long = hung server
+    timeout_s: float = 120.0  # per call (a list of prompts on 2 cores takes a while)
+    max_batch_size: int = 32  # prompts per list request
+    extra_args: tuple[str, ...] = ()  # more llama-server options, e.g. ["--cache-reuse", "256"]
+
+
+@dataclass(frozen=True)
 class LLMSettings:
     default: str = "offline"  # the spec used when none is given
     client: ClientSettings = field(default_factory=ClientSettings)
     openai: OpenAISettings = field(default_factory=OpenAISettings)
+    local: LocalSettings = field(default_factory=LocalSettings)
     offline: Mapping[str, Any] = field(default_factory=dict)  # keyword options for OfflineProvider
     source: str = ""  # the file read, for messages
 
@@ -76,7 +98,7 @@ def load_llm_settings(path: str | Path | None = None) -> LLMSettings:
 
 
 def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLMSettings:
-    top = check_keys(data, file=file, key="", optional=("default", "client", "openai", "offline"))
+    top = check_keys(data, file=file, key="", optional=("default", "client", "openai", "local", "offline"))
     raw_client = top.get("client", {})
     if isinstance(raw_client, dict) and isinstance(raw_client.get("cache"), bool):
         # YAML reads a bare `off`/`on` as a boolean.
@@ -84,6 +106,8 @@ def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLM
     default = str(expect_type(top.get("default", LLMSettings.default), str, file=file, key="default"))
     client = _dataclass_from(ClientSettings, raw_client, file=file, key="client")
     openai = _dataclass_from(OpenAISettings, top.get("openai", {}), file=file, key="openai")
+    local = _dataclass_from(LocalSettings, top.get("local", {}), file=file, key="local")
+    _check_local(local, file)
     offline = top.get("offline", {}) or {}
     expect_type(offline, dict, file=file, key="offline")
     _check_client(client, file)
@@ -91,7 +115,8 @@ def parse_llm_settings(data: Any, *, file: str | Path = "<llm settings>") -> LLM
         raise ConfigError(file, "openai.selection_api", f"expected one of {', '.join(SELECTION_APIS)}, got {openai.selection_api!r}")
     if client.cache.strip() == "":
         raise ConfigError(file, "client.cache", "expected off, memory or a file path")
-    return LLMSettings(default=default, client=client, openai=openai, offline=dict(offline), source=str(file))
+    return LLMSettings(default=default, client=client, openai=openai, local=local, offline=dict(offline),
+                       source=str(file))
 
 
 # The range of every numeric client setting (low, high, low end open), checked by the shared
@@ -116,6 +141,26 @@ def _check_client(client: ClientSettings, file: str | Path) -> None:
     for name, (low, high, low_open) in CLIENT_RANGES.items():
         expect_number(getattr(client, name), file=file, key=f"client.{name}", low=low, high=high,
                       low_open=low_open, integer=isinstance(low, int))
+
+
+# The range of every numeric `local` setting (low, high, low end open), as for the client's.
+LOCAL_RANGES: dict[str, tuple[float, float, bool]] = {
+    "context": (256, 1 << 20, False),
+    "parallel": (1, 64, False),
+    "threads": (0, 256, False),
+    "max_batch_size": (1, 100_000, False),
+    "startup_timeout_s": (0.0, 3600.0, True),
+    "health_timeout_s": (0.0, 600.0, True),
+    "timeout_s": (0.0, 3600.0, True),
+}
+
+
+def _check_local(local: LocalSettings, file: str | Path) -> None:
+    for name, (low, high, low_open) in LOCAL_RANGES.items():
+        expect_number(getattr(local, name), file=file, key=f"local.{name}", low=low, high=high,
+                      low_open=low_open, integer=isinstance(low, int))
+    if local.base_url and not local.base_url.lower().startswith(("http://", "https://")):
+        raise ConfigError(file, "local.base_url", f"expected an http:// URL or nothing, got {local.base_url!r}")
 
 
 def _dataclass_from(cls: type, raw: Any, *, file: str | Path, key: str) -> Any:

@@ -153,11 +153,26 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
          observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     """The trial on a world that run_in_process owns (and closes)."""
     from task_learning.llm.client import make_client
+
+    owned = client is None  # made here: closed here (a local server it started stops with it)
+    client = client or make_client(spec.llm, **spec.llm_options)
+    try:
+        kb = KnowledgeBase(spec.db)
+        try:
+            return _learn(spec, condition, scene, world, progress, client, operator, stop, kb, bus, observed)
+        finally:
+            kb.close()
+    finally:
+        if owned:
+            client.close()
+
+
+def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
+           client: Any, operator: Operator | None, stop: StopToken | None, kb: KnowledgeBase,
+           bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     from task_learning.stars.elicit import elicit_goal
     from task_learning.stars.prompts import load_templates
 
-    kb = KnowledgeBase(spec.db)
-    client = client or make_client(spec.llm, **spec.llm_options)
     recorder = getattr(client, "recorder", None)
     if bus is not None:
         kb.on_change = kb_observer(bus)
@@ -222,7 +237,6 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
         if together is not None:
             together.close()
         pool.shutdown(wait=True)
-        kb.close()
         if bus is not None:
             client.recorder = recorder  # a caller's client records as it did before this run
     return metrics, learner
