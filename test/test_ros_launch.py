@@ -297,7 +297,7 @@ def test_llm_local_starts_the_llm_server_node_and_points_the_llm_nodes_at_it(ros
                              name="ros2 launch llm")
     serving = launch.wait_for_line(r"serving at (http://127\.0\.0\.1:\d+/v1) \(pid (\d+)", timeout=180)
     url, pid = serving.group(1), int(serving.group(2))
-    launch.wait_for_line(r"serving learn_goal: llm local", timeout=120)
+    launch.wait_for_line(r"serving learn_goal and learn_goals: llm local", timeout=120)
     params = ros2(ros_graph, "param", "get", "/goal_elicitation", "llm_base_url", "--no-daemon", "--timeout", "20",
                   timeout=90)
     assert url in params.stdout, params.output
