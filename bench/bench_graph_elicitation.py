@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -64,6 +63,8 @@ def in_process(scene: str, condition: str, latency: float, db: Path) -> dict[str
 
 
 def through_graph(scene: str, condition: str, latency: float, db: Path, work: Path, elicitation: str) -> dict[str, Any]:
+    from task_learning_nodes.node_base import stop_process_groups
+
     home = work / f"ros_home_{elicitation}"
     home.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, ROS_DOMAIN_ID=os.environ.get("ROS_DOMAIN_ID") or str(random.randint(30, 90)),
@@ -84,14 +85,7 @@ def through_graph(scene: str, condition: str, latency: float, db: Path, work: Pa
     try:
         return perform(load_scene(scene).task, scene, condition)
     finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGINT)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_process_groups(procs)
         for log in logs:
             log.close()
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from task_learning_nodes.node_base import ActionClient
+from task_learning_nodes.node_base import ActionClient, stop_process_groups
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -280,15 +280,7 @@ def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[
                                      PerformTask.Goal(task="tidy kitchen", scene=SCENE, condition=condition),
                                      timeout=900)
             finally:
-                for proc in procs:
-                    if proc.poll() is None:
-                        proc.send_signal(signal.SIGINT)
-                for proc in procs:
-                    try:
-                        proc.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait()
+                stop_process_groups(procs)
         if status != "done":
             return result(name, status == "rejected" and step == 1, f"{condition}: {status}")
         if step == 1:

@@ -33,6 +33,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -340,3 +342,18 @@ class LatestWorldState:
     def get(self) -> Any:
         with self._lock:
             return self._value
+
+
+def stop_process_groups(procs: Sequence[subprocess.Popen], timeout_s: float = 30.0) -> None:
+    """Stop processes started with start_new_session=True (a bringup, an operator client): SIGINT
+    to those still running, so each stops its graph in order; a process that has not exited
+    within `timeout_s` gets SIGKILL for its whole group, so no node it started is left behind."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+    for proc in procs:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
