@@ -77,7 +77,7 @@ CASES = [
     Case("test/test_llm_replay.py::test_record_then_replay_gives_identical_responses_without_calls",
          "task_learning/llm/replay.py", "ReplayProvider.lookup", "None"),
     Case("test/test_offline_model_provider.py::test_same_request_twice_gives_identical_responses",
-         "task_learning/llm/offline/provider.py", "OfflineProvider.complete",
+         "task_learning/offline_model/provider.py", "OfflineProvider.complete",
          "LLMResponse(text='')"),
     # the Fast DDS profile every node gets unless the user chose one
     Case("test/test_dds_profile.py::test_bringup_starts_every_node_with_the_profile",

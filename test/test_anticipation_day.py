@@ -11,7 +11,7 @@ from task_learning.anticipation.experience import Experience
 from task_learning.anticipation.household import load_household
 from task_learning.anticipation.proposals import Proposals, RoutineOperator, proposal_question
 from task_learning.anticipation.simulation import run_day
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.kb.store import KnowledgeBase
 from task_learning.llm.base import LLMRequest
 from task_learning.llm.client import make_client
@@ -170,7 +170,7 @@ def test_cli_experiment_anticipation(capsys):
 def test_cli_anticipate_through_an_openai_compatible_endpoint(capsys, monkeypatch):
     """The prompt goes as chat (config/llm.yaml routes the anticipation type to the chat model) to
     a scripted server on loopback answering with the trace's Example 01 text."""
-    from task_learning.llm.fake_server import CHAT, FakeOpenAIServer, ScriptedReply, chat_body
+    from task_learning.testing.fake_server import CHAT, FakeOpenAIServer, ScriptedReply, chat_body
 
     with FakeOpenAIServer() as server:
         server.queue(CHAT, ScriptedReply(body=chat_body(

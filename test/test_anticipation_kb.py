@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.kb.store import KnowledgeBase
 
 

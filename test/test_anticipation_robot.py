@@ -13,7 +13,7 @@ from task_learning.anticipation.proposals import RoutineOperator
 from task_learning.anticipation.robot_day import load_robot_goals, run_robot_day
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import HeuristicEngine
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.kb.store import KnowledgeBase
 from task_learning.llm.client import make_client
 from task_learning.oversight.operator import ScriptedOperator
@@ -70,7 +70,7 @@ def test_a_stopped_day_ends_before_its_next_action_and_asks_nothing_more(cfg, go
     """Issue 31 point 5, in process: the stop (a cancelled AnticipateDay) arrives while the robot
     performs its first task; the day returns what happened so far, no further primitive action
     runs (the human's included) and no further question is asked."""
-    from task_learning.planning.stop import StopToken
+    from task_learning.stopping import StopToken
 
     day = _day(cfg, "trace_01")
     world = make_backend("symbolic", str(goals.scene), seed=0)

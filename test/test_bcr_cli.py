@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 
 
 def test_bcr_json_trials(capsys):

@@ -1,4 +1,4 @@
-"""BCR selection engines: the seed 004 prompt, re-asking, the offline model, success rates."""
+"""BCR selection engines: the BCR paper's prompt, re-asking, the offline model, success rates."""
 from __future__ import annotations
 
 import pytest
@@ -12,7 +12,7 @@ from task_learning.bcr.runner import make_world, run_trial, summarize
 from task_learning.errors import ConfigError
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.client import LLMClient, make_client
-from task_learning.llm.offline.bcr import respond
+from task_learning.offline_model.bcr import respond
 from task_learning.world.scene import load_scene
 
 TASKS = ("make_coffee", "apple_in_fridge", "wash_mug", "make_toast")

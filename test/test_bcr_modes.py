@@ -1,4 +1,4 @@
-"""BCR's two modes: `paper` (seed 004 as published: all resolutions, re-send only, no loop
+"""BCR's two modes: `paper` (the BCR paper as published: all resolutions, re-send only, no loop
 breaking, no heuristic fallback) and `guarded` (this project's extension); every failed trial
 names its kind."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import HeuristicEngine, LLMEngine
 from task_learning.bcr.literals import parse_literal
 from task_learning.bcr.runner import make_world, run_trial
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.client import LLMClient
-from task_learning.llm.offline.bcr import choose
+from task_learning.offline_model.bcr import choose
 from task_learning.world.scene import load_scene
 
 DOMAIN = load_domain("household")

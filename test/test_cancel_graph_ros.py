@@ -1,7 +1,7 @@
 """Issue 31, point 5: cancels on the graph while something acts.
 
-- a ReachGoal cancelled while approved productions (seed 001) act;
-- a ReachGoal cancelled while LLM-State (seed 003) acts;
+- a ReachGoal cancelled while approved productions (the bootstrapped-productions paper) act;
+- a ReachGoal cancelled while LLM-State (the LLM-State paper) acts;
 - an anticipation day (AnticipateDay) cancelled while the planner performs a confirmed task, and
   one cancelled while its question waits for the operator.
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.config import config_dir, load_yaml
 from task_learning.errors import ConfigError
 from task_learning.kb import KnowledgeBase, LearnedGoal
@@ -28,7 +28,7 @@ ESC = "\x1b"
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
         timeout: float = 300) -> subprocess.CompletedProcess:
     """`task-learning ARGS` as a real process (deadline: a hang fails instead of blocking)."""
-    return subprocess.run([sys.executable, "-m", "task_learning.cli", *args], capture_output=True, check=False,
+    return subprocess.run([sys.executable, "-m", "task_learning.apps.cli", *args], capture_output=True, check=False,
                           text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
 
 
@@ -69,7 +69,7 @@ def test_out_of_range_options_are_refused_in_one_line(args, needle, capsys):
 def test_ctrl_c_while_the_subcommands_load_is_exit_130_without_a_traceback(monkeypatch, capsys):
     """The subcommands' imports take a second or two before any command runs: a Ctrl-C there
     printed a KeyboardInterrupt traceback (seen stopping `task-learning bringup` at once)."""
-    import task_learning.cli as cli_package
+    import task_learning.apps.cli as cli_package
 
     def interrupted(_name: str) -> None:
         raise KeyboardInterrupt
@@ -248,7 +248,7 @@ def _fast_failing_config(tmp_path: Path) -> Path:
      ("HTTP 404", "configuration error", "does not exist")),
 ], ids=["5xx", "error-body", "wrong-model"])
 def test_an_endpoint_that_fails_every_call_ends_the_run_with_exit_2_naming_it(tmp_path, reply, needles):
-    from task_learning.llm.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply
+    from task_learning.testing.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply
 
     cfg = _fast_failing_config(tmp_path)
     with FakeOpenAIServer() as server:

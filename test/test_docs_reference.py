@@ -16,7 +16,7 @@ from types import ModuleType
 
 import pytest
 
-from task_learning.bringup import load_bringup_config
+from task_learning.apps.bringup import load_bringup_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -21,7 +21,7 @@ from task_learning.episode import recording_sink
 from task_learning.episode.bus import EpisodeBus
 from task_learning.episode.reader import open_episode
 from task_learning.episode.recorder import McapSink
-from task_learning.episode.replay import replay_episode
+from task_learning.planning.replay import replay_episode
 from task_learning.planning.session import RunSpec, run_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -32,7 +32,7 @@ EVERY_TOPIC = {msgs.WORLD_STATE, msgs.STARS_TREE, msgs.BCR_TREE, msgs.QUESTION, 
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "task_learning.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "task_learning.apps.cli", *args], capture_output=True, text=True,
                           check=False, cwd=cwd, timeout=280)
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from task_learning.episode import messages as msgs
 from task_learning.episode.reader import open_episode
-from task_learning.episode.replay import replay_episode
-from task_learning.llm.fake_server import FakeOpenAIServer
+from task_learning.planning.replay import replay_episode
+from task_learning.testing.fake_server import FakeOpenAIServer
 from task_learning_interfaces.action import PerformTask
 from test.ros_testing import CLI, wait_until
 

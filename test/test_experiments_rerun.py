@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 
 pytestmark = pytest.mark.slow  # whole experiments in-process
 

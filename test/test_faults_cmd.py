@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from task_learning.cli import main
-from task_learning.faults import ProbeContext, format_table, run_probes
+from task_learning.apps.cli import main
+from task_learning.apps.faults import ProbeContext, format_table, run_probes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # real CLI processes, a fake endpoint
 
@@ -41,7 +41,7 @@ def test_the_faults_core_never_imports_rclpy():
     import subprocess
     import sys
 
-    code = ("import sys, task_learning.faults, task_learning.cli.faults_cmd, task_learning.faults.ros_probes; "
+    code = ("import sys, task_learning.apps.faults, task_learning.apps.cli.faults_cmd, task_learning.apps.faults.ros_probes; "
             "print('rclpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "False"

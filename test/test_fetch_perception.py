@@ -10,7 +10,7 @@ import pytest
 from task_learning.errors import ConfigError
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.perception.camera import CameraModel
+from task_learning.camera_model import CameraModel
 from task_learning.perception.detect import MarkerDetector
 from task_learning.perception.evaluate import (SyntheticClock, look_around, perceive,
                                                synthetic_world)
@@ -317,7 +317,7 @@ def test_stars_o_reaches_every_goal_on_the_belief_world():
 
 
 def test_a_bag_replays_into_the_bridge_with_the_same_world_state(tmp_path):
-    from task_learning.cli.bag_cmd import CAMERA_DEFAULTS, summarize
+    from task_learning.apps.cli.bag_cmd import CAMERA_DEFAULTS, summarize
     from task_learning.perception.bag import BagWriter, bag_info, replay_into_bridge
     from task_learning.perception.bag import _typestore
 

@@ -18,7 +18,7 @@ from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion
 from task_learning_nodes import convert
 
-from task_learning.cli.bag_cmd import summarize
+from task_learning.apps.cli.bag_cmd import summarize
 from task_learning_nodes import bag_tools  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
 from test.ros_testing import RosGraph
 
@@ -145,7 +145,7 @@ def test_a_recorded_bag_replays_into_the_bridge_with_the_same_world_state(ros_gr
         stop.set()
     g.stop_perception()
     assert box["counts"]["/head_camera/rgb/image_raw"] >= 12
-    out = ros_graph.run([sys.executable, "-m", "task_learning.cli", "bag", "perceive", "--bag", str(tmp_path / "bag"),
+    out = ros_graph.run([sys.executable, "-m", "task_learning.apps.cli", "bag", "perceive", "--bag", str(tmp_path / "bag"),
                          "--scene", "store_groceries", "--synthetic", "--json"], timeout=300)
     assert out.returncode == 0, out.stderr
     replayed = json.loads(out.stdout)
@@ -161,7 +161,7 @@ def test_a_recorded_bag_replays_into_the_bridge_with_the_same_world_state(ros_gr
 @pytest.mark.timeout(1500)
 def test_run_with_the_synthetic_fetch_reaches_every_goal_through_the_graph(ros_graph, tmp_path):
     """The issue's command: STARS+O on store_groceries, images over real topics, 100 %."""
-    out = ros_graph.run([sys.executable, "-m", "task_learning.cli", "run", "--scene", "store_groceries",
+    out = ros_graph.run([sys.executable, "-m", "task_learning.apps.cli", "run", "--scene", "store_groceries",
                          "--backend", "fetch", "--synthetic", "--condition", "STARS+O", "--llm", "offline",
                          "--operator", "simulated", "--db", str(tmp_path / "kb.sqlite"), "--json"], timeout=1400)
     assert out.returncode == 0, out.stderr[-3000:]

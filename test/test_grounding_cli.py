@@ -18,7 +18,7 @@ REFERENCE = Path(__file__).parent / "data" / "grounding" / "stars_mug_example.ya
 
 def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    entry = "import sys; from task_learning.cli import main; sys.exit(main(sys.argv[1:]))"
+    entry = "import sys; from task_learning.apps.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", entry, *args], input=stdin,
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
 

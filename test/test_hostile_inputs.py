@@ -47,7 +47,7 @@ def _limited(limit_bytes: int):
 
 
 def _cli_limited(limit_bytes: int, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "task_learning.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "task_learning.apps.cli", *args], capture_output=True, text=True,
                           timeout=300, cwd=cwd, preexec_fn=_limited(limit_bytes))
 
 
@@ -89,7 +89,7 @@ def test_an_export_that_cannot_be_written_fails_naming_the_file_and_leaves_nothi
     one_line_error(cli("kb", "export", "--db", str(db), "--out", str(fifo), timeout=60), str(fifo), "named pipe")
     # Standard output on a full disk: an error, not exit 0.
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "task_learning.cli", "kb", "export", "--db", str(db)],
+        proc = subprocess.run([sys.executable, "-m", "task_learning.apps.cli", "kb", "export", "--db", str(db)],
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.strip() == "task-learning kb: error: standard output: No space left on device"
 
@@ -162,7 +162,7 @@ def test_atomic_writes_leave_the_old_file_when_they_fail(tmp_path):
 def test_no_option_of_any_command_takes_a_bare_int_or_float():
     """Every numeric option has a range and refuses NaN: bounded_int / bounded_float (both ask
     number_problem). A new option with `type=float` fails here."""
-    from task_learning.cli import build_parser
+    from task_learning.apps.cli import build_parser
 
     def walk(parser):
         for action in parser._actions:
@@ -185,7 +185,7 @@ def test_no_option_of_any_command_takes_a_bare_int_or_float():
     (["perceive", "--scene", "tidy_kitchen", "--synthetic", "--width", "100000"], "--width: must be between 64 and"),
 ])
 def test_nan_and_absurd_numbers_on_the_command_line_are_refused(args, words, capsys):
-    from task_learning.cli import main
+    from task_learning.apps.cli import main
 
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -286,7 +286,7 @@ def test_a_scene_contained_too_deep_is_refused(tmp_path):
 
 
 def test_a_bringup_entry_names_only_the_projects_nodes(tmp_path):
-    from task_learning import bringup
+    from task_learning.apps import bringup
 
     for module in ("http.server", "task_learning_nodes.params", "os"):
         path = tmp_path / "bringup.yaml"
@@ -297,7 +297,7 @@ def test_a_bringup_entry_names_only_the_projects_nodes(tmp_path):
 
 
 def test_bringup_refuses_an_unknown_backend_before_starting_anything(capsys):
-    from task_learning.cli import main
+    from task_learning.apps.cli import main
 
     assert main(["bringup", "--backend", "unity"]) == 2
     assert "--backend: invalid choice: 'unity'" in capsys.readouterr().err
@@ -350,7 +350,7 @@ def test_an_export_while_another_process_writes_names_the_lock(tmp_path):
 
 
 def test_a_missing_knowledge_base_is_named_and_not_created(tmp_path, capsys):
-    from task_learning.cli import main
+    from task_learning.apps.cli import main
 
     for command in (["kb", "show"], ["kb", "export"]):
         assert main([*command, "--db", str(tmp_path / "typo.sqlite")]) == 2

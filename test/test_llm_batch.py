@@ -12,7 +12,7 @@ import pytest
 from task_learning.llm.base import BatchNotSupported, LLMRequest, LLMResponse, ProviderError, TransientProviderError
 from task_learning.llm.cache import ResponseCache
 from task_learning.llm.client import LLMClient, make_client
-from task_learning.llm.fake_server import (
+from task_learning.testing.fake_server import (
     COMPLETIONS,
     FakeOpenAIServer,
     ScriptedReply,

@@ -15,7 +15,7 @@ import pytest
 from task_learning.errors import LLMUnavailableError
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.client import LLMClient, make_client
-from task_learning.llm.fake_server import (
+from task_learning.testing.fake_server import (
     COMPLETIONS,
     FakeOpenAIServer,
     ScriptedReply,

@@ -172,7 +172,7 @@ def test_leftovers_of_a_killed_install_are_removed(tmp_path):
 
 
 def test_status_names_what_is_missing(tmp_path, capsys, monkeypatch):
-    from task_learning.cli import main
+    from task_learning.apps.cli import main
 
     monkeypatch.setenv("TASK_LEARNING_CACHE", str(tmp_path))
     assert main(["llm", "status"]) == 1

@@ -100,7 +100,7 @@ def test_the_search_tree_on_the_mug_example_through_the_real_server(server):
     prompts; every candidate is analysed; the outcome is whatever the model earned (a 270M base
     model). Capped at 24 requests (repair and selection have tests of their own)."""
     from task_learning.stars import TreeSettings, elicit_goal
-    from task_learning.stars import mug_example as mug
+    from task_learning.testing import mug_example as mug
 
     with client_on(server) as client:
         result = elicit_goal(mug.TASK, mug.OBJECT_ID, mug.mug_metadata(), None, "ST", client,
@@ -256,7 +256,7 @@ def test_a_hung_server_is_named_within_the_call_deadline():
 
 
 def test_llm_serve_prints_its_url_serves_and_stops_on_ctrl_c():
-    proc = subprocess.Popen([sys.executable, "-m", "task_learning.cli", "llm", "serve"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "task_learning.apps.cli", "llm", "serve"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         url = proc.stdout.readline().strip()  # printed once /health said ok

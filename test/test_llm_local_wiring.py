@@ -1,9 +1,9 @@
-"""How `--llm local` wires a graph (bringup and the launch share task_learning.bringup.llm_wiring):
+"""How `--llm local` wires a graph (bringup and the launch share task_learning.apps.bringup.llm_wiring):
 the llm_server node on a chosen port, every LLM node pointed at it; a given URL starts no server.
 No process is started here (the graph itself: test_llm_local_graph.py)."""
 from __future__ import annotations
 
-from task_learning.bringup import LLM_SERVER_NODE, llm_wiring, load_bringup_config, plan
+from task_learning.apps.bringup import LLM_SERVER_NODE, llm_wiring, load_bringup_config, plan
 
 
 def _commands(selected, overrides) -> dict[str, str]:

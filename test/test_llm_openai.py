@@ -10,7 +10,7 @@ import pytest
 
 from task_learning.llm.base import LLMRequest
 from task_learning.llm.client import LLMClient, make_client
-from task_learning.llm.fake_server import (
+from task_learning.testing.fake_server import (
     CHAT,
     COMPLETIONS,
     FakeOpenAIServer,
@@ -294,7 +294,7 @@ def test_completions_in_llama_cpp_layout_are_read(server, layout):
 
 
 def test_list_prompts_in_llama_cpp_layout(server):
-    from task_learning.llm.fake_server import batch_completion_body
+    from task_learning.testing.fake_server import batch_completion_body
 
     server.queue(COMPLETIONS, ScriptedReply(body=batch_completion_body([GOAL_TOKENS[:1], GOAL_TOKENS[1:]],
                                                                        cached_tokens=12, layout="llamacpp")))
@@ -363,7 +363,7 @@ def test_one_success_between_failures_keeps_the_breaker_closed(server):
 def test_a_list_whose_usage_counts_the_first_prompt_only_is_not_undercounted(server):
     """llama.cpp answers a list with the first prompt's usage only: the others' completion tokens
     are their own, their prompt tokens estimated by length, their cached tokens not claimed."""
-    from task_learning.llm.fake_server import batch_completion_body
+    from task_learning.testing.fake_server import batch_completion_body
 
     body = batch_completion_body([GOAL_TOKENS, GOAL_TOKENS[:2]], prompt_tokens=40, cached_tokens=30,
                                  layout="llamacpp")

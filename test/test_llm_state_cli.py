@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 
 
 def test_llm_state_json_has_the_issue_fields(capsys):
@@ -86,11 +86,11 @@ def test_tables_i_and_ii_print_the_papers_rows_beside_ours():
 
 def test_the_loop_runs_against_an_openai_compatible_endpoint():
     """The three prompts go through LLMClient to a (loopback, scripted) endpoint, routed as
-    config/llm.yaml routes seed 003's prompt types: to the chat model (the paper used gpt-4-0613),
+    config/llm.yaml routes the LLM-State paper's prompt types: to the chat model (the paper used gpt-4-0613),
     each prompt one user message, nothing to completions; its answers are parsed like the offline
     model's."""
     from task_learning.llm.client import make_client
-    from task_learning.llm.fake_server import CHAT, COMPLETIONS, FakeOpenAIServer, ScriptedReply, chat_body
+    from task_learning.testing.fake_server import CHAT, COMPLETIONS, FakeOpenAIServer, ScriptedReply, chat_body
     from task_learning.llm.settings import load_llm_settings
     from task_learning.llm_state.agent import LLMStateAgent
     from task_learning.llm_state.household import HouseholdWorld, load_household
@@ -122,7 +122,7 @@ def test_the_loop_runs_against_an_openai_compatible_endpoint():
 
 
 def test_the_three_prompt_types_are_routed_to_the_chat_model_by_the_shipped_config():
-    """config/llm.yaml lists seed 003's three prompt types among the selection (chat) types, and
+    """config/llm.yaml lists the LLM-State paper's three prompt types among the selection (chat) types, and
     the routing the commands print says so."""
     from task_learning.llm.client import make_client
     from task_learning.llm.routing import describe_routes, routes

@@ -1,9 +1,9 @@
-"""Golden tests: seed 003's worked examples (appendix VI-A and VI-B) replayed through the real
+"""Golden tests: the LLM-State paper's worked examples (appendix VI-A and VI-B) replayed through the real
 parser and state code, and the offline model's answers to the same prompts."""
 from __future__ import annotations
 
 from task_learning.llm.base import LLMRequest
-from task_learning.llm.offline.llm_state import respond
+from task_learning.offline_model.llm_state import respond
 from task_learning.llm_state.calls import Call, parse_attention, parse_estimator, parse_plan
 from task_learning.llm_state.household import Observation
 from task_learning.llm_state.prompts import (

@@ -1,4 +1,4 @@
-"""Seed 003's Table I tasks on an AI2-THOR world (`task-learning llm-state --backend symbolic|ai2thor`,
+"""The LLM-State paper's Table I tasks on an AI2-THOR world (`task-learning llm-state --backend symbolic|ai2thor`,
 config/llm_state/thor_tasks.yaml): the tasks a FloorPlan supports reach their goal as the
 world's metadata says, the others end with the reason (offline model: not a language model)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.errors import ConfigError
 from task_learning.llm_state.household import load_household
 from task_learning.llm_state.thor_tasks import load_thor_tasks

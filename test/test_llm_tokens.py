@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from task_learning.llm.base import LLMRequest
-from task_learning.llm.offline import OfflineProvider, count_prompt_tokens
+from task_learning.offline_model import OfflineProvider, count_prompt_tokens
 from task_learning.llm.tokens import (
     TOKENIZER,
     count_chat_tokens,

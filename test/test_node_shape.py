@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from task_learning.bringup import load_bringup_config, params_file_keys
+from task_learning.apps.bringup import load_bringup_config, params_file_keys
 
 from task_learning_nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
 from task_learning_nodes.fetch_params import FETCH_PARAMETERS

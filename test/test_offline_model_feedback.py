@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from task_learning.llm.base import LLMRequest
-from task_learning.llm.offline import OfflineProvider
-from task_learning.llm.offline.feedback import parse_feedback
-from task_learning.llm.offline.sentences import parse_goal
+from task_learning.offline_model import OfflineProvider
+from task_learning.offline_model.stars.feedback import parse_feedback
+from task_learning.offline_model.stars.goals import parse_goal
 
 STOPS = ("(END RESULT)", ".", "Steps:", "\n")
 
@@ -29,8 +29,8 @@ def request(obj="mug", place="dish rack", prefix="", *, feedback="", repair_of="
 
 def all_texts(provider, req_kwargs) -> list[str]:
     """Every sentence the model could say for these settings (the whole tree's worth)."""
-    query = provider.goal_query(request(**req_kwargs))
-    return [s.text for s in provider.sentences_for(query)]
+    query = provider.stars.goal_query(request(**req_kwargs))
+    return [s.text for s in provider.stars.sentences_for(query)]
 
 
 def test_cannot_see_a_cabinet_removes_cabinet(provider):

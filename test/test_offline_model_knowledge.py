@@ -12,9 +12,9 @@ import yaml
 
 from task_learning.config import config_path
 from task_learning.errors import ConfigError
-from task_learning.llm.offline.knowledge import load_knowledge
+from task_learning.offline_model.stars.knowledge import load_knowledge
 
-PAPER_OBJECTS = [  # seed 000 Tables 4, 5 and 7, spoken names
+PAPER_OBJECTS = [  # the STARS paper Tables 4, 5 and 7, spoken names
     "plastic bottle", "soda can", "coke can", "pepsi can", "newspaper", "apple core", "paper plate",
     "plastic fork", "plastic cup", "paper cup", "paring knife", "metal fork", "steak knife",
     "bottle opener", "corkscrew", "ceramic plate", "plate", "glass tumbler", "mug", "ceramic bowl",

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from task_learning.llm.base import LLMProvider, LLMRequest, ProviderError
-from task_learning.llm.offline import LABEL, OfflineProvider, count_prompt_tokens
+from task_learning.offline_model import LABEL, OfflineProvider, count_prompt_tokens
 from task_learning.llm.tokens import count_tokens, split_tokens
 
 STOPS = ("(END RESULT)", ".", "Steps:", "\n")
@@ -83,7 +83,7 @@ def test_decision_points_have_branching_alternatives(provider):
 
 
 def test_mug_in_dish_rack_resembles_the_paper(provider):
-    """Seed 000 Table 9: GPT-3's answer for the mug in the dish rack was the dishwasher, turned on,
+    """The STARS paper Table 9: GPT-3's answer for the mug in the dish rack was the dishwasher, turned on,
     with the cupboard and the cabinet as strong alternatives at the destination (whole words in
     cl100k_base)."""
     r = provider.complete(goal_request(), 5)

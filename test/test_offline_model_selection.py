@@ -6,9 +6,9 @@ import math
 import pytest
 
 from task_learning.llm.base import LLMRequest, ProviderError
-from task_learning.llm.offline import OfflineProvider
+from task_learning.offline_model import OfflineProvider
 
-# Seed 000 appendix B.6: the six viable options for the mug in the dish rack, lowest score first.
+# The STARS paper appendix B.6: the six viable options for the mug in the dish rack, lowest score first.
 MUG_OPTIONS = [
     "the goal is that the mug is in the cupboard",
     "the goal is that the mug is in the dishwasher",

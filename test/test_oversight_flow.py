@@ -1,4 +1,4 @@
-"""The +O dialogue (seed 000 §4.4, B.7) and its appendix C counts, with simulated and scripted users."""
+"""The +O dialogue (the STARS paper §4.4, B.7) and its appendix C counts, with simulated and scripted users."""
 from __future__ import annotations
 
 import io
@@ -262,7 +262,7 @@ def test_stars_o_replayed_mug_example_simulated_user_single_yes(tmp_path):
     the simulated user preferring the cupboard, closed: one proposal, one yes, one word."""
     from task_learning.llm.client import make_client
     from task_learning.stars import elicit_goal
-    from task_learning.stars import mug_example as mug
+    from task_learning.testing import mug_example as mug
 
     cassette = mug.build_mug_cassette(tmp_path / "mug.jsonl")
     user = SimulatedOperator({mug.OBJECT_ID: ["Cupboard|1"]},

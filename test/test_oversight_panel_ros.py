@@ -230,7 +230,7 @@ def test_node_refuses_yes_as_safe_default(ros_graph):
 
 
 def _cli(graph: RosGraph, *args, stdin=""):
-    main = "import sys; from task_learning.cli import main; sys.exit(main(sys.argv[1:]))"
+    main = "import sys; from task_learning.apps.cli import main; sys.exit(main(sys.argv[1:]))"
     return graph.run([PY, "-c", main, "operator", "--wait", "30", *args], input=stdin, timeout=90,
                      name="operator cli")
 

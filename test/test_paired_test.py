@@ -1,4 +1,4 @@
-"""Seed 001's paired t-test on steps: the numbers on a fixed input, the cases where it is undefined,
+"""The bootstrapped-productions paper's paired t-test on steps: the numbers on a fixed input, the cases where it is undefined,
 and the pairing of the two agents' held-out trials by instance."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from task_learning.experiments.paired_test import PairedTest, paired_t_test
+from task_learning.significance import PairedTest, paired_t_test
 from task_learning.productions.experiment import PAPER_T_TEST_P, TrialResult, format_t_tests, steps_t_tests
 
 

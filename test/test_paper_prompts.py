@@ -1,7 +1,7 @@
-"""`--prompts paper`: seeds 002 and 003 send the prompts their papers print, verbatim.
+"""`--prompts paper`: the task-anticipation and LLM-State papers send the prompts their papers print, verbatim.
 
-The paper's text is written out here again, copied from the seeds (seed 003 Appendix VI-A
-Listings 3-5; seed 002 Execution Examples 01 and 03), independently of config/*/paper_prompts.yaml:
+The paper's text is written out here again, copied from the seeds (the LLM-State paper Appendix VI-A
+Listings 3-5; the task-anticipation paper Execution Examples 01 and 03), independently of config/*/paper_prompts.yaml:
 a wrong transcription in the YAML fails these tests. Each test looks at what a recording provider
 receives, through the same code path a real model's requests take. The project's own wording stays
 the default."""
@@ -17,7 +17,7 @@ from task_learning.anticipation.config import load_anticipation_config
 from task_learning.anticipation.context import DayContext, parse_context
 from task_learning.anticipation.experience import Experience
 from task_learning.anticipation.household import Household, load_household
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.kb.store import StoredRoutine
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm_state.agent import LLMStateAgent
@@ -28,7 +28,7 @@ from task_learning.llm_state.state import OpenState
 
 from .test_llm_state_golden import GOAL, OBS
 
-# ---------------------------------------------------------------- seed 003, Appendix VI-A
+# ---------------------------------------------------------------- the LLM-State paper, Appendix VI-A
 # Listing 4 (LLM as State Estimator), lines 2-31, whole: its observation is only these four lines.
 # The listing prints the lists with typographic quotes; the code writes Python's straight ones.
 LISTING_4 = """******** current state start ********
@@ -184,7 +184,7 @@ def test_ablations_and_w_o_states_drop_only_their_part_of_the_papers_text() -> N
         LLMStateAgent(Recording(""), "ours", wording="paper", history_window=5)
 
 
-# ---------------------------------------------------------------- seed 002, Execution Examples
+# ---------------------------------------------------------------- the task-anticipation paper, Execution Examples
 # Example 01's prompt, seed lines 13-25: the system message, then the user message. One character
 # differs on purpose: the paper's first example reads "having guests for lunch : []" (a space
 # before the colon) and its second "leaving for office: []"; the examples share one template.

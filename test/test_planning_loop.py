@@ -21,7 +21,7 @@ from test.ros_testing import NodeProcess, wait_until
 
 pytestmark = pytest.mark.slow  # whole tasks run in process
 
-CLI = [sys.executable, "-m", "task_learning.cli"]
+CLI = [sys.executable, "-m", "task_learning.apps.cli"]
 
 
 @pytest.mark.parametrize("scene, instructions, words", [
@@ -174,7 +174,7 @@ def test_goals_learned_without_oversight_are_asked_again_under_oversight(tmp_pat
 
 
 def test_a_stopped_run_ends_before_its_next_action_and_keeps_what_it_learned(tmp_path):
-    from task_learning.planning.stop import RunStopped, StopToken
+    from task_learning.stopping import RunStopped, StopToken
 
     db = tmp_path / "kb.sqlite"
     token = StopToken()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from task_learning.cli import run_cmd
+from task_learning.apps.cli import run_cmd
 from task_learning.oversight import qt_compat as qt
 from task_learning.oversight.simulated import SimulatedOperator
 from task_learning.planning.session import RunSpec

@@ -7,7 +7,7 @@ import pytest
 
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
-from task_learning.llm.offline.productions import load_teacher
+from task_learning.offline_model.productions import load_teacher
 from task_learning.oversight.operator import ScriptedOperator
 from task_learning.productions.approval import ask_approval, unapproved_families
 from task_learning.productions.memory import persistent_set

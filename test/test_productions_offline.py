@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.kb import KnowledgeBase
 from task_learning.llm.client import make_client
-from task_learning.llm.offline.productions import load_teacher
-from task_learning.llm.offline.provider import OfflineProvider
+from task_learning.offline_model.productions import load_teacher
+from task_learning.offline_model.provider import OfflineProvider
 from task_learning.productions.agent import ProductionSet
 from task_learning.productions.experiment import (
     EXTENSION_AGENT,

@@ -1,11 +1,11 @@
-"""The planner's goal executor tries learned productions before BCR (seed 001 in the stack)."""
+"""The planner's goal executor tries learned productions before BCR (the bootstrapped-productions paper in the stack)."""
 from __future__ import annotations
 
 import random
 
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
-from task_learning.llm.offline.productions import load_teacher
+from task_learning.offline_model.productions import load_teacher
 from task_learning.planning.executor import GoalExecutor
 from task_learning.productions.agent import ProductionSet
 from task_learning.productions.families import load_kitchen, make_instance
@@ -85,7 +85,7 @@ def test_goal_no_family_covers_goes_to_bcr() -> None:
 
 
 def test_planner_uses_only_approved_productions(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from task_learning.cli import main
+    from task_learning.apps.cli import main
     from task_learning.kb import KnowledgeBase
     from task_learning.productions.memory import persistent_set
     from task_learning.productions.planning import reacher_from_kb

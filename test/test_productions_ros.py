@@ -1,4 +1,4 @@
-"""Seed 001 through the ROS graph (issue 18): productions bootstrapped and approved beforehand
+"""The bootstrapped-productions paper through the ROS graph (issue 18): productions bootstrapped and approved beforehand
 perform a task, and reach a ReachGoal goal, through planner -> perception with no LLM call; with productions_require_approval
 on (the default), productions nobody approved are not used (the strategy, BCR, reaches the goals);
 with an oversight node, new productions are put to the operator (one yes/no question per task
@@ -19,7 +19,7 @@ import pytest
 from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import Confirmation
 from task_learning.llm.client import make_client
-from task_learning.llm.offline.productions import load_teacher
+from task_learning.offline_model.productions import load_teacher
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.productions.experiment import bootstrap_into
 from task_learning.types import Truth

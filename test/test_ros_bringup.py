@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from task_learning import bringup
+from task_learning.apps import bringup
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning_interfaces.msg import WorldState
 from task_learning_nodes import entry
@@ -63,7 +63,7 @@ nodes:
     config = bringup.load_bringup_config(path)
     exists = bringup.module_exists
     monkeypatch.setattr(bringup, "module_exists", lambda m: m != "task_learning_nodes.synthetic_robot" and exists(m))
-    with caplog.at_level(logging.WARNING, logger="task_learning.bringup"):
+    with caplog.at_level(logging.WARNING, logger="task_learning.apps.bringup"):
         launches = bringup.plan(config, None, {"scene": "organize_office", "backend": None})
     assert [launch.spec.name for launch in launches] == ["perception", "other"]
     assert "skipping node future" in caplog.text
@@ -93,7 +93,7 @@ nodes:
 
 
 def test_core_bringup_does_not_import_rclpy():
-    code = "import sys, task_learning.bringup, task_learning.cli.bringup_cmd; print('rclpy' in sys.modules)"
+    code = "import sys, task_learning.apps.bringup, task_learning.apps.cli.bringup_cmd; print('rclpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

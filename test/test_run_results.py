@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 
 pytestmark = pytest.mark.slow  # whole tasks in-process
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from task_learning.cli import main as cli_main
+from task_learning.apps.cli import main as cli_main
 from task_learning.grounding import analyze_goal
 from task_learning.grounding.scene_state import scene_world_state
 from task_learning.llm.base import LLMResponse, TokenLogprob

@@ -33,7 +33,7 @@ from task_learning.productions.language import task_binding
 from task_learning.productions.planning import reacher_from_kb
 from task_learning.types import ActionCall
 
-CLI = [sys.executable, "-m", "task_learning.cli"]
+CLI = [sys.executable, "-m", "task_learning.apps.cli"]
 SCENE = "store_groceries"
 BUTTER_GOAL = "false:open(Fridge) & inside(?object, Fridge)"
 
@@ -284,8 +284,8 @@ def test_task_patterns_match_in_bounded_time():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_hostile_imports_join_task_learning_faults_as_handled(tmp_path):
-    from task_learning.faults import run_probes
-    from task_learning.faults.base import ProbeContext
+    from task_learning.apps.faults import run_probes
+    from task_learning.apps.faults.base import ProbeContext
 
     results = run_probes(ProbeContext(workdir=tmp_path), ("imports",))
     assert {r.name for r in results} >= {"policy that also throws the eggs away", "run on a knowledge base holding it",

@@ -86,13 +86,13 @@ def test_the_planner_asks_about_an_imported_production_by_what_it_does_over_ros(
 
     import yaml
 
-    from task_learning.faults.import_probes import deceptive_production
+    from task_learning.apps.faults.import_probes import deceptive_production
 
     db = tmp_path / "kb.sqlite"
     run_in_process(RunSpec(scene=SCENE, condition="STARS+O", db=db))
     rules = tmp_path / "rules.yaml"
     rules.write_text(yaml.safe_dump({"productions": [deceptive_production()]}))
-    done = subprocess.run([sys.executable, "-m", "task_learning.cli", "kb", "import", "--db", str(db), str(rules)],
+    done = subprocess.run([sys.executable, "-m", "task_learning.apps.cli", "kb", "import", "--db", str(db), str(rules)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     bringup = ros_graph.start_cli("bringup", "--scene", SCENE, "--db", str(db), "--keep-going", "--nodes", *NODES)

@@ -15,7 +15,7 @@ from task_learning.planning.session import RunSpec, run_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # whole tasks in process, the CLI in subprocesses
 
-CLI = [sys.executable, "-m", "task_learning.cli"]
+CLI = [sys.executable, "-m", "task_learning.apps.cli"]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from task_learning.cli import main as cli_main
+from task_learning.apps.cli import main as cli_main
 from task_learning.llm.client import make_client
 from task_learning.oversight.simulated import SimulatedOperator
 from task_learning.stars import Condition, elicit_goal
@@ -122,7 +122,7 @@ def test_stars_ctx_puts_user_context_in_every_prompt():
 
 
 def test_cli_json(capsys, tmp_path):
-    from task_learning.stars.mug_example import build_mug_cassette
+    from task_learning.testing.mug_example import build_mug_cassette
 
     cassette = build_mug_cassette(tmp_path / "mug.jsonl")
     code = cli_main(["elicit", "--scene", "tidy_kitchen", "--object", "Mug|2", "--condition", "STARS",

@@ -1,4 +1,4 @@
-"""Seed 000 appendix B replayed: the mug in the dish rack through ST, repair and selection."""
+"""The STARS paper appendix B replayed: the mug in the dish rack through ST, repair and selection."""
 from __future__ import annotations
 
 import threading
@@ -7,7 +7,7 @@ import pytest
 
 from task_learning.llm.client import make_client
 from task_learning.stars import TreeSettings, elicit_goal
-from task_learning.stars import mug_example as mug
+from task_learning.testing import mug_example as mug
 from task_learning.types import CandidateSource
 
 P = " The goal is that the mug is in the"

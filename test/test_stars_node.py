@@ -13,7 +13,7 @@ CUPBOARD_CLOSED = "the goal is that the mug is in the cupboard and the cupboard 
 
 @pytest.fixture(scope="module")
 def node(ros_module_graph, tmp_path_factory):
-    from task_learning.stars.mug_example import build_mug_cassette
+    from task_learning.testing.mug_example import build_mug_cassette
 
     cassette = build_mug_cassette(tmp_path_factory.mktemp("cassette") / "mug.jsonl")
     proc = ros_module_graph.start_node("goal_elicitation", "-p", "scene:=tidy_kitchen",

@@ -9,7 +9,7 @@ import pytest
 from task_learning.errors import TaskLearningError
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.stars import elicit_goal
-from task_learning.stars.mug_example import PaperAnalysis, _response, _t, mug_metadata
+from task_learning.testing.mug_example import PaperAnalysis, _response, _t, mug_metadata
 from task_learning.stars.prompts import GoalContext, load_templates
 from task_learning.stars.selection import parse_answer, presentation_order, select_goal
 from task_learning.types import CandidateSource, GoalCandidate, Mismatch, MismatchKind

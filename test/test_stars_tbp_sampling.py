@@ -1,4 +1,4 @@
-"""TBP as seed 000 describes it: several samples at the configured temperatures, deduplicated,
+"""TBP as the STARS paper describes it: several samples at the configured temperatures, deduplicated,
 ranked by mean token probability; the offline model samples with a seeded generator."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from task_learning.errors import ConfigError
 from task_learning.llm.base import LLMRequest, LLMResponse, TokenLogprob
 from task_learning.llm.client import LLMClient, make_client
-from task_learning.llm.offline import OfflineProvider
+from task_learning.offline_model import OfflineProvider
 from task_learning.stars.elicit import elicit_goal
 from task_learning.stars.prompts import SamplingSettings, load_templates
 from task_learning.world.scene import load_scene
@@ -126,7 +126,7 @@ def test_tbp_plus_o_can_propose_several_goals_before_asking_for_words():
 def test_openai_provider_sends_each_sample_with_its_temperature_and_keeps_server_usage():
     import math
 
-    from task_learning.llm.fake_server import (
+    from task_learning.testing.fake_server import (
         COMPLETIONS,
         FakeOpenAIServer,
         ScriptedReply,

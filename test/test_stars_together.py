@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from task_learning.cli import main as cli_main
+from task_learning.apps.cli import main as cli_main
 from task_learning.kb import KnowledgeBase
 from task_learning.llm.client import make_client
 from task_learning.oversight.simulated import SimulatedOperator
@@ -157,7 +157,7 @@ def test_wait_ready_stops_for_its_caller_and_for_a_closed_elicitor():
     """What the goal elicitation node's LearnGoal relies on: waiting for an object's prefetched
     model stages ends with RunStopped when the caller's goal is cancelled or the batch closed, and
     the object is then not elicited again on its own."""
-    from task_learning.planning.stop import RunStopped
+    from task_learning.stopping import RunStopped
 
     scene = small_scene()
     metadata = {"objects": [dict(o) for o in scene.objects]}

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from task_learning.llm.base import LLMRequest, LLMResponse
-from task_learning.stars.mug_example import _response, _t
+from task_learning.testing.mug_example import _response, _t
 from task_learning.stars.prompts import GoalContext, load_templates
 from task_learning.stars.tree import (
     TreeRoot,
@@ -199,7 +199,7 @@ def test_failed_and_logprob_less_responses_are_counted_not_fatal():
 
 
 def test_concurrent_expansion_equals_sequential():
-    from task_learning.stars.mug_example import RECURSIONS, ROOT
+    from task_learning.testing.mug_example import RECURSIONS, ROOT
 
     script = {"": ROOT, **RECURSIONS}
     ctx = GoalContext("tidy kitchen", "kitchen", "mug", "in", "dish rack")

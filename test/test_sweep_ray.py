@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from task_learning.sweeps.reaper import descendants
+from task_learning.apps.sweeps.reaper import descendants
 from test.ros_testing import CLI, wait_until
 
 pytest.importorskip("ray", reason="the sweep extra (Ray) is not installed: make sweep-setup")

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from task_learning.cli import main
+from task_learning.apps.cli import main
 from task_learning.config import config_path
 from task_learning.errors import ConfigError
-from task_learning.sweeps.grid import expand
-from task_learning.sweeps.results import ResultsError, ResultsStore
-from task_learning.sweeps.spec import load_sweep, parse_sweep
-from task_learning.sweeps.summary import build_tables, estimate, format_table
-from task_learning.sweeps.trial import run_trial
+from task_learning.apps.sweeps.grid import expand
+from task_learning.apps.sweeps.results import ResultsError, ResultsStore
+from task_learning.apps.sweeps.spec import load_sweep, parse_sweep
+from task_learning.apps.sweeps.summary import build_tables, estimate, format_table
+from task_learning.apps.sweeps.trial import run_trial
 
 STARS = {"kind": "stars", "scenes": ["tidy_kitchen"], "conditions": ["STARS"], "seeds": 2}
 
@@ -129,7 +129,7 @@ def test_example_sweep_file_is_in_config():
 
 
 def test_an_unreachable_cluster_address_is_one_line_at_once(tmp_path):
-    from task_learning.sweeps.ray_runner import SweepError, check_reachable
+    from task_learning.apps.sweeps.ray_runner import SweepError, check_reachable
 
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from task_learning.cli import build_parser, main
+from task_learning.apps.cli import build_parser, main
 from task_learning.oversight import qt_platform
 from task_learning.planning.summary import summarize
 
