@@ -1,4 +1,4 @@
-"""Hand-built inputs for the oversight tests: the mug example (seed 000 B.6/B.7) with grounded
+"""Hand-built inputs for the oversight tests: the mug example (the STARS paper B.6/B.7) with grounded
 literals, and a tiny stand-in analyser that reads "the goal is that the X is in the Y [and the Y is
 closed]" against a fixed kitchen, so the flow tests do not depend on the grounding component."""
 from __future__ import annotations

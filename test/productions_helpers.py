@@ -1,4 +1,4 @@
-"""Shared pieces for the production-rule tests (seed 001): a scripted provider that answers with
+"""Shared pieces for the production-rule tests (the bootstrapped-productions paper): a scripted provider that answers with
 given texts per prompt type and records every request, the appendix's lettuce state, and a tiny
 world whose states are places."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Base8 baseline on the traces' household (seed 002, Example 03): the golden correction, the
+"""The Base8 baseline on the traces' household (the task-anticipation paper, Example 03): the golden correction, the
 feasibility rules, the parser of its answers."""
 from __future__ import annotations
 

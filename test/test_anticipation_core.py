@@ -1,4 +1,4 @@
-"""Task anticipation (seed 002): the golden traces (Examples 01 and 02) and bad answers.
+"""Task anticipation (the task-anticipation paper): the golden traces (Examples 01 and 02) and bad answers.
 
 The LLM's answers are the traces' own texts, served by a scripted completer: these tests check the
 parser, the validator against the seeded experience and the merge, not any model."""

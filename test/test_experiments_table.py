@@ -1,4 +1,4 @@
-"""Seed 000's Table 2 layout: our rows, the paper's beside them, and the plot file."""
+"""The STARS paper's Table 2 layout: our rows, the paper's beside them, and the plot file."""
 from __future__ import annotations
 
 import pytest
@@ -31,7 +31,7 @@ def test_paper_rows_hold_the_transcribed_figures():
     assert paper_row("tidy_kitchen", "NOPE") is None
 
 
-# Seed 000 Table 2, transcribed independently of table.py: completion, retrieved, total tokens,
+# The STARS paper Table 2, transcribed independently of table.py: completion, retrieved, total tokens,
 # instructions, words.
 TABLE_2 = {
     "tidy_kitchen": {"TBP": (52.5, 93, 41407, 14, 76), "TBP+O": (100.0, 89, 42469, 92, 403),

@@ -1,4 +1,4 @@
-"""Seed 000 appendix B.4: the 13 responses of the mug example get exactly the paper's verdicts, in
+"""The STARS paper appendix B.4: the 13 responses of the mug example get exactly the paper's verdicts, in
 tidy_kitchen with the mug in the dish rack in context (core, in process)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Goal analysis over the three scenes of seed 000: every mismatch kind, duplicates in different
+"""Goal analysis over the three scenes of the STARS paper: every mismatch kind, duplicates in different
 places, multiword names, plurals, states without the affordance, places the scene lacks, case and
 punctuation variants."""
 from __future__ import annotations
@@ -282,7 +282,7 @@ def test_same_noun_names_the_same_object_in_one_sentence(states):
 
 
 def test_context_object_chooses_between_duplicates(states):
-    """Same sentence, different context, different object (seed 000: the steak knife on the table
+    """Same sentence, different context, different object (the STARS paper: the steak knife on the table
     goes to the dishwasher, the one in the dish rack to the drawer)."""
     sentence = G + "the steak knife is in the drawer"
     first = goal(states, "tidy_kitchen", sentence, "SteakKnife|1").literals

@@ -1,5 +1,5 @@
 """BCR's prompt with LLM-State's notes (issue 17: "BCR's prompt can include the LLM-State summary
-when both are on"): without notes the request is exactly seed 004's; with them the open state
+when both are on"): without notes the request is exactly the BCR paper's; with them the open state
 (entries and summary) of a real LLM-State run comes before the candidates, and in the context."""
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def llm_state_notes() -> LatestState:
     return board
 
 
-def test_without_notes_the_request_is_seed_004s():
+def test_without_notes_the_request_is_the_bcr_papers():
     args = (GOAL, [], ["PickupObject(Apple|1)"], ["NavigateToObject(Fridge|1) -> ok"], [])
     plain = build_request(*args)
     assert build_request(*args, state_notes="  ") == plain

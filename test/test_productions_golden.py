@@ -1,4 +1,4 @@
-"""Golden tests from seed 001's appendix and method section.
+"""Golden tests from the bootstrapped-productions paper's appendix and method section.
 
 1. The lettuce example through selection -> English rule -> structured rule -> replay check ->
    revision: the first rule asks the world knowledge about one place ("SinkBasin_28084e25 is a

@@ -1,4 +1,4 @@
-"""No generated text is ever executed as code, and bad rules are refused by name (seed 001 made safe).
+"""No generated text is ever executed as code, and bad rules are refused by name (the bootstrapped-productions paper made safe).
 
 The paper imports LLM-written Python. Here an LLM's rule is JSON, parsed and validated; these tests
 hand the learning loop answers full of Python (a ```py block as the paper's, code in every field)

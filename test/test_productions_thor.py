@@ -1,4 +1,4 @@
-"""Seed 001's families on the AI2-THOR bridge: productions bootstrapped in FloorPlan1 (offline
+"""The bootstrapped-productions paper's families on the AI2-THOR bridge: productions bootstrapped in FloorPlan1 (offline
 model: not a language model) run held-out instances through the real ai2thor Controller and the
 project's stand-in simulator, the instance's set-up sent as SetObjectPoses; slice and clear on
 FloorPlan14 succeed as the world's metadata says, with 0 LLM calls, as on the symbolic world (world

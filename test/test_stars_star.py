@@ -1,4 +1,4 @@
-"""STARS* exactly as seed 000 (footnote 3): three sentences, as the system prompt of Selection
+"""STARS* exactly as the STARS paper (footnote 3): three sentences, as the system prompt of Selection
 only, on tidy kitchen only; the richer user context is STARS+CTX, an extension."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The completion measure (seed 000): 100 % when every preference holds, 39/40 with one kitchen
+"""The completion measure (the STARS paper): 100 % when every preference holds, 39/40 with one kitchen
 object misplaced, an open fridge counts against it."""
 from __future__ import annotations
 

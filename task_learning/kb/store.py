@@ -377,7 +377,7 @@ class Policy:
 
 @dataclass(frozen=True)
 class StoredRoutine:
-    """One day the robot saw (task anticipation, seed 002): the day ("weekday"/"weekend"), the
+    """One day the robot saw (task anticipation, the task-anticipation paper): the day ("weekday"/"weekend"), the
     facts of its context ("working_from_home", ...), the tasks in the order they were done, and
     an explanation used when the day is shown to the LLM as an example."""
 
@@ -1012,7 +1012,7 @@ class KnowledgeBase:
             rows = self._conn.execute(f"SELECT {self._POLICY_COLUMNS} FROM policies ORDER BY id").fetchall()
         return [self._policy_from_row(r) for r in rows]
 
-    # --- productions (seed 001) and world knowledge -----------------------------------------
+    # --- productions (the bootstrapped-productions paper) and world knowledge -----------------------------------------
 
     def save_production(self, record: dict[str, Any]) -> None:
         """Store (or replace) a production by name: `record` holds name, task, rule (its data
@@ -1127,7 +1127,7 @@ class KnowledgeBase:
             self.save_production(record)
         return len(records)
 
-    # --- routines (task anticipation's experience, seed 002) ---------------------------------
+    # --- routines (task anticipation's experience, the task-anticipation paper) ---------------------------------
 
     def add_routines(self, routines: list[StoredRoutine]) -> list[int]:
         """Store days the robot has seen (context, ordered tasks, explanation), all in one
