@@ -388,7 +388,7 @@ def _run_panel(args: argparse.Namespace) -> int:
 
 
 RQT_PLUGIN = "task_learning/OperatorPanel"
-RQT_VENV_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "rqt_venv.sh"
+RQT_VENV_SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "rqt_venv.sh"
 
 
 def _run_rqt(args: argparse.Namespace) -> int:
