@@ -394,7 +394,7 @@ def _oversee(cond: Condition, client: CompletionClient, templates: PromptTemplat
              object_id: str, options: list[GoalCandidate], selected: GoalCandidate | None,
              operator: Any, analyzer: Analyzer | None, kb: Any) -> tuple[Any, GoalCandidate | None]:
     """The +O seam: propose (Selection again without rejected options), then ask for words."""
-    from task_learning.oversight.flow import run_oversight
+    from task_learning.oversight.flow import OversightSubject, run_oversight
 
     ranked = sorted(options, key=lambda c: (-c.score, c.candidate_id))  # best first
     if flags(cond).llm_selection:
@@ -409,8 +409,8 @@ def _oversee(cond: Condition, client: CompletionClient, templates: PromptTemplat
             raise TaskLearningError("no analyzer for user descriptions")
         return analyzer(sentence)
 
-    outcome = run_oversight(ranked=ranked, reselect=reselect, operator=operator,
-                            object_description=ctx.description, analyze=analyze,
-                            selected=selected, object_id=object_id, kb=kb, task=ctx.task,
-                            context=ctx.location)
+    outcome = run_oversight(ranked=ranked, reselect=reselect, operator=operator, analyze=analyze,
+                            selected=selected, kb=kb,
+                            subject=OversightSubject(ctx.description, object_id=object_id, task=ctx.task,
+                                                     context=ctx.location))
     return outcome, outcome.chosen
