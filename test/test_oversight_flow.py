@@ -260,15 +260,15 @@ def test_stars_o_replayed_mug_example_simulated_user_single_yes(tmp_path):
     """STARS+O through the stars pipeline on the paper's replayed LLM responses (appendix B), with
     the simulated user preferring the cupboard, closed: one proposal, one yes, one word."""
     from task_learning.llm.client import make_client
-    from task_learning.stars import elicit_goal
+    from task_learning.stars import ElicitationSetup, elicit_goal
     from task_learning.stars import mug_example as mug
 
     cassette = mug.build_mug_cassette(tmp_path / "mug.jsonl")
     user = SimulatedOperator({mug.OBJECT_ID: ["Cupboard|1"]},
                              closable={"Cupboard|1", "Dishwasher|1", "Drawer|1"})
     result = elicit_goal(mug.TASK, mug.OBJECT_ID, mug.mug_metadata(), None, "STARS+O",
-                         make_client(f"replay:{cassette}"), analyzer=mug.paper_analysis,
-                         operator=user)
+                         make_client(f"replay:{cassette}"),
+                         setup=ElicitationSetup(analyzer=mug.paper_analysis, operator=user))
     assert result.chosen.text == CUPBOARD_CLOSED
     assert len(user.asked) == 1 and user.asked[0].question == (
         "For a mug in the dish rack is the goal that the mug is in the cupboard and the cupboard "
