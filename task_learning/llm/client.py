@@ -4,6 +4,8 @@ A provider only talks to a model; the client adds what every caller needs and no
 twice: accounting by prompt type, a response cache, retries with exponential backoff on transient
 failures, a timeout per call, a cap on requests per scope (object), a token budget per run, an
 optional cassette recorder, and thread safety (STARS sends one tree level concurrently).
+Each of these is a layer of its own (llm/layers/), composed here; `LLMClient` keeps the order a
+request meets them in and the public face its callers use.
 
 `complete` never raises for a provider failure: it returns an `LLMResponse` whose `error` says
 what went wrong (a dead endpoint, garbage, a spent budget), counted as a failure in `usage`.
