@@ -106,18 +106,18 @@ class KnowledgeBase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- questions (kb/repositories/questions.py) ----------------------------------------------------
-    def record_question(self, request: ConfirmationRequest, *, task: str='', context: str='',
-                        asked_by: str='') -> None:
+    # --- questions (kb/repositories/questions.py) -------------------------------------------------
+    def record_question(self, request: ConfirmationRequest, *, task: str = "", context: str = "",
+                        asked_by: str = "") -> None:
         return self.questions_repo.record_question(request, task=task, context=context, asked_by=asked_by)
 
-    def record_answer(self, answer: ConfirmationAnswer, *, client: str='', verified: bool=False,
-                      confirmation_id: str='') -> None:
+    def record_answer(self, answer: ConfirmationAnswer, *, client: str = "", verified: bool = False,
+                      confirmation_id: str = "") -> None:
         return self.questions_repo.record_answer(answer, client=client, verified=verified,
                                                  confirmation_id=confirmation_id)
 
-    def previous_answer(self, *, task: str, question: str, context: str | None=None, asked_by: str='',
-                        object_id: str | None=None, candidate_text: str | None=None) -> ConfirmationAnswer | None:
+    def previous_answer(self, *, task: str, question: str, context: str | None = None, asked_by: str = "",
+                        object_id: str | None = None, candidate_text: str | None = None) -> ConfirmationAnswer | None:
         return self.questions_repo.previous_answer(task=task, question=question, context=context,
                                                    asked_by=asked_by, object_id=object_id,
                                                    candidate_text=candidate_text)
@@ -125,10 +125,10 @@ class KnowledgeBase:
     def question_log(self) -> list[dict[str, Any]]:
         return self.questions_repo.question_log()
 
-    def answer_history(self, operator: str, limit: int=20) -> list[dict[str, Any]]:
+    def answer_history(self, operator: str, limit: int = 20) -> list[dict[str, Any]]:
         return self.questions_repo.answer_history(operator, limit)
 
-    # --- operators (kb/repositories/operators.py) ----------------------------------------------------
+    # --- operators (kb/repositories/operators.py) -------------------------------------------------
     def save_operator(self, name: str, verifier: str, created_by: str) -> None:
         return self.operators_repo.save_operator(name, verifier, created_by)
 
@@ -150,12 +150,12 @@ class KnowledgeBase:
     def use_pairing_code(self, code_id: str, verifier: str, now: float) -> str | None:
         return self.operators_repo.use_pairing_code(code_id, verifier, now)
 
-    # --- goals (kb/repositories/goals.py) ------------------------------------------------------------
+    # --- goals (kb/repositories/goals.py) ---------------------------------------------------------
     def learn_goal(self, goal: LearnedGoal) -> None:
         return self.goals_repo.learn_goal(goal)
 
     def set_confirmation(self, task: str, context: str, confirmation: Confirmation, confirmed_by: dict[str,
-                         Any] | None=None) -> bool:
+                         Any] | None = None) -> bool:
         return self.goals_repo.set_confirmation(task, context, confirmation, confirmed_by)
 
     def goal_for(self, task: str, context: str) -> LearnedGoal | None:
@@ -164,7 +164,7 @@ class KnowledgeBase:
     def goals(self) -> list[LearnedGoal]:
         return self.goals_repo.goals()
 
-    # --- policies (kb/repositories/policies.py) ------------------------------------------------------
+    # --- policies (kb/repositories/policies.py) ---------------------------------------------------
     def save_policy(self, policy: Policy) -> None:
         return self.policies_repo.save_policy(policy)
 
@@ -174,7 +174,7 @@ class KnowledgeBase:
     def policies(self) -> list[Policy]:
         return self.policies_repo.policies()
 
-    # --- productions (kb/repositories/productions.py) ------------------------------------------------
+    # --- productions (kb/repositories/productions.py) ---------------------------------------------
     def save_production(self, record: dict[str, Any]) -> None:
         return self.productions_repo.save_production(record)
 
@@ -202,30 +202,30 @@ class KnowledgeBase:
     def set_family_end_condition(self, family: str, end_condition: str) -> None:
         return self.productions_repo.set_family_end_condition(family, end_condition)
 
-    def statements(self, source: str | None=None) -> dict[str, bool]:
+    def statements(self, source: str | None = None) -> dict[str, bool]:
         return self.productions_repo.statements(source)
 
-    def parse_production_import(self, data: Any, *, source: str='<import>') -> list[dict[str, Any]]:
+    def parse_production_import(self, data: Any, *, source: str = "<import>") -> list[dict[str, Any]]:
         return self.productions_repo.parse_production_import(data, source=source)
 
     def import_productions(self, records: list[dict[str, Any]]) -> int:
         return self.productions_repo.import_productions(records)
 
-    # --- routines (kb/repositories/routines.py) ------------------------------------------------------
+    # --- routines (kb/repositories/routines.py) ---------------------------------------------------
     def add_routines(self, routines: list[StoredRoutine]) -> list[int]:
         return self.routines_repo.add_routines(routines)
 
     def routines(self) -> list[StoredRoutine]:
         return self.routines_repo.routines()
 
-    # --- transfer (kb/repositories/transfer.py) ------------------------------------------------------
+    # --- transfer (kb/repositories/transfer.py) ---------------------------------------------------
     def export_dict(self) -> dict[str, Any]:
         return self.transfer.export_dict()
 
-    def import_dict(self, data: dict[str, Any], *, source: str='<import>', trust_confirmations: bool=False,
-                    verify: Callable[[LearnedGoal, str], None] | None=None,
-                    verify_routine: Callable[[StoredRoutine, str], None] | None=None,
-                    verify_policy: Callable[[Policy, str], None] | None=None) -> ImportCounts:
+    def import_dict(self, data: dict[str, Any], *, source: str = "<import>", trust_confirmations: bool = False,
+                    verify: Callable[[LearnedGoal, str], None] | None = None,
+                    verify_routine: Callable[[StoredRoutine, str], None] | None = None,
+                    verify_policy: Callable[[Policy, str], None] | None = None) -> ImportCounts:
         return self.transfer.import_dict(data, source=source, trust_confirmations=trust_confirmations,
                                          verify=verify, verify_routine=verify_routine, verify_policy=verify_policy)
 

@@ -396,10 +396,10 @@ def make_client(spec: str | None = None, **options: Any) -> LLMClient:
     if kind == "local":  # a list of prompts on a few cores takes longer than a hosted call
         limits = limits.model_copy(update={"timeout_s": settings.local.timeout_s,
                                            "max_batch_size": settings.local.max_batch_size})
-    # an explicit option over the file, as the file's type (a command line may give 5 for 5.0)
-    limits = limits.model_copy(update={name: type(getattr(limits, name))(options[name]) for name in CLIENT_LIMITS
-                                       if options.get(name) is not None})
     try:
+        # an explicit option over the file, as the file's type (a command line may give 5 for 5.0)
+        limits = limits.model_copy(update={name: type(getattr(limits, name))(options[name])
+                                           for name in CLIENT_LIMITS if options.get(name) is not None})
         return LLMClient.from_settings(
             provider, limits, cache=_make_cache(options["cache"] if "cache" in options else limits.cache),
             recorder=CassetteRecorder(record_to) if record_to else None, sleep=options.get("sleep") or time.sleep)
