@@ -63,6 +63,7 @@ class LocalSettings:
     startup_timeout_s: float = 120.0  # model load until /health says ok
     health_timeout_s: float = 5.0  # a call that timed out: /health silent this long = hung server
     timeout_s: float = 120.0  # per call (a list of prompts on 2 cores takes a while)
+    timeout_per_prompt_s: float = 8.0  # a list of n prompts: timeout_s + this * (n - 1) (docs/llm.md)
     max_batch_size: int = 32  # prompts per list request
     extra_args: tuple[str, ...] = ()  # more llama-server options, e.g. ["--cache-reuse", "256"]
 
@@ -152,6 +153,7 @@ LOCAL_RANGES: dict[str, tuple[float, float, bool]] = {
     "startup_timeout_s": (0.0, 3600.0, True),
     "health_timeout_s": (0.0, 600.0, True),
     "timeout_s": (0.0, 3600.0, True),
+    "timeout_per_prompt_s": (0.0, 600.0, False),
 }
 
 
