@@ -122,3 +122,24 @@ def test_only_temperature_zero_answers_are_shared_and_they_keep_their_token_coun
     assert two.complete(hot, 1).text == "answer 1" and second.prompts == ["p"]  # temperature 0.5: asked anew
     assert two._complete_batch([cold, LLMRequest("initial", prompt="q")], 1)[1].text == "answer 2"
     assert (one.asked, one.served, two.asked, two.served) == (1, 0, 2, 2)
+
+
+def test_the_model_is_named_with_its_size():
+    from task_learning.experiments.table import describe_model
+
+    text = describe_model("local", {})
+    assert "Gemma 3 270M base" in text and "Q4_K_M" in text and "253 MB" in text
+    assert describe_model("local", {"base_url": "http://127.0.0.1:9/v1"}).startswith("local: the llama-server at")
+
+
+def test_a_list_of_prompts_gets_a_deadline_that_grows_with_its_length():
+    from task_learning.llm.local_provider import local_provider
+    from task_learning.llm.settings import load_llm_settings
+
+    settings = load_llm_settings().local
+    provider = local_provider(settings, {}, {"base_url": "http://127.0.0.1:9/v1"})
+    try:
+        assert provider.list_deadline(settings.timeout_s, 1) == settings.timeout_s
+        assert provider.list_deadline(settings.timeout_s, 32) == settings.timeout_s + 31 * settings.timeout_per_prompt_s
+    finally:
+        provider.close()
