@@ -57,7 +57,7 @@ class LocalSettings:
     model_name: str = "gemma-3-270m-q4_k_m"  # what the server is asked for and reports
     context: int = 8192  # -c: KV cache tokens, one pool shared by the slots
     parallel: int = 2  # -np: requests decoded together
-    threads: int = 0  # -t: 0 = every core of this machine
+    threads: int = 1  # -t: 0 = every core of this machine; 1: see config/llm.yaml
     swa_full: bool = True  # --swa-full: Gemma 3's sliding-window layers keep the whole prompt, so
     #                        the prefix cache can serve prompts longer than the 512-token window
     startup_timeout_s: float = 120.0  # model load until /health says ok
