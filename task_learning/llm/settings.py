@@ -115,12 +115,14 @@ class LocalSettings(Schema):
     model_name: Text = "gemma-3-270m-q4_k_m"  # what the server is asked for and reports
     context: Annotated[int, _int(256, 1 << 20)] = 8192  # -c: KV cache tokens, one pool shared by the slots
     parallel: Annotated[int, _int(1, 64)] = 2  # -np: requests decoded together
-    threads: Annotated[int, _int(0, 256)] = 0  # -t: 0 = every core of this machine
+    threads: Annotated[int, _int(0, 256)] = 1  # -t: 0 = every core of this machine; 1: see config/llm.yaml
     swa_full: bool = True  # --swa-full: Gemma 3's sliding-window layers keep the whole prompt, so
     #                        the prefix cache can serve prompts longer than the 512-token window
     startup_timeout_s: Annotated[float, _seconds(3600.0)] = 120.0  # model load until /health says ok
     health_timeout_s: Annotated[float, _seconds(600.0)] = 5.0  # a call that timed out: /health silent this long = hung server
     timeout_s: Annotated[float, _seconds(3600.0)] = 120.0  # per call (a list of prompts on 2 cores takes a while)
+    # a list of n prompts: timeout_s + this * (n - 1) (docs/llm.md)
+    timeout_per_prompt_s: Annotated[float, bounded(low=0.0, high=600.0)] = 8.0
     max_batch_size: Annotated[int, _int(1, 100_000)] = 32  # prompts per list request
     extra_args: Names = ()  # more llama-server options, e.g. ["--cache-reuse", "256"]
 
