@@ -60,7 +60,7 @@ def _trial(spec: RunSpec, shared: SharedAnswers | None) -> dict[str, Any]:
 
         client = make_client(spec.llm, **spec.llm_options)
         sharing = SharingProvider(client.provider, shared)
-        client.provider = sharing
+        client.use_provider(sharing)
     try:
         with LoadSampler() as load:
             metrics, _ = run_in_process(spec, client=client)

@@ -297,6 +297,11 @@ class LLMClient:
         self.breaker.reset()
 
     # ------------------------------------------------------------------------------ accounting
+    def use_provider(self, provider: LLMProvider) -> None:
+        """Have every layer call `provider` from now on (the experiment puts its answer sharing
+        around the client's own provider): the layers hold it through one Endpoint."""
+        self.provider = self.endpoint.provider = provider
+
     @property
     def provider_name(self) -> str:
         return self.endpoint.name
