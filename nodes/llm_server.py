@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 
 from rclpy.node import Node
 
@@ -60,7 +59,7 @@ class LLMServerNode(Node):
             changes["parallel"] = int(get("parallel"))
         if int(get("threads")) >= 0:
             changes["threads"] = int(get("threads"))
-        self.settings = replace(settings, **changes)
+        self.settings = settings.model_copy(update=changes)
         self.max_restarts = int(get("max_restarts"))
         self.restart_window_s = float(get("restart_window_s"))
         self.server = LocalServer(self.settings, model=str(get("model")), port=int(get("port")))
