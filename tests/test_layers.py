@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # (importer, imported) core units: at most one, each with why it still runs upward.
 UPWARD = {
-    ("kb", "productions"): "KnowledgeBase.parse_production_import validates imported rules with the "
-                           "production language; it belongs in productions/ once kb/store.py is split",
+    ("kb", "productions"): "ProductionRepository.parse_production_import (kb/repositories/productions.py) "
+                           "validates imported rules with the production language; it belongs in productions/",
 }
 # The layers above the core, highest first by rank; everything else of task_learning is the core (0).
 RANK = {"apps": 3, "testing": 2, "offline_model": 1}
