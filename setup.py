@@ -61,7 +61,7 @@ setup(
     license="BSD-3-Clause",
     tests_require=["pytest"],
     entry_points={
-        "console_scripts": ["task-learning = task_learning.cli:main",
+        "console_scripts": ["task-learning = task_learning.apps.cli:main",
                             # the headless AI2-THOR stand-in the ai2thor Controller starts
                             "task-learning-thor-standin = task_learning.world.thor.standin:main"]
         + [f"{name} = {target}" for name, target in NODE_EXECUTABLES.items()],

@@ -1,4 +1,4 @@
-"""BCR benchmarks (seed 004): success per task in both modes beside the paper's Table 1, decision
+"""BCR benchmarks (the BCR paper): success per task in both modes beside the paper's Table 1, decision
 overhead without the LLM, its growth with the scene, and the candidates considered per decision
 (the paper's Table 3 measure).
 
@@ -9,7 +9,7 @@ its success counts show the algorithm's mechanics in each mode, not what GPT-3.5
 
 Decision overhead = everything the agent does for one decision except asking the model: goal
 check, tree update (success / blocking resolutions), blocking-condition detection, loop signature,
-candidate listing and building the seed 004 prompt (LLMRequest). The engine used here builds
+candidate listing and building the BCR paper's prompt (LLMRequest). The engine used here builds
 the prompt and then answers at once, so the model's latency is excluded by construction.
 """
 from __future__ import annotations

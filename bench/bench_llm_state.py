@@ -1,4 +1,4 @@
-"""LLM-State (seed 003): prompt size and wall time per step as the history grows.
+"""LLM-State (the LLM-State paper): prompt size and wall time per step as the history grows.
 
 The paper rebuilds the state from the whole history at every rebuild (C(ŝ_t, A_h, O_t) with A_h
 since step 0), so the estimator's prompt grows with every action, and the policy's prompt too

@@ -84,7 +84,7 @@ def run_scene(name: str, verbose: bool) -> None:
 def provider_speed() -> None:
     """Milliseconds per goal request of the bare provider (no client, no cache)."""
     from task_learning.llm.base import LLMRequest
-    from task_learning.llm.offline import OfflineProvider
+    from task_learning.offline_model import OfflineProvider
 
     provider = OfflineProvider()
     stops = ("(END RESULT)", ".", "Steps:", "\n")

@@ -2,7 +2,7 @@
 
 Every call goes through FixedLatencyProvider (default 200 ms per call), so wall time shows how many
 tree levels went out one after another. Workloads:
-- the mug example of seed 000 appendix B (replayed from the paper's figures, mug_example.py);
+- the mug example of the STARS paper appendix B (replayed from the paper's figures, mug_example.py);
 - tidy_kitchen with the offline provider (the first N task objects; --objects 0 = all 35).
 Then a rerun with the response cache, which must make 0 calls.
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from task_learning.llm.client import make_client  # noqa: E402
 from task_learning.stars import ElicitationSetup, TreeSettings, elicit_goal  # noqa: E402
-from task_learning.stars import mug_example as mug  # noqa: E402
+from task_learning.testing import mug_example as mug  # noqa: E402
 from task_learning.world.scene import load_scene  # noqa: E402
 
 

@@ -16,7 +16,7 @@ $ROS_HOME/task_learning/task_learning.sqlite (~/.ros/...), so it does not depend
 `llm_model`, `llm_selection_model` (empty: as in config/nodes/ and config/llm.yaml). `llm:=local`
 without a URL also starts the llm_server node (llama.cpp's server with the installed model) on a
 free port and points the LLM nodes at it: the graph's managed LLM process, stopped with it
-(task_learning.bringup.llm_wiring, shared with `task-learning bringup --llm local`).
+(task_learning.apps.bringup.llm_wiring, shared with `task-learning bringup --llm local`).
 
 Errors end the launch with exit code 1 and one line saying why: a name in `nodes:=` that
 config/bringup.yaml does not list (nothing is started), a `backend:=` that is not a backend, and
@@ -34,7 +34,7 @@ from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from task_learning.bringup import (
+from task_learning.apps.bringup import (
     check_selected,
     llm_wiring,
     load_bringup_config,

@@ -38,7 +38,7 @@ from rclpy.node import Node
 from task_learning.anticipation.proposals import KB_TASK
 from task_learning.errors import TaskLearningError
 from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, resolve_db_path
-from task_learning.planning.stop import StopToken
+from task_learning.stopping import StopToken
 from task_learning.safe_text import printable
 from task_learning.types import GoalLiteral
 from task_learning.stop_signals import StopSignals

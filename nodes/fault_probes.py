@@ -256,13 +256,13 @@ def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[
     """Issue 10's first defect through the graph: PerformTask with STARS learns goals nobody
     confirmed; the graph restarts on the same knowledge base (the world as it was) and PerformTask
     with STARS+O must ask before executing any of them."""
-    from task_learning.faults.persistence_probes import operator_confirmations
+    from task_learning.oversight.audit import operator_confirmations
 
     name = "PerformTask STARS, then STARS+O on its goals"
     db = workdir / "ros_reuse.sqlite"
     for stale in workdir.glob("ros_reuse.sqlite*"):
         stale.unlink()
-    cli = [sys.executable, "-m", "task_learning.cli"]
+    cli = [sys.executable, "-m", "task_learning.apps.cli"]
     executed: list[str] = []
     for step, condition in enumerate(("STARS", "STARS+O")):
         log = workdir / f"ros_reuse_{step}.log"
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     log = open(workdir / "ros_bringup.log", "w", encoding="utf-8")  # noqa: SIM115 - the bringup outlives a with block
-    cli = [sys.executable, "-m", "task_learning.cli"]
+    cli = [sys.executable, "-m", "task_learning.apps.cli"]
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     db = workdir / "ros.sqlite"
     bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db), "--keep-going"],

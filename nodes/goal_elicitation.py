@@ -50,7 +50,7 @@ from rclpy.node import Node
 from task_learning.errors import TaskLearningError
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.planning.progress import ObjectState, ObjectStates
-from task_learning.planning.stop import DependencyFailed, RunStopped
+from task_learning.stopping import DependencyFailed, RunStopped
 from task_learning.safe_text import printable
 from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.elicit import ElicitationResult, ElicitationSetup, as_state_and_metadata, elicit_goal

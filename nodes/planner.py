@@ -70,7 +70,7 @@ from task_learning.planning.loop import ObjectReport, TaskLearner
 from task_learning.planning.progress import LEARNING, REPORT_STATES, ObjectState, ObjectStates, Snapshot
 from task_learning.planning.session import CONDITIONS, check_task, task_order
 from task_learning.planning.summary import summarize
-from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken, StoppableWorld
+from task_learning.stopping import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.stars.together import objects_to_elicit
 from task_learning.types import ActionCall, GoalLiteral, LLMUsage

@@ -27,7 +27,7 @@ import numpy as np
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.perception import geometry as g
-from task_learning.perception.camera import CameraModel
+from task_learning.camera_model import CameraModel
 from task_learning.perception.skills import SKILLS, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene

@@ -81,7 +81,7 @@ def main() -> int:
     if browser is None:
         raise SystemExit("no chromium here (Debian: apt-get install chromium)")
     with tempfile.TemporaryDirectory(prefix="live-view-shot-") as folder:
-        run = subprocess.Popen([sys.executable, "-m", "task_learning.cli", "run", "--scene", args.scene, "--backend",
+        run = subprocess.Popen([sys.executable, "-m", "task_learning.apps.cli", "run", "--scene", args.scene, "--backend",
                                 args.backend, "--condition", "STARS+O", "--db", f"{folder}/kb.sqlite",
                                 "--live-view", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                cwd=ROOT)

@@ -1,6 +1,6 @@
 """Prompt text quoted from a paper, kept in config/ YAML with `{slot}` places for what changes.
 
-Seeds 002 and 003 print their prompts in full; `--prompts paper` sends those words verbatim
+The task-anticipation and LLM-State papers print their prompts in full; `--prompts paper` sends those words verbatim
 (config/anticipation/paper_prompts.yaml, config/llm_state/paper_prompts.yaml) while the project's
 own wording stays the default. A template here is the paper's fixed text with `{name}` slots; a
 slot is filled by plain substitution, once, so a value is never read again as a template (an

@@ -51,7 +51,7 @@ class GoalLiteral:
 
 
 class MismatchKind(str, Enum):
-    """Why a goal sentence is not viable: the four reasons of seed 000, and WRONG_OBJECT."""
+    """Why a goal sentence is not viable: the four reasons of the STARS paper, and WRONG_OBJECT."""
 
     UNKNOWN_WORD = "unknown_word"
     UNINTERPRETABLE = "uninterpretable"

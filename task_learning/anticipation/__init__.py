@@ -1,4 +1,4 @@
-"""Task anticipation (seed 002): the robot asks an LLM for the rest of the day's routine, keeps the
+"""Task anticipation (the task-anticipation paper): the robot asks an LLM for the rest of the day's routine, keeps the
 tasks its experience supports in this context and position, merges them with what it was asked to
 do, and (on the robot) proposes each to the operator before doing it.
 

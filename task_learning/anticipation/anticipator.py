@@ -1,4 +1,4 @@
-"""The proposed agent's anticipation step (seed 002): prompt -> LLM -> parse -> validate -> merge.
+"""The proposed agent's anticipation step (the task-anticipation paper): prompt -> LLM -> parse -> validate -> merge.
 
 One call per anticipation. Everything that can go wrong with an answer is handled and counted in
 `AnticipationResult.issues`: names outside the task list, an empty answer, a task twice, a task

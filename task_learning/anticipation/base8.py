@@ -1,4 +1,4 @@
-"""The Base8 baseline (seed 002, Example 03): the LLM picks the agent's next low-level action, one
+"""The Base8 baseline (the task-anticipation paper, Example 03): the LLM picks the agent's next low-level action, one
 per call, from move/grab/put/open/close/switchon/switchoff under the Action Feasibility Rules.
 
 The prompt has the trace's parts in its order (our wording by default, the trace's own with
@@ -31,7 +31,7 @@ from task_learning.llm.base import LLMRequest
 log = logging.getLogger(__name__)
 
 PROMPT_TYPE = "base8_action"
-MAX_CORRECTIONS = 3  # seed 002, Section 4.1 as the trace cites it: per trial
+MAX_CORRECTIONS = 3  # the task-anticipation paper, Section 4.1 as the trace cites it: per trial
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(([^()]*)\)")
 

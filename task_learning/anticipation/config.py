@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator
 
+from task_learning.anticipation.context import Fact, parse_context
 from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.kb.store import StoredRoutine
@@ -18,13 +19,6 @@ from task_learning.names import normalize_name
 from task_learning.schema import Schema, bounded, invalid, load_model
 
 DAYS = ("weekday", "weekend")
-
-
-@dataclass(frozen=True)
-class Fact:
-    name: str
-    phrases: tuple[str, ...]  # how a context string names it
-    say: str  # how the prompt says it
 
 
 @dataclass(frozen=True)
@@ -99,7 +93,6 @@ class AnticipationDoc(Schema):
 
 def load_anticipation_config(path: str | Path | None = None, *, wording: str = "own") -> AnticipationConfig:
     """`wording`: own (the project's prompt text) or paper (the traces' own, `--prompts paper`)."""
-    from task_learning.anticipation.context import parse_context
     from task_learning.prompt_templates import check_wording
 
     check_wording(wording)

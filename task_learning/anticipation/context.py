@@ -8,18 +8,29 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Mapping, Protocol
 
 from task_learning.errors import ConfigError
-
-if TYPE_CHECKING:
-    from task_learning.anticipation.config import AnticipationConfig
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
 WEEKEND_DAYS = ("saturday", "sunday")
 FILLER = frozenset({"a", "an", "the", "on", "is", "are", "and", "human", "person", "user", "day", "today",
                     "it", "who", "they", "he", "she", "s", "also", "will", "be"})
 _WORD = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    phrases: tuple[str, ...]  # how a context string names it
+    say: str  # how the prompt says it
+
+
+class FactTable(Protocol):
+    """What a context is read against: the facts of the anticipation config (config.py)."""
+
+    @property
+    def facts(self) -> Mapping[str, Fact]: ...
 
 
 @dataclass(frozen=True)
@@ -31,13 +42,13 @@ class DayContext:
     def key(self) -> tuple[str, tuple[str, ...]]:
         return (self.day, tuple(sorted(self.facts)))
 
-    def describe(self, cfg: "AnticipationConfig") -> str:
+    def describe(self, cfg: FactTable) -> str:
         """As the prompt says it: "weekday the human is working from home and need a snack"."""
         said = [cfg.facts[f].say for f in cfg.facts if f in self.facts]  # config order
         return f"{self.day} the human is {' and '.join(said)}" if said else self.day
 
 
-def parse_context(text: str, cfg: "AnticipationConfig") -> DayContext:
+def parse_context(text: str, cfg: FactTable) -> DayContext:
     """Raises ConfigError (key "context") when no day is named or two are."""
     words = " ".join(_WORD.findall(text.lower().replace("work-station", "workstation")))
     words = f" {words} "

@@ -1,4 +1,4 @@
-"""The household of seed 002's traces as a small symbolic world, with Base8's feasibility rules.
+"""The household of the task-anticipation paper's traces as a small symbolic world, with Base8's feasibility rules.
 
 Places joined by `next_to` facts, objects on places or in containers (appliances and the bag),
 appliances that open and switch on, and any number of actors ("human", "agent", "agent2") each at
@@ -24,7 +24,7 @@ from task_learning.schema import Schema, load_model
 ACTIONS = ("move", "grab", "put", "open", "close", "switchon", "switchoff")
 ARITY = {"move": 1, "grab": 1, "put": 2, "open": 1, "close": 1, "switchon": 1, "switchoff": 1}
 PREDICATES = ("on", "in", "switchedon", "closed")
-CARRY_LIMIT = 2  # seed 002: at most two objects held
+CARRY_LIMIT = 2  # the task-anticipation paper: at most two objects held
 _LITERAL = re.compile(r"^\s*(\w+)\(([^()]*)\)\s*$")
 _LITERALS = re.compile(r"\w+\([^()]*\)")
 
@@ -285,7 +285,7 @@ class Household:
 
 
 def feedback_text(action_text: str, problem: Infeasible) -> str:
-    """What is appended to the previous prompt when an answer is infeasible (seed 002, Example 03)."""
+    """What is appended to the previous prompt when an answer is infeasible (the task-anticipation paper, Example 03)."""
     return (f"Your previous action {action_text} was not feasible since {problem.why}. Please select a "
             f"feasible action.\n\nEnsure the Action Feasibility Rules: {problem.rule} is strictly respected.")
 

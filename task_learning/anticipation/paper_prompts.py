@@ -1,4 +1,4 @@
-"""Seed 002's prompts in the traces' own words (`--prompts paper`): Execution Examples 01 and 03.
+"""The task-anticipation paper's prompts in the traces' own words (`--prompts paper`): Execution Examples 01 and 03.
 
 The fixed text lives in config/anticipation/paper_prompts.yaml, quoted exactly; this module fills
 its slots (the task list, the drawn examples, the day, the world state, the goal) and returns chat

@@ -1,4 +1,4 @@
-"""The anticipation prompt, with the paper's parts in the paper's order (seed 002, Example 01):
+"""The anticipation prompt, with the paper's parts in the paper's order (the task-anticipation paper, Example 01):
 
 1. the role and the job (anticipate the rest of the day from earlier days, only with tasks of the
    list, like the examples);

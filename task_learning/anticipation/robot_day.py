@@ -30,7 +30,7 @@ from task_learning.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.kb.store import KnowledgeBase
 from task_learning.oversight.operator import Operator
-from task_learning.planning.stop import RunStopped, StopToken, StoppableWorld
+from task_learning.stopping import RunStopped, StopToken, StoppableWorld
 from task_learning.schema import Schema, load_model
 from task_learning.types import ConfirmationAnswer, ConfirmationRequest, GoalLiteral
 

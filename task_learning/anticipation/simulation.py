@@ -7,7 +7,7 @@ done when its goal literals hold. Each step the human and the agent each take at
 Agents:
 * "none": the human alone (what the team's steps are measured against);
 * "base8": Base8, the LLM choosing every action for the current task (base8.py);
-* "proposed": seed 002's agent: anticipate at the start of the day and after each finished task,
+* "proposed": the task-anticipation paper's agent: anticipate at the start of the day and after each finished task,
   validate, merge with the current task, and plan for all of them (planner.py, adjacent moves);
   with an operator, every anticipated task is proposed first and only confirmed ones are planned
   for ("proposed+O"). The current task (the one the human is doing) is assigned, not anticipated.

@@ -1,4 +1,4 @@
-"""BCR: sequential action selection by blocking conditions and resolutions (seed 004).
+"""BCR: sequential action selection by blocking conditions and resolutions (the BCR paper).
 
 Public API:
 - `domain.load_domain(name_or_path)` -> Domain (config/domains/<name>.yaml, validated);

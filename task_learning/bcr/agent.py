@@ -1,4 +1,4 @@
-"""The BCR loop (seed 004 §III-B): pick a candidate, try it, grow or shrink the tree.
+"""The BCR loop (the BCR paper §III-B): pick a candidate, try it, grow or shrink the tree.
 
 `BCRAgent.next_action(metadata, last_outcome)` is the whole interface: it books the outcome of
 the action it proposed last (success: the action and its siblings leave the tree; failure: the
@@ -8,7 +8,7 @@ Blocking conditions visible in the state (not holding, not near, closed...) are 
 running anything; each such try still counts as one of the 100 actions, as in the paper.
 
 Two modes:
-* `paper` (seed 004 as published): every resolution of a blocking condition joins the tree, a
+* `paper` (the BCR paper as published): every resolution of a blocking condition joins the tree, a
   repeated action is simply tried again, an engine that cannot answer ends the trial. Its
   failures are what the paper saw: loops of repeated actions that run into the 100-action cap.
 * `guarded` (this project's extension, the default for robots): loops are caught by remembering

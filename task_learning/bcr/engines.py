@@ -3,7 +3,7 @@
 * `HeuristicEngine`: deterministic, no LLM. Prefers untried actions of the first unmet goal,
   actions whose effects do not already hold, actions about the object the blocked action needs
   (open the container that holds it), the deepest resolution, and actions nothing blocks now.
-* `LLMEngine`: the seed 004 prompt through `LLMClient` (prompt_type "bcr_selection"), a fresh
+* `LLMEngine`: the BCR paper's prompt through `LLMClient` (prompt_type "bcr_selection"), a fresh
   conversation per decision; an answer outside the list is asked again with a warning, up to 5
   times. Then, and on an LLM error, mode `guarded` lets the heuristic decide (the note says so);
   mode `paper` has no fallback: the selection reports `invalid_answer` or `llm_error` and the

@@ -1,14 +1,14 @@
-"""The BCR selection prompt (seed 004 §IV-B), in this project's own words.
+"""The BCR selection prompt (the BCR paper §IV-B), in this project's own words.
 
 Eight parts, in the paper's order: role; take your time and reason step by step; previous actions
 (last 5); completed sub-goals; candidate actions; remaining goal literals; errors and blocking
 conditions met so far (with "your last choice was not in the list" when that happened); the
 reminder to choose only from the list, answering `$$ <action> $$`.
 
-With LLM-State on as well (seed 003; `state_notes` non-empty), one more part comes before the
+With LLM-State on as well (the LLM-State paper; `state_notes` non-empty), one more part comes before the
 candidates: the open state's object entries and its summary, which tells the model what the robot
 learned about things it cannot see now and why earlier actions failed. Without notes the prompt
-and the request's context are exactly the seed 004 ones.
+and the request's context are exactly the BCR paper's ones.
 """
 from __future__ import annotations
 

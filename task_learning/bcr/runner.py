@@ -1,4 +1,4 @@
-"""Running BCR trials (seed 004 §V-B): one task, one engine, one seeded world per trial."""
+"""Running BCR trials (the BCR paper §V-B): one task, one engine, one seeded world per trial."""
 from __future__ import annotations
 
 import functools
@@ -95,7 +95,7 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
               world: Any = None, mode: str = "guarded") -> TrialResult:
     """Run one task to success or failure. `engine` is a name ('llm', 'heuristic') or an engine
     object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed;
-    `mode` 'paper' (seed 004 as published) or 'guarded' (loop breaking, heuristic fallback)."""
+    `mode` 'paper' (the BCR paper as published) or 'guarded' (loop breaking, heuristic fallback)."""
     started = time.perf_counter()
     tasks = _tasks()
     spec = tasks.task(task)

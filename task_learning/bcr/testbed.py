@@ -1,4 +1,4 @@
-"""The BCR testbed around any world backend: the paper's failure points (seed 004 §V-D) that a
+"""The BCR testbed around any world backend: the paper's failure points (the BCR paper §V-D) that a
 plain symbolic world does not have. Only the BCR experiments use it (runner.make_world).
 
 * `VisualSearch(objectId)`: the backend's own look-around (rotations, LookUp/LookDown; every

@@ -1,4 +1,4 @@
-"""BCR's candidate tree (seed 004 §III-B) as a networkx DiGraph.
+"""BCR's candidate tree (the BCR paper §III-B) as a networkx DiGraph.
 
 One goal node per unmet goal literal; its children are the actions whose effects achieve it (the
 paper's roots). Candidates are the action leaves. An action that succeeds leaves the tree with all

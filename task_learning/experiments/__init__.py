@@ -1,1 +1,1 @@
-"""Experiments that reproduce the papers' tables (seed 000 Table 2 / 11-13), with plots."""
+"""Experiments that reproduce the papers' tables (the STARS paper Table 2 / 11-13), with plots."""

@@ -1,4 +1,4 @@
-"""`task-learning experiment --paper anticipation`: seed 002's agents on the days of the traces.
+"""`task-learning experiment --paper anticipation`: the task-anticipation paper's agents on the days of the traces.
 
 Every day (the traces' three routines, then two of ours, reported apart) is run with the human
 alone, with Base8 (the LLM chooses each action, at most 3 corrections per trial) and with the

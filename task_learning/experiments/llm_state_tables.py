@@ -1,4 +1,4 @@
-"""Seed 003's Tables I and II (LLM-State) from our runs, each row beside the paper's figures.
+"""The LLM-State paper's Tables I and II (LLM-State) from our runs, each row beside the paper's figures.
 
 Table I: success rate (SR, successes/runs) and average steps (AS, over all runs; a failed run
 counts the steps it took, i.e. its cap when it hit the cap) of InnerMonologue-W, ProgPrompt,

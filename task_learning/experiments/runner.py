@@ -1,5 +1,5 @@
 """Run several STARS conditions on one scene, each on a fresh knowledge base, then Trial #2 on the
-knowledge base of the last oversight condition, as in seed 000's experiments. Each run removes its
+knowledge base of the last oversight condition, as in the STARS paper's experiments. Each run removes its
 own files in `workdir` first, so running it again in the same folder prints the same table.
 
 Every row carries its wall time, the machine's load while it ran and its trial count (one trial

@@ -1,4 +1,4 @@
-"""The layout of seed 000's Table 2 / Tables 11-13, for rows measured here, beside the paper's.
+"""The layout of the STARS paper's Table 2 / Tables 11-13, for rows measured here, beside the paper's.
 
 Rows come from RunMetrics.to_dict(); the paper's own figures (transcribed from Tables 11-13) are
 printed next to ours so a reader sees at once where the offline model differs from GPT-3/4.
@@ -24,9 +24,9 @@ COLUMNS = (
     ("words", "Words", "{}"),
 )
 
-# Seed 000, Table 2 and Tables 11-13: (completion, retrieved, proposed, sourced, prompt, completion
+# The STARS paper, Table 2 and Tables 11-13: (completion, retrieved, proposed, sourced, prompt, completion
 # tokens, total, instructions, yes/no, words). Only figures the paper prints; None where it prints
-# none (shown as "-"). test/test_experiments_table.py checks every row against Table 2 and the sums.
+# none (shown as "-"). tests/test_experiments_table.py checks every row against Table 2 and the sums.
 PAPER: dict[str, dict[str, tuple]] = {
     "tidy_kitchen": {
         "TBP": (52.5, 93, 0, 25, 35622, 5785, 41407, 14, 0, 76),

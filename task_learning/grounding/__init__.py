@@ -1,4 +1,4 @@
-"""Goal-sentence grounding and affordance analysis (seed 000 §4.2, appendix B.4).
+"""Goal-sentence grounding and affordance analysis (the STARS paper §4.2, appendix B.4).
 
 `analyze_goal(sentence, state, context_object_id=None, knowledge=None) -> GoalAnalysis` is the
 in-process entry point; `GroundingKnowledge.load()` reads config/grounding once (cached).

@@ -1,7 +1,7 @@
 """Affordance knowledge: what the robot can do with an object (config/grounding/affordances.yaml).
 
 Perceived AI2-THOR properties decide where the world state reports them; the knowledge base fills
-the rest (seed 000: "its knowledge of objects (semantic memory) and properties detected from
+the rest (the STARS paper: "its knowledge of objects (semantic memory) and properties detected from
 perception").
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Internal simulation of using a goal sentence (seed 000 §4.2 and appendix B.4).
+"""Internal simulation of using a goal sentence (the STARS paper §4.2 and appendix B.4).
 
 Stages, each stopping the analysis when it finds mismatches (a sentence gets the mismatches of the
 first stage that fails, as the paper's agent classifies each response under one kind):

@@ -1,6 +1,6 @@
 """Goal-sentence parsing: text -> tokens -> clauses, with the robot's lexicon and grammar.
 
-Two language checks, in the order a language processor meets them (seed 000 §4.2):
+Two language checks, in the order a language processor meets them (the STARS paper §4.2):
 1. every word must be known (`unknown_words`), else the sentence has unknown words;
 2. the known words must form goal clauses under grammar.yaml (`parse`), else the sentence is
    uninterpretable, and `ParseError` says which word could not be used where it stands.

@@ -1,4 +1,5 @@
-"""One LLM interface for the whole project: providers (openai, replay, offline) behind `LLMClient`.
+"""One LLM interface for the whole project: providers (openai, local, replay, and the offline stand-in
+by registry) behind `LLMClient`.
 
 - base.py: LLMRequest / LLMResponse / TokenLogprob, the LLMProvider protocol, provider errors.
 - client.py: LLMClient (accounting of calls and round trips, cache, retries, timeouts, scope cap,
@@ -15,8 +16,8 @@
 - local_install.py: `task-learning llm install` (the model and llama-server, cached per machine);
   local_server.py: llama-server as a child process; local_provider.py: the `local` provider
   (make_client("local")): the openai provider on a server it starts, or on a given one.
-- fake_server.py: a scripted OpenAI-compatible server on loopback (tests, demos).
-- offline/: the deterministic offline stand-in (not a language model; separate owner).
+- registry.py: providers that live outside llm/ by module path (the offline stand-in,
+  task_learning/offline_model/).
 
 Nothing here is imported eagerly: importing `task_learning.llm` does not load `openai`.
 """

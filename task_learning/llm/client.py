@@ -456,12 +456,11 @@ def _make_cache(value: Any) -> ResponseCache | None:
 
 
 def _offline_provider(options: dict[str, Any]) -> LLMProvider:
-    # Imported here: the offline model is a separate component, and the openai/replay paths must
-    # work without it.
-    try:
-        from task_learning.llm.offline import OfflineProvider
-    except ImportError as exc:
-        raise ConfigError(None, "llm", f"the offline provider is not available: {exc}") from None
+    # By name through the registry: the offline stand-in sits above llm/ (llm/registry.py), and
+    # the openai/replay paths must work without it.
+    from task_learning.llm.registry import provider_class
+
+    OfflineProvider = provider_class("offline")
     try:
         return OfflineProvider(**options)
     except TypeError as exc:

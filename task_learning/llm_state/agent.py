@@ -1,4 +1,4 @@
-"""Algorithm 1 of seed 003 (LLM-State) and the baselines and ablations it is compared with.
+"""Algorithm 1 of the LLM-State paper (LLM-State) and the baselines and ablations it is compared with.
 
 Loop (Algorithm 1): until done, (1) attention adds key objects from the current observation,
 (2) the estimator rebuilds the state from the whole history since step 0, (3) the policy returns a

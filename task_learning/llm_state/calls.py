@@ -1,4 +1,4 @@
-"""A strict parser for the function calls LLM-State's prompts ask for (seed 003, "text as code").
+"""A strict parser for the function calls LLM-State's prompts ask for (the LLM-State paper, "text as code").
 
 The paper executes the model's answer as Python; we never do. Each line is scanned by hand for
 one call `name(arg, ...)` whose name is in the allowed table with the right number of arguments.

@@ -1,4 +1,4 @@
-"""The open-world household of seed 003's experiments, as a deterministic symbolic world.
+"""The open-world household of the LLM-State paper's experiments, as a deterministic symbolic world.
 
 Rooms, light switches, closed containers that hide their contents until opened, appliances
 (fridge, microwave, toaster), a robot with `hands` hands (two, as in the paper), and objects the

@@ -1,4 +1,4 @@
-"""Seed 003's prompts in the paper's own words (`--prompts paper`): Appendix VI-A, Listings 3-5.
+"""The LLM-State paper's prompts in the paper's own words (`--prompts paper`): Appendix VI-A, Listings 3-5.
 
 The fixed text lives in config/llm_state/paper_prompts.yaml, quoted exactly; this module fills its
 slots with the same renderings the project's prompts use (the state block's body, the

@@ -1,4 +1,4 @@
-"""The open state of seed 003 (section IV-B): key objects, object entries and a summary.
+"""The open state of the LLM-State paper (section IV-B): key objects, object entries and a summary.
 
 * key objects (ŝ_t): an add-only list grown by the attention prompt, never shrunk;
 * object entries: key -> attribute strings ("closed", "in_kitchen", "in_hand"; none yet = []),

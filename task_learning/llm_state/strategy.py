@@ -1,7 +1,7 @@
 """LLM-State as a way to reach goal literals, beside BCR (the planner's `strategy` parameter).
 
-BCR (seed 004) picks one action at a time from a tree of blocking conditions; this strategy runs
-seed 003's Algorithm 1 instead: the goal literals become the goal text (thor_world.goal_text),
+BCR (the BCR paper) picks one action at a time from a tree of blocking conditions; this strategy runs
+the LLM-State paper's Algorithm 1 instead: the goal literals become the goal text (thor_world.goal_text),
 the world is any AI2-THOR-speaking backend seen through `ThorWorld`, and success is the literals
 holding in the world's metadata, not the policy's belief. Every state the loop builds goes to
 `on_state` (the planner publishes it on its state topic).

@@ -1,4 +1,4 @@
-"""Seed 003's Table I tasks on an AI2-THOR-speaking world (issue 17, item 3: "also runnable on
+"""The LLM-State paper's Table I tasks on an AI2-THOR-speaking world (issue 17, item 3: "also runnable on
 the AI2-THOR bridge").
 
 config/llm_state/thor_tasks.yaml names, for each task a FloorPlan supports, the project scene it

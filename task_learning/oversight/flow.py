@@ -1,6 +1,6 @@
 """The +O conditions (STARS+O, TBP+O) for one object: propose, reselect on "no", then ask for words.
 
-Seed 000 §4.4 / B.7: the goal Selection picked is put to the user as a yes/no question; on "no",
+The STARS paper §4.4 / B.7: the goal Selection picked is put to the user as a yes/no question; on "no",
 Selection runs again without it; after 5 proposals (or when the options run out) the user is asked
 to describe the goal, and the description is analysed like any other goal sentence; if it is not
 viable the robot says why and asks again (bounded here by `max_descriptions`).
@@ -27,7 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from task_learning.oversight.answers import goal_sentence_from_words, object_noun
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
-from task_learning.planning.stop import DependencyFailed, RunStopped
+from task_learning.stopping import DependencyFailed, RunStopped
 from task_learning.oversight.phrasing import (
     count_words,
     description_question,

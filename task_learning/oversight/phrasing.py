@@ -1,4 +1,4 @@
-"""What the robot says and how the user's words are counted (seed 000 appendix C).
+"""What the robot says and how the user's words are counted (the STARS paper appendix C).
 
 Kept apart from the flow so the node, the panel and the terminal all phrase questions alike and
 every front end counts words the same way.

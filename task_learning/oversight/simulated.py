@@ -1,4 +1,4 @@
-"""A simulated user with consistent preferences (seed 000's experimental "user", footnote 6).
+"""A simulated user with consistent preferences (the STARS paper's experimental "user", footnote 6).
 
 It answers yes exactly when the proposed goal, as the robot grounded it, puts the object in one of
 the scene's preferred destinations and leaves a closable destination closed; otherwise no. Asked to

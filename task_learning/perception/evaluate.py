@@ -10,7 +10,7 @@ import numpy as np
 
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.perception.camera import CameraModel
+from task_learning.camera_model import CameraModel
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.errors import TaskLearningError

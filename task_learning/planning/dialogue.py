@@ -1,4 +1,4 @@
-"""The instructor's side of teaching a task (seed 000 appendix B.1), and how it is counted.
+"""The instructor's side of teaching a task (the STARS paper appendix B.1), and how it is counted.
 
 The paper's text of the dialogue is cut short, but its counts are given: every condition starts
 from a floor of 14 instructions / 76 words (tidy kitchen) and 6 / 28 (store groceries, organize

@@ -1,5 +1,5 @@
 """Reach goal literals in a world: reuse a learned policy when there is one, else select actions
-one at a time with BCR, and learn the successful sequence as a policy (seed 001's idea of reusing
+one at a time with BCR, and learn the successful sequence as a policy (the bootstrapped-productions paper's idea of reusing
 what worked without asking the LLM again).
 
 The world is any WorldBackend, so the same executor acts on the symbolic world in-process and on
@@ -57,7 +57,7 @@ class ReachResult:
     policy_reused: bool = False
     policy_learned: bool = False
     message: str = ""
-    by_productions: bool = False  # reached by seed 001's productions alone (no BCR, no LLM)
+    by_productions: bool = False  # reached by the bootstrapped-productions paper's productions alone (no BCR, no LLM)
     questions: OversightCounts = field(default_factory=OversightCounts)  # reviewing a stored policy
 
     @property
@@ -103,7 +103,7 @@ class GoalExecutor:
         self.kb = kb
         self.max_actions = max_actions
         self.reacher = reacher  # None: BCR with engine_factory's engine
-        # seed 001: learned productions try a goal before BCR (or the reacher) selects actions (None: off)
+        # the bootstrapped-productions paper: learned productions try a goal before BCR (or the reacher) selects actions (None: off)
         self.productions = productions
         # asks an operator before a policy this robot did not learn is replayed (None: never replayed)
         self.review = review

@@ -1,4 +1,4 @@
-"""The task-learning loop of seed 000 appendix B.1: for every object a subtask works through, use
+"""The task-learning loop of the STARS paper appendix B.1: for every object a subtask works through, use
 the goal learned for it in that context, or elicit one (STARS, with oversight when the condition
 has it), reach it, and learn it. Run again on the same knowledge base and the robot performs the
 task alone: Trial #2, with no LLM call and no question.
@@ -19,7 +19,7 @@ from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, ground_li
 from task_learning.planning.confirmation import (ConfirmationVerdict, confirmation_of,
                                                  requires_confirmation)
 from task_learning.planning.dialogue import count_words, teaching_dialogue
-from task_learning.planning.stop import StopToken
+from task_learning.stopping import StopToken
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.metrics import RunMetrics
 from task_learning.types import CandidateSource, GoalLiteral, LLMUsage

@@ -1,4 +1,4 @@
-"""The measures of seed 000 Table 2 / appendix C for one run of one condition."""
+"""The measures of the STARS paper Table 2 / appendix C for one run of one condition."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -25,7 +25,7 @@ from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
-from task_learning.planning.stop import StopToken, StoppableWorld
+from task_learning.stopping import StopToken, StoppableWorld
 from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene

@@ -1,1 +1,1 @@
-"""Bootstrapped production rules (seed 001): what an LLM taught once runs as rules, as data."""
+"""Bootstrapped production rules (the bootstrapped-productions paper): what an LLM taught once runs as rules, as data."""

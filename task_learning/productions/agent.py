@@ -1,4 +1,4 @@
-"""The production agent's loop (seed 001): a task stack, productions sampled by utility, the LLM
+"""The production agent's loop (the bootstrapped-productions paper): a task stack, productions sampled by utility, the LLM
 when no production applies or a cycle shows, and reinforcement on done.
 
 Per step, for the task on top of the stack: test every production for it; if none applies, or the

@@ -1,4 +1,4 @@
-"""Operator approval of new productions (seed 001 on a robot): before the planner uses productions
+"""Operator approval of new productions (the bootstrapped-productions paper on a robot): before the planner uses productions
 nobody approved, it asks the operator, one yes/no question per task family, through the same
 Operator port as goal confirmation (on the ROS graph: the oversight node's Confirm service).
 

@@ -1,4 +1,4 @@
-"""Seed 001's experiment: bootstrap in one kitchen, test in others, Table 1 beside the paper's.
+"""The bootstrapped-productions paper's experiment: bootstrap in one kitchen, test in others, Table 1 beside the paper's.
 
 Bootstrapping: for each family of the curriculum, instances drawn in the training FloorPlan are
 attempted with the productions so far; a gap or a cycle asks the LLM, which also writes a new
@@ -26,7 +26,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from task_learning.experiments.paired_test import PairedTest, paired_t_test
+from task_learning.significance import PairedTest, paired_t_test
 from task_learning.kb.store import KnowledgeBase
 from task_learning.llm.client import LLMClient
 from task_learning.productions.agent import Episode, ProductionAgent, ProductionSet
@@ -67,13 +67,13 @@ EXTENSION_AGENT = "catalogue ext."  # the bootstrapped agent with the catalogue 
 # (same 22 rules), only more instances
 TRIALS_PER_VALUE = 1
 MAX_INSTANCES = 40
-# Seed 001, Table 1 (AI2-THOR kitchens, GPT4-0613): success, success without the LLM, steps, tokens
+# The bootstrapped-productions paper, Table 1 (AI2-THOR kitchens, GPT4-0613): success, success without the LLM, steps, tokens
 PAPER_TABLE1: dict[str, dict[str, tuple[str, str, float, float]]] = {
     "find": {"action-only": ("14/15", "-", 15.67, 54754.20), "bootstrapped": ("15/15", "12/15", 15.80, 916.87)},
     "slice": {"action-only": ("15/15", "-", 28.20, 102806.60), "bootstrapped": ("15/15", "15/15", 29.13, 0.00)},
     "clear": {"action-only": ("15/15", "-", 5.13, 18924.87), "bootstrapped": ("15/15", "15/15", 7.47, 0.00)},
 }
-# Seed 001, Results: "paired sample t-test for means" on the steps of both agents; only p is printed
+# The bootstrapped-productions paper, Results: "paired sample t-test for means" on the steps of both agents; only p is printed
 PAPER_T_TEST_P = {"find": 0.446, "slice": 0.347, "clear": 0.001}
 TASK_LABELS = {"find": "find a/an <object>", "slice": "slice a/an <object>", "clear": "clear the countertops",
                "explore": "explore <receptacle>", "pick_place": "pick and place a/an <object> in/on a/an <receptacle>"}

@@ -1,4 +1,4 @@
-"""Seed 001's task families in iTHOR kitchens: instances drawn from a FloorPlan's recorded
+"""The bootstrapped-productions paper's task families in iTHOR kitchens: instances drawn from a FloorPlan's recorded
 metadata, and their goal conditions (for scoring only: the agent and the LLM never see them).
 
 * explore <receptacle>: the receptacle has been explored.

@@ -1,4 +1,4 @@
-"""What a production may condition on (seed 001): environment knowledge and world knowledge.
+"""What a production may condition on (the bootstrapped-productions paper): environment knowledge and world knowledge.
 
 Environment knowledge is what the robot has perceived: the receptacles it knows in advance (names,
 types, distance, opened or not, explored or not), the objects it has seen and where, what its one

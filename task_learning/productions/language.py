@@ -1,4 +1,4 @@
-"""The production rule language: rules as data, never as code (seed 001, made safe).
+"""The production rule language: rules as data, never as code (the bootstrapped-productions paper, made safe).
 
 The paper loads LLM-written Python classes. A robot must not execute generated code, so a
 production here is plain data: a target task pattern, a list of conditions over the robot's
@@ -44,7 +44,7 @@ MAX_TASK_VARIABLES = 4
 # The families' rules stay below a few thousand; a rule that needs more is not applicable.
 MAX_MATCH_STEPS = 50_000
 
-# motor verbs and the argument slots of each (the robot's built-in actions, seed 001 Figure 4)
+# motor verbs and the argument slots of each (the robot's built-in actions, the bootstrapped-productions paper Figure 4)
 MOTOR_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("move to", re.compile(r"^move to (?P<target>\S.*)$")),
     ("open", re.compile(r"^open (?P<target>\S.*)$")),
@@ -293,7 +293,7 @@ PREDICATES: dict[str, Predicate] = {p.name: p for p in (
 
 @dataclass
 class Production:
-    """One rule with its learned utility U and application count N (seed 001, Eq. 1)."""
+    """One rule with its learned utility U and application count N (the bootstrapped-productions paper, Eq. 1)."""
 
     name: str
     task: str

@@ -1,4 +1,4 @@
-"""The LLM side of seed 001: action selection, and while bootstrapping production generation.
+"""The LLM side of the bootstrapped-productions paper: action selection, and while bootstrapping production generation.
 
 English rule -> structured rule -> replay check on the state it was made in (it must apply and
 give the chosen option) -> revision with the error fed back, at most `max_revisions` rounds

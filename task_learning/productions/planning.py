@@ -1,4 +1,4 @@
-"""Productions in the planner (seed 001 in the stack): before BCR selects actions for a goal, the
+"""Productions in the planner (the bootstrapped-productions paper in the stack): before BCR selects actions for a goal, the
 learned productions try to reach it alone, with no LLM.
 
 A goal the production families cover is turned into a task: inside/on(X, R) -> "pick and place

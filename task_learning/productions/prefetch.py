@@ -1,4 +1,4 @@
-"""World knowledge asked ahead while bootstrapping (seed 001): an extension, not the paper's mechanism.
+"""World knowledge asked ahead while bootstrapping (the bootstrapped-productions paper): an extension, not the paper's mechanism.
 
 The paper asks world knowledge lazily: "when a production rule is conditioned on a statement not
 previously known to the agent, the LLM is used to evaluate whether the statement is true" (World

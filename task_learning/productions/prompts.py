@@ -1,4 +1,4 @@
-"""The prompts of seed 001 (our own wording, the paper's sections) and the parsing of answers.
+"""The prompts of the bootstrapped-productions paper (our own wording, the paper's sections) and the parsing of answers.
 
 Every answer is read as text: the suggested option from its [Option Suggestion] section, the
 generalized English rule from [Generalized Rule], the structured rule from a ```json block (parsed
@@ -113,7 +113,7 @@ def format_objects(env: EnvKnowledge) -> list[str]:
 
 def selection_user_prompt(task: str, env: EnvKnowledge, history: Sequence[Any], options: Sequence[str],
                           subtasks: Sequence[tuple[str, str]], blacklist: Sequence[str]) -> str:
-    """The action-selection user prompt (seed 001 appendix layout)."""
+    """The action-selection user prompt (the bootstrapped-productions paper appendix layout)."""
     out = [f"[Current Task] {task}", "", f"[Current Location] in front of {env.location or 'the room'}", "",
            "[Spatial Knowledge]", *format_spatial(env), "", "[Object Knowledge]", *format_objects(env), "",
            "[Previous Tasks]"]

@@ -1,4 +1,4 @@
-"""Conflict resolution and reinforcement (seed 001, Eq. 1 and 2), and the transition graph.
+"""Conflict resolution and reinforcement (the bootstrapped-productions paper, Eq. 1 and 2), and the transition graph.
 
 * Sampling: among the applicable productions, P(Pi | K) ∝ exp(U(Pi)), with an injected RNG.
 * Reward: a unit reward when `done` is chosen, propagated only along the shortest path from the

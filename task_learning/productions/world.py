@@ -1,4 +1,4 @@
-"""A world backend (AI2-THOR metadata and actions) seen the way seed 001's agent sees it.
+"""A world backend (AI2-THOR metadata and actions) seen the way the bootstrapped-productions paper's agent sees it.
 
 Perception as in the paper: the robot knows the names, types and positions of the large
 receptacles in advance (and whether openable ones are open), but what a receptacle holds only once

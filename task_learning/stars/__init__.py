@@ -1,4 +1,4 @@
-"""STARS goal elicitation (seed 000): Search Tree, Analysis and Repair, Selection, and the +O seam.
+"""STARS goal elicitation (the STARS paper): Search Tree, Analysis and Repair, Selection, and the +O seam.
 
 Entry point: `elicit_goal(...)` (task_learning.stars.elicit).
 """

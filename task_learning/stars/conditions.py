@@ -1,4 +1,4 @@
-"""The experimental conditions of seed 000 (Table 1) and what each one switches on."""
+"""The experimental conditions of the STARS paper (Table 1) and what each one switches on."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +14,7 @@ class Condition(str, Enum):
     STS = "STS"  # search tree + LLM selection
     STAR = "STAR"  # search tree + analysis and repair, highest viable score
     STARS = "STARS"  # + LLM selection
-    STARS_STAR = "STARS*"  # STARS, Selection given seed 000 footnote 3's context (tidy kitchen)
+    STARS_STAR = "STARS*"  # STARS, Selection given the STARS paper footnote 3's context (tidy kitchen)
     STARS_O = "STARS+O"  # STARS + user oversight
     STARS_CTX = "STARS+CTX"  # extension, not in the paper: the scene's user context to every prompt
 
@@ -63,7 +63,7 @@ def parse_condition(name: str | Condition) -> Condition:
 
 
 def paper_selection_context(condition: Condition, scene: object) -> tuple[str, ...]:
-    """STARS*'s sentences for Selection: the scene's `selection_context` (seed 000 gives them,
+    """STARS*'s sentences for Selection: the scene's `selection_context` (the STARS paper gives them,
     in footnote 3, for tidy kitchen only). Other conditions get none; STARS* on a scene without
     them is an error that names the alternative."""
     if not flags(condition).selection_context:

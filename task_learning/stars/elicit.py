@@ -1,4 +1,4 @@
-"""`elicit_goal`: one object through the STARS pipeline (or one of its ablations, Table 1 of seed 000).
+"""`elicit_goal`: one object through the STARS pipeline (or one of its ablations, Table 1 of the STARS paper).
 
 Search Tree -> Analysis (grounding's internal simulation) -> Repair (one template per mismatch
 kind, a second round on repair outputs, never a third; duplicates dropped before analysis) ->
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from task_learning.planning.stop import RunStopped
+from task_learning.stopping import RunStopped
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff

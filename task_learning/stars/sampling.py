@@ -1,4 +1,4 @@
-"""Template-based prompting (TBP) as seed 000 describes it: several responses to one prompt,
+"""Template-based prompting (TBP) as the STARS paper describes it: several responses to one prompt,
 sampled at varying temperatures, deduplicated and ranked by the mean probability of their tokens.
 
 The temperatures come from `config/prompts/goal.yaml` (`tbp_sampling`). Every sample is its own

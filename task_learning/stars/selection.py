@@ -1,4 +1,4 @@
-"""Selection (S): the LLM picks one goal among numbered candidates (seed 000 §4.3, B.6).
+"""Selection (S): the LLM picks one goal among numbered candidates (the STARS paper §4.3, B.6).
 
 Options are presented lowest score first (the model leans to the last option) and the model is
 asked for a single integer. An answer that is missing, not a number, or out of range is asked once

@@ -1,6 +1,6 @@
 """Search Tree (ST): beam search over the token alternatives of temperature-0 completions.
 
-Seed 000 §4.1 / B.3 and notes/stars-reference.md, exactly:
+The STARS paper §4.1 / B.3 and notes/stars-reference.md, exactly:
 - branch at every token whose own probability is below 0.90; each alternative above 0.05 starts a
   branch (prefix = completion up to that token + the alternative), skipping an alternative equal to
   the chosen token (lower-cased, stripped), a "-" and a "," alternative;

@@ -1,4 +1,4 @@
-"""The completion measure of seed 000: satisfied goal assertions / total.
+"""The completion measure of the STARS paper: satisfied goal assertions / total.
 
 One assertion per task object (it rests in/on one of the user's acceptable destinations, directly
 or inside something that does) and one per closable container (it is closed). Tidy kitchen

@@ -25,7 +25,7 @@ def generate_scene(n_objects: int = 500, *, n_furniture: int = 20, seed: int = 0
     type can finish once there are several objects of a type or several pieces of one kind of
     furniture ("in the fridge" cannot say which of two fridges in one room). `learnable` draws
     one kind of furniture per object type instead, and any piece of that kind will do, which is
-    what a household's habits look like and what seed 000's scenes are."""
+    what a household's habits look like and what the STARS paper's scenes are."""
     if n_objects < 0 or n_furniture < 1:
         raise ValueError("need n_objects >= 0 and n_furniture >= 1")
     rng = random.Random(seed)

@@ -1,4 +1,4 @@
-"""Looking around (BCR's VisualSearch, seed 004): AI2-THOR's exploration macro as a plan of
+"""Looking around (BCR's VisualSearch, the BCR paper): AI2-THOR's exploration macro as a plan of
 primitive camera moves every backend can run.
 
 A full turn in 90-degree steps (the views an agent gets by rotating in place), then a turn to face

@@ -1,13 +1,13 @@
 """Scenes: the objects of a household task, where they start, and where the user wants them.
 
-A scene comes from `config/scenes/<name>.yaml` (the paper's tasks, seed 000 appendix A) or from
+A scene comes from `config/scenes/<name>.yaml` (the paper's tasks, the STARS paper appendix A) or from
 recorded AI2-THOR object metadata (`../fixtures/ai2thor`). Either way its objects are AI2-THOR
 object dicts, so everything downstream reads one format. YAML scenes are validated strictly:
 every error names the file and the key, because a silently misread scene would corrupt every
 experiment run on it.
 
 Scene YAML keys: name, task, location, context (STARS+CTX user-context sentences),
-selection_context (STARS*: seed 000 footnote 3's sentences, given to Selection only), types (extra
+selection_context (STARS*: the STARS paper footnote 3's sentences, given to Selection only), types (extra
 object types), objects (list of {type, id, at, preferred, state, capacity, position}), subtasks (list of {name,
 instruction, places}), closable (openables that must end closed), assertions (optional check of
 the completion measure's total), agent ({position}), slice_requires_knife.
@@ -62,7 +62,7 @@ DEFAULT_AGENT_POSITION = {"x": 0.0, "y": 0.9, "z": 0.0}
 
 @dataclass
 class Subtask:
-    """One subtask the user teaches (seed 000 B.1): e.g. clear an object that is on the table."""
+    """One subtask the user teaches (the STARS paper B.1): e.g. clear an object that is on the table."""
 
     name: str
     instruction: str
@@ -89,7 +89,7 @@ class Scene:
     preferences: dict[str, list[str]] = field(default_factory=dict)
     closable: list[str] = field(default_factory=list)
     context: list[str] = field(default_factory=list)
-    # STARS* (seed 000 footnote 3): sentences given to Selection only, as a system prompt
+    # STARS* (the STARS paper footnote 3): sentences given to Selection only, as a system prompt
     selection_context: list[str] = field(default_factory=list)
     assertions: int = 0
     source: str = ""

@@ -39,7 +39,7 @@ OBJECT_ACTIONS = (
     "NavigateToObject",
 )
 # Moving the camera: rotations, looking up/down and teleporting (AI2-THOR's names and parameters);
-# VisualSearch is the look-around BCR uses (seed 004), built from them (world/look.py).
+# VisualSearch is the look-around BCR uses (the BCR paper), built from them (world/look.py).
 VIEW_ACTIONS = ("RotateLeft", "RotateRight", "LookUp", "LookDown", "Teleport", "TeleportFull")
 ACTIONS = OBJECT_ACTIONS + ("DropHandObject", "Pass", "Done", SEARCH_ACTION) + VIEW_ACTIONS
 # parameters each action accepts besides objectId (AI2-THOR names)

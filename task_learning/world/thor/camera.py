@@ -1,6 +1,6 @@
 """The camera of an AI2-THOR agent: its pose from the agent's metadata, and projection and
 back-projection of a depth pixel. The intrinsics are the project's one pinhole model,
-`perception.camera.CameraModel.from_fov` (the field of view and the frame size).
+`camera_model.CameraModel.from_fov` (the field of view and the frame size).
 
 One model for three users, so they cannot disagree: the stand-in simulator renders through it,
 perception states it in `sensor_msgs/CameraInfo`, and the tests back-project depth through it.
@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from task_learning.perception.camera import CameraModel
+from task_learning.camera_model import CameraModel
 from task_learning.world.layout import CAMERA_HEIGHT_M
 
 NEAR_PLANE_M = 0.1

@@ -1,0 +1,86 @@
+"""Every node has the same shape: `main` is `run_node`, parameters are declared from a table of
+`Param` rows (descriptions, ranges) that the parameter files match, and the oversight node stops
+cleanly on a second Ctrl-C."""
+from __future__ import annotations
+
+import ast
+import importlib
+import signal
+
+import pytest
+
+from task_learning.apps.bringup import load_bringup_config, params_file_keys
+
+from task_learning_nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
+from task_learning_nodes.fetch_params import FETCH_PARAMETERS
+
+from .ros_testing import ROOT
+
+NODES = [spec for spec in load_bringup_config().nodes]
+
+
+@pytest.mark.parametrize("spec", NODES, ids=lambda s: s.name)
+def test_main_is_run_node(spec):
+    source = (ROOT / "nodes" / f"{spec.module.rsplit('.', 1)[-1]}.py").read_text()
+    [main] = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "main"]
+    calls = [n.func.id for n in ast.walk(main) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    assert calls == ["run_node"], f"{spec.module}.main calls {calls}"
+
+
+@pytest.mark.parametrize("spec", NODES, ids=lambda s: s.name)
+def test_parameters_are_described_and_the_file_sets_only_declared_ones(spec):
+    module = importlib.import_module(spec.module)
+    params = module.PARAMETERS
+    _check_rows(params)
+    declared = {p.name for p in params}
+    # rclpy ignores a value for an undeclared parameter: a misspelt key would change nothing.
+    # (A nested mapping in the file, e.g. `ai2thor:`, sets the parameters named `ai2thor.<key>`.)
+    groups = {name.split(".", 1)[0] for name in declared if "." in name}
+    if spec.name == "perception":  # declared by the fetch bridge when backend is fetch
+        declared |= {p.name for p in FETCH_PARAMETERS}
+    assert params_file_keys(spec.params_file) <= declared | groups
+
+
+def _check_rows(params) -> None:
+    """Each row has a description, a descriptor rclpy accepts, a default within its range."""
+    from task_learning_nodes.params import Param
+
+    assert params and all(isinstance(p, Param) for p in params)
+    for param in params:
+        assert len(param.description) > 10, param.name
+        descriptor = param.descriptor()  # a range on a string parameter would raise here
+        assert descriptor.description == param.description
+        if isinstance(param.default, (int, float)) and not isinstance(param.default, bool) and param.min is not None:
+            assert param.min <= param.default <= param.max, param.name
+        if param.choices:
+            assert param.default in param.choices, param.name
+
+
+def test_the_fetch_bridge_and_the_synthetic_robot_declare_described_rows():
+    _check_rows(FETCH_PARAMETERS)
+    _check_rows(synthetic_robot.PARAMETERS)
+    # the robot's end of the topics and the camera mount are the bridge's own rows
+    shared = {p.name: p for p in FETCH_PARAMETERS}
+    robot_end = {p.name: p for p in synthetic_robot.PARAMETERS if p.name in shared}
+    assert robot_end == {n: shared[n] for n in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic",
+                                                "skill_action", "camera_to_base")}
+
+
+def test_bad_values_name_the_parameter(ros_graph):
+    node = ros_graph.start_node("oversight", "-p", "timeout_s:=-3.0")
+    code, output = node.stop(sig=None, timeout=30)
+    assert code == 2 and "parameter timeout_s" in output and "out of range" in output, output
+    assert "Traceback" not in output
+    node = ros_graph.start_node("oversight", "-p", "timeout_s:=5")
+    code, output = node.stop(sig=None, timeout=30)
+    assert code == 2 and "parameter timeout_s: expected a number with a decimal point" in output, output
+
+
+def test_a_second_sigint_while_stopping_changes_nothing(ros_graph):
+    node = ros_graph.start_node("oversight", "-p", f"db_path:={ros_graph.tmp / 'kb.sqlite'}",
+                                params_file="oversight.yaml")
+    node.wait_for_line("oversight ready", timeout=60)
+    node.send_signal(signal.SIGINT)
+    node.send_signal(signal.SIGINT)  # as when a terminal's Ctrl-C reaches it and launch forwards one
+    code, output = node.stop(sig=None, timeout=30)
+    assert code == 0 and "Traceback" not in output and "KeyboardInterrupt" not in output, output
