@@ -9,20 +9,22 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "task_learning"
-# Each executable starts through task_learning_nodes.entry, which catches Ctrl-C before the node's
-# imports (nodes/entry.py names the module of each).
+# nodes/: the nodes (one module each), their clients, the plumbing they share, the fault probes
+NODE_SUBPACKAGES = ("nodes", "clients", "plumbing", "probes")
+# Each executable starts through task_learning_nodes.plumbing.entry, which catches Ctrl-C before the node's
+# imports (nodes/plumbing/entry.py names the module of each).
 NODE_EXECUTABLES = {
-    "perception_node": "task_learning_nodes.entry:perception_node",
-    "grounding_node": "task_learning_nodes.entry:grounding_node",
-    "goal_elicitation_node": "task_learning_nodes.entry:goal_elicitation_node",
-    "oversight_node": "task_learning_nodes.entry:oversight_node",
-    "action_selector_node": "task_learning_nodes.entry:action_selector_node",
-    "planner_node": "task_learning_nodes.entry:planner_node",
-    "anticipation_node": "task_learning_nodes.entry:anticipation_node",
-    "llm_server_node": "task_learning_nodes.entry:llm_server_node",
-    "synthetic_robot_node": "task_learning_nodes.entry:synthetic_robot_node",
-    "live_view_node": "task_learning_nodes.entry:live_view_node",
-    "web_operator_node": "task_learning_nodes.entry:web_operator_node",
+    "perception_node": "task_learning_nodes.plumbing.entry:perception_node",
+    "grounding_node": "task_learning_nodes.plumbing.entry:grounding_node",
+    "goal_elicitation_node": "task_learning_nodes.plumbing.entry:goal_elicitation_node",
+    "oversight_node": "task_learning_nodes.plumbing.entry:oversight_node",
+    "action_selector_node": "task_learning_nodes.plumbing.entry:action_selector_node",
+    "planner_node": "task_learning_nodes.plumbing.entry:planner_node",
+    "anticipation_node": "task_learning_nodes.plumbing.entry:anticipation_node",
+    "llm_server_node": "task_learning_nodes.plumbing.entry:llm_server_node",
+    "synthetic_robot_node": "task_learning_nodes.plumbing.entry:synthetic_robot_node",
+    "live_view_node": "task_learning_nodes.plumbing.entry:live_view_node",
+    "web_operator_node": "task_learning_nodes.plumbing.entry:web_operator_node",
 }
 
 
@@ -40,7 +42,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(include=["task_learning", "task_learning.*"])
-    + ["task_learning_nodes"],
+    + ["task_learning_nodes"] + [f"task_learning_nodes.{sub}" for sub in NODE_SUBPACKAGES],
     package_dir={"task_learning_nodes": "nodes"},
     include_package_data=True,
     # the web operator panel's page (plain HTML, JS and CSS; no build step)

@@ -6,7 +6,7 @@ writes two reference pages that cannot drift from the code:
 - `reference/interfaces.md`: every message (`msg/*.msg`), service (`interfaces/srv/*.srv`) and
   action (`interfaces/action/*.action`) field by field, from the definitions and their comments.
 - `reference/parameters.md`: every node parameter from the nodes' `PARAMETERS` tables (`Param`
-  rows of `nodes/params.py`: default, range or choices, read-only, description), beside the value
+  rows of `nodes/plumbing/params.py`: default, range or choices, read-only, description), beside the value
   the shipped `config/nodes/<node>.yaml` gives it. The node modules are imported (rclpy and the
   built interfaces must be importable, as after `make setup`); no node is created and ROS is not
   started.
@@ -186,7 +186,7 @@ def interfaces_page(interfaces: Sequence[Interface]) -> str:
 @dataclass(frozen=True)
 class ParamTable:
     title: str          # "perception", "perception, backend fetch"
-    module: str         # task_learning_nodes.perception
+    module: str         # task_learning_nodes.nodes.perception
     attribute: str      # PARAMETERS
     config: str         # config/nodes/perception.yaml, or "" when the node has none
     config_node: str    # the top key in that file
@@ -207,13 +207,13 @@ def param_tables() -> list[ParamTable]:
     bringup = yaml.safe_load((ROOT / "config" / "bringup.yaml").read_text(encoding="utf-8"))["nodes"]
     by_module = {spec["module"]: (name, spec.get("params", "")) for name, spec in bringup.items()}
     tables: list[ParamTable] = []
-    for path in sorted((ROOT / "nodes").glob("*.py")):
-        module = f"task_learning_nodes.{path.stem}"
+    for path in sorted((ROOT / "nodes").rglob("*.py")):
+        module = "task_learning_nodes." + ".".join(path.relative_to(ROOT / "nodes").with_suffix("").parts)
         for attribute in _tables_in(path):
             node, params = by_module.get(module, (path.stem, ""))
             title = node
             if attribute != "PARAMETERS":  # FETCH_PARAMETERS: perception's, with backend fetch
-                node, params = by_module.get("task_learning_nodes.perception", (node, params))
+                node, params = by_module.get("task_learning_nodes.nodes.perception", (node, params))
                 title = f"{node}, backend {attribute.removesuffix('_PARAMETERS').lower()}"
             tables.append(ParamTable(title, module, attribute, f"config/{params}" if params else "", node))
     order = list(by_module)  # bringup's order first, then the rest by file name
@@ -261,7 +261,7 @@ def _accepts(param: Any) -> str:
 
 def parameters_page(tables: Sequence[ParamTable]) -> str:
     out = ["# Node parameters", "",
-           GENERATED_NOTE.format(source="the `PARAMETERS` tables in `nodes/*.py` (`Param` rows, `nodes/params.py`)"),
+           GENERATED_NOTE.format(source="the `PARAMETERS` tables in `nodes/*.py` (`Param` rows, `nodes/plumbing/params.py`)"),
            "",
            "Each node declares its parameters with these descriptors, so `ros2 param describe /<node> <name>` "
            "shows the same description and range on a running graph. The values each node starts with are "

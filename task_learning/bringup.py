@@ -1,7 +1,7 @@
 """Start the ROS 2 nodes as separate OS processes without `ros2 launch` (which a machine with the
 ROS 2 wheels from PyPI does not have), with the parameter files under config/nodes/.
 
-Each node runs as `python -m task_learning_nodes.entry <module> --ros-args --params-file <file>
+Each node runs as `python -m task_learning_nodes.plumbing.entry <module> --ros-args --params-file <file>
 [-p key:=value ...]`, which is what `ros2 run task_learning <executable>` and the launch files do
 on a full ROS 2 install (the entry catches Ctrl-C before the node's imports).
 Ctrl-C / SIGTERM are forwarded to every node as SIGINT (their clean-shutdown signal); a node that
@@ -36,14 +36,14 @@ log = logging.getLogger(__name__)
 
 ON_EXIT_POLICIES = ("shutdown", "continue")
 NODE_PACKAGE = "task_learning_nodes"
-# The project's node modules (nodes/entry.py's console scripts): the only modules a bring-up entry
+# The project's node modules (nodes/plumbing/entry.py's console scripts): the only modules a bring-up entry
 # may run. Anything else ("http.server", a helper module of the package) is refused by name, so
 # a bring-up file cannot start an arbitrary program.
-NODE_MODULES = tuple(f"{NODE_PACKAGE}.{name}" for name in (
+NODE_MODULES = tuple(f"{NODE_PACKAGE}.nodes.{name}" for name in (
     "perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner",
     "anticipation", "synthetic_robot", "llm_server", "live_view", "web_operator"))
-# Runs a node module with its stop handlers installed before the module's imports (nodes/entry.py)
-NODE_ENTRY = f"{NODE_PACKAGE}.entry"
+# Runs a node module with its stop handlers installed before the module's imports (nodes/plumbing/entry.py)
+NODE_ENTRY = f"{NODE_PACKAGE}.plumbing.entry"
 
 
 @dataclass

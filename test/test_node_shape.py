@@ -11,8 +11,8 @@ import pytest
 
 from task_learning.bringup import load_bringup_config, params_file_keys
 
-from task_learning_nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
-from task_learning_nodes.fetch_params import FETCH_PARAMETERS
+from task_learning_nodes.nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
+from task_learning_nodes.plumbing.fetch_params import FETCH_PARAMETERS
 
 from .ros_testing import ROOT
 
@@ -21,7 +21,7 @@ NODES = [spec for spec in load_bringup_config().nodes]
 
 @pytest.mark.parametrize("spec", NODES, ids=lambda s: s.name)
 def test_main_is_run_node(spec):
-    source = (ROOT / "nodes" / f"{spec.module.rsplit('.', 1)[-1]}.py").read_text()
+    source = (ROOT / "nodes" / "nodes" / f"{spec.module.rsplit('.', 1)[-1]}.py").read_text()
     [main] = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "main"]
     calls = [n.func.id for n in ast.walk(main) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     assert calls == ["run_node"], f"{spec.module}.main calls {calls}"
@@ -43,7 +43,7 @@ def test_parameters_are_described_and_the_file_sets_only_declared_ones(spec):
 
 def _check_rows(params) -> None:
     """Each row has a description, a descriptor rclpy accepts, a default within its range."""
-    from task_learning_nodes.params import Param
+    from task_learning_nodes.plumbing.params import Param
 
     assert params and all(isinstance(p, Param) for p in params)
     for param in params:

@@ -61,9 +61,9 @@ from task_learning.stop_signals import StopSignals
 from task_learning.types import LLMUsage
 from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_interfaces.msg import ObjectProgress
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import LatestWorldState, run_node, shutdown_requested
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
+from task_learning_nodes.plumbing.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
@@ -156,7 +156,7 @@ class GoalElicitationNode(Node):
         from task_learning.episode.bus import EpisodeBus
         from task_learning.episode.messages import LLM_CALLS, STARS_TREE
         from task_learning.episode.observe import LLMCallPublisher
-        from task_learning_nodes.episode_topics import RosSink
+        from task_learning_nodes.plumbing.episode_topics import RosSink
 
         self._episode = EpisodeBus([RosSink(self, {STARS_TREE, LLM_CALLS})])
         self.client.recorder = LLMCallPublisher(self._episode, then=self.client.recorder)
@@ -191,7 +191,7 @@ class GoalElicitationNode(Node):
                                       transient_local=bool(get("world_state_transient_local")),
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=MutuallyExclusiveCallbackGroup())
-        from task_learning_nodes.qos import action_qos_kwargs
+        from task_learning_nodes.plumbing.qos import action_qos_kwargs
 
         self._server = ActionServer(self, LearnGoal, str(get("action_name")), self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
@@ -218,7 +218,7 @@ class GoalElicitationNode(Node):
     # ------------------------------------------------------------------ inputs
     def _operator_for(self) -> Any:
         if self._operator is None:
-            from task_learning_nodes.oversight_client import OversightClient
+            from task_learning_nodes.clients.oversight_client import OversightClient
 
             self._operator = OversightClient(self, name="goal_elicitation",
                                              default_timeout_s=self.oversight_timeout_s,

@@ -41,9 +41,9 @@ from task_learning_interfaces.srv import (
     ListPendingConfirmations,
     WithdrawConfirmation,
 )
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import wait_for_future
-from task_learning_nodes.oversight import (
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import wait_for_future
+from task_learning_nodes.plumbing.oversight_names import (
     ANSWER_SERVICE,
     CHECK_SERVICE,
     CONFIRM_SERVICE,
@@ -52,7 +52,7 @@ from task_learning_nodes.oversight import (
     WITHDRAW_SERVICE,
     PendingMsg,
 )
-from task_learning_nodes.qos import latched, service_qos
+from task_learning_nodes.plumbing.qos import latched, service_qos
 
 
 class OversightUnavailable(TaskLearningError):

@@ -33,10 +33,10 @@ from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import Skill
-from task_learning_nodes.camera_topics import camera_info_msg, image_msg
-from task_learning_nodes.fetch_params import FETCH_PARAMETERS
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.plumbing.camera_topics import camera_info_msg, image_msg
+from task_learning_nodes.plumbing.fetch_params import FETCH_PARAMETERS
+from task_learning_nodes.plumbing.params import Param, declare_parameters
+from task_learning_nodes.plumbing.node_base import run_node
 
 FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker")
 STRAY_MARKER_ID = 99

@@ -43,7 +43,6 @@ from task_learning.oversight.pending import QueueOperator, parse_safe_default, r
 from task_learning.safe_text import printable
 from task_learning.stop_signals import StopSignals
 from task_learning.types import ConfirmationRequest
-from task_learning_interfaces.msg import PendingConfirmations
 from task_learning_interfaces.srv import (
     AnswerConfirmation,
     CheckConfirmation,
@@ -51,18 +50,20 @@ from task_learning_interfaces.srv import (
     ListPendingConfirmations,
     WithdrawConfirmation,
 )
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.qos import SERVICE_DEPTH, latched, service_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.oversight_names import (
+    ANSWER_SERVICE,
+    CHECK_SERVICE,
+    CONFIRM_SERVICE,
+    LIST_SERVICE,
+    PENDING_TOPIC,
+    WITHDRAW_SERVICE,
+    PendingMsg,
+)
+from task_learning_nodes.plumbing.params import Param, declare_parameters
+from task_learning_nodes.plumbing.qos import SERVICE_DEPTH, latched, service_qos
 
-CONFIRM_SERVICE = "oversight/confirm"
-ANSWER_SERVICE = "oversight/answer"
-LIST_SERVICE = "oversight/list_pending"
-CHECK_SERVICE = "oversight/check_confirmation"
-WITHDRAW_SERVICE = "oversight/withdraw"
-PENDING_TOPIC = "oversight/pending"
-PendingMsg = PendingConfirmations
 
 PARAMETERS = (
     Param("timeout_s", 120.0, "Seconds a question waits for the operator when the request sets no "
@@ -155,7 +156,7 @@ class OversightNode(Node):
         # the live view (task_learning.episode).
         from task_learning.episode import messages as episode_msgs
         from task_learning.episode.observe import kb_observer
-        from task_learning_nodes.episode_topics import RosSink
+        from task_learning_nodes.plumbing.episode_topics import RosSink
 
         self._episode = EpisodeBus([RosSink(self, {episode_msgs.QUESTION, episode_msgs.ANSWER,
                                                    episode_msgs.KB_CHANGES})])

@@ -27,8 +27,8 @@ from task_learning.child_process import describe_exit
 from task_learning.llm.local_server import LocalServer, LocalServerError
 from task_learning.llm.settings import load_llm_settings
 from task_learning.stop_signals import StopSignals
-from task_learning_nodes.node_base import request_shutdown, run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.plumbing.node_base import request_shutdown, run_node
+from task_learning_nodes.plumbing.params import Param, declare_parameters
 
 NODE_NAME = "llm_server"
 WATCH_PERIOD_S = 0.5

@@ -44,11 +44,11 @@ from task_learning.types import GoalLiteral
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.planner import RosWorld
-from task_learning_nodes.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
+from task_learning_nodes.plumbing.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
+from task_learning_nodes.clients.ros_world import RosWorld
+from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
 
 PARAMETERS = (
     Param("db_path", DEFAULT_DB, "The planner's knowledge base (its db_path): the "
@@ -107,7 +107,7 @@ class AnticipationNode(Node):
         self._day_stop = StopToken()  # the running day's: set by either, checked before each action
         self._reaching: Any = None  # the planner's ReachGoal goal handle while it performs a task
         self._busy = threading.Lock()
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning_nodes.clients.oversight_client import OversightClient
 
         from task_learning.oversight.pairing import StackKey
 

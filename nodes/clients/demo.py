@@ -28,7 +28,7 @@ from typing import Any
 
 import rclpy
 from action_msgs.msg import GoalStatus
-from task_learning_nodes.node_base import ActionClient
+from task_learning_nodes.plumbing.node_base import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node

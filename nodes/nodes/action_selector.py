@@ -29,10 +29,10 @@ from task_learning.safe_text import printable
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import LatestWorldState, run_node
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.qos import latched, service_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node
+from task_learning_nodes.plumbing.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
+from task_learning_nodes.plumbing.qos import latched, service_qos
 
 NODE_NAME = "action_selector"
 

@@ -28,9 +28,9 @@ from task_learning.grounding.scene_state import resolve_object, scene_world_stat
 from task_learning.types import WorldState
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.srv import AnalyzeGoal
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import LatestWorldState, run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node
+from task_learning_nodes.plumbing.params import Param, declare_parameters
 
 NODE_NAME = "grounding"
 DEFAULT_SERVICE = "grounding/analyze_goal"
@@ -80,7 +80,7 @@ class GroundingNode(Node):
                                       transient_local=bool(get("world_state_transient_local")),
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=group)
-        from task_learning_nodes.qos import service_qos
+        from task_learning_nodes.plumbing.qos import service_qos
 
         self.create_service(AnalyzeGoal, str(get("service_name")), self._on_analyze,
                             qos_profile=service_qos(), callback_group=group)

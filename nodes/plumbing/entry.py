@@ -8,8 +8,8 @@ from a module that imports nothing heavy; a stop that arrives during the import 
 quietly with exit code 0 before any node exists, and one that arrives later is handed to
 `run_node` with the handlers, so it is never lost between the two.
 
-    perception_node = task_learning_nodes.entry:perception_node     (setup.py, console scripts)
-    python -m task_learning_nodes.entry task_learning_nodes.perception --ros-args ...   (bringup)
+    perception_node = task_learning_nodes.plumbing.entry:perception_node     (setup.py, console scripts)
+    python -m task_learning_nodes.plumbing.entry task_learning_nodes.nodes.perception --ros-args ...   (bringup)
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     class NodeMain(Protocol):
         def __call__(self, args: list[str] | None = None, signals: StopSignals | None = None) -> int: ...
 
-USAGE = "usage: python -m task_learning_nodes.entry <node module> [--ros-args ...]"
+USAGE = "usage: python -m task_learning_nodes.plumbing.entry <node module> [--ros-args ...]"
 
 
 def run(module: str, argv: Sequence[str]) -> int:
@@ -53,17 +53,17 @@ class NodeEntry:
         return run(self.module, sys.argv)
 
 
-perception_node = NodeEntry("task_learning_nodes.perception")
-grounding_node = NodeEntry("task_learning_nodes.grounding")
-goal_elicitation_node = NodeEntry("task_learning_nodes.goal_elicitation")
-oversight_node = NodeEntry("task_learning_nodes.oversight")
-action_selector_node = NodeEntry("task_learning_nodes.action_selector")
-planner_node = NodeEntry("task_learning_nodes.planner")
-anticipation_node = NodeEntry("task_learning_nodes.anticipation")
-llm_server_node = NodeEntry("task_learning_nodes.llm_server")
-synthetic_robot_node = NodeEntry("task_learning_nodes.synthetic_robot")
-live_view_node = NodeEntry("task_learning_nodes.live_view")
-web_operator_node = NodeEntry("task_learning_nodes.web_operator")
+perception_node = NodeEntry("task_learning_nodes.nodes.perception")
+grounding_node = NodeEntry("task_learning_nodes.nodes.grounding")
+goal_elicitation_node = NodeEntry("task_learning_nodes.nodes.goal_elicitation")
+oversight_node = NodeEntry("task_learning_nodes.nodes.oversight")
+action_selector_node = NodeEntry("task_learning_nodes.nodes.action_selector")
+planner_node = NodeEntry("task_learning_nodes.nodes.planner")
+anticipation_node = NodeEntry("task_learning_nodes.nodes.anticipation")
+llm_server_node = NodeEntry("task_learning_nodes.nodes.llm_server")
+synthetic_robot_node = NodeEntry("task_learning_nodes.nodes.synthetic_robot")
+live_view_node = NodeEntry("task_learning_nodes.nodes.live_view")
+web_operator_node = NodeEntry("task_learning_nodes.nodes.web_operator")
 
 
 if __name__ == "__main__":

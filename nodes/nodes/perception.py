@@ -45,10 +45,10 @@ from task_learning.world.thor.settings import ThorSettings
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.qos import DURABILITY, RELIABILITY, world_state_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.params import Param, declare_parameters
+from task_learning_nodes.plumbing.qos import DURABILITY, RELIABILITY, world_state_qos
 
 WORLD_STATE_TOPIC = "world_state"
 QUERY_SERVICE = "query_world"
@@ -101,9 +101,9 @@ class PerceptionNode(Node):
 
         from task_learning.world.factory import make_backend
 
-        if self.backend_name == "fetch":  # camera topics in, skill goals out (nodes/fetch_bridge.py)
+        if self.backend_name == "fetch":  # camera topics in, skill goals out (nodes/plumbing/fetch_bridge.py)
             from task_learning.world.scene import load_scene
-            from task_learning_nodes.fetch_bridge import FetchFrontend
+            from task_learning_nodes.plumbing.fetch_bridge import FetchFrontend
 
             self.fetch = FetchFrontend(self, load_scene(scene) if scene else None)
             self.backend = self.fetch.world
@@ -120,11 +120,11 @@ class PerceptionNode(Node):
         self.publisher = self.create_publisher(WorldState, WORLD_STATE_TOPIC, qos)
         self.camera = None
         if getattr(self.backend, "frame", None) is not None:
-            from task_learning_nodes.camera_topics import CameraTopics
+            from task_learning_nodes.plumbing.camera_topics import CameraTopics
 
             self.camera = CameraTopics(self, qos, str(get("camera_frame_id")), self.frame_id)
         # Sized for bursts (a thousand QueryWorld at once are all answered, none dropped).
-        from task_learning_nodes.qos import service_qos
+        from task_learning_nodes.plumbing.qos import service_qos
 
         qos = service_qos()
         self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, qos_profile=qos, callback_group=group)

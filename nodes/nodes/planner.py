@@ -3,7 +3,7 @@
 It runs the same task-learning loop as `task-learning run` (task_learning.planning.loop), with ROS
 ports instead of in-process ones:
 - the world is the perception node: `query_world` for the state, `execute_action` for each
-  primitive action (RosWorld below implements the WorldBackend protocol over those services);
+  primitive action (clients/ros_world.RosWorld implements the WorldBackend protocol over those services);
 - goals come from the goal elicitation node (which asks the oversight node in the +O
   conditions): by default (`elicitation: across-objects`) one `learn_goals` batch elicits every
   object of the task together, merged into shared round trips, and the loop then takes one object
@@ -73,17 +73,17 @@ from task_learning.planning.summary import summarize
 from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.stars.together import objects_to_elicit
-from task_learning.types import ActionCall, GoalLiteral, LLMUsage
-from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
+from task_learning.types import GoalLiteral, LLMUsage
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, LearnGoals, PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState, ObjectProgress, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.qos import action_qos_kwargs, latched, service_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.clients.ros_world import RosCallError, RosWorld, wait_future
+from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
+from task_learning_nodes.plumbing.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
+from task_learning_nodes.plumbing.qos import action_qos_kwargs, latched, service_qos
 
 ELICITATION = ("across-objects", "per-object")  # how PerformTask elicits goals (the `elicitation` parameter)
 
@@ -155,37 +155,10 @@ PARAMETERS = (
     *LLM_ENDPOINT_PARAMS,
 )
 
-# Which node serves what the planner waits for (named in every error about it).
-NODE_OF = {"query_world": "perception", "execute_action": "perception",
-           "learn_goal": "goal_elicitation", "learn_goals": "goal_elicitation", "oversight/confirm": "oversight",
-           "check_confirmation": "oversight"}
 BATCH_RESULT_WAIT_S = 2.0  # a stopped task's batch: how long its closing result is waited for
 MAX_TEXT_CHARS = 200  # task, scene, condition, subtask, predicate and argument strings
 MAX_SUBTASKS = 64
 SCENE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-
-
-class RosCallError(DependencyFailed):
-    """A service or action of another node did not answer in time, or went away."""
-
-
-def wait_future(future: Any, timeout_s: float, what: str, *, alive: Any = None,
-                stop: StopToken | None = None) -> Any:
-    """The future's result; RunStopped when `stop` is set meanwhile; RosCallError naming the
-    node when it leaves the graph (`alive()` false) or does not answer within `timeout_s`."""
-    waited = wait_for_future(future, timeout_s, alive=alive,
-                             stop=(lambda: stop.requested) if stop is not None else None)
-    node = NODE_OF.get(what.split(" ")[0], "serving")
-    if waited == "stopped":
-        future.cancel()
-        raise RunStopped(stop.reason if stop is not None and stop.reason else "the planner is shutting down")
-    if waited == "gone":
-        future.cancel()
-        raise RosCallError(f"the {node} node went away while the planner waited for {what}")
-    if waited == "timeout":
-        future.cancel()
-        raise RosCallError(f"the {node} node did not answer {what} within {timeout_s:g} s")
-    return future.result()
 
 
 class BadRequest(TaskLearningError):
@@ -222,54 +195,6 @@ def literals_from_request(msgs: Any, max_literals: int) -> list[GoalLiteral]:
         except ValueError as exc:
             raise BadRequest(f"{where}: {printable(str(exc))}") from None
     return literals
-
-
-class RosWorld:
-    """WorldBackend over the perception node's services."""
-
-    name = "ros"
-
-    def __init__(self, node: Node, query: Any, execute: Any, timeout_s: float,
-                 stop: StopToken | None = None) -> None:
-        self._node = node
-        self._query = query
-        self._execute = execute
-        self._timeout_s = timeout_s
-        self._stop = stop
-        self._metadata: dict[str, Any] | None = None
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        if self._metadata is None:
-            self._require(self._query, "query_world")
-            request = QueryWorld.Request(query="", include_world=True)
-            response = wait_future(self._query.call_async(request), self._timeout_s, "query_world",
-                                   alive=self._query.service_is_ready, stop=self._stop)
-            self._metadata = convert.metadata_from_world_state_msg(response.world)
-        return self._metadata
-
-    def step(self, action: str, **params: Any) -> dict[str, Any]:
-        self._require(self._execute, "execute_action")
-        object_id = str(params.pop("objectId", ""))
-        call = ActionCall(action, object_id, tuple(sorted(params.items())))
-        request = ExecuteAction.Request(call=convert.action_call_to_msg(call), return_world=True)
-        # Once sent, an action is waited for even when a stop arrives (the body is moving): the
-        # stop takes effect before the next one.
-        response = wait_future(self._execute.call_async(request), self._timeout_s, "execute_action",
-                               alive=self._execute.service_is_ready)
-        outcome = convert.action_outcome_from_msg(response.outcome)
-        if outcome.blocking_condition == WORLD_UNAVAILABLE:
-            raise WorldUnavailableError(f"perception: {outcome.error_message}")
-        metadata = convert.metadata_from_world_state_msg(response.world)
-        metadata.update(lastAction=action, lastActionSuccess=outcome.success,
-                        errorMessage=outcome.error_message, errorCode=outcome.blocking_condition)
-        self._metadata = metadata
-        return metadata
-
-    def _require(self, client: Any, what: str) -> None:
-        if not client.wait_for_service(timeout_sec=self._timeout_s):
-            raise RosCallError(f"the perception node is not running (no {what} service after "
-                               f"{self._timeout_s:g} s)")
 
 
 @dataclass
@@ -357,7 +282,7 @@ class PlannerNode(Node):
         self._current_goal: Any = None
         self._shutting_down = False
         from task_learning.oversight.pairing import StackKey
-        from task_learning_nodes.oversight_client import CheckedOperator, OversightClient
+        from task_learning_nodes.clients.oversight_client import CheckedOperator, OversightClient
 
         self._oversight = OversightClient(
             self, name="planner", service_wait_s=float(self._p("service_timeout_s")),
@@ -376,7 +301,7 @@ class PlannerNode(Node):
         self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
         # What the planner does, on the graph for recorders and the live view (task_learning.episode).
         from task_learning.episode import messages as episode_msgs
-        from task_learning_nodes.episode_topics import RosSink
+        from task_learning_nodes.plumbing.episode_topics import RosSink
 
         self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
                                               episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
@@ -674,7 +599,7 @@ class PlannerNode(Node):
         `episode_dir` set, the whole graph recorded into one MCAP file there."""
         import datetime
 
-        from task_learning_nodes.episode_topics import TaskEpisode
+        from task_learning_nodes.plumbing.episode_topics import TaskEpisode
 
         db_path = resolve_db_path(self._p("db_path"))
         folder = str(self._p("episode_dir") or "")

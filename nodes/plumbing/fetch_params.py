@@ -7,7 +7,7 @@ declares the topic, skill and camera ones of the same rows, so both ends default
 """
 from __future__ import annotations
 
-from task_learning_nodes.params import Param
+from task_learning_nodes.plumbing.params import Param
 
 DEFAULT_CAMERA_TO_BASE = (0.1, 0.0, 1.2, -0.596368, 0.596368, -0.379928, 0.379928)
 _HOUR = 3600.0

@@ -34,12 +34,12 @@ from task_learning.oversight.pairing import OperatorCredentials
 from task_learning.oversight.web.server import WebPanel, WebServer, WebSettings, panel_url
 from task_learning.stop_signals import StopSignals
 from task_learning.types import AnswerKind, ConfirmationRequest
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.oversight import PENDING_TOPIC, PendingMsg
-from task_learning_nodes.oversight_client import OversightClient, OversightUnavailable, SubmitReply
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.qos import latched
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.oversight_names import PENDING_TOPIC, PendingMsg
+from task_learning_nodes.clients.oversight_client import OversightClient, OversightUnavailable, SubmitReply
+from task_learning_nodes.plumbing.params import Param, declare_parameters
+from task_learning_nodes.plumbing.qos import latched
 
 CAMERA_TOPICS = "camera/color/image_raw,/head_camera/rgb/image_raw"
 KEPT_IMAGES = 64

@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-from task_learning_nodes.node_base import ActionClient
+from task_learning_nodes.plumbing.node_base import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -42,8 +42,8 @@ from task_learning.world.catalog import load_object_types
 from task_learning.world.scene import Scene
 from task_learning_interfaces.action import Skill
 
-from task_learning_nodes.fetch_params import FETCH_PARAMETERS
-from task_learning_nodes.params import declare_parameters
+from task_learning_nodes.plumbing.fetch_params import FETCH_PARAMETERS
+from task_learning_nodes.plumbing.params import declare_parameters
 
 
 def stamp_of(header: Any) -> float:

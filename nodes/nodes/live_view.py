@@ -21,9 +21,9 @@ from rosidl_runtime_py import message_to_ordereddict
 from task_learning.episode import messages as msgs
 from task_learning.episode.observe import HIGHLIGHTED
 from task_learning.stop_signals import StopSignals
-from task_learning_nodes.episode_topics import QOS, message_class
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.plumbing.episode_topics import QOS, message_class
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.params import Param, declare_parameters
 
 NODE_NAME = "live_view"
 
