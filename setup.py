@@ -5,27 +5,16 @@ it (editable) into the project venv. The nodes live in the `nodes/` folder and i
 `task_learning_nodes`, so the core package `task_learning` never imports rclpy.
 """
 from glob import glob
+from runpy import run_path
 
 from setuptools import find_packages, setup
 
 PACKAGE = "task_learning"
 # nodes/: the nodes (one module each), their clients, the plumbing they share, the fault probes
 NODE_SUBPACKAGES = ("nodes", "clients", "plumbing", "probes")
-# Each executable starts through task_learning_nodes.plumbing.entry, which catches Ctrl-C before the node's
-# imports (nodes/plumbing/entry.py names the module of each).
-NODE_EXECUTABLES = {
-    "perception_node": "task_learning_nodes.plumbing.entry:perception_node",
-    "grounding_node": "task_learning_nodes.plumbing.entry:grounding_node",
-    "goal_elicitation_node": "task_learning_nodes.plumbing.entry:goal_elicitation_node",
-    "oversight_node": "task_learning_nodes.plumbing.entry:oversight_node",
-    "action_selector_node": "task_learning_nodes.plumbing.entry:action_selector_node",
-    "planner_node": "task_learning_nodes.plumbing.entry:planner_node",
-    "anticipation_node": "task_learning_nodes.plumbing.entry:anticipation_node",
-    "llm_server_node": "task_learning_nodes.plumbing.entry:llm_server_node",
-    "synthetic_robot_node": "task_learning_nodes.plumbing.entry:synthetic_robot_node",
-    "live_view_node": "task_learning_nodes.plumbing.entry:live_view_node",
-    "web_operator_node": "task_learning_nodes.plumbing.entry:web_operator_node",
-}
+# The nodes' executables (`perception_node = task_learning_nodes.plumbing.entry:perception_node`, ...)
+# come from the one node registry, nodes/plumbing/registry.py, run on its own (it imports nothing).
+NODE_CONSOLE_SCRIPTS = run_path("nodes/plumbing/registry.py")["console_scripts"]()
 
 
 def data_tree(folder: str) -> list[tuple[str, list[str]]]:
@@ -66,6 +55,6 @@ setup(
         "console_scripts": ["task-learning = task_learning.cli:main",
                             # the headless AI2-THOR stand-in the ai2thor Controller starts
                             "task-learning-thor-standin = task_learning.world.thor.standin:main"]
-        + [f"{name} = {target}" for name, target in NODE_EXECUTABLES.items()],
+        + NODE_CONSOLE_SCRIPTS,
     },
 )

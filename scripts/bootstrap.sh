@@ -77,7 +77,7 @@ if [ -n "$IFACE_INPUTS" ]; then
 fi
 
 # 3. The project itself, editable, with its console scripts.
-want=$(hash_of "$ROOT/setup.py" "$ROOT/setup.cfg")
+want=$(hash_of "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/nodes/plumbing/registry.py")  # the registry: the node executables
 if [ "$(cat "$STAMPS/project" 2>/dev/null)" != "$want" ]; then
   log "installing task_learning (editable)"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" \

@@ -204,8 +204,11 @@ def _tables_in(path: Path) -> list[str]:
 
 def param_tables() -> list[ParamTable]:
     """Every parameter table of `nodes/`, named after the node `config/bringup.yaml` runs it as."""
-    bringup = yaml.safe_load((ROOT / "config" / "bringup.yaml").read_text(encoding="utf-8"))["nodes"]
-    by_module = {spec["module"]: (name, spec.get("params", "")) for name, spec in bringup.items()}
+    from task_learning.bringup import load_bringup_config  # modules and executables from the node registry
+
+    by_module = {spec.module: (spec.name, spec.params_file.relative_to(ROOT / "config").as_posix()
+                               if spec.params_file is not None else "")
+                 for spec in load_bringup_config(ROOT / "config" / "bringup.yaml").nodes}
     tables: list[ParamTable] = []
     for path in sorted((ROOT / "nodes").rglob("*.py")):
         module = "task_learning_nodes." + ".".join(path.relative_to(ROOT / "nodes").with_suffix("").parts)
