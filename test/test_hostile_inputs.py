@@ -232,7 +232,7 @@ def test_every_numeric_node_parameter_has_a_range_and_refuses_nan():
     assert "'unity' is not one of" in backend.problem("unity")
     from task_learning_nodes.nodes import perception
 
-    declared = {p.name: p for p in perception.PARAMETERS}
+    declared = {p.name: p for p in perception.Parameters.rows()}
     assert declared["backend"].choices == ("symbolic", "ai2thor", "fetch")
     assert "finite" in declared["ai2thor.server_timeout_s"].problem(float("nan"))
 

@@ -46,27 +46,27 @@ from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.plumbing.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
+from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
 from task_learning_nodes.clients.ros_world import RosWorld
 from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
 
-PARAMETERS = (
-    Param("db_path", DEFAULT_DB, "The planner's knowledge base (its db_path): the "
-          "routines of experience and the questions asked; default "
-          "$ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; relative paths "
-          "are relative to the node's working directory"),
-    Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE"),
-    Param("query_world_service", "query_world", "Perception's QueryWorld service"),
-    Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
-    Param("reach_goal_action", "reach_goal", "The planner's ReachGoal action"),
-    Param("service_timeout_s", 10.0, "Seconds to wait for a service, the planner or the oversight node",
-          min=0.1, max=3600.0),
-    Param("reach_timeout_s", 300.0, "Seconds the planner may take for one confirmed task", min=1.0,
-          max=86400.0),
-    Param("stack_key_file", "", "Key file the stack's nodes sign their questions with (the oversight "
-          "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
-    *LLM_ENDPOINT_PARAMS,
-)
+class Parameters(LLMEndpointParameters):
+    """The anticipation node's parameters (config/nodes/anticipation.yaml)."""
+
+    db_path: str = param(DEFAULT_DB, "The planner's knowledge base (its db_path): the "
+                         "routines of experience and the questions asked; default "
+                         "$ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; relative paths "
+                         "are relative to the node's working directory")
+    llm: str = param("offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE")
+    query_world_service: str = param("query_world", "Perception's QueryWorld service")
+    execute_action_service: str = param("execute_action", "Perception's ExecuteAction service")
+    reach_goal_action: str = param("reach_goal", "The planner's ReachGoal action")
+    service_timeout_s: float = param(10.0, "Seconds to wait for a service, the planner or the oversight node",
+                                     min=0.1, max=3600.0)
+    reach_timeout_s: float = param(300.0, "Seconds the planner may take for one confirmed task", min=1.0,
+                                   max=86400.0)
+    stack_key_file: str = param("", "Key file the stack's nodes sign their questions with (the oversight "
+                                "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key")
 
 
 class GraphWorld(RosWorld):
@@ -90,16 +90,16 @@ class AnticipationNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("anticipation", **kwargs)
-        self.params = declare_parameters(self, PARAMETERS)
+        self.params = declare_parameters(self, Parameters)
         self.group = ReentrantCallbackGroup()
-        self.wait_s = float(self.params["service_timeout_s"])
-        self.reach_timeout_s = float(self.params["reach_timeout_s"])
+        self.wait_s = self.params.service_timeout_s
+        self.reach_timeout_s = self.params.reach_timeout_s
         qos = service_qos()
-        self.query = self.create_client(QueryWorld, self.params["query_world_service"], qos_profile=qos,
+        self.query = self.create_client(QueryWorld, self.params.query_world_service, qos_profile=qos,
                                         callback_group=self.group)
-        execute = self.create_client(ExecuteAction, self.params["execute_action_service"], qos_profile=qos,
+        execute = self.create_client(ExecuteAction, self.params.execute_action_service, qos_profile=qos,
                                      callback_group=self.group)
-        self.reach = ActionClient(self, ReachGoal, self.params["reach_goal_action"], callback_group=self.group,
+        self.reach = ActionClient(self, ReachGoal, self.params.reach_goal_action, callback_group=self.group,
                                   **action_qos_kwargs())
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
         self._stop = threading.Event()  # the node stops
@@ -114,15 +114,15 @@ class AnticipationNode(Node):
         self.oversight = OversightClient(self, name="anticipation", service_wait_s=self.wait_s,
                                          should_stop=self.stopping, asker="anticipation",
                                          stack_key=StackKey.load_or_create(
-                                             str(self.params["stack_key_file"]) or None))
+                                             self.params.stack_key_file or None))
         self._withdraw_left_confirmations("start")
         self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day, **action_qos_kwargs(),
                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
                                     callback_group=self.group)
-        self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params['db_path'])}, llm {self.params['llm']})")
+        self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params.db_path)}, llm {self.params.llm})")
 
     def _withdraw_left_confirmations(self, when: str) -> None:
-        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params.db_path)) as kb:
             count = withdraw_anticipated_confirmations(kb)
         if count:
             self.get_logger().warning(f"{when}: withdrew {count} confirmation(s) of anticipated tasks left by an "
@@ -214,12 +214,12 @@ class AnticipationNode(Node):
             raise TaskLearningError(f"day: unknown day {request.day!r} (days of {spec.source}: {', '.join(days)})")
         self.require()
         tag = request.question_tag or f" ({request.day}, {datetime.date.today().isoformat()})"
-        client = make_client(str(self.params["llm"]), **llm_client_options(self.params))
+        client = make_client(self.params.llm, **llm_client_options(self.params))
 
         def event(text: str) -> None:
             goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))
 
-        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params.db_path)) as kb:
             seed_experience(kb, cfg)
             perform = PlannerPerformer(self, on_event=event)
             day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,

@@ -1,7 +1,14 @@
-"""Node parameters declared from one table per node, with descriptors `ros2 param describe` shows.
+"""Node parameters described once per node, as a typed pydantic model, with descriptors `ros2 param describe` shows.
 
-Every node lists its parameters as `Param` rows (name, default, description, range or choices,
-read-only) and declares them with `declare_parameters`. The descriptor carries the description,
+Every node describes its parameters as one `NodeParameters` model: a field per parameter, its type,
+its default and what it accepts given by `param(default, description, min=, max=, choices=,
+read_only=)`. That model is the one source of
+- the declarations: `declare_parameters(node, Model)` declares each field (a `Param` row built from
+  it) and returns the values read into a `Model` instance, typed (`params.max_actions` is an int);
+  `read_parameters(node, Model)` reads the current values again (the writable ones may have changed);
+- the check of the shipped parameter files, config/nodes/<node>.yaml (`check_params_file`: the
+  project's one-line errors naming the file and the key, task_learning.schema);
+- the docs site's parameter reference (scripts/docs_reference.py). The descriptor carries the description,
 the range (integer or floating point) and the allowed values as additional constraints, so
 
     ros2 param describe /perception backend
@@ -25,14 +32,18 @@ the TaskLearningError into exit code 2).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Mapping, Sequence, TypeVar
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
+from pydantic import Field, ValidationInfo, field_validator
 from rclpy.node import Node
 
-from task_learning.errors import TaskLearningError
+from task_learning.config import load_yaml
+from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.numbers import number_problem
+from task_learning.schema import Schema, invalid, validate
 
 ParamValue = bool | int | float | str | tuple[float, ...]  # a tuple: a double array
 
@@ -95,11 +106,102 @@ def _type_name(value: Any) -> str:
                 type(value), type(value).__name__)
 
 
-def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
-    """Declare every parameter of `params` on `node`; returns their values by name.
+def param(default: ParamValue, description: str, *, min: float | None = None, max: float | None = None,
+          choices: Sequence[str] = (), read_only: bool = True, dynamic_typing: bool = False) -> Any:
+    """A `NodeParameters` field: its default (which fixes its ROS type), what it means and accepts."""
+    extra = {"min": min, "max": max, "choices": tuple(choices), "read_only": read_only,
+             "dynamic_typing": dynamic_typing}
+    return Field(default=default, description=description, json_schema_extra={"param": extra})
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, NodeParameters)
+
+
+class NodeParameters(Schema):
+    """A node's parameters: one field per parameter (`param(...)`), a nested model per group of
+    parameters ROS names `<group>.<name>` (perception's `ai2thor.*`). Unknown keys are refused, every
+    value is checked as ROS and `Param.problem` check it (type, range, choices), so a params file
+    is refused here for what would stop the node at start."""
+
+    @classmethod
+    def rows(cls, prefix: str = "") -> tuple[Param, ...]:
+        """The parameters as `Param` rows, in field order, groups flattened to `<group>.<name>`."""
+        found: list[Param] = []
+        for name, info in cls.model_fields.items():
+            if _is_model(info.annotation):
+                found += info.annotation.rows(f"{prefix}{name}.")
+                continue
+            extra = dict((info.json_schema_extra or {})["param"])  # type: ignore[index,call-overload]
+            found.append(Param(f"{prefix}{name}", info.default, info.description or "", **extra))
+        return tuple(found)
+
+    @classmethod
+    def row(cls, name: str) -> Param | None:
+        return next((r for r in cls.rows() if r.name == name), None)
+
+    @classmethod
+    def from_flat(cls: type[P], values: Mapping[str, Any], *, file: str = "parameters") -> P:
+        """An instance from ROS's flat names (`ai2thor.platform`)."""
+        nested: dict[str, Any] = {}
+        for name, value in values.items():
+            *groups, leaf = name.split(".")
+            target = nested
+            for group in groups:
+                target = target.setdefault(group, {})
+            target[leaf] = value
+        return validate(cls, nested, file=file)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _as_ros_checks_it(cls, value: Any, info: ValidationInfo) -> Any:
+        field_name = info.field_name or ""
+        field = cls.model_fields[field_name]
+        if _is_model(field.annotation):
+            return value
+        row = Param(field_name, field.default, field.description or "",
+                    **(field.json_schema_extra or {})["param"])  # type: ignore[index,arg-type]
+        if row.dynamic_typing:
+            return value
+        value = _ros_typed(row, value)
+        problem = row.problem(value)
+        if problem:
+            raise invalid(problem)
+        return value
+
+
+P = TypeVar("P", bound=NodeParameters)
+
+
+def _ros_typed(row: Param, value: Any) -> Any:
+    """`value` as ROS would take it for `row`'s type, or the error ROS's type check gives."""
+    default = row.default
+    if isinstance(default, tuple):
+        if isinstance(value, (list, tuple)) or type(value).__name__ == "array":  # rclpy: array.array('d')
+            items = tuple(value)
+            if all(isinstance(v, float) for v in items):
+                return items
+    elif isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(default, float):
+        if isinstance(value, float):
+            return value
+    elif isinstance(value, type(default)):
+        return value
+    raise invalid(f"expected {_type_name(default)}, got {value!r}")
+
+
+
+def declare_parameters(node: Node, model: type[P]) -> P:
+    """Declare every parameter of `model` on `node`; returns their values as a `model`.
 
     Raises TaskLearningError naming the parameter when a given value has the wrong type, is out
     of range or is not one of the choices."""
+    params = model.rows()
     values: dict[str, Any] = {}
     for param in params:
         try:
@@ -121,7 +223,32 @@ def declare_parameters(node: Node, params: Sequence[Param]) -> dict[str, Any]:
     choices = {p.name: p.choices for p in params if p.choices and not p.read_only}
     if choices:
         node.add_on_set_parameters_callback(lambda changed: _check_choices(changed, choices))
-    return values
+    return _typed(model, values)
+
+
+def read_parameters(node: Node, model: type[P]) -> P:
+    """The current values of `model`'s parameters (declared before) as a `model`: a writable one
+    set with `ros2 param set` since is read as it is now."""
+    return _typed(model, {p.name: node.get_parameter(p.name).value for p in model.rows()})
+
+
+def _typed(model: type[P], values: Mapping[str, Any]) -> P:
+    try:
+        return model.from_flat(values)
+    except ConfigError as exc:  # checked above already; a model stricter than its rows
+        raise TaskLearningError(f"parameter {exc.key}: {exc.message}") from None
+
+
+def check_params_file(path: str | Path, model: type[NodeParameters], node: str) -> NodeParameters:
+    """A ROS 2 params file's `<node>.ros__parameters` checked against `model`: ConfigError naming
+    the file and the key (`planner.ros__parameters.max_actions: must be ...`) when a value would
+    stop the node, or a key is not one of its parameters (rclpy would ignore it silently)."""
+    data = load_yaml(path) or {}
+    key = f"{node}.ros__parameters"
+    if not isinstance(data, Mapping) or not isinstance(data.get(node), Mapping) \
+            or not isinstance(data[node].get("ros__parameters"), Mapping):
+        raise ConfigError(path, key, "missing: a params file sets <node>: {ros__parameters: {...}}")
+    return validate(model, data[node]["ros__parameters"], file=path, key=key)
 
 
 def _check_choices(changed: Sequence[Any], choices: dict[str, tuple[str, ...]]) -> SetParametersResult:
@@ -137,17 +264,17 @@ def _check_choices(changed: Sequence[Any], choices: dict[str, tuple[str, ...]]) 
 
 # Where a node's LLM is, beside its `llm` parameter (the provider): pointing at your own model or
 # at the graph's llm_server edits no file. Empty: config/llm.yaml (and its environment variables).
-LLM_ENDPOINT_PARAMS = (
-    Param("llm_base_url", "", "LLM endpoint: an OpenAI-compatible base URL (llm openai), or a running "
-          "llama-server (llm local; the launch sets it to the graph's llm_server node); empty: config/llm.yaml"),
-    Param("llm_model", "", "Completions model (llm openai), or the GGUF file to serve (llm local without "
-          "llm_base_url); empty: config/llm.yaml"),
-    Param("llm_selection_model", "", "Model for selection and chat prompts (llm openai); empty: config/llm.yaml"),
-)
+class LLMEndpointParameters(NodeParameters):
+    llm_base_url: str = param("", "LLM endpoint: an OpenAI-compatible base URL (llm openai), or a running "
+                              "llama-server (llm local; the launch sets it to the graph's llm_server node); "
+                              "empty: config/llm.yaml")
+    llm_model: str = param("", "Completions model (llm openai), or the GGUF file to serve (llm local without "
+                           "llm_base_url); empty: config/llm.yaml")
+    llm_selection_model: str = param("", "Model for selection and chat prompts (llm openai); empty: config/llm.yaml")
 
 
-def llm_client_options(values: dict[str, Any]) -> dict[str, str]:
-    """make_client options from the LLM_ENDPOINT_PARAMS values a node declared (only those set)."""
-    pairs = (("base_url", "llm_base_url"), ("completion_model", "llm_model"),
-             ("selection_model", "llm_selection_model"))
-    return {option: str(values[name]) for option, name in pairs if str(values.get(name) or "")}
+def llm_client_options(values: LLMEndpointParameters) -> dict[str, str]:
+    """make_client options from a node's LLM endpoint parameters (only those set)."""
+    pairs = (("base_url", values.llm_base_url), ("completion_model", values.llm_model),
+             ("selection_model", values.llm_selection_model))
+    return {option: value for option, value in pairs if value}
