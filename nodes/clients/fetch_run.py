@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import rclpy
 from rclpy.context import Context
@@ -130,4 +130,4 @@ def run_synthetic_fetch(scene_name: str, condition: str, db: str, *, llm: str = 
         _stop(procs)
         for proc in procs:
             if proc.returncode not in (0, 130, -signal.SIGINT):
-                print(f"note: {proc.args[1]} exited with {proc.returncode} (see {logdir})", file=sys.stderr)
+                print(f"note: {cast(list[str], proc.args)[1]} exited with {proc.returncode} (see {logdir})", file=sys.stderr)

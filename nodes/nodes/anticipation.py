@@ -33,6 +33,7 @@ from typing import Any
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 
 from task_learning.anticipation.proposals import KB_TASK
@@ -95,9 +96,9 @@ class AnticipationNode(Node):
         self.wait_s = self.params.service_timeout_s
         self.reach_timeout_s = self.params.reach_timeout_s
         qos = service_qos()
-        self.query = self.create_client(QueryWorld, self.params.query_world_service, qos_profile=qos,
+        self.query: Client = self.create_client(QueryWorld, self.params.query_world_service, qos_profile=qos,
                                         callback_group=self.group)
-        execute = self.create_client(ExecuteAction, self.params.execute_action_service, qos_profile=qos,
+        execute: Client = self.create_client(ExecuteAction, self.params.execute_action_service, qos_profile=qos,
                                      callback_group=self.group)
         self.reach = ActionClient(self, ReachGoal, self.params.reach_goal_action, callback_group=self.group,
                                   **action_qos_kwargs())
@@ -258,7 +259,7 @@ class PlannerPerformer:
             future.cancel()
             return False, 0, "the planner did not take the goal"
         handle = future.result()
-        if not handle.accepted:
+        if handle is None or not handle.accepted:
             return False, 0, "the planner rejected the goal"
         self.node._reaching = handle
         try:
@@ -314,7 +315,7 @@ def request_day(day: str, question_tag: str, seed: int, wait_s: float) -> dict[s
         if wait_for_future(future, wait_s, alive=client.server_is_ready) != "done":
             raise TaskLearningError("the anticipation node did not take the day")
         handle = future.result()
-        if not handle.accepted:
+        if handle is None or not handle.accepted:
             raise TaskLearningError("the anticipation node refused the day (it is running another one)")
         waited = handle.get_result_async()
         how = wait_for_future(waited, DAY_TIMEOUT_S, alive=client.server_is_ready)

@@ -37,6 +37,7 @@ confirmation id, which the planner checks.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import traceback
@@ -486,7 +487,7 @@ class GoalElicitationNode(Node):
         elicitor.prefetch(task, object_ids, metadata)  # an unknown object id: TaskLearningError, nothing started
         for object_id, future in elicitor.prefetched().items():
             batch.states.set(object_id, ObjectState.ELICITING)
-            future.add_done_callback(lambda f, oid=object_id: _stages_ended(batch.states, oid, f))
+            future.add_done_callback(functools.partial(_stages_ended, batch.states, object_id))
         batch.states.on_change = publish
         publish(batch.states.snapshot())
         with self._batch_lock:

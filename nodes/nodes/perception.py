@@ -30,7 +30,7 @@ import difflib
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from pydantic import Field, create_model
+from pydantic import Field
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
@@ -38,7 +38,7 @@ from task_learning.names import normalize_name
 from task_learning.safe_text import printable
 from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
-from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
+from task_learning.world.backend import WORLD_UNAVAILABLE, WorldBackend, WorldUnavailableError
 from task_learning.world.factory import BACKENDS
 from task_learning.world.thor.settings import PLATFORMS as THOR_PLATFORMS
 from task_learning.world.thor.settings import RANGES as THOR_RANGES
@@ -59,16 +59,32 @@ COMPLETION_SERVICE = "get_completion"
 
 ARTICLES = ("the ", "a ", "an ")
 
-# One parameter per field of ThorSettings (the AI2-THOR Controller's settings: their defaults and
-# types come from there).
-Ai2thorParameters = create_model(
-    "Ai2thorParameters", __base__=NodeParameters, __doc__="perception's ai2thor.* parameters",
-    **{field.name: (type(field.default), param(
-        field.default, f"AI2-THOR controller setting {field.name} (see config/nodes/perception.yaml and "
-        "task_learning.world.thor.settings.ThorSettings)",
-        **dict(zip(("min", "max"), THOR_RANGES.get(field.name, (None, None)))),
-        choices=THOR_PLATFORMS if field.name == "platform" else ()))
-       for field in dataclasses.fields(ThorSettings)})
+def _thor(name: str) -> Any:
+    """The `ai2thor.<name>` parameter: its default, range and choices are ThorSettings' own."""
+    default: Any = {f.name: f.default for f in dataclasses.fields(ThorSettings)}[name]
+    low, high = THOR_RANGES.get(name, (None, None))
+    return param(default, f"AI2-THOR controller setting {name} (see config/nodes/perception.yaml and "
+                 "task_learning.world.thor.settings.ThorSettings)", min=low, max=high,
+                 choices=THOR_PLATFORMS if name == "platform" else ())
+
+
+class Ai2thorParameters(NodeParameters):
+    """perception's ai2thor.* parameters: one per field of ThorSettings (the AI2-THOR Controller's
+    settings; test_node_shape checks that every field has one)."""
+
+    grid_size: float = _thor("grid_size")
+    width: int = _thor("width")
+    height: int = _thor("height")
+    field_of_view: float = _thor("field_of_view")
+    render_image: bool = _thor("render_image")
+    render_depth_image: bool = _thor("render_depth_image")
+    render_instance_segmentation: bool = _thor("render_instance_segmentation")
+    visibility_distance: float = _thor("visibility_distance")
+    platform: str = _thor("platform")
+    x_display: str = _thor("x_display")
+    local_executable_path: str = _thor("local_executable_path")
+    server_timeout_s: float = _thor("server_timeout_s")
+    server_start_timeout_s: float = _thor("server_start_timeout_s")
 
 
 class Parameters(NodeParameters):
@@ -93,7 +109,7 @@ class Parameters(NodeParameters):
     camera_frame_id: str = param("camera_color_optical_frame", "frame_id of the camera topics of backends "
                                  "that render (ai2thor with render_image)")
     # The AI2-THOR Controller's settings, `ai2thor.<setting>` (a group in the params file).
-    ai2thor: Ai2thorParameters = Field(default_factory=Ai2thorParameters)  # type: ignore[valid-type]
+    ai2thor: Ai2thorParameters = Field(default_factory=Ai2thorParameters)
 
 
 class ParamsFile(Parameters, FetchParameters):
@@ -121,7 +137,7 @@ class PerceptionNode(Node):
             from task_learning_nodes.plumbing.fetch_bridge import FetchFrontend
 
             self.fetch = FetchFrontend(self, load_scene(scene) if scene else None)
-            self.backend = self.fetch.world
+            self.backend: WorldBackend = self.fetch.world
         else:
             thor = ThorSettings.from_params(params.ai2thor.model_dump(),
                                             source="perception parameters ai2thor.*")

@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 
 from task_learning.bcr.domain import load_domain
@@ -74,6 +75,7 @@ from task_learning.planning.stop import DependencyFailed, RunStopped, StopToken,
 from task_learning.safe_text import printable
 from task_learning.stars.together import objects_to_elicit
 from task_learning.types import GoalLiteral, LLMUsage
+from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, LearnGoals, PerformTask, ReachGoal
@@ -271,9 +273,9 @@ class PlannerNode(Node):
         declare_parameters(self, Parameters)
         self.group = ReentrantCallbackGroup()
         qos = service_qos()
-        self._query = self.create_client(QueryWorld, self._params().query_world_service, qos_profile=qos,
+        self._query: Client = self.create_client(QueryWorld, self._params().query_world_service, qos_profile=qos,
                                          callback_group=self.group)
-        self._execute = self.create_client(ExecuteAction, self._params().execute_action_service, qos_profile=qos,
+        self._execute: Client = self.create_client(ExecuteAction, self._params().execute_action_service, qos_profile=qos,
                                            callback_group=self.group)
         self._learn = ActionClient(self, LearnGoal, self._params().learn_goal_action, callback_group=self.group,
                                    **action_qos_kwargs())
@@ -392,7 +394,7 @@ class PlannerNode(Node):
             barrier.wait(grace_s)
 
     def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
-        world = RosWorld(self, self._query, self._execute, self._params().service_timeout_s, stop)
+        world: WorldBackend = RosWorld(self, self._query, self._execute, self._params().service_timeout_s, stop)
         world = ObservedWorld(world, bus) if bus is not None else world  # an episode's: actions and states
         return StoppableWorld(world, stop) if stop is not None else world
 

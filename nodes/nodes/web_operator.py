@@ -231,7 +231,7 @@ def running_panel(wait_s: float, node_name: str = "/web_operator") -> tuple[str,
     rclpy.init()
     node = rclpy.create_node("web_operator_query")
     try:
-        client = node.create_client(GetParameters, f"{node_name}/get_parameters")
+        client: Any = node.create_client(GetParameters, f"{node_name}/get_parameters")
         if not client.wait_for_service(timeout_sec=wait_s):
             raise TaskLearningError(f"no web_operator node answers (waited {wait_s:g} s): start it with "
                                     f"`task-learning bringup --nodes ...,web_operator` or `ros2 launch task_learning "
@@ -240,9 +240,10 @@ def running_panel(wait_s: float, node_name: str = "/web_operator") -> tuple[str,
         executor = rclpy.executors.SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin_until_future_complete(future, timeout_sec=wait_s)
-        if not future.done() or future.result() is None:
+        reply = future.result() if future.done() else None
+        if reply is None:
             raise TaskLearningError(f"the web_operator node did not say where it listens within {wait_s:g} s")
-        host, port, cert, db = future.result().values
+        host, port, cert, db = reply.values
         settings = WebSettings(host=host.string_value, port=int(port.integer_value), tls_certfile=cert.string_value)
         if settings.port == 0:
             raise TaskLearningError("the web_operator node listens on a port it chose (port 0): give --url "

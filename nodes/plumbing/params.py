@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence, TypeVar
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from pydantic import Field, ValidationInfo, field_validator
+from pydantic.fields import FieldInfo
 from rclpy.node import Node
 
 from task_learning.config import load_yaml
@@ -109,13 +110,23 @@ def _type_name(value: Any) -> str:
 def param(default: ParamValue, description: str, *, min: float | None = None, max: float | None = None,
           choices: Sequence[str] = (), read_only: bool = True, dynamic_typing: bool = False) -> Any:
     """A `NodeParameters` field: its default (which fixes its ROS type), what it means and accepts."""
-    extra = {"min": min, "max": max, "choices": tuple(choices), "read_only": read_only,
-             "dynamic_typing": dynamic_typing}
+    extra: dict[str, Any] = {"min": min, "max": max, "choices": tuple(choices), "read_only": read_only,
+                             "dynamic_typing": dynamic_typing}
     return Field(default=default, description=description, json_schema_extra={"param": extra})
 
 
-def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, NodeParameters)
+def _group(annotation: Any) -> type[NodeParameters] | None:
+    """The model of a group field (`ai2thor: Ai2thorParameters`), None for a parameter."""
+    return annotation if isinstance(annotation, type) and issubclass(annotation, NodeParameters) else None
+
+
+def _row(name: str, info: FieldInfo) -> Param:
+    """The Param row of a `param(...)` field."""
+    extra = info.json_schema_extra
+    spec: Any = extra.get("param") if isinstance(extra, dict) else None
+    if not isinstance(spec, dict):
+        raise TypeError(f"parameter {name}: declare it with param(...)")
+    return Param(name, info.default, info.description or "", **spec)
 
 
 class NodeParameters(Schema):
@@ -129,11 +140,8 @@ class NodeParameters(Schema):
         """The parameters as `Param` rows, in field order, groups flattened to `<group>.<name>`."""
         found: list[Param] = []
         for name, info in cls.model_fields.items():
-            if _is_model(info.annotation):
-                found += info.annotation.rows(f"{prefix}{name}.")
-                continue
-            extra = dict((info.json_schema_extra or {})["param"])  # type: ignore[index,call-overload]
-            found.append(Param(f"{prefix}{name}", info.default, info.description or "", **extra))
+            group = _group(info.annotation)
+            found += group.rows(f"{prefix}{name}.") if group is not None else [_row(f"{prefix}{name}", info)]
         return tuple(found)
 
     @classmethod
@@ -157,10 +165,9 @@ class NodeParameters(Schema):
     def _as_ros_checks_it(cls, value: Any, info: ValidationInfo) -> Any:
         field_name = info.field_name or ""
         field = cls.model_fields[field_name]
-        if _is_model(field.annotation):
+        if _group(field.annotation) is not None:
             return value
-        row = Param(field_name, field.default, field.description or "",
-                    **(field.json_schema_extra or {})["param"])  # type: ignore[index,arg-type]
+        row = _row(field_name, field)
         if row.dynamic_typing:
             return value
         value = _ros_typed(row, value)
@@ -206,7 +213,7 @@ def declare_parameters(node: Node, model: type[P]) -> P:
     for param in params:
         try:
             default = list(param.default) if isinstance(param.default, tuple) else param.default
-            value = node.declare_parameter(param.name, default, param.descriptor()).value
+            value: Any = node.declare_parameter(param.name, default, param.descriptor()).value
         except InvalidParameterTypeException:
             hint = " (write it with a decimal point, e.g. 120.0)" if isinstance(param.default, float) \
                 else ' (quote strings that look like numbers or booleans, e.g. "off")' \

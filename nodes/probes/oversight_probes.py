@@ -31,7 +31,7 @@ CANCELED = 5  # action_msgs/GoalStatus.STATUS_CANCELED
 def _burst(c: Client, srv: Any, name: str, requests: list, per_client: int = 10, deadline_s: float = 120.0) -> list:
     """Every request at once, `per_client` per client (the stack's client profile); the replies,
     None for a request never answered."""
-    clients = [c.node.create_client(srv, name, qos_profile=service_qos()) for _ in range(0, len(requests), per_client)]
+    clients: list[Any] = [c.node.create_client(srv, name, qos_profile=service_qos()) for _ in range(0, len(requests), per_client)]
     try:
         for client in clients:
             if not client.wait_for_service(timeout_sec=60):
