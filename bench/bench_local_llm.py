@@ -79,7 +79,7 @@ def first_objects(name: str, count: int | None) -> Scene:
 
 def run_one(scene: Scene, mode: str, parallel: int) -> dict:
     settings = load_llm_settings().local
-    settings = replace(settings, parallel=parallel, extra_args=(*settings.extra_args, "--metrics"))
+    settings = settings.model_copy(update={"parallel": parallel, "extra_args": (*settings.extra_args, "--metrics")})
     with tempfile.TemporaryDirectory(prefix="bench-local-") as tmp, LocalServer(settings) as server:
         before = server_metrics(server)
         pid = server.process.pid if server.process is not None else 0

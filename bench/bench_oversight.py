@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from task_learning.oversight.flow import run_oversight  # noqa: E402
+from task_learning.oversight.flow import OversightSubject, run_oversight  # noqa: E402
 from task_learning.oversight.pending import QueueOperator  # noqa: E402
 from task_learning.oversight.simulated import SimulatedOperator  # noqa: E402
 from task_learning.types import ConfirmationRequest, GoalCandidate, GoalLiteral, Truth  # noqa: E402
@@ -52,9 +52,8 @@ def bench_flow(runs: int = 2000) -> None:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        outcome = run_oversight(ranked=options, reselect=lambda r: r[0], operator=user,
-                                object_description="mug in the dish rack",
-                                analyze=lambda s: None, object_id="Mug|1")
+        outcome = run_oversight(ranked=options, reselect=lambda r: r[0], operator=user, analyze=lambda s: None,
+                                subject=OversightSubject("mug in the dish rack", object_id="Mug|1"))
         times.append(time.perf_counter() - start)
         assert outcome.confirmed
     print(f"flow (5 proposals, simulated user, no KB): median {statistics.median(times) * 1e6:.0f} us, "

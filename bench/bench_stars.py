@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from task_learning.llm.client import make_client  # noqa: E402
-from task_learning.stars import TreeSettings, elicit_goal  # noqa: E402
+from task_learning.stars import ElicitationSetup, TreeSettings, elicit_goal  # noqa: E402
 from task_learning.stars import mug_example as mug  # noqa: E402
 from task_learning.world.scene import load_scene  # noqa: E402
 
@@ -27,8 +27,8 @@ from task_learning.world.scene import load_scene  # noqa: E402
 def one(spec, latency, workers, condition, task, object_id, world, scene, analyzer=None, client=None):
     client = client or make_client(spec, latency_s=latency, cache=None)
     started = time.perf_counter()
-    result = elicit_goal(task, object_id, world, scene, condition, client, analyzer=analyzer,
-                         settings=TreeSettings(max_workers=workers))
+    result = elicit_goal(task, object_id, world, scene, condition, client,
+                         setup=ElicitationSetup(settings=TreeSettings(max_workers=workers), analyzer=analyzer))
     wall = time.perf_counter() - started
     peak = getattr(client.provider, "max_in_flight", 0)
     return result, wall, peak

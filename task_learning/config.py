@@ -2,22 +2,20 @@
 
 A file's shape is described by a typed schema (task_learning.schema: pydantic models, one loader),
 so every message reads like "config/scenes/tidy_kitchen.yaml: objects[3].recptacle: unknown key
-(did you mean 'receptacle'?)". `check_keys`, `expect_type` and `expect_number` below are the
-hand-written checks that came before; llm/settings.py still uses them.
+(did you mean 'receptacle'?)".
 """
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
 from task_learning.errors import ConfigError
 from task_learning.files import read_input_bytes
-from task_learning.numbers import non_finite_path, number_problem
+from task_learning.numbers import non_finite_path
 
 ENV_CONFIG_DIR = "TASK_LEARNING_CONFIG"
 PACKAGE = "task_learning"
@@ -142,47 +140,6 @@ def check_document(data: Any, *, file: str | Path) -> None:
     found = non_finite_path(data, max_depth=MAX_NESTING)
     if found is not None:
         raise ConfigError(file, found[0], found[1])
-
-
-def expect_number(value: Any, *, file: str | Path, key: str, low: float | None = None,
-                  high: float | None = None, low_open: bool = False, integer: bool = False) -> Any:
-    """`value` when it is a finite number (an int with `integer`) within its range; else a
-    ConfigError naming file and key (task_learning.numbers.number_problem's words)."""
-    problem = number_problem(value, low=low, high=high, low_open=low_open, integer=integer)
-    if problem:
-        raise ConfigError(file, key, problem)
-    return value
-
-
-def check_keys(
-    mapping: Any,
-    *,
-    file: str | Path,
-    key: str,
-    required: Iterable[str] = (),
-    optional: Iterable[str] = (),
-) -> Mapping[str, Any]:
-    """Require a mapping with exactly the given keys; misspellings get a 'did you mean'."""
-    if not isinstance(mapping, Mapping):
-        raise ConfigError(file, key or None, f"expected a mapping, got {type(mapping).__name__}")
-    required = list(required)
-    allowed = set(required) | set(optional)
-    for name in mapping:
-        if name not in allowed:
-            hint = difflib.get_close_matches(str(name), sorted(allowed), n=1)
-            suffix = f" (did you mean '{hint[0]}'?)" if hint else f" (allowed: {', '.join(sorted(allowed))})"
-            raise ConfigError(file, join_key(key, str(name)), f"unknown key{suffix}")
-    for name in required:
-        if name not in mapping:
-            raise ConfigError(file, join_key(key, name), "missing required key")
-    return mapping
-
-
-def expect_type(value: Any, types: type | tuple[type, ...], *, file: str | Path, key: str) -> Any:
-    if not isinstance(value, types):
-        names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
-        raise ConfigError(file, key, f"expected {names}, got {type(value).__name__}: {value!r}")
-    return value
 
 
 def join_key(parent: str, child: str | int) -> str:

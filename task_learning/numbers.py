@@ -1,6 +1,6 @@
 """The one check every number from outside goes through: finite, of the right kind, in its range.
 
-A command-line option (task_learning.cli.options), a configuration value (config.expect_number)
+A command-line option (task_learning.cli.options), a configuration value (schema.bounded)
 and a node parameter (task_learning_nodes.plumbing.params) all ask `number_problem`, so NaN, infinities,
 booleans posing as numbers and out-of-range values are refused alike everywhere, with the same
 words. NaN needs refusing explicitly: every comparison with it is false, so a range test written

@@ -114,7 +114,7 @@ def invalid(message: str) -> PydanticCustomError:
     return PydanticCustomError("invalid", "{message}", {"message": message})
 
 
-# Type names as check_keys/expect_type wrote them, for pydantic's type errors.
+# Type names as the hand-written checks before this loader wrote them, for pydantic's type errors.
 _EXPECTED = {
     "string_type": "str", "int_type": "int", "bool_type": "bool", "float_type": "float",
     "list_type": "list", "tuple_type": "list", "set_type": "list",

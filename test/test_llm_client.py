@@ -249,7 +249,7 @@ def test_shipped_llm_yaml_is_valid():
     "data, key, words",
     [
         ({"client": {"timeout": 3}}, "client.timeout", "did you mean 'timeout_s'"),
-        ({"client": {"max_retries": "many"}}, "client.max_retries", "expected int"),
+        ({"client": {"max_retries": "many"}}, "client.max_retries", "expected an integer"),
         ({"client": {"timeout_s": 0}}, "client.timeout_s", "must be a finite number in (0, 3600]"),
         ({"client": {"timeout_s": float("nan")}}, "client.timeout_s", "finite"),
         ({"client": {"max_retries": 10**9}}, "client.max_retries", "between 0 and 100"),

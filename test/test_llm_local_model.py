@@ -99,12 +99,12 @@ def test_the_search_tree_on_the_mug_example_through_the_real_server(server):
     """The search tree branches on the model's real alternatives, level by level, as list
     prompts; every candidate is analysed; the outcome is whatever the model earned (a 270M base
     model). Capped at 24 requests (repair and selection have tests of their own)."""
-    from task_learning.stars import TreeSettings, elicit_goal
+    from task_learning.stars import ElicitationSetup, TreeSettings, elicit_goal
     from task_learning.stars import mug_example as mug
 
     with client_on(server) as client:
         result = elicit_goal(mug.TASK, mug.OBJECT_ID, mug.mug_metadata(), None, "ST", client,
-                             settings=TreeSettings(max_requests=24), batched=True)
+                             setup=ElicitationSetup(settings=TreeSettings(max_requests=24), batched=True))
     usage = result.usage.by_type
     assert result.usage.failures == 0, result.errors
     assert usage["initial"].calls == 1

@@ -19,7 +19,7 @@ from task_learning.oversight.answers import (
     remaining_s,
     remaining_text,
 )
-from task_learning.oversight.flow import OversightStatus, run_oversight
+from task_learning.oversight.flow import OversightStatus, OversightSubject, run_oversight
 from task_learning.oversight.operator import ScriptedOperator
 from task_learning.oversight.pending import QueueOperator
 from task_learning.oversight.terminal import format_request, prompt_answer
@@ -155,10 +155,11 @@ def test_the_queue_refuses_what_is_no_answer_and_resolves_numbers():
 
 def test_the_flow_turns_plain_words_into_a_goal():
     state = scene_world_state("tidy_kitchen")
-    outcome = run_oversight(ranked=[_cand(1, "the goal is that the milk is in the sink")], reselect=lambda _r: None,
+    outcome = run_oversight(ranked=[_cand(1, "the goal is that the milk is in the sink")],
+                            reselect=lambda _r: None,
                             operator=ScriptedOperator(["no", "in the fridge, closed"]),
-                            object_description="milk on table", analyze=lambda s: analyze_goal(s, state),
-                            object_id="Milk|1")
+                            analyze=lambda s: analyze_goal(s, state),
+                            subject=OversightSubject("milk on table", object_id="Milk|1"))
     assert outcome.status is OversightStatus.DESCRIBED and outcome.confirmed_by == "scripted"
     assert outcome.chosen.text == "the goal is that the milk is in the fridge and the fridge is closed"
     assert outcome.counts.words == 1 + 4  # "no", then the operator's own four words

@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from task_learning.oversight.flow import OversightStatus, run_oversight
+from task_learning.oversight.flow import OversightLimits, OversightStatus, OversightSubject, run_oversight
 from task_learning.oversight.operator import ScriptedOperator
 from task_learning.oversight.phrasing import count_words, goal_sentence, proposal_question
 from task_learning.oversight.simulated import SimulatedOperator
@@ -44,9 +44,9 @@ def test_stars_o_mug_accepts_cupboard_and_closed_with_a_single_yes():
     assert len(ranked) == 6
     selected = next(c for c in ranked if c.text == CUPBOARD_CLOSED)  # Selection's answer: 5
     user = mug_user()
-    outcome = run_oversight(ranked=ranked, reselect=by_score, operator=user,
-                            object_description=MUG_PLACE, analyze=fake_analyze,
-                            selected=selected, object_id="Mug|1")
+    outcome = run_oversight(ranked=ranked, reselect=by_score, operator=user, analyze=fake_analyze,
+                            selected=selected,
+                            subject=OversightSubject(MUG_PLACE, object_id="Mug|1"))
     assert outcome.status is OversightStatus.CONFIRMED
     assert outcome.chosen is selected
     assert outcome.counts.to_dict() == {"instructions": 1, "yes_no": 1, "words": 1, "proposed": 1,
@@ -67,7 +67,8 @@ def test_rejected_option_is_removed_before_reselection():
         return by_score(options)
 
     outcome = run_oversight(ranked=mug_candidates(), reselect=reselect, operator=mug_user(),
-                            object_description=MUG_PLACE, analyze=fake_analyze, object_id="Mug|1")
+                            analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE, object_id="Mug|1"))
     assert outcome.chosen is not None and outcome.chosen.text == CUPBOARD_CLOSED
     assert outcome.counts.proposed == 2 and outcome.counts.yes_no == 2 and outcome.counts.words == 2
     assert len(seen[0]) == 6 and len(seen[1]) == 5
@@ -91,8 +92,8 @@ def test_five_proposals_then_description_counts_per_appendix_c():
     user = ScriptedOperator(["no", "no", "no", "no", "no",
                              "the mug is in the cabinet",
                              "The goal is that the mug is in the sink."])
-    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=user,
-                            object_description=MUG_PLACE, analyze=fake_analyze, object_id="Mug|1")
+    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=user, analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE, object_id="Mug|1"))
     assert outcome.status is OversightStatus.DESCRIBED
     assert outcome.chosen.source is CandidateSource.USER
     assert outcome.chosen.text == "the goal is that the mug is in the sink"
@@ -109,8 +110,8 @@ def test_five_proposals_then_description_counts_per_appendix_c():
 def test_options_exhausted_before_five_goes_to_description():
     two = mug_candidates()[:2]
     user = ScriptedOperator(["no", "no", "the goal is that the mug is in the drawer and the drawer is closed"])
-    outcome = run_oversight(ranked=two, reselect=by_score, operator=user,
-                            object_description=MUG_PLACE, analyze=fake_analyze)
+    outcome = run_oversight(ranked=two, reselect=by_score, operator=user, analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE))
     assert outcome.counts.proposed == 2
     assert outcome.status is OversightStatus.DESCRIBED
     assert outcome.counts.words == 2 + 15  # 15 words in the description
@@ -118,17 +119,17 @@ def test_options_exhausted_before_five_goes_to_description():
 
 def test_descriptions_are_bounded():
     user = ScriptedOperator(["the mug is in the cabinet"] * 10)
-    outcome = run_oversight(ranked=[], reselect=by_score, operator=user,
-                            object_description=MUG_PLACE, analyze=fake_analyze, max_descriptions=3)
+    outcome = run_oversight(ranked=[], reselect=by_score, operator=user, analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE),
+                            limits=OversightLimits(max_descriptions=3))
     assert outcome.status is OversightStatus.GAVE_UP and outcome.chosen is None
     assert len(user.asked) == 3
 
 
 @pytest.mark.parametrize("script", [["timeout"], ["no", "timeout"], ["no"] * 5 + ["timeout"], []])
 def test_timeout_never_confirms(script):
-    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score,
-                            operator=ScriptedOperator(script), object_description=MUG_PLACE,
-                            analyze=fake_analyze)
+    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=ScriptedOperator(script),
+                            analyze=fake_analyze, subject=OversightSubject(MUG_PLACE))
     assert outcome.chosen is None
     assert outcome.status is OversightStatus.TIMEOUT
     assert outcome.counts.sourced == 0
@@ -141,8 +142,8 @@ def test_dead_operator_never_confirms():
         def ask(self, request):
             raise ConnectionError("operator node is gone")
 
-    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=Dead(),
-                            object_description=MUG_PLACE, analyze=fake_analyze)
+    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=Dead(), analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE))
     assert outcome.chosen is None and outcome.status is OversightStatus.OPERATOR_FAILED
     assert outcome.counts.instructions == 0
 
@@ -153,15 +154,15 @@ def test_yes_to_an_unviable_goal_is_not_used():
                             "the goal is that the mug is in the cabinet").mismatches)
     user = ScriptedOperator(["yes", "yes"])
     outcome = run_oversight(ranked=[bad] + mug_candidates(), reselect=by_score, operator=user,
-                            object_description=MUG_PLACE, analyze=fake_analyze)
+                            analyze=fake_analyze, subject=OversightSubject(MUG_PLACE))
     assert outcome.chosen is not None and outcome.chosen is not bad
     assert any("Cannot see a cabinet" in t.text for t in outcome.transcript)
 
 
 def test_empty_and_huge_descriptions_are_refused_with_a_reason():
     user = ScriptedOperator(["   ", "x " * 5000, "the goal is that the mug is in the sink"])
-    outcome = run_oversight(ranked=[], reselect=by_score, operator=user,
-                            object_description=MUG_PLACE, analyze=fake_analyze)
+    outcome = run_oversight(ranked=[], reselect=by_score, operator=user, analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE))
     assert outcome.status is OversightStatus.DESCRIBED
     assert "empty" in user.asked[1].question
     assert "too long" in user.asked[2].question
@@ -171,9 +172,8 @@ def test_duplicate_options_are_proposed_once():
     ranked = mug_candidates()
     dup = GoalCandidate("The goal is that the mug is in the dish rack.", 0.99, candidate_id=20,
                         viable=True)
-    outcome = run_oversight(ranked=ranked + [dup], reselect=by_score,
-                            operator=ScriptedOperator(["no"] * 7), object_description=MUG_PLACE,
-                            analyze=fake_analyze)
+    outcome = run_oversight(ranked=ranked + [dup], reselect=by_score, operator=ScriptedOperator(["no"] * 7),
+                            analyze=fake_analyze, subject=OversightSubject(MUG_PLACE))
     questions = [t.text for t in outcome.transcript if t.speaker == "robot" and "is the goal that" in t.text]
     assert len(questions) == len(set(questions)) == 5
 
@@ -182,12 +182,12 @@ def test_terminal_operator_reads_answers_and_treats_eof_as_no_consent():
     out = io.StringIO()
     user = TerminalOperator(io.StringIO("\nmaybe later\n"), out)
     # "maybe later" is taken as a description; the analyser finds it unusable; then EOF.
-    outcome = run_oversight(ranked=[], reselect=by_score, operator=user,
-                            object_description=MUG_PLACE, analyze=fake_analyze)
+    outcome = run_oversight(ranked=[], reselect=by_score, operator=user, analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE))
     assert outcome.chosen is None and outcome.status is OversightStatus.TIMEOUT
     yes_user = TerminalOperator(io.StringIO("y\n"), io.StringIO())
     outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=yes_user,
-                            object_description=MUG_PLACE, analyze=fake_analyze)
+                            analyze=fake_analyze, subject=OversightSubject(MUG_PLACE))
     assert outcome.status is OversightStatus.CONFIRMED and outcome.counts.words == 1
 
 
@@ -202,9 +202,8 @@ def test_questions_and_answers_are_persisted(tmp_path):
     from task_learning.kb.store import KnowledgeBase
 
     kb = KnowledgeBase(tmp_path / "kb.sqlite")
-    run_oversight(ranked=mug_candidates(), reselect=by_score, operator=mug_user(),
-                  object_description=MUG_PLACE, analyze=fake_analyze, object_id="Mug|1",
-                  kb=kb, task="tidy kitchen")
+    run_oversight(ranked=mug_candidates(), reselect=by_score, operator=mug_user(), analyze=fake_analyze, kb=kb,
+                  subject=OversightSubject(MUG_PLACE, object_id="Mug|1", task="tidy kitchen"))
     log = kb.question_log()
     assert [row["answer"] for row in log] == [AnswerKind.NO.value, AnswerKind.YES.value]
     first = log[0]
@@ -239,7 +238,7 @@ def test_mug_example_with_real_grounding_and_scene_preferences():
     user = SimulatedOperator.from_scene(scene)
     selected = next(c for c in ranked if c.text == CUPBOARD_CLOSED)
     outcome = run_oversight(ranked=ranked, reselect=by_score, operator=user, selected=selected,
-                            object_description=MUG_PLACE, analyze=analyze, object_id=mug)
+                            analyze=analyze, subject=OversightSubject(MUG_PLACE, object_id=mug))
     assert outcome.status is OversightStatus.CONFIRMED and outcome.chosen is selected
     assert (outcome.counts.yes_no, outcome.counts.words, outcome.counts.proposed) == (1, 1, 1)
     # Asked to describe it, the simulated user's words ground to the same goal.
@@ -251,8 +250,8 @@ def test_tbp_o_unanalysed_options_are_analysed_before_the_user_judges_them():
     raw = [GoalCandidate("the goal is that the mug is in the cabinet", 0.95, candidate_id=1),
            GoalCandidate("the goal is that the mug is in the cupboard and the cupboard is closed",
                          0.9, candidate_id=2)]
-    outcome = run_oversight(ranked=raw, reselect=by_score, operator=mug_user(),
-                            object_description=MUG_PLACE, analyze=fake_analyze, object_id="Mug|1")
+    outcome = run_oversight(ranked=raw, reselect=by_score, operator=mug_user(), analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE, object_id="Mug|1"))
     assert raw[0].viable is False and raw[0].mismatches  # shown with its mismatch, rejected
     assert outcome.chosen is raw[1] and outcome.counts.proposed == 2 and outcome.counts.sourced == 1
 
@@ -261,15 +260,15 @@ def test_stars_o_replayed_mug_example_simulated_user_single_yes(tmp_path):
     """STARS+O through the stars pipeline on the paper's replayed LLM responses (appendix B), with
     the simulated user preferring the cupboard, closed: one proposal, one yes, one word."""
     from task_learning.llm.client import make_client
-    from task_learning.stars import elicit_goal
+    from task_learning.stars import ElicitationSetup, elicit_goal
     from task_learning.stars import mug_example as mug
 
     cassette = mug.build_mug_cassette(tmp_path / "mug.jsonl")
     user = SimulatedOperator({mug.OBJECT_ID: ["Cupboard|1"]},
                              closable={"Cupboard|1", "Dishwasher|1", "Drawer|1"})
     result = elicit_goal(mug.TASK, mug.OBJECT_ID, mug.mug_metadata(), None, "STARS+O",
-                         make_client(f"replay:{cassette}"), analyzer=mug.paper_analysis,
-                         operator=user)
+                         make_client(f"replay:{cassette}"),
+                         setup=ElicitationSetup(analyzer=mug.paper_analysis, operator=user))
     assert result.chosen.text == CUPBOARD_CLOSED
     assert len(user.asked) == 1 and user.asked[0].question == (
         "For a mug in the dish rack is the goal that the mug is in the cupboard and the cupboard "

@@ -28,7 +28,7 @@ def test_a_local_pairing_stores_only_a_verifier_and_signs_answers(kb, tmp_path):
     registry = pairing.OperatorRegistry(kb)
     token = registry.pair_locally("alice")
     secret = token.split(":")[2]
-    dump = "\n".join(kb._conn.iterdump())  # noqa: SLF001 - the file's whole content
+    dump = "\n".join(kb.database.conn.iterdump())  # the file's whole content
     assert secret not in dump and token not in dump
     creds = pairing.OperatorCredentials.from_token(token)
     sig = creds.sign_answer("q1", "yes", "", "/terminal")

@@ -44,7 +44,7 @@ ASKER = textwrap.dedent("""
 # A separate process running the whole +O flow against the node (a dead or silent operator).
 FLOW = textwrap.dedent("""
     import json, sys
-    from task_learning.oversight.flow import run_oversight
+    from task_learning.oversight.flow import OversightLimits, OversightSubject, run_oversight
     from task_learning.types import GoalCandidate
     from task_learning_nodes.clients.oversight_client import OversightClient, OversightNotAnswering
     cands = [GoalCandidate("the goal is that the mug is in the cupboard", 0.9, candidate_id=1,
@@ -53,8 +53,8 @@ FLOW = textwrap.dedent("""
                              namespace=sys.argv[3])
     try:
         outcome = run_oversight(ranked=cands, reselect=lambda r: r[0], operator=client,
-                                object_description="mug in the dish rack", analyze=lambda s: None,
-                                timeout_s=float(sys.argv[2]))
+                                subject=OversightSubject("mug in the dish rack"), analyze=lambda s: None,
+                                limits=OversightLimits(timeout_s=float(sys.argv[2])))
         print(json.dumps({"status": outcome.status.value,
                           "chosen": outcome.chosen.text if outcome.chosen else None}), flush=True)
     except OversightNotAnswering:  # the whole goal ends, naming the node: nothing chosen

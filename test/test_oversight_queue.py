@@ -7,7 +7,7 @@ import time
 import pytest
 
 from task_learning.errors import ConfigError
-from task_learning.oversight.flow import OversightStatus, run_oversight
+from task_learning.oversight.flow import OversightStatus, OversightSubject, run_oversight
 from task_learning.oversight.operator import TIMEOUT_OPERATOR
 from task_learning.oversight.pending import QueueOperator
 from task_learning.types import AnswerKind, ConfirmationRequest
@@ -86,8 +86,8 @@ def test_timeout_resolves_to_the_safe_default_and_is_never_consent():
 @pytest.mark.parametrize("default", ["no", "timeout"])
 def test_flow_with_an_absent_operator_confirms_nothing(default):
     queue = QueueOperator(timeout_s=0.1, safe_default=default)
-    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=queue,
-                            object_description=MUG_PLACE, analyze=fake_analyze)
+    outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=queue, analyze=fake_analyze,
+                            subject=OversightSubject(MUG_PLACE))
     assert outcome.chosen is None and outcome.status is OversightStatus.TIMEOUT
     assert outcome.counts.instructions == 0 and outcome.counts.words == 0
     assert outcome.counts.proposed == 1  # it stopped at the first unanswered question

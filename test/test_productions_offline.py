@@ -18,6 +18,7 @@ from task_learning.llm.offline.provider import OfflineProvider
 from task_learning.productions.agent import ProductionSet
 from task_learning.productions.experiment import (
     EXTENSION_AGENT,
+    BootstrapSettings,
     bootstrap,
     bootstrap_into,
     families_book,
@@ -45,7 +46,8 @@ def test_explore_and_find_bootstrapped_in_floorplan1_run_without_llm_in_floorpla
     client = make_client("offline", cache=None)
     productions, world = ProductionSet(), WorldKnowledge()
     book = families_book({})
-    results = bootstrap(productions, client, world, book, families=("explore", "find"), seed=3)
+    results = bootstrap(productions, client, world, book,
+                        settings=BootstrapSettings(families=("explore", "find"), seed=3))
     assert [r.family for r in results] == ["explore", "find"]
     assert all(r.converged for r in results), [r.to_dict() for r in results]
     assert results[0].learned and results[1].learned
@@ -66,7 +68,8 @@ def test_bootstrap_persists_productions_statements_and_end_conditions(tmp_path: 
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "kb.sqlite"
     with KnowledgeBase(db) as kb, make_client("offline", cache=None) as client:
-        results, productions = bootstrap_into(kb, client, families=("explore", "find"), seed=3)
+        results, productions = bootstrap_into(kb, client,
+                                              settings=BootstrapSettings(families=("explore", "find"), seed=3))
         learned = {p.name: (p.utility, p.count) for p in productions}
     with KnowledgeBase(db) as kb:
         stored = load_productions(kb)
@@ -91,8 +94,9 @@ def test_bootstrap_asks_world_knowledge_ahead_only_in_catalogue_mode_and_only_of
     train_types = {str(o["objectType"]).lower() for o in load_kitchen("FloorPlan1").objects}
     assert "diningtable" not in train_types and "sidetable" not in train_types
     with KnowledgeBase(tmp_path / "kb.sqlite") as kb, make_client("offline", cache=None) as client:
-        results, _ = bootstrap_into(kb, client, families=("explore", "find"), seed=3, max_instances=6,
-                                    world_knowledge=mode)
+        results, _ = bootstrap_into(kb, client,
+                                    settings=BootstrapSettings(families=("explore", "find"), seed=3, max_instances=6,
+                                                               world_knowledge=mode))
         stored = kb.statements()
         prefetched = kb.statements(source=PREFETCH_SOURCE)
         calls = client.usage.calls
@@ -115,10 +119,7 @@ def test_bootstrap_asks_world_knowledge_ahead_only_in_catalogue_mode_and_only_of
 
 
 def test_bootstrap_asks_lazily_by_default() -> None:
-    import inspect
-
-    for function in (bootstrap, bootstrap_into):
-        assert inspect.signature(function).parameters["world_knowledge"].default == "lazy"
+    assert BootstrapSettings().world_knowledge == "lazy"  # bootstrap's and bootstrap_into's default
     assert world_knowledge_mode("met") == "lazy"  # the earlier name
     with pytest.raises(ValueError, match="expected one of lazy, catalogue"):
         world_knowledge_mode("everything")
@@ -131,7 +132,7 @@ def test_full_curriculum_then_held_out_slice_and_clear_need_no_llm() -> None:
     client = make_client("offline", cache=None)
     productions, world = ProductionSet(), WorldKnowledge()
     book = families_book({})
-    results = bootstrap(productions, client, world, book, seed=0)
+    results = bootstrap(productions, client, world, book, settings=BootstrapSettings(seed=0))
     assert all(r.converged for r in results)
     assert 15 <= len(productions) <= 30  # the paper: 27
     for family in ("slice", "clear", "find"):
@@ -155,7 +156,8 @@ def test_bootstrapping_draws_every_kind_until_no_llm_then_held_out_slice_asks_no
     client = make_client("offline", cache=None)
     productions, world = ProductionSet(), WorldKnowledge()
     book = families_book({})
-    results = {r.family: r for r in bootstrap(productions, client, world, book, seed=0, world_knowledge="catalogue")}
+    results = {r.family: r for r in bootstrap(productions, client, world, book,
+                                              settings=BootstrapSettings(seed=0, world_knowledge="catalogue"))}
     train = load_kitchen("FloorPlan1")
     for family, result in results.items():
         assert result.converged and set(variable_domain(family, train)) <= set(result.kinds), result.to_dict()
@@ -297,5 +299,6 @@ def test_a_dead_endpoint_stops_bootstrapping_with_its_reason() -> None:
     client = LLMClient(Dead(), cache=None, max_retries=0, breaker_failures=1, sleep=lambda s: None)
     productions = ProductionSet()
     with pytest.raises(LLMUnavailableError, match="cannot reach"):
-        bootstrap(productions, client, WorldKnowledge(), families_book({}), families=("explore",))
+        bootstrap(productions, client, WorldKnowledge(), families_book({}),
+                  settings=BootstrapSettings(families=("explore",)))
     assert len(productions) == 0

@@ -21,7 +21,7 @@ from task_learning.kb.store import Confirmation
 from task_learning.llm.client import make_client
 from task_learning.llm.offline.productions import load_teacher
 from task_learning.planning.session import RunSpec, run_in_process
-from task_learning.productions.experiment import bootstrap_into
+from task_learning.productions.experiment import BootstrapSettings, bootstrap_into
 from task_learning.types import Truth
 from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
@@ -50,7 +50,8 @@ def _build(db: Path) -> int:
     world = SymbolicWorld(load_scene(SCENE))
     teacher = load_teacher()
     with KnowledgeBase(goals_db) as learned, KnowledgeBase(db) as kb:
-        bootstrap_into(kb, make_client("offline"), train_scene="FloorPlan1", families=["explore", "find", "pick_place"])
+        bootstrap_into(kb, make_client("offline"),
+                       settings=BootstrapSettings(train_scene="FloorPlan1", families=["explore", "find", "pick_place"]))
         for row in kb.productions():
             assert row["approval"] == "none"  # nothing learned is approved by itself
         for obj in {o["objectType"].lower() for o in world.metadata["objects"]}:

@@ -9,9 +9,16 @@ import pytest
 
 from task_learning.llm.client import make_client
 from task_learning.productions.agent import ProductionSet
-from task_learning.productions.experiment import bootstrap, families_book, held_out_instances, run_trial
+from task_learning.productions.experiment import (
+    BootstrapSettings,
+    bootstrap,
+    families_book,
+    held_out_instances,
+    run_trial,
+)
 from task_learning.productions.families import FamilyError, instance_world, load_kitchen, make_instance
 from task_learning.productions.knowledge import WorldKnowledge
+from task_learning.world.factory import WorldChoice
 
 from .thor_helpers import settings, thor_env  # noqa: F401  (thor_env: a fixture)
 
@@ -19,7 +26,7 @@ from .thor_helpers import settings, thor_env  # noqa: F401  (thor_env: a fixture
 def test_an_unknown_backend_is_refused_by_name():
     instance = make_instance("clear", load_kitchen("FloorPlan14"), __import__("random").Random(0))
     with pytest.raises(FamilyError, match="unknown world backend 'unity'"):
-        with instance_world(instance, load_kitchen("FloorPlan14"), "unity"):
+        with instance_world(instance, load_kitchen("FloorPlan14"), WorldChoice("unity")):
             pass
 
 
@@ -33,11 +40,12 @@ def test_bootstrapped_productions_slice_and_clear_through_the_ai2thor_controller
     book = families_book({})
     # FloorPlan1, symbolic; with the catalogue prefetch (the extension; FloorPlan14 has no receptacle
     # type FloorPlan1 lacks), so that world knowledge is no reason for an LLM call here
-    bootstrap(productions, client, knowledge, book, seed=0, world_knowledge="catalogue")
+    bootstrap(productions, client, knowledge, book,
+              settings=BootstrapSettings(seed=0, world_knowledge="catalogue"))
     for family in ("slice", "clear"):
         instance = held_out_instances(family, ["FloorPlan14"], seed=0, backend="ai2thor")[0]
         result = run_trial(instance, "bootstrapped", productions, client, book, knowledge, seed=0,
-                           backend="ai2thor", ai2thor_settings=settings())
+                           where=WorldChoice("ai2thor", settings()))
         assert result.world == "ai2thor" and result.outcome == "done", result
         assert result.succeeded == result.units > 0 and result.steps > 3, result
         assert result.llm_calls == 0 and result.tokens == 0, result

@@ -8,7 +8,7 @@ import pytest
 from task_learning.cli import main as cli_main
 from task_learning.llm.client import make_client
 from task_learning.oversight.simulated import SimulatedOperator
-from task_learning.stars import Condition, elicit_goal
+from task_learning.stars import Condition, ElicitationSetup, elicit_goal
 from task_learning.stars.conditions import flags
 from task_learning.stars.prompts import load_templates
 from task_learning.types import CandidateSource
@@ -32,7 +32,7 @@ def run(scene_name, condition):
     operator = SimulatedOperator.from_scene(scene) if flags(Condition(condition)).oversight else None
     client = make_client("offline", cache=None)
     result = elicit_goal(scene.task, object_id, {"objects": scene.objects}, scene, condition, client,
-                         operator=operator)
+                         setup=ElicitationSetup(operator=operator))
     return scene, object_id, result
 
 

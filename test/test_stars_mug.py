@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from task_learning.llm.client import make_client
-from task_learning.stars import TreeSettings, elicit_goal
+from task_learning.stars import ElicitationSetup, TreeSettings, elicit_goal
 from task_learning.stars import mug_example as mug
 from task_learning.types import CandidateSource
 
@@ -41,8 +41,8 @@ def cassette(tmp_path_factory):
 
 def elicit(cassette, condition, workers=8, cache=None, client=None, **kw):
     client = client or Recording(make_client(f"replay:{cassette}", cache=cache))
-    result = elicit_goal(mug.TASK, mug.OBJECT_ID, mug.mug_metadata(), None, condition, client,
-                         analyzer=mug.paper_analysis, settings=TreeSettings(max_workers=workers), **kw)
+    setup = ElicitationSetup(settings=TreeSettings(max_workers=workers), analyzer=mug.paper_analysis, **kw)
+    result = elicit_goal(mug.TASK, mug.OBJECT_ID, mug.mug_metadata(), None, condition, client, setup)
     return client, result
 
 

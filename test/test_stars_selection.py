@@ -8,7 +8,7 @@ import pytest
 
 from task_learning.errors import TaskLearningError
 from task_learning.llm.base import LLMRequest, LLMResponse
-from task_learning.stars import elicit_goal
+from task_learning.stars import ElicitationSetup, elicit_goal
 from task_learning.stars.mug_example import PaperAnalysis, _response, _t, mug_metadata
 from task_learning.stars.prompts import GoalContext, load_templates
 from task_learning.stars.selection import parse_answer, presentation_order, select_goal
@@ -116,7 +116,8 @@ def test_repair_runs_twice_never_thrice():
         word = sentence.split()[-1]
         return PaperAnalysis(False, [Mismatch(MismatchKind.UNKNOWN_WORD, "unknown", f"No. Unknown word {word}.", word)])
 
-    result = elicit_goal("tidy kitchen", "Mug|1", mug_metadata(), None, "STARS", client, analyzer=unknown)
+    result = elicit_goal("tidy kitchen", "Mug|1", mug_metadata(), None, "STARS", client,
+                         setup=ElicitationSetup(analyzer=unknown))
     types = [r.prompt_type for r in client.requests]
     assert types == ["initial", "repair", "repair"]
     sources = [c.source for c in result.candidates]
@@ -130,7 +131,7 @@ def test_repair_runs_twice_never_thrice():
 def test_repair_kinds_follow_config_and_unrepairable_are_left():
     client = EndlessRepairs()
     result = elicit_goal("tidy kitchen", "Mug|1", mug_metadata(), None, "STAR", client,
-                         analyzer=lambda s: PaperAnalysis(False, []))  # unviable, no mismatch given
+                         setup=ElicitationSetup(analyzer=lambda s: PaperAnalysis(False, [])))  # unviable, no mismatch given
     assert [r.prompt_type for r in client.requests] == ["initial"]
     assert result.outcome == "no_viable_goal"
 
@@ -140,7 +141,7 @@ def test_bad_condition_and_missing_operator_are_clear_errors():
         elicit_goal("t", "Mug|1", mug_metadata(), None, "STARZ", EndlessRepairs())
     with pytest.raises(TaskLearningError, match="needs an operator"):
         elicit_goal("t", "Mug|1", mug_metadata(), None, "STARS+O", EndlessRepairs(),
-                    analyzer=lambda s: PaperAnalysis(True))
+                    setup=ElicitationSetup(analyzer=lambda s: PaperAnalysis(True)))
 
 
 def test_dead_endpoint_is_an_outcome_not_a_crash():
@@ -149,7 +150,7 @@ def test_dead_endpoint_is_an_outcome_not_a_crash():
             return LLMResponse(text="", error="connection refused")
 
     result = elicit_goal("tidy kitchen", "Mug|1", mug_metadata(), None, "STARS", Dead(),
-                         analyzer=lambda s: PaperAnalysis(True))
+                         setup=ElicitationSetup(analyzer=lambda s: PaperAnalysis(True)))
     assert result.outcome == "llm_failed" and result.chosen is None
     assert result.counts["failed_requests"] == 1 and "connection refused" in result.errors[0]
 
@@ -160,6 +161,6 @@ def test_empty_model_output_is_no_response():
             return LLMResponse(text="", completion_tokens=0)
 
     result = elicit_goal("tidy kitchen", "Mug|1", mug_metadata(), None, "STARS", Empty(),
-                         analyzer=lambda s: PaperAnalysis(True))
+                         setup=ElicitationSetup(analyzer=lambda s: PaperAnalysis(True)))
     assert result.outcome == "no_response" and result.candidates == [] and result.chosen is None
     assert result.counts["requests"] == 1 and result.counts["failed_requests"] == 0

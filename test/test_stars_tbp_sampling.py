@@ -8,7 +8,7 @@ from task_learning.errors import ConfigError
 from task_learning.llm.base import LLMRequest, LLMResponse, TokenLogprob
 from task_learning.llm.client import LLMClient, make_client
 from task_learning.llm.offline import OfflineProvider
-from task_learning.stars.elicit import elicit_goal
+from task_learning.stars.elicit import ElicitationSetup, elicit_goal
 from task_learning.stars.prompts import SamplingSettings, load_templates
 from task_learning.world.scene import load_scene
 from task_learning.world.state import world_state_from_metadata
@@ -99,7 +99,8 @@ def test_tbp_dedups_samples_and_chooses_the_best_mean_token_probability():
     provider = ScriptedSamples(scripted)
     client = LLMClient(provider)
     mug = next(o for o in scene.task_objects if o.startswith("Mug|"))
-    result = elicit_goal(scene.task, mug, state, scene, "TBP", client, templates=templates)
+    result = elicit_goal(scene.task, mug, state, scene, "TBP", client,
+                         setup=ElicitationSetup(templates=templates))
     assert provider.seen == templates.tbp_sampling.plan()  # every sample asked, none merged
     assert [c.text for c in result.candidates] == ["the goal is that the mug is in the sink",
                                                    "the goal is that the mug is in the cupboard"]
@@ -116,7 +117,8 @@ def test_tbp_plus_o_can_propose_several_goals_before_asking_for_words():
     proposals = []
     for oid in scene.task_objects:
         operator = ScriptedOperator(["no"] * 5 + ["the goal is that the object is in the garbage"])
-        result = elicit_goal(scene.task, oid, state, scene, "TBP+O", client, operator=operator)
+        result = elicit_goal(scene.task, oid, state, scene, "TBP+O", client,
+                             setup=ElicitationSetup(operator=operator))
         proposals.append(result.oversight.counts.proposed)
         if max(proposals) > 1:
             break
@@ -144,7 +146,8 @@ def test_openai_provider_sends_each_sample_with_its_temperature_and_keeps_server
         provider = OpenAIProvider(base_url=server.base_url, api_key="x", completion_model="fake-instruct")
         client = LLMClient(provider, timeout_s=5.0, max_retries=0)
         mug = next(o for o in scene.task_objects if o.startswith("Mug|"))
-        result = elicit_goal(scene.task, mug, state, scene, "TBP", client, templates=templates)
+        result = elicit_goal(scene.task, mug, state, scene, "TBP", client,
+                             setup=ElicitationSetup(templates=templates))
         sent = [r.body for r in server.requests_to(COMPLETIONS)]
     # sent concurrently: every planned temperature once, in any order
     assert sorted(b["temperature"] for b in sent) == sorted(t for t, _ in templates.tbp_sampling.plan())

@@ -54,7 +54,7 @@ from task_learning.planning.progress import ObjectState, ObjectStates
 from task_learning.planning.stop import DependencyFailed, RunStopped
 from task_learning.safe_text import printable
 from task_learning.stars.conditions import Condition, flags, parse_condition
-from task_learning.stars.elicit import ElicitationResult, as_state_and_metadata, elicit_goal
+from task_learning.stars.elicit import ElicitationResult, ElicitationSetup, as_state_and_metadata, elicit_goal
 from task_learning.stars.prompts import load_templates
 from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import TreeSettings
@@ -316,12 +316,13 @@ class GoalElicitationNode(Node):
 
         # A LearnGoal that named a batch is part of a cross-object run: the same batched round trips
         # as the elicitor's own fallback, so the run's count does not depend on when the batch closed.
-        outcome = elicit_goal(task, object_id, world, self._scene,
-                              condition, self.client, location=self.location or None,
-                              system_context=self._user_context(goal.context, condition),
-                              templates=self.templates, settings=self.settings, operator=operator,
-                              on_stage=on_stage, on_tree=StarsTreePublisher(self._episode, task),
-                              batched=bool(goal.batch_id))
+        outcome = elicit_goal(task, object_id, world, self._scene, condition, self.client,
+                              setup=ElicitationSetup(location=self.location or None,
+                                                     system_context=self._user_context(goal.context, condition),
+                                                     templates=self.templates, settings=self.settings,
+                                                     operator=operator, on_stage=on_stage,
+                                                     on_tree=StarsTreePublisher(self._episode, task),
+                                                     batched=bool(goal.batch_id)))
         # The endpoint stopped serving (a dead or hung LLM server): the goal fails with that
         # reason, which the planner recognises (LLM_UNAVAILABLE) and ends its task with.
         self.client.raise_if_unavailable()

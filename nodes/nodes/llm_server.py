@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 
 from rclpy.node import Node
 
@@ -61,7 +60,7 @@ class LLMServerNode(Node):
             changes["parallel"] = params.parallel
         if params.threads >= 0:
             changes["threads"] = params.threads
-        self.settings = replace(settings, **changes)
+        self.settings = settings.model_copy(update=changes)
         self.max_restarts = params.max_restarts
         self.restart_window_s = params.restart_window_s
         self.server = LocalServer(self.settings, model=params.model, port=params.port)

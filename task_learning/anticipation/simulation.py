@@ -178,28 +178,12 @@ def run_day(spec: HouseholdSpec, cfg: AnticipationConfig, experience: Experience
             if problem is not None:
                 log.debug("human: %s not done (%s)", human.text("human"), problem.why)
                 human = None
-        if mine is not None:
-            if serves != current and proposals is not None and serves not in proposals.confirmed:
-                result.unconfirmed_actions += 1  # never expected: the work list holds confirmed tasks only
-            problem = house.apply("agent", mine)
-            if problem is None:
-                result.agent_actions += 1
-                if serves != current and serves not in result.performed:
-                    result.performed.append(serves)
-            else:
-                result.agent_blocked += 1
-                mine = None
+        mine = _agent_acts(house, mine, serves, current, proposals, result)
         result.steps += 1
         result.log.append(log_line({"human": human, "agent": mine}))
         previous = {"human": human.text("human") if human else "none", "agent": mine.text() if mine else "none"}
-        finished_one = False
-        while len(result.done) < len(routine):
-            current = next(t for t in routine if t not in result.done)
-            if not all(house.holds(g) for g in goals[current]):
-                break
-            result.done.append(current)
-            finished_one = True
-        if finished_one and anticipator is not None and len(result.done) < len(routine):
+        if _finish_tasks(house, routine, goals, result) and anticipator is not None and \
+                len(result.done) < len(routine):
             anticipate()
     result.finished = len(result.done) == len(routine)
     if base8 is not None:
@@ -210,3 +194,33 @@ def run_day(spec: HouseholdSpec, cfg: AnticipationConfig, experience: Experience
     if proposals is not None:
         result.asked, result.confirmed, result.refused = proposals.asked, proposals.confirmed, proposals.refused
     return result
+
+
+def _agent_acts(house: Household, mine: Action | None, serves: str, current: str, proposals: Proposals | None,
+                result: DayResult) -> Action | None:
+    """Apply the agent's action (for `serves`, the current task or one it anticipated); the
+    action, or None when it had none or the household blocked it."""
+    if mine is None:
+        return None
+    if serves != current and proposals is not None and serves not in proposals.confirmed:
+        result.unconfirmed_actions += 1  # never expected: the work list holds confirmed tasks only
+    if house.apply("agent", mine) is not None:
+        result.agent_blocked += 1
+        return None
+    result.agent_actions += 1
+    if serves != current and serves not in result.performed:
+        result.performed.append(serves)
+    return mine
+
+
+def _finish_tasks(house: Household, routine: list[str], goals: dict[str, tuple[Literal, ...]],
+                  result: DayResult) -> bool:
+    """Mark the routine's next tasks done while their goals hold; whether any was."""
+    finished_one = False
+    while len(result.done) < len(routine):
+        current = next(t for t in routine if t not in result.done)
+        if not all(house.holds(g) for g in goals[current]):
+            break
+        result.done.append(current)
+        finished_one = True
+    return finished_one

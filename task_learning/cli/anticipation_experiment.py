@@ -10,6 +10,21 @@ import textwrap
 from task_learning.experiments.anticipation import NO_TABLE, OFFLINE_NOTE, format_table, run_experiment
 
 
+def _days(args: argparse.Namespace) -> list[str] | None:
+    """--days: the named days only; a day the household file lacks is refused (one line, exit 2)."""
+    if not getattr(args, "days", None):
+        return None
+    from task_learning.anticipation.household import load_household
+    from task_learning.errors import TaskLearningError
+
+    days = [d.strip() for d in args.days.split(",") if d.strip()]
+    known = [day["name"] for day in load_household().days]
+    unknown = [d for d in days if d not in known]
+    if unknown:
+        raise TaskLearningError(f"--days: unknown day(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    return days
+
+
 def run(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     from task_learning.cli.options import llm_options
@@ -17,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     with shared_server(args.llm, llm_options(args)) as options:  # --llm local: one server for every day
         rows = run_experiment(llm=args.llm, seed=args.seed or 0, report=report, wording=args.prompts,
-                              llm_options=options)
+                              llm_options=options, days=_days(args))
     offline = args.llm == "offline"
     if args.json:
         print(json.dumps({"paper": "anticipation", "llm": args.llm, "prompts": args.prompts,

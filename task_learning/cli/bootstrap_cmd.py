@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from task_learning.kb import KnowledgeBase
     from task_learning.llm.client import make_client
-    from task_learning.productions.experiment import OFFLINE_NOTE, bootstrap_into, load_kitchen
+    from task_learning.productions.experiment import OFFLINE_NOTE, BootstrapSettings, bootstrap_into, load_kitchen
     from task_learning.productions.families import parse_families
 
     from task_learning.productions.prefetch import world_knowledge_mode
@@ -54,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
     load_kitchen(args.train_scene)  # a bad scene name fails before anything is written
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     with KnowledgeBase(args.db) as kb, make_client(args.llm, cache=None, **llm_options(args)) as client:
-        results, productions = bootstrap_into(kb, client, train_scene=args.train_scene, families=families,
-                                              seed=args.seed, max_instances=args.max_instances,
-                                              max_revisions=args.max_revisions, trials_per_value=args.draws,
-                                              world_knowledge=mode, report=report)
+        settings = BootstrapSettings(train_scene=args.train_scene, families=families, seed=args.seed,
+                                     max_instances=args.max_instances, max_revisions=args.max_revisions,
+                                     trials_per_value=args.draws, world_knowledge=mode)
+        results, productions = bootstrap_into(kb, client, settings, report=report)
         client.raise_if_unavailable()
         rows = [{"name": p.name, "task": p.task, "utility": round(p.utility, 4), "count": p.count,
                  "english": p.english} for p in productions]
@@ -98,6 +98,7 @@ def run_paper_table(args: argparse.Namespace) -> int:
         paper_experiment,
     )
     from task_learning.productions.families import TEST_FAMILIES, parse_families
+    from task_learning.world.factory import WorldChoice
 
     tests = [s.strip() for s in args.test_scenes.split(",") if s.strip()]
     families = parse_families(args.families, TEST_FAMILIES)
@@ -110,7 +111,7 @@ def run_paper_table(args: argparse.Namespace) -> int:
             remove_knowledge_base(db)
         with KnowledgeBase(db) as kb, make_client(args.llm, cache=None, **llm_options(args)) as client:
             data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
-                                    seed=args.seed or 0, backend=args.backend,
+                                    seed=args.seed or 0, where=WorldChoice(args.backend),
                                     extension=args.world_knowledge == "both", report=report)
             client.raise_if_unavailable()
     offline = args.llm == "offline"

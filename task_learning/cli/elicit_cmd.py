@@ -63,7 +63,7 @@ def _resolve(scene: Any, metadata: dict[str, Any], name: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from task_learning.llm.client import make_client
     from task_learning.planning.session import check_run_config
-    from task_learning.stars.elicit import elicit_goal
+    from task_learning.stars.elicit import ElicitationSetup, elicit_goal
     from task_learning.world.scene import load_scene
 
     condition = parse_condition(args.condition)
@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
     client = make_client(args.llm, **llm_options(args))
     try:
         result = elicit_goal(args.task or scene.task, object_id, metadata, scene, condition, client,
-                             settings=TreeSettings(max_workers=args.max_workers,
-                                                   max_requests=args.max_requests),
-                             operator=operator)
+                             setup=ElicitationSetup(settings=TreeSettings(max_workers=args.max_workers,
+                                                                          max_requests=args.max_requests),
+                                                    operator=operator))
         client.raise_if_unavailable()
     finally:
         closer = getattr(client, "close", None)

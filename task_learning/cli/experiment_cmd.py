@@ -5,19 +5,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 from task_learning.cli.options import SEED, add_llm_arguments, bounded_float, bounded_int, llm_options
+from task_learning.experiments.machine import LoadSampler
 from task_learning.experiments.runner import run_conditions
 from task_learning.experiments.table import (
     OFFLINE_NOTE,
+    STANDIN_NOTE,
+    describe_model,
     format_table,
+    format_trials,
     paper_key,
     paper_row,
     plot_rows,
     scene_kind,
     tokenizer_for,
 )
+from task_learning.llm.shared_answers import SharedAnswers
 from task_learning.planning.session import CONDITIONS
 from task_learning.prompt_templates import PROMPT_WORDINGS
 
@@ -73,6 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
                    help="llm-state and anticipation: own (default): the project's prompt wording; paper: the "
                         "prompts the paper prints, verbatim (config/llm_state|anticipation/paper_prompts.yaml)")
+    p.add_argument("--days", default=None,
+                   help="anticipation: comma-separated days of config/anticipation/household.yaml (default: all)")
     p.add_argument("--world-knowledge", choices=("lazy", "both"), default="lazy",
                    help="bootstrapping: lazy (default): the paper's rows, world knowledge asked when a production first "
                         "needs it; both: also a row for this project's catalogue-prefetch extension, labelled as such")
@@ -94,6 +103,12 @@ def default_conditions(scene: str) -> str:
     return paper + ",STARS+O"
 
 
+def _standin_row(data: dict | None) -> dict | None:
+    if data is None:
+        return None
+    return {k: v for k, v in data.items() if k != "objects"} | {"retrieved_per_object": _per_object(data, "retrieved")}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.paper != "bootstrapping" and (getattr(args, "backend", "symbolic") != "symbolic"
                                           or getattr(args, "families", "find,slice,clear") != "find,slice,clear"
@@ -102,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0):
         print("--methods, --runs and --temperature apply to --paper llm-state only", file=sys.stderr)
+        return 2
+    if args.paper != "anticipation" and getattr(args, "days", None) is not None:
+        print("--days applies to --paper anticipation only", file=sys.stderr)
         return 2
     if args.paper not in ("llm-state", "anticipation") and args.prompts != "own":
         print("--prompts applies to --paper llm-state and --paper anticipation only (seed 000 and 001 print no "
@@ -120,27 +138,47 @@ def run(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     from task_learning.llm.local_provider import shared_server
 
-    with shared_server(args.llm, llm_options(args)) as options:  # --llm local: one server for every run
-        rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=args.workdir,
-                              seed=args.seed, report=report, llm_options=options)
     offline = args.llm == "offline"
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="task_learning_exp_"))
+    # A language model's rows share its temperature-0 answers across conditions (the same prompt
+    # gets the same answer: llm/shared_answers.py); every row still counts what it sent.
+    shared = None if offline else SharedAnswers()
+    with LoadSampler() as load, shared_server(args.llm, llm_options(args)) as options:
+        rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=workdir,
+                              seed=args.seed, report=report, llm_options=options, shared=shared)
+    # Beside a language model, the offline stand-in's rows for the same conditions (seconds).
+    standin = None if offline else dict(run_conditions(args.scene, conditions, llm="offline",
+                                                        workdir=workdir / "offline-standin", seed=args.seed))
+    model = "" if offline else describe_model(args.llm, options)
     if args.json:
         print(json.dumps({
             "scene": args.scene,
             "scene_kind": scene_kind(args.scene),
             "llm": args.llm,
+            "model": model,
             "tokenizer": tokenizer_for(args.llm),
-            "note": OFFLINE_NOTE if offline else "",
+            "note": OFFLINE_NOTE if offline else STANDIN_NOTE,
+            "wall_s": round(load.wall_s, 1),
+            "machine": load.summary(),
             "rows": [{"condition": label,
                       **{k: v for k, v in data.items() if k != "objects"},
                       "retrieved_per_object": _per_object(data, "retrieved"),
+                      **({"offline_standin": _standin_row(standin.get(label))} if standin is not None else {}),
                       "paper": paper_row(args.scene, paper_key(label))}
                      for label, data in rows],
         }, indent=2))
     else:
-        print(format_table(args.scene, rows, llm=args.llm))
+        print(format_table(args.scene, rows, llm=args.llm, standin=standin))
+        print()
+        print(format_trials(rows, standin))
         if offline:
             print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
+        else:
+            machine = load.summary()
+            print(f"\nModel: {model}. Machine: {machine['cores']} cores, 1-minute load average "
+                  f"{machine['load_1min_min']}/{machine['load_1min_mean']}/{machine['load_1min_max']} (min/mean/max) "
+                  f"during the command; {load.wall_s / 60:.1f} min wall in all.")
+            print(textwrap.fill("Note: " + STANDIN_NOTE, width=100))
     if args.plot:
         path = plot_rows(args.scene, rows, args.plot, llm=args.llm)
         print(f"plot: {path}", file=sys.stderr)

@@ -97,8 +97,6 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def _serve_settings(args: argparse.Namespace):  # -> LocalSettings
-    from dataclasses import replace
-
     from task_learning.llm.settings import load_llm_settings
 
     settings = load_llm_settings().local
@@ -106,7 +104,7 @@ def _serve_settings(args: argparse.Namespace):  # -> LocalSettings
                                                 ("threads", args.threads),
                                                 ("startup_timeout_s", args.startup_timeout))
                if value is not None}
-    return replace(settings, **changes)
+    return settings.model_copy(update=changes)
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -81,11 +81,36 @@ OFFLINE_NOTE = (
     "written against (heldout_kitchen, heldout_bedroom) are reported apart.")
 
 
+STANDIN_NOTE = (
+    "Rows marked (offline stand-in) are NOT a language model: hand-written household knowledge, "
+    "written with the paper's tables at hand, run in the same command for the same conditions. The "
+    "paper's rows are GPT-3 (goal retrieval) and GPT-4 (selection); a 270M base model is far weaker "
+    "than either. Calls answered by an earlier row's identical temperature-0 prompt are counted in "
+    "their row's tokens: each row counts what its condition sent.")
+
+
+def describe_model(llm: str, options: Mapping[str, Any]) -> str:
+    """The model behind the rows, in words, for the table's footer and its JSON."""
+    spec = llm.strip().lower()
+    if spec == "local":
+        if options.get("completion_model"):
+            return f"local: {options['completion_model']} on llama.cpp's llama-server"
+        from task_learning.llm.local_install import MODEL_BYTES, SDIST_VERSION
+
+        if options.get("base_url"):
+            return f"local: the llama-server at {options['base_url']} (whatever model it serves)"
+        return (f"Gemma 3 270M base (not instruction-tuned), GGUF Q4_K_M, {MODEL_BYTES / 1e6:.0f} MB, "
+                f"on llama.cpp's llama-server (llama-cpp-python {SDIST_VERSION}'s source), CPU")
+    if spec.startswith(("openai", "record:")):
+        return f"{llm}: {options.get('completion_model') or 'config/llm.yaml openai.completion_model'}"
+    return llm
+
+
 def tokenizer_for(llm: str) -> str:
     """Who counted the token columns: cl100k_base for the offline model, the server otherwise."""
     if llm.startswith("replay:"):
         return "as recorded in the cassette (the server's usage when it was recorded)"
-    if llm.startswith(("openai", "record:")):
+    if llm.startswith(("openai", "record:", "local")):
         return "the server's usage figures"
     return TOKENIZER
 
@@ -107,10 +132,15 @@ def paper_key(label: str) -> str:
     return "Trial #2" if label.startswith("Trial #2") else label.split(" ")[0]
 
 
+STANDIN_LABEL = "  (offline stand-in)"
+
+
 def format_table(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], *, with_paper: bool = True,
-                 llm: str = "offline") -> str:
-    """rows: (label, metrics dict). Each measured row is followed by the paper's, when known."""
-    label_width = max([len("Condition")] + [len(label) + 8 for label, _ in rows])
+                 llm: str = "offline", standin: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """rows: (label, metrics dict). Each measured row is followed by the offline stand-in's row
+    for the same condition (`standin`, by label: run beside a language model, so a reader sees
+    the model and the hand-written stand-in apart) and by the paper's, when known."""
+    label_width = max([len("Condition"), len(STANDIN_LABEL)] + [len(label) + 8 for label, _ in rows])
     widths = [max(len(title), 9) for _, title, _ in COLUMNS]
     header = "Condition".ljust(label_width) + "  " + "  ".join(
         title.rjust(w) for (_, title, _), w in zip(COLUMNS, widths))
@@ -121,11 +151,42 @@ def format_table(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], *, w
     lines = [title, header, "-" * len(header)]
     for label, data in rows:
         lines.append(_row(label, data, label_width, widths))
+        if standin is not None and label in standin:
+            lines.append(_row(STANDIN_LABEL, standin[label], label_width, widths))
         base = paper_key(label)
         paper = paper_row(scene, base) if with_paper else None
         if paper is not None:
             lines.append(_row(f"  (paper {base})", paper, label_width, widths))
     return "\n".join(lines)
+
+
+def format_trials(rows: Sequence[tuple[str, Mapping[str, Any]]], standin: Mapping[str, Mapping[str, Any]] | None = None
+                  ) -> str:
+    """Trials, wall time, the machine's load while each row ran and (with a model shared across
+    the rows) how many of a row's calls reached the model: what a wall time was measured under."""
+    lines = ["Trials and wall times (1-minute load average min/mean/max while the row ran):"]
+    for label, data in rows:
+        lines.append(f"  {label}: {_trial_cell(data)}")
+    if standin:
+        total = sum(float(d.get("wall_s") or 0) for d in standin.values())
+        lines.append(f"  offline stand-in, every row: {total:.1f} s wall in all")
+    return "\n".join(lines)
+
+
+def _trial_cell(data: Mapping[str, Any]) -> str:
+    machine = data.get("machine") or {}
+    usage = data.get("usage") or {}
+    text = f"{data.get('trials', 1)} trial, {float(data.get('wall_s') or 0):,.1f} s wall"
+    calls = usage.get("calls")
+    if calls is not None:
+        text += f", {calls:,} LLM calls"
+        if "calls_shared" in data:
+            text += (f" ({data.get('calls_to_model', 0):,} to the model, {data['calls_shared']:,} answered by "
+                     "an earlier row's identical temperature-0 prompt)")
+    if machine:
+        text += (f", load {machine.get('load_1min_min')}/{machine.get('load_1min_mean')}/"
+                 f"{machine.get('load_1min_max')} on {machine.get('cores')} cores")
+    return text
 
 
 def _row(label: str, data: Mapping[str, Any], label_width: int, widths: Sequence[int]) -> str:

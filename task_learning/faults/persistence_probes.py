@@ -156,7 +156,7 @@ def _truncated(ctx: ProbeContext) -> ProbeResult:
         for i in range(200):
             kb.learn_goal(LearnedGoal(task="t", context=f"thing {i} on table", object_type="Mug",
                                       text="x" * 200, literals=[]))
-        kb._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        kb.database.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = db.read_bytes()
     db.write_bytes(data[: len(data) // 2])
     outcome = run_command(ctx, ["kb", "show", "--db", str(db)])

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from task_learning.errors import UnknownObjectError
 from task_learning.grounding.knowledge import GroundingKnowledge
@@ -286,7 +286,39 @@ def analyze_goal(sentence: str, state: WorldState, context_object_id: str | None
 
     # 3. grounding
     grounder = _Grounder(index, context)
-    grounded: list[tuple[ParsedClause, list[WorldObject], WorldObject | None]] = []
+    grounded = _ground_clauses(sentence, parsed, grounder)
+    if isinstance(grounded, GoalAnalysis):
+        return grounded
+    if grounder.ungrounded:
+        return _failed(sentence, grounder.ungrounded)
+
+    # 4. affordances
+    mismatches: list[Mismatch] = []
+    for clause, subjects, destination in grounded:
+        for m in _check_affordances(index, grounder, clause, subjects, destination):
+            if all(m.detail != other.detail for other in mismatches):
+                mismatches.append(m)
+    if mismatches:
+        return _failed(sentence, mismatches)
+
+    # 5. the goal's literals
+    literals, clauses = _literals(grounded)
+    reason = _contradictions(literals)
+    if reason:
+        return uninterpretable(sentence, f"contradictory goal: {reason}")
+    if context is not None and not any(context.object_id in lit.args for lit in literals):
+        return _failed(sentence, [wrong_object(context)])
+    return GoalAnalysis(sentence=sentence, viable=True, literals=literals, clauses=clauses,
+                        groundings=grounder.groundings)
+
+
+Grounded = list[tuple[ParsedClause, list[WorldObject], WorldObject | None]]  # clause, subjects, destination
+
+
+def _ground_clauses(sentence: str, parsed: Sequence[ParsedClause], grounder: _Grounder) -> Grounded | GoalAnalysis:
+    """Each clause's subjects and destination as objects of the world (what could not be grounded
+    is left in `grounder.ungrounded`); the verdict when a clause asks the impossible."""
+    grounded: Grounded = []
     for clause in parsed:
         subject_role = "move" if clause.kind == "location" else (
             clause.states[0][0].needs if clause.states else None)
@@ -303,18 +335,11 @@ def analyze_goal(sentence: str, state: WorldState, context_object_id: str | None
                 return uninterpretable(sentence, f"cannot put objects in several "
                                        f"{clause.destination.text} at once", clause.destination.text)
         grounded.append((clause, subjects, destination))
-    if grounder.ungrounded:
-        return _failed(sentence, grounder.ungrounded)
+    return grounded
 
-    # 4. affordances
-    mismatches: list[Mismatch] = []
-    for clause, subjects, destination in grounded:
-        for m in _check_affordances(index, grounder, clause, subjects, destination):
-            if all(m.detail != other.detail for other in mismatches):
-                mismatches.append(m)
-    if mismatches:
-        return _failed(sentence, mismatches)
 
+def _literals(grounded: Grounded) -> tuple[list[GoalLiteral], list[ClauseAnalysis]]:
+    """The goal's literals (without repeats) and each clause's analysis."""
     literals: list[GoalLiteral] = []
     clauses: list[ClauseAnalysis] = []
     for clause, subjects, destination in grounded:
@@ -333,11 +358,4 @@ def analyze_goal(sentence: str, state: WorldState, context_object_id: str | None
                                                 Truth.TRUE if truth else Truth.FALSE))
             clauses.append(ClauseAnalysis(clause.text, "state", ids, states=[
                 ("not " if negated else "") + s.word for s, negated in clause.states]))
-    literals = list(dict.fromkeys(literals))
-    reason = _contradictions(literals)
-    if reason:
-        return uninterpretable(sentence, f"contradictory goal: {reason}")
-    if context is not None and not any(context.object_id in lit.args for lit in literals):
-        return _failed(sentence, [wrong_object(context)])
-    return GoalAnalysis(sentence=sentence, viable=True, literals=literals, clauses=clauses,
-                        groundings=grounder.groundings)
+    return list(dict.fromkeys(literals)), clauses

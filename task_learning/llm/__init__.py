@@ -5,7 +5,10 @@
   token budget, recording, list-prompt batches via complete_many; never raises for provider
   failures) and make_client("offline" | "openai" | "local" |
   "replay:FILE" | "record:FILE", **options).
-- settings.py: config/llm.yaml. openai_provider.py: any OpenAI-compatible endpoint.
+- layers/: what the client is composed of (endpoint, usage counter, admission, circuit breaker,
+  retrier, single flight, provider calls, batcher), one concern each.
+- settings.py: config/llm.yaml (typed models on the shared loader, task_learning.schema).
+  openai_provider.py: any OpenAI-compatible endpoint.
 - replay.py: cassettes (CassetteRecorder, ReplayProvider, cassette_entry, match_entry,
   write_cassette). cache.py: ResponseCache. latency.py: FixedLatencyProvider (benches).
   prefix_cache.py: the share of prompt text a server's prefix cache could serve (benches).

@@ -42,12 +42,14 @@ class LocalProvider(OpenAIProvider):
     name = "local"
 
     def __init__(self, *, base_url: str, model_name: str, server: LocalServer | None = None,
-                 owns_server: bool = False, health_timeout_s: float = 5.0, **options: Any) -> None:
+                 owns_server: bool = False, health_timeout_s: float = 5.0, timeout_per_prompt_s: float = 0.0,
+                 **options: Any) -> None:
         super().__init__(base_url=base_url, completion_model=model_name, selection_model=model_name,
                          selection_api="completions", selection_prompt_types=(), **options)
         self.server = server
         self.owns_server = owns_server
         self.health_timeout_s = float(health_timeout_s)
+        self.timeout_per_prompt_s = float(timeout_per_prompt_s)
         self._start_lock = threading.Lock()
         self._start_error = ""
 
@@ -58,7 +60,14 @@ class LocalProvider(OpenAIProvider):
         return self._diagnosed(lambda: super(LocalProvider, self).complete(request, timeout_s))
 
     def complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
-        return self._diagnosed(lambda: super(LocalProvider, self).complete_batch(requests, timeout_s))
+        """A list's deadline grows with its length: the server decodes `-np` prompts at a time, so a
+        list of 32 on two loaded cores needs several times a single prompt's (docs/llm.md: a list of
+        32 exceeded a flat 120 s at load 8-9; measured per prompt, not guessed per list)."""
+        deadline = self.list_deadline(timeout_s, len(requests))
+        return self._diagnosed(lambda: super(LocalProvider, self).complete_batch(requests, deadline))
+
+    def list_deadline(self, timeout_s: float, prompts: int) -> float:
+        return timeout_s + self.timeout_per_prompt_s * max(0, prompts - 1)
 
     def _diagnosed(self, call: Callable[[], _T]) -> _T:
         self._ensure_started()
@@ -118,6 +127,7 @@ def local_provider(settings: LocalSettings, env: Mapping[str, str], options: Map
     base_url = options.get("base_url") or env.get(ENV_LOCAL_URL) or settings.base_url
     model = str(options.get("completion_model") or "")
     common: dict[str, Any] = {"health_timeout_s": settings.health_timeout_s,
+              "timeout_per_prompt_s": settings.timeout_per_prompt_s,
               "max_response_bytes": int(options.get("max_response_bytes") or 8_000_000),
               "default_timeout_s": settings.timeout_s}
     if shared is not None:

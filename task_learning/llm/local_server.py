@@ -14,6 +14,7 @@ command never leaves a server behind.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -31,8 +32,18 @@ from task_learning.errors import TaskLearningError
 from task_learning.llm.local_install import local_paths
 from task_learning.llm.settings import LocalSettings
 
+log = logging.getLogger(__name__)
+
 HOST = "127.0.0.1"
 PORT_ATTEMPTS = 3  # a free port can be taken between the probe and the server's bind
+# A CPU can advertise instructions that its virtual machine does not let a process run: on a Xeon
+# with AMX tiles (cpuinfo flags amx_tile, amx_int8) the server built for it (GGML_NATIVE) died at
+# its warm-up with a general protection fault on `ldtilecfg` in ggml's AMX matrix kernel, measured
+# 2026-11-27. The AMX kernels come with ggml's repacked weight buffers; `--no-repack` keeps the
+# server on the plain CPU kernels. A server that dies of one of these signals while starting is
+# started once more with it (the log says so), instead of failing every command on such a machine.
+FAULT_SIGNALS = (signal.SIGSEGV, signal.SIGILL, signal.SIGBUS)
+NO_REPACK = "--no-repack"
 
 
 class LocalServerError(TaskLearningError):
@@ -121,6 +132,7 @@ class LocalServer:
         self.log_path: Path | None = None
         self._log_handle: int | None = None
         self._release: threading.Event | None = None  # ends the thread that started the process
+        self.no_repack = NO_REPACK in self.settings.extra_args  # set after a fault at start (FAULT_SIGNALS)
 
     # ------------------------------------------------------------------------------ addresses
     @property
@@ -148,6 +160,8 @@ class LocalServer:
                    "-a", s.model_name, "--no-webui"]
         if s.swa_full:
             command.append("--swa-full")
+        if self.no_repack and NO_REPACK not in s.extra_args:
+            command.append(NO_REPACK)
         return command + list(s.extra_args)
 
     # ------------------------------------------------------------------------------- lifetime
@@ -155,19 +169,29 @@ class LocalServer:
         """Start and wait for /health; the base URL (…/v1). Tries another free port if the one
         chosen was taken in between (unless a port was asked for)."""
         attempts = 1 if self.requested_port else PORT_ATTEMPTS
-        for attempt in range(attempts):
+        attempt = 0
+        while True:
             port = self.requested_port or free_port()
             self._spawn(port)
             try:
                 self._wait_ready()
                 return self.base_url
-            except LocalServerError:
+            except LocalServerError as exc:
+                if self._faulted() and not self.no_repack:  # see FAULT_SIGNALS: once more, plain kernels
+                    self.stop(keep_log=True)
+                    self.no_repack = True
+                    log.warning("%s; starting it again with %s", exc, NO_REPACK)
+                    continue
                 taken = self._log_mentions("bind") or self._log_mentions("address already in use")
-                if not taken or attempt == attempts - 1:
+                attempt += 1
+                if not taken or attempt >= attempts:
                     self.stop(keep_log=True)
                     raise
                 self.stop()
-        raise AssertionError("unreachable")
+
+    def _faulted(self) -> bool:
+        code = self.exit_code()
+        return code is not None and code < 0 and -code in [int(s) for s in FAULT_SIGNALS]
 
     def _spawn(self, port: int) -> None:
         """Start the process from a thread of its own that lives until the process is stopped:

@@ -49,6 +49,7 @@ from task_learning.prompt_templates import check_wording
 log = logging.getLogger(__name__)
 
 METHODS = ("ours", "no_states", "inner_monologue", "progprompt", "no_summary", "no_objects")
+STATEFUL_METHODS = ("ours", "no_summary", "no_objects")  # the methods that keep an open state
 INNER_MONOLOGUE_WINDOW = 10  # the paper gives no size; ten actions, fixed before any run
 MAX_ANSWER_TOKENS = 1500
 
@@ -174,45 +175,15 @@ class LLMStateAgent:
         history: list[HistoryEntry] = []
         state = self.state = OpenState()
         scope = f"{task.name}@{world.map_name}/{self.method}#{trial}"
-        uses_state = self.method in ("ours", "no_summary", "no_objects")
-        with_summary = self.method != "no_summary"
-        with_objects = self.method != "no_objects"
         first = True
         while result.steps < limit:
             obs = world.observe()
-            if uses_state and with_objects:
-                text, ctx = attention_prompt(state, obs, task.goal, wording=self.wording)
-                parsed = parse_attention(self._ask(ATTENTION, text, ctx, result, scope, trial))
-                report = state.add_key_objects(parsed.calls, obs.known)
-                self._count(result, "attention", parsed, len(report.rejected))
-            window = self.history_window
-            recent = history[-window:] if window else history
-            if uses_state and history:
-                previous = None
-                if window and len(history) > window:
-                    previous = OpenState(list(state.key_objects), {k: list(v) for k, v in state.entries.items()},
-                                         state.summary)
-                text, ctx = estimator_prompt(state, recent, obs, task.goal, with_summary=with_summary,
-                                             with_objects=with_objects, previous=previous, hands=world.hands,
-                                             wording=self.wording)
-                parsed = parse_estimator(self._ask(ESTIMATOR, text, ctx, result, scope, trial))
-                report = state.rebuild(parsed.calls, obs.known, with_summary=with_summary,
-                                       with_objects=with_objects)
-                self._count(result, "estimator", parsed, len(report.rejected))
-            if uses_state and self.on_state is not None:
-                self.on_state(state)
-            if self.method == "progprompt":
-                text, ctx = progprompt_prompt(task.goal, obs, history, hands=world.hands)
-            elif self.method == "inner_monologue":
-                text, ctx = policy_prompt(task.goal, obs, history[-INNER_MONOLOGUE_WINDOW:], None, single_step=True,
-                                          hands=world.hands)
-            else:
-                text, ctx = policy_prompt(task.goal, obs, recent, state if uses_state else None,
-                                          with_summary=with_summary, with_objects=with_objects, hands=world.hands,
-                                          wording=self.wording)
+            recent = history[-self.history_window:] if self.history_window else history
+            if self.method in STATEFUL_METHODS:
+                self._estimate(state, obs, history, recent, world, task, result, scope, trial)
+            text, ctx = self._policy_prompt(state, obs, history, recent, world, task)
             errors_before = result.llm_errors
-            answer = self._ask(POLICY, text, ctx, result, scope, trial)
-            parsed = parse_plan(answer)
+            parsed = parse_plan(self._ask(POLICY, text, ctx, result, scope, trial))
             self._count(result, "policy", parsed)
             calls = parsed.calls
             if not calls:
@@ -229,28 +200,71 @@ class LLMStateAgent:
             if not first:
                 result.replans += 1
             first = False
-            known = obs.known
-            for call in calls:
-                if result.steps >= limit:
-                    break
-                if any(arg not in known for arg in call.args):
-                    result.unknown_object_calls += 1
-                outcome = world.execute(call)
-                result.steps += 1
-                entry = HistoryEntry(call, outcome.success)
-                history.append(entry)
-                result.action_log.append(entry.render() + ("" if outcome.success else f" [{outcome.reason}]"))
-                known = world.observe().known
-                if not outcome.success:
-                    break  # re-plan on the first failure
-        else:
-            result.end_reason = f"step_cap: {limit} steps"
+            self._execute(calls, obs, world, history, result, limit)
         if not result.end_reason:
             result.end_reason = f"step_cap: {limit} steps"
         result.success = world.check(task)
-        result.state = state.to_dict() if uses_state else {}
+        result.state = state.to_dict() if self.method in STATEFUL_METHODS else {}
         result.runtime_s = time.perf_counter() - started
         return result
+
+    def _estimate(self, state: OpenState, obs: Observation, history: list[HistoryEntry], recent: list[HistoryEntry],
+                  world: EpisodeWorld, task: TaskSpec, result: TrialResult, scope: str, trial: int) -> None:
+        """The methods with a state: attention picks the key objects (unless the method has none),
+        then the state estimator rewrites the state from the latest actions."""
+        with_summary = self.method != "no_summary"
+        with_objects = self.method != "no_objects"
+        if with_objects:
+            text, ctx = attention_prompt(state, obs, task.goal, wording=self.wording)
+            parsed = parse_attention(self._ask(ATTENTION, text, ctx, result, scope, trial))
+            report = state.add_key_objects(parsed.calls, obs.known)
+            self._count(result, "attention", parsed, len(report.rejected))
+        if history:
+            window = self.history_window
+            previous = None
+            if window and len(history) > window:
+                previous = OpenState(list(state.key_objects), {k: list(v) for k, v in state.entries.items()},
+                                     state.summary)
+            text, ctx = estimator_prompt(state, recent, obs, task.goal, with_summary=with_summary,
+                                         with_objects=with_objects, previous=previous, hands=world.hands,
+                                         wording=self.wording)
+            parsed = parse_estimator(self._ask(ESTIMATOR, text, ctx, result, scope, trial))
+            report = state.rebuild(parsed.calls, obs.known, with_summary=with_summary, with_objects=with_objects)
+            self._count(result, "estimator", parsed, len(report.rejected))
+        if self.on_state is not None:
+            self.on_state(state)
+
+    def _policy_prompt(self, state: OpenState, obs: Observation, history: list[HistoryEntry],
+                       recent: list[HistoryEntry], world: EpisodeWorld, task: TaskSpec) -> tuple[str, dict[str, Any]]:
+        """The policy's request: the method's own prompt (the baselines' or ours, with what of the
+        state the ablation keeps)."""
+        if self.method == "progprompt":
+            return progprompt_prompt(task.goal, obs, history, hands=world.hands)
+        if self.method == "inner_monologue":
+            return policy_prompt(task.goal, obs, history[-INNER_MONOLOGUE_WINDOW:], None, single_step=True,
+                                 hands=world.hands)
+        return policy_prompt(task.goal, obs, recent, state if self.method in STATEFUL_METHODS else None,
+                             with_summary=self.method != "no_summary", with_objects=self.method != "no_objects",
+                             hands=world.hands, wording=self.wording)
+
+    @staticmethod
+    def _execute(calls: list[Call], obs: Observation, world: EpisodeWorld, history: list[HistoryEntry],
+                 result: TrialResult, limit: int) -> None:
+        """Carry out a plan's calls until the step cap or the first failure (then re-plan)."""
+        known = obs.known
+        for call in calls:
+            if result.steps >= limit:
+                break
+            if any(arg not in known for arg in call.args):
+                result.unknown_object_calls += 1
+            outcome = world.execute(call)
+            result.steps += 1
+            entry = HistoryEntry(call, outcome.success)
+            history.append(entry)
+            result.action_log.append(entry.render() + ("" if outcome.success else f" [{outcome.reason}]"))
+            known = world.observe().known
+            if not outcome.success:
+                break  # re-plan on the first failure
 
 
 def run_trial(task_name: str, map_name: str, method: str, client: Completer, *, hands: int = 2,

@@ -23,6 +23,7 @@ from task_learning.llm_state.thor_world import ThorWorld
 from task_learning.schema import Schema, load_model
 from task_learning.types import GoalLiteral
 from task_learning.world.factory import make_backend
+from task_learning.world.thor.settings import ThorSettings
 
 THOR_BACKENDS = ("symbolic", "ai2thor")
 
@@ -83,7 +84,8 @@ def load_thor_tasks(path: str | Path | None = None) -> ThorTasks:
 
 
 def run_thor_trial(client: Completer, method: str, task: TaskSpec, thor_task: ThorTask, *, backend: str,
-                   cap: int | None = None, trial: int = 0, ai2thor_settings: Any = None, temperature: float = 0.0,
+                   cap: int | None = None, trial: int = 0, ai2thor_settings: ThorSettings | None = None,
+                   temperature: float = 0.0,
                    wording: str = "own") -> TrialResult:
     """One episode of `task` in its FloorPlan on a fresh world of `backend`; success is the
     check on the world's metadata, never the policy's belief."""

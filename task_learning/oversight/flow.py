@@ -147,22 +147,43 @@ class OversightOutcome:
         }
 
 
+@dataclass(frozen=True)
+class OversightSubject:
+    """What one dialogue is about: the object as the questions name it ("mug in the dish rack"),
+    and where the knowledge base files its questions (task, context: "" is the description)."""
+
+    object_description: str
+    object_id: str = ""
+    task: str = ""
+    context: str = ""
+
+
+@dataclass(frozen=True)
+class OversightLimits:
+    """How long a dialogue may go: proposals before the operator is asked for words, descriptions
+    asked for before it gives up, each question's timeout (0: the operator's own) and the longest
+    description analysed."""
+
+    max_proposals: int = 5
+    max_descriptions: int = 3
+    timeout_s: float = 0.0
+    max_description_chars: int = DEFAULT_MAX_DESCRIPTION_CHARS
+
+
 class _Dialogue:
     """State of one oversight dialogue; `run_oversight` is the public face."""
 
-    def __init__(self, *, operator: Operator, object_description: str, object_id: str,
-                 analyze: Callable[[str], Any], kb: Any, task: str, context: str,
-                 timeout_s: float, max_description_chars: int,
-                 new_request_id: Callable[[], str]) -> None:
+    def __init__(self, *, operator: Operator, subject: OversightSubject, analyze: Callable[[str], Any], kb: Any,
+                 limits: OversightLimits, new_request_id: Callable[[], str]) -> None:
         self.operator = operator
-        self.object_description = object_description
-        self.object_id = object_id
+        self.object_description = subject.object_description
+        self.object_id = subject.object_id
         self.analyze = analyze
         self.kb = kb
-        self.task = task
-        self.context = context or object_description
-        self.timeout_s = timeout_s
-        self.max_description_chars = max_description_chars
+        self.task = subject.task
+        self.context = subject.context or subject.object_description
+        self.timeout_s = limits.timeout_s
+        self.max_description_chars = limits.max_description_chars
         self.new_request_id = new_request_id
         self.counts = OversightCounts()
         self.transcript: list[Turn] = []
@@ -341,17 +362,11 @@ def run_oversight(
     ranked: list[GoalCandidate],
     reselect: Callable[[list[GoalCandidate]], GoalCandidate | None],
     operator: Operator,
-    object_description: str,
+    subject: OversightSubject,
     analyze: Callable[[str], Analysis],
-    max_proposals: int = 5,
-    max_descriptions: int = 3,
     selected: GoalCandidate | None = None,
-    object_id: str = "",
     kb: Any = None,
-    task: str = "",
-    context: str = "",
-    timeout_s: float = 0.0,
-    max_description_chars: int = DEFAULT_MAX_DESCRIPTION_CHARS,
+    limits: OversightLimits = OversightLimits(),
     new_request_id: Callable[[], str] = _new_request_id,
 ) -> OversightOutcome:
     """Confirm a goal for one object with the operator.
@@ -359,26 +374,30 @@ def run_oversight(
     ranked: the options to propose, best first (STARS+O: the viable candidates; TBP+O: the
       template responses). reselect: Selection over a reduced list (None: take the best-ranked).
     selected: the option Selection already picked, proposed first without calling `reselect`.
-    object_description: "mug in the dish rack" (the question reads "For a mug in the dish rack ...").
+    subject: the object (the question reads "For a mug in the dish rack ...").
     analyze: goal sentence -> analysis (.viable, .mismatches, .literals), used on descriptions.
     kb: a KnowledgeBase (record_question/record_answer) persisting every question and answer;
       None when the operator persists them itself (the ROS oversight node does).
     Returns the chosen goal (None unless the operator confirmed or described it), the appendix C
     counts, and the transcript.
     """
-    dialogue = _Dialogue(operator=operator, object_description=object_description,
-                         object_id=object_id, analyze=analyze, kb=kb, task=task, context=context,
-                         timeout_s=timeout_s, max_description_chars=max_description_chars,
+    dialogue = _Dialogue(operator=operator, subject=subject, analyze=analyze, kb=kb, limits=limits,
                          new_request_id=new_request_id)
-    remaining = _dedupe(ranked)
     rejected: list[GoalCandidate] = []
+    proposed = _propose(dialogue, _dedupe(ranked), reselect, selected, rejected, limits.max_proposals)
+    if isinstance(proposed, OversightOutcome):
+        return proposed
     next_id = max((c.candidate_id for c in ranked), default=0) + 1
-    feedback = ""
-    first = selected
-    volunteered: str | None = None
-    volunteered_by: ConfirmationAnswer | None = None
-    described_by: ConfirmationAnswer | None = None
+    return _ask_for_words(dialogue, proposed, rejected, next_id, limits.max_descriptions)
 
+
+def _propose(dialogue: _Dialogue, remaining: list[GoalCandidate],
+             reselect: Callable[[list[GoalCandidate]], GoalCandidate | None], selected: GoalCandidate | None,
+             rejected: list[GoalCandidate], max_proposals: int) -> OversightOutcome | ConfirmationAnswer | None:
+    """Put options to the operator, Selection's pick first, until one is confirmed (the outcome)
+    or the proposals run out (None); an answer that described a goal instead goes on to be used
+    (that answer)."""
+    first = selected
     while remaining and dialogue.counts.proposed < max_proposals:
         if first is not None:  # Selection's own pick goes first (matched among the remaining)
             cand = _pick(_always(first), remaining)
@@ -386,7 +405,7 @@ def run_oversight(
         else:
             cand = _pick(reselect, remaining)
         dialogue.fill_analysis(cand)
-        request = dialogue.request(proposal_question(object_description, cand.text),
+        request = dialogue.request(proposal_question(dialogue.object_description, cand.text),
                                    candidate=cand, candidates=remaining, wants_description=False)
         dialogue.counts.proposed += 1
         answer = dialogue.ask_or_end(request, rejected)
@@ -395,39 +414,37 @@ def run_oversight(
         if answer.answer is AnswerKind.YES:
             dialogue.count_yes_no(answer)
             dialogue.counts.accepted += 1
-            if cand.viable is False:
-                reason = " ".join(m.feedback for m in cand.mismatches if m.feedback) or \
-                    "I cannot interpret it."
-                dialogue.say(f"I cannot use that goal: {reason}", request.request_id)
-                remaining.remove(cand)
-                rejected.append(cand)
-                continue
-            dialogue.counts.sourced += 1
-            dialogue.say("Ok.", request.request_id)
-            return dialogue.outcome(OversightStatus.CONFIRMED, cand, rejected, answer)
-        if answer.answer is AnswerKind.NO:
+            if cand.viable is not False:
+                dialogue.counts.sourced += 1
+                dialogue.say("Ok.", request.request_id)
+                return dialogue.outcome(OversightStatus.CONFIRMED, cand, rejected, answer)
+            reason = " ".join(m.feedback for m in cand.mismatches if m.feedback) or "I cannot interpret it."
+            dialogue.say(f"I cannot use that goal: {reason}", request.request_id)
+        elif answer.answer is AnswerKind.NO:
             dialogue.count_yes_no(answer)
-            remaining.remove(cand)
-            rejected.append(cand)
-            continue
-        # The operator answered the proposal with a description of their own: use it.
         remaining.remove(cand)
         rejected.append(cand)
-        volunteered = answer.description
-        volunteered_by = answer
-        break
+        if answer.answer not in (AnswerKind.YES, AnswerKind.NO):  # the operator described a goal instead
+            return answer
+    return None
 
+
+def _ask_for_words(dialogue: _Dialogue, volunteered: ConfirmationAnswer | None, rejected: list[GoalCandidate],
+                   next_id: int, max_descriptions: int) -> OversightOutcome:
+    """Ask the operator to describe the goal (or use the description they volunteered) until one
+    is usable, they decline, or `max_descriptions` were asked for."""
+    feedback = ""
     descriptions = 0
     while descriptions < max_descriptions:
         if volunteered is not None:
-            text, volunteered = volunteered, None
-            described_by = volunteered_by
+            answer, volunteered = volunteered, None
         else:
-            request = dialogue.request(description_question(object_description, feedback),
+            request = dialogue.request(description_question(dialogue.object_description, feedback),
                                        candidate=None, candidates=rejected, wants_description=True)
-            answer = dialogue.ask_or_end(request, rejected)
-            if isinstance(answer, OversightOutcome):
-                return answer
+            asked = dialogue.ask_or_end(request, rejected)
+            if isinstance(asked, OversightOutcome):
+                return asked
+            answer = asked
             if answer.answer is AnswerKind.NO:
                 dialogue.count_yes_no(answer)
                 dialogue.say("Ok, I will not learn a goal for it.", request.request_id)
@@ -437,13 +454,11 @@ def run_oversight(
                 descriptions += 1
                 feedback = "I need the goal in words."
                 continue
-            text = answer.description
-            described_by = answer
         descriptions += 1
-        dialogue.count_description(text)
-        goal, feedback = dialogue.use_description(text, next_id)
+        dialogue.count_description(answer.description)
+        goal, feedback = dialogue.use_description(answer.description, next_id)
         if goal is not None:
             dialogue.say("Ok.")
-            return dialogue.outcome(OversightStatus.DESCRIBED, goal, rejected, described_by)
+            return dialogue.outcome(OversightStatus.DESCRIBED, goal, rejected, answer)
         dialogue.say(f"I cannot use that goal: {feedback}")
     return dialogue.outcome(OversightStatus.GAVE_UP, None, rejected)

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
-from task_learning.oversight.flow import OversightCounts, OversightStatus, run_oversight
+from task_learning.oversight.flow import (
+    OversightCounts,
+    OversightLimits,
+    OversightStatus,
+    OversightSubject,
+    run_oversight,
+)
 from task_learning.oversight.operator import Operator
 from task_learning.oversight.phrasing import goal_clause, goal_sentence
 from task_learning.types import AnswerKind, CandidateSource, GoalCandidate, GoalLiteral
@@ -73,10 +79,10 @@ class GoalConfirmer:
             raise RuntimeError("a stored goal is confirmed as it is, not re-described")
 
         outcome = run_oversight(ranked=[candidate], reselect=lambda _r: None, operator=self.operator,
-                                object_description=object_description, analyze=no_analysis,
-                                max_proposals=1, max_descriptions=0, selected=candidate,
-                                object_id=object_id, kb=self.kb, task=self.task,
-                                context=object_description, timeout_s=self.timeout_s)
+                                analyze=no_analysis, selected=candidate, kb=self.kb,
+                                subject=OversightSubject(object_description, object_id=object_id, task=self.task,
+                                                         context=object_description),
+                                limits=OversightLimits(max_proposals=1, max_descriptions=0, timeout_s=self.timeout_s))
         if outcome.status is OversightStatus.CONFIRMED:
             return ConfirmationVerdict(Confirmation.OPERATOR_YES, outcome.counts, "confirmed by the operator",
                                        outcome.confirmed_by, dict(outcome.provenance))

@@ -170,7 +170,7 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
 def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
            client: Any, operator: Operator | None, stop: StopToken | None, kb: KnowledgeBase,
            bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
-    from task_learning.stars.elicit import elicit_goal
+    from task_learning.stars.elicit import ElicitationSetup, elicit_goal
     from task_learning.stars.prompts import load_templates
 
     recorder = getattr(client, "recorder", None)
@@ -216,8 +216,9 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
         if together is not None:
             result = together(task=task, object_id=object_id, metadata=metadata)
         else:
-            result = elicit_goal(task, object_id, metadata, scene, condition, client, templates=templates,
-                                 operator=answerer, kb=kb, executor=pool, batched=batched, on_tree=on_tree)
+            result = elicit_goal(task, object_id, metadata, scene, condition, client,
+                                 setup=ElicitationSetup(templates=templates, operator=answerer, kb=kb, executor=pool,
+                                                        on_tree=on_tree, batched=batched))
         _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
         return result
 

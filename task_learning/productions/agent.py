@@ -156,6 +156,20 @@ class Frame:
 
 
 @dataclass
+class _Progress:
+    """The running account of one `ProductionAgent.run`."""
+
+    steps: int = 0
+    llm: int = 0  # decisions the LLM was asked for
+    used: int = 0  # steps a production chose
+    errors_in_row: int = 0  # affordance errors
+    learned: list[str] = field(default_factory=list)
+    outcome: str = "step_limit"
+    last_error: str = ""
+    history: list[HistoryItem] = field(default_factory=list)
+
+
+@dataclass
 class Episode:
     task: str
     outcome: str  # done | quit | step_limit | failed
@@ -210,14 +224,8 @@ class ProductionAgent:
 
     def run(self, task: str) -> Episode:
         stack = [Frame(task)]
-        history: list[HistoryItem] = []
-        steps = llm = used = errors_in_row = 0
-        learned: list[str] = []
-        outcome = "step_limit"
-        last_error = ""
-        while stack:
-            if steps >= self.max_steps:
-                break
+        run = _Progress()
+        while stack and run.steps < self.max_steps:
             frame = stack[-1]
             env = self.world.knowledge()
             env.previous_tasks = dict(self.previous_tasks)
@@ -229,77 +237,87 @@ class ProductionAgent:
                 cycle = frame.graph.add(frame.pending[0], key, frame.pending[1])
                 frame.pending = None
             names = [f.task for f in stack]
-            candidates = self.applicable(frame.task, env, names)
-            reason = "cycle" if cycle and candidates else ("affordance_error" if last_error else "no_production")
-            source: str | None
-            if candidates and not cycle:
-                production, effect = sample(candidates, [p.utility for p, _ in candidates], self.rng)
-                source, purpose = production.name, production.english or production.describe()
-                used += 1
-            else:
-                if self.advisor is None:
-                    effect, source, purpose = QUIT, None, "no production applies and no LLM to ask"
-                else:
-                    blacklist = [SUBTASK + t for t in names]
-                    if cycle:
-                        blacklist += frame.taken.get(key, [])
-                    decision = Decision(frame.task, env, list(history),
-                                        [MOTOR + o for o in self.world.motor_options()], blacklist,
-                                        reason, self.world_knowledge)
-                    llm += 1
-                    advice = self.advisor.advise(decision)
-                    if advice is None:
-                        outcome = "failed"
-                        break
-                    effect, purpose, source = normalize_effect(advice.option), advice.purpose, None
-                    if advice.production is not None:
-                        # passed its replay check here: this step is its first application
-                        added = self.productions.add(advice.production)
-                        learned.append(added.name)
-                        source = added.name
-            steps += 1
+            chosen = self._choose(frame, env, key, names, self.applicable(frame.task, env, names), cycle, run)
+            if chosen is None:
+                run.outcome = "failed"
+                break
+            effect, purpose, source = chosen
+            run.steps += 1
             frame.taken.setdefault(key, []).append(effect)
-            item = HistoryItem(steps, frame.task, effect, purpose, source or "llm")
-            history.append(item)
-            last_error = ""
+            item = HistoryItem(run.steps, frame.task, effect, purpose, source or "llm")
+            run.history.append(item)
+            run.last_error = ""
+            if not self._follow(effect, item, stack, key, source, run):
+                break
+        self.productions.flush()
+        return Episode(task, run.outcome, run.steps, run.llm, run.used, run.learned, run.history)
+
+    def _choose(self, frame: Frame, env: EnvKnowledge, key: str, names: list[str],
+                candidates: list[tuple[Production, str]], cycle: bool,
+                run: _Progress) -> tuple[str, str, str | None] | None:
+        """The next effect, what it is for, and the production it came from (None: the LLM's own
+        option): a production that applies, drawn by utility, unless the task is going round in
+        a cycle; otherwise the LLM's advice (a production it proposed is learned here). None
+        when the LLM gave no advice."""
+        if candidates and not cycle:
+            production, effect = sample(candidates, [p.utility for p, _ in candidates], self.rng)
+            run.used += 1
+            return effect, production.english or production.describe(), production.name
+        if self.advisor is None:
+            return QUIT, "no production applies and no LLM to ask", None
+        reason = "cycle" if cycle and candidates else ("affordance_error" if run.last_error else "no_production")
+        blacklist = [SUBTASK + t for t in names]
+        if cycle:
+            blacklist += frame.taken.get(key, [])
+        decision = Decision(frame.task, env, list(run.history), [MOTOR + o for o in self.world.motor_options()],
+                            blacklist, reason, self.world_knowledge)
+        run.llm += 1
+        advice = self.advisor.advise(decision)
+        if advice is None:
+            return None
+        source = None
+        if advice.production is not None:
+            # passed its replay check here: this step is its first application
+            added = self.productions.add(advice.production)
+            run.learned.append(added.name)
+            source = added.name
+        return normalize_effect(advice.option), advice.purpose, source
+
+    def _follow(self, effect: str, item: HistoryItem, stack: list[Frame], key: str, source: str | None,
+                run: _Progress) -> bool:
+        """Carry out one effect on the task stack or in the world; False when the run ends in
+        failure (more affordance errors in a row than allowed)."""
+        frame = stack[-1]
+        if effect in (DONE, QUIT):
             if effect == DONE:
+                assert frame.graph is not None  # made when the frame was first visited
                 frame.graph.add(key, DONE_NODE, source)
                 self._reward(frame.graph)
-                self.previous_tasks[frame.task] = True
-                stack.pop()
-                if not stack:
-                    outcome = "done"
-            elif effect == QUIT:
-                self.previous_tasks[frame.task] = False
-                stack.pop()
-                if not stack:
-                    outcome = "quit"
-            elif effect.startswith(SUBTASK):
-                sub = effect[len(SUBTASK):].strip()
-                frame.pending = (key, source)
-                if len(stack) >= self.max_depth or any(name_equal(sub, f.task) for f in stack):
-                    item.error = f"cannot attend to {sub!r} (stack depth or recursion)"
-                    last_error = item.error
-                else:
-                    stack.append(Frame(sub))
-            elif effect.startswith(MOTOR):
-                error = self.world.execute(effect[len(MOTOR):])
-                frame.pending = (key, source)
-                if error:
-                    item.error = error
-                    last_error = error
-                    errors_in_row += 1
-                    if self.affordance_retries is not None and errors_in_row > self.affordance_retries:
-                        outcome = "failed"
-                        break
-                else:
-                    errors_in_row = 0
+            self.previous_tasks[frame.task] = effect == DONE
+            stack.pop()
+            if not stack:
+                run.outcome = "done" if effect == DONE else "quit"
+            return True
+        frame.pending = (key, source)
+        if effect.startswith(SUBTASK):
+            sub = effect[len(SUBTASK):].strip()
+            if len(stack) >= self.max_depth or any(name_equal(sub, f.task) for f in stack):
+                item.error = run.last_error = f"cannot attend to {sub!r} (stack depth or recursion)"
             else:
-                item.error = f"unknown effect {effect!r}"
-                last_error = item.error
-                frame.pending = (key, source)
-        self.productions.flush()
-        return Episode(task, outcome, steps, llm, used, learned, history)
+                stack.append(Frame(sub))
+        elif effect.startswith(MOTOR):
+            error = self.world.execute(effect[len(MOTOR):])
+            if not error:
+                run.errors_in_row = 0
+                return True
+            item.error = run.last_error = error
+            run.errors_in_row += 1
+            if self.affordance_retries is not None and run.errors_in_row > self.affordance_retries:
+                run.outcome = "failed"
+                return False
+        else:
+            item.error = run.last_error = f"unknown effect {effect!r}"
+        return True
 
     def _reward(self, graph: TransitionGraph) -> None:
         path = graph.shortest_path()

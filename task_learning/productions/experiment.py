@@ -54,6 +54,7 @@ from task_learning.productions.prefetch import (
 )
 from task_learning.productions.world import IGNORED_RECEPTACLES, WorldAdapter
 from task_learning.world.backend import WorldBackend
+from task_learning.world.factory import SYMBOLIC, WorldChoice
 
 TRAIN_SCENE = "FloorPlan1"
 TEST_SCENES = ("FloorPlan6", "FloorPlan9", "FloorPlan14", "FloorPlan21")
@@ -142,42 +143,57 @@ def _calls(client: LLMClient, before: Any) -> int:
     return int(client.usage_since(before).calls)
 
 
-def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowledge, book: list[Family], *,
-              train_scene: str = TRAIN_SCENE, families: Sequence[str] = CURRICULUM, seed: int = 0,
-              max_instances: int = MAX_INSTANCES, streak: int = 2, max_revisions: int = 3,
-              trials_per_value: int = TRIALS_PER_VALUE, backend: str = "symbolic", ai2thor_settings: Any = None,
-              world_knowledge: str = "lazy",
+@dataclass(frozen=True)
+class BootstrapSettings:
+    """How a bootstrap goes (`task-learning bootstrap`'s options): the training FloorPlan and the
+    families in curriculum order; per family at most `max_instances` instances, each kind drawn
+    `trials_per_value` times, done once `streak` instances in a row needed no LLM; `max_revisions`
+    of a production the critic refuses; `world_knowledge` "lazy" (the paper: statements asked
+    only as the instances need them) or "catalogue" (extension: after each family, the statement
+    patterns of the productions are also asked for every kind met x every receptacle type of the
+    robot's type catalogue that the training kitchen has, `productions/prefetch.py`); and the
+    world the instances are set in."""
+
+    train_scene: str = TRAIN_SCENE
+    families: Sequence[str] = CURRICULUM
+    seed: int = 0
+    max_instances: int = MAX_INSTANCES
+    streak: int = 2
+    max_revisions: int = 3
+    trials_per_value: int = TRIALS_PER_VALUE
+    world_knowledge: str = "lazy"
+    where: WorldChoice = SYMBOLIC
+
+
+def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowledge, book: list[Family],
+              settings: BootstrapSettings = BootstrapSettings(), *,
               report: Callable[[str], None] | None = None) -> list[FamilyBootstrap]:
-    """Bootstrap the families in curriculum order in one FloorPlan (on the world `backend`);
-    returns what each took. `world_knowledge` "lazy" (the paper): statements are asked only as
-    the instances need them; "catalogue" (extension): after each family, the statement patterns
-    of the productions are also asked for every kind met x every receptacle type of the robot's
-    type catalogue that the training kitchen has (`productions/prefetch.py`)."""
-    world_knowledge = world_knowledge_mode(world_knowledge)
-    scene = load_kitchen(train_scene)
+    """Bootstrap the families in curriculum order in one FloorPlan; returns what each took."""
+    world_knowledge = world_knowledge_mode(settings.world_knowledge)
+    scene = load_kitchen(settings.train_scene)
     receptacle_types = training_catalogue(scene)
     drawn: dict[str, list[str]] = {}
-    rng = random.Random(seed)
-    advisor = LLMAdvisor(client, book, learn=True, max_revisions=max_revisions)
+    rng = random.Random(settings.seed)
+    advisor = LLMAdvisor(client, book, learn=True, max_revisions=settings.max_revisions)
     if world.oracle is None:
         world.oracle = advisor.oracle
     out = []
     by_pattern = {f.pattern: f for f in book}
-    for family in [f for f in CURRICULUM if f in families]:
+    for family in [f for f in CURRICULUM if f in settings.families]:
         result = FamilyBootstrap(family)
         domain: list[str] = []
-        for _ in range(trials_per_value):  # each value once per round, in a shuffled order
+        for _ in range(settings.trials_per_value):  # each value once per round, in a shuffled order
             values = variable_domain(family, scene)
             rng.shuffle(values)
             domain += values
         clean = 0
-        for index in range(max_instances):
+        for index in range(settings.max_instances):
             kind = domain[index] if index < len(domain) else None
-            instance = make_instance(family, scene, rng, kind=kind or None, backend=backend)
+            instance = make_instance(family, scene, rng, kind=kind or None, backend=settings.where.backend)
             advisor.scope = f"bootstrap:{family}:{index}"
             before = client.usage_snapshot()
             asked = len(world.asked)
-            with instance_world(instance, scene, backend, ai2thor_settings=ai2thor_settings) as (_, adapter):
+            with instance_world(instance, scene, settings.where) as (_, adapter):
                 agent = ProductionAgent(productions, adapter, world_knowledge=world, advisor=advisor,
                                         rng=random.Random(rng.randrange(2**32)))
                 episode = agent.run(instance.task)
@@ -196,7 +212,7 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
                 report(f"bootstrap {family} #{index + 1}: {instance.task}: {episode.outcome}, {episode.steps} steps, "
                        f"{episode.llm_decisions} LLM decisions, {statements} world-knowledge statements, "
                        f"{len(episode.learned)} new productions")
-            if clean >= streak and index + 1 >= len(domain):
+            if clean >= settings.streak and index + 1 >= len(domain):
                 result.converged = True
                 break
         pattern = by_pattern[PATTERNS[family]]
@@ -251,13 +267,13 @@ def held_out_instances(family: str, scenes: Sequence[str], seed: int = 0, kinds:
 
 def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient,
               book: list[Family], knowledge: WorldKnowledge, seed: int, max_steps: int = 400, *,
-              backend: str = "symbolic", ai2thor_settings: Any = None) -> TrialResult:
-    """One held-out instance on the world `backend`. `knowledge` is the agent's world knowledge,
+              where: WorldChoice = SYMBOLIC) -> TrialResult:
+    """One held-out instance in the world `where`. `knowledge` is the agent's world knowledge,
     kept across trials as the paper's is (a statement the LLM answered once is not asked again);
     its oracle is the LLM. `agent_kind`: action-only, bootstrapped or EXTENSION_AGENT (the
     bootstrapped agent; the caller gives it the prefetched knowledge)."""
     scene = load_kitchen(instance.scene)
-    with instance_world(instance, scene, backend, ai2thor_settings=ai2thor_settings) as (world, adapter):
+    with instance_world(instance, scene, where) as (world, adapter):
         return _trial(instance, agent_kind, productions, client, book, knowledge, seed, max_steps, world, adapter)
 
 
@@ -361,20 +377,14 @@ def format_t_tests(tests: dict[str, PairedTest], agent: str = "bootstrapped") ->
     return "\n".join(lines)
 
 
-def bootstrap_into(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
-                   families: Sequence[str] = CURRICULUM, seed: int = 0, max_instances: int = MAX_INSTANCES,
-                   max_revisions: int = 3, backend: str = "symbolic", ai2thor_settings: Any = None,
-                   trials_per_value: int = TRIALS_PER_VALUE, world_knowledge: str = "lazy",
+def bootstrap_into(kb: KnowledgeBase, client: LLMClient, settings: BootstrapSettings = BootstrapSettings(), *,
                    report: Callable[[str], None] | None = None) -> tuple[list[FamilyBootstrap], ProductionSet]:
     """Bootstrap into a knowledge base: productions (with provenance, U, N), end conditions and
     the world-knowledge statements the LLM answered are all written as they are learned."""
     productions = persistent_set(kb)
     world = WorldKnowledge(kb.statements(), store=kb)
     book = families_book(kb.family_end_conditions())
-    results = bootstrap(productions, client, world, book, train_scene=train_scene, families=families, seed=seed,
-                        max_instances=max_instances, max_revisions=max_revisions, backend=backend,
-                        ai2thor_settings=ai2thor_settings, trials_per_value=trials_per_value,
-                        world_knowledge=world_knowledge, report=report)
+    results = bootstrap(productions, client, world, book, settings, report=report)
     for family in book:
         if family.end_condition:
             kb.set_family_end_condition(family.pattern, family.end_condition)
@@ -383,11 +393,11 @@ def bootstrap_into(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = T
 
 def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
                      test_scenes: Sequence[str] = TEST_SCENES, families: Sequence[str] = TEST_FAMILIES,
-                     seed: int = 0, backend: str = "symbolic", ai2thor_settings: Any = None, extension: bool = False,
+                     seed: int = 0, where: WorldChoice = SYMBOLIC, extension: bool = False,
                      report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Table 1: bootstrap in `train_scene` (world knowledge asked lazily, the paper's mechanism)
     unless the knowledge base already holds productions, then run both agents on the same held-out
-    instances, every instance on the world `backend` (symbolic: recorded FloorPlans in process;
+    instances, every instance in the world `where` (symbolic: recorded FloorPlans in process;
     ai2thor: through the ai2thor Controller), and the paired t-test on their steps. `extension`:
     also the bootstrapped agent with the catalogue prefetch, as a row of its own (EXTENSION_AGENT):
     its world knowledge is what bootstrapping left plus the statements asked ahead, held apart from
@@ -401,8 +411,8 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     boot: list[FamilyBootstrap] = []
     productions = persistent_set(kb)  # imported ones nobody approved are not among them
     if not len(productions):
-        boot, productions = bootstrap_into(kb, client, train_scene=train, seed=seed, backend=backend,
-                                           ai2thor_settings=ai2thor_settings, world_knowledge="lazy", report=report)
+        boot, productions = bootstrap_into(kb, client, BootstrapSettings(train_scene=train, seed=seed, where=where),
+                                           report=report)
     else:
         if report:
             report(f"using the {len(productions)} productions already in {kb.path}")
@@ -416,11 +426,11 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     agents = (*AGENTS, EXTENSION_AGENT) if extension else AGENTS
     results = []
     for family in families:
-        for index, instance in enumerate(held_out_instances(family, tests, seed=seed, backend=backend)):
+        for index, instance in enumerate(held_out_instances(family, tests, seed=seed, backend=where.backend)):
             for agent in agents:
                 own = ext_knowledge if agent == EXTENSION_AGENT and ext_knowledge is not None else knowledge
                 result = run_trial(instance, agent, productions, client, book, own, seed * 1000 + index,
-                                   backend=backend, ai2thor_settings=ai2thor_settings)
+                                   where=where)
                 result.instance = index
                 client.raise_if_unavailable()
                 results.append(result)
@@ -431,7 +441,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
                                 for f, t in steps_t_tests(results).items()}}
     if extension:
         t_tests[EXTENSION_AGENT] = {f: t.to_dict() for f, t in steps_t_tests(results, EXTENSION_AGENT).items()}
-    return {"train_scene": train, "test_scenes": tests, "backend": backend, "bootstrap": [b.to_dict() for b in boot],
+    return {"train_scene": train, "test_scenes": tests, "backend": where.backend, "bootstrap": [b.to_dict() for b in boot],
             "world_knowledge": "lazy", "prefetched_statements_in_kb": prefetched_in_kb,
             "extension": ext_cost if extension else None,
             "productions": len(productions), "trials": [r.to_dict() for r in results],

@@ -23,6 +23,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.productions.knowledge import GRIPPER
 from task_learning.productions.world import IGNORED_RECEPTACLES, WorldAdapter, type_matches
 from task_learning.world.backend import WorldBackend
+from task_learning.world.factory import SYMBOLIC, WorldChoice
 from task_learning.world.floorplans import canonical, floorplan_source
 from task_learning.world.scene import Scene, load_scene
 from task_learning.world.symbolic import SymbolicWorld
@@ -170,11 +171,12 @@ def make_world(instance: Instance, scene: Scene) -> tuple[SymbolicWorld, WorldAd
 
 
 @contextlib.contextmanager
-def instance_world(instance: Instance, scene: Scene, backend: str = "symbolic", *,
-                   ai2thor_settings: Any = None) -> Iterator[tuple[WorldBackend, WorldAdapter]]:
+def instance_world(instance: Instance, scene: Scene,
+                   where: WorldChoice = SYMBOLIC) -> Iterator[tuple[WorldBackend, WorldAdapter]]:
     """The instance's world on a backend: `symbolic` (the recorded FloorPlan in process) or
     `ai2thor` (the ai2thor Controller and the simulator its settings name, the instance's set-up
     sent as SetObjectPoses by the bridge); closed on leaving."""
+    backend = where.backend
     if backend == "symbolic":
         yield make_world(instance, scene)
         return
@@ -183,7 +185,7 @@ def instance_world(instance: Instance, scene: Scene, backend: str = "symbolic", 
     from task_learning.world.factory import make_backend
 
     world = make_backend(backend, dataclasses.replace(scene, start_moves=dict(instance.moves)),
-                         ai2thor_settings=ai2thor_settings)
+                         ai2thor_settings=where.ai2thor)
     try:
         yield world, WorldAdapter(world)
     finally:

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from task_learning.planning.stop import RunStopped
 from task_learning.errors import ConfigError, TaskLearningError
@@ -48,6 +48,10 @@ from task_learning.types import (
 )
 from task_learning.world.resolve import describe_object
 from task_learning.world.state import metadata_from_world_state, world_state_from_metadata
+
+if TYPE_CHECKING:
+    from task_learning.kb.store import KnowledgeBase
+    from task_learning.oversight.operator import Operator
 
 log = logging.getLogger(__name__)
 
@@ -164,45 +168,61 @@ class PreparedElicitation:
                 log.warning("tree callback failed: %s", exc)
 
 
+@dataclass(frozen=True)
+class ElicitationSetup:
+    """How one object's goal is elicited, beyond what to elicit (task, object, world, scene,
+    condition) and with which model (the client): one object instead of a dozen keyword
+    arguments threaded through every caller. ElicitationSetup() is the paper's setting with the
+    shipped templates."""
+
+    location: str | None = None  # "kitchen": the scene's location unless given
+    system_context: Sequence[str] | None = None  # STARS+CTX's user context (None: the scene's)
+    templates: PromptTemplates | None = None  # None: load_templates()
+    settings: TreeSettings | None = None  # None: TreeSettings()
+    analyzer: Analyzer | None = None  # sentence -> analysis (None: grounding.analyze_goal against the world)
+    operator: Operator | None = None  # who answers the +O conditions' questions
+    kb: KnowledgeBase | None = None  # keeps the +O dialogue's questions and answers
+    executor: ThreadPoolExecutor | None = None  # a shared pool for tree levels (None: one of settings.max_workers)
+    on_stage: StageCallback | None = None
+    on_tree: TreeCallback | None = None  # sees the elicitation after every level and stage (a live view, an episode)
+    # each tree level as list-prompt round trips (LLMClient.complete_many) instead of one request
+    # per branch; the answers, and so the result, are the same
+    batched: bool = False
+
+
 def prepare_elicitation(
     task: str,
     object_id: str,
     world: WorldState | Mapping[str, Any],
     scene: Any = None,
     condition: str | Condition = Condition.STARS,
+    setup: ElicitationSetup = ElicitationSetup(),
     *,
-    location: str | None = None,
-    system_context: Sequence[str] | None = None,
-    templates: PromptTemplates | None = None,
-    settings: TreeSettings | None = None,
-    analyzer: Analyzer | None = None,
     needs_operator: bool = True,
-    operator: Any = None,
-    on_stage: StageCallback | None = None,
-    on_tree: TreeCallback | None = None,
 ) -> PreparedElicitation:
     """Check the inputs and build the object's context (see `elicit_goal` for the arguments)."""
     cond = parse_condition(condition)
     switch = flags(cond)
-    settings = settings or TreeSettings()
-    templates = templates or load_templates()
+    settings = setup.settings or TreeSettings()
+    templates = setup.templates or load_templates()
+    system_context, analyzer = setup.system_context, setup.analyzer
     state, metadata = as_state_and_metadata(world)
     obj, relation, place = describe_object(metadata, object_id)
     if system_context is None:
         system_context = list(getattr(scene, "context", []) or []) if switch.user_context else []
     ctx = GoalContext(task=task or str(getattr(scene, "task", "")),
-                      location=location or str(getattr(scene, "location", "") or "kitchen"),
+                      location=setup.location or str(getattr(scene, "location", "") or "kitchen"),
                       object=obj, relation=relation, place=place,
                       system_context=tuple(system_context),
                       selection_context=paper_selection_context(cond, scene))
     if analyzer is None:
         analyzer = _default_analyzer(state, object_id)
-    if switch.oversight and needs_operator and operator is None:
+    if switch.oversight and needs_operator and setup.operator is None:
         raise TaskLearningError(f"condition {cond.value} needs an operator to answer questions")
     tree_settings = settings if switch.search_tree else replace(settings, max_depth=0)
     prep = PreparedElicitation(cond, object_id, ctx, settings, templates, analyzer,
-                               TreeState(settings=tree_settings), on_stage=on_stage, on_tree=on_tree)
-    if on_tree is not None:
+                               TreeState(settings=tree_settings), on_stage=setup.on_stage, on_tree=setup.on_tree)
+    if setup.on_tree is not None:
         prep.tree.on_level = lambda: prep.show_tree("level")
     return prep
 
@@ -253,7 +273,7 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
 
 
 def finish_elicitation(prep: PreparedElicitation, client: CompletionClient, usage: Callable[[], LLMUsage],
-                       *, operator: Any = None, kb: Any = None) -> ElicitationResult:
+                       *, operator: Operator | None = None, kb: KnowledgeBase | None = None) -> ElicitationResult:
     """Oversight for the +O conditions (the operator's questions, with reselection on "no"), then
     the result. `usage` returns this object's LLM usage once everything is done."""
     chosen = prep.chosen
@@ -286,18 +306,7 @@ def elicit_goal(
     scene: Any = None,
     condition: str | Condition = Condition.STARS,
     client: CompletionClient | None = None,
-    *,
-    location: str | None = None,
-    system_context: Sequence[str] | None = None,
-    templates: PromptTemplates | None = None,
-    settings: TreeSettings | None = None,
-    analyzer: Analyzer | None = None,
-    operator: Any = None,
-    kb: Any = None,
-    executor: ThreadPoolExecutor | None = None,
-    on_stage: StageCallback | None = None,
-    on_tree: TreeCallback | None = None,
-    batched: bool = False,
+    setup: ElicitationSetup = ElicitationSetup(),
 ) -> ElicitationResult:
     """Elicit a goal for one object.
 
@@ -305,31 +314,26 @@ def elicit_goal(
     scene: a world.Scene (supplies location, STARS+CTX's user context and STARS*'s Selection
     context) or None.
     client: an LLMClient (anything with complete(request) -> response; `.usage` is diffed).
-    analyzer: sentence -> analysis (default: grounding.analyze_goal against `world`).
-    operator: who answers the +O conditions' questions (oversight.operator.Operator).
-    executor: a shared pool for concurrent tree levels (default: one of settings.max_workers).
-    batched: send each tree level as list-prompt round trips (`LLMClient.complete_many`) instead of
-    one request per branch; the answers, and so the result, are the same.
-    on_tree: sees the elicitation after every tree level and stage (a live view, an episode).
+    setup: everything else (templates, tree settings, analyzer, operator, knowledge base, pool,
+    observers, batching), each with its default (ElicitationSetup).
     """
     if client is None:
         raise TaskLearningError("elicit_goal needs an LLM client")
-    prep = prepare_elicitation(task, object_id, world, scene, condition, location=location,
-                               system_context=system_context, templates=templates, settings=settings,
-                               analyzer=analyzer, operator=operator, on_stage=on_stage, on_tree=on_tree)
+    prep = prepare_elicitation(task, object_id, world, scene, condition, setup)
     usage_before = copy_usage(getattr(client, "usage", None) or LLMUsage())
     settings = prep.settings
-    own_pool = not batched and executor is None and settings.max_workers > 1
-    pool = ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="stars") if own_pool else executor
+    own_pool = not setup.batched and setup.executor is None and settings.max_workers > 1
+    pool = (ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="stars") if own_pool
+            else setup.executor)
     try:
-        send = batched_sender(client) if batched else concurrent_sender(client, pool)
+        send = batched_sender(client) if setup.batched else concurrent_sender(client, pool)
         drive(elicitation_steps(prep), send)
     finally:
         if own_pool and pool is not None:
             pool.shutdown(wait=True)
     return finish_elicitation(
         prep, client, lambda: usage_diff(getattr(client, "usage", None) or LLMUsage(), usage_before),
-        operator=operator, kb=kb)
+        operator=setup.operator, kb=setup.kb)
 
 
 def _outcome(chosen: GoalCandidate | None, candidates: list[GoalCandidate], tree: TreeState,
@@ -392,9 +396,9 @@ def _repair_request(templates: PromptTemplates, ctx: GoalContext, object_id: str
 
 def _oversee(cond: Condition, client: CompletionClient, templates: PromptTemplates, ctx: GoalContext,
              object_id: str, options: list[GoalCandidate], selected: GoalCandidate | None,
-             operator: Any, analyzer: Analyzer | None, kb: Any) -> tuple[Any, GoalCandidate | None]:
+             operator: Operator, analyzer: Analyzer | None, kb: KnowledgeBase | None) -> tuple[Any, GoalCandidate | None]:
     """The +O seam: propose (Selection again without rejected options), then ask for words."""
-    from task_learning.oversight.flow import run_oversight
+    from task_learning.oversight.flow import OversightSubject, run_oversight
 
     ranked = sorted(options, key=lambda c: (-c.score, c.candidate_id))  # best first
     if flags(cond).llm_selection:
@@ -409,8 +413,8 @@ def _oversee(cond: Condition, client: CompletionClient, templates: PromptTemplat
             raise TaskLearningError("no analyzer for user descriptions")
         return analyzer(sentence)
 
-    outcome = run_oversight(ranked=ranked, reselect=reselect, operator=operator,
-                            object_description=ctx.description, analyze=analyze,
-                            selected=selected, object_id=object_id, kb=kb, task=ctx.task,
-                            context=ctx.location)
+    outcome = run_oversight(ranked=ranked, reselect=reselect, operator=operator, analyze=analyze,
+                            selected=selected, kb=kb,
+                            subject=OversightSubject(ctx.description, object_id=object_id, task=ctx.task,
+                                                     context=ctx.location))
     return outcome, outcome.chosen

@@ -34,6 +34,7 @@ from task_learning.planning.stop import RunStopped
 from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.elicit import (
     ElicitationResult,
+    ElicitationSetup,
     PreparedElicitation,
     StageCallback,
     TreeCallback,
@@ -113,6 +114,14 @@ class CrossObjectElicitor:
         self.levels = 0  # merged request levels sent by the driver
 
     # ------------------------------------------------------------------------------ prefetch
+    def _setup(self, on_stage: StageCallback | None = None, *, answering: bool) -> ElicitationSetup:
+        """This elicitor's setup for one object; `answering`: elicited on its own to the end, with
+        the operator and the knowledge base, in batched round trips (else: prefetched levels)."""
+        return ElicitationSetup(location=self.location, system_context=self.system_context, templates=self.templates,
+                                settings=self.settings, on_tree=self.on_tree, on_stage=on_stage,
+                                operator=self.operator if answering else None, kb=self.kb if answering else None,
+                                batched=answering)
+
     def prefetch(self, task: str, object_ids: Sequence[str], metadata: Mapping[str, Any]) -> int:
         """Start the model stages of every object whose context has no learned goal yet (the first
         object of each context, `objects_to_elicit`); returns how many objects are being elicited."""
@@ -124,9 +133,7 @@ class CrossObjectElicitor:
         for object_id in objects_to_elicit(task, object_ids, metadata, self.kb, self.condition):
             context = tuple(describe_object(metadata, object_id))
             prep = prepare_elicitation(task, object_id, metadata, self.scene, self.condition,
-                                       location=self.location, system_context=self.system_context,
-                                       templates=self.templates, settings=self.settings,
-                                       needs_operator=False, on_tree=self.on_tree)
+                                       self._setup(answering=False), needs_operator=False)
             self._prefetched[object_id] = _Prefetch(prep, context, self._scope_usage(object_id), Future())
             steps.append((object_id, elicitation_steps(prep)))
         self._thread = threading.Thread(target=self._drive, args=(steps,), name="stars-together", daemon=True)
@@ -232,9 +239,7 @@ class CrossObjectElicitor:
                          type(exc).__name__)
         if prep is None or entry is None:
             return elicit_goal(task, object_id, metadata, self.scene, self.condition, self.client,
-                               location=self.location, system_context=self.system_context,
-                               templates=self.templates, settings=self.settings, operator=self.operator,
-                               kb=self.kb, batched=True, on_stage=on_stage, on_tree=self.on_tree)
+                               self._setup(on_stage, answering=True))
         prep.on_stage = on_stage
         before = entry.usage_before
         return finish_elicitation(prep, self.client,

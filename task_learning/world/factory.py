@@ -1,11 +1,12 @@
 """Backend selection by name: the seam where `ai2thor` and `fetch` plug in."""
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from task_learning.errors import TaskLearningError
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene, load_scene
+from task_learning.world.thor.settings import ThorSettings
 
 BACKENDS = ("symbolic", "ai2thor", "fetch")
 _NOT_YET = {
@@ -19,8 +20,21 @@ class BackendUnavailableError(TaskLearningError):
     """The requested world backend cannot be created here."""
 
 
+@dataclass(frozen=True)
+class WorldChoice:
+    """Which world a run's instances are set in: a backend's name, and for `ai2thor` the
+    Controller's settings (None: the perception node's parameter file). One object where a name
+    and an untyped settings value were threaded through every layer down to make_backend."""
+
+    backend: str = "symbolic"
+    ai2thor: ThorSettings | None = None
+
+
+SYMBOLIC = WorldChoice()  # the default everywhere: the recorded scenes, in process
+
+
 def make_backend(name: str, scene: Scene | str, seed: int | None = None, *,
-                 ai2thor_settings: Any = None) -> WorldBackend:
+                 ai2thor_settings: ThorSettings | None = None) -> WorldBackend:
     """A world backend by name ('symbolic' is the default everywhere); `scene` is a Scene or
     anything `load_scene` accepts. `ai2thor_settings` (a ThorSettings) configures the AI2-THOR
     Controller; default: the perception node's parameter file."""

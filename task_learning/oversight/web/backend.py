@@ -6,6 +6,7 @@ holds (the web server checked it against the knowledge base) and the client it c
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from task_learning.oversight.pairing import OperatorCredentials
@@ -16,10 +17,12 @@ from task_learning.types import AnswerKind, ConfirmationRequest
 class QueueBackend:
     """Questions of this process, answered from the page."""
 
-    def __init__(self, timeout_s: float = 600.0) -> None:
+    def __init__(self, timeout_s: float = 600.0, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` decides when a question expires (the queue's own; a test sets it to expire a
+        question once the page shows it, whatever the machine's load)."""
         self._listener: Callable[[], None] | None = None
         self.queue = QueueOperator(timeout_s=timeout_s, max_timeout_s=max(600.0, timeout_s),
-                                   on_change=self._changed)
+                                   on_change=self._changed, clock=clock)
         self.queue.name = "web"
 
     def _changed(self) -> None:

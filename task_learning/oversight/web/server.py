@@ -350,6 +350,24 @@ class AnswerBody(BaseModel):
 
 def _build_app(panel: WebPanel) -> FastAPI:
     app = FastAPI(title="task_learning operator", docs_url=None, redoc_url=None, openapi_url=None)
+    _add_guards(app, panel)
+
+    @app.get("/")
+    async def index() -> Any:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    _add_session_routes(app, panel)
+    _add_question_routes(app, panel)
+    return app
+
+
+def _peer_of(request: Request) -> str:
+    return request.client.host if request.client else "?"
+
+
+def _add_guards(app: FastAPI, panel: WebPanel) -> None:
+    """What every response carries (security headers, allowed hosts) and how errors read."""
     settings = panel.settings
 
     @app.middleware("http")
@@ -374,26 +392,22 @@ def _build_app(panel: WebPanel) -> FastAPI:
     async def http_error(_request: Request, exc: HTTPException) -> Any:
         return JSONResponse({"accepted": False, "message": str(exc.detail)}, status_code=exc.status_code)
 
-    def peer_of(request: Request) -> str:
-        return request.client.host if request.client else "?"
 
-    @app.get("/")
-    async def index() -> Any:
-        return FileResponse(STATIC / "index.html", media_type="text/html")
-
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+def _add_session_routes(app: FastAPI, panel: WebPanel) -> None:
+    """Pairing with a code, the session it opens (operator name, CSRF token) and logging out."""
+    settings = panel.settings
 
     @app.post("/api/pair")
     async def pair(body: PairBody, request: Request) -> Any:
         panel.check_origin(request)
         try:
-            token = await run_in_threadpool(panel.registry.redeem, body.code, peer_of(request))
+            token = await run_in_threadpool(panel.registry.redeem, body.code, _peer_of(request))
         except PairingRateLimited as exc:
             return JSONResponse({"accepted": False, "message": str(exc)}, status_code=429)
         except PairingError as exc:
             return JSONResponse({"accepted": False, "message": str(exc)}, status_code=403)
         name = OperatorCredentials.from_token(token).name
-        log.info("operator %s paired from %s", name, peer_of(request))
+        log.info("operator %s paired from %s", name, _peer_of(request))
         response = JSONResponse({"accepted": True, "operator": name})
         response.set_cookie(COOKIE, token, max_age=int(settings.cookie_days * 86400), httponly=True,
                             samesite="strict", secure=settings.tls, path="/")
@@ -411,6 +425,10 @@ def _build_app(panel: WebPanel) -> FastAPI:
         response = JSONResponse({"accepted": True})
         response.delete_cookie(COOKIE, path="/", samesite="strict", secure=settings.tls, httponly=True)
         return response
+
+
+def _add_question_routes(app: FastAPI, panel: WebPanel) -> None:
+    """The questions: a live stream of the pending ones, their camera images, and answers."""
 
     @app.get("/api/events")
     async def events(request: Request, tl_operator: str | None = Cookie(default=None)) -> Any:
@@ -456,10 +474,8 @@ def _build_app(panel: WebPanel) -> FastAPI:
         assert tl_operator is not None
         panel.check_csrf(request, tl_operator)
         status, data = await panel.answer(operator, tl_operator, body.request_id, body.nonce, body.answer,
-                                          body.text, peer_of(request))
+                                          body.text, _peer_of(request))
         return JSONResponse(data, status_code=status)
-
-    return app
 
 
 def panel_url(settings: WebSettings, port: int) -> str:

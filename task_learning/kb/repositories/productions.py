@@ -1,0 +1,127 @@
+"""Productions (seed 001) with their utilities and approvals, and the world knowledge they act
+on: world statements and the critic's family end conditions."""
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from task_learning.kb.database import Database
+
+
+class ProductionRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def save_production(self, record: dict[str, Any]) -> None:
+        """Store (or replace) a production by name: `record` holds name, task, rule (its data
+        form, validated by task_learning.productions.language on every load), english, utility,
+        count, provenance (the conversation that produced it) and approval."""
+        with self.db.transaction() as cur:
+            cur.execute(
+                "INSERT INTO productions (name, task, rule_json, english, utility, count, provenance_json, "
+                "approval, updated_at) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (name) DO UPDATE SET "
+                "task=excluded.task, rule_json=excluded.rule_json, english=excluded.english, "
+                "utility=excluded.utility, count=excluded.count, provenance_json=excluded.provenance_json, "
+                "approval=excluded.approval, updated_at=excluded.updated_at",
+                (str(record["name"]), str(record["task"]), json.dumps(record["rule"]),
+                 str(record.get("english", "")), float(record.get("utility", 0.0)), int(record.get("count", 0)),
+                 json.dumps(record.get("provenance") or {}, default=str), str(record.get("approval", "none")),
+                 time.time()),
+            )
+
+    def update_production_utilities(self, updates: list[tuple[str, float, int]]) -> None:
+        """(name, U, N) for several productions, in one transaction (a task's reward)."""
+        with self.db.transaction() as cur:
+            now = time.time()
+            cur.executemany("UPDATE productions SET utility=?, count=?, updated_at=? WHERE name=?",
+                            [(float(u), int(n), now, name) for name, u, n in updates])
+
+    def approve_production(self, name: str, approval: str) -> bool:
+        """Record an operator's approval of a production; False when there is no such one."""
+        with self.db.transaction() as cur:
+            cur.execute("UPDATE productions SET approval=?, updated_at=? WHERE name=?", (approval, time.time(), name))
+            return cur.rowcount > 0
+
+    def delete_production(self, name: str) -> None:
+        with self.db.transaction() as cur:
+            cur.execute("DELETE FROM productions WHERE name=?", (name,))
+
+    def productions(self) -> list[dict[str, Any]]:
+        with self.db.lock:
+            rows = self.db.conn.execute(
+                "SELECT name, task, rule_json, english, utility, count, provenance_json, approval "
+                "FROM productions ORDER BY id").fetchall()
+        return [{"name": r[0], "task": r[1], "rule": json.loads(r[2]), "english": r[3], "utility": r[4],
+                 "count": r[5], "provenance": json.loads(r[6]), "approval": r[7]} for r in rows]
+
+    def statement_truth(self, statement: str) -> bool | None:
+        with self.db.lock:
+            row = self.db.conn.execute("SELECT truth FROM world_statements WHERE statement=?",
+                                     (statement,)).fetchone()
+        return None if row is None else bool(row[0])
+
+    def record_statement(self, statement: str, truth: bool, source: str) -> None:
+        with self.db.transaction() as cur:
+            cur.execute("INSERT OR REPLACE INTO world_statements VALUES (?,?,?,?)",
+                        (statement, int(bool(truth)), source, time.time()))
+
+    def family_end_conditions(self) -> dict[str, str]:
+        """Task family pattern -> the critic's end condition (kept in `meta`)."""
+        with self.db.lock:
+            rows = self.db.conn.execute("SELECT key, value FROM meta WHERE key LIKE 'family_end:%'").fetchall()
+        return {r[0][len("family_end:"):]: r[1] for r in rows}
+
+    def set_family_end_condition(self, family: str, end_condition: str) -> None:
+        with self.db.transaction() as cur:
+            cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"family_end:{family}", end_condition))
+
+    def statements(self, source: str | None = None) -> dict[str, bool]:
+        """Every world statement and its truth; with `source`, only those recorded from it."""
+        with self.db.lock:
+            if source is None:
+                rows = self.db.conn.execute("SELECT statement, truth FROM world_statements ORDER BY statement").fetchall()
+            else:
+                rows = self.db.conn.execute("SELECT statement, truth FROM world_statements WHERE source=? "
+                                          "ORDER BY statement", (source,)).fetchall()
+        return {r[0]: bool(r[1]) for r in rows}
+
+    def parse_production_import(self, data: Any, *, source: str = "<import>") -> list[dict[str, Any]]:
+        """The productions of an export, each validated by the rule language and its utility and
+        count by their range (a rule that does not validate refuses the whole import, naming
+        it). Only the rule and its numbers are taken: the file's English description and
+        provenance (the conversation, the state) are free text that would reach the operator's
+        approval question and later prompts unreviewed, so they are dropped; every imported
+        production is unapproved. Nothing is written."""
+        from task_learning.errors import ConfigError
+        from task_learning.productions.language import RuleError, production_from_dict
+        from task_learning.productions.utility import utility_problem
+
+        items = (data.get("productions") if isinstance(data, dict) else None) or []
+        if not isinstance(items, list):
+            raise ConfigError(source, "productions", f"expected a list, got {type(items).__name__}")
+        records = []
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ConfigError(source, f"productions[{i}]", "expected a mapping")
+            try:
+                rule = production_from_dict(item.get("rule"), where="rule")
+            except RuleError as exc:
+                raise ConfigError(source, f"productions[{i}]", str(exc)) from None
+            utility, count = item.get("utility", 0.0), item.get("count", 0)
+            problem = utility_problem(utility, count)
+            if problem:
+                raise ConfigError(source, f"productions[{i}] ({rule.name})", problem)
+            records.append({"name": rule.name, "task": rule.task, "rule": rule.to_dict(), "english": "",
+                            "utility": float(utility), "count": int(count),
+                            "provenance": {"imported_from": source}, "approval": "none"})
+        return records
+
+    def import_productions(self, records: list[dict[str, Any]]) -> int:
+        """Write productions parsed by parse_production_import. An export's world statements and
+        family end conditions are not imported: they are free text ("Ignore all previous
+        instructions ...") and truths the rules act on, which no operator reviewed; a bootstrap
+        asks the LLM for them again (imported_free_text counts what was left out)."""
+        for record in records:
+            self.save_production(record)
+        return len(records)
