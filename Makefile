@@ -29,7 +29,7 @@ demo: setup
 llm: setup
 	@$(VENV)/bin/task-learning llm install
 
-# Lint (rules in ruff.toml), type check (mypy.ini: task_learning/), build the docs site (seconds;
+# Lint (rules in ruff.toml), type check (mypy.ini: task_learning/ and nodes/), build the docs site (seconds;
 # a warning fails it), then every test (pytest.ini), printing the 25 slowest: where the suite's
 # time goes. TEST_WORKERS pytest-xdist workers take one test file each at a time (a module's
 # shared graph stays in one worker); TEST_WORKERS=0: serial.

@@ -5,25 +5,16 @@ it (editable) into the project venv. The nodes live in the `nodes/` folder and i
 `task_learning_nodes`, so the core package `task_learning` never imports rclpy.
 """
 from glob import glob
+from runpy import run_path
 
 from setuptools import find_packages, setup
 
 PACKAGE = "task_learning"
-# Each executable starts through task_learning_nodes.entry, which catches Ctrl-C before the node's
-# imports (nodes/entry.py names the module of each).
-NODE_EXECUTABLES = {
-    "perception_node": "task_learning_nodes.entry:perception_node",
-    "grounding_node": "task_learning_nodes.entry:grounding_node",
-    "goal_elicitation_node": "task_learning_nodes.entry:goal_elicitation_node",
-    "oversight_node": "task_learning_nodes.entry:oversight_node",
-    "action_selector_node": "task_learning_nodes.entry:action_selector_node",
-    "planner_node": "task_learning_nodes.entry:planner_node",
-    "anticipation_node": "task_learning_nodes.entry:anticipation_node",
-    "llm_server_node": "task_learning_nodes.entry:llm_server_node",
-    "synthetic_robot_node": "task_learning_nodes.entry:synthetic_robot_node",
-    "live_view_node": "task_learning_nodes.entry:live_view_node",
-    "web_operator_node": "task_learning_nodes.entry:web_operator_node",
-}
+# nodes/: the nodes (one module each), their clients, the plumbing they share, the fault probes
+NODE_SUBPACKAGES = ("nodes", "clients", "plumbing", "probes")
+# The nodes' executables (`perception_node = task_learning_nodes.plumbing.entry:perception_node`, ...)
+# come from the one node registry, nodes/plumbing/registry.py, run on its own (it imports nothing).
+NODE_CONSOLE_SCRIPTS = run_path("nodes/plumbing/registry.py")["console_scripts"]()
 
 
 def data_tree(folder: str) -> list[tuple[str, list[str]]]:
@@ -40,7 +31,7 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(include=["task_learning", "task_learning.*"])
-    + ["task_learning_nodes"],
+    + ["task_learning_nodes"] + [f"task_learning_nodes.{sub}" for sub in NODE_SUBPACKAGES],
     package_dir={"task_learning_nodes": "nodes"},
     include_package_data=True,
     # the web operator panel's page (plain HTML, JS and CSS; no build step)
@@ -64,6 +55,6 @@ setup(
         "console_scripts": ["task-learning = task_learning.apps.cli:main",
                             # the headless AI2-THOR stand-in the ai2thor Controller starts
                             "task-learning-thor-standin = task_learning.world.thor.standin:main"]
-        + [f"{name} = {target}" for name, target in NODE_EXECUTABLES.items()],
+        + NODE_CONSOLE_SCRIPTS,
     },
 )

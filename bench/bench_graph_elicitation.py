@@ -63,7 +63,7 @@ def in_process(scene: str, condition: str, latency: float, db: Path) -> dict[str
 
 
 def through_graph(scene: str, condition: str, latency: float, db: Path, work: Path, elicitation: str) -> dict[str, Any]:
-    from task_learning_nodes.node_base import stop_process_groups
+    from task_learning_nodes.plumbing.node_base import stop_process_groups
 
     home = work / f"ros_home_{elicitation}"
     home.mkdir(parents=True, exist_ok=True)
@@ -98,7 +98,7 @@ def perform(task: str, scene: str, condition: str, timeout_s: float = 1800.0) ->
     from rclpy.node import Node
 
     from task_learning_interfaces.action import PerformTask
-    from task_learning_nodes.node_base import ActionClient, wait_for_future
+    from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
 
     context = Context()
     rclpy.init(context=context)

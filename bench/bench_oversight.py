@@ -91,11 +91,11 @@ def bench_ros(runs: int = 50) -> None:
     db = Path(tempfile.mkdtemp()) / "bench.sqlite"
     with KnowledgeBase(db) as kb:  # the answering operator is paired, as every operator must be
         creds = OperatorCredentials.from_token(OperatorRegistry(kb).pair_locally("bench"))
-    node = subprocess.Popen([sys.executable, "-m", "task_learning_nodes.oversight", "--ros-args",
+    node = subprocess.Popen([sys.executable, "-m", "task_learning_nodes.nodes.oversight", "--ros-args",
                              "-p", "timeout_s:=10.0", "-p", f"db_path:={db}", "-p", "remember_answers:=false"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning_nodes.clients.oversight_client import OversightClient
 
         asker = OversightClient(name="bench_asker", asker="goal_elicitation", service_wait_s=15)
         answerer = OversightClient(name="bench_answerer", service_wait_s=15, credentials=creds)

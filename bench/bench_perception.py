@@ -26,7 +26,7 @@ from task_learning.world.generate import generate_scene
 from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
 from task_learning_interfaces.msg import WorldState
-from task_learning_nodes import convert
+from task_learning_nodes.plumbing import convert
 
 ROOT = Path(__file__).resolve().parent.parent
 DOMAIN_ID = 41  # the bench's own graph

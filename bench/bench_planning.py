@@ -21,7 +21,7 @@ def main() -> int:
     parser.add_argument("--condition", default="STARS+O")
     args = parser.parse_args()
     os.environ.setdefault("ROS_DOMAIN_ID", "57")
-    from task_learning_nodes.demo import trial_through_ros
+    from task_learning_nodes.clients.demo import trial_through_ros
 
     work = Path(tempfile.mkdtemp(prefix="bench_planning_"))
     started = time.perf_counter()

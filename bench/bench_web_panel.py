@@ -61,7 +61,7 @@ def question(i: int) -> ConfirmationRequest:
 
 
 def start(module: str, *args: str, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", f"task_learning_nodes.{module}", "--ros-args", *args], env=env,
+    return subprocess.Popen([sys.executable, "-m", f"task_learning_nodes.nodes.{module}", "--ros-args", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -119,7 +119,7 @@ def run_bench(url: str, db: Path, count: int) -> int:
 
     from task_learning.kb.store import KnowledgeBase
     from task_learning.oversight.pairing import OperatorRegistry
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     with KnowledgeBase(db) as kb:
         code = OperatorRegistry(kb).create_pairing_code("bench-phone")

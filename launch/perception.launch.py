@@ -17,7 +17,7 @@ from launch_ros.actions import Node
 
 from task_learning.dds_profile import profile_env
 from task_learning.world.factory import BACKENDS
-from task_learning_nodes.launch_support import PACKAGE, on_node_exit
+from task_learning_nodes.plumbing.launch_support import PACKAGE, on_node_exit
 
 
 def _perception(context, *args, **kwargs):

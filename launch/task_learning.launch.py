@@ -44,7 +44,7 @@ from task_learning.apps.bringup import (
 )
 from task_learning.dds_profile import profile_env
 from task_learning.world.factory import BACKENDS
-from task_learning_nodes.launch_support import PACKAGE, default_db, on_node_exit
+from task_learning_nodes.plumbing.launch_support import PACKAGE, default_db, on_node_exit
 
 OVERRIDABLE = ("scene", "backend")
 LLM_ARGUMENTS = ("llm", "llm_base_url", "llm_model", "llm_selection_model")

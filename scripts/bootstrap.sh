@@ -77,7 +77,7 @@ if [ -n "$IFACE_INPUTS" ]; then
 fi
 
 # 3. The project itself, editable, with its console scripts.
-want=$(hash_of "$ROOT/setup.py" "$ROOT/setup.cfg")
+want=$(hash_of "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/nodes/plumbing/registry.py")  # the registry: the node executables
 if [ "$(cat "$STAMPS/project" 2>/dev/null)" != "$want" ]; then
   log "installing task_learning (editable)"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" \
@@ -91,6 +91,8 @@ fi
 # link it into site-packages so `import task_learning_nodes` finds the live source.
 SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 ln -sfn "$ROOT/nodes" "$SITE/task_learning_nodes"
+# and under the same name for mypy (mypy.ini's mypy_path), which checks it as task_learning_nodes.
+mkdir -p "$ROOT/build/mypy" && ln -sfn "$ROOT/nodes" "$ROOT/build/mypy/task_learning_nodes"
 # setup.cfg puts executables where `ros2 run` expects them (lib/task_learning); put them on PATH too.
 for exe in "$VENV"/lib/task_learning/*; do
   [ -f "$exe" ] && ln -sf "$exe" "$VENV/bin/$(basename "$exe")"

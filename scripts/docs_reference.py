@@ -5,11 +5,12 @@ writes two reference pages that cannot drift from the code:
 
 - `reference/interfaces.md`: every message (`msg/*.msg`), service (`interfaces/srv/*.srv`) and
   action (`interfaces/action/*.action`) field by field, from the definitions and their comments.
-- `reference/parameters.md`: every node parameter from the nodes' `PARAMETERS` tables (`Param`
-  rows of `nodes/params.py`: default, range or choices, read-only, description), beside the value
-  the shipped `config/nodes/<node>.yaml` gives it. The node modules are imported (rclpy and the
-  built interfaces must be importable, as after `make setup`); no node is created and ROS is not
-  started.
+- `reference/parameters.md`: every node parameter from the nodes' `Parameters` models (the one
+  description of each node's parameters, `nodes/plumbing/params.py`: default, range or choices,
+  read-only, description), beside the value the shipped `config/nodes/<node>.yaml` gives it; each
+  of those files is checked against its model first (a key or value the node would refuse fails
+  the build with the file and the key). The node modules are imported (rclpy and the built
+  interfaces must be importable, as after `make setup`); no node is created and ROS is not started.
 
 It also keeps the navigation tolerant of pages it does not name: any Markdown page under `docs/`
 that `nav` leaves out is listed under "More" (other branches add pages while `mkdocs.yml` is
@@ -20,7 +21,6 @@ missing from `nav` does not).
 """
 from __future__ import annotations
 
-import ast
 import importlib
 import logging
 import re
@@ -186,38 +186,41 @@ def interfaces_page(interfaces: Sequence[Interface]) -> str:
 @dataclass(frozen=True)
 class ParamTable:
     title: str          # "perception", "perception, backend fetch"
-    module: str         # task_learning_nodes.perception
-    attribute: str      # PARAMETERS
+    module: str         # task_learning_nodes.nodes.perception
+    attribute: str      # Parameters (the node's NodeParameters model)
     config: str         # config/nodes/perception.yaml, or "" when the node has none
     config_node: str    # the top key in that file
-
-
-def _tables_in(path: Path) -> list[str]:
-    """Module-level names `PARAMETERS` / `<X>_PARAMETERS` assigned in a node source file."""
-    names = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
-            if isinstance(node, ast.AnnAssign) else []
-        names += [t.id for t in targets if isinstance(t, ast.Name) and re.fullmatch(r"([A-Z]+_)?PARAMETERS", t.id)]
-    return names
+    file_model: str = ""  # the model that file is checked against, when not `attribute` (ParamsFile)
 
 
 def param_tables() -> list[ParamTable]:
-    """Every parameter table of `nodes/`, named after the node `config/bringup.yaml` runs it as."""
-    bringup = yaml.safe_load((ROOT / "config" / "bringup.yaml").read_text(encoding="utf-8"))["nodes"]
-    by_module = {spec["module"]: (name, spec.get("params", "")) for name, spec in bringup.items()}
+    """Every node's parameter model, in the registry's order, named after the node; the params file
+    `config/bringup.yaml` gives it."""
+    from task_learning.apps.bringup import load_bringup_config
+    from task_learning_nodes.plumbing import registry
+
+    files = {spec.name: spec.params_file for spec in load_bringup_config(ROOT / "config" / "bringup.yaml").nodes}
     tables: list[ParamTable] = []
-    for path in sorted((ROOT / "nodes").glob("*.py")):
-        module = f"task_learning_nodes.{path.stem}"
-        for attribute in _tables_in(path):
-            node, params = by_module.get(module, (path.stem, ""))
-            title = node
-            if attribute != "PARAMETERS":  # FETCH_PARAMETERS: perception's, with backend fetch
-                node, params = by_module.get("task_learning_nodes.perception", (node, params))
-                title = f"{node}, backend {attribute.removesuffix('_PARAMETERS').lower()}"
-            tables.append(ParamTable(title, module, attribute, f"config/{params}" if params else "", node))
-    order = list(by_module)  # bringup's order first, then the rest by file name
-    return sorted(tables, key=lambda t: (order.index(t.module) if t.module in order else len(order), t.title))
+    for node in registry.NODES:
+        path = files.get(node)
+        config = path.relative_to(ROOT).as_posix() if path is not None else ""
+        module = registry.module_of(node)
+        file_model = "ParamsFile" if hasattr(importlib.import_module(module), "ParamsFile") else ""
+        tables.append(ParamTable(node, module, "Parameters", config, node, file_model))
+        if node == "perception":  # declared by the fetch bridge with backend fetch
+            tables.append(ParamTable(f"{node}, backend fetch", "task_learning_nodes.plumbing.fetch_params",
+                                     "FetchParameters", config, node, "-"))
+    return tables
+
+
+def check_params_files(tables: Sequence[ParamTable]) -> None:
+    """Each shipped params file against its node's model: ConfigError (file, key, why) otherwise."""
+    from task_learning_nodes.plumbing.params import check_params_file
+
+    for table in tables:
+        if table.config and table.file_model != "-":
+            model = getattr(importlib.import_module(table.module), table.file_model or table.attribute)
+            check_params_file(ROOT / table.config, model, table.config_node)
 
 
 def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -261,7 +264,8 @@ def _accepts(param: Any) -> str:
 
 def parameters_page(tables: Sequence[ParamTable]) -> str:
     out = ["# Node parameters", "",
-           GENERATED_NOTE.format(source="the `PARAMETERS` tables in `nodes/*.py` (`Param` rows, `nodes/params.py`)"),
+           GENERATED_NOTE.format(source="each node's `Parameters` model in `nodes/nodes/<node>.py` (`param(...)` fields, "
+                                         "`nodes/plumbing/params.py`)"),
            "",
            "Each node declares its parameters with these descriptors, so `ros2 param describe /<node> <name>` "
            "shows the same description and range on a running graph. The values each node starts with are "
@@ -274,14 +278,12 @@ def parameters_page(tables: Sequence[ParamTable]) -> str:
            "them (\"Trying to set a read-only parameter\"); set them in the params file or with "
            "`-p name:=value` and restart the node. A value a node cannot use stops it at start with one line "
            "naming the parameter.", ""]
-    declared: dict[str, set[str]] = {}  # params file -> every name a table reading it declares
-    loaded = [(table, getattr(importlib.import_module(table.module), table.attribute)) for table in tables]
-    for table, params in loaded:
-        declared.setdefault(table.config, set()).update(p.name for p in params)
+    check_params_files(tables)  # a params file a node would refuse fails the build, naming file and key
+    loaded = [(table, getattr(importlib.import_module(table.module), table.attribute).rows()) for table in tables]
     for table, params in loaded:
         configured = _config_values(table)
         out += [f"## {table.title}", "",
-                f"`{table.module}`, `{table.attribute}`; params file "
+                f"`{table.module}.{table.attribute}`; params file "
                 + (f"`{table.config}`." if table.config else "none (defaults only)."), "",
                 "| parameter | default | params file | accepts | set at run time | description |",
                 "|---|---|---|---|---|---|"]
@@ -290,9 +292,6 @@ def parameters_page(tables: Sequence[ParamTable]) -> str:
             out.append(f"| `{p.name}` | {_value(p.default)} | {file_value} | {_accepts(p)} | "
                        f"{'read-only' if p.read_only else 'writable'} | {_cell(p.description)} |")
         out.append("")
-        unknown = sorted(set(configured) - declared[table.config])
-        if unknown:  # a value no node reads: a typo or a parameter that was removed
-            log.warning("%s sets parameters no table in nodes/ declares: %s", table.config, ", ".join(unknown))
     return "\n".join(out)
 
 

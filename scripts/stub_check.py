@@ -87,7 +87,7 @@ CASES = [
          "task_learning/stop_deadline.py", "StopDeadline._expire", "None"),
     # ROS message conversion and the graph
     Case("tests/test_ros_convert.py::test_goal_candidate_round_trip",
-         "nodes/convert.py", "goal_candidate_from_msg", "None"),
+         "nodes/plumbing/convert.py", "goal_candidate_from_msg", "None"),
     Case("tests/test_grounding_node.py::test_mug_example_through_the_service",
          "task_learning/grounding/analysis.py", "_check_affordances", "None", ros=True),
     Case("tests/test_oversight_panel_ros.py::test_silent_operator_over_ros_confirms_nothing",

@@ -1,6 +1,6 @@
 """Health checks a node reports on `/diagnostics` (diagnostic_msgs/DiagnosticArray, the convention
 rqt_robot_monitor and Foxglove's Diagnostics panel read): plain data and the checks themselves,
-without ROS. `task_learning_nodes.node_base` publishes whatever a node's `diagnostics()` returns.
+without ROS. `task_learning_nodes.plumbing.node_base` publishes whatever a node's `diagnostics()` returns.
 
 - `llm_check`: the LLM endpoint reachable, and its latency (an HTTP GET of `<base_url>/models`,
   no credentials sent: any HTTP answer means it is reachable); an open circuit breaker is an

@@ -1,7 +1,7 @@
 """The one check every number from outside goes through: finite, of the right kind, in its range.
 
 A command-line option (task_learning.apps.cli.options), a configuration value (schema.bounded)
-and a node parameter (task_learning_nodes.params) all ask `number_problem`, so NaN, infinities,
+and a node parameter (task_learning_nodes.plumbing.params) all ask `number_problem`, so NaN, infinities,
 booleans posing as numbers and out-of-range values are refused alike everywhere, with the same
 words. NaN needs refusing explicitly: every comparison with it is false, so a range test written
 as `if value < low or value > high` lets it through.

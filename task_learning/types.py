@@ -1,6 +1,6 @@
 """Plain data shared by every component, mirrored one-to-one by the ROS messages in `msg/`.
 
-Keeping these in one module means the ROS conversion layer (`task_learning_nodes.convert`) has a
+Keeping these in one module means the ROS conversion layer (`task_learning_nodes.plumbing.convert`) has a
 single place to map from, and in-process experiments use exactly what the nodes exchange.
 """
 from __future__ import annotations

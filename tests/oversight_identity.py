@@ -19,13 +19,13 @@ def paired(db: str | Path, name: str = "tester") -> OperatorCredentials:
 
 def answerer(db: str | Path, name: str = "tester", **kwargs: Any) -> Any:
     """An OversightClient answering as the paired operator `name`."""
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     return OversightClient(name=name, credentials=paired(db, name), **kwargs)
 
 
 def asker(name: str = "planner", **kwargs: Any) -> Any:
     """An OversightClient asking as the stack node `name` (signed with the stack key)."""
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     return OversightClient(name=name, asker=name, **kwargs)

@@ -3,7 +3,7 @@ process cannot (another network namespace: tests/test_deployment_three_hosts.py)
 
     python tests/perform_task_helper.py SCENE TASK CONDITION TIMEOUT_S
 
-Prints one JSON line: {"result": {...}} (nodes/demo.py's perform_task: completion, counts) or
+Prints one JSON line: {"result": {...}} (nodes/clients/demo.py's perform_task: completion, counts) or
 {"error": "<why the goal failed, as the planner said>"}; exit 0 either way, 2 on bad arguments.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 
 from task_learning.errors import TaskLearningError
-from task_learning_nodes.demo import perform_task
+from task_learning_nodes.clients.demo import perform_task
 
 
 def main(argv: list[str]) -> int:

@@ -7,7 +7,7 @@ every service type and serves every action type of task_learning_interfaces.
 - action `echo/<Action>`: three feedback messages, then a result computed from the goal.
 
 Started by tests/test_ros_interfaces.py as `python tests/ros_echo_helper.py`; stops on SIGINT/SIGTERM
-through task_learning_nodes.node_base.run_node.
+through task_learning_nodes.plumbing.node_base.run_node.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from task_learning_interfaces import action as a
 from task_learning_interfaces import msg as m
 from task_learning_interfaces import srv as s
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.plumbing.node_base import run_node
 
 MESSAGE_TYPES = (
     m.ActionCall, m.ActionOutcome, m.CandidateTree, m.ConfirmationAnswer, m.ConfirmationRequest,

@@ -1,5 +1,5 @@
 """A node for tests/test_node_base.py, run as `python tests/ros_shutdown_helper.py MODE` through
-task_learning_nodes.node_base.run_node:
+task_learning_nodes.plumbing.node_base.run_node:
 
 - `busy`: a 50 Hz timer publishing to a topic it subscribes to itself, so a signal lands while
   the executor works;
@@ -14,7 +14,7 @@ import threading
 from rclpy.node import Node
 
 from task_learning_interfaces.msg import KeyValue
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.plumbing.node_base import run_node
 
 
 class ShutdownProbe(Node):

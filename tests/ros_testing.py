@@ -79,7 +79,7 @@ def is_ordered_subsequence(got: Sequence[Any], sent: Sequence[Any]) -> bool:
 def wait_future(future: Any, timeout: float, what: str) -> Any:
     """The result of an rclpy future an executor spins in another thread (the nodes' own
     wait_for_future does the waiting)."""
-    from task_learning_nodes.node_base import wait_for_future
+    from task_learning_nodes.plumbing.node_base import wait_for_future
 
     if wait_for_future(future, timeout) != "done":
         future.cancel()
@@ -292,9 +292,9 @@ class RosGraph:
 
     def start_node(self, module: str, *ros_args: str, params_file: str | None = None,
                    name: str | None = None) -> NodeProcess:
-        """`python -m task_learning_nodes.<module> --ros-args [--params-file config/nodes/<f>] ...`;
+        """`python -m task_learning_nodes.nodes.<module> --ros-args [--params-file config/nodes/<f>] ...`;
         `ros_args` are the rest after --ros-args (e.g. "-p", "scene:=tidy_kitchen")."""
-        args = [sys.executable, "-m", f"task_learning_nodes.{module}", "--ros-args"]
+        args = [sys.executable, "-m", f"task_learning_nodes.nodes.{module}", "--ros-args"]
         if params_file:
             args += ["--params-file", str(ROOT / "config" / "nodes" / params_file)]
         return self.start(args + list(ros_args), name=name or module)
@@ -367,7 +367,7 @@ class RosClient:
         drops the response (Fast DDS: "failed to send response (timeout)"), seen under load: a
         read-only request (READ_ONLY_SERVICES) is therefore sent again, every third of the
         timeout, until the deadline; any other is sent once."""
-        from task_learning_nodes.node_base import wait_for_future
+        from task_learning_nodes.plumbing.node_base import wait_for_future
 
         key = (srv_type, name)
         client = self._clients.get(key)
@@ -391,7 +391,7 @@ class RosClient:
         """Send a goal; returns (result message, feedback messages received so far). ROS 2 does not
         order feedback against the result: the last feedback messages may arrive after the result,
         so assert on feedback only what holds for any prefix of it."""
-        from task_learning_nodes.node_base import ActionClient
+        from task_learning_nodes.plumbing.node_base import ActionClient
 
         feedback: list = []
         # One client per action, kept for the test: destroying one while the executor adds it to

@@ -38,7 +38,7 @@ def _day(ros_graph, day: str, *extra: str):
 
 def _world(client) -> dict:
     from task_learning_interfaces.srv import QueryWorld
-    from task_learning_nodes import convert
+    from task_learning_nodes.plumbing import convert
 
     response = client.call(QueryWorld, "query_world", QueryWorld.Request(query="", include_world=True), timeout=60)
     return convert.metadata_from_world_state_msg(response.world)
@@ -84,9 +84,9 @@ def test_confirmed_tasks_are_performed_by_the_planner(ros_graph, tmp_path):
 def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
     from task_learning_interfaces.action import ReachGoal
     from task_learning_interfaces.srv import ListPendingConfirmations
-    from task_learning_nodes import convert
+    from task_learning_nodes.plumbing import convert
 
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
     from tests.oversight_identity import paired
 
     goals = load_robot_goals(tasks=load_anticipation_config().tasks)
@@ -148,7 +148,7 @@ def test_a_kill_mid_task_leaves_no_confirmation_behind(ros_graph, tmp_path):
     import os
 
     from task_learning_interfaces.action import AnticipateDay, ReachGoal
-    from task_learning_nodes import convert
+    from task_learning_nodes.plumbing import convert
     from tests.ros_testing import wait_until
 
     goals = load_robot_goals(tasks=load_anticipation_config().tasks)
@@ -164,7 +164,7 @@ def test_a_kill_mid_task_leaves_no_confirmation_behind(ros_graph, tmp_path):
         day = _day(ros_graph, "trace_01", "--oversight-db", str(oversight_db))
         confirmed = graph.wait_for_line(r"reach_goal confirmed by simulated via \S+ \(question (?P<qid>\w+): Shall I "
                                         r"(?P<task>.+?) next\?", timeout=300)
-        victims = {name: _child(graph.pid, f"task_learning_nodes.{name}") for name in ("anticipation", "planner")}
+        victims = {name: _child(graph.pid, f"task_learning_nodes.nodes.{name}") for name in ("anticipation", "planner")}
         for pid in victims.values():
             assert pid is not None
             os.kill(pid, 9)  # mid-task: the planner is reaching the confirmed task's goal
@@ -196,6 +196,6 @@ def test_a_kill_mid_task_leaves_no_confirmation_behind(ros_graph, tmp_path):
 
 def _child(parent: int, needle: str) -> int | None:
     """The pid of `parent`'s child process whose command line has `needle` (bringup's nodes)."""
-    from task_learning_nodes.fault_probes import children
+    from task_learning_nodes.probes.fault_probes import children
 
     return next((pid for pid, cmdline in children(parent) if needle in cmdline), None)

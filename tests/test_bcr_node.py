@@ -10,7 +10,7 @@ from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 from task_learning.world.scene import load_scene
 from task_learning_interfaces import msg as msgs
 from task_learning_interfaces import srv
-from task_learning_nodes import convert
+from task_learning_nodes.plumbing import convert
 from tests.ros_testing import wait_until
 
 SERVICE = "select_next_action"

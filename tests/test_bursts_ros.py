@@ -4,7 +4,7 @@ PerformTask. rclpy's default service depth of 10 lost most of each burst without
 every request is answered (refused when over capacity), the operator's answers all arrive, and a
 Confirm flood does not shut the planner's questions out.
 
-The callers send 10 requests each, with the stack's client profile (nodes/qos.py service_qos). Why
+The callers send 10 requests each, with the stack's client profile (nodes/plumbing/qos.py service_qos). Why
 not rclpy's default client profile: every client's response reader receives the responses to all
 clients of the service, and keeping 10 it loses its own behind the others' (measured: 20 default
 clients x 10 Confirm got 137-161 of 200 answers from this node, all 200 with the stack's profile).
@@ -34,9 +34,9 @@ from task_learning_interfaces.srv import (  # noqa: E402
     ListPendingConfirmations,
     QueryWorld,
 )
-from task_learning_nodes.node_base import ActionClient, wait_for_future  # noqa: E402
-from task_learning_nodes.oversight_client import OversightClient  # noqa: E402
-from task_learning_nodes.qos import action_qos_kwargs, service_qos  # noqa: E402
+from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future  # noqa: E402
+from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
+from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 PER_CLIENT = 10

@@ -38,8 +38,8 @@ from task_learning_interfaces.action import AnticipateDay, ReachGoal  # noqa: E4
 from task_learning_interfaces.msg import ConfirmationAnswer, LLMState  # noqa: E402
 from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
 from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.node_base import ActionClient  # noqa: E402
-from task_learning_nodes.perception import PerceptionNode  # noqa: E402
+from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
+from task_learning_nodes.nodes.perception import PerceptionNode  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -37,7 +37,7 @@ def test_faults_command_prints_the_table_and_fails_on_a_finding(tmp_path, capsys
 
 
 def test_the_faults_core_never_imports_rclpy():
-    # The ROS probes run in task_learning_nodes.fault_probes, a process of their own.
+    # The ROS probes run in task_learning_nodes.probes.fault_probes, a process of their own.
     import subprocess
     import sys
 

@@ -20,7 +20,7 @@ from tests.ros_testing import RosGraph, wait_until
 pytest.importorskip("rclpy")
 from task_learning_interfaces.action import PerformTask  # noqa: E402
 from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.node_base import ActionClient  # noqa: E402
+from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -19,8 +19,8 @@ pytest.importorskip("rclpy")
 from task_learning_interfaces.action import PerformTask  # noqa: E402
 from task_learning_interfaces.msg import GoalCandidate as CandidateMsg  # noqa: E402
 from task_learning_interfaces.srv import AnalyzeGoal, ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.node_base import ActionClient  # noqa: E402
-from task_learning_nodes.oversight_client import OversightClient  # noqa: E402
+from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
+from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 SCENE = "tidy_kitchen"
@@ -96,7 +96,7 @@ def test_a_stopped_oversight_node_ends_the_goal_naming_it(ros_graph, tmp_path):
     db = tmp_path / "kb.sqlite"
     graph = _bringup(ros_graph, db)
     client = ros_graph.client("stall_test")
-    from task_learning_nodes.fault_probes import children
+    from task_learning_nodes.probes.fault_probes import children
 
     oversight = None
     try:
@@ -106,7 +106,7 @@ def test_a_stopped_oversight_node_ends_the_goal_naming_it(ros_graph, tmp_path):
             task="tidy kitchen", scene=SCENE, condition="STARS+O")), 60, "goal")
         assert handle.accepted
         wait_until(lambda: _pending(client), 180, "a question waiting for the operator")
-        oversight = next(pid for pid, cmd in children(graph.pid) if "task_learning_nodes.oversight" in cmd)
+        oversight = next(pid for pid, cmd in children(graph.pid) if "task_learning_nodes.nodes.oversight" in cmd)
         os.kill(oversight, signal.SIGSTOP)
         # DDS drops the stopped participant after its lease; then the question's wait ends and
         # the whole task ends, naming the node, instead of eliciting the next object.
@@ -192,7 +192,7 @@ def test_analyze_goal_refuses_a_5_mb_field_at_once(ros_graph):
 
 
 def test_security_enabled_without_an_enclave_is_one_line(ros_graph):
-    proc = ros_graph.start([str(VENV_BIN / "python"), "-m", "task_learning_nodes.entry", "task_learning_nodes.grounding"],
+    proc = ros_graph.start([str(VENV_BIN / "python"), "-m", "task_learning_nodes.plumbing.entry", "task_learning_nodes.nodes.grounding"],
                            name="secure grounding", ROS_SECURITY_ENABLE="true", ROS_SECURITY_STRATEGY="Enforce")
     code = proc.wait(60)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]

@@ -118,7 +118,7 @@ def test_world_state_topic_replaces_the_scene(client):
     """After perception publishes a world with a cabinet, "cabinet" grounds."""
     from task_learning.grounding.scene_state import scene_metadata
     from task_learning.world.state import world_state_from_metadata
-    from task_learning_nodes import convert
+    from task_learning_nodes.plumbing import convert
 
     sentence = "the goal is that the mug is in the cabinet and the cabinet is closed"
     assert call(client, sentence).candidate.mismatches[0].kind == "ungrounded_object"

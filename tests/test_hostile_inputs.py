@@ -220,7 +220,7 @@ def test_the_one_number_check():
 
 def test_every_numeric_node_parameter_has_a_range_and_refuses_nan():
     pytest.importorskip("rclpy")
-    from task_learning_nodes.params import Param
+    from task_learning_nodes.plumbing.params import Param
 
     with pytest.raises(TypeError, match="needs a range"):
         Param("rate", 1.0, "no range")
@@ -230,9 +230,9 @@ def test_every_numeric_node_parameter_has_a_range_and_refuses_nan():
     assert "finite" in pose.problem([0.0, float("inf")])
     backend = Param("backend", "symbolic", "backend", choices=("symbolic", "ai2thor", "fetch"))
     assert "'unity' is not one of" in backend.problem("unity")
-    from task_learning_nodes import perception
+    from task_learning_nodes.nodes import perception
 
-    declared = {p.name: p for p in perception.PARAMETERS}
+    declared = {p.name: p for p in perception.Parameters.rows()}
     assert declared["backend"].choices == ("symbolic", "ai2thor", "fetch")
     assert "finite" in declared["ai2thor.server_timeout_s"].problem(float("nan"))
 
@@ -288,7 +288,7 @@ def test_a_scene_contained_too_deep_is_refused(tmp_path):
 def test_a_bringup_entry_names_only_the_projects_nodes(tmp_path):
     from task_learning.apps import bringup
 
-    for module in ("http.server", "task_learning_nodes.params", "os"):
+    for module in ("http.server", "task_learning_nodes.plumbing.params", "os"):
         path = tmp_path / "bringup.yaml"
         path.write_text(f"nodes:\n  web: {{module: {module}}}\n")
         with pytest.raises(ConfigError, match=r"nodes\.web\.module: .* is not a node of this project"):

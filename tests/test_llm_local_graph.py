@@ -31,7 +31,7 @@ def test_the_graph_manages_the_llm_server_and_names_it_when_it_fails(ros_graph, 
     from task_learning.config import config_dir
     from task_learning.llm.local_install import local_paths
     from task_learning_interfaces.action import LearnGoal, PerformTask
-    from task_learning_nodes.node_base import ActionClient
+    from task_learning_nodes.plumbing.node_base import ActionClient
 
     if not local_paths().installed():
         pytest.fail("the local model is not installed: run `make llm` (make test does it first)")

@@ -17,7 +17,7 @@ pytest.importorskip("rclpy")
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from task_learning_interfaces.action import PerformTask  # noqa: E402
 from task_learning_interfaces.msg import LLMState, WorldState  # noqa: E402
-from task_learning_nodes import convert  # noqa: E402
+from task_learning_nodes.plumbing import convert  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

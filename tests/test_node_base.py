@@ -1,4 +1,4 @@
-"""What every node shares (nodes/node_base.py): stopping is prompt and bounded, and an action
+"""What every node shares (nodes/plumbing/node_base.py): stopping is prompt and bounded, and an action
 client can be created while its node spins.
 
 Stopping (run_node):
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from task_learning_nodes.node_base import SHUTDOWN_LIMIT_S
+from task_learning_nodes.plumbing.node_base import SHUTDOWN_LIMIT_S
 
 from .ros_testing import ROOT
 
@@ -50,7 +50,7 @@ def test_an_action_client_has_its_lock_before_its_node_can_spin_it(ros_graph):
     """rclpy adds an ActionClient to its node's waitables before creating the lock that
     get_num_entities takes; an executor spinning meanwhile then dies. Ours has the lock first."""
     from task_learning_interfaces.action import PerformTask
-    from task_learning_nodes.node_base import ActionClient
+    from task_learning_nodes.plumbing.node_base import ActionClient
 
     client = ros_graph.client("lock_probe")
     seen: list[bool] = []
@@ -101,7 +101,7 @@ def test_a_goal_answered_at_once_completes_the_future_send_goal_async_returns(ro
     with the one it returns: an answer taken in between completes the first one, and the caller
     waits for ever on a goal the server accepted. Ours registers one future, under the lock."""
     from task_learning_interfaces.action import PerformTask
-    from task_learning_nodes.node_base import ActionClient
+    from task_learning_nodes.plumbing.node_base import ActionClient
 
     client = ros_graph.client("goal_race_probe")
     try:
@@ -140,7 +140,7 @@ class FailingGoalHandle:
 
 def test_a_goal_that_cannot_be_sent_leaves_no_feedback_callback(ros_graph):
     from task_learning_interfaces.action import PerformTask
-    from task_learning_nodes.node_base import ActionClient
+    from task_learning_nodes.plumbing.node_base import ActionClient
 
     client = ros_graph.client("goal_send_failure_probe")
     try:

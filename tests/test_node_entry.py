@@ -1,4 +1,4 @@
-"""nodes/entry.py: a node's stop handlers are in place before its module is imported.
+"""nodes/plumbing/entry.py: a node's stop handlers are in place before its module is imported.
 
 A stand-in node module whose import lasts until the test says so plays the node; no ROS graph.
 Without the entry (`python -m <module>`) a SIGINT during that import prints a KeyboardInterrupt
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from task_learning_nodes import entry
+from task_learning_nodes.plumbing import entry
 
 from .ros_testing import ROOT, NodeProcess
 
@@ -39,7 +39,7 @@ def main(args=None, signals=None):
 @pytest.fixture
 def probe(tmp_path: Path):
     """Yields (start, file that ends the probe's import): `start()` runs `python -m
-    task_learning_nodes.entry probe_node --ros-args ...`, `start(use_entry=False)` runs
+    task_learning_nodes.plumbing.entry probe_node --ros-args ...`, `start(use_entry=False)` runs
     `python -m probe_node ...`; every process started is closed at teardown."""
     (tmp_path / "probe_node.py").write_text(PROBE_MODULE, encoding="utf-8")
     imported = tmp_path / "imported"
@@ -48,7 +48,7 @@ def probe(tmp_path: Path):
     started: list[NodeProcess] = []
 
     def start(use_entry: bool = True) -> NodeProcess:
-        head = ["-m", "task_learning_nodes.entry", "probe_node"] if use_entry else ["-m", "probe_node"]
+        head = ["-m", "task_learning_nodes.plumbing.entry", "probe_node"] if use_entry else ["-m", "probe_node"]
         process = NodeProcess([sys.executable, *head, "--ros-args", "-p", "x:=1"], env, name="probe node",
                               cwd=tmp_path)
         started.append(process)
@@ -92,7 +92,7 @@ def test_a_sigint_after_the_import_reaches_the_node_through_the_handed_over_hand
 
 
 def test_entry_without_a_module_is_a_usage_line(probe):
-    process = NodeProcess([sys.executable, "-m", "task_learning_nodes.entry"], dict(os.environ), name="entry")
+    process = NodeProcess([sys.executable, "-m", "task_learning_nodes.plumbing.entry"], dict(os.environ), name="entry")
     try:
         assert process.wait(60) == 2
         assert process.lines("stderr") == [entry.USAGE]

@@ -1,5 +1,5 @@
-"""Every node has the same shape: `main` is `run_node`, parameters are declared from a table of
-`Param` rows (descriptions, ranges) that the parameter files match, and the oversight node stops
+"""Every node has the same shape: `main` is `run_node`, parameters are declared from one typed model
+(descriptions, ranges) that the parameter files are checked against, and the oversight node stops
 cleanly on a second Ctrl-C."""
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import signal
 
 import pytest
 
-from task_learning.apps.bringup import load_bringup_config, params_file_keys
+from task_learning.apps.bringup import load_bringup_config
+from task_learning.errors import ConfigError
 
-from task_learning_nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
-from task_learning_nodes.fetch_params import FETCH_PARAMETERS
+from task_learning_nodes.nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
+from task_learning_nodes.plumbing.fetch_params import FetchParameters
+from task_learning_nodes.plumbing.params import check_params_file
 
 from .ros_testing import ROOT
 
@@ -21,7 +23,7 @@ NODES = [spec for spec in load_bringup_config().nodes]
 
 @pytest.mark.parametrize("spec", NODES, ids=lambda s: s.name)
 def test_main_is_run_node(spec):
-    source = (ROOT / "nodes" / f"{spec.module.rsplit('.', 1)[-1]}.py").read_text()
+    source = (ROOT / "nodes" / "nodes" / f"{spec.module.rsplit('.', 1)[-1]}.py").read_text()
     [main] = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "main"]
     calls = [n.func.id for n in ast.walk(main) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     assert calls == ["run_node"], f"{spec.module}.main calls {calls}"
@@ -30,20 +32,47 @@ def test_main_is_run_node(spec):
 @pytest.mark.parametrize("spec", NODES, ids=lambda s: s.name)
 def test_parameters_are_described_and_the_file_sets_only_declared_ones(spec):
     module = importlib.import_module(spec.module)
-    params = module.PARAMETERS
-    _check_rows(params)
-    declared = {p.name for p in params}
-    # rclpy ignores a value for an undeclared parameter: a misspelt key would change nothing.
-    # (A nested mapping in the file, e.g. `ai2thor:`, sets the parameters named `ai2thor.<key>`.)
-    groups = {name.split(".", 1)[0] for name in declared if "." in name}
-    if spec.name == "perception":  # declared by the fetch bridge when backend is fetch
-        declared |= {p.name for p in FETCH_PARAMETERS}
-    assert params_file_keys(spec.params_file) <= declared | groups
+    _check_rows(module.Parameters.rows())
+    # rclpy ignores a value for an undeclared parameter: a misspelt key would change nothing. The
+    # file is checked against the node's model (perception's: with the fetch backend's too).
+    check_params_file(spec.params_file, getattr(module, "ParamsFile", module.Parameters), spec.name)
+
+
+def test_a_params_file_the_node_would_refuse_is_refused_with_one_line(tmp_path):
+    from task_learning_nodes.nodes import planner
+
+    def refused(body: str) -> str:
+        path = tmp_path / "planner.yaml"
+        path.write_text("planner:\n  ros__parameters:\n" + body, encoding="utf-8")
+        with pytest.raises(ConfigError) as err:
+            check_params_file(path, planner.Parameters, "planner")
+        assert "\n" not in str(err.value) and str(err.value).startswith(f"{path}: ")
+        return str(err.value)
+
+    assert refused("    max_action: 5\n").endswith("planner.ros__parameters.max_action: unknown key (did you mean "
+                                                   "'max_actions'?)")
+    assert "max_actions: must be between 1 and 100000" in refused("    max_actions: 0\n")
+    assert "service_timeout_s: expected a number with a decimal point, got 5" in refused("    service_timeout_s: 5\n")
+    assert "condition: 'STARZ' is not one of" in refused("    condition: STARZ\n")
+    assert "require_confirmation: expected a boolean" in refused("    require_confirmation: 'no'\n")
+    params = check_params_file(ROOT / "config" / "nodes" / "planner.yaml", planner.Parameters, "planner")
+    assert isinstance(params, planner.Parameters) and params.max_actions == 100 and params.condition == "STARS+O"
+
+
+def test_perception_reads_its_ai2thor_group_typed():
+    from task_learning_nodes.nodes import perception
+
+    values = {p.name: p.default for p in perception.Parameters.rows()}
+    values["ai2thor.width"] = 640
+    params = perception.Parameters.from_flat(values)
+    assert params.ai2thor.width == 640 and params.backend == "symbolic"
+    with pytest.raises(ConfigError, match=r"ai2thor\.platform: 'Windows' is not one of"):
+        perception.Parameters.from_flat({**values, "ai2thor.platform": "Windows"})
 
 
 def _check_rows(params) -> None:
     """Each row has a description, a descriptor rclpy accepts, a default within its range."""
-    from task_learning_nodes.params import Param
+    from task_learning_nodes.plumbing.params import Param
 
     assert params and all(isinstance(p, Param) for p in params)
     for param in params:
@@ -57,11 +86,11 @@ def _check_rows(params) -> None:
 
 
 def test_the_fetch_bridge_and_the_synthetic_robot_declare_described_rows():
-    _check_rows(FETCH_PARAMETERS)
-    _check_rows(synthetic_robot.PARAMETERS)
+    _check_rows(FetchParameters.rows())
+    _check_rows(synthetic_robot.Parameters.rows())
     # the robot's end of the topics and the camera mount are the bridge's own rows
-    shared = {p.name: p for p in FETCH_PARAMETERS}
-    robot_end = {p.name: p for p in synthetic_robot.PARAMETERS if p.name in shared}
+    shared = {p.name: p for p in FetchParameters.rows()}
+    robot_end = {p.name: p for p in synthetic_robot.Parameters.rows() if p.name in shared}
     assert robot_end == {n: shared[n] for n in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic",
                                                 "skill_action", "camera_to_base")}
 

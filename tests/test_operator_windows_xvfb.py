@@ -82,7 +82,7 @@ def _screenshot(display: str, path: Path) -> float:
 def question(ros_graph, tmp_path):
     """An oversight node with one question waiting (asked by a client in this process)."""
     from task_learning.types import CandidateSource, ConfirmationRequest, GoalCandidate
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     ros_graph.start_node("oversight", "-p", f"db_path:={tmp_path / 'kb.sqlite'}", "-p", "timeout_s:=600.0",
                          "-p", "remember_answers:=false")

@@ -44,7 +44,7 @@ def test_answered_question_is_answered_from_memory_and_timeouts_are_asked_again(
 ASK = textwrap.dedent("""
     import json, sys
     from task_learning.types import ConfirmationRequest
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
     client = OversightClient(name="planner", asker="planner", service_wait_s=20)
     answer = client.ask(ConfirmationRequest(sys.argv[1], sys.argv[2], "Stapler|1", "stapler in the bag",
                                             timeout_s=float(sys.argv[3])))
@@ -63,7 +63,7 @@ def _ask(graph: RosGraph, request_id: str, timeout_s: float):
 
 def test_oversight_node_restarted_after_sigkill_does_not_ask_again(ros_graph, tmp_path):
     from task_learning_interfaces.srv import ListPendingConfirmations
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
     from tests.oversight_identity import paired
 
     db = tmp_path / "kb.sqlite"

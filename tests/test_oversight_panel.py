@@ -148,8 +148,8 @@ def test_rqt_plugin_is_declared_and_exported():
     cls = plugin.find("class")
     assert cls.get("base_class_type") == "rqt_gui_py::Plugin"
     module, _, name = cls.get("type").rpartition(".")
-    assert module == "task_learning_nodes.rqt_operator_panel"
-    source = (REPO / "nodes" / "rqt_operator_panel.py").read_text()
+    assert module == "task_learning_nodes.clients.rqt_operator_panel"
+    source = (REPO / "nodes" / "clients" / "rqt_operator_panel.py").read_text()
     classes = [n.name for n in ast.parse(source).body if isinstance(n, ast.ClassDef)]
     assert name in classes
     package = ET.parse(REPO / "package.xml").getroot()

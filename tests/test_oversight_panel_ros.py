@@ -28,7 +28,7 @@ PAPER_QUESTION = ("For a mug in the dish rack is the goal that the mug is in the
 ASKER = textwrap.dedent("""
     import json, sys
     from task_learning.types import ConfirmationRequest, GoalCandidate
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
     data = json.loads(sys.argv[1])
     cands = [GoalCandidate(c["text"], c["score"], candidate_id=c["id"], viable=True)
              for c in data.pop("candidates")]
@@ -46,7 +46,7 @@ FLOW = textwrap.dedent("""
     import json, sys
     from task_learning.oversight.flow import OversightLimits, OversightSubject, run_oversight
     from task_learning.types import GoalCandidate
-    from task_learning_nodes.oversight_client import OversightClient, OversightNotAnswering
+    from task_learning_nodes.clients.oversight_client import OversightClient, OversightNotAnswering
     cands = [GoalCandidate("the goal is that the mug is in the cupboard", 0.9, candidate_id=1,
                            viable=True)]
     client = OversightClient(name="flow", asker="goal_elicitation", service_wait_s=float(sys.argv[1]),
@@ -98,7 +98,7 @@ def qt_app(ros_module_graph):
 def client(ros_module_graph, node, db_path):
     import rclpy
 
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_module_graph.domain_id)
@@ -223,7 +223,7 @@ def test_dead_operator_node_confirms_nothing(ros_graph):
 
 
 def test_node_refuses_yes_as_safe_default(ros_graph):
-    proc = ros_graph.run([PY, "-m", "task_learning_nodes.oversight", "--ros-args", "-p", "safe_default:=yes"],
+    proc = ros_graph.run([PY, "-m", "task_learning_nodes.nodes.oversight", "--ros-args", "-p", "safe_default:=yes"],
                          timeout=60, name="oversight")
     assert proc.returncode == 2, proc.output
     assert "safe_default" in proc.stderr and "never 'yes'" in proc.stderr and "Traceback" not in proc.output
@@ -312,7 +312,7 @@ def test_client_on_a_callers_node_answers_inside_a_blocking_callback(ros_module_
     from rclpy.executors import MultiThreadedExecutor
 
     from task_learning.types import ConfirmationRequest
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     context = client.node.context
     caller = rclpy.create_node("fake_goal_elicitation", context=context)

@@ -12,7 +12,7 @@ import pytest
 
 from task_learning.kb import KnowledgeBase
 from task_learning_interfaces.action import PerformTask
-from task_learning_nodes.fault_probes import children
+from task_learning_nodes.probes.fault_probes import children
 from tests.ros_testing import RosGraph, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -50,7 +50,7 @@ def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(ros_graph, tmp
     bringup, operator = _graph(ros_graph, db)
     client = ros_graph.client("kill_test")
     try:
-        from task_learning_nodes.node_base import ActionClient
+        from task_learning_nodes.plumbing.node_base import ActionClient
 
         action = ActionClient(client.node, PerformTask, "perform_task")
         assert action.wait_for_server(timeout_sec=60), "planner did not come up"
@@ -58,7 +58,7 @@ def test_killed_planner_node_loses_nothing_and_asks_nothing_twice(ros_graph, tmp
         answered = wait_until(lambda: len(_answers_so_far(db)) >= 4 and _answers_so_far(db), 120,
                               "the operator answering four questions")
         assert len(answered) >= 4
-        planners = [pid for pid, cmd in children(bringup.pid) if "task_learning_nodes.planner" in cmd]
+        planners = [pid for pid, cmd in children(bringup.pid) if "task_learning_nodes.nodes.planner" in cmd]
         assert len(planners) == 1
         os.kill(planners[0], signal.SIGKILL)
         code, out = bringup.stop(sig=None, timeout=30)  # bringup stops the rest

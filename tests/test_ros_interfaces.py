@@ -14,7 +14,7 @@ from task_learning.types import (
 from task_learning_interfaces import action as a
 from task_learning_interfaces import msg as m
 from task_learning_interfaces import srv as s
-from task_learning_nodes import convert
+from task_learning_nodes.plumbing import convert
 
 from .ros_testing import ROOT, is_ordered_subsequence
 ECHO_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,

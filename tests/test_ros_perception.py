@@ -11,11 +11,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from task_learning.types import ActionCall
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
-from task_learning_nodes import convert
+from task_learning_nodes.plumbing import convert
 
 from .ros_testing import ROOT
 
-PERCEPTION = [sys.executable, "-m", "task_learning_nodes.perception", "--ros-args",
+PERCEPTION = [sys.executable, "-m", "task_learning_nodes.nodes.perception", "--ros-args",
               "--params-file", str(ROOT / "config" / "nodes" / "perception.yaml")]
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 

@@ -29,7 +29,7 @@ QUESTION = "For a mug in the dish rack is the goal that the mug is in the cupboa
 ASKER = textwrap.dedent("""
     import json, sys
     from task_learning.types import ConfirmationRequest, GoalCandidate
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
     candidates = [GoalCandidate("the goal is that the mug is in the cupboard", 0.935, candidate_id=1, viable=True),
                   GoalCandidate("the goal is that the mug is in the dish rack", 0.971, candidate_id=2, viable=True)]
     request = ConfirmationRequest(request_id=sys.argv[1], question=sys.argv[2], object_id="Mug|2",

@@ -14,7 +14,7 @@ from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequ
 
 pytest.importorskip("rclpy")
 from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.oversight_client import OversightClient  # noqa: E402
+from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
 from tests.oversight_identity import paired  # noqa: E402
 from tests.ros_testing import wait_until as _wait  # noqa: E402
 

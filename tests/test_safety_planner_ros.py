@@ -20,13 +20,13 @@ from task_learning.kb import Confirmation, KnowledgeBase
 
 pytest.importorskip("rclpy")
 from action_msgs.msg import GoalStatus  # noqa: E402
-from task_learning_nodes.node_base import ActionClient  # noqa: E402
+from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
 from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
 from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
 from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
 from tests.ros_testing import RosClient, RosGraph  # noqa: E402
 from tests.ros_testing import wait_until as _wait  # noqa: E402
-from task_learning_nodes.fault_probes import children  # noqa: E402
+from task_learning_nodes.probes.fault_probes import children  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # whole tasks through a ROS graph
 
@@ -40,7 +40,7 @@ def _bringup(graph: RosGraph, db, nodes: list[str], *extra: str):
 
 
 def _node_pid(bringup, name: str) -> int:
-    pids = [pid for pid, cmd in children(bringup.pid) if f"task_learning_nodes.{name}" in cmd]
+    pids = [pid for pid, cmd in children(bringup.pid) if f"task_learning_nodes.nodes.{name}" in cmd]
     assert len(pids) == 1, pids
     return pids[0]
 
@@ -85,7 +85,7 @@ def test_a_node_call_that_fails_ends_the_goal_not_one_object():
     (BCR catches TaskLearningError and goes on with the next object)."""
     from task_learning.errors import TaskLearningError
     from task_learning.stopping import DependencyFailed
-    from task_learning_nodes.planner import RosCallError
+    from task_learning_nodes.clients.ros_world import RosCallError
 
     assert issubclass(RosCallError, DependencyFailed) and not issubclass(RosCallError, TaskLearningError)
 

@@ -88,7 +88,7 @@ def test_execute_action_over_ros_refuses_simulator_commands_on_the_ai2thor_backe
     Controller against the stand-in simulator; an anonymous client sends the simulator commands."""
     pytest.importorskip("ai2thor")
     from task_learning_interfaces.srv import ExecuteAction, QueryWorld
-    from task_learning_nodes import convert
+    from task_learning_nodes.plumbing import convert
     from tests.ros_testing import CLI
 
     proc = ros_graph.start([CLI, "bringup", "--backend", "ai2thor", "--scene", THOR_SCENE,

@@ -26,7 +26,7 @@ def node(ros_module_graph, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def action_client(ros_module_graph, node):
-    from task_learning_nodes.node_base import ActionClient
+    from task_learning_nodes.plumbing.node_base import ActionClient
 
     from task_learning_interfaces.action import LearnGoal
 
@@ -99,7 +99,7 @@ def test_stars_plus_o_asks_the_operator_through_the_oversight_node(ros_module_gr
     import rclpy
 
     from task_learning_interfaces.action import LearnGoal
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=ros_module_graph.domain_id)

@@ -11,7 +11,7 @@ simulated human does the next task of its routine that is not done yet (the same
 the human, counted apart). A task is done when its literals hold. The robot never acts for a task
 the operator did not confirm: `unconfirmed_executions` counts any attempt and must stay 0.
 
-`world` and `perform` let the same day run on the ROS graph (the anticipation node, task_learning_nodes.anticipation):
+`world` and `perform` let the same day run on the ROS graph (the anticipation node, task_learning_nodes.nodes.anticipation):
 the world is then the perception node's, and a confirmed task is performed by the planner node."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Start the ROS 2 nodes as separate OS processes without `ros2 launch` (which a machine with the
 ROS 2 wheels from PyPI does not have), with the parameter files under config/nodes/.
 
-Each node runs as `python -m task_learning_nodes.entry <module> --ros-args --params-file <file>
+Each node runs as `python -m task_learning_nodes.plumbing.entry <module> --ros-args --params-file <file>
 [-p key:=value ...]`, which is what `ros2 run task_learning <executable>` and the launch files do
 on a full ROS 2 install (the entry catches Ctrl-C before the node's imports).
 Ctrl-C / SIGTERM are forwarded to every node as SIGINT (their clean-shutdown signal); a node that
@@ -31,19 +31,18 @@ from task_learning.dds_profile import profile_env
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.schema import Schema, bounded, load_model
 from task_learning.stop_signals import StopSignals
+from task_learning_nodes.plumbing import registry
 
 log = logging.getLogger(__name__)
 
 ON_EXIT_POLICIES = ("shutdown", "continue")
-NODE_PACKAGE = "task_learning_nodes"
-# The project's node modules (nodes/entry.py's console scripts): the only modules a bring-up entry
-# may run. Anything else ("http.server", a helper module of the package) is refused by name, so
-# a bring-up file cannot start an arbitrary program.
-NODE_MODULES = tuple(f"{NODE_PACKAGE}.{name}" for name in (
-    "perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner",
-    "anticipation", "synthetic_robot", "llm_server", "live_view", "web_operator"))
-# Runs a node module with its stop handlers installed before the module's imports (nodes/entry.py)
-NODE_ENTRY = f"{NODE_PACKAGE}.entry"
+# The project's node modules (the one node registry, nodes/plumbing/registry.py, a plain module that
+# imports nothing): the only modules a bring-up entry may run. Anything else ("http.server", a
+# helper module of the package) is refused by name, so a bring-up file cannot start an arbitrary
+# program. NODE_ENTRY runs a node module with its stop handlers installed before the module's
+# imports (nodes/plumbing/entry.py).
+NODE_MODULES = registry.NODE_MODULES
+NODE_ENTRY = registry.ENTRY_MODULE
 
 
 @dataclass
@@ -66,8 +65,8 @@ class BringupConfig:
 
 
 class NodeDoc(Schema):
-    module: str  # one of NODE_MODULES
-    executable: str = ""
+    module: str = ""  # one of NODE_MODULES; empty: the registry's node of the entry's name
+    executable: str = ""  # empty: the registry's executable of that module
     params: str | None = None  # a parameter file, relative to bringup.yaml
     default: bool = True
 
@@ -88,13 +87,19 @@ def load_bringup_config(path: str | Path | None = None) -> BringupConfig:
         raise ConfigError(file, "on_node_exit", f"must be one of {', '.join(ON_EXIT_POLICIES)}, got {doc.on_node_exit!r}")
     nodes = []
     for name, entry in doc.nodes.items():
-        if entry.module not in NODE_MODULES:
-            raise ConfigError(file, join_key(join_key("nodes", name), "module"), f"{entry.module!r} is not a node of "
+        key = join_key(join_key("nodes", name), "module")
+        module = entry.module or (registry.module_of(name) if name in registry.NODES else "")
+        if not module:
+            raise ConfigError(file, key, f"missing: {name!r} is not a node of this project's registry "
+                              f"({', '.join(registry.NODES)}), so its module must be given")
+        if module not in NODE_MODULES:
+            raise ConfigError(file, key, f"{module!r} is not a node of "
                               f"this project (node modules: {', '.join(NODE_MODULES)})")
+        executable = entry.executable or registry.executable_of(module.rsplit(".", 1)[-1])
         params_file = None
         if entry.params is not None:
             params_file = Path(entry.params) if Path(entry.params).is_absolute() else file.parent / entry.params
-        nodes.append(NodeSpec(name, entry.module, entry.executable, params_file, entry.default))
+        nodes.append(NodeSpec(name, module, executable, params_file, entry.default))
     return BringupConfig(nodes, doc.shutdown_timeout_s, doc.on_node_exit, str(file))
 
 

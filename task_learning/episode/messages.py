@@ -38,7 +38,7 @@ class Channel:
 
 
 WORLD_STATE = "/world_state"
-CAMERA = "/camera/color/image_raw"  # perception's colour camera topic (nodes/camera_topics.py)
+CAMERA = "/camera/color/image_raw"  # perception's colour camera topic (nodes/plumbing/camera_topics.py)
 STARS_TREE = "/stars_tree"
 BCR_TREE = "/bcr_tree"
 QUESTION = "/oversight/question"

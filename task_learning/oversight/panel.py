@@ -6,7 +6,7 @@ grounded literals), the time it has left, Yes / No buttons and a text box for th
 words or a listed candidate's number (read by `answers.interpret_reply`, as every front end reads
 replies: "maybe" or an empty box is not sent, the status line says what is expected). Where questions come
 from and where answers go is a `PanelBackend`: the in-process `QueueOperator`, or the ROS client of
-the oversight node (`task_learning_nodes.oversight_client`). The widget never imports rclpy.
+the oversight node (`task_learning_nodes.clients.oversight_client`). The widget never imports rclpy.
 """
 from __future__ import annotations
 

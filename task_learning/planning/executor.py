@@ -3,7 +3,7 @@ one at a time with BCR, and learn the successful sequence as a policy (the boots
 what worked without asking the LLM again).
 
 The world is any WorldBackend, so the same executor acts on the symbolic world in-process and on
-the perception node's world through ROS (nodes/planner.py passes a proxy backend).
+the perception node's world through ROS (nodes/nodes/planner.py passes a proxy backend).
 """
 from __future__ import annotations
 

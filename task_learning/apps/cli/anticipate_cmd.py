@@ -16,7 +16,7 @@ prints what was anticipated, kept, confirmed and done.
 
     task-learning anticipate --day trace_01 --robot --oversight ros --graph
 
-`--graph` asks the anticipation node (task_learning_nodes.anticipation, AnticipateDay) to run the
+`--graph` asks the anticipation node (task_learning_nodes.nodes.anticipation, AnticipateDay) to run the
 robot's day through the ROS graph: questions through the oversight node, the human's routine and the
 checks in the perception node's world, confirmed tasks performed by the planner node (ReachGoal);
 the knowledge base is the node's db_path (`bringup --db`), so --db is not used with --graph.

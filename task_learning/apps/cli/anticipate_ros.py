@@ -2,7 +2,7 @@
 simulated operator that answers them through `oversight/answer` as someone who knows the day's
 routine would.
 
-Kept apart from the core: it imports the ROS client (`task_learning_nodes.oversight_client`)
+Kept apart from the core: it imports the ROS client (`task_learning_nodes.clients.oversight_client`)
 lazily, so the core library stays free of rclpy."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def oversight_client(name: str, wait_s: float, *, asker: str = "", credentials: 
     """An OversightClient whose node is up, or a clear error: an Operator that asks as the stack
     node `asker` (signed with the stack key), or an answering client of a paired operator."""
     try:
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning_nodes.clients.oversight_client import OversightClient
     except ImportError as exc:
         raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
     client = OversightClient(name=name, service_wait_s=wait_s, asker=asker, credentials=credentials)
@@ -35,7 +35,7 @@ def run_day_on_node(day: str, question_tag: str, seed: int, wait_s: float) -> di
     """The anticipation node's day (its AnticipateDay action), as RobotDayResult.to_dict(), or a
     clear error."""
     try:
-        from task_learning_nodes.anticipation import request_day as run_day
+        from task_learning_nodes.nodes.anticipation import request_day as run_day
     except ImportError as exc:
         raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
     return run_day(day, question_tag, seed, wait_s)

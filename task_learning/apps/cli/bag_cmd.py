@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.verb == "perceive":
         return _perceive(args)
-    from task_learning_nodes import bag_tools  # rclpy: only for the live verbs
+    from task_learning_nodes.clients import bag_tools  # rclpy: only for the live verbs
 
     if args.verb == "record":
         counts = bag_tools.record(args.out, args.topics or list(CAMERA_DEFAULTS.values()),

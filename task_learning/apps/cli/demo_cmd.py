@@ -1,6 +1,6 @@
 """`task-learning demo` (what `make demo` runs): learn tidy_kitchen through the ROS graph with the
 offline model and a simulated operator, perform it again alone (Trial #2), and print the STARS paper's
-Table 2 layout for what ran. The ROS client lives in task_learning_nodes.demo, imported only here."""
+Table 2 layout for what ran. The ROS client lives in task_learning_nodes.clients.demo, imported only here."""
 from __future__ import annotations
 
 import argparse
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from task_learning_nodes.demo import run_demo
+        from task_learning_nodes.clients.demo import run_demo
     except ImportError as exc:
         raise TaskLearningError(f"the ROS layer is not available ({exc}); run `make setup`") from None
     baselines = tuple(b.strip().upper() for b in args.baselines.split(",") if b.strip())

@@ -1,6 +1,6 @@
 """`task-learning operator`: answer the oversight node's questions at a prompt or in the panel.
 
-The ROS client lives in `task_learning_nodes.oversight_client` and is imported only when this
+The ROS client lives in `task_learning_nodes.clients.oversight_client` and is imported only when this
 command runs, so the core library never imports rclpy.
 
   task-learning operator                 answer pending questions at a prompt (Ctrl-D quits)
@@ -94,7 +94,7 @@ def _credentials(args: argparse.Namespace, default_name: str, *, quiet: bool = F
 
 def _client(args: argparse.Namespace, default_name: str, *, answering: bool = True) -> Any:
     try:
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning_nodes.clients.oversight_client import OversightClient
     except ImportError as exc:
         raise TaskLearningError(f"the ROS client is not available ({exc}); run `make setup`") from None
     creds = _credentials(args, default_name) if answering else None
@@ -137,7 +137,7 @@ def _web(args: argparse.Namespace) -> int:
     url, db = args.url, args.db
     if not url or not db:
         try:
-            from task_learning_nodes.web_operator import running_panel
+            from task_learning_nodes.nodes.web_operator import running_panel
         except ImportError as exc:
             raise TaskLearningError(f"the ROS client is not available ({exc}); give --url and --db") from None
         found_url, found_db = running_panel(args.wait)

@@ -149,9 +149,9 @@ def _run_with_web(spec: RunSpec, progress, args: argparse.Namespace, bus: Episod
 
 
 def _run_fetch(args: argparse.Namespace) -> int:
-    """The trial through the ROS graph with the simulated Fetch (nodes/fetch_run.py)."""
+    """The trial through the ROS graph with the simulated Fetch (nodes/clients/fetch_run.py)."""
 
-    from task_learning_nodes.fetch_run import run_synthetic_fetch
+    from task_learning_nodes.clients.fetch_run import run_synthetic_fetch
 
     data = run_synthetic_fetch(args.scene, args.condition, str(args.db), llm=args.llm,
                                operator=args.operator)

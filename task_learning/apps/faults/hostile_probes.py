@@ -139,7 +139,7 @@ def config_probes() -> list[Probe]:
         _config("scene contained 40 levels deep", _contained, ["scene", "--scene", "nested"], "nested.yaml",
                 "levels deep", fast=False),
         _config("bringup entry naming http.server",
-                _replace("bringup.yaml", "module: task_learning_nodes.perception", "module: http.server"),
+                _replace("bringup.yaml", "module: task_learning_nodes.nodes.perception", "module: http.server"),
                 ["bringup"], "bringup.yaml", "http.server", "not a node of this project", fast=False),
     ]
     probes += [_registry_probe(name, text, key, words) for name, (text, key, words) in REGISTRIES.items()]

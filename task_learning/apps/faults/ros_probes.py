@@ -1,4 +1,4 @@
-"""ROS graph faults: run in `task_learning_nodes.fault_probes` (the core never imports rclpy),
+"""ROS graph faults: run in `task_learning_nodes.probes.fault_probes` (the core never imports rclpy),
 which starts the graph, probes it and prints one JSON result per line."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ DEADLINE_S = 1200.0
 
 
 def _graph(ctx: ProbeContext) -> list[ProbeResult]:
-    command = [ctx.python, "-m", "task_learning_nodes.fault_probes", "--workdir", str(ctx.path("ros"))]
+    command = [ctx.python, "-m", "task_learning_nodes.probes.fault_probes", "--workdir", str(ctx.path("ros"))]
     if ctx.fast:
         command.append("--fast")
     try:

@@ -2,7 +2,7 @@
 
 One FastAPI application on uvicorn, serving a static page (static/) and a small JSON API, with
 server-sent events for live questions. Where questions come from and where answers go is a
-`WebBackend`: the oversight node's services through its ROS client (nodes/web_operator.py: the
+`WebBackend`: the oversight node's services through its ROS client (nodes/nodes/web_operator.py: the
 answer is signed with the paired operator's key, as rqt's and the terminal's are), or the
 in-process queue of `task-learning run --operator web` (backend.QueueBackend).
 

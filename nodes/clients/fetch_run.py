@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import rclpy
 from rclpy.context import Context
@@ -28,8 +28,8 @@ from sensor_msgs.msg import Image
 from task_learning.errors import TaskLearningError
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.msg import WorldState
-from task_learning_nodes.demo import _start, _stop, perform_task
-from task_learning_nodes.fetch_params import FETCH_DEFAULTS
+from task_learning_nodes.clients.demo import _start, _stop, perform_task
+from task_learning_nodes.plumbing.fetch_params import FETCH_DEFAULTS
 
 BIN = Path(sys.executable).parent
 
@@ -91,7 +91,7 @@ def run_synthetic_fetch(scene_name: str, condition: str, db: str, *, llm: str = 
     logdir.mkdir(parents=True, exist_ok=True)
     cli = str(BIN / "task-learning")
     procs = [
-        _start([sys.executable, "-m", "task_learning_nodes.synthetic_robot", "--ros-args",
+        _start([sys.executable, "-m", "task_learning_nodes.nodes.synthetic_robot", "--ros-args",
                 "-p", f"scene:={scene_name}", "-p", "publish_rate_hz:=3.0",
                 *[a for p in (params or []) for a in ("-p", p)]],
                logdir / "synthetic_robot.log"),
@@ -130,4 +130,4 @@ def run_synthetic_fetch(scene_name: str, condition: str, db: str, *, llm: str = 
         _stop(procs)
         for proc in procs:
             if proc.returncode not in (0, 130, -signal.SIGINT):
-                print(f"note: {proc.args[1]} exited with {proc.returncode} (see {logdir})", file=sys.stderr)
+                print(f"note: {cast(list[str], proc.args)[1]} exited with {proc.returncode} (see {logdir})", file=sys.stderr)

@@ -33,66 +33,65 @@ from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import Skill
-from task_learning_nodes.camera_topics import camera_info_msg, image_msg
-from task_learning_nodes.fetch_params import FETCH_PARAMETERS
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.node_base import run_node
+from task_learning_nodes.plumbing.camera_topics import camera_info_msg, image_msg
+from task_learning_nodes.plumbing.fetch_params import FetchRobotEndParameters
+from task_learning_nodes.plumbing.params import declare_parameters, param
+from task_learning_nodes.plumbing.node_base import run_node
 
 FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker")
 STRAY_MARKER_ID = 99
 
 
-PARAMETERS: tuple[Param, ...] = (
-    Param("scene", "store_groceries", "scene under config/scenes/ (or a path)"),
-    Param("publish_rate_hz", 5.0, "frames per second", min=0.1, max=100.0),
-    Param("width", 640, "image width in pixels", min=16, max=4096),
-    Param("height", 480, "image height in pixels", min=16, max=4096),
-    Param("depth_noise_m", 0.005, "sigma of the Gaussian depth noise, m", min=0.0, max=1.0),
-    Param("look_around_steps", 12, "headings of the look-around at start (0: none)", min=0, max=360),
-    Param("look_around_hold_s", 2.0, "how long the robot looks in each heading", min=0.0, max=60.0),
-    Param("scan_until_first_skill", True, "repeat the look-around until the first skill goal arrives"),
-    Param("skill_delay_s", 0.0, "every skill takes this long (tests of timeouts)", min=0.0, max=3600.0),
-    Param("fault", "", "bad input to inject: " + " | ".join(f for f in FAULTS if f), choices=FAULTS),
-    Param("seed", 0, "depth noise seed", min=0, max=2**32 - 1),
-    Param("camera_frame", "head_camera_rgb_optical_frame", "frame_id of the images"),
-    # the robot's end of the bridge's topics, skill server and camera mount, from the same rows
-    *(p for p in FETCH_PARAMETERS if p.name in ("color_topic", "depth_topic", "camera_info_topic",
-                                                "base_pose_topic", "skill_action", "camera_to_base")),
-)
+class Parameters(FetchRobotEndParameters):
+    """The synthetic_robot node's parameters (no params file: tests and the demo set them with -p)."""
+
+    scene: str = param("store_groceries", "scene under config/scenes/ (or a path)")
+    publish_rate_hz: float = param(5.0, "frames per second", min=0.1, max=100.0)
+    width: int = param(640, "image width in pixels", min=16, max=4096)
+    height: int = param(480, "image height in pixels", min=16, max=4096)
+    depth_noise_m: float = param(0.005, "sigma of the Gaussian depth noise, m", min=0.0, max=1.0)
+    look_around_steps: int = param(12, "headings of the look-around at start (0: none)", min=0, max=360)
+    look_around_hold_s: float = param(2.0, "how long the robot looks in each heading", min=0.0, max=60.0)
+    scan_until_first_skill: bool = param(True, "repeat the look-around until the first skill goal arrives")
+    skill_delay_s: float = param(0.0, "every skill takes this long (tests of timeouts)", min=0.0, max=3600.0)
+    fault: str = param("", "bad input to inject: " + " | ".join(f for f in FAULTS if f), choices=FAULTS)
+    seed: int = param(0, "depth noise seed", min=0, max=2**32 - 1)
+    camera_frame: str = param("head_camera_rgb_optical_frame", "frame_id of the images")
+    # (the robot's end of the bridge's topics, skill server and camera mount: the base's fields)
 
 
 class SyntheticRobotNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("synthetic_robot", **kwargs)
-        get = declare_parameters(self, PARAMETERS).__getitem__
-        self.fault = str(get("fault"))
-        rate = float(get("publish_rate_hz"))
-        width, height = int(get("width")), int(get("height"))
+        params = declare_parameters(self, Parameters)
+        self.fault = params.fault
+        rate = params.publish_rate_hz
+        width, height = params.width, params.height
         try:
-            T_base_camera = g.from_xyz_quat([float(v) for v in get("camera_to_base")])
+            T_base_camera = g.from_xyz_quat([float(v) for v in params.camera_to_base])
         except ValueError as exc:
             raise ValueError(f"parameter camera_to_base: {exc}") from None
-        self.robot = SimulatedRobot(load_scene(str(get("scene"))), camera=CameraModel.fetch_head(width, height),
-                                    T_base_camera=T_base_camera, depth_noise_m=float(get("depth_noise_m")),
-                                    seed=int(get("seed")))
+        self.robot = SimulatedRobot(load_scene(params.scene), camera=CameraModel.fetch_head(width, height),
+                                    T_base_camera=T_base_camera, depth_noise_m=params.depth_noise_m,
+                                    seed=params.seed)
         if self.fault == "unregistered_marker":
             self.robot.add_stray_marker(STRAY_MARKER_ID)
-        self.skill_delay_s = float(get("skill_delay_s"))
-        self.camera_frame = str(get("camera_frame"))
+        self.skill_delay_s = params.skill_delay_s
+        self.camera_frame = params.camera_frame
         self._lock = threading.Lock()
-        hold = max(1, int(round(float(get("look_around_hold_s")) * rate)))
-        self._scan = [pose for pose in self.robot.look_around_poses(int(get("look_around_steps")))
-                      for _ in range(hold)] if int(get("look_around_steps")) > 0 else []
+        hold = max(1, int(round(params.look_around_hold_s * rate)))
+        self._scan = [pose for pose in self.robot.look_around_poses(params.look_around_steps)
+                      for _ in range(hold)] if params.look_around_steps > 0 else []
         self._pending_poses = list(self._scan)
-        self._keep_scanning = bool(get("scan_until_first_skill"))
+        self._keep_scanning = params.scan_until_first_skill
         qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
-        self.color_pub = self.create_publisher(Image, str(get("color_topic")), qos)
-        self.depth_pub = self.create_publisher(Image, str(get("depth_topic")), qos)
-        self.info_pub = self.create_publisher(CameraInfo, str(get("camera_info_topic")), qos)
-        self.pose_pub = self.create_publisher(PoseWithCovarianceStamped, str(get("base_pose_topic")),
+        self.color_pub = self.create_publisher(Image, params.color_topic, qos)
+        self.depth_pub = self.create_publisher(Image, params.depth_topic, qos)
+        self.info_pub = self.create_publisher(CameraInfo, params.camera_info_topic, qos)
+        self.pose_pub = self.create_publisher(PoseWithCovarianceStamped, params.base_pose_topic,
                                               QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
         self.create_timer(1.0 / rate, self.publish_frame, callback_group=MutuallyExclusiveCallbackGroup())
-        ActionServer(self, Skill, str(get("skill_action")), execute_callback=self.on_skill,
+        ActionServer(self, Skill, params.skill_action, execute_callback=self.on_skill,
                      cancel_callback=lambda _goal: CancelResponse.ACCEPT, callback_group=ReentrantCallbackGroup())
         self.get_logger().info(f"synthetic robot in {self.robot.scene.name}: {width}x{height} at {rate:g} Hz, "
                                f"{len(self.robot.registry.markers)} marked objects, fault={self.fault or 'none'}")

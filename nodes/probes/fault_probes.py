@@ -1,5 +1,5 @@
 """ROS graph fault probes for `task-learning faults` (its `ros` category), in their own process:
-the core library never imports rclpy, so it runs `python -m task_learning_nodes.fault_probes`
+the core library never imports rclpy, so it runs `python -m task_learning_nodes.probes.fault_probes`
 and reads the JSON lines this prints (one ProbeResult each).
 
 The graph is started with `task-learning bringup` on a scratch knowledge base; a client node then
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from task_learning_nodes.node_base import ActionClient, stop_process_groups
+from task_learning_nodes.plumbing.node_base import ActionClient, stop_process_groups
 from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -234,7 +234,7 @@ def probe_node_kill(c: Client, bringup: subprocess.Popen) -> dict[str, Any]:
 
     def kill(_handle: Any) -> None:
         time.sleep(1.0)  # let the task start working before the kill
-        victim = _child_with(bringup.pid, "task_learning_nodes.perception")
+        victim = _child_with(bringup.pid, "task_learning_nodes.nodes.perception")
         if victim is not None:
             os.kill(victim, signal.SIGKILL)
             killed.append(victim)
@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db), "--keep-going"],
                                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     client = Client()
-    from task_learning_nodes import oversight_probes
+    from task_learning_nodes.probes import oversight_probes
 
     probes: list[tuple[str, Callable[[], Any]]] = [
         ("query_world with a 2 MB query", lambda: probe_query_size(client)),

@@ -8,8 +8,9 @@ from a module that imports nothing heavy; a stop that arrives during the import 
 quietly with exit code 0 before any node exists, and one that arrives later is handed to
 `run_node` with the handlers, so it is never lost between the two.
 
-    perception_node = task_learning_nodes.entry:perception_node     (setup.py, console scripts)
-    python -m task_learning_nodes.entry task_learning_nodes.perception --ros-args ...   (bringup)
+    perception_node = task_learning_nodes.plumbing.entry:perception_node     (setup.py, console scripts
+                                                        generated from plumbing/registry.py)
+    python -m task_learning_nodes.plumbing.entry task_learning_nodes.nodes.perception --ros-args ...   (bringup)
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import sys
 from typing import TYPE_CHECKING, Sequence
 
 from task_learning.stop_signals import StopSignals
+from task_learning_nodes.plumbing.registry import EXECUTABLES
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     class NodeMain(Protocol):
         def __call__(self, args: list[str] | None = None, signals: StopSignals | None = None) -> int: ...
 
-USAGE = "usage: python -m task_learning_nodes.entry <node module> [--ros-args ...]"
+USAGE = "usage: python -m task_learning_nodes.plumbing.entry <node module> [--ros-args ...]"
 
 
 def run(module: str, argv: Sequence[str]) -> int:
@@ -53,17 +55,12 @@ class NodeEntry:
         return run(self.module, sys.argv)
 
 
-perception_node = NodeEntry("task_learning_nodes.perception")
-grounding_node = NodeEntry("task_learning_nodes.grounding")
-goal_elicitation_node = NodeEntry("task_learning_nodes.goal_elicitation")
-oversight_node = NodeEntry("task_learning_nodes.oversight")
-action_selector_node = NodeEntry("task_learning_nodes.action_selector")
-planner_node = NodeEntry("task_learning_nodes.planner")
-anticipation_node = NodeEntry("task_learning_nodes.anticipation")
-llm_server_node = NodeEntry("task_learning_nodes.llm_server")
-synthetic_robot_node = NodeEntry("task_learning_nodes.synthetic_robot")
-live_view_node = NodeEntry("task_learning_nodes.live_view")
-web_operator_node = NodeEntry("task_learning_nodes.web_operator")
+def __getattr__(name: str) -> NodeEntry:
+    """The console scripts' targets (`perception_node`, ...), one per node of the registry."""
+    module = EXECUTABLES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return NodeEntry(module)
 
 
 if __name__ == "__main__":

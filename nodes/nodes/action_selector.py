@@ -29,80 +29,79 @@ from task_learning.safe_text import printable
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import LatestWorldState, run_node
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.qos import latched, service_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node
+from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
+from task_learning_nodes.plumbing.qos import latched, service_qos
 
 NODE_NAME = "action_selector"
 
-PARAMETERS = (
-    Param("service_name", "select_next_action", "Name of the SelectNextAction service"),
-    Param("tree_topic", "bcr_tree", "The candidate tree (CandidateTree, kind bcr, with DOT) is "
-          "published here, latched, after each selection"),
-    Param("world_state_topic", "world_state", "The latest WorldState on this topic is the world "
-          "selected in"),
-    Param("world_state_transient_local", False, "Subscribe transient local (latched) to get the "
-          "last state on start; only matches a transient-local publisher"),
-    Param("scene", "", "With no perception: a scene (e.g. bcr_kitchen) whose symbolic testbed is "
-          "read until a world_state message arrives; empty: none"),
-    Param("seed", -1, "Placement seed of that scene; -1 keeps it as written", min=-1, max=2**31 - 1),
-    Param("domain", "household", "Domain file under config/domains/ (actions, blocking conditions, "
-          "resolutions)"),
-    Param("engine", "llm", "Selection engine: llm (seed 004 prompt) or heuristic (no LLM)",
-          choices=ENGINES),
-    Param("llm", "offline", "LLM for engine llm: offline (not a language model), openai, local or "
-          "replay:FILE"),
-    Param("max_actions", 100, "Actions per task before the session ends as a failure", min=1,
-          max=100000),
-    Param("max_reasks", 5, "Answers outside the candidate list are asked again this many times",
-          min=0, max=100),
-    Param("search_action", "VisualSearch", "Backend action run for BCR's VisualSearch (look around)"),
-    *LLM_ENDPOINT_PARAMS,
-)
+class Parameters(LLMEndpointParameters):
+    """The action_selector node's parameters (config/nodes/action_selector.yaml)."""
+
+    service_name: str = param("select_next_action", "Name of the SelectNextAction service")
+    tree_topic: str = param("bcr_tree", "The candidate tree (CandidateTree, kind bcr, with DOT) is "
+                            "published here, latched, after each selection")
+    world_state_topic: str = param("world_state", "The latest WorldState on this topic is the world "
+                                   "selected in")
+    world_state_transient_local: bool = param(False, "Subscribe transient local (latched) to get the "
+                                              "last state on start; only matches a transient-local publisher")
+    scene: str = param("", "With no perception: a scene (e.g. bcr_kitchen) whose symbolic testbed is "
+                       "read until a world_state message arrives; empty: none")
+    seed: int = param(-1, "Placement seed of that scene; -1 keeps it as written", min=-1, max=2**31 - 1)
+    domain: str = param("household", "Domain file under config/domains/ (actions, blocking conditions, "
+                        "resolutions)")
+    engine: str = param("llm", "Selection engine: llm (seed 004 prompt) or heuristic (no LLM)",
+                        choices=ENGINES)
+    llm: str = param("offline", "LLM for engine llm: offline (not a language model), openai, local or "
+                     "replay:FILE")
+    max_actions: int = param(100, "Actions per task before the session ends as a failure", min=1,
+                             max=100000)
+    max_reasks: int = param(5, "Answers outside the candidate list are asked again this many times",
+                            min=0, max=100)
+    search_action: str = param("VisualSearch", "Backend action run for BCR's VisualSearch (look around)")
 
 
 class ActionSelectorNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        values = declare_parameters(self, PARAMETERS)
-        get = values.__getitem__
+        params = declare_parameters(self, Parameters)
 
-        domain = load_domain(str(get("domain")))  # ConfigError: one line, exit 2
-        engine_name = str(get("engine"))
+        domain = load_domain(params.domain)  # ConfigError: one line, exit 2
+        engine_name = params.engine
         client = None
         if engine_name == "llm":
             from task_learning.llm.client import make_client
 
-            client = make_client(str(get("llm")), **llm_client_options(values))
-        options = {"max_reasks": int(get("max_reasks")), "scope": "action_selector"} \
+            client = make_client(params.llm, **llm_client_options(params))
+        options = {"max_reasks": params.max_reasks, "scope": "action_selector"} \
             if engine_name == "llm" else {}
         self.client = client  # diagnostics probe its endpoint
         engine = make_engine(engine_name, client, **options)
         self.selector = ActionSelector(domain, engine, client,
-                                       max_actions=int(get("max_actions")),
-                                       search_action=str(get("search_action")))
+                                       max_actions=params.max_actions,
+                                       search_action=params.search_action)
         initial: dict[str, Any] | None = None
-        scene = str(get("scene") or "")
+        scene = str(params.scene or "")
         if scene:
             from task_learning.bcr.runner import make_world
             from task_learning.world.scene import load_scene
 
-            seed = int(get("seed"))
+            seed = params.seed
             initial = make_world(load_scene(scene), None if seed < 0 else seed).metadata
 
         group = MutuallyExclusiveCallbackGroup()
-        self.world = LatestWorldState(self, str(get("world_state_topic")),
+        self.world = LatestWorldState(self, params.world_state_topic,
                                       convert.metadata_from_world_state_msg,
-                                      transient_local=bool(get("world_state_transient_local")),
+                                      transient_local=params.world_state_transient_local,
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=group)
-        self.tree_pub = self.create_publisher(CandidateTree, str(get("tree_topic")), latched())
-        self.create_service(SelectNextAction, str(get("service_name")), self._on_select,
+        self.tree_pub = self.create_publisher(CandidateTree, params.tree_topic, latched())
+        self.create_service(SelectNextAction, params.service_name, self._on_select,
                             qos_profile=service_qos(),
                             callback_group=group)
-        self.get_logger().info(f"serving {get('service_name')} (engine {engine_name}); world "
-                               f"state from {get('world_state_topic')} ({self.world.source} until then)")
+        self.get_logger().info(f"serving {params.service_name} (engine {engine_name}); world "
+                               f"state from {params.world_state_topic} ({self.world.source} until then)")
 
     def _on_select(self, request: SelectNextAction.Request,
                    response: SelectNextAction.Response) -> SelectNextAction.Response:

@@ -24,11 +24,11 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import rclpy
 from action_msgs.msg import GoalStatus
-from task_learning_nodes.node_base import ActionClient
+from task_learning_nodes.plumbing.node_base import ActionClient
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -177,7 +177,7 @@ def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: s
         _stop(procs)
         for proc in procs:
             if proc.returncode not in (0, 130, -signal.SIGINT):  # 130: stopped by SIGINT
-                print(f"  note: {proc.args[1]} exited with {proc.returncode} (see {logs})", flush=True)
+                print(f"  note: {cast(list[str], proc.args)[1]} exited with {proc.returncode} (see {logs})", flush=True)
 
 
 def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: str | Path = "artifacts/demo",

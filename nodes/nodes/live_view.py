@@ -21,18 +21,19 @@ from rosidl_runtime_py import message_to_ordereddict
 from task_learning.episode import messages as msgs
 from task_learning.episode.observe import HIGHLIGHTED
 from task_learning.stop_signals import StopSignals
-from task_learning_nodes.episode_topics import QOS, message_class
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.plumbing.episode_topics import QOS, message_class
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
 
 NODE_NAME = "live_view"
 
-PARAMETERS = (
-    Param("host", "127.0.0.1", "Address the WebSocket server listens on (127.0.0.1: this machine only)"),
-    Param("port", 8765, "Port of the WebSocket server (0: any free port, logged at start)", min=0, max=65535),
-    Param("camera_topic", "camera/color/image_raw", "The colour camera shown (rgb8 or bgr8 sensor_msgs/Image); "
-          "empty: none"),
-)
+class Parameters(NodeParameters):
+    """The live_view node's parameters (config/nodes/live_view.yaml)."""
+
+    host: str = param("127.0.0.1", "Address the WebSocket server listens on (127.0.0.1: this machine only)")
+    port: int = param(8765, "Port of the WebSocket server (0: any free port, logged at start)", min=0, max=65535)
+    camera_topic: str = param("camera/color/image_raw", "The colour camera shown (rgb8 or bgr8 sensor_msgs/Image); "
+                              "empty: none")
 
 
 def image_dict(msg: Any) -> dict[str, Any]:
@@ -52,17 +53,17 @@ def image_dict(msg: Any) -> dict[str, Any]:
 class LiveViewNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        params = declare_parameters(self, Parameters)
         from task_learning.episode.live import LiveView
 
-        self.live = LiveView(host=str(get("host")), port=int(get("port")))  # TaskLearningError: exit 2
+        self.live = LiveView(host=params.host, port=params.port)  # TaskLearningError: exit 2
         self.forwarded = 0
         group = MutuallyExclusiveCallbackGroup()
         for channel in msgs.CHANNELS:
             if channel.topic != msgs.CAMERA:
                 self.create_subscription(message_class(channel.msgtype), channel.topic, self._forward(channel.topic),
                                          QOS, callback_group=group)
-        camera = str(get("camera_topic"))
+        camera = params.camera_topic
         if camera:
             from sensor_msgs.msg import Image
 

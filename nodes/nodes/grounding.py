@@ -28,22 +28,23 @@ from task_learning.grounding.scene_state import resolve_object, scene_world_stat
 from task_learning.types import WorldState
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.srv import AnalyzeGoal
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import LatestWorldState, run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node
+from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
 
 NODE_NAME = "grounding"
 DEFAULT_SERVICE = "grounding/analyze_goal"
 DEFAULT_TOPIC = "world_state"
 
-PARAMETERS = (
-    Param("service_name", DEFAULT_SERVICE, "Name of the AnalyzeGoal service"),
-    Param("world_state_topic", DEFAULT_TOPIC, "The latest WorldState on this topic is the world analysed"),
-    Param("world_state_transient_local", False, "Subscribe transient local (latched) to get the last "
-          "state on start; only matches a transient-local publisher"),
-    Param("scene", "", "With no perception running: a scene name or file whose symbolic world is "
-          "analysed until a world_state message arrives; empty: none (requests are refused until then)"),
-)
+class Parameters(NodeParameters):
+    """The grounding node's parameters (config/nodes/grounding.yaml)."""
+
+    service_name: str = param(DEFAULT_SERVICE, "Name of the AnalyzeGoal service")
+    world_state_topic: str = param(DEFAULT_TOPIC, "The latest WorldState on this topic is the world analysed")
+    world_state_transient_local: bool = param(False, "Subscribe transient local (latched) to get the last "
+                                              "state on start; only matches a transient-local publisher")
+    scene: str = param("", "With no perception running: a scene name or file whose symbolic world is "
+                       "analysed until a world_state message arrives; empty: none (requests are refused until then)")
 
 
 MAX_FIELD_CHARS = 200  # task, location, object_id
@@ -66,26 +67,26 @@ def _size_problem(request: AnalyzeGoal.Request) -> str:
 class GroundingNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        params = declare_parameters(self, Parameters)
 
         self.knowledge = GroundingKnowledge.load()  # raises ConfigError: exit 2, one line
-        scene = str(get("scene") or "")
+        scene = str(params.scene or "")
         initial: WorldState | None = None
         if scene:
             initial = scene_world_state(scene)  # TaskLearningError for an unknown scene
             self.knowledge.index(initial)
 
         group = MutuallyExclusiveCallbackGroup()
-        self.world = LatestWorldState(self, str(get("world_state_topic")), convert.world_state_from_msg,
-                                      transient_local=bool(get("world_state_transient_local")),
+        self.world = LatestWorldState(self, params.world_state_topic, convert.world_state_from_msg,
+                                      transient_local=params.world_state_transient_local,
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=group)
-        from task_learning_nodes.qos import service_qos
+        from task_learning_nodes.plumbing.qos import service_qos
 
-        self.create_service(AnalyzeGoal, str(get("service_name")), self._on_analyze,
+        self.create_service(AnalyzeGoal, params.service_name, self._on_analyze,
                             qos_profile=service_qos(), callback_group=group)
-        self.get_logger().info(f"serving {get('service_name')}; world state from "
-                               f"{get('world_state_topic')} ({self.world.source} until then)")
+        self.get_logger().info(f"serving {params.service_name}; world state from "
+                               f"{params.world_state_topic} ({self.world.source} until then)")
 
     def diagnostics(self) -> list[Any]:
         """/diagnostics: the world analysed against (the grounding knowledge loaded at start)."""

@@ -30,6 +30,7 @@ import difflib
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from pydantic import Field
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
@@ -37,7 +38,7 @@ from task_learning.names import normalize_name
 from task_learning.safe_text import printable
 from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
-from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
+from task_learning.world.backend import WORLD_UNAVAILABLE, WorldBackend, WorldUnavailableError
 from task_learning.world.factory import BACKENDS
 from task_learning.world.thor.settings import PLATFORMS as THOR_PLATFORMS
 from task_learning.world.thor.settings import RANGES as THOR_RANGES
@@ -45,10 +46,11 @@ from task_learning.world.thor.settings import ThorSettings
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.qos import DURABILITY, RELIABILITY, world_state_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.fetch_params import FetchParameters
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
+from task_learning_nodes.plumbing.qos import DURABILITY, RELIABILITY, world_state_qos
 
 WORLD_STATE_TOPIC = "world_state"
 QUERY_SERVICE = "query_world"
@@ -57,58 +59,87 @@ COMPLETION_SERVICE = "get_completion"
 
 ARTICLES = ("the ", "a ", "an ")
 
-PARAMETERS = (
-    Param("backend", "symbolic", "World backend: symbolic (built-in offline twin of AI2-THOR), "
-          "ai2thor or fetch", choices=BACKENDS),
-    Param("scene", "tidy_kitchen", "Scene name under config/scenes/ (tidy_kitchen, store_groceries, "
-          "organize_office) or a path to a scene YAML or recorded AI2-THOR metadata JSON"),
-    Param("seed", -1, "Placement variation of the symbolic world; -1 keeps the scene as written",
-          min=-1, max=2**31 - 1),
-    Param("publish_rate_hz", 10.0, "world_state publish rate in Hz; 0 publishes only at start and "
-          "after each action", min=0.0, max=1000.0),
-    Param("frame_id", "world", "frame_id of every pose in world_state (the backend's world frame)"),
-    Param("qos_depth", 1, "History depth of world_state", min=1, max=1000),
-    Param("qos_reliability", "reliable", "Reliability of world_state", choices=tuple(RELIABILITY)),
-    Param("qos_durability", "transient_local", "Durability of world_state; transient_local makes it "
-          "latched (a late subscriber with the same durability gets the last state)",
-          choices=tuple(DURABILITY)),
-    Param("max_query_chars", 256, "Longest query_world query accepted, in characters (longer ones "
-          "are refused with a message)", min=1, max=100000),
-    Param("camera_frame_id", "camera_color_optical_frame", "frame_id of the camera topics of backends "
-          "that render (ai2thor with render_image)"),
-) + tuple(
-    # The AI2-THOR Controller's settings: one parameter per field of ThorSettings (its defaults).
-    Param(f"ai2thor.{field.name}", field.default, f"AI2-THOR controller setting {field.name} (see "
-          f"config/nodes/perception.yaml and task_learning.world.thor.settings.ThorSettings)",
-          *THOR_RANGES.get(field.name, (None, None)),
-          choices=THOR_PLATFORMS if field.name == "platform" else ())
-    for field in dataclasses.fields(ThorSettings)
-)
+def _thor(name: str) -> Any:
+    """The `ai2thor.<name>` parameter: its default, range and choices are ThorSettings' own."""
+    default: Any = {f.name: f.default for f in dataclasses.fields(ThorSettings)}[name]
+    low, high = THOR_RANGES.get(name, (None, None))
+    return param(default, f"AI2-THOR controller setting {name} (see config/nodes/perception.yaml and "
+                 "task_learning.world.thor.settings.ThorSettings)", min=low, max=high,
+                 choices=THOR_PLATFORMS if name == "platform" else ())
+
+
+class Ai2thorParameters(NodeParameters):
+    """perception's ai2thor.* parameters: one per field of ThorSettings (the AI2-THOR Controller's
+    settings; test_node_shape checks that every field has one)."""
+
+    grid_size: float = _thor("grid_size")
+    width: int = _thor("width")
+    height: int = _thor("height")
+    field_of_view: float = _thor("field_of_view")
+    render_image: bool = _thor("render_image")
+    render_depth_image: bool = _thor("render_depth_image")
+    render_instance_segmentation: bool = _thor("render_instance_segmentation")
+    visibility_distance: float = _thor("visibility_distance")
+    platform: str = _thor("platform")
+    x_display: str = _thor("x_display")
+    local_executable_path: str = _thor("local_executable_path")
+    server_timeout_s: float = _thor("server_timeout_s")
+    server_start_timeout_s: float = _thor("server_start_timeout_s")
+
+
+class Parameters(NodeParameters):
+    """The perception node's parameters (config/nodes/perception.yaml)."""
+
+    backend: str = param("symbolic", "World backend: symbolic (built-in offline twin of AI2-THOR), "
+                         "ai2thor or fetch", choices=BACKENDS)
+    scene: str = param("tidy_kitchen", "Scene name under config/scenes/ (tidy_kitchen, store_groceries, "
+                       "organize_office) or a path to a scene YAML or recorded AI2-THOR metadata JSON")
+    seed: int = param(-1, "Placement variation of the symbolic world; -1 keeps the scene as written",
+                      min=-1, max=2**31 - 1)
+    publish_rate_hz: float = param(10.0, "world_state publish rate in Hz; 0 publishes only at start and "
+                                   "after each action", min=0.0, max=1000.0)
+    frame_id: str = param("world", "frame_id of every pose in world_state (the backend's world frame)")
+    qos_depth: int = param(1, "History depth of world_state", min=1, max=1000)
+    qos_reliability: str = param("reliable", "Reliability of world_state", choices=tuple(RELIABILITY))
+    qos_durability: str = param("transient_local", "Durability of world_state; transient_local makes it "
+                                "latched (a late subscriber with the same durability gets the last state)",
+                                choices=tuple(DURABILITY))
+    max_query_chars: int = param(256, "Longest query_world query accepted, in characters (longer ones "
+                                 "are refused with a message)", min=1, max=100000)
+    camera_frame_id: str = param("camera_color_optical_frame", "frame_id of the camera topics of backends "
+                                 "that render (ai2thor with render_image)")
+    # The AI2-THOR Controller's settings, `ai2thor.<setting>` (a group in the params file).
+    ai2thor: Ai2thorParameters = Field(default_factory=Ai2thorParameters)
+
+
+class ParamsFile(Parameters, FetchParameters):
+    """config/nodes/perception.yaml: the node's parameters, and the fetch backend's (declared only
+    with backend fetch, by plumbing/fetch_bridge.py)."""
 
 
 class PerceptionNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("perception", **kwargs)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        params = declare_parameters(self, Parameters)
 
-        rate = float(get("publish_rate_hz"))
-        qos = world_state_qos(int(get("qos_depth")), str(get("qos_reliability")), str(get("qos_durability")))
-        self.frame_id = str(get("frame_id"))
-        self.max_query_chars = int(get("max_query_chars"))
-        self.backend_name = str(get("backend")).strip().lower()
-        seed = int(get("seed"))
-        scene = str(get("scene"))
+        rate = params.publish_rate_hz
+        qos = world_state_qos(params.qos_depth, params.qos_reliability, params.qos_durability)
+        self.frame_id = params.frame_id
+        self.max_query_chars = params.max_query_chars
+        self.backend_name = params.backend.strip().lower()
+        seed = params.seed
+        scene = params.scene
 
         from task_learning.world.factory import make_backend
 
-        if self.backend_name == "fetch":  # camera topics in, skill goals out (nodes/fetch_bridge.py)
+        if self.backend_name == "fetch":  # camera topics in, skill goals out (nodes/plumbing/fetch_bridge.py)
             from task_learning.world.scene import load_scene
-            from task_learning_nodes.fetch_bridge import FetchFrontend
+            from task_learning_nodes.plumbing.fetch_bridge import FetchFrontend
 
             self.fetch = FetchFrontend(self, load_scene(scene) if scene else None)
-            self.backend = self.fetch.world
+            self.backend: WorldBackend = self.fetch.world
         else:
-            thor = ThorSettings.from_params({f.name: get(f"ai2thor.{f.name}") for f in dataclasses.fields(ThorSettings)},
+            thor = ThorSettings.from_params(params.ai2thor.model_dump(),
                                             source="perception parameters ai2thor.*")
             self.backend = make_backend(self.backend_name, scene, None if seed < 0 else seed, ai2thor_settings=thor)
         self.scene_name = str(getattr(getattr(self.backend, "scene", None), "name", "") or scene)
@@ -120,11 +151,11 @@ class PerceptionNode(Node):
         self.publisher = self.create_publisher(WorldState, WORLD_STATE_TOPIC, qos)
         self.camera = None
         if getattr(self.backend, "frame", None) is not None:
-            from task_learning_nodes.camera_topics import CameraTopics
+            from task_learning_nodes.plumbing.camera_topics import CameraTopics
 
-            self.camera = CameraTopics(self, qos, str(get("camera_frame_id")), self.frame_id)
+            self.camera = CameraTopics(self, qos, params.camera_frame_id, self.frame_id)
         # Sized for bursts (a thousand QueryWorld at once are all answered, none dropped).
-        from task_learning_nodes.qos import service_qos
+        from task_learning_nodes.plumbing.qos import service_qos
 
         qos = service_qos()
         self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, qos_profile=qos, callback_group=group)

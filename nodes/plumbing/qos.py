@@ -17,6 +17,8 @@ profiles here means the node that publishes and the code that listens import the
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 RELIABILITY = {"reliable": ReliabilityPolicy.RELIABLE, "best_effort": ReliabilityPolicy.BEST_EFFORT}
@@ -32,11 +34,19 @@ def service_qos(depth: int = SERVICE_DEPTH) -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
-def action_qos_kwargs(depth: int = SERVICE_DEPTH) -> dict[str, QoSProfile]:
+class ActionQos(TypedDict):
+    """The keyword arguments of ActionServer/ActionClient that action_qos_kwargs sets."""
+
+    goal_service_qos_profile: QoSProfile
+    result_service_qos_profile: QoSProfile
+    cancel_service_qos_profile: QoSProfile
+
+
+def action_qos_kwargs(depth: int = SERVICE_DEPTH) -> ActionQos:
     """The service profiles of an ActionServer/ActionClient (goal, result, cancel) sized alike."""
     profile = service_qos(depth)
-    return {"goal_service_qos_profile": profile, "result_service_qos_profile": profile,
-            "cancel_service_qos_profile": profile}
+    return ActionQos(goal_service_qos_profile=profile, result_service_qos_profile=profile,
+                     cancel_service_qos_profile=profile)
 
 
 def latched(depth: int = 1) -> QoSProfile:

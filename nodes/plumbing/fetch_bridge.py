@@ -21,7 +21,7 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-from task_learning_nodes.node_base import ActionClient
+from task_learning_nodes.plumbing.node_base import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -42,8 +42,8 @@ from task_learning.world.catalog import load_object_types
 from task_learning.world.scene import Scene
 from task_learning_interfaces.action import Skill
 
-from task_learning_nodes.fetch_params import FETCH_PARAMETERS
-from task_learning_nodes.params import declare_parameters
+from task_learning_nodes.plumbing.fetch_params import FetchParameters
+from task_learning_nodes.plumbing.params import declare_parameters
 
 
 def stamp_of(header: Any) -> float:
@@ -113,46 +113,46 @@ class FetchFrontend:
 
     def __init__(self, node: Node, scene: Scene | None) -> None:
         self.node = node
-        get = declare_parameters(node, FETCH_PARAMETERS).__getitem__  # ranges and choices checked here
+        params = declare_parameters(node, FetchParameters)  # ranges and choices checked here
         try:
-            self.T_base_camera = g.from_xyz_quat([float(v) for v in get("camera_to_base")])
+            self.T_base_camera = g.from_xyz_quat([float(v) for v in params.camera_to_base])
         except ValueError as exc:
             raise ValueError(f"parameter camera_to_base: {exc}") from None
-        registry_path = str(get("marker_registry")).strip()
+        registry_path = params.marker_registry.strip()
         if registry_path:
             types = dict(load_object_types())
             if scene is not None:
                 types.update(scene.types)
             registry = load_registry(registry_path, known_types=types)
-        elif bool(get("synthetic")) and scene is not None:
+        elif params.synthetic and scene is not None:
             from task_learning.perception.synthetic import SyntheticLayout
 
             registry = SyntheticLayout.of(scene).registry()
         else:
             raise TaskLearningError("backend fetch needs parameter marker_registry (a YAML file mapping marker "
                                     "ids to objects) or synthetic:=true")
-        if str(get("marker_dictionary")).strip():
-            registry.dictionary = str(get("marker_dictionary")).strip()
+        if params.marker_dictionary.strip():
+            registry.dictionary = params.marker_dictionary.strip()
         from task_learning.perception.detect import MarkerDetector
 
         try:
             detector = MarkerDetector(registry)
         except ValueError as exc:
             raise ValueError(f"parameter marker_dictionary: {exc}") from None
-        self.pose_tolerance_s = float(get("pose_tolerance_s"))
+        self.pose_tolerance_s = params.pose_tolerance_s
         self._pending: tuple[Image, Image, CameraInfo] | None = None
-        self.skills = RosSkillClient(node, str(get("skill_action")), server_wait_s=float(get("skill_server_wait_s")),
-                                     timeout_s=float(get("skill_timeout_s")))
-        self.world = FetchWorld(registry, self.skills, scene=scene, max_age_s=float(get("max_frame_age_s")),
-                                frame_timeout_s=float(get("frame_timeout_s")),
-                                half_life_s=float(get("belief_half_life_s")), block_after_s=float(get("block_after_s")),
+        self.skills = RosSkillClient(node, params.skill_action, server_wait_s=params.skill_server_wait_s,
+                                     timeout_s=params.skill_timeout_s)
+        self.world = FetchWorld(registry, self.skills, scene=scene, max_age_s=params.max_frame_age_s,
+                                frame_timeout_s=params.frame_timeout_s,
+                                half_life_s=params.belief_half_life_s, block_after_s=params.block_after_s,
                                 detector=detector)
-        self.topics = {k: str(get(k)) for k in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic")}
-        self.sync = ApproximateSync(["color", "depth", "info"], slop_s=max(float(get("sync_slop_s")), 1e-3))
+        self.topics = {k: str(getattr(params, k)) for k in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic")}
+        self.sync = ApproximateSync(["color", "depth", "info"], slop_s=max(params.sync_slop_s, 1e-3))
         self._poses: deque[tuple[float, np.ndarray]] = deque(maxlen=200)
         self._pose_lock = threading.Lock()
         self._color_count = 0
-        qos_name = str(get("image_qos"))
+        qos_name = params.image_qos
         # keep only the newest frames: a bridge that falls behind skips frames rather than using
         # ones that went stale in a queue
         qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.BEST_EFFORT if qos_name == "sensor_data"

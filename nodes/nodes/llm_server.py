@@ -26,43 +26,44 @@ from task_learning.child_process import describe_exit
 from task_learning.llm.local_server import LocalServer, LocalServerError
 from task_learning.llm.settings import load_llm_settings
 from task_learning.stop_signals import StopSignals
-from task_learning_nodes.node_base import request_shutdown, run_node
-from task_learning_nodes.params import Param, declare_parameters
+from task_learning_nodes.plumbing.node_base import request_shutdown, run_node
+from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
 
 NODE_NAME = "llm_server"
 WATCH_PERIOD_S = 0.5
 
-PARAMETERS = (
-    Param("port", 0, "Loopback port (0: a free one; the launch chooses one and tells the LLM nodes)",
-          min=0, max=65535),
-    Param("model", "", "GGUF file to serve; empty: the installed model (task-learning llm install)"),
-    Param("context", 0, "-c: KV cache tokens shared by the slots; 0: config/llm.yaml (local.context)",
-          min=0, max=1 << 20),
-    Param("parallel", 0, "-np: parallel slots; 0: config/llm.yaml (local.parallel)", min=0, max=64),
-    Param("threads", -1, "-t: threads; 0: every core; -1: config/llm.yaml (local.threads)", min=-1, max=256),
-    Param("max_restarts", 3, "Restarts after deaths within restart_window_s of each other, before the "
-          "node gives up (exit 1)", min=0, max=1000),
-    Param("restart_window_s", 60.0, "A death this long after the last start does not count toward "
-          "max_restarts", min=1.0, max=86400.0),
-)
+class Parameters(NodeParameters):
+    """The llm_server node's parameters (config/nodes/llm_server.yaml)."""
+
+    port: int = param(0, "Loopback port (0: a free one; the launch chooses one and tells the LLM nodes)",
+                      min=0, max=65535)
+    model: str = param("", "GGUF file to serve; empty: the installed model (task-learning llm install)")
+    context: int = param(0, "-c: KV cache tokens shared by the slots; 0: config/llm.yaml (local.context)",
+                         min=0, max=1 << 20)
+    parallel: int = param(0, "-np: parallel slots; 0: config/llm.yaml (local.parallel)", min=0, max=64)
+    threads: int = param(-1, "-t: threads; 0: every core; -1: config/llm.yaml (local.threads)", min=-1, max=256)
+    max_restarts: int = param(3, "Restarts after deaths within restart_window_s of each other, before the "
+                              "node gives up (exit 1)", min=0, max=1000)
+    restart_window_s: float = param(60.0, "A death this long after the last start does not count toward "
+                                    "max_restarts", min=1.0, max=86400.0)
 
 
 class LLMServerNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        params = declare_parameters(self, Parameters)
         settings = load_llm_settings().local  # ConfigError: one line, exit 2
         changes: dict = {}
-        if int(get("context")):
-            changes["context"] = int(get("context"))
-        if int(get("parallel")):
-            changes["parallel"] = int(get("parallel"))
-        if int(get("threads")) >= 0:
-            changes["threads"] = int(get("threads"))
+        if params.context:
+            changes["context"] = params.context
+        if params.parallel:
+            changes["parallel"] = params.parallel
+        if params.threads >= 0:
+            changes["threads"] = params.threads
         self.settings = settings.model_copy(update=changes)
-        self.max_restarts = int(get("max_restarts"))
-        self.restart_window_s = float(get("restart_window_s"))
-        self.server = LocalServer(self.settings, model=str(get("model")), port=int(get("port")))
+        self.max_restarts = params.max_restarts
+        self.restart_window_s = params.restart_window_s
+        self.server = LocalServer(self.settings, model=params.model, port=params.port)
         self.get_logger().info(f"starting {self.server.binary.name} with {self.server.model.name}")
         self.server.start()  # LocalServerError: exit 2, one line naming the log
         self.port = self.server.port

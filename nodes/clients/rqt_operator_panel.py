@@ -9,7 +9,7 @@ from __future__ import annotations
 from rqt_gui_py.plugin import Plugin  # type: ignore[import-not-found]
 
 from task_learning.oversight.panel import OperatorPanel
-from task_learning_nodes.oversight_client import OversightClient
+from task_learning_nodes.clients.oversight_client import OversightClient
 
 
 class OperatorPanelPlugin(Plugin):

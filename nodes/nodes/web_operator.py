@@ -34,33 +34,34 @@ from task_learning.oversight.pairing import OperatorCredentials
 from task_learning.oversight.web.server import WebPanel, WebServer, WebSettings, panel_url
 from task_learning.stop_signals import StopSignals
 from task_learning.types import AnswerKind, ConfirmationRequest
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.oversight import PENDING_TOPIC, PendingMsg
-from task_learning_nodes.oversight_client import OversightClient, OversightUnavailable, SubmitReply
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.qos import latched
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.oversight_names import PENDING_TOPIC, PendingMsg
+from task_learning_nodes.clients.oversight_client import OversightClient, OversightUnavailable, SubmitReply
+from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
+from task_learning_nodes.plumbing.qos import latched
 
 CAMERA_TOPICS = "camera/color/image_raw,/head_camera/rgb/image_raw"
 KEPT_IMAGES = 64
 
-PARAMETERS = (
-    Param("host", "127.0.0.1", "Address the panel listens on; anything but loopback (127.0.0.1, ::1, "
-          "localhost) needs tls_certfile and tls_keyfile"),
-    Param("port", 8765, "TCP port of the panel (0: any free port, logged at start)", min=0, max=65535),
-    Param("tls_certfile", "", "TLS certificate chain (PEM) for https; with tls_keyfile"),
-    Param("tls_keyfile", "", "TLS private key (PEM) for https; with tls_certfile"),
-    Param("allowed_hosts", "", "Comma-separated host names the page may be reached by besides host and "
-          "loopback (e.g. the robot's name on the network): a request naming another Host is refused"),
-    Param("db_path", DEFAULT_DB, "The oversight node's knowledge base, where operators are paired and "
-          "answers are kept (the same file as the oversight node's db_path)"),
-    Param("operators", "", "Comma-separated paired operators who may use the panel; empty: every paired "
-          "operator (the oversight node's own `operators` applies too)"),
-    Param("answers_per_minute", 30, "Answers one operator may send per minute; more are refused (429)",
-          min=1, max=100000),
-    Param("camera_topics", CAMERA_TOPICS, "Comma-separated sensor_msgs/Image topics; the latest frame "
-          "when a question arrives is shown with it (empty: no images)"),
-)
+class Parameters(NodeParameters):
+    """The web_operator node's parameters (config/nodes/web_operator.yaml)."""
+
+    host: str = param("127.0.0.1", "Address the panel listens on; anything but loopback (127.0.0.1, ::1, "
+                      "localhost) needs tls_certfile and tls_keyfile")
+    port: int = param(8765, "TCP port of the panel (0: any free port, logged at start)", min=0, max=65535)
+    tls_certfile: str = param("", "TLS certificate chain (PEM) for https; with tls_keyfile")
+    tls_keyfile: str = param("", "TLS private key (PEM) for https; with tls_certfile")
+    allowed_hosts: str = param("", "Comma-separated host names the page may be reached by besides host and "
+                               "loopback (e.g. the robot's name on the network): a request naming another Host is refused")
+    db_path: str = param(DEFAULT_DB, "The oversight node's knowledge base, where operators are paired and "
+                         "answers are kept (the same file as the oversight node's db_path)")
+    operators: str = param("", "Comma-separated paired operators who may use the panel; empty: every paired "
+                           "operator (the oversight node's own `operators` applies too)")
+    answers_per_minute: int = param(30, "Answers one operator may send per minute; more are refused (429)",
+                                    min=1, max=100000)
+    camera_topics: str = param(CAMERA_TOPICS, "Comma-separated sensor_msgs/Image topics; the latest frame "
+                               "when a question arrives is shown with it (empty: no images)")
 
 
 class CameraFrames:
@@ -171,16 +172,16 @@ class RosBackend:
 class WebOperatorNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("web_operator", **kwargs)
-        get = declare_parameters(self, PARAMETERS).__getitem__
-        db_path = resolve_db_path(str(get("db_path") or ""))
+        params = declare_parameters(self, Parameters)
+        db_path = resolve_db_path(str(params.db_path or ""))
         if not db_path or db_path == ":memory:":
             raise TaskLearningError("db_path: the web panel needs the oversight node's knowledge base file "
                                     "(operators are paired there)")
         settings = WebSettings(
-            host=str(get("host")), port=int(get("port")), tls_certfile=str(get("tls_certfile")),
-            tls_keyfile=str(get("tls_keyfile")), answers_per_minute=int(get("answers_per_minute")),
-            allowed_hosts=tuple(h.strip() for h in str(get("allowed_hosts")).split(",") if h.strip()),
-            operators=frozenset(n.strip() for n in str(get("operators")).split(",") if n.strip()))
+            host=params.host, port=params.port, tls_certfile=params.tls_certfile,
+            tls_keyfile=params.tls_keyfile, answers_per_minute=params.answers_per_minute,
+            allowed_hosts=tuple(h.strip() for h in params.allowed_hosts.split(",") if h.strip()),
+            operators=frozenset(n.strip() for n in params.operators.split(",") if n.strip()))
         settings.check()  # before anything is opened: a bad address or TLS file is one line, exit 2
         self.kb = KnowledgeBase(db_path)
         group = ReentrantCallbackGroup()
@@ -191,7 +192,7 @@ class WebOperatorNode(Node):
         self.create_subscription(PendingMsg, PENDING_TOPIC, self.backend.on_pending, latched(),
                                  callback_group=group)
         camera_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-        for topic in [t.strip() for t in str(get("camera_topics")).split(",") if t.strip()]:
+        for topic in [t.strip() for t in params.camera_topics.split(",") if t.strip()]:
             self.create_subscription(Image, topic, self.frames.on_image, camera_qos, callback_group=group)
         self.server = WebServer(WebPanel(self.backend, self.kb, settings))
         self.url = self.server.start()
@@ -230,7 +231,7 @@ def running_panel(wait_s: float, node_name: str = "/web_operator") -> tuple[str,
     rclpy.init()
     node = rclpy.create_node("web_operator_query")
     try:
-        client = node.create_client(GetParameters, f"{node_name}/get_parameters")
+        client: Any = node.create_client(GetParameters, f"{node_name}/get_parameters")
         if not client.wait_for_service(timeout_sec=wait_s):
             raise TaskLearningError(f"no web_operator node answers (waited {wait_s:g} s): start it with "
                                     f"`task-learning bringup --nodes ...,web_operator` or `ros2 launch task_learning "
@@ -239,9 +240,10 @@ def running_panel(wait_s: float, node_name: str = "/web_operator") -> tuple[str,
         executor = rclpy.executors.SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin_until_future_complete(future, timeout_sec=wait_s)
-        if not future.done() or future.result() is None:
+        reply = future.result() if future.done() else None
+        if reply is None:
             raise TaskLearningError(f"the web_operator node did not say where it listens within {wait_s:g} s")
-        host, port, cert, db = future.result().values
+        host, port, cert, db = reply.values
         settings = WebSettings(host=host.string_value, port=int(port.integer_value), tls_certfile=cert.string_value)
         if settings.port == 0:
             raise TaskLearningError("the web_operator node listens on a port it chose (port 0): give --url "

@@ -3,7 +3,7 @@
 It runs the same task-learning loop as `task-learning run` (task_learning.planning.loop), with ROS
 ports instead of in-process ones:
 - the world is the perception node: `query_world` for the state, `execute_action` for each
-  primitive action (RosWorld below implements the WorldBackend protocol over those services);
+  primitive action (clients/ros_world.RosWorld implements the WorldBackend protocol over those services);
 - goals come from the goal elicitation node (which asks the oversight node in the +O
   conditions): by default (`elicitation: across-objects`) one `learn_goals` batch elicits every
   object of the task together, merged into shared round trips, and the loop then takes one object
@@ -46,6 +46,7 @@ from typing import Any, Callable, Mapping
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 
 from task_learning.bcr.domain import load_domain
@@ -73,119 +74,99 @@ from task_learning.planning.summary import summarize
 from task_learning.stopping import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.stars.together import objects_to_elicit
-from task_learning.types import ActionCall, GoalLiteral, LLMUsage
-from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
+from task_learning.types import GoalLiteral, LLMUsage
+from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, LearnGoals, PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState, ObjectProgress, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.qos import action_qos_kwargs, latched, service_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.clients.ros_world import RosCallError, RosWorld, wait_future
+from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
+from task_learning_nodes.plumbing.params import (
+    LLMEndpointParameters,
+    declare_parameters,
+    llm_client_options,
+    param,
+    read_parameters,
+)
+from task_learning_nodes.plumbing.qos import action_qos_kwargs, latched, service_qos
 
 ELICITATION = ("across-objects", "per-object")  # how PerformTask elicits goals (the `elicitation` parameter)
 
 # Writable (read_only=False): read at each goal, so `ros2 param set` takes effect from the next
 # one. The rest shape clients, publishers or the safety policy at start, and stay read-only.
-PARAMETERS = (
-    Param("scene", "tidy_kitchen", "Scene used for the subtasks and the completion measure when a "
-          "PerformTask goal names none (the world itself is perception's: give both the same scene)",
-          read_only=False),
-    Param("condition", "STARS+O", "Condition used when a goal leaves it empty",
-          choices=CONDITIONS,
-          read_only=False),
-    Param("db_path", DEFAULT_DB, "SQLite knowledge base of learned goals and "
-          "policies (the same task again on the same file is Trial #2); default "
-          "$ROS_HOME/task_learning/task_learning.sqlite (~/.ros/...), the same however the graph is "
-          "started; relative paths are relative to the node's working directory"),
-    Param("engine", "heuristic", "BCR engine used to reach goals: heuristic (no LLM) or llm",
-          choices=ENGINES,
-          read_only=False),
-    Param("llm", "offline", "LLM of the llm engine: offline (not a language model), openai, local or "
-          "replay:FILE",
-          read_only=False),
-    Param("strategy", "bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
-          "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES,
-          read_only=False),
-    Param("llm_state_method", "ours", "LLM-State method for strategy llm_state (ours, no_summary, "
-          "no_objects, no_states, inner_monologue, progprompt)", choices=METHODS,
-          read_only=False),
-    Param("llm_state_topic", "llm_state", "With strategy llm_state: its open state (LLMState) is "
-          "published here, latched, after every rebuild"),
-    Param("episode_dir", "", "Folder where each PerformTask is recorded as one MCAP episode "
-          "(episode-<time>-<scene>.mcap: the graph's topics, LLM calls, questions and answers, actions, "
-          "knowledge-base changes; `task-learning replay` runs it again); empty: not recorded",
-          read_only=False),
-    Param("query_world_service", "query_world", "Perception's QueryWorld service"),
-    Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
-    Param("learn_goal_action", "learn_goal", "Goal elicitation's LearnGoal action"),
-    Param("learn_goals_action", "learn_goals", "Goal elicitation's LearnGoals action (elicitation "
-          "across-objects)"),
-    Param("elicitation", "across-objects", "How PerformTask elicits goals: across-objects (one LearnGoals "
-          "batch runs the model stages of every task object together, merged into shared round trips; the "
-          "operator is still asked one object at a time, in the task's order, when its turn comes) or "
-          "per-object (one LearnGoal per object, each object's round trips its own: for comparison); the "
-          "goals learned are the same", choices=ELICITATION, read_only=False),
-    Param("service_timeout_s", 10.0, "Seconds to wait for a service call", min=0.1, max=3600.0),
-    Param("learn_goal_timeout_s", 900.0, "Seconds for one object's goal elicitation (with oversight "
-          "this includes the operator's time)", min=1.0, max=86400.0,
-          read_only=False),
-    Param("max_actions", 100, "Actions per goal before reaching it counts as failed", min=1,
-          max=100000,
-          read_only=False),
-    Param("require_confirmation", True, "Every learned or reused goal is confirmed by the oversight "
-          "node before the robot moves, whatever the condition; false only on a test bench"),
-    Param("allow_scene_paths", False, "Whether a PerformTask goal may name a scene file path (else "
-          "scene names only)"),
-    Param("max_goal_literals", 32, "Most goal literals one ReachGoal may ask for", min=1, max=10000,
-          read_only=False),
-    Param("use_productions", True, "Learned production rules (seed 001, `task-learning bootstrap`) try each "
-          "goal of a PerformTask before the strategy (bcr or llm_state) selects actions, with no LLM; false: the "
-          "strategy only",
-          read_only=False),
-    Param("productions_require_approval", True, "Only productions an operator approved (`task-learning kb "
-          "approve`) are used; false only on a test bench"),
-    Param("productions_ask_operator", True, "With productions_require_approval: before a PerformTask, new "
-          "(unapproved) productions are put to the operator through the oversight node, one yes/no question per "
-          "task family; only a yes approves (a no, a timeout or no oversight node leaves them unused)"),
-    Param("stack_key_file", "", "Key file the stack's nodes sign their questions and confirmation checks "
-          "with (the oversight node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
-    *LLM_ENDPOINT_PARAMS,
-)
+class Parameters(LLMEndpointParameters):
+    """The planner node's parameters (config/nodes/planner.yaml)."""
 
-# Which node serves what the planner waits for (named in every error about it).
-NODE_OF = {"query_world": "perception", "execute_action": "perception",
-           "learn_goal": "goal_elicitation", "learn_goals": "goal_elicitation", "oversight/confirm": "oversight",
-           "check_confirmation": "oversight"}
+    scene: str = param("tidy_kitchen", "Scene used for the subtasks and the completion measure when a "
+                       "PerformTask goal names none (the world itself is perception's: give both the same scene)",
+                       read_only=False)
+    condition: str = param("STARS+O", "Condition used when a goal leaves it empty",
+                           choices=CONDITIONS,
+                           read_only=False)
+    db_path: str = param(DEFAULT_DB, "SQLite knowledge base of learned goals and "
+                         "policies (the same task again on the same file is Trial #2); default "
+                         "$ROS_HOME/task_learning/task_learning.sqlite (~/.ros/...), the same however the graph is "
+                         "started; relative paths are relative to the node's working directory")
+    engine: str = param("heuristic", "BCR engine used to reach goals: heuristic (no LLM) or llm",
+                        choices=ENGINES,
+                        read_only=False)
+    llm: str = param("offline", "LLM of the llm engine: offline (not a language model), openai, local or "
+                     "replay:FILE",
+                     read_only=False)
+    strategy: str = param("bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
+                          "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES,
+                          read_only=False)
+    llm_state_method: str = param("ours", "LLM-State method for strategy llm_state (ours, no_summary, "
+                                  "no_objects, no_states, inner_monologue, progprompt)", choices=METHODS,
+                                  read_only=False)
+    llm_state_topic: str = param("llm_state", "With strategy llm_state: its open state (LLMState) is "
+                                 "published here, latched, after every rebuild")
+    episode_dir: str = param("", "Folder where each PerformTask is recorded as one MCAP episode "
+                             "(episode-<time>-<scene>.mcap: the graph's topics, LLM calls, questions and answers, actions, "
+                             "knowledge-base changes; `task-learning replay` runs it again); empty: not recorded",
+                             read_only=False)
+    query_world_service: str = param("query_world", "Perception's QueryWorld service")
+    execute_action_service: str = param("execute_action", "Perception's ExecuteAction service")
+    learn_goal_action: str = param("learn_goal", "Goal elicitation's LearnGoal action")
+    learn_goals_action: str = param("learn_goals", "Goal elicitation's LearnGoals action (elicitation "
+                                    "across-objects)")
+    elicitation: str = param("across-objects", "How PerformTask elicits goals: across-objects (one LearnGoals "
+                             "batch runs the model stages of every task object together, merged into shared round trips; the "
+                             "operator is still asked one object at a time, in the task's order, when its turn comes) or "
+                             "per-object (one LearnGoal per object, each object's round trips its own: for comparison); the "
+                             "goals learned are the same", choices=ELICITATION, read_only=False)
+    service_timeout_s: float = param(10.0, "Seconds to wait for a service call", min=0.1, max=3600.0)
+    learn_goal_timeout_s: float = param(900.0, "Seconds for one object's goal elicitation (with oversight "
+                                        "this includes the operator's time)", min=1.0, max=86400.0,
+                                        read_only=False)
+    max_actions: int = param(100, "Actions per goal before reaching it counts as failed", min=1,
+                             max=100000,
+                             read_only=False)
+    require_confirmation: bool = param(True, "Every learned or reused goal is confirmed by the oversight "
+                                       "node before the robot moves, whatever the condition; false only on a test bench")
+    allow_scene_paths: bool = param(False, "Whether a PerformTask goal may name a scene file path (else "
+                                    "scene names only)")
+    max_goal_literals: int = param(32, "Most goal literals one ReachGoal may ask for", min=1, max=10000,
+                                   read_only=False)
+    use_productions: bool = param(True, "Learned production rules (seed 001, `task-learning bootstrap`) try each "
+                                  "goal of a PerformTask before the strategy (bcr or llm_state) selects actions, with no LLM; false: the "
+                                  "strategy only",
+                                  read_only=False)
+    productions_require_approval: bool = param(True, "Only productions an operator approved (`task-learning kb "
+                                               "approve`) are used; false only on a test bench")
+    productions_ask_operator: bool = param(True, "With productions_require_approval: before a PerformTask, new "
+                                           "(unapproved) productions are put to the operator through the oversight node, one yes/no question per "
+                                           "task family; only a yes approves (a no, a timeout or no oversight node leaves them unused)")
+    stack_key_file: str = param("", "Key file the stack's nodes sign their questions and confirmation checks "
+                                "with (the oversight node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key")
+
 BATCH_RESULT_WAIT_S = 2.0  # a stopped task's batch: how long its closing result is waited for
 MAX_TEXT_CHARS = 200  # task, scene, condition, subtask, predicate and argument strings
 MAX_SUBTASKS = 64
 SCENE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-
-
-class RosCallError(DependencyFailed):
-    """A service or action of another node did not answer in time, or went away."""
-
-
-def wait_future(future: Any, timeout_s: float, what: str, *, alive: Any = None,
-                stop: StopToken | None = None) -> Any:
-    """The future's result; RunStopped when `stop` is set meanwhile; RosCallError naming the
-    node when it leaves the graph (`alive()` false) or does not answer within `timeout_s`."""
-    waited = wait_for_future(future, timeout_s, alive=alive,
-                             stop=(lambda: stop.requested) if stop is not None else None)
-    node = NODE_OF.get(what.split(" ")[0], "serving")
-    if waited == "stopped":
-        future.cancel()
-        raise RunStopped(stop.reason if stop is not None and stop.reason else "the planner is shutting down")
-    if waited == "gone":
-        future.cancel()
-        raise RosCallError(f"the {node} node went away while the planner waited for {what}")
-    if waited == "timeout":
-        future.cancel()
-        raise RosCallError(f"the {node} node did not answer {what} within {timeout_s:g} s")
-    return future.result()
 
 
 class BadRequest(TaskLearningError):
@@ -222,54 +203,6 @@ def literals_from_request(msgs: Any, max_literals: int) -> list[GoalLiteral]:
         except ValueError as exc:
             raise BadRequest(f"{where}: {printable(str(exc))}") from None
     return literals
-
-
-class RosWorld:
-    """WorldBackend over the perception node's services."""
-
-    name = "ros"
-
-    def __init__(self, node: Node, query: Any, execute: Any, timeout_s: float,
-                 stop: StopToken | None = None) -> None:
-        self._node = node
-        self._query = query
-        self._execute = execute
-        self._timeout_s = timeout_s
-        self._stop = stop
-        self._metadata: dict[str, Any] | None = None
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        if self._metadata is None:
-            self._require(self._query, "query_world")
-            request = QueryWorld.Request(query="", include_world=True)
-            response = wait_future(self._query.call_async(request), self._timeout_s, "query_world",
-                                   alive=self._query.service_is_ready, stop=self._stop)
-            self._metadata = convert.metadata_from_world_state_msg(response.world)
-        return self._metadata
-
-    def step(self, action: str, **params: Any) -> dict[str, Any]:
-        self._require(self._execute, "execute_action")
-        object_id = str(params.pop("objectId", ""))
-        call = ActionCall(action, object_id, tuple(sorted(params.items())))
-        request = ExecuteAction.Request(call=convert.action_call_to_msg(call), return_world=True)
-        # Once sent, an action is waited for even when a stop arrives (the body is moving): the
-        # stop takes effect before the next one.
-        response = wait_future(self._execute.call_async(request), self._timeout_s, "execute_action",
-                               alive=self._execute.service_is_ready)
-        outcome = convert.action_outcome_from_msg(response.outcome)
-        if outcome.blocking_condition == WORLD_UNAVAILABLE:
-            raise WorldUnavailableError(f"perception: {outcome.error_message}")
-        metadata = convert.metadata_from_world_state_msg(response.world)
-        metadata.update(lastAction=action, lastActionSuccess=outcome.success,
-                        errorMessage=outcome.error_message, errorCode=outcome.blocking_condition)
-        self._metadata = metadata
-        return metadata
-
-    def _require(self, client: Any, what: str) -> None:
-        if not client.wait_for_service(timeout_sec=self._timeout_s):
-            raise RosCallError(f"the perception node is not running (no {what} service after "
-                               f"{self._timeout_s:g} s)")
 
 
 @dataclass
@@ -337,18 +270,18 @@ class GoalBatch:
 class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner", **kwargs)
-        declare_parameters(self, PARAMETERS)
+        declare_parameters(self, Parameters)
         self.group = ReentrantCallbackGroup()
         qos = service_qos()
-        self._query = self.create_client(QueryWorld, self._p("query_world_service"), qos_profile=qos,
+        self._query: Client = self.create_client(QueryWorld, self._params().query_world_service, qos_profile=qos,
                                          callback_group=self.group)
-        self._execute = self.create_client(ExecuteAction, self._p("execute_action_service"), qos_profile=qos,
+        self._execute: Client = self.create_client(ExecuteAction, self._params().execute_action_service, qos_profile=qos,
                                            callback_group=self.group)
-        self._learn = ActionClient(self, LearnGoal, self._p("learn_goal_action"), callback_group=self.group,
+        self._learn = ActionClient(self, LearnGoal, self._params().learn_goal_action, callback_group=self.group,
                                    **action_qos_kwargs())
-        self._learn_batch = ActionClient(self, LearnGoals, self._p("learn_goals_action"), callback_group=self.group,
+        self._learn_batch = ActionClient(self, LearnGoals, self._params().learn_goals_action, callback_group=self.group,
                                          **action_qos_kwargs())
-        condition = str(self._p("condition"))
+        condition = self._params().condition
         self.domain = load_domain("household")
         # One body: at most one motion goal at a time, and the token that stops it.
         self._body = threading.Lock()
@@ -357,15 +290,15 @@ class PlannerNode(Node):
         self._current_goal: Any = None
         self._shutting_down = False
         from task_learning.oversight.pairing import StackKey
-        from task_learning_nodes.oversight_client import CheckedOperator, OversightClient
+        from task_learning_nodes.clients.oversight_client import CheckedOperator, OversightClient
 
         self._oversight = OversightClient(
-            self, name="planner", service_wait_s=float(self._p("service_timeout_s")),
+            self, name="planner", service_wait_s=self._params().service_timeout_s,
             should_stop=lambda: self._stop is not None and self._stop.requested, asker="planner",
-            stack_key=StackKey.load_or_create(str(self._p("stack_key_file")) or None))
+            stack_key=StackKey.load_or_create(self._params().stack_key_file or None))
         # The planner's own questions (a stored goal nobody confirmed, an imported policy, new
         # productions): a yes counts only once the oversight node vouches a paired operator gave it.
-        self._asks = CheckedOperator(self._oversight, check_timeout_s=float(self._p("service_timeout_s")))
+        self._asks = CheckedOperator(self._oversight, check_timeout_s=self._params().service_timeout_s)
         self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,
                                      goal_callback=self._accept, cancel_callback=self._on_cancel,
                                      callback_group=self.group, **action_qos_kwargs())
@@ -373,19 +306,20 @@ class PlannerNode(Node):
                                    goal_callback=self._accept, cancel_callback=self._on_cancel,
                                    callback_group=self.group, **action_qos_kwargs())
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
-        self._llm_state_pub = self.create_publisher(LLMState, str(self._p("llm_state_topic")), latched())
+        self._llm_state_pub = self.create_publisher(LLMState, self._params().llm_state_topic, latched())
         # What the planner does, on the graph for recorders and the live view (task_learning.episode).
         from task_learning.episode import messages as episode_msgs
-        from task_learning_nodes.episode_topics import RosSink
+        from task_learning_nodes.plumbing.episode_topics import RosSink
 
         self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
                                               episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
-        self.get_logger().info(f"planner ready (db {resolve_db_path(self._p('db_path'))}, condition {condition}, "
-                               f"strategy {self._p('strategy')}, "
-                               f"require_confirmation {bool(self._p('require_confirmation'))})")
+        self.get_logger().info(f"planner ready (db {resolve_db_path(self._params().db_path)}, condition {condition}, "
+                               f"strategy {self._params().strategy}, "
+                               f"require_confirmation {self._params().require_confirmation})")
 
-    def _p(self, name: str) -> Any:
-        return self.get_parameter(name).value
+    def _params(self) -> Parameters:
+        """The parameters as they are now (the writable ones are read at each goal)."""
+        return read_parameters(self, Parameters)
 
     # --- one body, cancel, shutdown --------------------------------------------------------------
     def _accept(self, _goal: Any) -> GoalResponse:
@@ -430,7 +364,7 @@ class PlannerNode(Node):
         """/diagnostics: the knowledge base writable, and what the robot is doing."""
         from task_learning.diagnostics import Check, Level, kb_check
 
-        return [kb_check(resolve_db_path(self._p("db_path"))),
+        return [kb_check(resolve_db_path(self._params().db_path)),
                 Check("task", Level.OK, f"busy with {self._busy_with}" if self._busy_with else "idle")]
 
     def _busy_message(self, what: str) -> str:
@@ -460,17 +394,17 @@ class PlannerNode(Node):
             barrier.wait(grace_s)
 
     def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
-        world = RosWorld(self, self._query, self._execute, float(self._p("service_timeout_s")), stop)
+        world: WorldBackend = RosWorld(self, self._query, self._execute, self._params().service_timeout_s, stop)
         world = ObservedWorld(world, bus) if bus is not None else world  # an episode's: actions and states
         return StoppableWorld(world, stop) if stop is not None else world
 
     def _llm_client(self) -> Any:
         """The LLM client the strategy needs (engine llm or strategy llm_state), else None."""
-        if str(self._p("engine")) == "llm" or self._p("strategy") == "llm_state":
+        if self._params().engine == "llm" or self._params().strategy == "llm_state":
             from task_learning.llm.client import make_client
 
-            return make_client(str(self._p("llm")), **llm_client_options(
-                {p.name: self._p(p.name) for p in LLM_ENDPOINT_PARAMS}))
+            params = self._params()
+            return make_client(params.llm, **llm_client_options(params))
         return None
 
     def _executor(self, kb: KnowledgeBase | None, client: Any = None, review: Any = None) -> GoalExecutor:
@@ -479,24 +413,24 @@ class PlannerNode(Node):
         new ones put to the operator first with productions_ask_operator) try each goal first.
         `review` (a PolicyReviewer) asks the operator before a stored policy this robot did not
         learn (an import) is replayed; None: such policies are never replayed."""
-        engine = str(self._p("engine"))
+        engine = self._params().engine
         client = client if client is not None else self._llm_client()
         reacher = None
-        if self._p("strategy") == "llm_state":
+        if self._params().strategy == "llm_state":
             from task_learning.llm_state.strategy import LLMStateStrategy
 
-            reacher = LLMStateStrategy(client, method=str(self._p("llm_state_method")),
+            reacher = LLMStateStrategy(client, method=self._params().llm_state_method,
                                        on_state=self._publish_llm_state)
         productions = None
-        if kb is not None and bool(self._p("use_productions")):
+        if kb is not None and self._params().use_productions:
             from task_learning.productions.planning import reacher_from_kb
 
-            approved_only = bool(self._p("productions_require_approval"))
-            if approved_only and bool(self._p("productions_ask_operator")):
+            approved_only = self._params().productions_require_approval
+            if approved_only and self._params().productions_ask_operator:
                 self._ask_production_approval(kb)
             productions = reacher_from_kb(kb, approved_only=approved_only)
         return GoalExecutor(self.domain, lambda: make_engine(engine, client), kb,
-                            max_actions=int(self._p("max_actions")), reacher=reacher, productions=productions,
+                            max_actions=self._params().max_actions, reacher=reacher, productions=productions,
                             review=review)
 
     def _ask_production_approval(self, kb: KnowledgeBase) -> None:
@@ -504,7 +438,7 @@ class PlannerNode(Node):
 
         if not unapproved_families(kb):
             return
-        if not self._oversight.available(float(self._p("service_timeout_s"))):
+        if not self._oversight.available(self._params().service_timeout_s):
             self.get_logger().warning("new productions stay unapproved: no oversight node to ask")
             return
         for message in ask_approval(kb, self._asks).messages:
@@ -512,18 +446,18 @@ class PlannerNode(Node):
 
     def _publish_llm_state(self, state: Any, goal: str) -> None:
         self._llm_state_pub.publish(convert.llm_state_to_msg(
-            state.to_dict(), goal=goal, method=str(self._p("llm_state_method"))))
+            state.to_dict(), goal=goal, method=self._params().llm_state_method))
 
     def _require_oversight(self, why: str) -> None:
-        timeout = float(self._p("service_timeout_s"))
+        timeout = self._params().service_timeout_s
         if not self._oversight.available(timeout):
             raise TaskLearningError(f"refused: {why} requires operator confirmation, but no oversight "
                                     f"node is reachable (no oversight/confirm service after {timeout:g} s)")
 
     # --- PerformTask ---------------------------------------------------------------------------
     def _scene(self, name: str) -> Any:
-        name = _text(name, "scene") or str(self._p("scene"))
-        if not bool(self._p("allow_scene_paths")):
+        name = _text(name, "scene") or self._params().scene
+        if not self._params().allow_scene_paths:
             if not SCENE_NAME.match(name):
                 raise BadRequest(f"scene: {printable(name)!r} is not a scene name (scenes are named, "
                                  f"e.g. store_groceries; paths need the allow_scene_paths parameter)")
@@ -550,10 +484,10 @@ class PlannerNode(Node):
                 if unknown:
                     raise TaskLearningError(f"unknown subtask(s) {sorted(unknown)} of {scene.task!r}")
                 scene.subtasks = [s for s in scene.subtasks if s.name in wanted]
-            condition = (_text(request.condition, "condition") or str(self._p("condition"))).upper()
+            condition = (_text(request.condition, "condition") or self._params().condition).upper()
             if condition not in CONDITIONS:
                 raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
-            require = bool(self._p("require_confirmation"))
+            require = self._params().require_confirmation
             review = None
             if requires_confirmation(condition, require):
                 why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
@@ -606,12 +540,12 @@ class PlannerNode(Node):
                         objects_total=total, progress=float(done) / max(total, 1))
 
             with self._episode(scene.name, task or scene.task, condition) as episode, \
-                    KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
+                    KnowledgeBase(resolve_db_path(self._params().db_path)) as kb:
                 world = self._world(stop, episode.bus)
                 order = task_order(scene, world.metadata)  # the loop's order, as it meets the objects
                 for object_id in order:
                     states.set(object_id, ObjectState.QUEUED)
-                if str(self._p("elicitation")) == "across-objects":
+                if self._params().elicitation == "across-objects":
                     todo = objects_to_elicit(scene.task, order, world.metadata, kb, condition)
                     batch = self._open_batch(scene.task, todo, condition, list(scene.context), states, stop) \
                         if todo else None
@@ -628,7 +562,7 @@ class PlannerNode(Node):
                     states.on_change = None  # no feedback after the result (a late batch report)
                     if batch is not None:
                         stopped = stop.requested
-                        batch_usage = batch.close(BATCH_RESULT_WAIT_S if stopped else float(self._p("service_timeout_s")),
+                        batch_usage = batch.close(BATCH_RESULT_WAIT_S if stopped else self._params().service_timeout_s,
                                                   self._learn_batch.server_is_ready)
                         if batch_usage is None and not stopped:
                             self.get_logger().warning("the learn_goals batch's result did not come: its LLM usage "
@@ -674,16 +608,16 @@ class PlannerNode(Node):
         `episode_dir` set, the whole graph recorded into one MCAP file there."""
         import datetime
 
-        from task_learning_nodes.episode_topics import TaskEpisode
+        from task_learning_nodes.plumbing.episode_topics import TaskEpisode
 
-        db_path = resolve_db_path(self._p("db_path"))
-        folder = str(self._p("episode_dir") or "")
+        db_path = resolve_db_path(self._params().db_path)
+        folder = str(self._params().episode_dir or "")
         now = datetime.datetime.now(datetime.timezone.utc)
         path = Path(folder) / f"episode-{now.strftime('%Y%m%dT%H%M%S')}-{scene}.mcap" if folder else None
         metadata = {"scene": scene, "task": task, "condition": condition, "llm": "goal_elicitation node's",
-                    "operator": "oversight node", "engine": str(self._p("engine")), "seed": "",
+                    "operator": "oversight node", "engine": self._params().engine, "seed": "",
                     # per-object: goal elicitation sends each tree level as concurrent single requests
-                    "elicitation": "across-objects" if self._p("elicitation") == "across-objects" else "concurrent",
+                    "elicitation": "across-objects" if self._params().elicitation == "across-objects" else "concurrent",
                     "workers": "8", "db": db_path,
                     "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
         return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, callback_group=self.group)
@@ -709,7 +643,7 @@ class PlannerNode(Node):
     def _open_batch(self, task: str, object_ids: list[str], condition: str, context: list[str],
                     states: ObjectStates, stop: StopToken) -> GoalBatch:
         """Start the LearnGoals batch of this task's objects (their model stages begin at once)."""
-        wait_s = float(self._p("service_timeout_s"))
+        wait_s = self._params().service_timeout_s
         if not self._learn_batch.wait_for_server(timeout_sec=wait_s):
             raise RosCallError(f"the goal_elicitation node is not running (no learn_goals action after {wait_s:g} s)")
         goal = LearnGoals.Goal(task=task, object_ids=object_ids, condition=condition,
@@ -726,12 +660,12 @@ class PlannerNode(Node):
     def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
                     stop: StopToken, metadata: Mapping[str, Any] | None = None, *, batch_id: str = "",
                     states: ObjectStates | None = None) -> RemoteElicitation:
-        wait_s = float(self._p("service_timeout_s"))
+        wait_s = self._params().service_timeout_s
         if not self._learn.wait_for_server(timeout_sec=wait_s):
             raise RosCallError(f"the goal_elicitation node is not running (no learn_goal action after {wait_s:g} s)")
         goal = LearnGoal.Goal(task=task, object_id=object_id, condition=condition,
                               context=context if "*" in condition else [], batch_id=batch_id)
-        timeout = float(self._p("learn_goal_timeout_s"))
+        timeout = self._params().learn_goal_timeout_s
         asks = condition.endswith("+O")
 
         def on_feedback(message: Any) -> None:
@@ -803,7 +737,7 @@ class PlannerNode(Node):
             self.get_logger().warning(f"goal for {object_id} came without a confirmation id: asking again")
             return None
         checked = self._oversight.check(confirmation_id, consume=True,
-                                        timeout_s=float(self._p("service_timeout_s")))
+                                        timeout_s=self._params().service_timeout_s)
         problem = checked.message if not checked.valid else confirmation_mismatch(
             answer=checked.answer, description=checked.description, candidate=checked.candidate,
             chosen=chosen, analyze=self._analyzer(object_id, metadata))
@@ -832,8 +766,8 @@ class PlannerNode(Node):
         outcomes: list = []
         try:
             request = goal_handle.request
-            literals = literals_from_request(request.goal, int(self._p("max_goal_literals")))
-            max_actions = int(self._p("max_actions"))
+            literals = literals_from_request(request.goal, self._params().max_goal_literals)
+            max_actions = self._params().max_actions
             if request.max_steps > max_actions:
                 raise BadRequest(f"max_steps: {request.max_steps}, at most {max_actions} (the "
                                  f"max_actions parameter)")
@@ -852,14 +786,14 @@ class PlannerNode(Node):
                 # A confirmation the oversight node issued for this goal: checked and used up
                 # whatever require_confirmation says (a stale or forged one is refused).
                 checked = self._oversight.check(confirmation_id, consume=True,
-                                                timeout_s=float(self._p("service_timeout_s")))
+                                                timeout_s=self._params().service_timeout_s)
                 problem = checked.message if not checked.valid else literals_confirmed(literals, checked.candidate)
                 if problem:
                     raise BadRequest(f"refused: confirmation {printable(confirmation_id, 40)}: {problem}")
                 self.get_logger().info(f"reach_goal confirmed by {checked.answered_by} via {checked.client} "
                                        f"(question {checked.question_id}: {checked.question})")
-            with KnowledgeBase(resolve_db_path(self._p("db_path"))) as kb:
-                if bool(self._p("require_confirmation")) and not confirmation_id:
+            with KnowledgeBase(resolve_db_path(self._params().db_path)) as kb:
+                if self._params().require_confirmation and not confirmation_id:
                     covered, reason = goal_covered(literals, kb.goals(), type_of)
                     if not covered:
                         raise BadRequest(f"refused: {reason}")

@@ -33,6 +33,7 @@ from typing import Any
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 
 from task_learning.anticipation.proposals import KB_TASK
@@ -44,29 +45,29 @@ from task_learning.types import GoalLiteral
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import ActionClient, run_node, wait_for_future
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
-from task_learning_nodes.planner import RosWorld
-from task_learning_nodes.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
+from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
+from task_learning_nodes.clients.ros_world import RosWorld
+from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
 
-PARAMETERS = (
-    Param("db_path", DEFAULT_DB, "The planner's knowledge base (its db_path): the "
-          "routines of experience and the questions asked; default "
-          "$ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; relative paths "
-          "are relative to the node's working directory"),
-    Param("llm", "offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE"),
-    Param("query_world_service", "query_world", "Perception's QueryWorld service"),
-    Param("execute_action_service", "execute_action", "Perception's ExecuteAction service"),
-    Param("reach_goal_action", "reach_goal", "The planner's ReachGoal action"),
-    Param("service_timeout_s", 10.0, "Seconds to wait for a service, the planner or the oversight node",
-          min=0.1, max=3600.0),
-    Param("reach_timeout_s", 300.0, "Seconds the planner may take for one confirmed task", min=1.0,
-          max=86400.0),
-    Param("stack_key_file", "", "Key file the stack's nodes sign their questions with (the oversight "
-          "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
-    *LLM_ENDPOINT_PARAMS,
-)
+class Parameters(LLMEndpointParameters):
+    """The anticipation node's parameters (config/nodes/anticipation.yaml)."""
+
+    db_path: str = param(DEFAULT_DB, "The planner's knowledge base (its db_path): the "
+                         "routines of experience and the questions asked; default "
+                         "$ROS_HOME/task_learning/task_learning.sqlite, the same as the planner's; relative paths "
+                         "are relative to the node's working directory")
+    llm: str = param("offline", "LLM that anticipates: offline (not a language model), openai, local or replay:FILE")
+    query_world_service: str = param("query_world", "Perception's QueryWorld service")
+    execute_action_service: str = param("execute_action", "Perception's ExecuteAction service")
+    reach_goal_action: str = param("reach_goal", "The planner's ReachGoal action")
+    service_timeout_s: float = param(10.0, "Seconds to wait for a service, the planner or the oversight node",
+                                     min=0.1, max=3600.0)
+    reach_timeout_s: float = param(300.0, "Seconds the planner may take for one confirmed task", min=1.0,
+                                   max=86400.0)
+    stack_key_file: str = param("", "Key file the stack's nodes sign their questions with (the oversight "
+                                "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key")
 
 
 class GraphWorld(RosWorld):
@@ -90,16 +91,16 @@ class AnticipationNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("anticipation", **kwargs)
-        self.params = declare_parameters(self, PARAMETERS)
+        self.params = declare_parameters(self, Parameters)
         self.group = ReentrantCallbackGroup()
-        self.wait_s = float(self.params["service_timeout_s"])
-        self.reach_timeout_s = float(self.params["reach_timeout_s"])
+        self.wait_s = self.params.service_timeout_s
+        self.reach_timeout_s = self.params.reach_timeout_s
         qos = service_qos()
-        self.query = self.create_client(QueryWorld, self.params["query_world_service"], qos_profile=qos,
+        self.query: Client = self.create_client(QueryWorld, self.params.query_world_service, qos_profile=qos,
                                         callback_group=self.group)
-        execute = self.create_client(ExecuteAction, self.params["execute_action_service"], qos_profile=qos,
+        execute: Client = self.create_client(ExecuteAction, self.params.execute_action_service, qos_profile=qos,
                                      callback_group=self.group)
-        self.reach = ActionClient(self, ReachGoal, self.params["reach_goal_action"], callback_group=self.group,
+        self.reach = ActionClient(self, ReachGoal, self.params.reach_goal_action, callback_group=self.group,
                                   **action_qos_kwargs())
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
         self._stop = threading.Event()  # the node stops
@@ -107,22 +108,22 @@ class AnticipationNode(Node):
         self._day_stop = StopToken()  # the running day's: set by either, checked before each action
         self._reaching: Any = None  # the planner's ReachGoal goal handle while it performs a task
         self._busy = threading.Lock()
-        from task_learning_nodes.oversight_client import OversightClient
+        from task_learning_nodes.clients.oversight_client import OversightClient
 
         from task_learning.oversight.pairing import StackKey
 
         self.oversight = OversightClient(self, name="anticipation", service_wait_s=self.wait_s,
                                          should_stop=self.stopping, asker="anticipation",
                                          stack_key=StackKey.load_or_create(
-                                             str(self.params["stack_key_file"]) or None))
+                                             self.params.stack_key_file or None))
         self._withdraw_left_confirmations("start")
         self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day, **action_qos_kwargs(),
                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
                                     callback_group=self.group)
-        self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params['db_path'])}, llm {self.params['llm']})")
+        self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params.db_path)}, llm {self.params.llm})")
 
     def _withdraw_left_confirmations(self, when: str) -> None:
-        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params.db_path)) as kb:
             count = withdraw_anticipated_confirmations(kb)
         if count:
             self.get_logger().warning(f"{when}: withdrew {count} confirmation(s) of anticipated tasks left by an "
@@ -214,12 +215,12 @@ class AnticipationNode(Node):
             raise TaskLearningError(f"day: unknown day {request.day!r} (days of {spec.source}: {', '.join(days)})")
         self.require()
         tag = request.question_tag or f" ({request.day}, {datetime.date.today().isoformat()})"
-        client = make_client(str(self.params["llm"]), **llm_client_options(self.params))
+        client = make_client(self.params.llm, **llm_client_options(self.params))
 
         def event(text: str) -> None:
             goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))
 
-        with KnowledgeBase(resolve_db_path(self.params["db_path"])) as kb:
+        with KnowledgeBase(resolve_db_path(self.params.db_path)) as kb:
             seed_experience(kb, cfg)
             perform = PlannerPerformer(self, on_event=event)
             day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,
@@ -258,7 +259,7 @@ class PlannerPerformer:
             future.cancel()
             return False, 0, "the planner did not take the goal"
         handle = future.result()
-        if not handle.accepted:
+        if handle is None or not handle.accepted:
             return False, 0, "the planner rejected the goal"
         self.node._reaching = handle
         try:
@@ -314,7 +315,7 @@ def request_day(day: str, question_tag: str, seed: int, wait_s: float) -> dict[s
         if wait_for_future(future, wait_s, alive=client.server_is_ready) != "done":
             raise TaskLearningError("the anticipation node did not take the day")
         handle = future.result()
-        if not handle.accepted:
+        if handle is None or not handle.accepted:
             raise TaskLearningError("the anticipation node refused the day (it is running another one)")
         waited = handle.get_result_async()
         how = wait_for_future(waited, DAY_TIMEOUT_S, alive=client.server_is_ready)

@@ -1,5 +1,5 @@
 """Fault probes of who answers, who asks, bursts and stalls (issues 31, 32, 34), for `task-learning
-faults` (its `ros` category): run by task_learning_nodes.fault_probes on its graph, with its client.
+faults` (its `ros` category): run by task_learning_nodes.probes.fault_probes on its graph, with its client.
 
 Each probe acts as the hostile battery did — answers from a client nobody paired, a Confirm from
 outside the stack, a forged confirmation id, bursts of 200 Confirm / 300 junk answers / 1,000
@@ -21,9 +21,9 @@ from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
 from task_learning_interfaces.msg import ConfirmationRequest, GoalLiteral
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations, QueryWorld
-from task_learning_nodes.fault_probes import SCENE, Client, _child_with, _executed, _refused_or_hung, result
-from task_learning_nodes.node_base import ActionClient
-from task_learning_nodes.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.probes.fault_probes import SCENE, Client, _child_with, _executed, _refused_or_hung, result
+from task_learning_nodes.plumbing.node_base import ActionClient
+from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
 
 CANCELED = 5  # action_msgs/GoalStatus.STATUS_CANCELED
 
@@ -31,7 +31,7 @@ CANCELED = 5  # action_msgs/GoalStatus.STATUS_CANCELED
 def _burst(c: Client, srv: Any, name: str, requests: list, per_client: int = 10, deadline_s: float = 120.0) -> list:
     """Every request at once, `per_client` per client (the stack's client profile); the replies,
     None for a request never answered."""
-    clients = [c.node.create_client(srv, name, qos_profile=service_qos()) for _ in range(0, len(requests), per_client)]
+    clients: list[Any] = [c.node.create_client(srv, name, qos_profile=service_qos()) for _ in range(0, len(requests), per_client)]
     try:
         for client in clients:
             if not client.wait_for_service(timeout_sec=60):
@@ -80,7 +80,7 @@ def probe_spoofed_answers_and_cancel(c: Client, db: Path) -> list[dict[str, Any]
     paired, and with a forged signature), then a cancel: the question withdrawn, a paired
     operator's late yes refused, nothing executed."""
     from task_learning.oversight.pairing import OperatorCredentials, make_token
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     spoof = "oversight: a pending question answered yes by unpaired clients"
     cancel = "perform_task canceled: its question withdrawn"
@@ -141,7 +141,7 @@ def probe_stranger_confirm(c: Client) -> dict[str, Any]:
 def probe_bursts(c: Client, db: Path) -> list[dict[str, Any]]:
     """200 concurrent Confirm, genuine answers among 300 junk ones, 1,000 QueryWorld."""
     from task_learning.types import ConfirmationRequest as Question
-    from task_learning_nodes.oversight_client import OversightClient
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
     out = []
     junk = [Confirm.Request(request=ConfirmationRequest(request_id=f"junk{i}", question=f"junk {i}?")) for i in range(200)]
@@ -242,7 +242,7 @@ def probe_analyze_goal_size(c: Client) -> dict[str, Any]:
 
 def probe_security_without_enclave(env: dict[str, str]) -> dict[str, Any]:
     name = "a node with ROS security on and no enclave"
-    proc = subprocess.run([sys.executable, "-m", "task_learning_nodes.entry", "task_learning_nodes.grounding"],
+    proc = subprocess.run([sys.executable, "-m", "task_learning_nodes.plumbing.entry", "task_learning_nodes.nodes.grounding"],
                           capture_output=True, text=True, timeout=120,
                           env=dict(env, ROS_SECURITY_ENABLE="true", ROS_SECURITY_STRATEGY="Enforce"))
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -264,7 +264,7 @@ def probe_oversight_stopped(c: Client, bringup: subprocess.Popen) -> dict[str, A
             return result(name, False, "goal not accepted")
         if not _wait_for(lambda: _pending(c), 180):
             return result(name, False, "no question reached the oversight node")
-        victim = _child_with(bringup.pid, "task_learning_nodes.oversight")
+        victim = _child_with(bringup.pid, "task_learning_nodes.nodes.oversight")
         if victim is None:
             return result(name, False, "oversight process not found")
         os.kill(victim, signal.SIGSTOP)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -41,9 +42,9 @@ from task_learning_interfaces.srv import (
     ListPendingConfirmations,
     WithdrawConfirmation,
 )
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import wait_for_future
-from task_learning_nodes.oversight import (
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import wait_for_future
+from task_learning_nodes.plumbing.oversight_names import (
     ANSWER_SERVICE,
     CHECK_SERVICE,
     CONFIRM_SERVICE,
@@ -52,7 +53,7 @@ from task_learning_nodes.oversight import (
     WITHDRAW_SERVICE,
     PendingMsg,
 )
-from task_learning_nodes.qos import latched, service_qos
+from task_learning_nodes.plumbing.qos import latched, service_qos
 
 
 class OversightUnavailable(TaskLearningError):
@@ -130,19 +131,20 @@ class OversightClient:
             self._executor.add_node(node)
         else:
             self._executor = None
-        self.node = node
+        assert node is not None  # given, or created above
+        self.node: Node = node
         # Own reentrant group: on a caller's node, the replies must be handled while the caller's
         # callback (e.g. a LearnGoal action) blocks waiting for them in another executor thread.
         group = ReentrantCallbackGroup()
         qos = service_qos()
-        self._confirm = node.create_client(Confirm, CONFIRM_SERVICE, qos_profile=qos, callback_group=group)
-        self._answer = node.create_client(AnswerConfirmation, ANSWER_SERVICE, qos_profile=qos,
+        self._confirm: Client = node.create_client(Confirm, CONFIRM_SERVICE, qos_profile=qos, callback_group=group)
+        self._answer: Client = node.create_client(AnswerConfirmation, ANSWER_SERVICE, qos_profile=qos,
                                           callback_group=group)
-        self._list = node.create_client(ListPendingConfirmations, LIST_SERVICE, qos_profile=qos,
+        self._list: Client = node.create_client(ListPendingConfirmations, LIST_SERVICE, qos_profile=qos,
                                         callback_group=group)
-        self._check = node.create_client(CheckConfirmation, CHECK_SERVICE, qos_profile=qos,
+        self._check: Client = node.create_client(CheckConfirmation, CHECK_SERVICE, qos_profile=qos,
                                          callback_group=group)
-        self._withdraw = node.create_client(WithdrawConfirmation, WITHDRAW_SERVICE, qos_profile=qos,
+        self._withdraw: Client = node.create_client(WithdrawConfirmation, WITHDRAW_SERVICE, qos_profile=qos,
                                             callback_group=group)
         self._latest: list[ConfirmationRequest] | None = None
         self._listed_at = 0.0

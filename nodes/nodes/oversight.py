@@ -43,7 +43,6 @@ from task_learning.oversight.pending import QueueOperator, parse_safe_default, r
 from task_learning.safe_text import printable
 from task_learning.stop_signals import StopSignals
 from task_learning.types import ConfirmationRequest
-from task_learning_interfaces.msg import PendingConfirmations
 from task_learning_interfaces.srv import (
     AnswerConfirmation,
     CheckConfirmation,
@@ -51,56 +50,59 @@ from task_learning_interfaces.srv import (
     ListPendingConfirmations,
     WithdrawConfirmation,
 )
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import run_node
-from task_learning_nodes.params import Param, declare_parameters
-from task_learning_nodes.qos import SERVICE_DEPTH, latched, service_qos
-
-CONFIRM_SERVICE = "oversight/confirm"
-ANSWER_SERVICE = "oversight/answer"
-LIST_SERVICE = "oversight/list_pending"
-CHECK_SERVICE = "oversight/check_confirmation"
-WITHDRAW_SERVICE = "oversight/withdraw"
-PENDING_TOPIC = "oversight/pending"
-PendingMsg = PendingConfirmations
-
-PARAMETERS = (
-    Param("timeout_s", 120.0, "Seconds a question waits for the operator when the request sets no "
-          "timeout of its own (at most max_timeout_s)", min=0.1, max=86400.0),
-    Param("max_timeout_s", 600.0, "Longest a question may wait, whatever a request asks for",
-          min=0.1, max=86400.0),
-    Param("max_pending", 8, "Questions that may wait at once; a Confirm request beyond them is "
-          "refused at once", min=1, max=1000),
-    Param("max_pending_per_asker", 4, "Waiting places one asking node may hold (0: max_pending), so "
-          "one asker's flood never shuts out another's questions", min=0, max=1000),
-    # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
-    Param("safe_default", "no", "What an unanswered question resolves to: no or timeout; never yes "
-          "(refused at start)", dynamic_typing=True),
-    Param("db_path", DEFAULT_DB, "SQLite knowledge base where every question and answer is "
-          "persisted and operators are paired; default $ROS_HOME/task_learning/task_learning.sqlite, "
-          "the planner's; empty: nothing persisted and no operator can be paired (nothing is "
-          "confirmed); relative paths are relative to the node's working directory"),
-    Param("task", "", "Task name stored with each question"),
-    Param("max_description_chars", 2000, "Longest goal description accepted, in characters",
-          min=1, max=1000000),
-    Param("pending_topic", PENDING_TOPIC, "Topic where the pending questions are published, latched, "
-          "for panels"),
-    Param("threads", 8, "Executor threads (at least max_pending + 2: each waiting Confirm call "
-          "holds one)", min=2, max=1024),
-    Param("remember_answers", True, "With a db: a question a paired operator answered before (also "
-          "before a restart) for the same asking node is answered from the knowledge base instead "
-          "of being asked again"),
-    Param("stack_key_file", "", "File of the key the stack's nodes sign questions with (created "
-          "0600 when absent); empty: $ROS_HOME/task_learning/stack.key"),
-    Param("confirmation_ttl_s", 300.0, "Seconds a confirmation id stays valid after its answer "
-          "(it is also withdrawn with its question and lost when this node restarts)",
-          min=1.0, max=86400.0),
-    Param("operators", "", "Comma-separated names of the paired operators who may answer here (e.g. "
-          "'alice,panel'); empty: every operator paired in the knowledge base"),
-    Param("queue_depth", SERVICE_DEPTH, "Requests each service keeps while the node is busy: a "
-          "burst up to this many is answered (refused when over capacity), never dropped",
-          min=10, max=100000),
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.oversight_names import (
+    ANSWER_SERVICE,
+    CHECK_SERVICE,
+    CONFIRM_SERVICE,
+    LIST_SERVICE,
+    PENDING_TOPIC,
+    WITHDRAW_SERVICE,
+    PendingMsg,
 )
+from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
+from task_learning_nodes.plumbing.qos import SERVICE_DEPTH, latched, service_qos
+
+
+class Parameters(NodeParameters):
+    """The oversight node's parameters (config/nodes/oversight.yaml)."""
+
+    timeout_s: float = param(120.0, "Seconds a question waits for the operator when the request sets no "
+                             "timeout of its own (at most max_timeout_s)", min=0.1, max=86400.0)
+    max_timeout_s: float = param(600.0, "Longest a question may wait, whatever a request asks for",
+                                 min=0.1, max=86400.0)
+    max_pending: int = param(8, "Questions that may wait at once; a Confirm request beyond them is "
+                             "refused at once", min=1, max=1000)
+    max_pending_per_asker: int = param(4, "Waiting places one asking node may hold (0: max_pending), so "
+                                       "one asker's flood never shuts out another's questions", min=0, max=1000)
+    # Dynamic: an unquoted YAML `yes`/`no` arrives as a bool; it is refused or read as "no".
+    safe_default: Any = param("no", "What an unanswered question resolves to: no or timeout; never yes "
+                              "(refused at start)", dynamic_typing=True)
+    db_path: str = param(DEFAULT_DB, "SQLite knowledge base where every question and answer is "
+                         "persisted and operators are paired; default $ROS_HOME/task_learning/task_learning.sqlite, "
+                         "the planner's; empty: nothing persisted and no operator can be paired (nothing is "
+                         "confirmed); relative paths are relative to the node's working directory")
+    task: str = param("", "Task name stored with each question")
+    max_description_chars: int = param(2000, "Longest goal description accepted, in characters",
+                                       min=1, max=1000000)
+    pending_topic: str = param(PENDING_TOPIC, "Topic where the pending questions are published, latched, "
+                               "for panels")
+    threads: int = param(8, "Executor threads (at least max_pending + 2: each waiting Confirm call "
+                         "holds one)", min=2, max=1024)
+    remember_answers: bool = param(True, "With a db: a question a paired operator answered before (also "
+                                   "before a restart) for the same asking node is answered from the knowledge base instead "
+                                   "of being asked again")
+    stack_key_file: str = param("", "File of the key the stack's nodes sign questions with (created "
+                                "0600 when absent); empty: $ROS_HOME/task_learning/stack.key")
+    confirmation_ttl_s: float = param(300.0, "Seconds a confirmation id stays valid after its answer "
+                                      "(it is also withdrawn with its question and lost when this node restarts)",
+                                      min=1.0, max=86400.0)
+    operators: str = param("", "Comma-separated names of the paired operators who may answer here (e.g. "
+                           "'alice,panel'); empty: every operator paired in the knowledge base")
+    queue_depth: int = param(SERVICE_DEPTH, "Requests each service keeps while the node is busy: a "
+                             "burst up to this many is answered (refused when over capacity), never dropped",
+                             min=10, max=100000)
 
 
 MAX_ID_CHARS = 64
@@ -127,35 +129,35 @@ def _request_problem(question: ConfirmationRequest) -> str:
 class OversightNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("oversight", **kwargs)
-        get = declare_parameters(self, PARAMETERS).__getitem__
+        params = declare_parameters(self, Parameters)
         self._publish_lock = threading.Lock()
-        safe_default = parse_safe_default(get("safe_default"), file="oversight parameters")
-        self.stack_key = pairing.StackKey.load_or_create(str(get("stack_key_file")) or None)
+        safe_default = parse_safe_default(params.safe_default, file="oversight parameters")
+        self.stack_key = pairing.StackKey.load_or_create(params.stack_key_file or None)
         self.nonces = pairing.NonceGuard()
         self.kb = None
         self.registry: pairing.OperatorRegistry | None = None
-        db_path = resolve_db_path(str(get("db_path") or ""))
+        db_path = resolve_db_path(str(params.db_path or ""))
         if db_path:
             from task_learning.kb.store import KnowledgeBase
 
             self.kb = KnowledgeBase(db_path)
             self.registry = pairing.OperatorRegistry(self.kb)
-        self.ledger = ConfirmationLedger(float(get("confirmation_ttl_s")))
-        self.allowed_operators = frozenset(n.strip() for n in str(get("operators")).split(",") if n.strip())
+        self.ledger = ConfirmationLedger(params.confirmation_ttl_s)
+        self.allowed_operators = frozenset(n.strip() for n in params.operators.split(",") if n.strip())
         self.queue = QueueOperator(
-            timeout_s=float(get("timeout_s")), safe_default=safe_default, kb=self.kb,
-            task=str(get("task")), max_description_chars=int(get("max_description_chars")),
-            on_change=self._publish_pending, max_timeout_s=float(get("max_timeout_s")),
-            max_pending=int(get("max_pending")), max_pending_per_asker=int(get("max_pending_per_asker")),
+            timeout_s=params.timeout_s, safe_default=safe_default, kb=self.kb,
+            task=params.task, max_description_chars=params.max_description_chars,
+            on_change=self._publish_pending, max_timeout_s=params.max_timeout_s,
+            max_pending=params.max_pending, max_pending_per_asker=params.max_pending_per_asker,
             ledger=self.ledger)
         # Every waiting Confirm holds an executor thread; two more than the questions that may
         # wait keep answer/list (and the refusals beyond capacity) served whatever waits.
-        self.executor_threads = max(int(get("threads")), self.queue.max_pending + 2)
+        self.executor_threads = max(params.threads, self.queue.max_pending + 2)
         # Each question and its answer (and the knowledge base's writes) on the graph: recorders,
         # the live view (task_learning.episode).
         from task_learning.episode import messages as episode_msgs
         from task_learning.episode.observe import kb_observer
-        from task_learning_nodes.episode_topics import RosSink
+        from task_learning_nodes.plumbing.episode_topics import RosSink
 
         self._episode = EpisodeBus([RosSink(self, {episode_msgs.QUESTION, episode_msgs.ANSWER,
                                                    episode_msgs.KB_CHANGES})])
@@ -165,14 +167,14 @@ class OversightNode(Node):
         # from it and not put to the operator again (only its own asker's, answered by a paired
         # operator: task_learning.oversight.memory).
         self.operator: Any = self.queue
-        if self.kb is not None and bool(get("remember_answers")):
+        if self.kb is not None and params.remember_answers:
             from task_learning.oversight.memory import RememberingOperator
 
-            self.operator = RememberingOperator(self.queue, self.kb, str(get("task")), ledger=self.ledger)
+            self.operator = RememberingOperator(self.queue, self.kb, params.task, ledger=self.ledger)
         self.operator = ObservedOperator(self.operator, self._episode)  # questions and answers on the graph
         group = ReentrantCallbackGroup()
-        qos = service_qos(int(get("queue_depth")))
-        self.pending_pub = self.create_publisher(PendingMsg, str(get("pending_topic")), latched())
+        qos = service_qos(params.queue_depth)
+        self.pending_pub = self.create_publisher(PendingMsg, params.pending_topic, latched())
         for srv, name, callback in ((Confirm, CONFIRM_SERVICE, self._on_confirm),
                                     (AnswerConfirmation, ANSWER_SERVICE, self._on_answer),
                                     (ListPendingConfirmations, LIST_SERVICE, self._on_list),

@@ -37,6 +37,7 @@ confirmation id, which the planner checks.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import traceback
@@ -61,49 +62,49 @@ from task_learning.stop_signals import StopSignals
 from task_learning.types import LLMUsage
 from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_interfaces.msg import ObjectProgress
-from task_learning_nodes import convert
-from task_learning_nodes.node_base import LatestWorldState, run_node, shutdown_requested
-from task_learning_nodes.params import LLM_ENDPOINT_PARAMS, Param, declare_parameters, llm_client_options
+from task_learning_nodes.plumbing import convert
+from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
+from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
 DEFAULT_BATCH_ACTION = "learn_goals"
 DEFAULT_TOPIC = "world_state"
 
-PARAMETERS = (
-    Param("action_name", DEFAULT_ACTION, "Name of the LearnGoal action server"),
-    Param("learn_goals_action", DEFAULT_BATCH_ACTION, "Name of the LearnGoals action server (the objects "
-          "of a task elicited together, merged into shared round trips)"),
-    Param("batch_idle_s", 600.0, "Seconds a LearnGoals batch stays open without a LearnGoal taking an "
-          "object from it (its client may be gone); a later LearnGoal naming it elicits its object alone",
-          min=1.0, max=86400.0),
-    Param("llm", "offline", "LLM: offline (deterministic, not a language model), openai (see "
-          "config/llm.yaml), local (Gemma 3 270M on llama-server) or replay:FILE (a cassette)"),
-    Param("llm_cache", "memory", "Response cache: memory, none, or a file path (a rerun then costs 0 "
-          "calls)"),
-    Param("condition", "STARS", "Condition used when a goal leaves it empty: TBP, TBP+O, ST, STS, "
-          "STAR, STARS, STARS* (tidy kitchen only), STARS+O, STARS+CTX"),
-    Param("max_workers", 8, "Concurrent requests of one search-tree level (1 = sequential)", min=1,
-          max=256),
-    Param("max_requests", 1500, "Hard cap on goal requests per object, over the tree and all repairs",
-          min=1, max=1000000),
-    Param("scene", "", "Scene whose initial state is used until a world state arrives (empty: wait "
-          "for the topic); also the location and STARS* user context when a goal gives none"),
-    Param("location", "", "Gross location for the prompt (I am in <location>); empty: the scene's"),
-    Param("world_state_topic", DEFAULT_TOPIC, "Perception's world state topic"),
-    Param("world_state_transient_local", False, "Subscribe transient local (latched) to get the "
-          "last state on start; only matches a transient-local publisher"),
-    Param("oversight_timeout_s", 120.0, "Seconds the operator gets per question in the +O "
-          "conditions (through oversight_node)", min=0.1, max=86400.0),
-    Param("oversight_wait_s", 5.0, "Seconds to wait for the oversight node's services before a +O "
-          "goal fails naming it", min=0.1, max=3600.0),
-    Param("stack_key_file", "", "Key file the stack's nodes sign their questions with (the oversight "
-          "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key"),
-    Param("llm_latency_s", 0.0, "Benches only: a fixed delay added to every round trip to the model "
-          "(task_learning.llm.latency.FixedLatencyProvider), so wall time shows how many round trips "
-          "there were; 0 in use", min=0.0, max=60.0),
-    *LLM_ENDPOINT_PARAMS,
-)
+class Parameters(LLMEndpointParameters):
+    """The goal_elicitation node's parameters (config/nodes/goal_elicitation.yaml)."""
+
+    action_name: str = param(DEFAULT_ACTION, "Name of the LearnGoal action server")
+    learn_goals_action: str = param(DEFAULT_BATCH_ACTION, "Name of the LearnGoals action server (the objects "
+                                    "of a task elicited together, merged into shared round trips)")
+    batch_idle_s: float = param(600.0, "Seconds a LearnGoals batch stays open without a LearnGoal taking an "
+                                "object from it (its client may be gone); a later LearnGoal naming it elicits its object alone",
+                                min=1.0, max=86400.0)
+    llm: str = param("offline", "LLM: offline (deterministic, not a language model), openai (see "
+                     "config/llm.yaml), local (Gemma 3 270M on llama-server) or replay:FILE (a cassette)")
+    llm_cache: str = param("memory", "Response cache: memory, none, or a file path (a rerun then costs 0 "
+                           "calls)")
+    condition: str = param("STARS", "Condition used when a goal leaves it empty: TBP, TBP+O, ST, STS, "
+                           "STAR, STARS, STARS* (tidy kitchen only), STARS+O, STARS+CTX")
+    max_workers: int = param(8, "Concurrent requests of one search-tree level (1 = sequential)", min=1,
+                             max=256)
+    max_requests: int = param(1500, "Hard cap on goal requests per object, over the tree and all repairs",
+                              min=1, max=1000000)
+    scene: str = param("", "Scene whose initial state is used until a world state arrives (empty: wait "
+                       "for the topic); also the location and STARS* user context when a goal gives none")
+    location: str = param("", "Gross location for the prompt (I am in <location>); empty: the scene's")
+    world_state_topic: str = param(DEFAULT_TOPIC, "Perception's world state topic")
+    world_state_transient_local: bool = param(False, "Subscribe transient local (latched) to get the "
+                                              "last state on start; only matches a transient-local publisher")
+    oversight_timeout_s: float = param(120.0, "Seconds the operator gets per question in the +O "
+                                       "conditions (through oversight_node)", min=0.1, max=86400.0)
+    oversight_wait_s: float = param(5.0, "Seconds to wait for the oversight node's services before a +O "
+                                    "goal fails naming it", min=0.1, max=3600.0)
+    stack_key_file: str = param("", "Key file the stack's nodes sign their questions with (the oversight "
+                                "node's stack_key_file); empty: $ROS_HOME/task_learning/stack.key")
+    llm_latency_s: float = param(0.0, "Benches only: a fixed delay added to every round trip to the model "
+                                 "(task_learning.llm.latency.FixedLatencyProvider), so wall time shows how many round trips "
+                                 "there were; 0 in use", min=0.0, max=60.0)
 
 MAX_BATCH_OBJECTS = 1000  # objects of one LearnGoals goal (the largest generated scene has 350)
 BATCH_START_WAIT_S = 60.0  # how long a LearnGoal waits for the batch it names to start
@@ -142,42 +143,41 @@ class GoalElicitationNode(Node):
 
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
-        values = declare_parameters(self, PARAMETERS)
-        get = values.__getitem__
+        params = declare_parameters(self, Parameters)
 
         from task_learning.llm.client import make_client
 
-        self.default_condition = parse_condition(str(get("condition")))  # bad value: exit 2
-        self.settings = TreeSettings(max_workers=int(get("max_workers")), max_requests=int(get("max_requests")))
+        self.default_condition = parse_condition(params.condition)  # bad value: exit 2
+        self.settings = TreeSettings(max_workers=params.max_workers, max_requests=params.max_requests)
         self.templates = load_templates()  # ConfigError names the file and key
-        self.client = make_client(str(get("llm")), cache=str(get("llm_cache")) or None,
-                                  latency_s=float(get("llm_latency_s")), **llm_client_options(values))
+        self.client = make_client(params.llm, cache=params.llm_cache or None,
+                                  latency_s=params.llm_latency_s, **llm_client_options(params))
         # The STARS tree as it grows and every LLM call, on the graph (recorders, the live view).
         from task_learning.episode.bus import EpisodeBus
         from task_learning.episode.messages import LLM_CALLS, STARS_TREE
         from task_learning.episode.observe import LLMCallPublisher
-        from task_learning_nodes.episode_topics import RosSink
+        from task_learning_nodes.plumbing.episode_topics import RosSink
 
         self._episode = EpisodeBus([RosSink(self, {STARS_TREE, LLM_CALLS})])
         self.client.recorder = LLMCallPublisher(self._episode, then=self.client.recorder)
-        self.batch_idle_s = float(get("batch_idle_s"))
+        self.batch_idle_s = params.batch_idle_s
         self._batch: Batch | None = None
         self._batch_lock = threading.Lock()
         # Batches accepted and not started yet: a LearnGoal naming one (sent as soon as the goal
         # was accepted) waits for it instead of eliciting its object alone.
         self._batch_started = threading.Condition(self._batch_lock)
         self._starting: set[str] = set()
-        self.location = str(get("location") or "")
-        self.oversight_timeout_s = float(get("oversight_timeout_s"))
-        self.oversight_wait_s = float(get("oversight_wait_s"))
+        self.location = str(params.location or "")
+        self.oversight_timeout_s = params.oversight_timeout_s
+        self.oversight_wait_s = params.oversight_wait_s
         from task_learning.oversight.pairing import StackKey
 
-        self.stack_key = StackKey.load_or_create(str(get("stack_key_file")) or None)
+        self.stack_key = StackKey.load_or_create(params.stack_key_file or None)
         self._cancelled: set[bytes] = set()  # goal ids whose cancel was requested
         self._current: bytes | None = None
         self._scene: Any = None
         initial: dict[str, Any] | None = None
-        scene = str(get("scene") or "")
+        scene = str(params.scene or "")
         if scene:
             from task_learning.world.scene import load_scene
 
@@ -187,24 +187,24 @@ class GoalElicitationNode(Node):
         self._run_lock = threading.Lock()
         self._operator: Any = None
 
-        self.world = LatestWorldState(self, str(get("world_state_topic")), convert.world_state_from_msg,
-                                      transient_local=bool(get("world_state_transient_local")),
+        self.world = LatestWorldState(self, params.world_state_topic, convert.world_state_from_msg,
+                                      transient_local=params.world_state_transient_local,
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=MutuallyExclusiveCallbackGroup())
-        from task_learning_nodes.qos import action_qos_kwargs
+        from task_learning_nodes.plumbing.qos import action_qos_kwargs
 
-        self._server = ActionServer(self, LearnGoal, str(get("action_name")), self._execute,
+        self._server = ActionServer(self, LearnGoal, params.action_name, self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                     cancel_callback=self._on_cancel,
                                     callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
-        self._batch_server = ActionServer(self, LearnGoals, str(get("learn_goals_action")), self._execute_batch,
+        self._batch_server = ActionServer(self, LearnGoals, params.learn_goals_action, self._execute_batch,
                                           goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                           handle_accepted_callback=self._batch_accepted,
                                           cancel_callback=lambda _goal: CancelResponse.ACCEPT,
                                           callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
         self.get_logger().info(
-            f"serving {get('action_name')} and {get('learn_goals_action')}: llm {get('llm')}, default condition "
-            f"{self.default_condition.value}, world from {get('world_state_topic')} "
+            f"serving {params.action_name} and {params.learn_goals_action}: llm {params.llm}, default condition "
+            f"{self.default_condition.value}, world from {params.world_state_topic} "
             f"({self.world.source} until then), grounding in-process")
 
     def diagnostics(self) -> list[Any]:
@@ -218,7 +218,7 @@ class GoalElicitationNode(Node):
     # ------------------------------------------------------------------ inputs
     def _operator_for(self) -> Any:
         if self._operator is None:
-            from task_learning_nodes.oversight_client import OversightClient
+            from task_learning_nodes.clients.oversight_client import OversightClient
 
             self._operator = OversightClient(self, name="goal_elicitation",
                                              default_timeout_s=self.oversight_timeout_s,
@@ -488,7 +488,7 @@ class GoalElicitationNode(Node):
         elicitor.prefetch(task, object_ids, metadata)  # an unknown object id: TaskLearningError, nothing started
         for object_id, future in elicitor.prefetched().items():
             batch.states.set(object_id, ObjectState.ELICITING)
-            future.add_done_callback(lambda f, oid=object_id: _stages_ended(batch.states, oid, f))
+            future.add_done_callback(functools.partial(_stages_ended, batch.states, object_id))
         batch.states.on_change = publish
         publish(batch.states.snapshot())
         with self._batch_lock:

@@ -185,7 +185,7 @@ def run_node(
 ) -> int:
     """Create the node with `factory` (`name` names it in a start-up error), spin it until a signal or request_shutdown(), clean up.
 
-    `signals`: SIGINT/SIGTERM handlers already installed (task_learning_nodes.entry installs them
+    `signals`: SIGINT/SIGTERM handlers already installed (task_learning_nodes.plumbing.entry installs them
     before the node's imports, so a signal that arrived since is not lost); else run_node
     installs its own. Either way they are restored at the end.
 
@@ -316,7 +316,7 @@ class LatestWorldState:
                  transient_local: bool = False, initial: Any = None, initial_source: str = "none",
                  callback_group: Any = None) -> None:
         from task_learning_interfaces.msg import WorldState as WorldStateMsg
-        from task_learning_nodes.qos import world_state_subscription
+        from task_learning_nodes.plumbing.qos import world_state_subscription
 
         self._node = node
         self._convert = convert
