@@ -51,6 +51,9 @@ class Parameters(NodeParameters):
 class LLMServerNode(Node):
     def __init__(self) -> None:
         super().__init__(NODE_NAME)
+        # set first: destroy_node runs also when the constructor fails below (a server that will
+        # not start), and must then stop what started and raise nothing of its own
+        self._halt = threading.Event()
         params = declare_parameters(self, Parameters)
         settings = load_llm_settings().local  # ConfigError: one line, exit 2
         changes: dict = {}
@@ -69,7 +72,6 @@ class LLMServerNode(Node):
         self.port = self.server.port
         self._started_at = time.monotonic()
         self._restarts = 0
-        self._halt = threading.Event()
         self.failed = False  # gave up restarting: the process exits 1
         self.get_logger().info(f"serving at {self.server.base_url} (pid {self._pid()}, -c {self.settings.context}, "
                                f"-np {self.settings.parallel}, -t {self.settings.threads or 'all cores'})")
@@ -116,7 +118,9 @@ class LLMServerNode(Node):
 
     def destroy_node(self) -> None:
         self._halt.set()
-        self.server.stop()  # also when the node ends on an error before stop_work
+        server: LocalServer | None = getattr(self, "server", None)  # None: the constructor failed first
+        if server is not None:
+            server.stop()  # also when the node ends on an error before stop_work
         super().destroy_node()
 
 
