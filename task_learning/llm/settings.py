@@ -113,7 +113,7 @@ class LocalSettings(Schema):
     model: Text = ""  # GGUF file to serve; empty: the installed Gemma 3 270M (`task-learning llm install`)
     server: Text = ""  # llama-server binary; empty: the installed one
     model_name: Text = "gemma-3-270m-q4_k_m"  # what the server is asked for and reports
-    context: Annotated[int, _int(256, 1 << 20)] = 8192  # -c: KV cache tokens, one pool shared by the slots
+    context: Annotated[int, _int(256, 1 << 20)] = 16384  # -c: KV cache tokens, one pool shared by the slots
     parallel: Annotated[int, _int(1, 64)] = 2  # -np: requests decoded together
     threads: Annotated[int, _int(0, 256)] = 1  # -t: 0 = every core of this machine; 1: see config/llm.yaml
     swa_full: bool = True  # --swa-full: Gemma 3's sliding-window layers keep the whole prompt, so
