@@ -124,7 +124,7 @@ class LocalSettings(Schema):
     # a list of n prompts: timeout_s + this * (n - 1) (docs/llm.md)
     timeout_per_prompt_s: Annotated[float, bounded(low=0.0, high=600.0)] = 8.0
     # and every call: + this * its max_tokens (a base model often runs to max_tokens; docs/llm.md)
-    timeout_per_token_s: Annotated[float, bounded(low=0.0, high=60.0)] = 0.3
+    timeout_per_token_s: Annotated[float, bounded(low=0.0, high=60.0)] = 0.5
     max_batch_size: Annotated[int, _int(1, 100_000)] = 32  # prompts per list request
     extra_args: Names = ()  # more llama-server options, e.g. ["--cache-reuse", "256"]
 
