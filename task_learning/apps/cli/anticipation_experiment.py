@@ -62,6 +62,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-STANDIN_NOTE = (f"Rows marked {STANDIN_LABEL} are NOT a language model: " + OFFLINE_NOTE + " They ran in the same "
-                "command on the same days and conditions. The traces' LLM was GPT-4-class; a 270M base model is "
-                "far weaker.")
+STANDIN_NOTE = (f"Rows marked {STANDIN_LABEL} are NOT a language model; they ran in the same command on the same "
+                "days and conditions. " + OFFLINE_NOTE + " The traces' LLM was GPT-4-class; a 270M base model is far "
+                "weaker.")
