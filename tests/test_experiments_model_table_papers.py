@@ -67,7 +67,8 @@ def test_offline_anticipation_prints_no_standin_twin(capsys):
     assert "(offline stand-in)" not in out and "trace_01 Base8: 1 trial" in out
 
 
-@pytest.mark.slow  # two whole Table 1 runs (the scripted model's and the stand-in's): about a minute
+@pytest.mark.slow  # two whole Table 1 runs (the scripted model's and the stand-in's): about a minute,
+@pytest.mark.timeout(600)  # more on a loaded machine (once past the default 120 s at load 15)
 def test_bootstrapping_prints_model_standin_and_paper_rows_with_its_cost(copying_server, capsys, tmp_path):
     argv = ["experiment", "--paper", "bootstrapping", "--families", "find", "--test-scenes", "FloorPlan6",
             "--llm", "local", "--base-url", copying_server.base_url, "--workdir", str(tmp_path)]
