@@ -24,6 +24,7 @@ from task_learning.experiments.table import (
     scene_kind,
     tokenizer_for,
 )
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS
 from task_learning.llm.shared_answers import SharedAnswers
 from task_learning.planning.session import CONDITIONS
 from task_learning.prompt_templates import PROMPT_WORDINGS
@@ -75,6 +76,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "no_states, no_summary, no_objects, ours)")
     p.add_argument("--runs", type=bounded_int(1, 100), default=5,
                    help="llm-state: runs per task, run i on map i mod 5 (default 5, the paper's x/5)")
+    p.add_argument("--tasks", default=None,
+                   help="llm-state: comma-separated tasks of Table I to run (default: all 15; a subset leaves "
+                        "the held-out runs out)")
+    p.add_argument("--maps", default=None,
+                   help="llm-state: comma-separated maps, run i on map i mod their number (default map1..map5)")
+    p.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
+                   help="llm-state: bounded: a base model's answers (a cue, stop sequences, max_tokens that fit "
+                        "the parser: config/prompts/bounded_answers.yaml); paper: each prompt as is, 1,500 tokens, "
+                        "no stop; auto (default): bounded with --llm local, paper otherwise")
     p.add_argument("--temperature", type=bounded_float(0.0, 2.0), default=0.0,
                    help="llm-state: the model's temperature (default 0; the paper does not state its own)")
     p.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
@@ -115,8 +125,10 @@ def run(args: argparse.Namespace) -> int:
                                           or getattr(args, "world_knowledge", "lazy") != "lazy"):
         print("--backend, --families and --world-knowledge apply to --paper bootstrapping only", file=sys.stderr)
         return 2
-    if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0):
-        print("--methods, --runs and --temperature apply to --paper llm-state only", file=sys.stderr)
+    if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0
+                                      or args.tasks is not None or args.maps is not None or args.answers != "auto"):
+        print("--methods, --runs, --temperature, --tasks, --maps and --answers apply to --paper llm-state only",
+              file=sys.stderr)
         return 2
     if args.paper != "anticipation" and getattr(args, "days", None) is not None:
         print("--days applies to --paper anticipation only", file=sys.stderr)
