@@ -132,6 +132,7 @@ def test_llm_state_experiment_json_carries_standin_trials_and_answers(server, ca
     run = data["model_answers"][0]
     assert run["method"] == "ours" and run["answers"][0]["call"] == "llm_state_attention"
     assert any(a["answer"] == "1. move(fridge1)" for a in run["answers"])
+    assert run["actions"][0].startswith("['move', 'fridge1']")
     assert "NOT a language model" in data["note"] and data["heldout"] == {}
 
 

@@ -135,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _answers(table: "TableRun") -> list[dict[str, object]]:
-    """Each run's first answers from the model (what it wrote, as the parser read it)."""
-    return [{"task": r.task, "map": r.map, "method": r.method, "end_reason": r.end_reason, "answers": r.transcript}
+    """Each run's first answers from the model (what it wrote, as the parser read it) and the
+    actions they led to, with the world's reason for each failure."""
+    return [{"task": r.task, "map": r.map, "method": r.method, "end_reason": r.end_reason, "answers": r.transcript,
+             "dropped_by_kind": dict(r.dropped), "actions": list(r.action_log)}
             for rs in table.runs.values() for r in rs]
