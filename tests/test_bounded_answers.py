@@ -148,4 +148,4 @@ def test_llm_state_experiment_unknown_subset_is_one_line_and_exit_2(argv, messag
 
 def test_subset_options_belong_to_llm_state(capsys):
     assert main(["experiment", "--tasks", "open_fridge"]) == 2
-    assert "apply to --paper llm-state only" in capsys.readouterr().err
+    assert "apply to --paper llm-state and --paper bcr only" in capsys.readouterr().err
