@@ -149,3 +149,14 @@ def test_llm_state_experiment_unknown_subset_is_one_line_and_exit_2(argv, messag
 def test_subset_options_belong_to_llm_state(capsys):
     assert main(["experiment", "--tasks", "open_fridge"]) == 2
     assert "apply to --paper llm-state and --paper bcr only" in capsys.readouterr().err
+
+
+def test_llm_state_command_bounds_its_calls_with_the_local_model(server, capsys):
+    server.set_default(COMPLETIONS, ScriptedReply(body=_llm_state_reply))
+    argv = ["llm-state", "--scene", "map1", "--task", "open_fridge", "--method", "no_states", "--llm", "local",
+            "--base-url", server.base_url, "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["answers"] == "bounded"
+    first = server.requests_to(COMPLETIONS)[0].body
+    assert first["prompt"].endswith("\n\nLow-level Action Plan:\n") and first["max_tokens"] == 160
