@@ -9,6 +9,9 @@
   mode `paper` has no fallback: the selection reports `invalid_answer` or `llm_error` and the
   trial ends there. With `state_notes` (a callable returning LLM-State's current state text,
   e.g. `LatestState.render`), every prompt also shows the open state (see bcr/prompt.py).
+  `answers="bounded"` (a base model's: llm/answer_bounds.py) asks for one line after
+  "Selected action:" instead of the `$$` format; `transcript` keeps every answer and what became
+  of it (the first MAX_TRANSCRIPT).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from task_learning.types import GoalLiteral, Truth
 log = logging.getLogger(__name__)
 
 MAX_REASKS = 5
+MAX_TRANSCRIPT = 500  # answers kept per engine (a node's engine lives long: the first ones only)
 ENGINES = ("heuristic", "llm")
 
 
@@ -134,8 +138,9 @@ class LLMEngine:
                 return chosen
             answer = parse_answer(bound.answer(response.text) if bound else response.text, self.answers)
             match = match_candidate(answer, texts)
-            self.transcript.append({"candidates": len(texts), "attempt": attempt + 1, "answer": response.text[:300],
-                                    "read": answer, "accepted": match})
+            if len(self.transcript) < MAX_TRANSCRIPT:
+                self.transcript.append({"candidates": len(texts), "attempt": attempt + 1,
+                                        "answer": response.text[:300], "read": answer, "accepted": match})
             if match is not None:
                 action = context.candidates[texts.index(match)].action
                 return Selection(action, requests=requests, reasks=attempt, note="llm",
