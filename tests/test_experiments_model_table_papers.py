@@ -87,7 +87,7 @@ def test_bootstrapping_prints_model_standin_and_paper_rows_with_its_cost(copying
     assert "30 held-out trials" in standin
     sent = [r.body for r in copying_server.requests_to(COMPLETIONS)]
     selection = [b for b in sent if "[Possible Options]" in b["prompt"]]
-    assert selection and all(b["stop"][0] == "[End]" for b in selection)
+    assert selection and all(b["stop"] == ["[End]", "\n\nAnswer:"] for b in selection)
 
 
 def test_the_selection_answer_cut_at_end_still_parses():
@@ -114,19 +114,19 @@ def test_a_base8_answer_cut_at_its_closing_bracket_still_parses(text, expected):
         assert answer.action is not None and answer.action.text("agent") == expected
 
 
-def test_a_flattened_conversation_stops_at_its_next_turn_and_a_plain_prompt_does_not():
-    from task_learning.llm.base import LLMRequest
-    from task_learning.llm.openai_provider import NEXT_TURN, OpenAIProvider
+def test_the_provider_sends_a_requests_stops_as_they_are():
+    """The next-turn stop belongs to the protocols that end there (Base8, anticipation, production
+    selection), not to the provider: a protocol sent as the paper has it keeps no stop."""
+    from task_learning.llm.base import NEXT_TURN, LLMRequest
+    from task_learning.llm.openai_provider import OpenAIProvider
 
     provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="x", completion_model="m",
                               selection_model="m", selection_api="completions", selection_prompt_types=())
     try:
         chat = provider._completion_args(LLMRequest("base8_action", messages=(("system", "s"), ("user", "u")),
-                                                    stop=("]",)))
-        plain = provider._completion_args(LLMRequest("initial", prompt="p", stop=(".",)))
-        full = provider._completion_args(LLMRequest("x", messages=(("user", "u"),), stop=("a", "b", "c", "d")))
+                                                    stop=("]", NEXT_TURN)))
+        bare = provider._completion_args(LLMRequest("bcr_selection", messages=(("user", "u"),)))
     finally:
         provider.close()
     assert chat["stop"] == ["]", NEXT_TURN] and chat["prompt"].endswith("Answer:")
-    assert plain["stop"] == ["."]
-    assert full["stop"] == ["a", "b", "c", "d"]  # the API's four at most: the request's own come first
+    assert "stop" not in bare

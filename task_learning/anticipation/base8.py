@@ -26,15 +26,15 @@ from task_learning.anticipation.household import (
     Literal,
     feedback_text,
 )
-from task_learning.llm.base import LLMRequest
+from task_learning.llm.base import NEXT_TURN, LLMRequest
 
 log = logging.getLogger(__name__)
 
 PROMPT_TYPE = "base8_action"
 MAX_CORRECTIONS = 3  # the task-anticipation paper, Section 4.1 as the trace cites it: per trial
 # The answer ends with its one action as a list (the trace: "... as follows: ['move(agent,counter_three)']"):
-# the first "]" ends it, so a model that does not stop by itself stops there (docs/anticipation.md)
-STOP = ("]",)
+# the first "]" ends it, so a model that does not stop by itself stops there, or at its next turn (docs/llm.md)
+STOP = ("]", NEXT_TURN)
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(([^()]*)\)")
 

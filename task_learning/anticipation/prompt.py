@@ -19,13 +19,13 @@ from task_learning.anticipation import paper_prompts
 from task_learning.anticipation.config import AnticipationConfig
 from task_learning.anticipation.context import DayContext
 from task_learning.kb.store import StoredRoutine
-from task_learning.llm.base import LLMRequest
+from task_learning.llm.base import NEXT_TURN, LLMRequest
 
 PROMPT_TYPE = "anticipation"
 # The answer (the tasks, then why) ends where the next few-shot item would begin: a model that does
 # not stop by itself goes on to invent "Example3: ..." or another "Complete the following routine ...",
-# so both are stop sequences, under either wording (docs/anticipation.md)
-STOP = ("\nExample", "\nComplete the following routine")
+# so both are stop sequences, under either wording, and so is its next turn (docs/llm.md)
+STOP = ("\nExample", "\nComplete the following routine", NEXT_TURN)
 
 SYSTEM = (
     "You are a household assistant. From what the household did on earlier days, anticipate the "

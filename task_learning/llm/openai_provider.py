@@ -223,11 +223,8 @@ class OpenAIProvider:
         }
         if request.logprobs:
             args["logprobs"] = request.logprobs
-        stop = list(request.stop)
-        if request.is_chat and NEXT_TURN not in stop and len(stop) < MAX_STOPS:
-            stop.append(NEXT_TURN)
-        if stop:
-            args["stop"] = stop
+        if request.stop:
+            args["stop"] = list(request.stop)
         return args
 
     def _chat_args(self, request: LLMRequest) -> dict[str, Any]:
@@ -484,11 +481,6 @@ def _about_context(message: str) -> bool:
 
 
 ANSWER_CUE = "Answer:"
-# A flattened conversation's next turn: a base model that writes it has finished its answer and
-# goes on to invent the next one (measured: Base8 answers repeating "\n\nAnswer: move(...)" to
-# max_tokens), so it is a stop sequence of every flattened request (docs/llm.md).
-NEXT_TURN = f"\n\n{ANSWER_CUE}"
-MAX_STOPS = 4  # OpenAI's completions API takes at most four stop sequences
 
 
 def _flatten(messages: Iterable[tuple[str, str]]) -> str:

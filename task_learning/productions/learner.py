@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from task_learning.llm.base import LLMRequest
+from task_learning.llm.base import NEXT_TURN, LLMRequest
 from task_learning.llm.client import LLMClient
 from task_learning.productions import prompts
 from task_learning.productions.agent import Advice, Decision, ProductionSet
@@ -36,8 +36,9 @@ MAX_TOKENS = {prompts.SELECTION: 900, prompts.ENGLISH: 600, prompts.RULE: 700, p
               prompts.CRITIC: 700, prompts.STATEMENT: 5}
 # Where an answer's protocol ends at a known line, the model is stopped there: the selection answer's
 # last section is [End] (the paper's appendix), and a base model that does not stop by itself would
-# otherwise run on to max_tokens (docs/productions.md). The other answers end at no fixed delimiter.
-STOP = {prompts.SELECTION: (prompts.SELECTION_END,)}
+# otherwise run on to max_tokens, as it would past its next turn (docs/llm.md "Stop sequences"). The
+# other answers end at no fixed delimiter.
+STOP = {prompts.SELECTION: (prompts.SELECTION_END, NEXT_TURN)}
 
 
 @dataclass
