@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--maps", default=None,
                    help="llm-state: comma-separated maps, run i on map i mod their number (default map1..map5)")
     p.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
-                   help="llm-state and bcr: bounded: a base model's answers (a cue, stop sequences, max_tokens that fit "
+                   help="llm-state, bcr and bootstrapping: bounded: a base model's answers (a cue, stop sequences, max_tokens that fit "
                         "the parser: config/prompts/bounded_answers.yaml); paper: each prompt as is, 1,500 tokens, "
                         "no stop; auto (default): bounded with --llm local, paper otherwise")
     p.add_argument("--temperature", type=bounded_float(0.0, 2.0), default=0.0,
@@ -133,8 +133,11 @@ def run(args: argparse.Namespace) -> int:
                                       or args.maps is not None):
         print("--methods, --runs, --temperature and --maps apply to --paper llm-state only", file=sys.stderr)
         return 2
-    if args.paper not in ("llm-state", "bcr") and (args.tasks is not None or args.answers != "auto"):
-        print("--tasks and --answers apply to --paper llm-state and --paper bcr only", file=sys.stderr)
+    if args.paper not in ("llm-state", "bcr") and args.tasks is not None:
+        print("--tasks applies to --paper llm-state and --paper bcr only", file=sys.stderr)
+        return 2
+    if args.paper not in ("llm-state", "bcr", "bootstrapping") and args.answers != "auto":
+        print("--answers applies to --paper llm-state, bcr and bootstrapping only", file=sys.stderr)
         return 2
     if args.paper != "bcr" and args.trials != 50:
         print("--trials applies to --paper bcr only", file=sys.stderr)
