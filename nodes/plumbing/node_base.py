@@ -38,13 +38,15 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import rclpy
 import rclpy.action
 from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.context import Context
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
@@ -122,6 +124,28 @@ class ActionClient(rclpy.action.ActionClient):
             future.add_done_callback(self._remove_pending_goal_request)
             self.add_future(future)  # so the executor wakes for it
         return future
+
+
+@contextmanager
+def spinning_node(name: str, executor: Callable[..., Executor] = SingleThreadedExecutor) -> Iterator[Node]:
+    """A node in an rclpy context of its own, spun by `executor` in a daemon thread while the block
+    runs: what a client process (the demo, a bench, the fault probes) sends goals and calls from,
+    its own thread free to wait for the answers. Leaving the block stops the executor, destroys
+    the node and shuts the context down, so a second one can follow in the same process."""
+    context = Context()
+    rclpy.init(context=context)
+    node = Node(name, context=context)
+    spin = executor(context=context)
+    spin.add_node(node)
+    spinner = threading.Thread(target=spin.spin, daemon=True)
+    spinner.start()
+    try:
+        yield node
+    finally:
+        spin.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=5.0)
+        node.destroy_node()
+        rclpy.shutdown(context=context)
 
 
 def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,

@@ -20,14 +20,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import rclpy
-from task_learning_nodes.plumbing.node_base import ActionClient, stop_process_groups
-from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.node import Node
+from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node, stop_process_groups
 from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import (
     ActionCall,
@@ -56,18 +54,11 @@ class Client:
     """The probes' node, spun in a thread, with calls that give up at a deadline."""
 
     def __init__(self) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = Node("fault_probes", context=self.context)
-        self.executor = MultiThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self._spinning = ExitStack()
+        self.node = self._spinning.enter_context(spinning_node("fault_probes", MultiThreadedExecutor))
 
     def close(self) -> None:
-        self.executor.shutdown(timeout_sec=5.0)
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        self._spinning.close()
 
     @staticmethod
     def wait(future: Any, timeout: float) -> Any:
