@@ -8,7 +8,7 @@
 3. The graph is stopped and started again on the same knowledge base (a new day, the world as it
    was): the same PerformTask is Trial #2, with no LLM call and no question.
 4. For contrast, the baselines TBP and TBP+O run in-process on the same scene.
-The measures are printed in seed 000's Table 2 layout beside the paper's, and plotted.
+The measures are printed in the STARS paper's Table 2 layout beside the paper's, and plotted.
 
 Every run starts from nothing: the demo's own files in its folder (the knowledge base and the
 baselines' knowledge bases, with their SQLite companions) are removed first, so a second run in the

@@ -72,7 +72,7 @@ def _pct(value: float | None) -> str:
 def format_table(rows: list[dict[str, Any]], llm: str = "offline") -> str:
     head = (f"{'day':<14}{'condition':<13}{'steps':>6}{'P1 %':>6}{'R1 %':>6}{'P %':>6}{'R %':>6}"
             f"{'LLM P %':>8}{'LLM R %':>8}{'calls':>7}{'tokens':>8}{'corr':>6}{'over':>6}{'asked':>6}{'yes':>5}")
-    lines = [f"Task anticipation (seed 002), LLM: {llm}", head]
+    lines = [f"Task anticipation, LLM: {llm}", head]
     for source, title in (("trace", "days of the traces"), ("ours", "our days (held out)")):
         part = [r for r in rows if r["source"] == source]
         if not part:

@@ -40,16 +40,17 @@ PAPERS = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "experiment", help="run STARS conditions and print seed 000's Table 2",
+        "experiment", help="run STARS conditions and print the STARS paper's Table 2",
         description="Run the conditions of one paper in-process and print its table beside the paper's: "
-                    "seed 000's Table 2 (STARS conditions on a scene, then Trial #2; the default), seed 003's "
-                    "Tables I and II (--paper llm-state), seed 002's days (--paper anticipation) or seed 001's "
-                    "Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
+                    "the STARS paper's Table 2 (its conditions on a scene, then Trial #2; the default), the LLM-State "
+                    "paper's Tables I and II (--paper llm-state), the task-anticipation traces' days (--paper "
+                    "anticipation) or the bootstrapped-productions paper's Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
                     "in --workdir are replaced), so running it again prints the same table. With the offline "
                     "model the table says that it is not a language model.")
     p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
-                   help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II), "
-                        "anticipation (seed 002: the traces' days) or bootstrapping (seed 001's Table 1: "
+                   help="stars (the STARS paper's Table 2, the default), llm-state (the LLM-State paper's Tables I "
+                        "and II), anticipation (the task-anticipation traces' days) or bootstrapping (the "
+                        "bootstrapped-productions paper's Table 1: "
                         "production rules bootstrapped in --train-scene, tested on --test-scenes)")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--conditions", default=None,
@@ -122,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
         print("--days applies to --paper anticipation only", file=sys.stderr)
         return 2
     if args.paper not in ("llm-state", "anticipation") and args.prompts != "own":
-        print("--prompts applies to --paper llm-state and --paper anticipation only (seed 000 and 001 print no "
-              "full prompts)", file=sys.stderr)
+        print("--prompts applies to --paper llm-state and --paper anticipation only (the STARS and "
+              "bootstrapped-productions tables print no full prompts)", file=sys.stderr)
         return 2
     if PAPERS.get(args.paper):
         import importlib
