@@ -143,3 +143,29 @@ def test_a_list_of_prompts_gets_a_deadline_that_grows_with_its_length():
         assert provider.list_deadline(settings.timeout_s, 32) == settings.timeout_s + 31 * settings.timeout_per_prompt_s
     finally:
         provider.close()
+
+
+def test_a_call_gets_a_deadline_that_grows_with_its_max_tokens(monkeypatch):
+    """A base model often generates all of max_tokens: 900 tokens at 6 tokens/s (a loaded core)
+    is 150 s, past the flat 120 s, and a call cut at its deadline is sent again from the start."""
+    from task_learning.llm.base import LLMRequest, LLMResponse
+    from task_learning.llm.local_provider import local_provider
+    from task_learning.llm.openai_provider import OpenAIProvider
+    from task_learning.llm.settings import load_llm_settings
+
+    settings = load_llm_settings().local
+    provider = local_provider(settings, {}, {"base_url": "http://127.0.0.1:9/v1"})
+    seen: list[float] = []
+
+    def answer(self, request, timeout_s):
+        seen.append(timeout_s)
+        return LLMResponse(text="ok")
+
+    monkeypatch.setattr(OpenAIProvider, "complete", answer)
+    try:
+        provider.complete(LLMRequest(prompt_type="production_selection", prompt="p", max_tokens=900), 120.0)
+        provider.complete(LLMRequest(prompt_type="world_statement", prompt="p", max_tokens=5), 120.0)
+    finally:
+        provider.close()
+    assert seen == [120.0 + 900 * settings.timeout_per_token_s, 120.0 + 5 * settings.timeout_per_token_s]
+    assert seen[0] > 900 / 6.0  # the measured 6 tokens/s fits

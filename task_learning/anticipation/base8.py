@@ -26,12 +26,15 @@ from task_learning.anticipation.household import (
     Literal,
     feedback_text,
 )
-from task_learning.llm.base import LLMRequest
+from task_learning.llm.base import NEXT_TURN, LLMRequest
 
 log = logging.getLogger(__name__)
 
 PROMPT_TYPE = "base8_action"
 MAX_CORRECTIONS = 3  # the task-anticipation paper, Section 4.1 as the trace cites it: per trial
+# The answer ends with its one action as a list (the trace: "... as follows: ['move(agent,counter_three)']"):
+# the first "]" ends it, so a model that does not stop by itself stops there, or at its next turn (docs/llm.md)
+STOP = ("]", NEXT_TURN)
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
 _CALL = re.compile(r"([A-Za-z_]\w*)\s*\(([^()]*)\)")
 
@@ -78,8 +81,12 @@ class Answer:
 
 def parse_action(text: str, agent: str = "agent") -> Answer:
     """The action of an answer: the last bracketed list holding one wins (the trace's answers end
-    with e.g. `['move(agent,counter_three)']`)."""
-    for inner in reversed(_BRACKETS.findall(text or "")):
+    with e.g. `['move(agent,counter_three)']`). An answer that ends inside an open `[` was cut at its
+    closing bracket by the stop sequence (STOP): the list is closed again before parsing."""
+    text = text or ""
+    if text.rfind("[") > text.rfind("]"):
+        text += "]"
+    for inner in reversed(_BRACKETS.findall(text)):
         calls = _CALL.findall(inner)
         if calls:
             name, raw = calls[-1]
@@ -184,7 +191,7 @@ class Base8Agent:
             context = request_context(house, goal, self.name, feedback)
             context["sample"] = len(self.calls)  # each call is a new draw (as TBP's samples are)
             request = LLMRequest(prompt_type=PROMPT_TYPE, messages=messages, max_tokens=self.max_tokens,
-                                 temperature=self.temperature, context=context, scope=f"base8:{self.name}")
+                                 temperature=self.temperature, stop=STOP, context=context, scope=f"base8:{self.name}")
             response = self.client.complete(request)
             if not response.ok:
                 self.llm_errors += 1

@@ -19,9 +19,13 @@ from task_learning.anticipation import paper_prompts
 from task_learning.anticipation.config import AnticipationConfig
 from task_learning.anticipation.context import DayContext
 from task_learning.kb.store import StoredRoutine
-from task_learning.llm.base import LLMRequest
+from task_learning.llm.base import NEXT_TURN, LLMRequest
 
 PROMPT_TYPE = "anticipation"
+# The answer (the tasks, then why) ends where the next few-shot item would begin: a model that does
+# not stop by itself goes on to invent "Example3: ..." or another "Complete the following routine ...",
+# so both are stop sequences, under either wording, and so is its next turn (docs/llm.md)
+STOP = ("\nExample", "\nComplete the following routine", NEXT_TURN)
 
 SYSTEM = (
     "You are a household assistant. From what the household did on earlier days, anticipate the "
@@ -63,6 +67,7 @@ def build_request(ctx: DayContext, done: Sequence[str], examples: Sequence[Store
         messages=messages,
         max_tokens=cfg.max_tokens,
         temperature=cfg.temperature if temperature is None else temperature,
+        stop=STOP,
         context={"day": ctx.day, "facts": sorted(ctx.facts), "context": said_now, "done": list(done),
                  "tasks": list(cfg.tasks), "examples": shown, "agent": agent},
         scope=f"anticipation:{agent}",

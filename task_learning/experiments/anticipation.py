@@ -19,6 +19,7 @@ from task_learning.anticipation.experience import Experience, seed_experience
 from task_learning.anticipation.household import load_household
 from task_learning.anticipation.proposals import RoutineOperator
 from task_learning.anticipation.simulation import run_day
+from task_learning.experiments.machine import LoadSampler
 from task_learning.kb.store import KnowledgeBase
 
 CONDITIONS = (("human alone", "none", False), ("Base8", "base8", False), ("proposed", "proposed", False),
@@ -54,13 +55,14 @@ def run_experiment(llm: str = "offline", seed: int = 0, report: Callable[[str], 
                 client = make_client(llm, **dict(llm_options or {})) if agent != "none" else None
                 operator = RoutineOperator(day["tasks"]) if oversight else None
                 try:
-                    result = run_day(spec, cfg, experience, day, agent=agent, client=client, operator=operator,
-                                     kb=kb, seed=seed)
+                    with LoadSampler() as load:
+                        result = run_day(spec, cfg, experience, day, agent=agent, client=client,
+                                         operator=operator, kb=kb, seed=seed)
                 finally:
                     if client is not None:
                         client.close()
                 row = result.to_dict()
-                row["condition"] = label
+                row.update(condition=label, trials=1, wall_s=round(load.wall_s, 1), machine=load.summary())
                 rows.append(row)
     return rows
 
@@ -69,26 +71,53 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}"
 
 
-def format_table(rows: list[dict[str, Any]], llm: str = "offline") -> str:
-    head = (f"{'day':<14}{'condition':<13}{'steps':>6}{'P1 %':>6}{'R1 %':>6}{'P %':>6}{'R %':>6}"
+STANDIN_LABEL = "(offline stand-in)"
+
+
+def standin_by_row(standin: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["day"], r["condition"]): r for r in standin}
+
+
+def format_table(rows: list[dict[str, Any]], llm: str = "offline",
+                 standin: Sequence[dict[str, Any]] | None = None) -> str:
+    """Each condition's row, then (beside a language model) the offline stand-in's row for the same
+    day and condition, run in the same command; then each row's trials, wall time and load."""
+    head = (f"{'day':<14}{'condition':<20}{'steps':>6}{'P1 %':>6}{'R1 %':>6}{'P %':>6}{'R %':>6}"
             f"{'LLM P %':>8}{'LLM R %':>8}{'calls':>7}{'tokens':>8}{'corr':>6}{'over':>6}{'asked':>6}{'yes':>5}")
-    lines = [f"Task anticipation, LLM: {llm}", head]
+    lines = [f"Task anticipation (seed 002), LLM: {llm}", head]
+    twins = standin_by_row(standin or ())
     for source, title in (("trace", "days of the traces"), ("ours", "our days (held out)")):
         part = [r for r in rows if r["source"] == source]
         if not part:
             continue
         lines.append(f"-- {title}")
         for r in part:
-            asked = len(r["asked"]) if r["condition"].endswith("+O") else "-"
-            yes = len(r["confirmed"]) if r["condition"].endswith("+O") else "-"
-            steps = str(r["steps"]) + ("" if r["finished"] else "!")
-            lines.append(
-                f"{r['day']:<14}{r['condition']:<13}{steps:>6}{_pct(r['first_precision']):>6}"
-                f"{_pct(r['first_recall']):>6}{_pct(r['precision']):>6}{_pct(r['recall']):>6}"
-                f"{_pct(r['llm_precision']):>8}{_pct(r['llm_recall']):>8}{r['llm_calls']:>7}{r['tokens']:>8}"
-                f"{r['corrections']:>6}{r['refused_after_limit']:>6}{asked!s:>6}{yes!s:>5}")
+            lines.append(_line(r["day"], r["condition"], r))
+            twin = twins.get((r["day"], r["condition"]))
+            if twin is not None and r["condition"] != "human alone":
+                lines.append(_line("", STANDIN_LABEL, twin))
     lines.append("P1/R1: the day's first anticipation (kept tasks vs the true routine); P/R: all of the day's "
                  "anticipations; LLM P/R: the LLM's answer before the validator; steps: team steps to finish "
                  "the routine (! = not finished in 200); corr: Base8 corrections (at most 3 per trial); "
                  "over: infeasible Base8 answers after the 3 corrections (not executed: the agent waits); asked/yes: proposals to the operator and its confirmations.")
+    if any("wall_s" in r for r in rows):
+        lines.append("Trials and wall times (1-minute load average min/mean/max while the row ran):")
+        for r in rows:
+            m = r.get("machine") or {}
+            lines.append(f"  {r['day']} {r['condition']}: {r.get('trials', 1)} trial, {r.get('wall_s', 0):,.1f} s wall, "
+                         f"{r['llm_calls']} LLM calls, {r['tokens']:,} tokens, load {m.get('load_1min_min')}/"
+                         f"{m.get('load_1min_mean')}/{m.get('load_1min_max')} on {m.get('cores')} cores")
+        if standin:
+            total = sum(float(r.get("wall_s") or 0) for r in standin)
+            lines.append(f"  offline stand-in (not a language model), every row: {total:.1f} s wall in all")
     return "\n".join(lines)
+
+
+def _line(day: str, condition: str, r: dict[str, Any]) -> str:
+    asked = len(r["asked"]) if r["condition"].endswith("+O") else "-"
+    yes = len(r["confirmed"]) if r["condition"].endswith("+O") else "-"
+    steps = str(r["steps"]) + ("" if r["finished"] else "!")
+    return (f"{day:<14}{condition:<20}{steps:>6}{_pct(r['first_precision']):>6}"
+            f"{_pct(r['first_recall']):>6}{_pct(r['precision']):>6}{_pct(r['recall']):>6}"
+            f"{_pct(r['llm_precision']):>8}{_pct(r['llm_recall']):>8}{r['llm_calls']:>7}{r['tokens']:>8}"
+            f"{r['corrections']:>6}{r['refused_after_limit']:>6}{asked!s:>6}{yes!s:>5}")

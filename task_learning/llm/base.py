@@ -11,6 +11,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, runtime_checkable
 
+# A conversation flattened for a base model (openai_provider._flatten) puts "Answer:" before each
+# answer: a model that writes this has finished its answer and goes on to invent the next turn
+# (measured: Base8 answers repeating "\n\nAnswer: move(...)" to max_tokens). Protocols whose
+# answers end there list it among their stop sequences (docs/llm.md "Stop sequences").
+NEXT_TURN = "\n\nAnswer:"
+
 
 @dataclass(frozen=True)
 class LLMRequest:

@@ -43,13 +43,14 @@ class LocalProvider(OpenAIProvider):
 
     def __init__(self, *, base_url: str, model_name: str, server: LocalServer | None = None,
                  owns_server: bool = False, health_timeout_s: float = 5.0, timeout_per_prompt_s: float = 0.0,
-                 **options: Any) -> None:
+                 timeout_per_token_s: float = 0.0, **options: Any) -> None:
         super().__init__(base_url=base_url, completion_model=model_name, selection_model=model_name,
                          selection_api="completions", selection_prompt_types=(), **options)
         self.server = server
         self.owns_server = owns_server
         self.health_timeout_s = float(health_timeout_s)
         self.timeout_per_prompt_s = float(timeout_per_prompt_s)
+        self.timeout_per_token_s = float(timeout_per_token_s)
         self._start_lock = threading.Lock()
         self._start_error = ""
 
@@ -57,14 +58,22 @@ class LocalProvider(OpenAIProvider):
         return f"LocalProvider(base_url={self.base_url!r}, model={self.model!r}, server={self.server!r})"
 
     def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
-        return self._diagnosed(lambda: super(LocalProvider, self).complete(request, timeout_s))
+        deadline = self.call_deadline(timeout_s, request.max_tokens)
+        return self._diagnosed(lambda: super(LocalProvider, self).complete(request, deadline))
 
     def complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
         """A list's deadline grows with its length: the server decodes `-np` prompts at a time, so a
         list of 32 on two loaded cores needs several times a single prompt's (docs/llm.md: a list of
         32 exceeded a flat 120 s at load 8-9; measured per prompt, not guessed per list)."""
-        deadline = self.list_deadline(timeout_s, len(requests))
+        deadline = self.list_deadline(self.call_deadline(timeout_s, max(r.max_tokens for r in requests)),
+                                      len(requests))
         return self._diagnosed(lambda: super(LocalProvider, self).complete_batch(requests, deadline))
+
+    def call_deadline(self, timeout_s: float, max_tokens: int) -> float:
+        """A call may generate `max_tokens` tokens, and a base model often does (it does not stop
+        where an answer ends): at 6 tokens/s on a loaded core, 900 tokens take 150 s, past a flat
+        120 s, and a call cut at its deadline is sent again from the start (docs/llm.md)."""
+        return timeout_s + self.timeout_per_token_s * max(0, int(max_tokens))
 
     def list_deadline(self, timeout_s: float, prompts: int) -> float:
         return timeout_s + self.timeout_per_prompt_s * max(0, prompts - 1)
@@ -128,6 +137,7 @@ def local_provider(settings: LocalSettings, env: Mapping[str, str], options: Map
     model = str(options.get("completion_model") or "")
     common: dict[str, Any] = {"health_timeout_s": settings.health_timeout_s,
               "timeout_per_prompt_s": settings.timeout_per_prompt_s,
+              "timeout_per_token_s": settings.timeout_per_token_s,
               "max_response_bytes": int(options.get("max_response_bytes") or 8_000_000),
               "default_timeout_s": settings.timeout_s}
     if shared is not None:

@@ -123,6 +123,8 @@ class LocalSettings(Schema):
     timeout_s: Annotated[float, _seconds(3600.0)] = 120.0  # per call (a list of prompts on 2 cores takes a while)
     # a list of n prompts: timeout_s + this * (n - 1) (docs/llm.md)
     timeout_per_prompt_s: Annotated[float, bounded(low=0.0, high=600.0)] = 8.0
+    # and every call: + this * its max_tokens (a base model often runs to max_tokens; docs/llm.md)
+    timeout_per_token_s: Annotated[float, bounded(low=0.0, high=60.0)] = 0.5
     max_batch_size: Annotated[int, _int(1, 100_000)] = 32  # prompts per list request
     extra_args: Names = ()  # more llama-server options, e.g. ["--cache-reuse", "256"]
 

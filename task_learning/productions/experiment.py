@@ -328,7 +328,13 @@ def summarise(results: Sequence[TrialResult]) -> list[Row]:
     return rows
 
 
-def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str]) -> str:
+STANDIN_LABEL = "  (offline stand-in)"
+
+
+def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str],
+                 standin: dict[tuple[str, str], Row] | None = None) -> str:
+    """Each measured row, then the offline stand-in's row for the same family and agent (`standin`:
+    run beside a language model in the same command), then the paper's."""
     header = f"{'Task':<24}{'Agent':<22}{'Success':>9}{'Success w/o LLM':>17}{'Steps':>9}{'Tokens':>12}"
     lines = [f"Bootstrapped productions, the paper's Table 1: production rules vs action-only (LLM: {llm}; held-out: "
              f"{', '.join(scenes)})", header, "-" * len(header)]
@@ -338,6 +344,10 @@ def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str]) -> str
         last = row.family
         lines.append(f"{label:<24}{row.agent:<22}{row.success:>9}{row.success_without_llm:>17}{row.steps:>9.2f}"
                      f"{row.tokens:>12.2f}")
+        twin = (standin or {}).get((row.family, row.agent))
+        if twin is not None:
+            lines.append(f"{'':<24}{STANDIN_LABEL:<22}{twin.success:>9}{twin.success_without_llm:>17}"
+                         f"{twin.steps:>9.2f}{twin.tokens:>12.2f}")
         paper = PAPER_TABLE1.get(row.family, {}).get(row.agent)
         if paper:
             lines.append(f"{'':<24}{'  (paper ' + row.agent + ')':<22}{paper[0]:>9}{paper[1]:>17}{paper[2]:>9.2f}"
@@ -348,6 +358,20 @@ def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str]) -> str
             "prefetch: world knowledge asked ahead in training for every kind met x every receptacle type of the "
             "catalogue the training kitchen has (none only a held-out kitchen has); the paper's rows ask it "
             "lazily, when a production first needs it.", width=len(header)))
+    return "\n".join(lines)
+
+
+def format_cost(llm: str, cost: dict[str, Any], standin: dict[str, Any] | None = None) -> str:
+    """Trials, wall time, LLM calls, tokens and the machine's load of the run (and of the stand-in's)."""
+    def line(label: str, c: dict[str, Any]) -> str:
+        m = c.get("machine") or {}
+        return (f"  {label}: {c['instances']} bootstrap instances and {c['trials']} held-out trials, "
+                f"{c['wall_s']:,.1f} s wall, {c['calls']:,} LLM calls, {c['prompt_tokens']:,} prompt + "
+                f"{c['completion_tokens']:,} completion tokens, load {m.get('load_1min_min')}/"
+                f"{m.get('load_1min_mean')}/{m.get('load_1min_max')} on {m.get('cores')} cores")
+    lines = ["Trials and wall times (1-minute load average min/mean/max while it ran):", line(llm, cost)]
+    if standin is not None:
+        lines.append(line("offline stand-in (not a language model)", standin))
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from task_learning.llm.base import LLMRequest
+from task_learning.llm.base import NEXT_TURN, LLMRequest
 from task_learning.llm.client import LLMClient
 from task_learning.productions import prompts
 from task_learning.productions.agent import Advice, Decision, ProductionSet
@@ -34,6 +34,11 @@ from task_learning.productions.language import (
 log = logging.getLogger(__name__)
 MAX_TOKENS = {prompts.SELECTION: 900, prompts.ENGLISH: 600, prompts.RULE: 700, prompts.REVISION: 700,
               prompts.CRITIC: 700, prompts.STATEMENT: 5}
+# Where an answer's protocol ends at a known line, the model is stopped there: the selection answer's
+# last section is [End] (the paper's appendix), and a base model that does not stop by itself would
+# otherwise run on to max_tokens, as it would past its next turn (docs/llm.md "Stop sequences"). The
+# other answers end at no fixed delimiter.
+STOP = {prompts.SELECTION: (prompts.SELECTION_END, NEXT_TURN)}
 
 
 @dataclass
@@ -66,7 +71,8 @@ class LLMAdvisor:
     # ------------------------------------------------------------------------------ requests
     def _ask(self, kind: str, messages: list[tuple[str, str]], context: dict[str, Any]) -> str:
         response = self.client.complete(LLMRequest(prompt_type=kind, messages=tuple(messages),
-                                                   max_tokens=MAX_TOKENS[kind], context=context,
+                                                   max_tokens=MAX_TOKENS[kind], stop=STOP.get(kind, ()),
+                                                   context=context,
                                                    scope=self.scope))
         if not response.ok:
             log.warning("%s request failed: %s", kind, response.error)

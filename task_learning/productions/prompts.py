@@ -22,6 +22,7 @@ REVISION = "production_revision"
 CRITIC = "production_critic"
 STATEMENT = "world_statement"
 PROMPT_TYPES = (SELECTION, ENGLISH, RULE, REVISION, CRITIC, STATEMENT)
+SELECTION_END = "[End]"  # the selection answer's last section (the paper's appendix)
 
 SELECTION_SYSTEM = """You choose the next step of a one-armed household robot in a kitchen.
 The robot can hold one object at a time. Its built-in motor actions are: move to <receptacle>,

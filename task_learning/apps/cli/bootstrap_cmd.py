@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any, Callable
 
 from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_int, llm_options
 
@@ -79,13 +80,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_paper_table(args: argparse.Namespace) -> int:
-    """`task-learning experiment --paper bootstrapping`: the bootstrapped-productions paper's Table 1 beside the paper's."""
-    import tempfile
+    """`task-learning experiment --paper bootstrapping`: the bootstrapped-productions paper's Table 1 beside the paper's.
+    With a language model (any --llm but offline) the offline stand-in runs the same table in the
+    same command (on its own fresh knowledge base), and each of the model's rows is followed by the
+    stand-in's and the paper's; both runs print their trials, wall time, calls, tokens and load."""
     import textwrap
-    from pathlib import Path
 
-    from task_learning.kb import KnowledgeBase
-    from task_learning.llm.client import make_client
     from task_learning.significance import PairedTest
     from task_learning.productions.experiment import (
         EXTENSION_AGENT,
@@ -93,34 +93,30 @@ def run_paper_table(args: argparse.Namespace) -> int:
         PAPER_TABLE1,
         PAPER_T_TEST_P,
         Row,
+        format_cost,
         format_t_tests,
         format_table,
-        paper_experiment,
     )
     from task_learning.productions.families import TEST_FAMILIES, parse_families
-    from task_learning.world.factory import WorldChoice
 
     tests = [s.strip() for s in args.test_scenes.split(",") if s.strip()]
     families = parse_families(args.families, TEST_FAMILIES)
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    with tempfile.TemporaryDirectory(prefix="bootstrapping-") as tmp:
-        db = args.db or str(Path(args.workdir or tmp) / "bootstrapping.sqlite")
-        if not args.db:  # the experiment's own file: a rerun in --workdir starts from nothing
-            from task_learning.kb import remove_knowledge_base
-
-            remove_knowledge_base(db)
-        with KnowledgeBase(db) as kb, make_client(args.llm, cache=None, **llm_options(args)) as client:
-            data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
-                                    seed=args.seed or 0, where=WorldChoice(args.backend),
-                                    extension=args.world_knowledge == "both", report=report)
-            client.raise_if_unavailable()
+    data = _paper_table(args, args.llm, llm_options(args), tests, families, report)
     offline = args.llm == "offline"
+    standin = None
+    if not offline and not args.db:  # the stand-in beside the model, bootstrapped afresh as the model was
+        standin = _paper_table(args, "offline", {}, tests, families, None)
     if args.json:
         paper = {f: {a: dict(zip(("success", "success_without_llm", "steps", "tokens"), v)) for a, v in by.items()}
                  | {"t_test_p": PAPER_T_TEST_P.get(f)} for f, by in PAPER_TABLE1.items()}
-        print(json.dumps(data | {"llm": args.llm, "note": OFFLINE_NOTE if offline else "", "paper": paper}, indent=2))
+        extra = {"offline_standin": standin, "standin_note": OFFLINE_NOTE} if standin else {}
+        print(json.dumps(data | {"llm": args.llm, "note": OFFLINE_NOTE if offline else "", "paper": paper} | extra,
+                         indent=2))
         return 0
-    print(format_table([Row(**r) for r in data["rows"]], llm=args.llm, scenes=data["test_scenes"]))
+    standin_rows = {(r["family"], r["agent"]): Row(**r) for r in standin["rows"]} if standin else None
+    print(format_table([Row(**r) for r in data["rows"]], llm=args.llm, scenes=data["test_scenes"],
+                       standin=standin_rows))
     for agent, tests in data["t_tests"].items():
         print()
         print(format_t_tests({f: PairedTest.from_dict(t) for f, t in tests.items()}, agent))
@@ -128,6 +124,7 @@ def run_paper_table(args: argparse.Namespace) -> int:
            else "taken from the knowledge base given, not bootstrapped now")
     print(f"\nBootstrapped in {data['train_scene']} ({data['productions']} productions, {how}); tested on held-out "
           f"{', '.join(data['test_scenes'])}; world backend {data['backend']}.")
+    print(format_cost(args.llm, data["cost"], standin["cost"] if standin else None))
     if data["prefetched_statements_in_kb"]:
         print(f"NOTE: this knowledge base holds {data['prefetched_statements_in_kb']} statements asked ahead by the "
               "catalogue prefetch (`bootstrap --world-knowledge catalogue`): its bootstrapped row is that extension's, "
@@ -141,6 +138,38 @@ def run_paper_table(args: argparse.Namespace) -> int:
         print("World-knowledge statements the bootstrapped agent asked on held-out kitchens:")
         for t in asked:
             print(f"  {t['scene']} {t['task']}: {'; '.join(t['statements'])}")
-    if offline:
-        print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
+    if offline or standin:
+        print("\n" + textwrap.fill(("Note: rows marked (offline stand-in) are NOT a language model. " if standin else
+                                    "Note: ") + OFFLINE_NOTE, width=100))
     return 0
+
+
+def _paper_table(args: argparse.Namespace, llm: str, options: dict[str, str], tests: list[str], families: list[str],
+                 report: Callable[[str], None] | None) -> dict[str, Any]:
+    """One run of Table 1 with `llm` (in a knowledge base of its own unless --db), and what it cost:
+    trials, wall time, LLM calls and tokens, the machine's load while it ran."""
+    import tempfile
+    from pathlib import Path
+
+    from task_learning.experiments.machine import LoadSampler
+    from task_learning.kb import KnowledgeBase
+    from task_learning.llm.client import make_client
+    from task_learning.productions.experiment import paper_experiment
+    from task_learning.world.factory import WorldChoice
+
+    with tempfile.TemporaryDirectory(prefix="bootstrapping-") as tmp:
+        db = args.db or str(Path(args.workdir or tmp) / f"bootstrapping{'' if llm == args.llm else '-' + llm}.sqlite")
+        if not args.db:  # the experiment's own file: a rerun in --workdir starts from nothing
+            from task_learning.kb import remove_knowledge_base
+
+            remove_knowledge_base(db)
+        with KnowledgeBase(db) as kb, make_client(llm, cache=None, **options) as client, LoadSampler() as load:
+            data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
+                                    seed=args.seed or 0, where=WorldChoice(args.backend),
+                                    extension=args.world_knowledge == "both", report=report)
+            client.raise_if_unavailable()
+            usage = client.usage
+    data["cost"] = {"trials": len(data["trials"]), "instances": sum(b["instances"] for b in data["bootstrap"]),
+                    "wall_s": round(load.wall_s, 1), "calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens, "machine": load.summary()}
+    return data

@@ -115,10 +115,13 @@ def add_llm_arguments(parser: argparse.ArgumentParser, default: str = "offline")
     parser.add_argument("--base-url", default=None, metavar="URL",
                         help="endpoint (openai; env OPENAI_BASE_URL), or a running llama-server to use "
                              "instead of starting one (local; env TASK_LEARNING_LOCAL_LLM_URL)")
+    parser.add_argument("--llm-record", default=None, metavar="FILE",
+                        help="append every answered LLM call (request and answer) to this JSONL cassette, with "
+                             "any --llm (replay it with --llm replay:FILE)")
 
 
 def llm_options(args: argparse.Namespace) -> dict[str, str]:
     """The make_client options that `add_llm_arguments` collected (only those given)."""
     pairs = (("base_url", "base_url"), ("completion_model", "llm_model"),
-             ("selection_model", "llm_selection_model"))
+             ("selection_model", "llm_selection_model"), ("record", "llm_record"))
     return {option: value for option, name in pairs if (value := getattr(args, name, None))}
