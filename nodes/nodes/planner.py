@@ -44,7 +44,6 @@ from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -68,9 +67,9 @@ from task_learning.planning.confirmation import (
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import ObjectReport, TaskLearner
-from task_learning.planning.progress import LEARNING, REPORT_STATES, ObjectState, ObjectStates, Snapshot
+from task_learning.planning.progress import LEARNING, ObjectState, ObjectStates, Snapshot
+from task_learning.planning.service import ObjectTracker, TaskOutcome, TaskPorts, keep_subtasks, run_task, task_learner
 from task_learning.planning.session import CONDITIONS, check_task, task_order
-from task_learning.planning.summary import summarize
 from task_learning.stopping import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.stars.together import objects_to_elicit
@@ -92,6 +91,8 @@ from task_learning_nodes.plumbing.params import (
     read_parameters,
 )
 from task_learning_nodes.plumbing.qos import action_qos_kwargs, latched, service_qos
+from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyPolicy, Finish, Refusal,
+                                                               SingleGoalServer, Status)
 
 ELICITATION = ("across-objects", "per-object")  # how PerformTask elicits goals (the `elicitation` parameter)
 
@@ -283,28 +284,22 @@ class PlannerNode(Node):
                                          **action_qos_kwargs())
         condition = self._params().condition
         self.domain = load_domain("household")
-        # One body: at most one motion goal at a time, and the token that stops it.
-        self._body = threading.Lock()
-        self._busy_with = ""
-        self._stop: StopToken | None = None
-        self._current_goal: Any = None
-        self._shutting_down = False
+        # One body: at most one motion goal (PerformTask or ReachGoal) at a time; a second one is
+        # accepted and refused at once with a result saying what the robot is busy with.
+        self._actions = SingleGoalServer(self, policy=BusyPolicy.REFUSE_WITH_RESULT, callback_group=self.group)
         from task_learning.oversight.pairing import StackKey
         from task_learning_nodes.clients.oversight_client import CheckedOperator, OversightClient
 
         self._oversight = OversightClient(
             self, name="planner", service_wait_s=self._params().service_timeout_s,
-            should_stop=lambda: self._stop is not None and self._stop.requested, asker="planner",
+            should_stop=self._actions.stop_requested, asker="planner",
             stack_key=StackKey.load_or_create(self._params().stack_key_file or None))
         # The planner's own questions (a stored goal nobody confirmed, an imported policy, new
         # productions): a yes counts only once the oversight node vouches a paired operator gave it.
         self._asks = CheckedOperator(self._oversight, check_timeout_s=self._params().service_timeout_s)
-        self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,
-                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
-                                     callback_group=self.group, **action_qos_kwargs())
-        self._reach = ActionServer(self, ReachGoal, "reach_goal", self._reach_goal,
-                                   goal_callback=self._accept, cancel_callback=self._on_cancel,
-                                   callback_group=self.group, **action_qos_kwargs())
+        self._perform = self._actions.serve(PerformTask, "perform_task", self._perform_task,
+                                            self._refusal(PerformTask.Result))
+        self._reach = self._actions.serve(ReachGoal, "reach_goal", self._reach_goal, self._refusal(ReachGoal.Result))
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
         self._llm_state_pub = self.create_publisher(LLMState, self._params().llm_state_topic, latched())
         # What the planner does, on the graph for recorders and the live view (task_learning.episode).
@@ -321,77 +316,33 @@ class PlannerNode(Node):
         """The parameters as they are now (the writable ones are read at each goal)."""
         return read_parameters(self, Parameters)
 
-    # --- one body, cancel, shutdown --------------------------------------------------------------
-    def _accept(self, _goal: Any) -> GoalResponse:
-        # Accepted so that a goal refused because the body is busy gets a result saying why
-        # (a rejected goal carries no reason); the refusal happens at once in _claim.
-        return GoalResponse.REJECT if self._shutting_down else GoalResponse.ACCEPT
-
-    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
-        stop, current = self._stop, self._current_goal
-        if stop is not None and current is not None and \
-                bytes(goal_handle.goal_id.uuid) == bytes(current.goal_id.uuid):
-            stop.request("canceled by the client")
-        return CancelResponse.ACCEPT
-
-    def _claim(self, what: str, goal_handle: Any) -> StopToken | None:
-        if self._shutting_down or not self._body.acquire(blocking=False):
-            return None
-        self._busy_with = what
-        self._current_goal = goal_handle
-        self._stop = StopToken()
-        if goal_handle.is_cancel_requested:
-            self._stop.request("canceled by the client")
-        return self._stop
-
-    def _claim_or_refuse(self, what: str, goal_handle: Any, result: Any) -> StopToken | None:
-        """The body for this goal, or None with the goal aborted and `result` saying who has it."""
-        stop = self._claim(what, goal_handle)
-        if stop is None:
+    # --- one body, shutdown ----------------------------------------------------------------------
+    def _refusal(self, result_type: Callable[[], Any]) -> Callable[[Refusal], Any]:
+        """The result of a motion goal refused because the body is busy or the planner stops."""
+        def refuse(refusal: Refusal) -> Any:
+            result = result_type()
             result.success = False
-            result.message = self._busy_message(what)
+            if refusal.shutting_down:
+                result.message = f"refused {refusal.what}: the planner is shutting down"
+            else:
+                result.message = (f"refused {refusal.what}: the robot is busy with "
+                                  f"{refusal.busy_with or 'another goal'} (one body, one motion goal at a time)")
             self.get_logger().warning(result.message)
-            goal_handle.abort()
-        return stop
-
-    def _release(self) -> None:
-        self._busy_with = ""
-        self._current_goal = None
-        self._stop = None
-        self._body.release()
+            return result
+        return refuse
 
     def diagnostics(self) -> list[Any]:
         """/diagnostics: the knowledge base writable, and what the robot is doing."""
         from task_learning.diagnostics import Check, Level, kb_check
 
+        busy_with = self._actions.busy_with
         return [kb_check(resolve_db_path(self._params().db_path)),
-                Check("task", Level.OK, f"busy with {self._busy_with}" if self._busy_with else "idle")]
+                Check("task", Level.OK, f"busy with {busy_with}" if busy_with else "idle")]
 
-    def _busy_message(self, what: str) -> str:
-        if self._shutting_down:
-            return f"refused {what}: the planner is shutting down"
-        return f"refused {what}: the robot is busy with {self._busy_with or 'another goal'} (one body, one motion goal at a time)"
-
-    def stop_work(self, grace_s: float = 4.0) -> None:
+    def stop_work(self) -> None:
         """SIGINT/SIGTERM (run_node): the running goal stops before its next primitive action,
-        and its result reaches the client before the executor stops (the result is sent by a
-        task the executor runs after the goal's callback returned)."""
-        self._shutting_down = True
-        stop = self._stop
-        if stop is None:
-            return
-        stop.request("the planner is shutting down")
-        if not self._body.acquire(timeout=grace_s):
-            self.get_logger().warning(f"the running goal did not stop within {grace_s:g} s")
-            return
-        self._body.release()
-        executor = self.executor
-        if executor is not None:
-            # A task queued behind the result's: once it ran, the result's was dispatched, and
-            # the executor's shutdown waits for work in progress.
-            barrier = threading.Event()
-            executor.create_task(barrier.set)
-            barrier.wait(grace_s)
+        and its result reaches the client before the executor stops (SingleGoalServer.shutdown)."""
+        self._actions.shutdown("the planner is shutting down")
 
     def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
         world: WorldBackend = RosWorld(self, self._query, self._execute, self._params().service_timeout_s, stop)
@@ -465,132 +416,57 @@ class PlannerNode(Node):
                 raise BadRequest(f"scene: no scene named {name!r} (known: {', '.join(available_scenes())})")
         return load_scene(name)
 
-    def _perform_task(self, goal_handle: Any) -> PerformTask.Result:
+    def _perform_task(self, goal: ActiveGoal) -> Finish:
+        """PerformTask: the request checked and turned into the planning service's task, run on
+        ROS ports (PerformTaskRun), its outcome turned into the action's result."""
         result = PerformTask.Result()
-        stop = self._claim_or_refuse("perform_task", goal_handle, result)
-        if stop is None:
-            return result
-        learner: TaskLearner | None = None
+        run: PerformTaskRun | None = None
         try:
-            request = goal_handle.request
-            scene = self._scene(request.scene)
-            task = _text(request.task, "task")
-            check_task(scene, task or scene.task)
-            if len(request.subtasks) > MAX_SUBTASKS:
-                raise BadRequest(f"subtasks: {len(request.subtasks)} given, at most {MAX_SUBTASKS}")
-            if request.subtasks:
-                wanted = {_text(s, "subtasks") for s in request.subtasks}
-                unknown = wanted - {s.name for s in scene.subtasks}
-                if unknown:
-                    raise TaskLearningError(f"unknown subtask(s) {sorted(unknown)} of {scene.task!r}")
-                scene.subtasks = [s for s in scene.subtasks if s.name in wanted]
-            condition = (_text(request.condition, "condition") or self._params().condition).upper()
-            if condition not in CONDITIONS:
-                raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
-            require = self._params().require_confirmation
-            review = None
-            if requires_confirmation(condition, require):
-                why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
-                self._require_oversight(why)
-                review = PolicyReviewer(self._asks, task=scene.task)
-            usage = LLMUsage()
-            feedback = PerformTask.Feedback(stage="learn", objects_total=len(scene.task_objects))
-            feedback_lock = threading.Lock()
-
-            def publish(snapshot: Snapshot | None = None, **fields: Any) -> None:
-                with feedback_lock:  # one message at a time, each with every object's latest state
-                    for name, value in fields.items():
-                        setattr(feedback, name, value)
-                    if snapshot is not None:
-                        feedback.objects = [ObjectProgress(object_id=o, state=st, detail=d) for o, st, d in snapshot]
-                    goal_handle.publish_feedback(feedback)
-
-            states = ObjectStates(on_change=publish)
-            batch: GoalBatch | None = None
-
-            def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
-                states.set(object_id, ObjectState.ELICITING, only_from=(ObjectState.QUEUED, ObjectState.FAILED))
-                remote = self._learn_goal(task, object_id, condition, list(scene.context), stop, metadata,
-                                          batch_id=batch.batch_id if batch is not None else "", states=states)
-                if not remote.batch_id:  # else counted once, in the batch's usage
-                    usage.merge(remote.usage)
-                chosen = remote.chosen
-                if chosen is None:
-                    states.set(object_id, ObjectState.NO_GOAL, remote.outcome)
-                elif remote.oversight is None or remote.oversight.confirmed:
-                    states.set(object_id, ObjectState.CONFIRMED if remote.oversight else ObjectState.CHOSEN, chosen.text)
-                return remote
-
-            confirmer = GoalConfirmer(self._asks, task=scene.task)
-
-            def confirm(*, object_id: str, object_description: str, text: str, literals: Any) -> Any:
-                states.set(object_id, ObjectState.ASKING, text)
-                verdict = confirmer(object_id=object_id, object_description=object_description, text=text,
-                                    literals=literals)
-                states.set(object_id, ObjectState.CONFIRMED if verdict.confirmed else ObjectState.NO_GOAL,
-                           text if verdict.confirmed else verdict.message)
-                return verdict
-
-            def on_report(report: ObjectReport) -> None:
-                states.set(report.object_id, REPORT_STATES.get(report.outcome, ObjectState.NO_GOAL),
-                           report.goal or report.message)
-
-            def progress(done: int, total: int, message: str) -> None:
-                publish(states.snapshot(), current_object=message, stage="done", objects_done=done,
-                        objects_total=total, progress=float(done) / max(total, 1))
-
-            with self._episode(scene.name, task or scene.task, condition) as episode, \
-                    KnowledgeBase(resolve_db_path(self._params().db_path)) as kb:
-                world = self._world(stop, episode.bus)
-                order = task_order(scene, world.metadata)  # the loop's order, as it meets the objects
-                for object_id in order:
-                    states.set(object_id, ObjectState.QUEUED)
-                if self._params().elicitation == "across-objects":
-                    todo = objects_to_elicit(scene.task, order, world.metadata, kb, condition)
-                    batch = self._open_batch(scene.task, todo, condition, list(scene.context), states, stop) \
-                        if todo else None
-                learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit,
-                                      executor=self._executor(kb, review=review), condition=condition,
-                                      progress=progress, usage_source=lambda: usage,
-                                      confirm=confirm, require_confirmation=require, stop=stop,
-                                      on_object=lambda object_id: publish(current_object=object_id, stage="learn"))
-                episode.observe(learner)
-                learner.on_report = _both(learner.on_report, on_report)  # the episode's, and the feedback's
-                try:
-                    metrics = learner.run()
-                finally:
-                    states.on_change = None  # no feedback after the result (a late batch report)
-                    if batch is not None:
-                        stopped = stop.requested
-                        batch_usage = batch.close(BATCH_RESULT_WAIT_S if stopped else self._params().service_timeout_s,
-                                                  self._learn_batch.server_is_ready)
-                        if batch_usage is None and not stopped:
-                            self.get_logger().warning("the learn_goals batch's result did not come: its LLM usage "
-                                                      "is missing from this task's")
-                        usage.merge(batch_usage or LLMUsage())
-                metrics.usage = usage
+            scene, task, condition = self._task_request(goal.handle.request)
+            review = self._review(scene, condition)
+            run = PerformTaskRun(self, goal, scene, condition)
+            outcome, episode_summary = run.perform(task, review)
         except RunStopped as exc:
-            done = len(learner.reports) if learner is not None else 0
+            reports = run.reports if run is not None else []
             result.success = False
-            result.message = f"canceled after {done} object(s): {exc}; everything learned is kept"
-            result.objects = [self._object_msg(r) for r in (learner.reports if learner else [])]
+            result.message = f"canceled after {len(reports)} object(s): {exc}; everything learned is kept"
+            result.objects = [self._object_msg(r) for r in reports]
             self.get_logger().info(result.message)
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-            else:
-                goal_handle.abort()
-            return result
+            return Finish(result, goal.stopped())
         except (TaskLearningError, DependencyFailed) as exc:
             self.get_logger().error(f"perform task failed: {printable(str(exc))}")
-            goal_handle.abort()
             result.success = False
             result.message = printable(str(exc))
-            return result
-        finally:
-            self._release()
-        summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
+            return Finish(result, Status.ABORTED)
+        self._task_result(result, outcome, episode_summary)
+        return Finish(result, Status.SUCCEEDED)
+
+    def _task_request(self, request: Any) -> tuple[Any, str, str]:
+        """PerformTask's goal, validated: the scene (narrowed to the subtasks asked for), the task
+        the user named ("" for the scene's) and the condition."""
+        scene = self._scene(request.scene)
+        task = _text(request.task, "task")
+        check_task(scene, task or scene.task)
+        if len(request.subtasks) > MAX_SUBTASKS:
+            raise BadRequest(f"subtasks: {len(request.subtasks)} given, at most {MAX_SUBTASKS}")
+        keep_subtasks(scene, {_text(s, "subtasks") for s in request.subtasks})
+        condition = (_text(request.condition, "condition") or self._params().condition).upper()
+        if condition not in CONDITIONS:
+            raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
+        return scene, task, condition
+
+    def _review(self, scene: Any, condition: str) -> PolicyReviewer | None:
+        """When goals need an operator's confirmation: the oversight node must be reachable, and
+        a stored policy this robot did not learn is put to the operator before it is replayed."""
+        if not requires_confirmation(condition, self._params().require_confirmation):
+            return None
+        self._require_oversight(f"condition {condition}" if condition.endswith("+O") else "require_confirmation")
+        return PolicyReviewer(self._asks, task=scene.task)
+
+    def _task_result(self, result: Any, outcome: TaskOutcome, episode_summary: str) -> None:
+        metrics, summary = outcome.metrics, outcome.summary
         result.success = summary.success
-        result.message = summary.message + (f"; {episode.summary}" if episode.summary else "")
+        result.message = summary.message + (f"; {episode_summary}" if episode_summary else "")
         result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
@@ -599,9 +475,7 @@ class PlannerNode(Node):
             "retrieved": metrics.retrieved, "proposed": metrics.proposed, "sourced": metrics.sourced,
             "instructions": metrics.instructions, "yes_no": metrics.yes_no, "words": metrics.words})
         result.usage = convert.llm_usage_to_msg(metrics.usage)
-        result.objects = [self._object_msg(r) for r in learner.reports]
-        goal_handle.succeed()
-        return result
+        result.objects = [self._object_msg(r) for r in outcome.reports]
 
     def _episode(self, scene: str, task: str, condition: str) -> Any:
         """This PerformTask's TaskEpisode: the planner's messages on the graph, and with
@@ -758,11 +632,9 @@ class PlannerNode(Node):
         return lambda sentence: analyze_goal(sentence, state, object_id)
 
     # --- ReachGoal -----------------------------------------------------------------------------
-    def _reach_goal(self, goal_handle: Any) -> ReachGoal.Result:
+    def _reach_goal(self, goal: ActiveGoal) -> Finish:
         result = ReachGoal.Result()
-        stop = self._claim_or_refuse("reach_goal", goal_handle, result)
-        if stop is None:
-            return result
+        goal_handle, stop = goal.handle, goal.stop
         outcomes: list = []
         try:
             request = goal_handle.request
@@ -810,25 +682,105 @@ class PlannerNode(Node):
             result.success = False
             result.message = f"canceled after {len(outcomes)} action(s): {exc}"
             result.outcomes = [convert.action_outcome_to_msg(o) for o in outcomes]
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-            else:
-                goal_handle.abort()
-            return result
+            return Finish(result, goal.stopped())
         except (TaskLearningError, DependencyFailed) as exc:
-            goal_handle.abort()
             result.success = False
             result.message = printable(str(exc))
             self.get_logger().warning(f"reach_goal: {result.message}")
-            return result
-        finally:
-            self._release()
+            return Finish(result, Status.ABORTED)
         result.success = reached.success
         result.message = reached.message
         result.outcomes = [convert.action_outcome_to_msg(o) for o in reached.outcomes]
         result.usage = convert.llm_usage_to_msg(usage)
-        goal_handle.succeed()
-        return result
+        return Finish(result, Status.SUCCEEDED)
+
+
+class PerformTaskRun:
+    """One PerformTask goal on the planning service (task_learning.planning.service), with the
+    planner's ROS ports: the perception node's world, goals from goal elicitation (a LearnGoals
+    batch with `elicitation: across-objects`, then one LearnGoal per object as the loop meets it),
+    confirmations through the oversight node. Every object's state goes out as the goal's feedback.
+    The node's own helper: it calls the node's clients directly."""
+
+    def __init__(self, node: PlannerNode, goal: ActiveGoal, scene: Any, condition: str) -> None:
+        self.node = node
+        self.goal = goal
+        self.scene = scene
+        self.condition = condition
+        self.usage = LLMUsage()  # the task's LLM usage: each object's, and the batch's once it closed
+        self.batch: GoalBatch | None = None
+        self.learner: TaskLearner | None = None
+        self._feedback = PerformTask.Feedback(stage="learn", objects_total=len(scene.task_objects))
+        self._feedback_lock = threading.Lock()
+        self.states = ObjectStates(on_change=self.publish)
+        self.tracker = ObjectTracker(self.states)
+
+    @property
+    def reports(self) -> list[ObjectReport]:
+        """What every object handled so far came to (also when the run was stopped)."""
+        return self.learner.reports if self.learner is not None else []
+
+    def publish(self, snapshot: Snapshot | None = None, **fields: Any) -> None:
+        with self._feedback_lock:  # one message at a time, each with every object's latest state
+            for name, value in fields.items():
+                setattr(self._feedback, name, value)
+            if snapshot is not None:
+                self._feedback.objects = [ObjectProgress(object_id=o, state=st, detail=d) for o, st, d in snapshot]
+            self.goal.handle.publish_feedback(self._feedback)
+
+    def progress(self, done: int, total: int, message: str) -> None:
+        self.publish(self.states.snapshot(), current_object=message, stage="done", objects_done=done,
+                     objects_total=total, progress=float(done) / max(total, 1))
+
+    def elicit(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
+        remote = self.node._learn_goal(task, object_id, self.condition, list(self.scene.context), self.goal.stop,
+                                       metadata, batch_id=self.batch.batch_id if self.batch is not None else "",
+                                       states=self.states)
+        if not remote.batch_id:  # else counted once, in the batch's usage
+            self.usage.merge(remote.usage)
+        return remote
+
+    def perform(self, task: str, review: PolicyReviewer | None) -> tuple[TaskOutcome, str]:
+        """Run the task: its outcome, and what became of its episode recording ("" when none)."""
+        node, scene, stop = self.node, self.scene, self.goal.stop
+        params = node._params()
+        with node._episode(scene.name, task or scene.task, self.condition) as episode, \
+                KnowledgeBase(resolve_db_path(params.db_path)) as kb:
+            world = node._world(stop, episode.bus)
+            order = task_order(scene, world.metadata)  # the loop's order, as it meets the objects
+            self.tracker.queue(order)
+            if params.elicitation == "across-objects":
+                todo = objects_to_elicit(scene.task, order, world.metadata, kb, self.condition)
+                self.batch = node._open_batch(scene.task, todo, self.condition, list(scene.context), self.states,
+                                              stop) if todo else None
+            self.learner = task_learner(scene, self.condition, TaskPorts(
+                world=world, kb=kb, elicit=self.tracker.elicit(self.elicit),
+                executor=node._executor(kb, review=review),
+                confirm=self.tracker.confirm(GoalConfirmer(node._asks, task=scene.task)),
+                require_confirmation=params.require_confirmation, stop=stop, usage_source=lambda: self.usage,
+                progress=self.progress, on_object=lambda object_id: self.publish(current_object=object_id,
+                                                                                  stage="learn")))
+            episode.observe(self.learner)
+            self.learner.on_report = _both(self.learner.on_report, self.tracker.report)  # the episode's, the feedback's
+            try:
+                outcome = run_task(self.learner)
+            finally:
+                self._close_batch()
+            outcome.metrics.usage = self.usage
+        return outcome, episode.summary
+
+    def _close_batch(self) -> None:
+        """No feedback after the result (a late batch report); the batch cancelled, its usage counted."""
+        self.states.on_change = None
+        if self.batch is None:
+            return
+        stopped = self.goal.stop.requested
+        batch_usage = self.batch.close(BATCH_RESULT_WAIT_S if stopped else self.node._params().service_timeout_s,
+                                       self.node._learn_batch.server_is_ready)
+        if batch_usage is None and not stopped:
+            self.node.get_logger().warning("the learn_goals batch's result did not come: its LLM usage "
+                                           "is missing from this task's")
+        self.usage.merge(batch_usage or LLMUsage())
 
 
 def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:
