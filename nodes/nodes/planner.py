@@ -1,11 +1,14 @@
 """planner_node: performs tasks (PerformTask action) and reaches goal literals (ReachGoal action).
 
-It runs the same task-learning loop as `task-learning run` (task_learning.planning.loop), with ROS
-ports instead of in-process ones:
+It runs the same planning service as `task-learning run` (task_learning.planning.service: the
+task-learning loop of planning.loop), with ROS ports instead of in-process ones; the node only
+turns a goal into the service's request and its outcome into feedback and a result, and serves its
+two actions through SingleGoalServer (plumbing/simple_action_server: one goal at a time, cancel,
+a bounded stop):
 - the world is the perception node: `query_world` for the state, `execute_action` for each
   primitive action (clients/ros_world.RosWorld implements the WorldBackend protocol over those services);
-- goals come from the goal elicitation node (which asks the oversight node in the +O
-  conditions): by default (`elicitation: across-objects`) one `learn_goals` batch elicits every
+- goals come from the goal elicitation node (clients/goal_elicitation_client; it asks the
+  oversight node in the +O conditions): by default (`elicitation: across-objects`) one `learn_goals` batch elicits every
   object of the task together, merged into shared round trips, and the loop then takes one object
   at a time from it with `learn_goal` (its questions to the operator, in the task's order, when
   its turn comes); `per-object` elicits each object with its own `learn_goal`;
@@ -41,7 +44,6 @@ from __future__ import annotations
 import re
 import threading
 from pathlib import Path
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -52,14 +54,12 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.episode.observe import ObservedWorld
-from task_learning.errors import LLM_UNAVAILABLE, TaskLearningError
+from task_learning.errors import TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
 from task_learning.llm_state.strategy import STRATEGIES
-from task_learning.oversight.flow import OversightCounts, OversightStatus
 from task_learning.planning.confirmation import (
     GoalConfirmer,
-    confirmation_mismatch,
     goal_covered,
     literals_confirmed,
     requires_confirmation,
@@ -67,7 +67,7 @@ from task_learning.planning.confirmation import (
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import ObjectReport, TaskLearner
-from task_learning.planning.progress import LEARNING, ObjectState, ObjectStates, Snapshot
+from task_learning.planning.progress import ObjectStates, Snapshot
 from task_learning.planning.service import ObjectTracker, TaskOutcome, TaskPorts, keep_subtasks, run_task, task_learner
 from task_learning.planning.session import CONDITIONS, check_task, task_order
 from task_learning.stopping import DependencyFailed, RunStopped, StopToken, StoppableWorld
@@ -77,12 +77,13 @@ from task_learning.types import GoalLiteral, LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning.stop_signals import StopSignals
-from task_learning_interfaces.action import LearnGoal, LearnGoals, PerformTask, ReachGoal
+from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState, ObjectProgress, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes.plumbing import convert
-from task_learning_nodes.clients.ros_world import RosCallError, RosWorld, wait_future
-from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
+from task_learning_nodes.clients.goal_elicitation_client import GoalBatch, GoalElicitationClient, RemoteElicitation
+from task_learning_nodes.clients.ros_world import RosWorld
+from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.params import (
     LLMEndpointParameters,
     declare_parameters,
@@ -90,7 +91,7 @@ from task_learning_nodes.plumbing.params import (
     param,
     read_parameters,
 )
-from task_learning_nodes.plumbing.qos import action_qos_kwargs, latched, service_qos
+from task_learning_nodes.plumbing.qos import latched, service_qos
 from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyPolicy, Finish, Refusal,
                                                                SingleGoalServer, Status)
 
@@ -206,68 +207,6 @@ def literals_from_request(msgs: Any, max_literals: int) -> list[GoalLiteral]:
     return literals
 
 
-@dataclass
-class RemoteOversight:
-    """What the loop reads of an oversight outcome, rebuilt from a LearnGoal result: confirmed
-    only when the oversight node vouched for the result's confirmation id."""
-
-    counts: OversightCounts
-    confirmed: bool
-    confirmed_by: str = ""  # the paired operator the oversight node named when it vouched
-    provenance: dict[str, Any] = field(default_factory=dict)  # that confirmation's question, client, time
-    status: OversightStatus | None = None
-
-
-@dataclass
-class RemoteElicitation:
-    """A LearnGoal result in the shape the loop reads from ElicitationResult."""
-
-    chosen: Any
-    candidates: list
-    usage: LLMUsage
-    oversight: RemoteOversight | None
-    outcome: str
-    errors: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    batch_id: str = ""  # the LearnGoals batch whose result counts this object's usage ("" = counted here)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "chosen": self.chosen.to_dict() if self.chosen else None,
-                "candidates": [c.to_dict() for c in self.candidates], "usage": self.usage.to_dict(),
-                "counts": dict(self.counts), "errors": list(self.errors), "via": "ros",
-                "confirmed_by": self.oversight.confirmed_by if self.oversight else ""}
-
-
-class GoalBatch:
-    """The planner's side of one LearnGoals batch: opened before the task's loop with the objects to
-    elicit, its feedback copied into the task's object states while they are still being learned,
-    closed (cancelled) when the loop is done; its result carries the batch's LLM usage."""
-
-    def __init__(self, handle: Any, result: Any, object_ids: list[str]) -> None:
-        self.handle = handle
-        self.result = result  # the future of the batch's result, asked for at once (no stray result later)
-        self.batch_id = bytes(handle.goal_id.uuid).hex()
-        self.object_ids = object_ids
-
-    @staticmethod
-    def on_feedback(states: ObjectStates, message: Any) -> None:
-        for progress in message.feedback.objects:
-            try:
-                state = ObjectState(progress.state)
-            except ValueError:  # a state this planner does not know (a newer node): shown as it was
-                continue
-            states.set(progress.object_id, state, progress.detail, only_from=LEARNING)
-
-    def close(self, wait_s: float, alive: Any) -> LLMUsage | None:
-        """Cancel the batch (its model stages stop) and wait up to `wait_s` for its result: the
-        batch's usage, or None when it did not come (a stopped task does not wait long)."""
-        if not self.result.done():
-            self.handle.cancel_goal_async()
-        if wait_for_future(self.result, wait_s, alive=alive) != "done":
-            return None
-        return convert.llm_usage_from_msg(self.result.result().result.usage)
-
-
 class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner", **kwargs)
@@ -278,10 +217,6 @@ class PlannerNode(Node):
                                          callback_group=self.group)
         self._execute: Client = self.create_client(ExecuteAction, self._params().execute_action_service, qos_profile=qos,
                                            callback_group=self.group)
-        self._learn = ActionClient(self, LearnGoal, self._params().learn_goal_action, callback_group=self.group,
-                                   **action_qos_kwargs())
-        self._learn_batch = ActionClient(self, LearnGoals, self._params().learn_goals_action, callback_group=self.group,
-                                         **action_qos_kwargs())
         condition = self._params().condition
         self.domain = load_domain("household")
         # One body: at most one motion goal (PerformTask or ReachGoal) at a time; a second one is
@@ -296,6 +231,10 @@ class PlannerNode(Node):
             stack_key=StackKey.load_or_create(self._params().stack_key_file or None))
         # The planner's own questions (a stored goal nobody confirmed, an imported policy, new
         # productions): a yes counts only once the oversight node vouches a paired operator gave it.
+        self._elicitation = GoalElicitationClient(
+            self, learn_goal_action=self._params().learn_goal_action,
+            learn_goals_action=self._params().learn_goals_action, oversight=self._oversight, settings=self._params,
+            callback_group=self.group)
         self._asks = CheckedOperator(self._oversight, check_timeout_s=self._params().service_timeout_s)
         self._perform = self._actions.serve(PerformTask, "perform_task", self._perform_task,
                                             self._refusal(PerformTask.Result))
@@ -514,123 +453,6 @@ class PlannerNode(Node):
         msg.confirmed_by = report.confirmed_by
         return msg
 
-    def _open_batch(self, task: str, object_ids: list[str], condition: str, context: list[str],
-                    states: ObjectStates, stop: StopToken) -> GoalBatch:
-        """Start the LearnGoals batch of this task's objects (their model stages begin at once)."""
-        wait_s = self._params().service_timeout_s
-        if not self._learn_batch.wait_for_server(timeout_sec=wait_s):
-            raise RosCallError(f"the goal_elicitation node is not running (no learn_goals action after {wait_s:g} s)")
-        goal = LearnGoals.Goal(task=task, object_ids=object_ids, condition=condition,
-                               context=context if "*" in condition else [])
-        handle = wait_future(self._learn_batch.send_goal_async(
-            goal, feedback_callback=lambda message: GoalBatch.on_feedback(states, message)),
-            wait_s, "learn_goals (goal)", alive=self._learn_batch.server_is_ready, stop=stop)
-        if not handle.accepted:
-            raise RosCallError("the goal_elicitation node rejected the learn_goals goal")
-        self.get_logger().info(f"learn_goals batch {bytes(handle.goal_id.uuid).hex()[:8]}: {len(object_ids)} "
-                               f"object(s) elicited together")
-        return GoalBatch(handle, handle.get_result_async(), object_ids)
-
-    def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
-                    stop: StopToken, metadata: Mapping[str, Any] | None = None, *, batch_id: str = "",
-                    states: ObjectStates | None = None) -> RemoteElicitation:
-        wait_s = self._params().service_timeout_s
-        if not self._learn.wait_for_server(timeout_sec=wait_s):
-            raise RosCallError(f"the goal_elicitation node is not running (no learn_goal action after {wait_s:g} s)")
-        goal = LearnGoal.Goal(task=task, object_id=object_id, condition=condition,
-                              context=context if "*" in condition else [], batch_id=batch_id)
-        timeout = self._params().learn_goal_timeout_s
-        asks = condition.endswith("+O")
-
-        def on_feedback(message: Any) -> None:
-            # the model stages are done after "select": with oversight, the question comes next
-            stage = message.feedback.stage
-            if states is not None and stage in ("retrieve", "recurse", "analyze", "repair", "select"):
-                states.set(object_id, ObjectState.ASKING if stage == "select" and asks else ObjectState.ELICITING,
-                           only_from=LEARNING)
-
-        handle = wait_future(self._learn.send_goal_async(goal, feedback_callback=on_feedback), wait_s,
-                             "learn_goal (goal)", alive=self._learn.server_is_ready, stop=stop)
-        if not handle.accepted:
-            raise RosCallError(f"the goal_elicitation node rejected the learn_goal goal for {object_id}")
-        result_future = handle.get_result_async()
-        waited = wait_for_future(result_future, timeout, alive=self._learn.server_is_ready,
-                                 stop=lambda: stop.requested)
-        if waited != "done":
-            # Cancel ends the whole goal: goal elicitation stops and withdraws its question. Its
-            # canceled result is taken here, so no stray result arrives later.
-            handle.cancel_goal_async()
-            wait_for_future(result_future, 10.0, alive=self._learn.server_is_ready)
-            if not result_future.done():
-                result_future.cancel()
-            if waited == "stopped":
-                raise RunStopped(stop.reason or "the planner is shutting down")
-            raise RosCallError(f"the goal_elicitation node {'went away' if waited == 'gone' else 'did not answer'} "
-                               f"while the planner waited for learn_goal (result)"
-                               + ("" if waited == "gone" else f" within {timeout:g} s"))
-        res = result_future.result().result
-        if res.failed_node:
-            raise RosCallError(f"the {printable(res.failed_node, 40)} node did not answer while goal "
-                               f"elicitation worked on {object_id}: {printable(res.message, 300)}")
-        if not res.success and LLM_UNAVAILABLE in res.message:  # no later object can be elicited
-            raise DependencyFailed(f"goal elicitation of {object_id}: {printable(res.message, 500)}")
-        counts = convert.elicitation_counts_from_msg(res.counts)
-        chosen = convert.goal_candidate_from_msg(res.chosen) if res.success and res.chosen.text else None
-        oversight = None
-        if condition.endswith("+O"):
-            # Who confirmed it is the oversight node's word on the confirmation id (a paired
-            # operator), never the name goal elicitation put in its result.
-            provenance = self._confirmed_by(res.confirmation_id, chosen, object_id, metadata) \
-                if chosen is not None else None
-            oversight = RemoteOversight(
-                OversightCounts(instructions=counts.get("instructions", 0), yes_no=counts.get("yes_no", 0),
-                                words=counts.get("words", 0), proposed=counts.get("proposed", 0),
-                                sourced=counts.get("sourced", 0)),
-                confirmed=provenance is not None,
-                confirmed_by=str(provenance.get("answered_by") or "") if provenance else "",
-                provenance=provenance or {},
-                status=OversightStatus(res.oversight_status) if res.oversight_status in
-                {s.value for s in OversightStatus} else None)
-        return RemoteElicitation(
-            chosen=chosen,
-            candidates=[convert.goal_candidate_from_msg(c) for c in res.candidates],
-            usage=convert.llm_usage_from_msg(res.usage),
-            oversight=oversight,
-            outcome="ok" if chosen else (res.message or "no goal"),
-            errors=[] if res.success else [res.message],
-            counts=counts,
-            batch_id=res.batch_id if batch_id and res.batch_id == batch_id else "",
-        )
-
-    def _confirmed_by(self, confirmation_id: str, chosen: Any, object_id: str,
-                      metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """The provenance of the operator's confirmation of `chosen`, when the oversight node
-        vouches for `confirmation_id` and it covers exactly this goal (used up here); else None:
-        the loop then puts the goal to the operator itself before anything moves."""
-        if not confirmation_id:
-            self.get_logger().warning(f"goal for {object_id} came without a confirmation id: asking again")
-            return None
-        checked = self._oversight.check(confirmation_id, consume=True,
-                                        timeout_s=self._params().service_timeout_s)
-        problem = checked.message if not checked.valid else confirmation_mismatch(
-            answer=checked.answer, description=checked.description, candidate=checked.candidate,
-            chosen=chosen, analyze=self._analyzer(object_id, metadata))
-        if problem:
-            self.get_logger().warning(f"goal for {object_id} not taken as confirmed ({problem}): asking again")
-            return None
-        return checked.provenance()
-
-    @staticmethod
-    def _analyzer(object_id: str, metadata: Mapping[str, Any] | None) -> Any:
-        """The planner's own reading of a goal sentence in its world (a described goal's check)."""
-        if metadata is None:
-            return None
-        from task_learning.grounding import analyze_goal
-        from task_learning.world.state import world_state_from_metadata
-
-        state = world_state_from_metadata(dict(metadata))
-        return lambda sentence: analyze_goal(sentence, state, object_id)
-
     # --- ReachGoal -----------------------------------------------------------------------------
     def _reach_goal(self, goal: ActiveGoal) -> Finish:
         result = ReachGoal.Result()
@@ -733,7 +555,7 @@ class PerformTaskRun:
                      objects_total=total, progress=float(done) / max(total, 1))
 
     def elicit(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
-        remote = self.node._learn_goal(task, object_id, self.condition, list(self.scene.context), self.goal.stop,
+        remote = self.node._elicitation.learn_goal(task, object_id, self.condition, list(self.scene.context), self.goal.stop,
                                        metadata, batch_id=self.batch.batch_id if self.batch is not None else "",
                                        states=self.states)
         if not remote.batch_id:  # else counted once, in the batch's usage
@@ -751,7 +573,7 @@ class PerformTaskRun:
             self.tracker.queue(order)
             if params.elicitation == "across-objects":
                 todo = objects_to_elicit(scene.task, order, world.metadata, kb, self.condition)
-                self.batch = node._open_batch(scene.task, todo, self.condition, list(scene.context), self.states,
+                self.batch = node._elicitation.open_batch(scene.task, todo, self.condition, list(scene.context), self.states,
                                               stop) if todo else None
             self.learner = task_learner(scene, self.condition, TaskPorts(
                 world=world, kb=kb, elicit=self.tracker.elicit(self.elicit),
@@ -776,7 +598,7 @@ class PerformTaskRun:
             return
         stopped = self.goal.stop.requested
         batch_usage = self.batch.close(BATCH_RESULT_WAIT_S if stopped else self.node._params().service_timeout_s,
-                                       self.node._learn_batch.server_is_ready)
+                                       self.node._elicitation.learn_batch.server_is_ready)
         if batch_usage is None and not stopped:
             self.node.get_logger().warning("the learn_goals batch's result did not come: its LLM usage "
                                            "is missing from this task's")
