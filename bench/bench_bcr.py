@@ -28,12 +28,11 @@ from task_learning.bcr.domain import load_domain  # noqa: E402
 from task_learning.bcr.literals import parse_literal  # noqa: E402
 from task_learning.bcr.prompt import build_request  # noqa: E402
 from task_learning.bcr.runner import make_world, run_trial, summarize  # noqa: E402
+from task_learning.experiments.bcr_table import PAPER_TABLE_1, TASKS  # noqa: E402
 from task_learning.llm.client import make_client  # noqa: E402
 from task_learning.types import ActionOutcome  # noqa: E402
 from task_learning.world.scene import scene_from_dict  # noqa: E402
 
-TASKS = ("make_coffee", "apple_in_fridge", "wash_mug", "make_toast")
-PAPER_TABLE_1 = {"make_coffee": 50, "apple_in_fridge": 39, "wash_mug": 39, "make_toast": 49}  # of 50
 
 
 class PromptOnlyEngine:

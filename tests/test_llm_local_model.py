@@ -154,6 +154,22 @@ def test_a_bcr_choice_is_parsed_or_asked_again_and_the_trial_ends(server):
     assert result.actions <= 2 and (result.success or result.failure)  # ended, with a named reason
 
 
+
+def test_a_bounded_bcr_choice_stops_at_the_lines_end(server):
+    """Bounded answers (the default with --llm local): the base model's answer is one line, not
+    300 tokens of continuation (docs/llm.md "Bounded answers")."""
+    from task_learning.bcr.runner import run_trial
+
+    with client_on(server) as client:
+        result = run_trial("bcr_kitchen", "make_coffee", "llm", client, seed=0, max_actions=2, mode="paper",
+                           answers="bounded")
+        usage = client.usage.by_type["bcr_selection"]
+    assert usage.calls >= 1 and usage.failures == 0
+    assert usage.completion_tokens <= 48 * usage.calls
+    assert all("\n" not in a["answer"] for a in result.model_answers)  # cut at the line's end
+    assert result.actions <= 2 and (result.success or result.failure)
+
+
 # ---------------------------------------------------------------------------------- LLM-State
 def test_an_llm_state_episode_step(server):
     from task_learning.llm_state.agent import LLMStateAgent

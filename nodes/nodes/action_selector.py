@@ -23,6 +23,7 @@ from rclpy.node import Node
 
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.bcr.selector import ActionSelector
 from task_learning.errors import TaskLearningError
 from task_learning.safe_text import printable
@@ -59,6 +60,10 @@ class Parameters(LLMEndpointParameters):
                              max=100000)
     max_reasks: int = param(5, "Answers outside the candidate list are asked again this many times",
                             min=0, max=100)
+    answers: str = param("auto", "How the llm engine's answers are asked for: paper (the protocol's own "
+                         "$$ format and 300 tokens), bounded (one line after a cue: a base model's; "
+                         "docs/llm.md) or auto (bounded with llm local, paper otherwise)",
+                         choices=ANSWER_PROTOCOLS)
     search_action: str = param("VisualSearch", "Backend action run for BCR's VisualSearch (look around)")
 
 
@@ -74,8 +79,8 @@ class ActionSelectorNode(Node):
             from task_learning.llm.client import make_client
 
             client = make_client(params.llm, **llm_client_options(params))
-        options = {"max_reasks": params.max_reasks, "scope": "action_selector"} \
-            if engine_name == "llm" else {}
+        options = {"max_reasks": params.max_reasks, "scope": "action_selector",
+                   "answers": resolve(params.answers, params.llm)} if engine_name == "llm" else {}
         self.client = client  # diagnostics probe its endpoint
         engine = make_engine(engine_name, client, **options)
         self.selector = ActionSelector(domain, engine, client,

@@ -9,6 +9,9 @@
   mode `paper` has no fallback: the selection reports `invalid_answer` or `llm_error` and the
   trial ends there. With `state_notes` (a callable returning LLM-State's current state text,
   e.g. `LatestState.render`), every prompt also shows the open state (see bcr/prompt.py).
+  `answers="bounded"` (a base model's: llm/answer_bounds.py) asks for one line after
+  "Selected action:" instead of the `$$` format; `transcript` keeps every answer and what became
+  of it (the first MAX_TRANSCRIPT).
 """
 from __future__ import annotations
 
@@ -21,11 +24,13 @@ from task_learning.bcr.literals import holds
 from task_learning.bcr.prompt import build_request, match_candidate, parse_answer
 from task_learning.bcr.tree import Candidate
 from task_learning.errors import ConfigError
+from task_learning.llm.answer_bounds import bound_for
 from task_learning.types import GoalLiteral, Truth
 
 log = logging.getLogger(__name__)
 
 MAX_REASKS = 5
+MAX_TRANSCRIPT = 500  # answers kept per engine (a node's engine lives long: the first ones only)
 ENGINES = ("heuristic", "llm")
 
 
@@ -93,7 +98,7 @@ class LLMEngine:
 
     def __init__(self, client: Any, max_reasks: int = MAX_REASKS, scope: str = "bcr",
                  fallback: HeuristicEngine | None = None, mode: str = "guarded",
-                 state_notes: Callable[[], str] | None = None) -> None:
+                 state_notes: Callable[[], str] | None = None, answers: str = "paper") -> None:
         if mode not in MODES:
             raise ConfigError(None, "mode", f"unknown BCR mode {mode!r} (expected one of {', '.join(MODES)})")
         self.client = client
@@ -101,6 +106,9 @@ class LLMEngine:
         self.scope = scope
         self.mode = mode
         self.state_notes = state_notes  # LLM-State's state text, read afresh for each decision
+        self.answers = answers  # paper | bounded (a base model's answers: llm/answer_bounds.py)
+        # Every answer the model gave, in order, with what became of it (shown by `bcr --json`)
+        self.transcript: list[dict[str, Any]] = []
         self.fallback: HeuristicEngine | None = None if mode == "paper" else (fallback or HeuristicEngine())
 
     def select(self, context: DecisionContext) -> Selection:
@@ -109,10 +117,12 @@ class LLMEngine:
         requests = 0
         last_prompt = ""
         notes = self.state_notes() if self.state_notes is not None else ""
+        bound = bound_for("bcr_selection", self.answers)
         for attempt in range(self.max_reasks + 1):
             request = build_request(context.goals, context.completed, texts, context.history,
-                                    errors, scope=self.scope, mode=self.mode, state_notes=notes)
-            last_prompt = request.messages[0][1]
+                                    errors, scope=self.scope, mode=self.mode, state_notes=notes,
+                                    answers=self.answers)
+            last_prompt = request.messages[0][1] if request.messages else request.prompt
             response = self.client.complete(request)
             requests += 1
             if not response.ok:
@@ -126,8 +136,11 @@ class LLMEngine:
                 chosen.note = f"llm error: {response.error}; heuristic"
                 chosen.prompt = last_prompt
                 return chosen
-            answer = parse_answer(response.text)
+            answer = parse_answer(bound.answer(response.text) if bound else response.text, self.answers)
             match = match_candidate(answer, texts)
+            if len(self.transcript) < MAX_TRANSCRIPT:
+                self.transcript.append({"candidates": len(texts), "attempt": attempt + 1,
+                                        "answer": response.text[:300], "read": answer, "accepted": match})
             if match is not None:
                 action = context.candidates[texts.index(match)].action
                 return Selection(action, requests=requests, reasks=attempt, note="llm",

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from task_learning.bcr.literals import literal_text
+from task_learning.llm.answer_bounds import bound_for
 from task_learning.llm.base import LLMRequest
 from task_learning.types import GoalLiteral
 
@@ -66,7 +67,7 @@ def build_prompt(goals: list[GoalLiteral], completed: list[GoalLiteral], candida
 
 def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
                   history: list[str], errors: list[str], scope: str = "",
-                  mode: str = "guarded", state_notes: str = "") -> LLMRequest:
+                  mode: str = "guarded", state_notes: str = "", answers: str = "paper") -> LLMRequest:
     """A fresh one-message conversation per decision, with the structured context the offline
     model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed, and
     the agent's mode: the offline chooser adds its repeat penalty in `guarded` mode only; and
@@ -84,6 +85,10 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
     notes = shown_notes(state_notes)
     if notes:  # requests without notes keep their keys (and cache keys)
         context["llm_state"] = notes
+    bound = bound_for("bcr_selection", answers)
+    if bound is not None:  # the same context: the offline stand-in answers the same
+        return LLMRequest(prompt_type="bcr_selection", prompt=bound.prompt(prompt), max_tokens=bound.max_tokens,
+                          stop=bound.stop, temperature=0.0, context=context, scope=scope)
     return LLMRequest(
         prompt_type="bcr_selection",
         messages=(("user", prompt),),
@@ -94,10 +99,22 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
     )
 
 
-def parse_answer(text: str) -> str | None:
-    """The action between the last pair of $$ markers, or None."""
+def parse_answer(text: str, answers: str = "paper") -> str | None:
+    """The action between the last pair of $$ markers, or None. Bounded answers: without $$
+    markers, the answer's line after the cue's "-" ("- PutObject(Mug|1, Sink|1)")."""
     found = ANSWER.findall(text or "")
-    return found[-1].strip() if found else None
+    if found:
+        return found[-1].strip()
+    if answers == "bounded":
+        line = bounded_line(text)
+        return line or None
+    return None
+
+
+def bounded_line(text: str) -> str:
+    """A bounded answer's first line without the list's "-"."""
+    first = (text or "").strip().split("\n", 1)[0].strip()
+    return first[1:].strip() if first.startswith("-") else first
 
 
 def match_candidate(answer: str | None, candidates: list[str]) -> str | None:

@@ -45,6 +45,7 @@ class TrialResult:
     action_log: list[str] = field(default_factory=list)
     overhead_ms_median: float = 0.0
     dot: str = ""
+    model_answers: list[dict[str, Any]] = field(default_factory=list)  # the llm engine's transcript
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +66,7 @@ class TrialResult:
             "loops_broken": self.loops_broken,
             "candidate_counts": list(self.candidate_counts),
             "action_log": list(self.action_log),
+            **({"model_answers": list(self.model_answers)} if self.model_answers else {}),
         }
 
 
@@ -92,10 +94,11 @@ def make_world(scene: Scene, seed: int | None) -> FailurePointWorld:
 def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
               engine: Any = "heuristic", client: Any = None, seed: int | None = 0, *,
               domain: Domain | None = None, max_actions: int = MAX_ACTIONS,
-              world: Any = None, mode: str = "guarded") -> TrialResult:
+              world: Any = None, mode: str = "guarded", answers: str = "paper") -> TrialResult:
     """Run one task to success or failure. `engine` is a name ('llm', 'heuristic') or an engine
     object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed;
-    `mode` 'paper' (the BCR paper as published) or 'guarded' (loop breaking, heuristic fallback)."""
+    `mode` 'paper' (the BCR paper as published) or 'guarded' (loop breaking, heuristic fallback);
+    `answers` 'paper' or 'bounded' (a base model's: llm/answer_bounds.py)."""
     started = time.perf_counter()
     tasks = _tasks()
     spec = tasks.task(task)
@@ -103,12 +106,14 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
     domain = domain or _domain(tasks.domain)
     world = world if world is not None else make_world(scene_obj, seed)
     if isinstance(engine, str):
-        engine_obj = make_engine(engine, client, **({"scope": f"bcr:{task}:{seed}", "mode": mode}
-                                                     if engine == "llm" else {}))
+        engine_obj = make_engine(engine, client, **({"scope": f"bcr:{task}:{seed}", "mode": mode,
+                                                      "answers": answers} if engine == "llm" else {}))
     else:
         engine_obj = engine
-    return run_goals(world, list(spec.goals), engine_obj, domain, max_actions=max_actions,
-                     seed=seed, task=task, started=started, mode=mode)
+    result = run_goals(world, list(spec.goals), engine_obj, domain, max_actions=max_actions,
+                       seed=seed, task=task, started=started, mode=mode)
+    result.model_answers = list(getattr(engine_obj, "transcript", []))
+    return result
 
 
 def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain | None = None,

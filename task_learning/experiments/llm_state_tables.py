@@ -10,10 +10,12 @@ Only the methods asked for are run and shown. Table III (the real robot) is not 
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from task_learning.experiments.machine import LoadSampler
 from task_learning.experiments.table import legend_above, run_label
 from task_learning.files import save_figure
 from task_learning.llm_state.agent import Completer, TrialResult, run_trial
@@ -64,6 +66,11 @@ OFFLINE_NOTE = (
     "So the rows show the loop, the state, the parser and the bookkeeping working, and how a "
     "tracker with that limit fares; they are not evidence that a state helps a language model.")
 
+STANDIN_NOTE = (
+    "Rows marked (offline stand-in) are NOT a language model: the offline model's runs of the same "
+    "tasks, maps and methods, in the same command. " + OFFLINE_NOTE + " The paper's rows are GPT-4 "
+    "(gpt-4-0613) in VirtualHome; a 270M base model is far weaker.")
+
 
 @dataclass
 class TableRun:
@@ -74,6 +81,12 @@ class TableRun:
     runs_per_task: int = PAPER_RUNS
     temperature: float = 0.0
     wording: str = "own"
+    answers: str = "paper"
+    tasks: tuple[str, ...] = ()  # the tasks run, in the tables' order (default: all of the paper's)
+    machine: dict[str, dict[str, Any]] = field(default_factory=dict)  # method -> wall time and load
+
+    def task_list(self, household: Household) -> list[str]:
+        return list(self.tasks) if self.tasks else list(household.paper_tasks)
 
     @property
     def methods(self) -> list[str]:
@@ -88,13 +101,14 @@ class TableRun:
         return sum(r.success for r in results), sum(r.steps for r in results) / len(results), len(results)
 
     def mean_sr(self, household: Household, level: str, method: str) -> float:
-        tasks = [t for t in household.paper_tasks if household.tasks[t].level == level]
+        """Over the tasks run (all of the paper's by default)."""
+        tasks = [t for t in self.task_list(household) if household.tasks[t].level == level]
         rates = [self.cell(t, method)[0] / max(1, self.cell(t, method)[2]) for t in tasks]
         return 100.0 * sum(rates) / len(rates) if rates else 0.0
 
     def to_dict(self, household: Household) -> dict[str, Any]:
         rows = []
-        for task in household.paper_tasks:
+        for task in self.task_list(household):
             spec = household.tasks[task]
             row: dict[str, Any] = {"task": task, "goal": spec.goal, "level": spec.level, "cap": spec.cap}
             for method in {m for (_t, m) in self.runs}:
@@ -111,65 +125,132 @@ class TableRun:
                              "paper": PAPER_MEANS[level].get(m)} for m in self.methods}
                  for level in ("simple", "hard")}
         return {"maps": list(self.maps), "runs_per_task": self.runs_per_task, "temperature": self.temperature,
-                "prompts": self.wording, "methods": self.methods, "table_i": rows, "means": means}
+                "prompts": self.wording, "answers": self.answers, "tasks": self.task_list(household),
+                "methods": self.methods, "table_i": rows, "means": means,
+                **({"machine": self.machine} if self.machine else {})}
+
+    def trials(self, method: str) -> dict[str, Any]:
+        """What a method's runs cost: runs, wall time, LLM calls and tokens (and the load, when
+        sampled)."""
+        results = [r for (_t, m), rs in self.runs.items() if m == method for r in rs]
+        return {"runs": len(results), "wall_s": round(sum(r.runtime_s for r in results), 1),
+                "llm_calls": sum(r.llm_calls for r in results), "tokens": sum(r.tokens for r in results),
+                "end_reasons": dict(sorted(Counter(r.end_reason.split(":")[0] for r in results).items())),
+                **self.machine.get(method, {})}
 
 
 def run_tables(household: Household, client: Completer, methods: Sequence[str], *,
                maps: Sequence[str] | None = None, runs: int | None = None, temperature: float = 0.0,
-               wording: str = "own", report: Callable[[str], None] | None = None) -> TableRun:
-    """Every method on every task of the tables, `runs` runs each (default: one per map), run i
-    on map i mod len(maps)."""
+               wording: str = "own", report: Callable[[str], None] | None = None,
+               tasks: Sequence[str] | None = None, answers: str = "paper", sample_load: bool = False) -> TableRun:
+    """Every method on every task of the tables (or `tasks`, a subset, in the tables' order),
+    `runs` runs each (default: one per map), run i on map i mod len(maps). `sample_load`: each
+    method's wall time with the machine's load while it ran (a real model's rows)."""
     maps = tuple(maps or household.paper_maps)
     runs = len(maps) if runs is None else runs
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
-    table = TableRun(maps=maps, runs_per_task=runs, temperature=temperature, wording=wording)
+    chosen = tuple(t for t in household.paper_tasks if not tasks or t in tasks)
+    table = TableRun(maps=maps, runs_per_task=runs, temperature=temperature, wording=wording, answers=answers,
+                     tasks=chosen if tasks else ())
     for method in methods:
-        for task in household.paper_tasks:
-            table.runs[(task, method)] = [run_trial(task, maps[i % len(maps)], method, client, household=household,
-                                                    trial=i, temperature=temperature, wording=wording)
-                                          for i in range(runs)]
+        with LoadSampler() as load:
+            for task in chosen:
+                table.runs[(task, method)] = [run_trial(task, maps[i % len(maps)], method, client, household=household,
+                                                        trial=i, temperature=temperature, wording=wording,
+                                                        answers=answers)
+                                              for i in range(runs)]
+        if sample_load:
+            table.machine[method] = {"method_wall_s": round(load.wall_s, 1), **load.summary()}
         if report:
             wins = sum(r.success for (t, m), rs in table.runs.items() if m == method for r in rs)
-            report(f"{LABELS[method]}: {wins}/{len(household.paper_tasks) * runs} runs reached the goal")
+            report(f"{LABELS[method]}: {wins}/{len(chosen) * runs} runs reached the goal")
     return table
+
+
+def check_subset(household: Household, tasks: Sequence[str] | None, maps: Sequence[str] | None) -> None:
+    """ValueError naming what is not one of the tables' tasks or maps."""
+    unknown = [t for t in tasks or () if t not in household.paper_tasks]
+    if unknown:
+        raise ValueError(f"--tasks: unknown task(s) {', '.join(unknown)} (Table I's: {', '.join(household.paper_tasks)})")
+    bad = [m for m in maps or () if m not in household.maps]
+    if bad:
+        raise ValueError(f"--maps: unknown map(s) {', '.join(bad)} (known: {', '.join(household.maps)})")
 
 
 def _sr_as(wins: int, avg: float, n: int) -> str:
     return f"{wins}/{n} {avg:5.1f}"
 
 
-def format_table_i(household: Household, table: TableRun) -> str:
+def format_table_i(household: Household, table: TableRun, standin: TableRun | None = None) -> str:
+    """Each task's row, then the offline stand-in's (when given: a real model's table), then the
+    paper's. The means are over the tasks run; the paper's over all of its tasks."""
     methods = [m for m in TABLE_I_METHODS if m in table.methods]
     head = f"{'Task':{W}s}" + "".join(f"{LABELS[m]:>14s}" for m in methods)
     paper_runs = "" if table.runs_per_task == PAPER_RUNS else f" (the paper's: x/{PAPER_RUNS})"
     lines = [f"TABLE I (SR x/{table.runs_per_task}, AS average steps): this run, then (paper){paper_runs}", head,
              "-" * len(head)]
+    run_tasks = table.task_list(household)
     for level in ("simple", "hard"):
+        level_tasks = [t for t in run_tasks if household.tasks[t].level == level]
+        if not level_tasks:
+            continue
         lines.append(level.capitalize())
-        for task in household.paper_tasks:
+        for task in level_tasks:
             spec = household.tasks[task]
-            if spec.level != level:
-                continue
             mark = "*" if spec.special else ""
             label = ("  " + spec.goal)[:W - len(mark)] + mark
             lines.append(f"{label:{W}s}" + "".join(f"{_sr_as(*table.cell(task, m)):>14s}" for m in methods))
+            if standin is not None:
+                lines.append(f"{'    (offline stand-in)':{W}s}"
+                             + "".join(f"{_sr_as(*standin.cell(task, m)):>14s}" for m in methods))
             paper = PAPER_TABLE_I[task]
             lines.append(f"{'    (paper)':{W}s}" + "".join(f"{_sr_as(paper[m][0], paper[m][1], PAPER_RUNS):>14s}"
                                                           for m in methods))
-        lines.append(f"{'  Mean':{W}s}" + "".join(f"{table.mean_sr(household, level, m):13.2f}%" for m in methods))
-        lines.append(f"{'    (paper)':{W}s}" + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in methods))
+        subset = " (of these tasks)" if table.tasks else ""
+        lines.append(f"{'  Mean' + subset:{W}s}" + "".join(f"{table.mean_sr(household, level, m):13.2f}%"
+                                                           for m in methods))
+        if standin is not None:
+            lines.append(f"{'    (offline stand-in)':{W}s}"
+                         + "".join(f"{standin.mean_sr(household, level, m):13.2f}%" for m in methods))
+        lines.append(f"{'    (paper, all its ' + level + ' tasks)' if subset else '    (paper)':{W}s}"
+                     + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in methods))
     return "\n".join(lines)
 
 
-def format_table_ii(household: Household, table: TableRun) -> str:
+def format_trials(table: TableRun, standin: TableRun | None = None) -> str:
+    """Per method: runs, wall time, LLM calls, tokens, how the runs ended, and the load."""
+    lines = ["Runs and wall times (1-minute load average min/mean/max while the method ran):"]
+    for method in table.methods:
+        t = table.trials(method)
+        load = (f", load {t['load_1min_min']}/{t['load_1min_mean']}/{t['load_1min_max']} on {t['cores']} cores"
+                if "cores" in t else "")
+        ends = ", ".join(f"{k} {v}" for k, v in t["end_reasons"].items())
+        lines.append(f"  {LABELS[method]}: {t['runs']} run(s), {t['wall_s']:,} s wall, {t['llm_calls']:,} LLM calls, "
+                     f"{t['tokens']:,} tokens; ended by: {ends}{load}")
+    if standin is not None:
+        wall = sum(standin.trials(m)["wall_s"] for m in standin.methods)
+        lines.append(f"  offline stand-in, every method: {wall:,} s wall in all")
+    return "\n".join(lines)
+
+
+def format_table_ii(household: Household, table: TableRun, standin: TableRun | None = None) -> str:
+    """Mean SR per level (of the tasks run; a level with none of them is left out), the offline
+    stand-in's when given, then the paper's."""
     methods = [m for m in TABLE_II_METHODS if m in table.methods]
-    head = f"{'Task':12s}" + "".join(f"{LABELS[m]:>14s}" for m in methods)
+    width = 22 if standin is not None else 12
+    head = f"{'Task':{width}s}" + "".join(f"{LABELS[m]:>14s}" for m in methods)
     lines = ["TABLE II (ablation, mean SR): this run, then (paper)", head, "-" * len(head)]
+    run_tasks = table.task_list(household)
     for level in ("simple", "hard"):
-        lines.append(f"{level.capitalize():12s}" + "".join(f"{table.mean_sr(household, level, m):13.2f}%"
-                                                           for m in methods))
-        lines.append(f"{'  (paper)':12s}" + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in methods))
+        if not any(household.tasks[t].level == level for t in run_tasks):
+            continue
+        lines.append(f"{level.capitalize():{width}s}" + "".join(f"{table.mean_sr(household, level, m):13.2f}%"
+                                                                for m in methods))
+        if standin is not None:
+            lines.append(f"{'  (offline stand-in)':{width}s}"
+                         + "".join(f"{standin.mean_sr(household, level, m):13.2f}%" for m in methods))
+        lines.append(f"{'  (paper)':{width}s}" + "".join(f"{PAPER_MEANS[level][m]:13.2f}%" for m in methods))
     return "\n".join(lines)
 
 
@@ -205,13 +286,15 @@ HELDOUT_METHODS = ("no_states", "ours")
 
 
 def run_heldout(household: Household, client: Completer, methods: Sequence[str] = HELDOUT_METHODS, *,
-                temperature: float = 0.0, wording: str = "own") -> dict[str, dict[str, list[TrialResult]]]:
+                temperature: float = 0.0, wording: str = "own",
+                answers: str = "paper") -> dict[str, dict[str, list[TrialResult]]]:
     """Held-out runs, apart from the tables: every task (the paper's and the held-out ones) on the
     held-out maps, and the held-out tasks there too, for those of HELDOUT_METHODS in `methods`;
     method -> task -> results per held-out map."""
     maps = [n for n, m in household.maps.items() if m.heldout]
     return {method: {task: [run_trial(task, m, method, client, household=household, trial=i,
-                                      temperature=temperature, wording=wording) for i, m in enumerate(maps)]
+                                      temperature=temperature, wording=wording, answers=answers)
+                            for i, m in enumerate(maps)]
                      for task in household.tasks}
             for method in HELDOUT_METHODS if method in methods}
 

@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from task_learning.llm.answer_bounds import bound_for
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm_state.calls import Call, ParsedAnswer, parse_attention, parse_estimator, parse_plan
 from task_learning.llm_state.household import Household, HouseholdWorld, Observation, StepResult, TaskSpec, load_household
@@ -52,6 +53,7 @@ METHODS = ("ours", "no_states", "inner_monologue", "progprompt", "no_summary", "
 STATEFUL_METHODS = ("ours", "no_summary", "no_objects")  # the methods that keep an open state
 INNER_MONOLOGUE_WINDOW = 10  # the paper gives no size; ten actions, fixed before any run
 MAX_ANSWER_TOKENS = 1500
+TRANSCRIPT_KEPT = 12  # the first answers of a run, kept to show what the model wrote
 
 
 class Completer(Protocol):
@@ -99,6 +101,7 @@ class TrialResult:
     state: dict[str, Any] = field(default_factory=dict)
     runtime_s: float = 0.0
     prompt_tokens_last: dict[str, int] = field(default_factory=dict)
+    transcript: list[dict[str, Any]] = field(default_factory=list)  # the run's first answers
 
     def to_dict(self) -> dict[str, Any]:
         return {"success": self.success, "steps": self.steps, "llm_calls": self.llm_calls,
@@ -115,7 +118,7 @@ class LLMStateAgent:
 
     def __init__(self, client: Completer, method: str = "ours", *, max_tokens: int = MAX_ANSWER_TOKENS,
                  on_state: Callable[[OpenState], None] | None = None, history_window: int | None = None,
-                 temperature: float = 0.0, wording: str = "own") -> None:
+                 temperature: float = 0.0, wording: str = "own", answers: str = "paper") -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
         if not 0.0 <= temperature <= 2.0:
@@ -138,6 +141,10 @@ class LLMStateAgent:
         if history_window is not None and self.wording == "paper":
             raise ValueError("the paper's prompts read the whole history: history_window is this project's extension")
         self.history_window = history_window
+        # paper: each call as the protocol has it (the prompt as is, max_tokens, no stop); bounded: a
+        # base model's answers, with a cue, stops and the tokens the parser reads (llm/answer_bounds.py)
+        self.answers = answers
+        bound_for("llm_state_policy", answers)  # refuses an unresolved or unknown choice now
         self.state = OpenState()
 
     # ------------------------------------------------------------------ model calls
@@ -145,8 +152,13 @@ class LLMStateAgent:
              trial: int = 0) -> str:
         if self.temperature > 0:
             context = context | {"run": trial}
-        request = LLMRequest(prompt_type=kind, prompt=prompt, max_tokens=self.max_tokens,
-                             temperature=self.temperature, context=context, scope=scope)
+        protocol = "llm_state_progprompt" if kind == POLICY and self.method == "progprompt" else kind
+        bound = bound_for(protocol, self.answers)
+        goal = str(context.get("goal", ""))
+        request = LLMRequest(prompt_type=kind, prompt=bound.prompt(prompt, goal) if bound else prompt,
+                             max_tokens=bound.max_tokens if bound else self.max_tokens,
+                             stop=bound.stop if bound else (), temperature=self.temperature, context=context,
+                             scope=scope)
         response = self.client.complete(request)
         result.llm_calls += 1
         result.tokens += response.prompt_tokens + response.completion_tokens
@@ -155,7 +167,11 @@ class LLMStateAgent:
             result.llm_errors += 1
             log.warning("%s call failed: %s", kind, response.error)
             return ""
-        return response.text
+        text = bound.answer(response.text, goal) if bound else response.text
+        if len(result.transcript) < TRANSCRIPT_KEPT:
+            result.transcript.append({"call": kind, "answer": text[:400],
+                                      "completion_tokens": response.completion_tokens})
+        return text
 
     @staticmethod
     def _count(result: TrialResult, kind: str, parsed: ParsedAnswer | None = None, rejected: int = 0) -> None:
@@ -269,11 +285,11 @@ class LLMStateAgent:
 
 def run_trial(task_name: str, map_name: str, method: str, client: Completer, *, hands: int = 2,
               household: Household | None = None, cap: int | None = None, trial: int = 0,
-              temperature: float = 0.0, wording: str = "own") -> TrialResult:
+              temperature: float = 0.0, wording: str = "own", answers: str = "paper") -> TrialResult:
     """One fresh world, one run (`trial`: the run's number, which keeps runs at a temperature
     above 0 apart)."""
     house = household or load_household()
     task = house.task(task_name)
     world = HouseholdWorld(house, map_name, task, hands=hands)
-    return LLMStateAgent(client, method, temperature=temperature, wording=wording).run(world, task, cap=cap,
-                                                                                         trial=trial)
+    return LLMStateAgent(client, method, temperature=temperature, wording=wording,
+                         answers=answers).run(world, task, cap=cap, trial=trial)

@@ -86,7 +86,7 @@ def load_thor_tasks(path: str | Path | None = None) -> ThorTasks:
 def run_thor_trial(client: Completer, method: str, task: TaskSpec, thor_task: ThorTask, *, backend: str,
                    cap: int | None = None, trial: int = 0, ai2thor_settings: ThorSettings | None = None,
                    temperature: float = 0.0,
-                   wording: str = "own") -> TrialResult:
+                   wording: str = "own", answers: str = "paper") -> TrialResult:
     """One episode of `task` in its FloorPlan on a fresh world of `backend`; success is the
     check on the world's metadata, never the policy's belief."""
     if backend not in THOR_BACKENDS:
@@ -94,8 +94,8 @@ def run_thor_trial(client: Completer, method: str, task: TaskSpec, thor_task: Th
     world = make_backend(backend, thor_task.scene, ai2thor_settings=ai2thor_settings)
     try:
         thor = ThorWorld(world, thor_task.holds, map_name=f"{thor_task.scene}@{backend}")
-        return LLMStateAgent(client, method, temperature=temperature, wording=wording).run(thor, task, cap=cap,
-                                                                                          trial=trial)
+        return LLMStateAgent(client, method, temperature=temperature, wording=wording,
+                             answers=answers).run(thor, task, cap=cap, trial=trial)
     finally:
         close = getattr(world, "close", None)
         if callable(close):

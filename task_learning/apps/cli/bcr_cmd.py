@@ -28,6 +28,7 @@ from task_learning.bcr.tasks import load_tasks
 from task_learning.bcr.tree import render_png
 from task_learning.apps.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, add_llm_arguments, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.files import AtomicOutput, write_text_atomic
 
 
@@ -50,6 +51,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--mode", choices=MODES, default="guarded",
                         help="paper: the BCR paper as published; guarded (default): loop breaking and "
                              "heuristic fallback, this project's extension")
+    parser.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
+                        help="bounded: a base model's answers (a cue, a stop at the line's end, 48 tokens: "
+                             "config/prompts/bounded_answers.yaml); paper: the paper's $$ format, 300 tokens, "
+                             "no stop; auto (default): bounded with --llm local, paper otherwise")
     parser.add_argument("--dot", metavar="FILE", help="write the last trial's tree (DOT, or PNG)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
@@ -62,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise TaskLearningError(f"--max-actions must be >= 1, got {args.max_actions}")
     load_tasks().task(args.task)  # unknown task: clear error before any work
     client = None
+    answers = resolve(args.answers, args.llm if args.engine == "llm" else None)
     if args.engine == "llm":
         from task_learning.llm.client import make_client
 
@@ -70,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for i in range(args.trials):
             results.append(run_trial(args.scene, args.task, args.engine, client, args.seed + i,
-                                     max_actions=args.max_actions, mode=args.mode))
+                                     max_actions=args.max_actions, mode=args.mode, answers=answers))
             if client is not None:
                 client.raise_if_unavailable()
     finally:
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             client.close()  # a local server started for this command stops here
     summary = summarize(results)
     summary.update(task=args.task, engine=args.engine, scene=args.scene, mode=args.mode,
-                   llm=args.llm if args.engine == "llm" else "")
+                   llm=args.llm if args.engine == "llm" else "", answers=answers if args.engine == "llm" else "")
     if client is not None:
         summary["llm_usage"] = client.usage.to_dict()
     if args.dot:
@@ -93,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{mark} seed {r.seed}: {r.actions} actions, {r.decisions} decisions, "
                       f"{r.candidates_per_decision:.2f} candidates/decision, {r.runtime_s:.3f} s"
                       + (f" ({r.failure}: {r.failure_detail})" if r.failure else ""))
-            print(f"{args.task} [{args.engine}, {args.mode} mode]: {summary['successes']}/{summary['trials']} "
+            print(f"{args.task} [{args.engine}, {args.mode} mode"
+                  + (f", {answers} answers" if args.engine == "llm" else "") + "]: "
+                  f"{summary['successes']}/{summary['trials']} "
                   f"succeeded, mean {summary['mean_actions']:.1f} actions, "
                   f"{summary['mean_candidates_per_decision']:.2f} candidates/decision")
         sys.stdout.flush()

@@ -24,6 +24,7 @@ from task_learning.experiments.table import (
     scene_kind,
     tokenizer_for,
 )
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS
 from task_learning.llm.shared_answers import SharedAnswers
 from task_learning.planning.session import CONDITIONS
 from task_learning.prompt_templates import PROMPT_WORDINGS
@@ -33,6 +34,7 @@ from task_learning.prompt_templates import PROMPT_WORDINGS
 PAPERS = {
     "stars": "",
     "llm-state": "task_learning.apps.cli.llm_state_experiment",
+    "bcr": "task_learning.apps.cli.bcr_experiment",
     "anticipation": "task_learning.apps.cli.anticipation_experiment",
     "bootstrapping": "task_learning.apps.cli.bootstrapping_experiment",
 }
@@ -49,8 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "model the table says that it is not a language model.")
     p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
                    help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II), "
-                        "anticipation (seed 002: the traces' days) or bootstrapping (seed 001's Table 1: "
-                        "production rules bootstrapped in --train-scene, tested on --test-scenes)")
+                        "anticipation (seed 002: the traces' days), bootstrapping (seed 001's Table 1: "
+                        "production rules bootstrapped in --train-scene, tested on --test-scenes) or bcr "
+                        "(seed 004's Table 1: four tasks, --trials seeded trials each, paper mode)")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--conditions", default=None,
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
@@ -75,6 +78,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "no_states, no_summary, no_objects, ours)")
     p.add_argument("--runs", type=bounded_int(1, 100), default=5,
                    help="llm-state: runs per task, run i on map i mod 5 (default 5, the paper's x/5)")
+    p.add_argument("--tasks", default=None,
+                   help="llm-state: comma-separated tasks of Table I to run (default: all 15; a subset leaves "
+                        "the held-out runs out); bcr: tasks of Table 1 (default all four)")
+    p.add_argument("--trials", type=bounded_int(1, 1000), default=50,
+                   help="bcr: seeded trials per task, paper mode (default 50, the paper's)")
+    p.add_argument("--maps", default=None,
+                   help="llm-state: comma-separated maps, run i on map i mod their number (default map1..map5)")
+    p.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
+                   help="llm-state and bcr: bounded: a base model's answers (a cue, stop sequences, max_tokens that fit "
+                        "the parser: config/prompts/bounded_answers.yaml); paper: each prompt as is, 1,500 tokens, "
+                        "no stop; auto (default): bounded with --llm local, paper otherwise")
     p.add_argument("--temperature", type=bounded_float(0.0, 2.0), default=0.0,
                    help="llm-state: the model's temperature (default 0; the paper does not state its own)")
     p.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
@@ -115,8 +129,15 @@ def run(args: argparse.Namespace) -> int:
                                           or getattr(args, "world_knowledge", "lazy") != "lazy"):
         print("--backend, --families and --world-knowledge apply to --paper bootstrapping only", file=sys.stderr)
         return 2
-    if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0):
-        print("--methods, --runs and --temperature apply to --paper llm-state only", file=sys.stderr)
+    if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0
+                                      or args.maps is not None):
+        print("--methods, --runs, --temperature and --maps apply to --paper llm-state only", file=sys.stderr)
+        return 2
+    if args.paper not in ("llm-state", "bcr") and (args.tasks is not None or args.answers != "auto"):
+        print("--tasks and --answers apply to --paper llm-state and --paper bcr only", file=sys.stderr)
+        return 2
+    if args.paper != "bcr" and args.trials != 50:
+        print("--trials applies to --paper bcr only", file=sys.stderr)
         return 2
     if args.paper != "anticipation" and getattr(args, "days", None) is not None:
         print("--days applies to --paper anticipation only", file=sys.stderr)

@@ -21,6 +21,7 @@ from typing import Any
 from task_learning.apps.cli.options import add_llm_arguments, bounded_float, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
 from task_learning.llm_state.thor_tasks import THOR_BACKENDS, load_thor_tasks, run_thor_trial
@@ -57,6 +58,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--prompts", choices=PROMPT_WORDINGS, default="own",
                         help="own (default): the project's prompt wording; paper: the appendix's prompts verbatim "
                              "(config/llm_state/paper_prompts.yaml; InnerMonologue-W and ProgPrompt keep ours)")
+    parser.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
+                        help="bounded: a base model's answers (a cue, stop sequences, max_tokens that fit the parser: "
+                             "config/prompts/bounded_answers.yaml); paper: each prompt as is, 1,500 tokens, no stop; "
+                             "auto (default): bounded with --llm local, paper otherwise")
     parser.add_argument("--show-state", action="store_true", help="add each trial's final state and actions")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
@@ -82,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from task_learning.llm.routing import describe_routes, routes
     from task_learning.llm_state.prompts import PROMPT_TYPES
 
+    answers = resolve(args.answers, args.llm)
     client = make_client(args.llm, **llm_options(args))
     if not args.json and args.llm != "offline":
         print(f"LLM-State prompts: {describe_routes(client, PROMPT_TYPES)} (config/llm.yaml "
@@ -93,10 +99,11 @@ def run(args: argparse.Namespace) -> int:
                 if on_thor:
                     results.append(run_thor_trial(client, args.method, task, thor_task, backend=args.backend,
                                                   cap=args.cap, trial=i, temperature=args.temperature,
-                                                  wording=args.prompts))
+                                                  wording=args.prompts, answers=answers))
                 else:
                     world = HouseholdWorld(house, map_name, task, hands=args.hands)
-                    agent = LLMStateAgent(client, args.method, temperature=args.temperature, wording=args.prompts)
+                    agent = LLMStateAgent(client, args.method, temperature=args.temperature, wording=args.prompts,
+                                          answers=answers)
                     results.append(agent.run(world, task, cap=args.cap, trial=i))
                 client.raise_if_unavailable()
     offline = args.llm == "offline"
@@ -113,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                "mean_steps": round(sum(r.steps for r in results) / n, 2),
                "llm_calls": sum(r.llm_calls for r in results), "tokens": sum(r.tokens for r in results),
                "dropped_calls": sum(r.dropped_calls for r in results), "cap": args.cap or task.cap,
-               "hands": args.hands, "temperature": args.temperature, "prompts": args.prompts}
+               "hands": args.hands, "temperature": args.temperature, "prompts": args.prompts, "answers": answers}
     try:
         if args.json:
             print(json.dumps({"trials": trials, "summary": summary,

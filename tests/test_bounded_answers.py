@@ -1,0 +1,162 @@
+"""Bounded answers for a base model (llm/answer_bounds.py): the cue, the stops and the max_tokens a
+request carries under `--answers bounded` (the default with `--llm local`), what the parser reads
+back, the paper's values under `--answers paper`; and `experiment --paper llm-state` on a subset,
+the model's rows beside the offline stand-in's and the paper's. A scripted server stands in for
+llama-server (fast)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from task_learning.apps.cli import main
+from task_learning.llm.answer_bounds import bound_for, load_bounds, resolve
+from task_learning.testing.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply, completion_body
+
+
+def _text_reply(text: str) -> ScriptedReply:
+    return ScriptedReply(body=lambda body: completion_body([(text, -0.1, {})], model=body.get("model", "m"),
+                                                           with_logprobs=False))
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def test_auto_is_bounded_for_the_local_model_only():
+    assert resolve("auto", "local") == "bounded"
+    assert resolve("auto", "offline") == "paper" and resolve("auto", "openai") == "paper"
+    assert resolve("paper", "local") == "paper"
+    with pytest.raises(ValueError, match="answers"):
+        resolve("short", "local")
+    assert bound_for("bcr_selection", "paper") is None
+
+
+def test_a_bound_adds_its_cue_and_the_parser_reads_the_cues_last_line_with_the_answer():
+    bounds = load_bounds()
+    assert set(bounds) == {"bcr_selection", "llm_state_attention", "llm_state_estimator", "llm_state_policy",
+                           "llm_state_progprompt"}
+    estimator = bounds["llm_state_estimator"]
+    assert estimator.prompt("PROMPT").endswith("PROMPT\n\nAnswer:\nupdate_")
+    assert estimator.answer('state("cup1", "in_hand")') == 'update_state("cup1", "in_hand")'
+    attention = bounds["llm_state_attention"]
+    assert attention.prompt("P", goal="open the fridge").endswith("\n\nTask goal: open the fridge\n")
+    assert attention.answer('add_related_objects("fridge1")', goal="open the fridge") == 'add_related_objects("fridge1")'
+    for bound in bounds.values():
+        assert bound.stop and 0 < bound.max_tokens <= 200
+
+
+def _bcr(server: FakeOpenAIServer, *extra: str, capsys: Any) -> dict[str, Any]:
+    argv = ["bcr", "--task", "make_coffee", "--engine", "llm", "--llm", "local", "--base-url", server.base_url,
+            "--trials", "1", "--mode", "paper", "--max-actions", "2", "--json", *extra]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bcr_bounded_request_ends_at_the_lines_end_and_a_listed_answer_is_taken(server, capsys):
+    server.set_default(COMPLETIONS, _text_reply(" putObject(Mug|1, CoffeeMachine|1)"))
+    data = _bcr(server, capsys=capsys)
+    assert data["summary"]["answers"] == "bounded"
+    first = server.requests_to(COMPLETIONS)[0].body
+    assert first["prompt"].endswith("copy one action exactly.\n\nSelected action:\n-") or \
+        first["prompt"].endswith("$$ <selected action> $$.\n\nSelected action:\n-")
+    assert first["stop"] == ["\n"] and first["max_tokens"] == 48
+    answer = data["trials"][0]["model_answers"][0]
+    assert answer["read"] == "putObject(Mug|1, CoffeeMachine|1)"
+    assert answer["accepted"] == "PutObject(Mug|1, CoffeeMachine|1)"  # case and spacing are ignored
+    assert data["trials"][0]["action_log"][0].startswith("PutObject(Mug|1, CoffeeMachine|1)")
+
+
+def test_bcr_an_answer_outside_the_list_is_asked_again_then_the_paper_trial_ends(server, capsys):
+    server.set_default(COMPLETIONS, _text_reply(" PickObject(Mug|1)"))
+    trial = _bcr(server, capsys=capsys)["trials"][0]
+    assert trial["failure"] == "invalid_answer" and trial["llm_requests"] == 6
+    assert [a["accepted"] for a in trial["model_answers"]] == [None] * 6
+    sent = [r.body["prompt"] for r in server.requests_to(COMPLETIONS)]
+    assert "Your last choice 'PickObject(Mug|1)' was not in the list" in sent[-1]
+
+
+def test_bcr_paper_answers_keep_the_papers_request(server, capsys):
+    server.set_default(COMPLETIONS, _text_reply(" $$ PutObject(Mug|1, CoffeeMachine|1) $$"))
+    data = _bcr(server, "--answers", "paper", capsys=capsys)
+    assert data["summary"]["answers"] == "paper"
+    first = server.requests_to(COMPLETIONS)[0].body
+    assert first["prompt"].endswith("$$ <selected action> $$.\n\nAnswer:")
+    assert first["max_tokens"] == 300 and "stop" not in first
+    assert data["trials"][0]["model_answers"][0]["accepted"] == "PutObject(Mug|1, CoffeeMachine|1)"
+
+
+def _llm_state_reply(body: Any) -> dict[str, Any]:
+    """A plan of one move on the first policy call, an empty plan after it; nothing else."""
+    prompt = body["prompt"]
+    text = ""
+    if prompt.endswith("Low-level Action Plan:\n") and '"[\'move\', \'fridge1\']' not in prompt:
+        text = "1. move(fridge1)"
+    return completion_body([(text, -0.1, {})], model=body.get("model", "m"), with_logprobs=False)
+
+
+def test_llm_state_experiment_subset_prints_model_standin_and_paper_rows(server, capsys):
+    server.set_default(COMPLETIONS, ScriptedReply(body=_llm_state_reply))
+    argv = ["experiment", "--paper", "llm-state", "--llm", "local", "--base-url", server.base_url,
+            "--tasks", "open_fridge", "--maps", "map1", "--runs", "1", "--methods", "no_states,ours"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "answers: bounded" in lines[0]
+    at = next(i for i, line in enumerate(lines) if line.startswith("  open the fridge"))
+    assert lines[at + 1].strip().startswith("(offline stand-in)") and lines[at + 2].strip().startswith("(paper)")
+    assert "5/5   4.0" in lines[at + 2]  # Table I's w/o States cell
+    assert not any(line.startswith("  put a book") for line in lines)  # only the task asked for
+    runs = [line for line in lines if line.startswith("  Ours:") or line.startswith("  w/o States:")]
+    assert len(runs) == 2 and all("s wall" in r and "LLM calls" in r and "cores" in r for r in runs)
+    assert any("Held-out runs left out" in line for line in lines)
+    assert any("NOT a language model" in line for line in lines)
+    policy = [r.body for r in server.requests_to(COMPLETIONS) if r.body["prompt"].endswith("Low-level Action Plan:\n")]
+    assert policy and all(b["max_tokens"] == 160 and "\n\n" in b["stop"] for b in policy)
+
+
+def test_llm_state_experiment_json_carries_standin_trials_and_answers(server, capsys):
+    server.set_default(COMPLETIONS, ScriptedReply(body=_llm_state_reply))
+    argv = ["experiment", "--paper", "llm-state", "--llm", "local", "--base-url", server.base_url,
+            "--tasks", "open_fridge", "--maps", "map1", "--runs", "1", "--methods", "ours", "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["answers"] == "bounded" and data["tasks"] == ["open_fridge"]
+    assert [row["task"] for row in data["table_i"]] == ["open_fridge"]
+    assert data["table_i"][0]["ours"]["paper"] == {"sr": "5/5", "as": 4.4}
+    assert data["offline_standin"]["table_i"][0]["ours"]["sr"] == "1/1"
+    trials = data["trials"]["ours"]
+    assert trials["runs"] == 1 and trials["llm_calls"] >= 2 and trials["cores"] >= 1
+    run = data["model_answers"][0]
+    assert run["method"] == "ours" and run["answers"][0]["call"] == "llm_state_attention"
+    assert any(a["answer"] == "1. move(fridge1)" for a in run["answers"])
+    assert run["actions"][0].startswith("['move', 'fridge1']")
+    assert "NOT a language model" in data["note"] and data["heldout"] == {}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tasks", "fly_to_mars"], "--tasks: unknown task(s) fly_to_mars"),
+    (["--maps", "map9"], "--maps: unknown map(s) map9"),
+])
+def test_llm_state_experiment_unknown_subset_is_one_line_and_exit_2(argv, message, capsys):
+    assert main(["experiment", "--paper", "llm-state", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_subset_options_belong_to_llm_state(capsys):
+    assert main(["experiment", "--tasks", "open_fridge"]) == 2
+    assert "apply to --paper llm-state and --paper bcr only" in capsys.readouterr().err
+
+
+def test_llm_state_command_bounds_its_calls_with_the_local_model(server, capsys):
+    server.set_default(COMPLETIONS, ScriptedReply(body=_llm_state_reply))
+    argv = ["llm-state", "--scene", "map1", "--task", "open_fridge", "--method", "no_states", "--llm", "local",
+            "--base-url", server.base_url, "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["answers"] == "bounded"
+    first = server.requests_to(COMPLETIONS)[0].body
+    assert first["prompt"].endswith("\n\nLow-level Action Plan:\n") and first["max_tokens"] == 160
