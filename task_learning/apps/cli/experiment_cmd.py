@@ -124,28 +124,31 @@ def _standin_row(data: dict | None) -> dict | None:
     return {k: v for k, v in data.items() if k != "objects"} | {"retrieved_per_object": _per_object(data, "retrieved")}
 
 
-def run(args: argparse.Namespace) -> int:
+def _misplaced_option(args: argparse.Namespace) -> str | None:
+    """The line that says an option was given to a paper it does not apply to (exit 2), or None."""
     if args.paper != "bootstrapping" and (getattr(args, "backend", "symbolic") != "symbolic"
                                           or getattr(args, "families", "find,slice,clear") != "find,slice,clear"
                                           or getattr(args, "world_knowledge", "lazy") != "lazy"):
-        print("--backend, --families and --world-knowledge apply to --paper bootstrapping only", file=sys.stderr)
-        return 2
+        return "--backend, --families and --world-knowledge apply to --paper bootstrapping only"
     if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0
                                       or args.maps is not None):
-        print("--methods, --runs, --temperature and --maps apply to --paper llm-state only", file=sys.stderr)
-        return 2
+        return "--methods, --runs, --temperature and --maps apply to --paper llm-state only"
     if args.paper not in ("llm-state", "bcr") and (args.tasks is not None or args.answers != "auto"):
-        print("--tasks and --answers apply to --paper llm-state and --paper bcr only", file=sys.stderr)
-        return 2
+        return "--tasks and --answers apply to --paper llm-state and --paper bcr only"
     if args.paper != "bcr" and args.trials != 50:
-        print("--trials applies to --paper bcr only", file=sys.stderr)
-        return 2
+        return "--trials applies to --paper bcr only"
     if args.paper != "anticipation" and getattr(args, "days", None) is not None:
-        print("--days applies to --paper anticipation only", file=sys.stderr)
-        return 2
+        return "--days applies to --paper anticipation only"
     if args.paper not in ("llm-state", "anticipation") and args.prompts != "own":
-        print("--prompts applies to --paper llm-state and --paper anticipation only (the STARS and "
-              "bootstrapped-productions tables print no full prompts)", file=sys.stderr)
+        return ("--prompts applies to --paper llm-state and --paper anticipation only (the STARS and "
+                "bootstrapped-productions tables print no full prompts)")
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    misplaced = _misplaced_option(args)
+    if misplaced:
+        print(misplaced, file=sys.stderr)
         return 2
     if PAPERS.get(args.paper):
         import importlib
