@@ -42,18 +42,19 @@ PAPERS = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "experiment", help="run STARS conditions and print seed 000's Table 2",
+        "experiment", help="run STARS conditions and print the STARS paper's Table 2",
         description="Run the conditions of one paper in-process and print its table beside the paper's: "
-                    "seed 000's Table 2 (STARS conditions on a scene, then Trial #2; the default), seed 003's "
-                    "Tables I and II (--paper llm-state), seed 002's days (--paper anticipation) or seed 001's "
-                    "Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
+                    "the STARS paper's Table 2 (its conditions on a scene, then Trial #2; the default), the LLM-State "
+                    "paper's Tables I and II (--paper llm-state), the task-anticipation traces' days (--paper "
+                    "anticipation) or the bootstrapped-productions paper's Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
                     "in --workdir are replaced), so running it again prints the same table. With the offline "
                     "model the table says that it is not a language model.")
     p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
-                   help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II), "
-                        "anticipation (seed 002: the traces' days), bootstrapping (seed 001's Table 1: "
-                        "production rules bootstrapped in --train-scene, tested on --test-scenes) or bcr "
-                        "(seed 004's Table 1: four tasks, --trials seeded trials each, paper mode)")
+                   help="stars (the STARS paper's Table 2, the default), llm-state (the LLM-State paper's Tables I "
+                        "and II), anticipation (the task-anticipation traces' days), bootstrapping (the "
+                        "bootstrapped-productions paper's Table 1: production rules bootstrapped in --train-scene, "
+                        "tested on --test-scenes) or bcr (the BCR paper's Table 1: four tasks, --trials seeded "
+                        "trials each, paper mode)")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--conditions", default=None,
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
@@ -139,8 +140,8 @@ def _misplaced_option(args: argparse.Namespace) -> str | None:
     if args.paper != "anticipation" and getattr(args, "days", None) is not None:
         return "--days applies to --paper anticipation only"
     if args.paper not in ("llm-state", "anticipation") and args.prompts != "own":
-        return ("--prompts applies to --paper llm-state and --paper anticipation only (seed 000 and 001 print no "
-                "full prompts)")
+        return ("--prompts applies to --paper llm-state and --paper anticipation only (the STARS and "
+                "bootstrapped-productions tables print no full prompts)")
     return None
 
 
