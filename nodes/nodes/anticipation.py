@@ -1,4 +1,4 @@
-"""anticipation_node: the robot's day of task anticipation (seed 002) as a node of the graph.
+"""anticipation_node: the robot's day of task anticipation as a node of the graph.
 
 An `anticipate_day` action (AnticipateDay) runs one simulated day of
 config/anticipation/household.yaml with task_learning.anticipation.robot_day, with ROS ports:

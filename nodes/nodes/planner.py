@@ -118,8 +118,8 @@ class Parameters(LLMEndpointParameters):
     llm: str = param("offline", "LLM of the llm engine: offline (not a language model), openai, local or "
                      "replay:FILE",
                      read_only=False)
-    strategy: str = param("bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
-                          "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES,
+    strategy: str = param("bcr", "How goals are reached: bcr (BCR action selection with `engine`) "
+                          "or llm_state (LLM-State: an open state and a plan policy, with `llm`)", choices=STRATEGIES,
                           read_only=False)
     llm_state_method: str = param("ours", "LLM-State method for strategy llm_state (ours, no_summary, "
                                   "no_objects, no_states, inner_monologue, progprompt)", choices=METHODS,
@@ -153,7 +153,7 @@ class Parameters(LLMEndpointParameters):
                                     "scene names only)")
     max_goal_literals: int = param(32, "Most goal literals one ReachGoal may ask for", min=1, max=10000,
                                    read_only=False)
-    use_productions: bool = param(True, "Learned production rules (seed 001, `task-learning bootstrap`) try each "
+    use_productions: bool = param(True, "Learned production rules (bootstrapped productions, `task-learning bootstrap`) try each "
                                   "goal of a PerformTask before the strategy (bcr or llm_state) selects actions, with no LLM; false: the "
                                   "strategy only",
                                   read_only=False)
