@@ -12,7 +12,7 @@ export QT_QPA_PLATFORM ?= offscreen
 setup:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
 
-# setup plus the optional `sweep` extra (Ray, requirements-sweep.txt) for `task-learning sweep`.
+# setup plus the optional `sweep` extra (Ray, locked in requirements-sweep.lock) for `task-learning sweep`.
 sweep-setup:
 	@VENV=$(VENV) SWEEP=1 bash scripts/bootstrap.sh
 
@@ -51,8 +51,9 @@ docs: setup
 	@$(MKDOCS_BUILD)
 	@echo "docs: build/site/index.html"
 
-# requirements.lock from requirements.txt, resolved in a clean venv (scripts/lock.sh; about a
-# minute with a warm pip cache). UPGRADE=1: newest versions instead of keeping the locked ones.
+# requirements.lock from requirements.txt, resolved in a clean venv, then requirements-sweep.lock
+# (the sweep extra, requirements-sweep.txt) on top of it (scripts/lock.sh; a minute or two with a
+# warm pip cache). UPGRADE=1: newest versions instead of keeping the locked ones.
 lock:
 	@UPGRADE=$(UPGRADE) bash scripts/lock.sh
 

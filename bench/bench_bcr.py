@@ -112,7 +112,7 @@ def main() -> int:
     args = parser.parse_args()
 
     print(f"== success in {args.trials} seeded trials, LLM engine on the offline model (not a "
-          "language model), both modes, beside seed 004 Table 1 (GPT-3.5, 50 trials)")
+          "language model), both modes, beside the BCR paper's Table 1 (GPT-3.5, 50 trials)")
     print(f"{'task':>16} {'paper mode':>11} {'failures (paper mode)':>28} {'guarded':>9} "
           f"{'loops broken':>13} {'paper':>6}")
     for task in TASKS:

@@ -28,7 +28,6 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -92,22 +91,10 @@ def through_graph(scene: str, condition: str, latency: float, db: Path, work: Pa
 
 def perform(task: str, scene: str, condition: str, timeout_s: float = 1800.0) -> dict[str, Any]:
     """One PerformTask goal; its wall time from sending the goal to the result."""
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.node import Node
-
     from task_learning_interfaces.action import PerformTask
-    from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
+    from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node, wait_for_future
 
-    context = Context()
-    rclpy.init(context=context)
-    node = Node("bench_graph_elicitation", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
+    with spinning_node("bench_graph_elicitation") as node:
         client = ActionClient(node, PerformTask, "perform_task")
         if not client.wait_for_server(timeout_sec=120.0):
             raise SystemExit("the planner did not come up (see the bringup log)")
@@ -130,11 +117,6 @@ def perform(task: str, scene: str, condition: str, timeout_s: float = 1800.0) ->
             raise SystemExit(f"perform task failed: {result.message}")
         return {"round_trips": result.usage.requests, "calls": result.usage.calls, "wall": wall,
                 "completion": 100.0 * result.completion, "yes_no": result.counts.yes_no}
-    finally:
-        executor.shutdown(timeout_sec=5.0)
-        spinner.join(timeout=5.0)
-        node.destroy_node()
-        rclpy.shutdown(context=context)
 
 
 def main() -> int:

@@ -40,11 +40,18 @@ fi
 
 # 1b. The optional `sweep` extra (Ray, for `task-learning sweep`) with SWEEP=1: `make sweep-setup`,
 #     and `make test`, whose sweep tests need it. `make demo` and `make setup` leave it out.
+#     At the exact versions of requirements-sweep.lock (made with requirements.lock by `make lock`).
 if [ "${SWEEP:-0}" = 1 ]; then
-  want=$(hash_of "$ROOT/requirements-sweep.txt")
+  SWEEP_LOCK="$ROOT/requirements-sweep.lock"
+  if [ ! -f "$SWEEP_LOCK" ] || [ "$(bash "$ROOT/scripts/requirements_hash.sh" "$ROOT/requirements-sweep.txt")" \
+       != "$(sed -n 's/^# requirements-sha256: //p' "$SWEEP_LOCK")" ]; then
+    echo "[bootstrap] error: requirements-sweep.txt changed since requirements-sweep.lock was made (or it is missing): run \`make lock\` and commit requirements-sweep.lock" >&2
+    exit 1
+  fi
+  want=$(hash_of "$SWEEP_LOCK" "$LOCK")
   if [ "$(cat "$STAMPS/sweep" 2>/dev/null)" != "$want" ]; then
-    log "installing the sweep extra (Ray) from requirements-sweep.txt"
-    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/requirements-sweep.txt" \
+    log "installing the sweep extra (Ray) from requirements-sweep.lock"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$SWEEP_LOCK" -c "$LOCK" \
       2> >(grep -v "is ignored: it is neither" >&2)
     echo "$want" > "$STAMPS/sweep"
   else

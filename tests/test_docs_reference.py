@@ -130,15 +130,26 @@ def test_the_requirements_hash_changes_with_a_requirement_not_with_comments_or_o
     assert _hash("rclpy\nnumpy>=1.24\nscipy\n", tmp_path) != base
 
 
-def test_the_lock_was_made_from_this_requirements_file() -> None:
-    lock = (ROOT / "requirements.lock").read_text(encoding="utf-8")
-    stored = re.search(r"^# requirements-sha256: (\w+)$", lock, flags=re.M)
-    assert stored, "requirements.lock has no requirements-sha256 line"
-    current = subprocess.run(["bash", str(ROOT / "scripts" / "requirements_hash.sh")], check=True,
-                             capture_output=True, text=True).stdout.strip()
-    assert stored.group(1) == current, "requirements.txt changed: run `make lock` and commit requirements.lock"
-    pins = [line for line in lock.splitlines() if line and not line.startswith("#")]
+@pytest.mark.parametrize("requirements, lock", [("requirements.txt", "requirements.lock"),
+                                                ("requirements-sweep.txt", "requirements-sweep.lock")])
+def test_the_lock_was_made_from_this_requirements_file(requirements: str, lock: str) -> None:
+    text = (ROOT / lock).read_text(encoding="utf-8")
+    stored = re.search(r"^# requirements-sha256: (\w+)$", text, flags=re.M)
+    assert stored, f"{lock} has no requirements-sha256 line"
+    current = subprocess.run(["bash", str(ROOT / "scripts" / "requirements_hash.sh"), str(ROOT / requirements)],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    assert stored.group(1) == current, f"{requirements} changed: run `make lock` and commit {lock}"
+    pins = [line for line in text.splitlines() if line and not line.startswith("#")]
     assert pins and all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[^\s=]+", pin) for pin in pins), pins
+
+
+def test_the_sweep_lock_changes_no_core_version() -> None:
+    def pins(name: str) -> dict[str, str]:
+        lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
+        return dict(line.lower().split("==") for line in lines if line and not line.startswith("#"))
+
+    core, sweep = pins("requirements.lock"), pins("requirements-sweep.lock")
+    assert "ray" in sweep and not set(core) & set(sweep), set(core) & set(sweep)
 
 
 def test_the_readme_is_an_entry_point_that_names_the_five_methods() -> None:

@@ -8,9 +8,9 @@ statement, at module level, inside functions and under TYPE_CHECKING alike):
     core (every other package of task_learning) imports none of the above, and its packages
                                                 import each other without a circle
 
-The offline stand-in is reached from `llm/` by module path only (llm/registry.py). One import
-from a lower core package to a higher one is tolerated while it is listed in UPWARD with why;
-the list may never grow past one.
+The offline stand-in is reached from `llm/` by module path only (llm/registry.py). No import runs
+from a lower core package to a higher one (the last, kb -> productions, moved into productions/
+in issue 28): such an import closes a circle, and a circle fails the test.
 """
 from __future__ import annotations
 
@@ -22,11 +22,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (importer, imported) core units: at most one, each with why it still runs upward.
-UPWARD = {
-    ("kb", "productions"): "ProductionRepository.parse_production_import (kb/repositories/productions.py) "
-                           "validates imported rules with the production language; it belongs in productions/",
-}
 # The layers above the core, highest first by rank; everything else of task_learning is the core (0).
 RANK = {"apps": 3, "testing": 2, "offline_model": 1}
 
@@ -73,10 +68,9 @@ def distinct(names: set[str], top: str) -> list[str]:
 
 
 def layer_problems(source_root: Path, top: str = "task_learning", ros: str = "task_learning_nodes",
-                   ros_dir: str = "nodes", upward: dict[tuple[str, str], str] | None = None) -> list[str]:
+                   ros_dir: str = "nodes") -> list[str]:
     """Every breach of the rule, one line each (empty: the layering holds)."""
-    upward = UPWARD if upward is None else upward
-    problems = [f"{len(upward)} tolerated upward imports: at most one"] if len(upward) > 1 else []
+    problems: list[str] = []
     edges: dict[str, set[str]] = {}
     for module, names in module_imports(source_root, top).items():
         here = unit(module, top)
@@ -95,11 +89,6 @@ def layer_problems(source_root: Path, top: str = "task_learning", ros: str = "ta
         for module, names in module_imports(source_root, ros_dir).items():
             problems += [f"{module} imports {name}: the ROS layer never imports an application"
                          for name in distinct(names, top) if unit(name, top) == "apps"]
-    for (here, there), why in upward.items():
-        if there in edges.get(here, set()):
-            edges[here].discard(there)
-        else:
-            problems.append(f"UPWARD lists {here} -> {there}, which no longer exists: remove it ({why})")
     try:
         tuple(TopologicalSorter(edges).static_order())
     except CycleError as exc:
@@ -131,7 +120,7 @@ BASE = {
 
 
 def test_a_clean_tree_passes(tmp_path):
-    assert layer_problems(_tree(tmp_path, BASE), upward={}) == []
+    assert layer_problems(_tree(tmp_path, BASE)) == []
 
 
 @pytest.mark.parametrize("path, text, expected", [
@@ -143,12 +132,5 @@ def test_a_clean_tree_passes(tmp_path):
     ("nodes/demo.py", "from task_learning.apps.cli import main\n", "the ROS layer never imports an application"),
 ])
 def test_an_added_breach_fails(tmp_path, path, text, expected):
-    problems = layer_problems(_tree(tmp_path, {**BASE, path: text}), upward={})
+    problems = layer_problems(_tree(tmp_path, {**BASE, path: text}))
     assert len(problems) == 1 and expected in problems[0], problems
-
-
-def test_one_tolerated_upward_import_at_most(tmp_path):
-    root = _tree(tmp_path, {**BASE, "task_learning/world/up.py": "from task_learning.stars import tree\n"})
-    assert layer_problems(root, upward={("world", "stars"): "why"}) == []
-    assert "at most one" in layer_problems(root, upward={("world", "stars"): "", ("errors", "world"): ""})[0]
-    assert "no longer exists" in layer_problems(_tree(tmp_path / "b", BASE), upward={("world", "stars"): "why"})[0]

@@ -8,7 +8,7 @@
 3. The graph is stopped and started again on the same knowledge base (a new day, the world as it
    was): the same PerformTask is Trial #2, with no LLM call and no question.
 4. For contrast, the baselines TBP and TBP+O run in-process on the same scene.
-The measures are printed in seed 000's Table 2 layout beside the paper's, and plotted.
+The measures are printed in the STARS paper's Table 2 layout beside the paper's, and plotted.
 
 Every run starts from nothing: the demo's own files in its folder (the knowledge base and the
 baselines' knowledge bases, with their SQLite companions) are removed first, so a second run in the
@@ -26,12 +26,8 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-import rclpy
 from action_msgs.msg import GoalStatus
-from task_learning_nodes.plumbing.node_base import ActionClient
-from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
+from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node
 
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.table import OFFLINE_NOTE, format_table, plot_rows
@@ -63,14 +59,7 @@ def _stop(procs: list[subprocess.Popen], timeout_s: float = 20.0) -> None:
 
 def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dict[str, Any]:
     """Send one PerformTask goal and wait for its result, printing a line per object."""
-    context = Context()
-    rclpy.init(context=context)
-    node = Node("demo_client", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    try:
+    with spinning_node("demo_client") as node:
         client = ActionClient(node, PerformTask, "perform_task")
         if not client.wait_for_server(timeout_sec=60.0):
             raise TaskLearningError("the planner node did not come up (see the bringup log)")
@@ -121,11 +110,6 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
             "total_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
             "calls": result.usage.calls,
         }
-    finally:
-        executor.shutdown(timeout_sec=5.0)
-        spinner.join(timeout=5.0)
-        node.destroy_node()
-        rclpy.shutdown(context=context)
 
 
 # `task-learning bringup`'s option for each make_client option of --llm-model / --base-url.

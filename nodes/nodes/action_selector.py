@@ -1,4 +1,4 @@
-"""action_selector_node: BCR action selection (seed 004) as a ROS service.
+"""action_selector_node: BCR action selection as a ROS service.
 
 - serves `select_next_action` (task_learning_interfaces/srv/SelectNextAction): given the remaining
   goal literals and the outcomes so far (newest last), answers the next primitive action to run.
@@ -52,7 +52,7 @@ class Parameters(LLMEndpointParameters):
     seed: int = param(-1, "Placement seed of that scene; -1 keeps it as written", min=-1, max=2**31 - 1)
     domain: str = param("household", "Domain file under config/domains/ (actions, blocking conditions, "
                         "resolutions)")
-    engine: str = param("llm", "Selection engine: llm (seed 004 prompt) or heuristic (no LLM)",
+    engine: str = param("llm", "Selection engine: llm (the BCR paper's prompt) or heuristic (no LLM)",
                         choices=ENGINES)
     llm: str = param("offline", "LLM for engine llm: offline (not a language model), openai, local or "
                      "replay:FILE")

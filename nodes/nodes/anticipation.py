@@ -1,4 +1,4 @@
-"""anticipation_node: the robot's day of task anticipation (seed 002) as a node of the graph.
+"""anticipation_node: the robot's day of task anticipation as a node of the graph.
 
 An `anticipate_day` action (AnticipateDay) runs one simulated day of
 config/anticipation/household.yaml with task_learning.anticipation.robot_day, with ROS ports:
@@ -31,7 +31,6 @@ import json
 import threading
 from typing import Any
 
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -39,7 +38,6 @@ from rclpy.node import Node
 from task_learning.anticipation.proposals import KB_TASK
 from task_learning.errors import TaskLearningError
 from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, resolve_db_path
-from task_learning.stopping import StopToken
 from task_learning.safe_text import printable
 from task_learning.types import GoalLiteral
 from task_learning.stop_signals import StopSignals
@@ -50,6 +48,8 @@ from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
 from task_learning_nodes.clients.ros_world import RosWorld
 from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyPolicy, Finish, Refusal,
+                                                               SingleGoalServer, Status)
 
 class Parameters(LLMEndpointParameters):
     """The anticipation node's parameters (config/nodes/anticipation.yaml)."""
@@ -103,11 +103,11 @@ class AnticipationNode(Node):
         self.reach = ActionClient(self, ReachGoal, self.params.reach_goal_action, callback_group=self.group,
                                   **action_qos_kwargs())
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
-        self._stop = threading.Event()  # the node stops
-        self._cancel = threading.Event()  # the running day was cancelled
-        self._day_stop = StopToken()  # the running day's: set by either, checked before each action
         self._reaching: Any = None  # the planner's ReachGoal goal handle while it performs a task
-        self._busy = threading.Lock()
+        # One day at a time (a second one is rejected); a cancel or a stop also cancels the
+        # planner's goal in flight.
+        self._actions = SingleGoalServer(self, policy=BusyPolicy.REJECT, callback_group=self.group,
+                                         on_stop=lambda _day: self._cancel_reach())
         from task_learning_nodes.clients.oversight_client import OversightClient
 
         from task_learning.oversight.pairing import StackKey
@@ -117,9 +117,7 @@ class AnticipationNode(Node):
                                          stack_key=StackKey.load_or_create(
                                              self.params.stack_key_file or None))
         self._withdraw_left_confirmations("start")
-        self._server = ActionServer(self, AnticipateDay, "anticipate_day", self._run_day, **action_qos_kwargs(),
-                                    goal_callback=self._accept, cancel_callback=self._on_cancel,
-                                    callback_group=self.group)
+        self._server = self._actions.serve(AnticipateDay, "anticipate_day", self._run_day, self._refusal)
         self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params.db_path)}, llm {self.params.llm})")
 
     def _withdraw_left_confirmations(self, when: str) -> None:
@@ -132,13 +130,7 @@ class AnticipationNode(Node):
     def stopping(self) -> bool:
         """True once the day was cancelled or the node stops: questions still waiting end
         unconfirmed and no further task is sent to the planner."""
-        return self._stop.is_set() or self._cancel.is_set()
-
-    def _on_cancel(self, _goal_handle: Any) -> CancelResponse:
-        self._cancel.set()
-        self._day_stop.request("canceled by the client")
-        self._cancel_reach()
-        return CancelResponse.ACCEPT
+        return self._actions.stop_requested()
 
     def _cancel_reach(self) -> None:
         """Cancel the planner's goal in flight, and wait until the planner took the cancel (it
@@ -148,15 +140,15 @@ class AnticipationNode(Node):
         if handle is not None:
             wait_for_future(handle.cancel_goal_async(), self.wait_s)
 
-    def _accept(self, _goal: Any) -> GoalResponse:
-        return GoalResponse.REJECT if self._busy.locked() else GoalResponse.ACCEPT
+    def _refusal(self, refusal: Refusal) -> AnticipateDay.Result:
+        """A day that came while another ran (accepted at the same moment) or as the node stops."""
+        return AnticipateDay.Result(message="refused: the anticipation node is stopping" if refusal.shutting_down
+                                    else "busy with another day")
 
     def stop_work(self) -> None:
-        """A signal: questions waiting end unconfirmed (and are withdrawn), and the planner's goal
-        in flight is cancelled before its next action."""
-        self._stop.set()
-        self._day_stop.request("the anticipation node is stopping")
-        self._cancel_reach()
+        """A signal: questions waiting end unconfirmed (and are withdrawn), the planner's goal
+        in flight is cancelled before its next action, and the day ends aborted with its result."""
+        self._actions.shutdown("the anticipation node is stopping")
 
     def require(self) -> None:
         """Fails with one clear line when the perception, planner or oversight node is not there."""
@@ -170,44 +162,30 @@ class AnticipationNode(Node):
             raise TaskLearningError(f"the oversight node is not running (no oversight/confirm service after "
                                     f"{self.wait_s:g} s)")
 
-    def _run_day(self, goal_handle: Any) -> AnticipateDay.Result:
+    def _run_day(self, goal: ActiveGoal) -> Finish:
         result = AnticipateDay.Result()
-        if not self._busy.acquire(blocking=False):
-            goal_handle.abort()
-            result.message = "busy with another day"
-            return result
-        self._cancel.clear()
-        self._day_stop = StopToken()
-        if goal_handle.is_cancel_requested or self._stop.is_set():
-            self._day_stop.request("canceled by the client")
         try:
-            day = self._day(goal_handle)
-            result.result_json = json.dumps(day.to_dict())
-            result.success = not self.stopping()
-            result.message = f"day {day.day}: confirmed {len(day.confirmed)}, performed {len(day.performed)}"
-            if goal_handle.is_cancel_requested:
-                result.message += " (canceled: later questions unconfirmed, no further task performed)"
-                goal_handle.canceled()
-            elif self._stop.is_set():
-                goal_handle.abort()
-            else:
-                goal_handle.succeed()
+            day = self._day(goal)
         except (TaskLearningError, ValueError) as exc:
             result.message = printable(str(exc))
             self.get_logger().warning(f"anticipate_day: {result.message}")
-            goal_handle.abort()
-        finally:
-            self._busy.release()
-        return result
+            return Finish(result, Status.ABORTED)
+        result.result_json = json.dumps(day.to_dict())
+        result.success = not self.stopping()
+        result.message = f"day {day.day}: confirmed {len(day.confirmed)}, performed {len(day.performed)}"
+        if goal.handle.is_cancel_requested:
+            result.message += " (canceled: later questions unconfirmed, no further task performed)"
+            return Finish(result, Status.CANCELED)
+        return Finish(result, Status.ABORTED if self._actions.shutting_down else Status.SUCCEEDED)
 
-    def _day(self, goal_handle: Any) -> Any:
+    def _day(self, goal: ActiveGoal) -> Any:
         from task_learning.anticipation.config import load_anticipation_config
         from task_learning.anticipation.experience import Experience, seed_experience
         from task_learning.anticipation.household import load_household
         from task_learning.anticipation.robot_day import run_robot_day
         from task_learning.llm.client import make_client
 
-        request = goal_handle.request
+        request = goal.handle.request
         cfg = load_anticipation_config()
         spec = load_household(tasks=cfg.tasks)
         days = {str(d["name"]): d for d in spec.days}
@@ -218,14 +196,14 @@ class AnticipationNode(Node):
         client = make_client(self.params.llm, **llm_client_options(self.params))
 
         def event(text: str) -> None:
-            goal_handle.publish_feedback(AnticipateDay.Feedback(event=text))
+            goal.handle.publish_feedback(AnticipateDay.Feedback(event=text))
 
         with KnowledgeBase(resolve_db_path(self.params.db_path)) as kb:
             seed_experience(kb, cfg)
             perform = PlannerPerformer(self, on_event=event)
             day = run_robot_day(cfg, Experience.from_kb(kb), days[request.day], client=client,
                                 operator=self.oversight, kb=kb, seed=int(request.seed), question_suffix=tag,
-                                world=self.world, perform=perform, stop=self._day_stop)
+                                world=self.world, perform=perform, stop=goal.stop)
         client.raise_if_unavailable()
         return day
 

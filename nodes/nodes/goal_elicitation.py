@@ -599,7 +599,7 @@ def _progress_msgs(states: ObjectStates | list[tuple[str, str, str]]) -> list[Ob
 
 
 def _counts(outcome: ElicitationResult) -> dict[str, int]:
-    """Seed 000's per-object counts: goals retrieved; proposed/sourced/user effort from oversight."""
+    """The STARS paper's per-object counts: goals retrieved; proposed/sourced/user effort from oversight."""
     counts = {"retrieved": len(outcome.candidates)}
     if outcome.oversight is not None:
         counts.update(outcome.oversight.counts.to_dict())

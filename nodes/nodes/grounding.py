@@ -1,4 +1,4 @@
-"""grounding_node: STARS's Analysis as a ROS service (seed 000 §4.2, appendix B.4).
+"""grounding_node: STARS's Analysis as a ROS service (the STARS paper, §4.2 and appendix B.4).
 
 - serves `grounding/analyze_goal` (task_learning_interfaces/srv/AnalyzeGoal): the candidate's text
   is analysed against the latest world state with `object_id` as the object in context; the

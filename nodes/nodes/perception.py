@@ -25,7 +25,6 @@ After a change only the objects whose records changed are converted again
 """
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from typing import Any
 
@@ -61,7 +60,7 @@ ARTICLES = ("the ", "a ", "an ")
 
 def _thor(name: str) -> Any:
     """The `ai2thor.<name>` parameter: its default, range and choices are ThorSettings' own."""
-    default: Any = {f.name: f.default for f in dataclasses.fields(ThorSettings)}[name]
+    default: Any = ThorSettings.model_fields[name].default
     low, high = THOR_RANGES.get(name, (None, None))
     return param(default, f"AI2-THOR controller setting {name} (see config/nodes/perception.yaml and "
                  "task_learning.world.thor.settings.ThorSettings)", min=low, max=high,

@@ -1,11 +1,14 @@
 """planner_node: performs tasks (PerformTask action) and reaches goal literals (ReachGoal action).
 
-It runs the same task-learning loop as `task-learning run` (task_learning.planning.loop), with ROS
-ports instead of in-process ones:
+It runs the same planning service as `task-learning run` (task_learning.planning.service: the
+task-learning loop of planning.loop), with ROS ports instead of in-process ones; the node only
+turns a goal into the service's request and its outcome into feedback and a result, and serves its
+two actions through SingleGoalServer (plumbing/simple_action_server: one goal at a time, cancel,
+a bounded stop):
 - the world is the perception node: `query_world` for the state, `execute_action` for each
   primitive action (clients/ros_world.RosWorld implements the WorldBackend protocol over those services);
-- goals come from the goal elicitation node (which asks the oversight node in the +O
-  conditions): by default (`elicitation: across-objects`) one `learn_goals` batch elicits every
+- goals come from the goal elicitation node (clients/goal_elicitation_client; it asks the
+  oversight node in the +O conditions): by default (`elicitation: across-objects`) one `learn_goals` batch elicits every
   object of the task together, merged into shared round trips, and the loop then takes one object
   at a time from it with `learn_goal` (its questions to the operator, in the task's order, when
   its turn comes); `per-object` elicits each object with its own `learn_goal`;
@@ -41,10 +44,8 @@ from __future__ import annotations
 import re
 import threading
 from pathlib import Path
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -53,14 +54,12 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.episode.observe import ObservedWorld
-from task_learning.errors import LLM_UNAVAILABLE, TaskLearningError
+from task_learning.errors import TaskLearningError
 from task_learning.kb import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.llm_state.agent import METHODS
 from task_learning.llm_state.strategy import STRATEGIES
-from task_learning.oversight.flow import OversightCounts, OversightStatus
 from task_learning.planning.confirmation import (
     GoalConfirmer,
-    confirmation_mismatch,
     goal_covered,
     literals_confirmed,
     requires_confirmation,
@@ -68,9 +67,9 @@ from task_learning.planning.confirmation import (
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import ObjectReport, TaskLearner
-from task_learning.planning.progress import LEARNING, REPORT_STATES, ObjectState, ObjectStates, Snapshot
+from task_learning.planning.progress import ObjectStates, Snapshot
+from task_learning.planning.service import ObjectTracker, TaskOutcome, TaskPorts, keep_subtasks, run_task, task_learner
 from task_learning.planning.session import CONDITIONS, check_task, task_order
-from task_learning.planning.summary import summarize
 from task_learning.stopping import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
 from task_learning.stars.together import objects_to_elicit
@@ -78,12 +77,13 @@ from task_learning.types import GoalLiteral, LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import available_scenes, load_scene
 from task_learning.stop_signals import StopSignals
-from task_learning_interfaces.action import LearnGoal, LearnGoals, PerformTask, ReachGoal
+from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState, ObjectProgress, TaskObjectOutcome
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes.plumbing import convert
-from task_learning_nodes.clients.ros_world import RosCallError, RosWorld, wait_future
-from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
+from task_learning_nodes.clients.goal_elicitation_client import GoalBatch, GoalElicitationClient, RemoteElicitation
+from task_learning_nodes.clients.ros_world import RosWorld
+from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.params import (
     LLMEndpointParameters,
     declare_parameters,
@@ -91,7 +91,9 @@ from task_learning_nodes.plumbing.params import (
     param,
     read_parameters,
 )
-from task_learning_nodes.plumbing.qos import action_qos_kwargs, latched, service_qos
+from task_learning_nodes.plumbing.qos import latched, service_qos
+from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyPolicy, Finish, Refusal,
+                                                               SingleGoalServer, Status)
 
 ELICITATION = ("across-objects", "per-object")  # how PerformTask elicits goals (the `elicitation` parameter)
 
@@ -116,8 +118,8 @@ class Parameters(LLMEndpointParameters):
     llm: str = param("offline", "LLM of the llm engine: offline (not a language model), openai, local or "
                      "replay:FILE",
                      read_only=False)
-    strategy: str = param("bcr", "How goals are reached: bcr (seed 004 action selection with `engine`) "
-                          "or llm_state (seed 003: an open state and a plan policy, with `llm`)", choices=STRATEGIES,
+    strategy: str = param("bcr", "How goals are reached: bcr (BCR action selection with `engine`) "
+                          "or llm_state (LLM-State: an open state and a plan policy, with `llm`)", choices=STRATEGIES,
                           read_only=False)
     llm_state_method: str = param("ours", "LLM-State method for strategy llm_state (ours, no_summary, "
                                   "no_objects, no_states, inner_monologue, progprompt)", choices=METHODS,
@@ -151,7 +153,7 @@ class Parameters(LLMEndpointParameters):
                                     "scene names only)")
     max_goal_literals: int = param(32, "Most goal literals one ReachGoal may ask for", min=1, max=10000,
                                    read_only=False)
-    use_productions: bool = param(True, "Learned production rules (seed 001, `task-learning bootstrap`) try each "
+    use_productions: bool = param(True, "Learned production rules (bootstrapped productions, `task-learning bootstrap`) try each "
                                   "goal of a PerformTask before the strategy (bcr or llm_state) selects actions, with no LLM; false: the "
                                   "strategy only",
                                   read_only=False)
@@ -205,68 +207,6 @@ def literals_from_request(msgs: Any, max_literals: int) -> list[GoalLiteral]:
     return literals
 
 
-@dataclass
-class RemoteOversight:
-    """What the loop reads of an oversight outcome, rebuilt from a LearnGoal result: confirmed
-    only when the oversight node vouched for the result's confirmation id."""
-
-    counts: OversightCounts
-    confirmed: bool
-    confirmed_by: str = ""  # the paired operator the oversight node named when it vouched
-    provenance: dict[str, Any] = field(default_factory=dict)  # that confirmation's question, client, time
-    status: OversightStatus | None = None
-
-
-@dataclass
-class RemoteElicitation:
-    """A LearnGoal result in the shape the loop reads from ElicitationResult."""
-
-    chosen: Any
-    candidates: list
-    usage: LLMUsage
-    oversight: RemoteOversight | None
-    outcome: str
-    errors: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    batch_id: str = ""  # the LearnGoals batch whose result counts this object's usage ("" = counted here)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "chosen": self.chosen.to_dict() if self.chosen else None,
-                "candidates": [c.to_dict() for c in self.candidates], "usage": self.usage.to_dict(),
-                "counts": dict(self.counts), "errors": list(self.errors), "via": "ros",
-                "confirmed_by": self.oversight.confirmed_by if self.oversight else ""}
-
-
-class GoalBatch:
-    """The planner's side of one LearnGoals batch: opened before the task's loop with the objects to
-    elicit, its feedback copied into the task's object states while they are still being learned,
-    closed (cancelled) when the loop is done; its result carries the batch's LLM usage."""
-
-    def __init__(self, handle: Any, result: Any, object_ids: list[str]) -> None:
-        self.handle = handle
-        self.result = result  # the future of the batch's result, asked for at once (no stray result later)
-        self.batch_id = bytes(handle.goal_id.uuid).hex()
-        self.object_ids = object_ids
-
-    @staticmethod
-    def on_feedback(states: ObjectStates, message: Any) -> None:
-        for progress in message.feedback.objects:
-            try:
-                state = ObjectState(progress.state)
-            except ValueError:  # a state this planner does not know (a newer node): shown as it was
-                continue
-            states.set(progress.object_id, state, progress.detail, only_from=LEARNING)
-
-    def close(self, wait_s: float, alive: Any) -> LLMUsage | None:
-        """Cancel the batch (its model stages stop) and wait up to `wait_s` for its result: the
-        batch's usage, or None when it did not come (a stopped task does not wait long)."""
-        if not self.result.done():
-            self.handle.cancel_goal_async()
-        if wait_for_future(self.result, wait_s, alive=alive) != "done":
-            return None
-        return convert.llm_usage_from_msg(self.result.result().result.usage)
-
-
 class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("planner", **kwargs)
@@ -277,34 +217,28 @@ class PlannerNode(Node):
                                          callback_group=self.group)
         self._execute: Client = self.create_client(ExecuteAction, self._params().execute_action_service, qos_profile=qos,
                                            callback_group=self.group)
-        self._learn = ActionClient(self, LearnGoal, self._params().learn_goal_action, callback_group=self.group,
-                                   **action_qos_kwargs())
-        self._learn_batch = ActionClient(self, LearnGoals, self._params().learn_goals_action, callback_group=self.group,
-                                         **action_qos_kwargs())
         condition = self._params().condition
         self.domain = load_domain("household")
-        # One body: at most one motion goal at a time, and the token that stops it.
-        self._body = threading.Lock()
-        self._busy_with = ""
-        self._stop: StopToken | None = None
-        self._current_goal: Any = None
-        self._shutting_down = False
+        # One body: at most one motion goal (PerformTask or ReachGoal) at a time; a second one is
+        # accepted and refused at once with a result saying what the robot is busy with.
+        self._actions = SingleGoalServer(self, policy=BusyPolicy.REFUSE_WITH_RESULT, callback_group=self.group)
         from task_learning.oversight.pairing import StackKey
         from task_learning_nodes.clients.oversight_client import CheckedOperator, OversightClient
 
         self._oversight = OversightClient(
             self, name="planner", service_wait_s=self._params().service_timeout_s,
-            should_stop=lambda: self._stop is not None and self._stop.requested, asker="planner",
+            should_stop=self._actions.stop_requested, asker="planner",
             stack_key=StackKey.load_or_create(self._params().stack_key_file or None))
         # The planner's own questions (a stored goal nobody confirmed, an imported policy, new
         # productions): a yes counts only once the oversight node vouches a paired operator gave it.
+        self._elicitation = GoalElicitationClient(
+            self, learn_goal_action=self._params().learn_goal_action,
+            learn_goals_action=self._params().learn_goals_action, oversight=self._oversight, settings=self._params,
+            callback_group=self.group)
         self._asks = CheckedOperator(self._oversight, check_timeout_s=self._params().service_timeout_s)
-        self._perform = ActionServer(self, PerformTask, "perform_task", self._perform_task,
-                                     goal_callback=self._accept, cancel_callback=self._on_cancel,
-                                     callback_group=self.group, **action_qos_kwargs())
-        self._reach = ActionServer(self, ReachGoal, "reach_goal", self._reach_goal,
-                                   goal_callback=self._accept, cancel_callback=self._on_cancel,
-                                   callback_group=self.group, **action_qos_kwargs())
+        self._perform = self._actions.serve(PerformTask, "perform_task", self._perform_task,
+                                            self._refusal(PerformTask.Result))
+        self._reach = self._actions.serve(ReachGoal, "reach_goal", self._reach_goal, self._refusal(ReachGoal.Result))
         # LLM-State's open state (strategy llm_state), latched: `ros2 topic echo` shows the latest.
         self._llm_state_pub = self.create_publisher(LLMState, self._params().llm_state_topic, latched())
         # What the planner does, on the graph for recorders and the live view (task_learning.episode).
@@ -321,77 +255,33 @@ class PlannerNode(Node):
         """The parameters as they are now (the writable ones are read at each goal)."""
         return read_parameters(self, Parameters)
 
-    # --- one body, cancel, shutdown --------------------------------------------------------------
-    def _accept(self, _goal: Any) -> GoalResponse:
-        # Accepted so that a goal refused because the body is busy gets a result saying why
-        # (a rejected goal carries no reason); the refusal happens at once in _claim.
-        return GoalResponse.REJECT if self._shutting_down else GoalResponse.ACCEPT
-
-    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
-        stop, current = self._stop, self._current_goal
-        if stop is not None and current is not None and \
-                bytes(goal_handle.goal_id.uuid) == bytes(current.goal_id.uuid):
-            stop.request("canceled by the client")
-        return CancelResponse.ACCEPT
-
-    def _claim(self, what: str, goal_handle: Any) -> StopToken | None:
-        if self._shutting_down or not self._body.acquire(blocking=False):
-            return None
-        self._busy_with = what
-        self._current_goal = goal_handle
-        self._stop = StopToken()
-        if goal_handle.is_cancel_requested:
-            self._stop.request("canceled by the client")
-        return self._stop
-
-    def _claim_or_refuse(self, what: str, goal_handle: Any, result: Any) -> StopToken | None:
-        """The body for this goal, or None with the goal aborted and `result` saying who has it."""
-        stop = self._claim(what, goal_handle)
-        if stop is None:
+    # --- one body, shutdown ----------------------------------------------------------------------
+    def _refusal(self, result_type: Callable[[], Any]) -> Callable[[Refusal], Any]:
+        """The result of a motion goal refused because the body is busy or the planner stops."""
+        def refuse(refusal: Refusal) -> Any:
+            result = result_type()
             result.success = False
-            result.message = self._busy_message(what)
+            if refusal.shutting_down:
+                result.message = f"refused {refusal.what}: the planner is shutting down"
+            else:
+                result.message = (f"refused {refusal.what}: the robot is busy with "
+                                  f"{refusal.busy_with or 'another goal'} (one body, one motion goal at a time)")
             self.get_logger().warning(result.message)
-            goal_handle.abort()
-        return stop
-
-    def _release(self) -> None:
-        self._busy_with = ""
-        self._current_goal = None
-        self._stop = None
-        self._body.release()
+            return result
+        return refuse
 
     def diagnostics(self) -> list[Any]:
         """/diagnostics: the knowledge base writable, and what the robot is doing."""
         from task_learning.diagnostics import Check, Level, kb_check
 
+        busy_with = self._actions.busy_with
         return [kb_check(resolve_db_path(self._params().db_path)),
-                Check("task", Level.OK, f"busy with {self._busy_with}" if self._busy_with else "idle")]
+                Check("task", Level.OK, f"busy with {busy_with}" if busy_with else "idle")]
 
-    def _busy_message(self, what: str) -> str:
-        if self._shutting_down:
-            return f"refused {what}: the planner is shutting down"
-        return f"refused {what}: the robot is busy with {self._busy_with or 'another goal'} (one body, one motion goal at a time)"
-
-    def stop_work(self, grace_s: float = 4.0) -> None:
+    def stop_work(self) -> None:
         """SIGINT/SIGTERM (run_node): the running goal stops before its next primitive action,
-        and its result reaches the client before the executor stops (the result is sent by a
-        task the executor runs after the goal's callback returned)."""
-        self._shutting_down = True
-        stop = self._stop
-        if stop is None:
-            return
-        stop.request("the planner is shutting down")
-        if not self._body.acquire(timeout=grace_s):
-            self.get_logger().warning(f"the running goal did not stop within {grace_s:g} s")
-            return
-        self._body.release()
-        executor = self.executor
-        if executor is not None:
-            # A task queued behind the result's: once it ran, the result's was dispatched, and
-            # the executor's shutdown waits for work in progress.
-            barrier = threading.Event()
-            executor.create_task(barrier.set)
-            barrier.wait(grace_s)
+        and its result reaches the client before the executor stops (SingleGoalServer.shutdown)."""
+        self._actions.shutdown("the planner is shutting down")
 
     def _world(self, stop: StopToken | None, bus: Any = None) -> Any:
         world: WorldBackend = RosWorld(self, self._query, self._execute, self._params().service_timeout_s, stop)
@@ -465,132 +355,57 @@ class PlannerNode(Node):
                 raise BadRequest(f"scene: no scene named {name!r} (known: {', '.join(available_scenes())})")
         return load_scene(name)
 
-    def _perform_task(self, goal_handle: Any) -> PerformTask.Result:
+    def _perform_task(self, goal: ActiveGoal) -> Finish:
+        """PerformTask: the request checked and turned into the planning service's task, run on
+        ROS ports (PerformTaskRun), its outcome turned into the action's result."""
         result = PerformTask.Result()
-        stop = self._claim_or_refuse("perform_task", goal_handle, result)
-        if stop is None:
-            return result
-        learner: TaskLearner | None = None
+        run: PerformTaskRun | None = None
         try:
-            request = goal_handle.request
-            scene = self._scene(request.scene)
-            task = _text(request.task, "task")
-            check_task(scene, task or scene.task)
-            if len(request.subtasks) > MAX_SUBTASKS:
-                raise BadRequest(f"subtasks: {len(request.subtasks)} given, at most {MAX_SUBTASKS}")
-            if request.subtasks:
-                wanted = {_text(s, "subtasks") for s in request.subtasks}
-                unknown = wanted - {s.name for s in scene.subtasks}
-                if unknown:
-                    raise TaskLearningError(f"unknown subtask(s) {sorted(unknown)} of {scene.task!r}")
-                scene.subtasks = [s for s in scene.subtasks if s.name in wanted]
-            condition = (_text(request.condition, "condition") or self._params().condition).upper()
-            if condition not in CONDITIONS:
-                raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
-            require = self._params().require_confirmation
-            review = None
-            if requires_confirmation(condition, require):
-                why = f"condition {condition}" if condition.endswith("+O") else "require_confirmation"
-                self._require_oversight(why)
-                review = PolicyReviewer(self._asks, task=scene.task)
-            usage = LLMUsage()
-            feedback = PerformTask.Feedback(stage="learn", objects_total=len(scene.task_objects))
-            feedback_lock = threading.Lock()
-
-            def publish(snapshot: Snapshot | None = None, **fields: Any) -> None:
-                with feedback_lock:  # one message at a time, each with every object's latest state
-                    for name, value in fields.items():
-                        setattr(feedback, name, value)
-                    if snapshot is not None:
-                        feedback.objects = [ObjectProgress(object_id=o, state=st, detail=d) for o, st, d in snapshot]
-                    goal_handle.publish_feedback(feedback)
-
-            states = ObjectStates(on_change=publish)
-            batch: GoalBatch | None = None
-
-            def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
-                states.set(object_id, ObjectState.ELICITING, only_from=(ObjectState.QUEUED, ObjectState.FAILED))
-                remote = self._learn_goal(task, object_id, condition, list(scene.context), stop, metadata,
-                                          batch_id=batch.batch_id if batch is not None else "", states=states)
-                if not remote.batch_id:  # else counted once, in the batch's usage
-                    usage.merge(remote.usage)
-                chosen = remote.chosen
-                if chosen is None:
-                    states.set(object_id, ObjectState.NO_GOAL, remote.outcome)
-                elif remote.oversight is None or remote.oversight.confirmed:
-                    states.set(object_id, ObjectState.CONFIRMED if remote.oversight else ObjectState.CHOSEN, chosen.text)
-                return remote
-
-            confirmer = GoalConfirmer(self._asks, task=scene.task)
-
-            def confirm(*, object_id: str, object_description: str, text: str, literals: Any) -> Any:
-                states.set(object_id, ObjectState.ASKING, text)
-                verdict = confirmer(object_id=object_id, object_description=object_description, text=text,
-                                    literals=literals)
-                states.set(object_id, ObjectState.CONFIRMED if verdict.confirmed else ObjectState.NO_GOAL,
-                           text if verdict.confirmed else verdict.message)
-                return verdict
-
-            def on_report(report: ObjectReport) -> None:
-                states.set(report.object_id, REPORT_STATES.get(report.outcome, ObjectState.NO_GOAL),
-                           report.goal or report.message)
-
-            def progress(done: int, total: int, message: str) -> None:
-                publish(states.snapshot(), current_object=message, stage="done", objects_done=done,
-                        objects_total=total, progress=float(done) / max(total, 1))
-
-            with self._episode(scene.name, task or scene.task, condition) as episode, \
-                    KnowledgeBase(resolve_db_path(self._params().db_path)) as kb:
-                world = self._world(stop, episode.bus)
-                order = task_order(scene, world.metadata)  # the loop's order, as it meets the objects
-                for object_id in order:
-                    states.set(object_id, ObjectState.QUEUED)
-                if self._params().elicitation == "across-objects":
-                    todo = objects_to_elicit(scene.task, order, world.metadata, kb, condition)
-                    batch = self._open_batch(scene.task, todo, condition, list(scene.context), states, stop) \
-                        if todo else None
-                learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit,
-                                      executor=self._executor(kb, review=review), condition=condition,
-                                      progress=progress, usage_source=lambda: usage,
-                                      confirm=confirm, require_confirmation=require, stop=stop,
-                                      on_object=lambda object_id: publish(current_object=object_id, stage="learn"))
-                episode.observe(learner)
-                learner.on_report = _both(learner.on_report, on_report)  # the episode's, and the feedback's
-                try:
-                    metrics = learner.run()
-                finally:
-                    states.on_change = None  # no feedback after the result (a late batch report)
-                    if batch is not None:
-                        stopped = stop.requested
-                        batch_usage = batch.close(BATCH_RESULT_WAIT_S if stopped else self._params().service_timeout_s,
-                                                  self._learn_batch.server_is_ready)
-                        if batch_usage is None and not stopped:
-                            self.get_logger().warning("the learn_goals batch's result did not come: its LLM usage "
-                                                      "is missing from this task's")
-                        usage.merge(batch_usage or LLMUsage())
-                metrics.usage = usage
+            scene, task, condition = self._task_request(goal.handle.request)
+            review = self._review(scene, condition)
+            run = PerformTaskRun(self, goal, scene, condition)
+            outcome, episode_summary = run.perform(task, review)
         except RunStopped as exc:
-            done = len(learner.reports) if learner is not None else 0
+            reports = run.reports if run is not None else []
             result.success = False
-            result.message = f"canceled after {done} object(s): {exc}; everything learned is kept"
-            result.objects = [self._object_msg(r) for r in (learner.reports if learner else [])]
+            result.message = f"canceled after {len(reports)} object(s): {exc}; everything learned is kept"
+            result.objects = [self._object_msg(r) for r in reports]
             self.get_logger().info(result.message)
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-            else:
-                goal_handle.abort()
-            return result
+            return Finish(result, goal.stopped())
         except (TaskLearningError, DependencyFailed) as exc:
             self.get_logger().error(f"perform task failed: {printable(str(exc))}")
-            goal_handle.abort()
             result.success = False
             result.message = printable(str(exc))
-            return result
-        finally:
-            self._release()
-        summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
+            return Finish(result, Status.ABORTED)
+        self._task_result(result, outcome, episode_summary)
+        return Finish(result, Status.SUCCEEDED)
+
+    def _task_request(self, request: Any) -> tuple[Any, str, str]:
+        """PerformTask's goal, validated: the scene (narrowed to the subtasks asked for), the task
+        the user named ("" for the scene's) and the condition."""
+        scene = self._scene(request.scene)
+        task = _text(request.task, "task")
+        check_task(scene, task or scene.task)
+        if len(request.subtasks) > MAX_SUBTASKS:
+            raise BadRequest(f"subtasks: {len(request.subtasks)} given, at most {MAX_SUBTASKS}")
+        keep_subtasks(scene, {_text(s, "subtasks") for s in request.subtasks})
+        condition = (_text(request.condition, "condition") or self._params().condition).upper()
+        if condition not in CONDITIONS:
+            raise BadRequest(f"condition: unknown {condition!r} (choose from {', '.join(CONDITIONS)})")
+        return scene, task, condition
+
+    def _review(self, scene: Any, condition: str) -> PolicyReviewer | None:
+        """When goals need an operator's confirmation: the oversight node must be reachable, and
+        a stored policy this robot did not learn is put to the operator before it is replayed."""
+        if not requires_confirmation(condition, self._params().require_confirmation):
+            return None
+        self._require_oversight(f"condition {condition}" if condition.endswith("+O") else "require_confirmation")
+        return PolicyReviewer(self._asks, task=scene.task)
+
+    def _task_result(self, result: Any, outcome: TaskOutcome, episode_summary: str) -> None:
+        metrics, summary = outcome.metrics, outcome.summary
         result.success = summary.success
-        result.message = summary.message + (f"; {episode.summary}" if episode.summary else "")
+        result.message = summary.message + (f"; {episode_summary}" if episode_summary else "")
         result.incomplete = summary.reasons
         result.satisfied = metrics.satisfied
         result.total = metrics.assertions
@@ -599,9 +414,7 @@ class PlannerNode(Node):
             "retrieved": metrics.retrieved, "proposed": metrics.proposed, "sourced": metrics.sourced,
             "instructions": metrics.instructions, "yes_no": metrics.yes_no, "words": metrics.words})
         result.usage = convert.llm_usage_to_msg(metrics.usage)
-        result.objects = [self._object_msg(r) for r in learner.reports]
-        goal_handle.succeed()
-        return result
+        result.objects = [self._object_msg(r) for r in outcome.reports]
 
     def _episode(self, scene: str, task: str, condition: str) -> Any:
         """This PerformTask's TaskEpisode: the planner's messages on the graph, and with
@@ -640,129 +453,10 @@ class PlannerNode(Node):
         msg.confirmed_by = report.confirmed_by
         return msg
 
-    def _open_batch(self, task: str, object_ids: list[str], condition: str, context: list[str],
-                    states: ObjectStates, stop: StopToken) -> GoalBatch:
-        """Start the LearnGoals batch of this task's objects (their model stages begin at once)."""
-        wait_s = self._params().service_timeout_s
-        if not self._learn_batch.wait_for_server(timeout_sec=wait_s):
-            raise RosCallError(f"the goal_elicitation node is not running (no learn_goals action after {wait_s:g} s)")
-        goal = LearnGoals.Goal(task=task, object_ids=object_ids, condition=condition,
-                               context=context if "*" in condition else [])
-        handle = wait_future(self._learn_batch.send_goal_async(
-            goal, feedback_callback=lambda message: GoalBatch.on_feedback(states, message)),
-            wait_s, "learn_goals (goal)", alive=self._learn_batch.server_is_ready, stop=stop)
-        if not handle.accepted:
-            raise RosCallError("the goal_elicitation node rejected the learn_goals goal")
-        self.get_logger().info(f"learn_goals batch {bytes(handle.goal_id.uuid).hex()[:8]}: {len(object_ids)} "
-                               f"object(s) elicited together")
-        return GoalBatch(handle, handle.get_result_async(), object_ids)
-
-    def _learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
-                    stop: StopToken, metadata: Mapping[str, Any] | None = None, *, batch_id: str = "",
-                    states: ObjectStates | None = None) -> RemoteElicitation:
-        wait_s = self._params().service_timeout_s
-        if not self._learn.wait_for_server(timeout_sec=wait_s):
-            raise RosCallError(f"the goal_elicitation node is not running (no learn_goal action after {wait_s:g} s)")
-        goal = LearnGoal.Goal(task=task, object_id=object_id, condition=condition,
-                              context=context if "*" in condition else [], batch_id=batch_id)
-        timeout = self._params().learn_goal_timeout_s
-        asks = condition.endswith("+O")
-
-        def on_feedback(message: Any) -> None:
-            # the model stages are done after "select": with oversight, the question comes next
-            stage = message.feedback.stage
-            if states is not None and stage in ("retrieve", "recurse", "analyze", "repair", "select"):
-                states.set(object_id, ObjectState.ASKING if stage == "select" and asks else ObjectState.ELICITING,
-                           only_from=LEARNING)
-
-        handle = wait_future(self._learn.send_goal_async(goal, feedback_callback=on_feedback), wait_s,
-                             "learn_goal (goal)", alive=self._learn.server_is_ready, stop=stop)
-        if not handle.accepted:
-            raise RosCallError(f"the goal_elicitation node rejected the learn_goal goal for {object_id}")
-        result_future = handle.get_result_async()
-        waited = wait_for_future(result_future, timeout, alive=self._learn.server_is_ready,
-                                 stop=lambda: stop.requested)
-        if waited != "done":
-            # Cancel ends the whole goal: goal elicitation stops and withdraws its question. Its
-            # canceled result is taken here, so no stray result arrives later.
-            handle.cancel_goal_async()
-            wait_for_future(result_future, 10.0, alive=self._learn.server_is_ready)
-            if not result_future.done():
-                result_future.cancel()
-            if waited == "stopped":
-                raise RunStopped(stop.reason or "the planner is shutting down")
-            raise RosCallError(f"the goal_elicitation node {'went away' if waited == 'gone' else 'did not answer'} "
-                               f"while the planner waited for learn_goal (result)"
-                               + ("" if waited == "gone" else f" within {timeout:g} s"))
-        res = result_future.result().result
-        if res.failed_node:
-            raise RosCallError(f"the {printable(res.failed_node, 40)} node did not answer while goal "
-                               f"elicitation worked on {object_id}: {printable(res.message, 300)}")
-        if not res.success and LLM_UNAVAILABLE in res.message:  # no later object can be elicited
-            raise DependencyFailed(f"goal elicitation of {object_id}: {printable(res.message, 500)}")
-        counts = convert.elicitation_counts_from_msg(res.counts)
-        chosen = convert.goal_candidate_from_msg(res.chosen) if res.success and res.chosen.text else None
-        oversight = None
-        if condition.endswith("+O"):
-            # Who confirmed it is the oversight node's word on the confirmation id (a paired
-            # operator), never the name goal elicitation put in its result.
-            provenance = self._confirmed_by(res.confirmation_id, chosen, object_id, metadata) \
-                if chosen is not None else None
-            oversight = RemoteOversight(
-                OversightCounts(instructions=counts.get("instructions", 0), yes_no=counts.get("yes_no", 0),
-                                words=counts.get("words", 0), proposed=counts.get("proposed", 0),
-                                sourced=counts.get("sourced", 0)),
-                confirmed=provenance is not None,
-                confirmed_by=str(provenance.get("answered_by") or "") if provenance else "",
-                provenance=provenance or {},
-                status=OversightStatus(res.oversight_status) if res.oversight_status in
-                {s.value for s in OversightStatus} else None)
-        return RemoteElicitation(
-            chosen=chosen,
-            candidates=[convert.goal_candidate_from_msg(c) for c in res.candidates],
-            usage=convert.llm_usage_from_msg(res.usage),
-            oversight=oversight,
-            outcome="ok" if chosen else (res.message or "no goal"),
-            errors=[] if res.success else [res.message],
-            counts=counts,
-            batch_id=res.batch_id if batch_id and res.batch_id == batch_id else "",
-        )
-
-    def _confirmed_by(self, confirmation_id: str, chosen: Any, object_id: str,
-                      metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
-        """The provenance of the operator's confirmation of `chosen`, when the oversight node
-        vouches for `confirmation_id` and it covers exactly this goal (used up here); else None:
-        the loop then puts the goal to the operator itself before anything moves."""
-        if not confirmation_id:
-            self.get_logger().warning(f"goal for {object_id} came without a confirmation id: asking again")
-            return None
-        checked = self._oversight.check(confirmation_id, consume=True,
-                                        timeout_s=self._params().service_timeout_s)
-        problem = checked.message if not checked.valid else confirmation_mismatch(
-            answer=checked.answer, description=checked.description, candidate=checked.candidate,
-            chosen=chosen, analyze=self._analyzer(object_id, metadata))
-        if problem:
-            self.get_logger().warning(f"goal for {object_id} not taken as confirmed ({problem}): asking again")
-            return None
-        return checked.provenance()
-
-    @staticmethod
-    def _analyzer(object_id: str, metadata: Mapping[str, Any] | None) -> Any:
-        """The planner's own reading of a goal sentence in its world (a described goal's check)."""
-        if metadata is None:
-            return None
-        from task_learning.grounding import analyze_goal
-        from task_learning.world.state import world_state_from_metadata
-
-        state = world_state_from_metadata(dict(metadata))
-        return lambda sentence: analyze_goal(sentence, state, object_id)
-
     # --- ReachGoal -----------------------------------------------------------------------------
-    def _reach_goal(self, goal_handle: Any) -> ReachGoal.Result:
+    def _reach_goal(self, goal: ActiveGoal) -> Finish:
         result = ReachGoal.Result()
-        stop = self._claim_or_refuse("reach_goal", goal_handle, result)
-        if stop is None:
-            return result
+        goal_handle, stop = goal.handle, goal.stop
         outcomes: list = []
         try:
             request = goal_handle.request
@@ -810,25 +504,105 @@ class PlannerNode(Node):
             result.success = False
             result.message = f"canceled after {len(outcomes)} action(s): {exc}"
             result.outcomes = [convert.action_outcome_to_msg(o) for o in outcomes]
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-            else:
-                goal_handle.abort()
-            return result
+            return Finish(result, goal.stopped())
         except (TaskLearningError, DependencyFailed) as exc:
-            goal_handle.abort()
             result.success = False
             result.message = printable(str(exc))
             self.get_logger().warning(f"reach_goal: {result.message}")
-            return result
-        finally:
-            self._release()
+            return Finish(result, Status.ABORTED)
         result.success = reached.success
         result.message = reached.message
         result.outcomes = [convert.action_outcome_to_msg(o) for o in reached.outcomes]
         result.usage = convert.llm_usage_to_msg(usage)
-        goal_handle.succeed()
-        return result
+        return Finish(result, Status.SUCCEEDED)
+
+
+class PerformTaskRun:
+    """One PerformTask goal on the planning service (task_learning.planning.service), with the
+    planner's ROS ports: the perception node's world, goals from goal elicitation (a LearnGoals
+    batch with `elicitation: across-objects`, then one LearnGoal per object as the loop meets it),
+    confirmations through the oversight node. Every object's state goes out as the goal's feedback.
+    The node's own helper: it calls the node's clients directly."""
+
+    def __init__(self, node: PlannerNode, goal: ActiveGoal, scene: Any, condition: str) -> None:
+        self.node = node
+        self.goal = goal
+        self.scene = scene
+        self.condition = condition
+        self.usage = LLMUsage()  # the task's LLM usage: each object's, and the batch's once it closed
+        self.batch: GoalBatch | None = None
+        self.learner: TaskLearner | None = None
+        self._feedback = PerformTask.Feedback(stage="learn", objects_total=len(scene.task_objects))
+        self._feedback_lock = threading.Lock()
+        self.states = ObjectStates(on_change=self.publish)
+        self.tracker = ObjectTracker(self.states)
+
+    @property
+    def reports(self) -> list[ObjectReport]:
+        """What every object handled so far came to (also when the run was stopped)."""
+        return self.learner.reports if self.learner is not None else []
+
+    def publish(self, snapshot: Snapshot | None = None, **fields: Any) -> None:
+        with self._feedback_lock:  # one message at a time, each with every object's latest state
+            for name, value in fields.items():
+                setattr(self._feedback, name, value)
+            if snapshot is not None:
+                self._feedback.objects = [ObjectProgress(object_id=o, state=st, detail=d) for o, st, d in snapshot]
+            self.goal.handle.publish_feedback(self._feedback)
+
+    def progress(self, done: int, total: int, message: str) -> None:
+        self.publish(self.states.snapshot(), current_object=message, stage="done", objects_done=done,
+                     objects_total=total, progress=float(done) / max(total, 1))
+
+    def elicit(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteElicitation:
+        remote = self.node._elicitation.learn_goal(task, object_id, self.condition, list(self.scene.context), self.goal.stop,
+                                       metadata, batch_id=self.batch.batch_id if self.batch is not None else "",
+                                       states=self.states)
+        if not remote.batch_id:  # else counted once, in the batch's usage
+            self.usage.merge(remote.usage)
+        return remote
+
+    def perform(self, task: str, review: PolicyReviewer | None) -> tuple[TaskOutcome, str]:
+        """Run the task: its outcome, and what became of its episode recording ("" when none)."""
+        node, scene, stop = self.node, self.scene, self.goal.stop
+        params = node._params()
+        with node._episode(scene.name, task or scene.task, self.condition) as episode, \
+                KnowledgeBase(resolve_db_path(params.db_path)) as kb:
+            world = node._world(stop, episode.bus)
+            order = task_order(scene, world.metadata)  # the loop's order, as it meets the objects
+            self.tracker.queue(order)
+            if params.elicitation == "across-objects":
+                todo = objects_to_elicit(scene.task, order, world.metadata, kb, self.condition)
+                self.batch = node._elicitation.open_batch(scene.task, todo, self.condition, list(scene.context), self.states,
+                                              stop) if todo else None
+            self.learner = task_learner(scene, self.condition, TaskPorts(
+                world=world, kb=kb, elicit=self.tracker.elicit(self.elicit),
+                executor=node._executor(kb, review=review),
+                confirm=self.tracker.confirm(GoalConfirmer(node._asks, task=scene.task)),
+                require_confirmation=params.require_confirmation, stop=stop, usage_source=lambda: self.usage,
+                progress=self.progress, on_object=lambda object_id: self.publish(current_object=object_id,
+                                                                                  stage="learn")))
+            episode.observe(self.learner)
+            self.learner.on_report = _both(self.learner.on_report, self.tracker.report)  # the episode's, the feedback's
+            try:
+                outcome = run_task(self.learner)
+            finally:
+                self._close_batch()
+            outcome.metrics.usage = self.usage
+        return outcome, episode.summary
+
+    def _close_batch(self) -> None:
+        """No feedback after the result (a late batch report); the batch cancelled, its usage counted."""
+        self.states.on_change = None
+        if self.batch is None:
+            return
+        stopped = self.goal.stop.requested
+        batch_usage = self.batch.close(BATCH_RESULT_WAIT_S if stopped else self.node._params().service_timeout_s,
+                                       self.node._elicitation.learn_batch.server_is_ready)
+        if batch_usage is None and not stopped:
+            self.node.get_logger().warning("the learn_goals batch's result did not come: its LLM usage "
+                                           "is missing from this task's")
+        self.usage.merge(batch_usage or LLMUsage())
 
 
 def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Callable[[Any], None]:

@@ -38,13 +38,15 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import rclpy
 import rclpy.action
 from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.context import Context
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
@@ -124,6 +126,28 @@ class ActionClient(rclpy.action.ActionClient):
         return future
 
 
+@contextmanager
+def spinning_node(name: str, executor: Callable[..., Executor] = SingleThreadedExecutor) -> Iterator[Node]:
+    """A node in an rclpy context of its own, spun by `executor` in a daemon thread while the block
+    runs: what a client process (the demo, a bench, the fault probes) sends goals and calls from,
+    its own thread free to wait for the answers. Leaving the block stops the executor, destroys
+    the node and shuts the context down, so a second one can follow in the same process."""
+    context = Context()
+    rclpy.init(context=context)
+    node = Node(name, context=context)
+    spin = executor(context=context)
+    spin.add_node(node)
+    spinner = threading.Thread(target=spin.spin, daemon=True)
+    spinner.start()
+    try:
+        yield node
+    finally:
+        spin.shutdown(timeout_sec=5.0)
+        spinner.join(timeout=5.0)
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,
                     stop: Callable[[], bool] | None = None, poll_s: float = 0.25) -> str:
     """Block a worker thread until `future` completes while the executor spins elsewhere.
@@ -192,8 +216,7 @@ def run_node(
     Returns the process exit code: 0 after a signal, 1 if the executor failed or the node set
     `failed` (it gave up on its own, then called request_shutdown()), 2 if the node could not be
     created (bad parameters or configuration)."""
-    stop = _stop_event
-    stop.clear()
+    _stop_event.clear()
     if signals is None:
         signals = StopSignals()
         signals.install()
@@ -205,67 +228,90 @@ def run_node(
         print(f"[{name or 'node'}] cannot start: {init_problem(exc)}", file=sys.stderr, flush=True)
         return EXIT_BAD_CONFIG
     node: Node | None = None
-    executor: DrainingExecutor | None = None
-    worker: threading.Thread | None = None
-    failure: list[BaseException] = []
-    halt = threading.Event()  # the worker's own end: after stop_work, which needs it spinning
+    spinner: _Spinner | None = None
     deadline = StopDeadline(SHUTDOWN_LIMIT_S)
-    code = EXIT_OK
     try:
-        try:
-            node = factory()
-        except (TaskLearningError, ValueError, ParameterException, NameValidationException) as exc:
-            logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
-            logger.error(f"cannot start: {exc}")
+        node = _create_node(factory, name)
+        if node is None:
             return EXIT_BAD_CONFIG
         diagnostics = DiagnosticsPublisher.attach(node)
         # A node that must serve more callbacks at once than the default says how many (the
         # diagnostics timer takes one more).
         threads = num_threads or getattr(node, "executor_threads", None)
-        executor = DrainingExecutor(num_threads=(threads + 1) if threads and diagnostics else threads)
-        executor.add_node(node)
-
-        def spin() -> None:
-            try:
-                while not halt.is_set() and rclpy.ok():
-                    executor.spin_once(timeout_sec=SPIN_SLICE_S)
-            except ExternalShutdownException:
-                pass
-            except BaseException as exc:  # reported by the main thread, then we stop
-                failure.append(exc)
-            finally:
-                stop.set()
-
-        worker = threading.Thread(target=spin, name="executor", daemon=True)
-        worker.start()
-        while not stop.wait(SIGNAL_POLL_S) and not signals.received:
-            pass
-        stop.set()  # here, not in the signal handler (see task_learning.stop_signals)
+        spinner = _Spinner(node, (threads + 1) if threads and diagnostics else threads)
+        _wait_for_stop(signals)
         deadline.arm()
-        # Long-running callbacks (a PerformTask, a question waiting for the operator) end at
-        # their next check instead of holding the executor's shutdown.
-        stop_work = getattr(node, "stop_work", None)
-        if callable(stop_work):
-            stop_work()
-        if failure:
-            node.get_logger().error(f"executor failed: {failure[0]!r}")
-            code = EXIT_FAILED
-        elif getattr(node, "failed", False):  # it gave up on its own (said why) and asked to stop
-            code = EXIT_FAILED
+        return _finish_work(node, spinner.failure)
     finally:
-        stop.set()  # also when the main thread left on an exception
-        halt.set()
-        if worker is not None:
-            worker.join(timeout=SHUTDOWN_LIMIT_S)  # leaves its loop within a slice of the stop
-        if executor is not None:
-            executor.shutdown(timeout_sec=5.0)  # waits for the callbacks still running
+        _stop_event.set()  # also when the main thread left on an exception
+        if spinner is not None:
+            spinner.stop()
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
         signals.restore()
         deadline.disarm()
-    return code
+
+
+def _create_node(factory: Callable[[], Node], name: str) -> Node | None:
+    """The node, or None after one error line when its parameters or configuration are bad."""
+    try:
+        return factory()
+    except (TaskLearningError, ValueError, ParameterException, NameValidationException) as exc:
+        logger = rclpy.logging.get_logger(name or getattr(factory, "__name__", "node"))
+        logger.error(f"cannot start: {exc}")
+        return None
+
+
+class _Spinner:
+    """run_node's executor, spun by a worker thread in short slices until stop(): the main thread
+    stays free to watch for signals. A worker that fails records why and asks the process to stop."""
+
+    def __init__(self, node: Node, num_threads: int | None) -> None:
+        self.executor = DrainingExecutor(num_threads=num_threads)
+        self.executor.add_node(node)
+        self.failure: list[BaseException] = []
+        self._halt = threading.Event()  # the worker's own end: after stop_work, which needs it spinning
+        self._worker = threading.Thread(target=self._spin, name="executor", daemon=True)
+        self._worker.start()
+
+    def _spin(self) -> None:
+        try:
+            while not self._halt.is_set() and rclpy.ok():
+                self.executor.spin_once(timeout_sec=SPIN_SLICE_S)
+        except ExternalShutdownException:
+            pass
+        except BaseException as exc:  # reported by the main thread, then we stop
+            self.failure.append(exc)
+        finally:
+            _stop_event.set()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self._worker.join(timeout=SHUTDOWN_LIMIT_S)  # leaves its loop within a slice of the stop
+        self.executor.shutdown(timeout_sec=5.0)  # waits for the callbacks still running
+
+
+def _wait_for_stop(signals: StopSignals) -> None:
+    """Until a signal, request_shutdown() or the worker's end."""
+    while not _stop_event.wait(SIGNAL_POLL_S) and not signals.received:
+        pass
+    _stop_event.set()  # here, not in the signal handler (see task_learning.stop_signals)
+
+
+def _finish_work(node: Node, failure: list[BaseException]) -> int:
+    """End the node's long-running callbacks (a PerformTask, a question waiting for the operator)
+    at their next check, so they do not hold the executor's shutdown; the exit code."""
+    stop_work = getattr(node, "stop_work", None)
+    if callable(stop_work):
+        stop_work()
+    if failure:
+        node.get_logger().error(f"executor failed: {failure[0]!r}")
+        return EXIT_FAILED
+    if getattr(node, "failed", False):  # it gave up on its own (said why) and asked to stop
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 class DiagnosticsPublisher:

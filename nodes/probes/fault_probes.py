@@ -19,15 +19,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import rclpy
-from task_learning_nodes.plumbing.node_base import ActionClient, stop_process_groups
-from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.node import Node
+from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node, stop_process_groups
 from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import (
     ActionCall,
@@ -56,18 +54,11 @@ class Client:
     """The probes' node, spun in a thread, with calls that give up at a deadline."""
 
     def __init__(self) -> None:
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = Node("fault_probes", context=self.context)
-        self.executor = MultiThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self._spinning = ExitStack()
+        self.node = self._spinning.enter_context(spinning_node("fault_probes", MultiThreadedExecutor))
 
     def close(self) -> None:
-        self.executor.shutdown(timeout_sec=5.0)
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        self._spinning.close()
 
     @staticmethod
     def wait(future: Any, timeout: float) -> Any:
@@ -388,6 +379,9 @@ def probe_backend_choice(cli: list[str], env: dict[str, str], workdir: Path) -> 
                                  + (refusal.split("]: ", 1)[-1] or "no refusal naming the parameter"))
 
 
+Outcome = dict[str, Any] | list[dict[str, Any]]  # a probe may report several cases
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workdir", required=True)
@@ -395,16 +389,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    log = open(workdir / "ros_bringup.log", "w", encoding="utf-8")  # noqa: SIM115 - the bringup outlives a with block
     cli = [sys.executable, "-m", "task_learning.apps.cli"]
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     db = workdir / "ros.sqlite"
-    bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db), "--keep-going"],
-                               stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    client = Client()
+    with open(workdir / "ros_bringup.log", "w", encoding="utf-8") as log:
+        bringup = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(db), "--keep-going"],
+                                   stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        client = Client()
+        try:
+            for name, probe in shared_graph_probes(client, db, env, fast=args.fast):
+                _print(_guarded(name, probe))
+            _print(probe_stop(bringup))
+            _print(probe_backend_choice(cli, env, workdir))
+            if not args.fast:
+                for out in own_graph_probes(client, cli, env, workdir):
+                    _print(out)
+        finally:
+            client.close()
+            if bringup.poll() is None:
+                os.killpg(bringup.pid, signal.SIGKILL)
+                bringup.wait()
+    return 0
+
+
+def shared_graph_probes(client: Client, db: Path, env: dict[str, str], *,
+                        fast: bool) -> list[tuple[str, Callable[[], Outcome]]]:
+    """The probes that share the first graph, in their order (name, probe)."""
     from task_learning_nodes.probes import oversight_probes
 
-    probes: list[tuple[str, Callable[[], Any]]] = [
+    probes: list[tuple[str, Callable[[], Outcome]]] = [
         ("query_world with a 2 MB query", lambda: probe_query_size(client)),
         ("execute_action forceAction '{not json'", lambda: probe_force_action_json(client)),
         ("execute_action Reset / ChangeResolution / TeleportFull", lambda: probe_simulator_commands(client)),
@@ -412,76 +425,53 @@ def main(argv: list[str] | None = None) -> int:
         ("reach_goal with truth 'maybe'", lambda: probe_truth_maybe(client)),
         ("reach_goal nobody confirmed", lambda: probe_unconfirmed_reach(client)),
     ]
-    if not args.fast:
+    if not fast:
         probes.append(("perform_task canceled", lambda: probe_cancel(client)))
     probes.append(("oversight: 12 questions with timeout inf", lambda: probe_oversight_exhaustion(client)))
-    probes += oversight_probes.graph_probes(client, db, env, fast=args.fast)
+    return probes + oversight_probes.graph_probes(client, db, env, fast=fast)
+
+
+def own_graph_probes(client: Client, cli: list[str], env: dict[str, str], workdir: Path) -> Iterator[Outcome]:
+    """The probes that need a graph of their own (a fresh world), each started for it; each
+    result as soon as it is known."""
+    from task_learning_nodes.probes import oversight_probes
+
+    # No questions on the kill's graph (require_confirmation off, nobody answering): the task
+    # keeps calling perception, so the probe measures the dead dependency, not a question
+    # waiting out its operator timeout.
+    yield _on_fresh_graph("perception killed during perform_task", "kill", cli, env, workdir,
+                          lambda graph: probe_node_kill(client, graph),
+                          "--param", "planner.require_confirmation:=false")
+    yield _on_fresh_graph("oversight SIGSTOPped during perform_task", "stop", cli, env, workdir,
+                          lambda graph: oversight_probes.probe_oversight_stopped(client, graph))
+    # a graph of its own, started twice on one knowledge base
+    yield _guarded("PerformTask STARS, then STARS+O on its goals", lambda: probe_reuse_over_ros(client, workdir, env))
+
+
+def _on_fresh_graph(name: str, label: str, cli: list[str], env: dict[str, str], workdir: Path,
+                    probe: Callable[[subprocess.Popen], Outcome], *params: str) -> Outcome:
+    """`probe` on a bringup of its own (log and knowledge base ros_<label>.*), stopped after it."""
+    with open(workdir / f"ros_{label}.log", "w", encoding="utf-8") as log:
+        graph = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / f"ros_{label}.sqlite"),
+                                        "--keep-going", *params],
+                                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            return _guarded(name, lambda: probe(graph))
+        finally:
+            stop_process_groups([graph])
+
+
+def _guarded(name: str, probe: Callable[[], Outcome]) -> Outcome:
+    """What `probe` reported; a probe that crashes is a finding, not the end of the run."""
     try:
-        for name, probe in probes:
-            try:
-                outs = probe()
-            except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding, not the end
-                outs = result(name, False, f"{type(exc).__name__}: {exc}")
-            for out in outs if isinstance(outs, list) else [outs]:  # a probe may report several cases
-                print(json.dumps(out), flush=True)
-        print(json.dumps(probe_stop(bringup)), flush=True)
-        print(json.dumps(probe_backend_choice(cli, env, workdir)), flush=True)
-        if not args.fast:  # a fresh graph (a fresh world) for the kill
-            name = "perception killed during perform_task"
-            with open(workdir / "ros_kill.log", "w", encoding="utf-8") as kill_log:
-                # No questions on this graph (require_confirmation off, nobody answering): the task
-                # keeps calling perception, so the probe measures the dead dependency, not a
-                # question waiting out its operator timeout.
-                graph = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros_kill.sqlite"),
-                                                "--keep-going", "--param", "planner.require_confirmation:=false"],
-                                         stdout=kill_log, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True)
-                try:
-                    out_kill = probe_node_kill(client, graph)
-                except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding
-                    out_kill = result(name, False, f"{type(exc).__name__}: {exc}")
-                finally:
-                    if graph.poll() is None:
-                        graph.send_signal(signal.SIGINT)
-                    try:
-                        graph.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(graph.pid, signal.SIGKILL)
-                        graph.wait()
-            print(json.dumps(out_kill), flush=True)
-        if not args.fast:  # a fresh graph for the stopped oversight node
-            name = "oversight SIGSTOPped during perform_task"
-            with open(workdir / "ros_stop.log", "w", encoding="utf-8") as stop_log:
-                graph = subprocess.Popen(cli + ["bringup", "--scene", SCENE, "--db", str(workdir / "ros_stop.sqlite"),
-                                                "--keep-going"], stdout=stop_log, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True)
-                try:
-                    out = oversight_probes.probe_oversight_stopped(client, graph)
-                except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding
-                    out = result(name, False, f"{type(exc).__name__}: {exc}")
-                finally:
-                    if graph.poll() is None:
-                        graph.send_signal(signal.SIGINT)
-                    try:
-                        graph.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(graph.pid, signal.SIGKILL)
-                        graph.wait()
-            print(json.dumps(out), flush=True)
-        if not args.fast:  # a graph of its own, started twice on one knowledge base
-            name = "PerformTask STARS, then STARS+O on its goals"
-            try:
-                out = probe_reuse_over_ros(client, workdir, env)
-            except Exception as exc:  # noqa: BLE001 - a probe that crashes is a finding
-                out = result(name, False, f"{type(exc).__name__}: {exc}")
-            print(json.dumps(out), flush=True)
-    finally:
-        client.close()
-        if bringup.poll() is None:
-            os.killpg(bringup.pid, signal.SIGKILL)
-            bringup.wait()
-        log.close()
-    return 0
+        return probe()
+    except Exception as exc:  # noqa: BLE001 - reported as the probe's result
+        return result(name, False, f"{type(exc).__name__}: {exc}")
+
+
+def _print(outs: Outcome) -> None:
+    for out in outs if isinstance(outs, list) else [outs]:
+        print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":

@@ -273,7 +273,7 @@ def plot_tables(household: Household, table: TableRun, path: str | Path, llm: st
         ax.set_xticklabels([LABELS[m] for m in methods], rotation=30, ha="right", fontsize=8)
         ax.set_ylim(0, 105)
         ax.set_title(f"{level.capitalize()} tasks: mean success rate (%)")
-    fig.suptitle("LLM-State (seed 003): Tables I and II")
+    fig.suptitle("LLM-State: the paper's Tables I and II")
     legend_above(fig, axes[0])
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

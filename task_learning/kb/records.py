@@ -160,7 +160,7 @@ class Policy:
 
 @dataclass(frozen=True)
 class StoredRoutine:
-    """One day the robot saw (task anticipation, seed 002): the day ("weekday"/"weekend"), the
+    """One day the robot saw (task anticipation): the day ("weekday"/"weekend"), the
     facts of its context ("working_from_home", ...), the tasks in the order they were done, and
     an explanation used when the day is shown to the LLM as an example."""
 

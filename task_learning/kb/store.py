@@ -205,9 +205,6 @@ class KnowledgeBase:
     def statements(self, source: str | None = None) -> dict[str, bool]:
         return self.productions_repo.statements(source)
 
-    def parse_production_import(self, data: Any, *, source: str = "<import>") -> list[dict[str, Any]]:
-        return self.productions_repo.parse_production_import(data, source=source)
-
     def import_productions(self, records: list[dict[str, Any]]) -> int:
         return self.productions_repo.import_productions(records)
 

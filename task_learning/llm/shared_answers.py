@@ -1,7 +1,7 @@
 """Answers shared across the runs of one experiment: a real model asked the same prompt at
 temperature 0 again gives the same answer, so the conditions of a table need not pay for it twice.
 
-Seed 000's Table 2 runs seven conditions on one scene from fresh knowledge bases. ST, STS, STAR,
+The STARS paper's Table 2 runs seven conditions on one scene from fresh knowledge bases. ST, STS, STAR,
 STARS and STARS+O send the same search-tree prompts for the same objects (STARS adds repair and
 selection prompts to ST's); on a 2-core machine each call to a local model costs about a second.
 `SharingProvider` wraps one run's provider: a request whose server-visible part (model, prompt or

@@ -1,6 +1,6 @@
-"""Wiring for one in-process run: scene, world, LLM client, operator, STARS and BCR, around the
-task-learning loop. `task-learning run` and the experiments use this; the ROS planner node uses the
-same loop with ROS proxies for the world and the elicitor.
+"""Wiring for one in-process run: scene, world, LLM client, operator, STARS and BCR, as the ports
+of the planning service (planning.service). `task-learning run` and the experiments use this; the
+ROS planner node runs the same service with ROS proxies for the world and the elicitor.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from task_learning.oversight.operator import Operator
 from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.policy_review import PolicyReviewer
-from task_learning.planning.loop import ProgressCallback, TaskLearner
+from task_learning.planning.loop import ObjectReport, ProgressCallback, TaskLearner
+from task_learning.planning.service import TaskPorts, run_task, task_learner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.stopping import StopToken, StoppableWorld
 from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
@@ -225,15 +226,12 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
     elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
 
     confirm = GoalConfirmer(answerer, kb=kb, task=scene.task) if answerer is not None else None
-    learner = TaskLearner(scene=scene, world=world, kb=kb, elicit=elicit, executor=executor,
-                          condition=condition, progress=progress,
-                          usage_source=lambda: client.usage, confirm=confirm, stop=stop)
-    if bus is not None:
-        learner.on_report = lambda report: bus.publish(LEARNED_GOAL, object_outcome(report))
-        if observed is not None:
-            learner.on_object = lambda object_id: setattr(observed, "current_object", object_id)
+    on_object, on_report = _observers(bus, observed)
+    learner = task_learner(scene, condition, TaskPorts(
+        world=world, kb=kb, elicit=elicit, executor=executor, confirm=confirm, stop=stop,
+        usage_source=lambda: client.usage, progress=progress, on_object=on_object, on_report=on_report))
     try:
-        metrics = learner.run()
+        metrics = run_task(learner).metrics
     finally:
         if together is not None:
             together.close()
@@ -241,3 +239,20 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
         if bus is not None:
             client.recorder = recorder  # a caller's client records as it did before this run
     return metrics, learner
+
+
+def _observers(bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[
+        Callable[[str], None] | None, Callable[[ObjectReport], None] | None]:
+    """The run's observers on the episode bus: the object being handled (on the observed world),
+    and what each object came to."""
+    if bus is None:
+        return None, None
+
+    def on_object(object_id: str) -> None:
+        if observed is not None:
+            observed.current_object = object_id
+
+    def on_report(report: ObjectReport) -> None:
+        bus.publish(LEARNED_GOAL, object_outcome(report))
+
+    return (on_object if observed is not None else None), on_report

@@ -338,7 +338,7 @@ def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str],
     """Each measured row, then the offline stand-in's row for the same family and agent (`standin`:
     run beside a language model in the same command), then the paper's."""
     header = f"{'Task':<24}{'Agent':<22}{'Success':>9}{'Success w/o LLM':>17}{'Steps':>9}{'Tokens':>12}"
-    lines = [f"Seed 001 Table 1: bootstrapped production rules vs action-only (LLM: {llm}; held-out: "
+    lines = [f"Bootstrapped productions, the paper's Table 1: production rules vs action-only (LLM: {llm}; held-out: "
              f"{', '.join(scenes)})", header, "-" * len(header)]
     last = ""
     for row in rows:
@@ -393,7 +393,7 @@ def steps_t_tests(results: Sequence[TrialResult], agent: str = "bootstrapped",
 
 
 def format_t_tests(tests: dict[str, PairedTest], agent: str = "bootstrapped") -> str:
-    lines = [f"Paired t-test on steps, {agent} vs action-only on the same instances (seed 001: \"paired sample "
+    lines = [f"Paired t-test on steps, {agent} vs action-only on the same instances (the paper's \"paired sample "
              "t-test for means\"; two-sided; the paper prints p only)"]
     for family, test in tests.items():
         paper = PAPER_T_TEST_P.get(family)

@@ -1,4 +1,4 @@
-"""`task-learning experiment --paper bcr`: the BCR paper's Table 1 (seed 004), success of `--trials` seeded
+"""`task-learning experiment --paper bcr`: the BCR paper's Table 1, success of `--trials` seeded
 trials per task (default 50, the paper's) in paper mode, each task's row beside the paper's
 (GPT-3.5). With a language model (`--llm local`, ...) each row is followed by the offline
 stand-in's row for the same seeded worlds (run in the same command, labelled: not a language

@@ -42,18 +42,19 @@ PAPERS = {
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
-        "experiment", help="run STARS conditions and print seed 000's Table 2",
+        "experiment", help="run STARS conditions and print the STARS paper's Table 2",
         description="Run the conditions of one paper in-process and print its table beside the paper's: "
-                    "seed 000's Table 2 (STARS conditions on a scene, then Trial #2; the default), seed 003's "
-                    "Tables I and II (--paper llm-state), seed 002's days (--paper anticipation) or seed 001's "
-                    "Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
+                    "the STARS paper's Table 2 (its conditions on a scene, then Trial #2; the default), the LLM-State "
+                    "paper's Tables I and II (--paper llm-state), the task-anticipation traces' days (--paper "
+                    "anticipation) or the bootstrapped-productions paper's Table 1 (--paper bootstrapping). Every run starts from fresh knowledge bases (its own files "
                     "in --workdir are replaced), so running it again prints the same table. With the offline "
                     "model the table says that it is not a language model.")
     p.add_argument("--paper", choices=tuple(PAPERS), default="stars",
-                   help="stars (seed 000's Table 2, the default), llm-state (seed 003's Tables I and II), "
-                        "anticipation (seed 002: the traces' days), bootstrapping (seed 001's Table 1: "
-                        "production rules bootstrapped in --train-scene, tested on --test-scenes) or bcr "
-                        "(seed 004's Table 1: four tasks, --trials seeded trials each, paper mode)")
+                   help="stars (the STARS paper's Table 2, the default), llm-state (the LLM-State paper's Tables I "
+                        "and II), anticipation (the task-anticipation traces' days), bootstrapping (the "
+                        "bootstrapped-productions paper's Table 1: production rules bootstrapped in --train-scene, "
+                        "tested on --test-scenes) or bcr (the BCR paper's Table 1: four tasks, --trials seeded "
+                        "trials each, paper mode)")
     p.add_argument("--scene", default="tidy_kitchen")
     p.add_argument("--conditions", default=None,
                    help=f"comma-separated, from {','.join(CONDITIONS)} (default: the paper's "
@@ -123,31 +124,33 @@ def _standin_row(data: dict | None) -> dict | None:
     return {k: v for k, v in data.items() if k != "objects"} | {"retrieved_per_object": _per_object(data, "retrieved")}
 
 
-def run(args: argparse.Namespace) -> int:
+def _misplaced_option(args: argparse.Namespace) -> str | None:
+    """The line that says an option was given to a paper it does not apply to (exit 2), or None."""
     if args.paper != "bootstrapping" and (getattr(args, "backend", "symbolic") != "symbolic"
                                           or getattr(args, "families", "find,slice,clear") != "find,slice,clear"
                                           or getattr(args, "world_knowledge", "lazy") != "lazy"):
-        print("--backend, --families and --world-knowledge apply to --paper bootstrapping only", file=sys.stderr)
-        return 2
+        return "--backend, --families and --world-knowledge apply to --paper bootstrapping only"
     if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0
                                       or args.maps is not None):
-        print("--methods, --runs, --temperature and --maps apply to --paper llm-state only", file=sys.stderr)
-        return 2
+        return "--methods, --runs, --temperature and --maps apply to --paper llm-state only"
     if args.paper not in ("llm-state", "bcr") and args.tasks is not None:
-        print("--tasks applies to --paper llm-state and --paper bcr only", file=sys.stderr)
-        return 2
+        return "--tasks applies to --paper llm-state and --paper bcr only"
     if args.paper not in ("llm-state", "bcr", "bootstrapping") and args.answers != "auto":
-        print("--answers applies to --paper llm-state, bcr and bootstrapping only", file=sys.stderr)
-        return 2
+        return "--answers applies to --paper llm-state, bcr and bootstrapping only"
     if args.paper != "bcr" and args.trials != 50:
-        print("--trials applies to --paper bcr only", file=sys.stderr)
-        return 2
+        return "--trials applies to --paper bcr only"
     if args.paper != "anticipation" and getattr(args, "days", None) is not None:
-        print("--days applies to --paper anticipation only", file=sys.stderr)
-        return 2
+        return "--days applies to --paper anticipation only"
     if args.paper not in ("llm-state", "anticipation") and args.prompts != "own":
-        print("--prompts applies to --paper llm-state and --paper anticipation only (seed 000 and 001 print no "
-              "full prompts)", file=sys.stderr)
+        return ("--prompts applies to --paper llm-state and --paper anticipation only (the STARS and "
+                "bootstrapped-productions tables print no full prompts)")
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    misplaced = _misplaced_option(args)
+    if misplaced:
+        print(misplaced, file=sys.stderr)
         return 2
     if PAPERS.get(args.paper):
         import importlib

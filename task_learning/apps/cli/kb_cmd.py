@@ -13,6 +13,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.files import write_text_atomic
 from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import Policy, StoredRoutine, imported_free_text
+from task_learning.productions.memory import parse_production_import
 from task_learning.safe_text import printable
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
             checker = ImportChecker(args.file, args.scene)
             data = load_yaml(args.file)
-            productions = kb.parse_production_import(data, source=args.file)  # all validated first
+            productions = parse_production_import(data, source=args.file)  # all validated first
             counts = kb.import_dict(data, source=args.file, trust_confirmations=args.trust_confirmations,
                                     verify=checker, verify_routine=RoutineChecker(args.file),
                                     verify_policy=PolicyChecker(args.file))

@@ -20,7 +20,7 @@ from task_learning.apps.sweeps.results import StoredTrial
 from task_learning.apps.sweeps.trial import MEASURES, PRIMARY
 
 CI_METHOD = "Student's t, two-sided 95 %, n-1 degrees of freedom, over seeds"
-KIND_TITLES = {"stars": "STARS (seed 000)", "bcr": "BCR (seed 004)", "llm_state": "LLM-State (seed 003)"}
+KIND_TITLES = {"stars": "STARS", "bcr": "BCR", "llm_state": "LLM-State"}
 # Parameters that name a row, per kind, in column order (those that take one value in the sweep
 # go into the table's heading instead). The seed is what the rows average over.
 ROW_PARAMS = {

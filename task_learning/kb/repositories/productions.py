@@ -1,5 +1,7 @@
-"""Productions (seed 001) with their utilities and approvals, and the world knowledge they act
-on: world statements and the critic's family end conditions."""
+"""Productions (the bootstrapped-productions method) with their utilities and approvals, and the
+world knowledge they act on: world statements and the critic's family end conditions. The rules
+are stored as data: the production language above (task_learning.productions) validates them on
+their way in and on every load, so this layer imports none of it."""
 from __future__ import annotations
 
 import json
@@ -86,39 +88,9 @@ class ProductionRepository:
                                           "ORDER BY statement", (source,)).fetchall()
         return {r[0]: bool(r[1]) for r in rows}
 
-    def parse_production_import(self, data: Any, *, source: str = "<import>") -> list[dict[str, Any]]:
-        """The productions of an export, each validated by the rule language and its utility and
-        count by their range (a rule that does not validate refuses the whole import, naming
-        it). Only the rule and its numbers are taken: the file's English description and
-        provenance (the conversation, the state) are free text that would reach the operator's
-        approval question and later prompts unreviewed, so they are dropped; every imported
-        production is unapproved. Nothing is written."""
-        from task_learning.errors import ConfigError
-        from task_learning.productions.language import RuleError, production_from_dict
-        from task_learning.productions.utility import utility_problem
-
-        items = (data.get("productions") if isinstance(data, dict) else None) or []
-        if not isinstance(items, list):
-            raise ConfigError(source, "productions", f"expected a list, got {type(items).__name__}")
-        records = []
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ConfigError(source, f"productions[{i}]", "expected a mapping")
-            try:
-                rule = production_from_dict(item.get("rule"), where="rule")
-            except RuleError as exc:
-                raise ConfigError(source, f"productions[{i}]", str(exc)) from None
-            utility, count = item.get("utility", 0.0), item.get("count", 0)
-            problem = utility_problem(utility, count)
-            if problem:
-                raise ConfigError(source, f"productions[{i}] ({rule.name})", problem)
-            records.append({"name": rule.name, "task": rule.task, "rule": rule.to_dict(), "english": "",
-                            "utility": float(utility), "count": int(count),
-                            "provenance": {"imported_from": source}, "approval": "none"})
-        return records
-
     def import_productions(self, records: list[dict[str, Any]]) -> int:
-        """Write productions parsed by parse_production_import. An export's world statements and
+        """Write imported productions, each already validated and made unapproved by the production
+        language (task_learning.productions.memory.parse_production_import). An export's world statements and
         family end conditions are not imported: they are free text ("Ignore all previous
         instructions ...") and truths the rules act on, which no operator reviewed; a bootstrap
         asks the LLM for them again (imported_free_text counts what was left out)."""

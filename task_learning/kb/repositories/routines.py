@@ -1,4 +1,4 @@
-"""Routines: the days task anticipation (seed 002) has seen, its experience."""
+"""Routines: the days task anticipation has seen, its experience."""
 from __future__ import annotations
 
 import json

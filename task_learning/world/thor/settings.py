@@ -6,17 +6,17 @@ ai2thor`) read the same file.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
+
+from pydantic import AfterValidator
 
 from task_learning.config import config_path, load_yaml
 from task_learning.errors import ConfigError
-from task_learning.numbers import number_problem
+from task_learning.schema import Schema, bounded, invalid, validate
 
 PLATFORMS = ("", "Linux64", "OSXIntel64", "CloudRendering")
 # The range of every numeric setting: checked here and declared on the perception node's
@@ -32,55 +32,47 @@ RANGES: dict[str, tuple[float, float]] = {
 }
 
 
-@dataclass(frozen=True)
-class ThorSettings:
-    grid_size: float = 0.25
-    width: int = 300
-    height: int = 300
-    field_of_view: float = 90.0
+def _in_range(name: str) -> Any:
+    low, high = RANGES[name]
+    return bounded(low=low, high=high, integer=isinstance(low, int))
+
+
+def _platform(value: str) -> str:
+    if value not in PLATFORMS:
+        raise invalid(f"must be one of {', '.join(repr(p) for p in PLATFORMS)}")
+    return value
+
+
+class ThorSettings(Schema):
+    """The AI2-THOR Controller's settings (task_learning.schema: unknown keys refused with a
+    'did you mean', types strict, numbers in RANGES)."""
+
+    grid_size: Annotated[float, _in_range("grid_size")] = 0.25
+    width: Annotated[int, _in_range("width")] = 300
+    height: Annotated[int, _in_range("height")] = 300
+    field_of_view: Annotated[float, _in_range("field_of_view")] = 90.0
     render_image: bool = True
     render_depth_image: bool = True
     render_instance_segmentation: bool = False
-    visibility_distance: float = 1.5
-    platform: str = ""  # "": ai2thor's choice (Linux64 with an X display); CloudRendering: no X, GPU
+    visibility_distance: Annotated[float, _in_range("visibility_distance")] = 1.5
+    # "": ai2thor's choice (Linux64 with an X display); CloudRendering: no X, GPU
+    platform: Annotated[str, AfterValidator(_platform)] = ""
     x_display: str = ""  # "": $DISPLAY, else a private Xvfb if one is installed
     # The simulator executable: "" lets ai2thor find (and download) its Unity build; a command on
     # PATH or in this venv (task-learning-thor-standin: the project's stand-in) or a path.
     local_executable_path: str = ""
-    server_timeout_s: float = 5.0  # per step, once the scene is loaded
-    server_start_timeout_s: float = 60.0
+    server_timeout_s: Annotated[float, _in_range("server_timeout_s")] = 5.0  # per step, once the scene is loaded
+    server_start_timeout_s: Annotated[float, _in_range("server_start_timeout_s")] = 60.0
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], source: str = "ai2thor") -> "ThorSettings":
         """From a mapping of field names (e.g. the node's `ai2thor.*` parameters); errors name
-        the parameter."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
-        for key, value in params.items():
-            if key not in fields:
-                raise ConfigError(source, key, f"unknown AI2-THOR setting (known: {', '.join(fields)})")
-            default = fields[key].default
-            kind = type(default)
-            if kind is float and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise ConfigError(source, key, f"expected {kind.__name__}, got {value!r}")
-            values[key] = value
-        settings = cls(**values)
-        settings.validate(source)
-        return settings
-
-    def validate(self, source: str = "ai2thor") -> None:
-        for name, (low, high) in RANGES.items():
-            value = getattr(self, name)
-            problem = number_problem(value, low=low, high=high, integer=isinstance(low, int))
-            if problem:
-                raise ConfigError(source, name, problem)
-        if self.platform not in PLATFORMS:
-            raise ConfigError(source, "platform", f"must be one of {', '.join(repr(p) for p in PLATFORMS)}")
+        `source` and the parameter."""
+        return validate(cls, dict(params), file=source)
 
     def with_overrides(self, **changes: Any) -> "ThorSettings":
-        return dataclasses.replace(self, **changes)
+        """A copy with some settings changed, checked as the file's are."""
+        return validate(ThorSettings, {**self.model_dump(), **changes}, file="ai2thor overrides")
 
     def executable(self) -> str | None:
         """The simulator command for `local_executable_path`, resolved (None: ai2thor's build)."""
@@ -105,7 +97,4 @@ def load_thor_settings(path: str | Path | None = None) -> ThorSettings:
     file = Path(path) if path is not None else config_path("nodes", "perception.yaml")
     data = load_yaml(file) or {}
     params = ((data.get("perception") or {}).get("ros__parameters") or {}) if isinstance(data, Mapping) else {}
-    section = params.get("ai2thor") or {}
-    if not isinstance(section, Mapping):
-        raise ConfigError(file, "perception.ros__parameters.ai2thor", "expected a mapping of settings")
-    return ThorSettings.from_params(section, source=f"{file}: perception.ros__parameters.ai2thor")
+    return validate(ThorSettings, params.get("ai2thor") or {}, file=file, key="perception.ros__parameters.ai2thor")
