@@ -38,7 +38,7 @@ def test_auto_is_bounded_for_the_local_model_only():
 def test_a_bound_adds_its_cue_and_the_parser_reads_the_cues_last_line_with_the_answer():
     bounds = load_bounds()
     assert set(bounds) == {"bcr_selection", "llm_state_attention", "llm_state_estimator", "llm_state_policy",
-                           "llm_state_progprompt"}
+                           "llm_state_progprompt", "production_selection"}
     estimator = bounds["llm_state_estimator"]
     assert estimator.prompt("PROMPT").endswith("PROMPT\n\nAnswer:\nupdate_")
     assert estimator.answer('state("cup1", "in_hand")') == 'update_state("cup1", "in_hand")'
@@ -148,7 +148,9 @@ def test_llm_state_experiment_unknown_subset_is_one_line_and_exit_2(argv, messag
 
 def test_subset_options_belong_to_llm_state(capsys):
     assert main(["experiment", "--tasks", "open_fridge"]) == 2
-    assert "apply to --paper llm-state and --paper bcr only" in capsys.readouterr().err
+    assert "applies to --paper llm-state and --paper bcr only" in capsys.readouterr().err
+    assert main(["experiment", "--answers", "paper"]) == 2
+    assert "--answers applies to --paper llm-state, bcr and bootstrapping only" in capsys.readouterr().err
 
 
 def test_llm_state_command_bounds_its_calls_with_the_local_model(server, capsys):
@@ -160,3 +162,68 @@ def test_llm_state_command_bounds_its_calls_with_the_local_model(server, capsys)
     assert data["summary"]["answers"] == "bounded"
     first = server.requests_to(COMPLETIONS)[0].body
     assert first["prompt"].endswith("\n\nLow-level Action Plan:\n") and first["max_tokens"] == 160
+
+
+SELECTION_CUE = "\n\nAnswer:\n[Possible Options: the one suggested]\n*"
+
+
+def _selection_reply(option: str) -> ScriptedReply:
+    """`option` to a bounded production-selection request, nothing to anything else."""
+    def body(request: Any) -> dict[str, Any]:
+        text = f" {option}" if request["prompt"].endswith(SELECTION_CUE) else ""
+        return completion_body([(text, -0.1, {})], model=request.get("model", "m"), with_logprobs=False)
+    return ScriptedReply(body=body)
+
+
+def _bootstrap(server: FakeOpenAIServer, tmp_path: Any, *extra: str, capsys: Any) -> dict[str, Any]:
+    argv = ["bootstrap", "--families", "explore", "--max-instances", "1", "--llm", "local", "--base-url",
+            server.base_url, "--db", str(tmp_path / "kb.sqlite"), "--json", *extra]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bootstrap_bounded_selection_opens_the_option_list_and_reads_the_line_as_the_option(server, tmp_path, capsys):
+    server.set_default(COMPLETIONS, _selection_reply("special action: 'done'"))
+    data = _bootstrap(server, tmp_path, capsys=capsys)
+    assert data["answers"] == "bounded"
+    explore = data["families"][0]
+    assert explore["instances"] == 1 and explore["llm_decisions"] == 1  # one answer, parsed: no re-ask
+    sent = [r.body for r in server.requests_to(COMPLETIONS)]
+    selection = [b for b in sent if b["prompt"].endswith(SELECTION_CUE)]
+    assert len(selection) == 1
+    assert selection[0]["stop"] == ["\n", "[End]"] and selection[0]["max_tokens"] == 96
+    assert "[Possible Options]\n* motor action: move to " in selection[0]["prompt"]
+    english = [b for b in sent if b not in selection]  # the production the choice is turned into
+    assert english and english[0]["max_tokens"] == 600
+    assert '[Option Suggestion]\n* special action: \'done\'' in english[0]["prompt"]
+
+
+def test_bootstrap_a_line_that_is_no_option_is_asked_again_twice(server, tmp_path, capsys):
+    server.set_default(COMPLETIONS, _selection_reply("(0.0 meters away) Sink|-01.90|+00.97|-01.50|SinkBasin"))
+    explore = _bootstrap(server, tmp_path, capsys=capsys)["families"][0]
+    assert explore["instances"] == 1 and explore["learned"] == []
+    sent = [r.body["prompt"] for r in server.requests_to(COMPLETIONS)]
+    assert len(sent) == 3 and all(p.endswith(SELECTION_CUE) for p in sent)
+    assert "'(0.0 meters away) Sink|-01.90|+00.97|-01.50|SinkBasin' is not one of the possible options" in sent[-1]
+
+
+def test_bootstrap_paper_answers_keep_the_papers_request(server, tmp_path, capsys):
+    server.set_default(COMPLETIONS, _selection_reply("unused"))
+    data = _bootstrap(server, tmp_path, "--answers", "paper", capsys=capsys)
+    assert data["answers"] == "paper"
+    first = server.requests_to(COMPLETIONS)[0].body
+    assert first["prompt"].endswith("[Blacklisted Options]\n* attend to subtask: explore Sink|-01.90|+00.97|-01.50|"
+                                    "SinkBasin\n\nAnswer:")  # the flattened conversation, no cue
+    assert first["max_tokens"] == 900 and first["stop"] == ["[End]", "\n\nAnswer:"]
+
+
+def test_the_offline_standin_bootstraps_the_same_under_either_answers(tmp_path, capsys):
+    runs = []
+    for answers in ("paper", "bounded"):
+        argv = ["bootstrap", "--families", "explore", "--max-instances", "1", "--db", str(tmp_path / f"{answers}.sqlite"),
+                "--answers", answers, "--json"]
+        assert main(argv) == 0
+        data = json.loads(capsys.readouterr().out)
+        # what it chose and learned; its token count is the prompt's length, longer by the cue
+        runs.append(([{k: v for k, v in f.items() if k != "tokens"} for f in data["families"]], data["productions"]))
+    assert runs[0] == runs[1] and runs[0][1]

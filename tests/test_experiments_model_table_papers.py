@@ -71,7 +71,8 @@ def test_offline_anticipation_prints_no_standin_twin(capsys):
 @pytest.mark.timeout(600)  # more on a loaded machine (once past the default 120 s at load 15)
 def test_bootstrapping_prints_model_standin_and_paper_rows_with_its_cost(copying_server, capsys, tmp_path):
     argv = ["experiment", "--paper", "bootstrapping", "--families", "find", "--test-scenes", "FloorPlan6",
-            "--llm", "local", "--base-url", copying_server.base_url, "--workdir", str(tmp_path)]
+            "--llm", "local", "--base-url", copying_server.base_url, "--workdir", str(tmp_path),
+            "--answers", "paper"]  # the paper's request (bounded answers: test_bounded_answers.py)
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     rows = [line for line in lines if line[24:46].strip() in ("action-only", "bootstrapped", "(offline stand-in)",

@@ -33,14 +33,15 @@ class AnswerBound:
     cue: str
     stop: tuple[str, ...]
     max_tokens: int
+    reads_as: str = ""  # put before the answer for the parser: the section it reads, where the cue names it otherwise
 
     def prompt(self, text: str, goal: str = "") -> str:
         """The prompt with the cue where the answer starts."""
         return text + fill(self.cue, {"goal": goal})
 
     def answer(self, text: str, goal: str = "") -> str:
-        """What the parser reads: the cue's last line (the answer's start) and the model's text."""
-        return fill(self.cue, {"goal": goal}).rsplit("\n", 1)[-1] + text
+        """What the parser reads: `reads_as`, the cue's last line (the answer's start) and the model's text."""
+        return self.reads_as + fill(self.cue, {"goal": goal}).rsplit("\n", 1)[-1] + text
 
     def describe(self) -> str:
         return f"cue {self.cue.strip()!r}, stop {list(self.stop)!r}, max_tokens {self.max_tokens}"
@@ -50,6 +51,7 @@ class AnswerBoundDoc(Schema):
     cue: Annotated[str, slots(("goal",))]
     stop: list[str]
     max_tokens: Annotated[int, bounded(low=1, high=4096, integer=True)]
+    reads_as: str = ""
 
 
 class BoundedAnswersDoc(Schema):
@@ -58,6 +60,7 @@ class BoundedAnswersDoc(Schema):
     llm_state_estimator: AnswerBoundDoc
     llm_state_policy: AnswerBoundDoc
     llm_state_progprompt: AnswerBoundDoc
+    production_selection: AnswerBoundDoc
 
 
 def default_path() -> Path:
@@ -68,7 +71,7 @@ def default_path() -> Path:
 def load_bounds(path: str | None = None) -> Mapping[str, AnswerBound]:
     """protocol -> its bound (the file is read once per process)."""
     doc = load_model(BoundedAnswersDoc, Path(path) if path else default_path())
-    return {name: AnswerBound(d.cue, tuple(d.stop), d.max_tokens) for name, d in doc}
+    return {name: AnswerBound(d.cue, tuple(d.stop), d.max_tokens, d.reads_as) for name, d in doc}
 
 
 def resolve(answers: str, llm: str | None) -> str:

@@ -9,13 +9,26 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
-# A conversation flattened for a base model (openai_provider._flatten) puts "Answer:" before each
+ANSWER_CUE = "Answer:"
+# A conversation flattened for a base model (flatten_conversation) puts "Answer:" before each
 # answer: a model that writes this has finished its answer and goes on to invent the next turn
 # (measured: Base8 answers repeating "\n\nAnswer: move(...)" to max_tokens). Protocols whose
 # answers end there list it among their stop sequences (docs/llm.md "Stop sequences").
-NEXT_TURN = "\n\nAnswer:"
+NEXT_TURN = f"\n\n{ANSWER_CUE}"
+
+
+def flatten_conversation(messages: Iterable[tuple[str, str]]) -> str:
+    """A conversation as one completions prompt, for a model served without a chat template (a base
+    model such as the local Gemma 3 270M): the messages in order, earlier assistant turns marked
+    "Answer: ...", and a final "Answer:" where the model's own answer goes. Without that cue a
+    base model continues the last instruction as prose instead of answering it (measured)."""
+    messages = list(messages)
+    text = "\n\n".join(f"{ANSWER_CUE} {content}" if role == "assistant" else content for role, content in messages)
+    if messages and messages[-1][0] != "assistant":
+        text += NEXT_TURN
+    return text
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Routing: goal requests go to the completions API with `logprobs` (continuing a forced prefix
 needs it; chat endpoints cannot continue an assistant prefix). Prompt types listed in
 `selection_prompt_types` go to the selection model, by chat or completions (`selection_api`).
-A chat request sent to a completions route is flattened to text ending in "Answer:" (`_flatten`);
+A chat request sent to a completions route is flattened to text ending in "Answer:" (`llm.base.flatten_conversation`);
 a completion request sent to a chat route becomes one user message.
 
 Logprobs are read in both layouts, in completions answers too: legacy completions
@@ -55,6 +55,7 @@ from task_learning.llm.base import (
     LLMResponse,
     ProviderError,
     TokenLogprob,
+    flatten_conversation,
     TransientProviderError,
 )
 from task_learning.llm.http_guard import CallGuard, guarded_http_client, is_too_large, redact_url, split_credentials
@@ -217,7 +218,7 @@ class OpenAIProvider:
     def _completion_args(self, request: LLMRequest) -> dict[str, Any]:
         args: dict[str, Any] = {
             "model": self.model_for(request),
-            "prompt": request.prompt if not request.is_chat else _flatten(request.messages),
+            "prompt": request.prompt if not request.is_chat else flatten_conversation(request.messages),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
         }
@@ -335,7 +336,7 @@ class OpenAIProvider:
         # Some local servers omit usage; estimate (about 4 characters per token) so the budget
         # still bites.
         if prompt_tokens is None:
-            prompt_text = request.prompt or _flatten(request.messages)
+            prompt_text = request.prompt or flatten_conversation(request.messages)
             prompt_tokens = math.ceil(len(prompt_text) / 4)
         if completion_tokens is None:
             completion_tokens = len(tokens) or math.ceil(len(text) / 4)
@@ -409,7 +410,7 @@ def _split_usage(usage: Any, requests: list[LLMRequest], responses: list[LLMResp
     cached tokens are not claimed: with lists, cached_prompt_tokens is a lower bound there."""
     if usage is None:
         return  # each response keeps its own estimate
-    weights = [max(1, len(r.prompt or _flatten(r.messages))) for r in requests]
+    weights = [max(1, len(r.prompt or flatten_conversation(r.messages))) for r in requests]
     prompt_total = getattr(usage, "prompt_tokens", None)
     completion_total = getattr(usage, "completion_tokens", None)
     generated = [len(r.tokens) for r in responses]
@@ -478,21 +479,6 @@ def _about_context(message: str) -> bool:
     """An error about a prompt's length (llama.cpp: "exceed_context_size_error"), not its type."""
     lowered = message.lower()
     return any(word in lowered for word in _CONTEXT_WORDS)
-
-
-ANSWER_CUE = "Answer:"
-
-
-def _flatten(messages: Iterable[tuple[str, str]]) -> str:
-    """A conversation as one completions prompt, for a model served without a chat template (a base
-    model such as the local Gemma 3 270M): the messages in order, earlier assistant turns marked
-    "Answer: ...", and a final "Answer:" where the model's own answer goes. Without that cue a
-    base model continues the last instruction as prose instead of answering it (measured)."""
-    messages = list(messages)
-    text = "\n\n".join(f"{ANSWER_CUE} {content}" if role == "assistant" else content for role, content in messages)
-    if messages and messages[-1][0] != "assistant":
-        text += f"\n\n{ANSWER_CUE}"
-    return text
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")

@@ -163,6 +163,7 @@ class BootstrapSettings:
     trials_per_value: int = TRIALS_PER_VALUE
     world_knowledge: str = "lazy"
     where: WorldChoice = SYMBOLIC
+    answers: str = "paper"  # paper | bounded: how the model is asked (llm/answer_bounds.py)
 
 
 def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowledge, book: list[Family],
@@ -174,7 +175,7 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
     receptacle_types = training_catalogue(scene)
     drawn: dict[str, list[str]] = {}
     rng = random.Random(settings.seed)
-    advisor = LLMAdvisor(client, book, learn=True, max_revisions=settings.max_revisions)
+    advisor = LLMAdvisor(client, book, learn=True, max_revisions=settings.max_revisions, answers=settings.answers)
     if world.oracle is None:
         world.oracle = advisor.oracle
     out = []
@@ -267,20 +268,21 @@ def held_out_instances(family: str, scenes: Sequence[str], seed: int = 0, kinds:
 
 def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient,
               book: list[Family], knowledge: WorldKnowledge, seed: int, max_steps: int = 400, *,
-              where: WorldChoice = SYMBOLIC) -> TrialResult:
+              where: WorldChoice = SYMBOLIC, answers: str = "paper") -> TrialResult:
     """One held-out instance in the world `where`. `knowledge` is the agent's world knowledge,
     kept across trials as the paper's is (a statement the LLM answered once is not asked again);
     its oracle is the LLM. `agent_kind`: action-only, bootstrapped or EXTENSION_AGENT (the
-    bootstrapped agent; the caller gives it the prefetched knowledge)."""
+    bootstrapped agent; the caller gives it the prefetched knowledge). `answers`: paper or bounded
+    (llm/answer_bounds.py)."""
     scene = load_kitchen(instance.scene)
+    advisor = LLMAdvisor(client, book, learn=False, answers=answers)
     with instance_world(instance, scene, where) as (world, adapter):
-        return _trial(instance, agent_kind, productions, client, book, knowledge, seed, max_steps, world, adapter)
+        return _trial(instance, agent_kind, productions, client, advisor, knowledge, seed, max_steps, world, adapter)
 
 
-def _trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient, book: list[Family],
+def _trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient, advisor: LLMAdvisor,
            knowledge: WorldKnowledge, seed: int, max_steps: int, world: WorldBackend,
            adapter: WorldAdapter) -> TrialResult:
-    advisor = LLMAdvisor(client, book, learn=False)
     advisor.scope = f"test:{agent_kind}:{instance.scene}:{instance.task}:{seed}"
     knowledge.oracle = advisor.oracle
     before = client.usage_snapshot()
@@ -418,14 +420,15 @@ def bootstrap_into(kb: KnowledgeBase, client: LLMClient, settings: BootstrapSett
 def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
                      test_scenes: Sequence[str] = TEST_SCENES, families: Sequence[str] = TEST_FAMILIES,
                      seed: int = 0, where: WorldChoice = SYMBOLIC, extension: bool = False,
-                     report: Callable[[str], None] | None = None) -> dict[str, Any]:
+                     answers: str = "paper", report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Table 1: bootstrap in `train_scene` (world knowledge asked lazily, the paper's mechanism)
     unless the knowledge base already holds productions, then run both agents on the same held-out
     instances, every instance in the world `where` (symbolic: recorded FloorPlans in process;
     ai2thor: through the ai2thor Controller), and the paired t-test on their steps. `extension`:
     also the bootstrapped agent with the catalogue prefetch, as a row of its own (EXTENSION_AGENT):
     its world knowledge is what bootstrapping left plus the statements asked ahead, held apart from
-    the knowledge base so the paper's rows never see them."""
+    the knowledge base so the paper's rows never see them. `answers`: paper or bounded, for every
+    request (llm/answer_bounds.py)."""
     from task_learning.productions.families import FamilyError, canonical
 
     train = canonical(train_scene) or train_scene
@@ -435,7 +438,8 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     boot: list[FamilyBootstrap] = []
     productions = persistent_set(kb)  # imported ones nobody approved are not among them
     if not len(productions):
-        boot, productions = bootstrap_into(kb, client, BootstrapSettings(train_scene=train, seed=seed, where=where),
+        boot, productions = bootstrap_into(kb, client, BootstrapSettings(train_scene=train, seed=seed, where=where,
+                                                                             answers=answers),
                                            report=report)
     else:
         if report:
@@ -446,7 +450,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     ext_knowledge: WorldKnowledge | None = None
     ext_cost: dict[str, Any] = {}
     if extension:
-        ext_knowledge, ext_cost = _prefetched_knowledge(kb, client, book, productions, train, boot)
+        ext_knowledge, ext_cost = _prefetched_knowledge(kb, client, book, productions, train, boot, answers)
     agents = (*AGENTS, EXTENSION_AGENT) if extension else AGENTS
     results = []
     for family in families:
@@ -454,7 +458,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
             for agent in agents:
                 own = ext_knowledge if agent == EXTENSION_AGENT and ext_knowledge is not None else knowledge
                 result = run_trial(instance, agent, productions, client, book, own, seed * 1000 + index,
-                                   where=where)
+                                   where=where, answers=answers)
                 result.instance = index
                 client.raise_if_unavailable()
                 results.append(result)
@@ -473,11 +477,12 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
 
 
 def _prefetched_knowledge(kb: KnowledgeBase, client: LLMClient, book: list[Family], productions: ProductionSet,
-                          train: str, boot: Sequence[FamilyBootstrap]) -> tuple[WorldKnowledge, dict[str, Any]]:
+                          train: str, boot: Sequence[FamilyBootstrap],
+                          answers: str = "paper") -> tuple[WorldKnowledge, dict[str, Any]]:
     """The extension's world knowledge: the knowledge base's statements (as bootstrapping left
     them) plus the catalogue prefetch, kept in memory only; and what the prefetch cost."""
     world = WorldKnowledge(kb.statements(), store=None)
-    advisor = LLMAdvisor(client, book, learn=False)
+    advisor = LLMAdvisor(client, book, learn=False, answers=answers)
     advisor.scope = "bootstrap:catalogue-prefetch"
     world.oracle = advisor.oracle
     drawn: dict[str, list[str]] = {}

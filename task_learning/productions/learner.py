@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from task_learning.llm.base import NEXT_TURN, LLMRequest
+from task_learning.llm.answer_bounds import AnswerBound, bound_for
+from task_learning.llm.base import NEXT_TURN, LLMRequest, flatten_conversation
 from task_learning.llm.client import LLMClient
 from task_learning.productions import prompts
 from task_learning.productions.agent import Advice, Decision, ProductionSet
@@ -39,6 +40,17 @@ MAX_TOKENS = {prompts.SELECTION: 900, prompts.ENGLISH: 600, prompts.RULE: 700, p
 # otherwise run on to max_tokens, as it would past its next turn (docs/llm.md "Stop sequences"). The
 # other answers end at no fixed delimiter.
 STOP = {prompts.SELECTION: (prompts.SELECTION_END, NEXT_TURN)}
+# The prompt types a base model's bounded answers cover (config/prompts/bounded_answers.yaml, under
+# `answers="bounded"`): measured, the local base model never wrote the selection's [Option
+# Suggestion] section and copied [Possible Options] to its 900 tokens (docs/llm.md).
+BOUNDED = {prompts.SELECTION: "production_selection"}
+
+
+def _bounded_text(bound: AnswerBound, text: str) -> str:
+    """What the parser reads of a bounded answer: the cue's last line (the section's heading) and
+    the model's text; an answer that opens with a section of its own is read as it is (the offline
+    stand-in writes the paper's whole answer, whatever the request's cue)."""
+    return text if text.lstrip().startswith("[") else bound.answer(text)
 
 
 @dataclass
@@ -59,8 +71,9 @@ class LLMAdvisor:
     """Advisor over an LLMClient. `learn`: also generate a production for each choice."""
 
     def __init__(self, client: LLMClient, families: Sequence[Family], *, learn: bool = False,
-                 max_revisions: int = 3, max_invalid: int = 2) -> None:
+                 max_revisions: int = 3, max_invalid: int = 2, answers: str = "paper") -> None:
         self.client = client
+        self.answers = answers  # paper | bounded (a base model's answers: llm/answer_bounds.py)
         self.families = list(families)
         self.learn = learn
         self.max_revisions = max_revisions
@@ -70,14 +83,18 @@ class LLMAdvisor:
 
     # ------------------------------------------------------------------------------ requests
     def _ask(self, kind: str, messages: list[tuple[str, str]], context: dict[str, Any]) -> str:
-        response = self.client.complete(LLMRequest(prompt_type=kind, messages=tuple(messages),
-                                                   max_tokens=MAX_TOKENS[kind], stop=STOP.get(kind, ()),
-                                                   context=context,
-                                                   scope=self.scope))
+        bound = bound_for(BOUNDED[kind], self.answers) if kind in BOUNDED else None
+        if bound is None:
+            request = LLMRequest(prompt_type=kind, messages=tuple(messages), max_tokens=MAX_TOKENS[kind],
+                                 stop=STOP.get(kind, ()), context=context, scope=self.scope)
+        else:  # the same context: the offline stand-in answers the same
+            request = LLMRequest(prompt_type=kind, prompt=bound.prompt(flatten_conversation(messages)),
+                                 max_tokens=bound.max_tokens, stop=bound.stop, context=context, scope=self.scope)
+        response = self.client.complete(request)
         if not response.ok:
             log.warning("%s request failed: %s", kind, response.error)
             return ""
-        return response.text
+        return response.text if bound is None else _bounded_text(bound, response.text)
 
     def subtask_options(self, task: str) -> list[tuple[str, str]]:
         return [(f.pattern, f.end_condition) for f in self.families

@@ -140,6 +140,7 @@ def parse_selection(text: str) -> SelectionAnswer | None:
     body = section(text, "Option Suggestion")
     quoted = re.search(r'"([^"\n]+)"', body) or re.search(r"“([^”\n]+)”", body)
     option = quoted.group(1) if quoted else body.splitlines()[0] if body else ""
+    option = re.sub(r"^[*-]\s+", "", option.strip())  # an option written as [Possible Options] lists it
     if not option.strip():
         return None
     return SelectionAnswer(normalize_effect(option), section(text, "Purpose"), text)

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable
 
 from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_int, llm_options
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,12 +39,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--draws", type=bounded_int(1, 5), default=1,
                    help="how many times each kind of a family's variable present in the kitchen is drawn")
     p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
+                   help="bounded: a base model's production-selection answer (a cue opening [Option Suggestion], a "
+                        "stop at the line's end, 96 tokens: config/prompts/bounded_answers.yaml); paper: the paper's "
+                        "whole answer, 900 tokens; auto (default): bounded with --llm local, paper otherwise")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from task_learning.kb import KnowledgeBase
+    from task_learning.llm.answer_bounds import resolve
     from task_learning.llm.client import make_client
     from task_learning.productions.experiment import OFFLINE_NOTE, BootstrapSettings, bootstrap_into, load_kitchen
     from task_learning.productions.families import parse_families
@@ -57,13 +63,15 @@ def run(args: argparse.Namespace) -> int:
     with KnowledgeBase(args.db) as kb, make_client(args.llm, cache=None, **llm_options(args)) as client:
         settings = BootstrapSettings(train_scene=args.train_scene, families=families, seed=args.seed,
                                      max_instances=args.max_instances, max_revisions=args.max_revisions,
-                                     trials_per_value=args.draws, world_knowledge=mode)
+                                     trials_per_value=args.draws, world_knowledge=mode,
+                                     answers=resolve(args.answers, args.llm))
         results, productions = bootstrap_into(kb, client, settings, report=report)
         client.raise_if_unavailable()
         rows = [{"name": p.name, "task": p.task, "utility": round(p.utility, 4), "count": p.count,
                  "english": p.english} for p in productions]
         if args.json:
-            print(json.dumps({"train_scene": args.train_scene, "llm": args.llm, "world_knowledge": mode,
+            print(json.dumps({"train_scene": args.train_scene, "llm": args.llm, "answers": settings.answers,
+                              "world_knowledge": mode,
                               "draws": args.draws, "families": [r.to_dict() for r in results],
                               "productions": rows, "note": OFFLINE_NOTE if args.llm == "offline" else ""}, indent=2))
             return 0
@@ -73,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
                   f"tokens ({r.catalogue_tokens} for the catalogue), "
                   f"{len(r.learned)} new productions, {'converged' if r.converged else 'NOT converged'}; "
                   f"end condition: {r.end_condition or '-'}")
-        print(f"{len(productions)} productions in {args.db}")
+        print(f"{len(productions)} productions in {args.db}"
+              + ("" if args.llm == "offline" else f"; answers: {settings.answers}"))
         if args.llm == "offline":
             print("Note: the offline model is not a language model (see `task-learning experiment --paper bootstrapping`).")
     return 0
@@ -123,7 +132,8 @@ def run_paper_table(args: argparse.Namespace) -> int:
     how = ("world knowledge asked lazily as the paper does" if data["bootstrap"]
            else "taken from the knowledge base given, not bootstrapped now")
     print(f"\nBootstrapped in {data['train_scene']} ({data['productions']} productions, {how}); tested on held-out "
-          f"{', '.join(data['test_scenes'])}; world backend {data['backend']}.")
+          f"{', '.join(data['test_scenes'])}; world backend {data['backend']}"
+          + ("." if offline else f"; answers: {data['answers']} (llm/answer_bounds.py)."))
     print(format_cost(args.llm, data["cost"], standin["cost"] if standin else None))
     if data["prefetched_statements_in_kb"]:
         print(f"NOTE: this knowledge base holds {data['prefetched_statements_in_kb']} statements asked ahead by the "
@@ -153,6 +163,7 @@ def _paper_table(args: argparse.Namespace, llm: str, options: dict[str, str], te
 
     from task_learning.experiments.machine import LoadSampler
     from task_learning.kb import KnowledgeBase
+    from task_learning.llm.answer_bounds import resolve
     from task_learning.llm.client import make_client
     from task_learning.productions.experiment import paper_experiment
     from task_learning.world.factory import WorldChoice
@@ -166,9 +177,11 @@ def _paper_table(args: argparse.Namespace, llm: str, options: dict[str, str], te
         with KnowledgeBase(db) as kb, make_client(llm, cache=None, **options) as client, LoadSampler() as load:
             data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
                                     seed=args.seed or 0, where=WorldChoice(args.backend),
-                                    extension=args.world_knowledge == "both", report=report)
+                                    extension=args.world_knowledge == "both",
+                                    answers=resolve(args.answers, llm), report=report)
             client.raise_if_unavailable()
             usage = client.usage
+    data["answers"] = resolve(args.answers, llm)
     data["cost"] = {"trials": len(data["trials"]), "instances": sum(b["instances"] for b in data["bootstrap"]),
                     "wall_s": round(load.wall_s, 1), "calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens, "machine": load.summary()}

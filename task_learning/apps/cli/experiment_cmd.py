@@ -87,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--maps", default=None,
                    help="llm-state: comma-separated maps, run i on map i mod their number (default map1..map5)")
     p.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
-                   help="llm-state and bcr: bounded: a base model's answers (a cue, stop sequences, max_tokens that fit "
+                   help="llm-state, bcr and bootstrapping: bounded: a base model's answers (a cue, stop sequences, max_tokens that fit "
                         "the parser: config/prompts/bounded_answers.yaml); paper: each prompt as is, 1,500 tokens, "
                         "no stop; auto (default): bounded with --llm local, paper otherwise")
     p.add_argument("--temperature", type=bounded_float(0.0, 2.0), default=0.0,
@@ -133,8 +133,10 @@ def _misplaced_option(args: argparse.Namespace) -> str | None:
     if args.paper != "llm-state" and (args.methods is not None or args.runs != 5 or args.temperature != 0.0
                                       or args.maps is not None):
         return "--methods, --runs, --temperature and --maps apply to --paper llm-state only"
-    if args.paper not in ("llm-state", "bcr") and (args.tasks is not None or args.answers != "auto"):
-        return "--tasks and --answers apply to --paper llm-state and --paper bcr only"
+    if args.paper not in ("llm-state", "bcr") and args.tasks is not None:
+        return "--tasks applies to --paper llm-state and --paper bcr only"
+    if args.paper not in ("llm-state", "bcr", "bootstrapping") and args.answers != "auto":
+        return "--answers applies to --paper llm-state, bcr and bootstrapping only"
     if args.paper != "bcr" and args.trials != 50:
         return "--trials applies to --paper bcr only"
     if args.paper != "anticipation" and getattr(args, "days", None) is not None:
