@@ -1,5 +1,5 @@
 """A PerformTask client as its own process, for tests whose client must run somewhere the test
-process cannot (another network namespace: tests/test_deployment_three_hosts.py).
+process cannot (another network namespace: tests/nodes/test_deployment_three_hosts.py).
 
     python tests/perform_task_helper.py SCENE TASK CONDITION TIMEOUT_S
 

@@ -6,7 +6,7 @@ every service type and serves every action type of task_learning_interfaces.
   request arrived intact and the response came back intact);
 - action `echo/<Action>`: three feedback messages, then a result computed from the goal.
 
-Started by tests/test_ros_interfaces.py as `python tests/ros_echo_helper.py`; stops on SIGINT/SIGTERM
+Started by tests/nodes/test_ros_interfaces.py as `python tests/ros_echo_helper.py`; stops on SIGINT/SIGTERM
 through task_learning_nodes.plumbing.node_base.run_node.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A node for tests/test_node_base.py, run as `python tests/ros_shutdown_helper.py MODE` through
+"""A node for tests/nodes/test_node_base.py, run as `python tests/ros_shutdown_helper.py MODE` through
 task_learning_nodes.plumbing.node_base.run_node:
 
 - `busy`: a 50 Hz timer publishing to a topic it subscribes to itself, so a signal lands while
