@@ -168,6 +168,7 @@ def _paper_table(args: argparse.Namespace, llm: str, options: dict[str, str], te
     from task_learning.productions.experiment import paper_experiment
     from task_learning.world.factory import WorldChoice
 
+    answers = resolve(args.answers, llm)
     with tempfile.TemporaryDirectory(prefix="bootstrapping-") as tmp:
         db = args.db or str(Path(args.workdir or tmp) / f"bootstrapping{'' if llm == args.llm else '-' + llm}.sqlite")
         if not args.db:  # the experiment's own file: a rerun in --workdir starts from nothing
@@ -178,10 +179,10 @@ def _paper_table(args: argparse.Namespace, llm: str, options: dict[str, str], te
             data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
                                     seed=args.seed or 0, where=WorldChoice(args.backend),
                                     extension=args.world_knowledge == "both",
-                                    answers=resolve(args.answers, llm), report=report)
+                                    answers=answers, report=report)
             client.raise_if_unavailable()
             usage = client.usage
-    data["answers"] = resolve(args.answers, llm)
+    data["answers"] = answers
     data["cost"] = {"trials": len(data["trials"]), "instances": sum(b["instances"] for b in data["bootstrap"]),
                     "wall_s": round(load.wall_s, 1), "calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens, "machine": load.summary()}
