@@ -205,6 +205,12 @@ class KnowledgeBase:
     def statements(self, source: str | None = None) -> dict[str, bool]:
         return self.productions_repo.statements(source)
 
+    def bootstrap_records(self) -> dict[str, dict[str, Any]]:
+        return self.productions_repo.bootstrap_records()
+
+    def record_bootstrap(self, family: str, record: dict[str, Any]) -> None:
+        return self.productions_repo.record_bootstrap(family, record)
+
     def import_productions(self, records: list[dict[str, Any]]) -> int:
         return self.productions_repo.import_productions(records)
 

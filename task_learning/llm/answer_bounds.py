@@ -61,6 +61,9 @@ class BoundedAnswersDoc(Schema):
     llm_state_policy: AnswerBoundDoc
     llm_state_progprompt: AnswerBoundDoc
     production_selection: AnswerBoundDoc
+    production_english: AnswerBoundDoc
+    production_rule: AnswerBoundDoc
+    production_revision: AnswerBoundDoc
 
 
 def default_path() -> Path:

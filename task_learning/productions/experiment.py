@@ -22,6 +22,7 @@ paper's rows, from the same bootstrapped productions.
 from __future__ import annotations
 
 import random
+import time
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -168,8 +169,10 @@ class BootstrapSettings:
 
 def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowledge, book: list[Family],
               settings: BootstrapSettings = BootstrapSettings(), *,
-              report: Callable[[str], None] | None = None) -> list[FamilyBootstrap]:
-    """Bootstrap the families in curriculum order in one FloorPlan; returns what each took."""
+              report: Callable[[str], None] | None = None,
+              on_family: Callable[[FamilyBootstrap], None] | None = None) -> list[FamilyBootstrap]:
+    """Bootstrap the families in curriculum order in one FloorPlan; returns what each took.
+    `on_family` is told each family's result as soon as it is done (a run stopped later keeps it)."""
     world_knowledge = world_knowledge_mode(settings.world_knowledge)
     scene = load_kitchen(settings.train_scene)
     receptacle_types = training_catalogue(scene)
@@ -233,6 +236,8 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
                 report(f"bootstrap {family}: {result.catalogue_statements} world-knowledge statements asked ahead "
                        f"over the {len(receptacle_types)} receptacle types of the catalogue the training kitchen has")
         out.append(result)
+        if on_family:
+            on_family(result)
     return out
 
 
@@ -410,10 +415,17 @@ def bootstrap_into(kb: KnowledgeBase, client: LLMClient, settings: BootstrapSett
     productions = persistent_set(kb)
     world = WorldKnowledge(kb.statements(), store=kb)
     book = families_book(kb.family_end_conditions())
-    results = bootstrap(productions, client, world, book, settings, report=report)
-    for family in book:
-        if family.end_condition:
-            kb.set_family_end_condition(family.pattern, family.end_condition)
+
+    def record(result: FamilyBootstrap) -> None:
+        kb.record_bootstrap(result.family, {
+            "at": time.time(), "llm": client.provider_name, "answers": settings.answers,
+            "train_scene": settings.train_scene, "instances": result.instances, "steps": result.steps,
+            "llm_decisions": result.llm_decisions, "learned": len(result.learned), "converged": result.converged})
+        for family in book:
+            if family.end_condition:
+                kb.set_family_end_condition(family.pattern, family.end_condition)
+
+    results = bootstrap(productions, client, world, book, settings, report=report, on_family=record)
     return results, productions
 
 
@@ -437,13 +449,16 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
         raise FamilyError(f"the training floor plan {train} is also a test floor plan: test on held-out ones only")
     boot: list[FamilyBootstrap] = []
     productions = persistent_set(kb)  # imported ones nobody approved are not among them
-    if not len(productions):
+    bootstrapped = kb.bootstrap_records()
+    if not len(productions) and not bootstrapped:
         boot, productions = bootstrap_into(kb, client, BootstrapSettings(train_scene=train, seed=seed, where=where,
                                                                              answers=answers),
                                            report=report)
-    else:
-        if report:
-            report(f"using the {len(productions)} productions already in {kb.path}")
+    elif report:
+        done = ", ".join(f"{f} ({r.get('instances')} instances, {r.get('learned')} learned, llm {r.get('llm')})"
+                         for f, r in bootstrapped.items())
+        report(f"using the {len(productions)} productions already in {kb.path}"
+               + (f"; bootstrapped there: {done}" if done else ""))
     prefetched_in_kb = len(kb.statements(source=PREFETCH_SOURCE))
     book = families_book(kb.family_end_conditions())
     knowledge = WorldKnowledge(kb.statements(), store=kb)
@@ -472,7 +487,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     return {"train_scene": train, "test_scenes": tests, "backend": where.backend, "bootstrap": [b.to_dict() for b in boot],
             "world_knowledge": "lazy", "prefetched_statements_in_kb": prefetched_in_kb,
             "extension": ext_cost if extension else None,
-            "productions": len(productions), "trials": [r.to_dict() for r in results],
+            "productions": len(productions), "bootstrapped_in_kb": bootstrapped, "trials": [r.to_dict() for r in results],
             "rows": [r.to_dict() for r in summarise(results)], "t_tests": t_tests}
 
 

@@ -120,10 +120,18 @@ Solver = Callable[[list[Term], Binding, MatchContext], Iterator[Binding]]
 
 @dataclass(frozen=True)
 class Predicate:
+    """One predicate of the rule language. `params` names its arguments in the prompt's signature
+    as its `doc` names them (a model reads "at(<r>): the robot is in front of receptacle <r>")."""
+
     name: str
     arity: int
     doc: str
     solve: Solver
+    params: tuple[str, ...] = ()
+
+    def signature(self) -> str:
+        names = self.params or tuple("xyz"[:self.arity])
+        return f"{self.name}({', '.join('<' + n + '>' for n in names)})"
 
 
 def _value(term: Term, binding: Binding) -> str | None:
@@ -260,34 +268,34 @@ def _flag(test: Callable[[EnvKnowledge, str], bool], pool: Callable[[EnvKnowledg
 PREDICATES: dict[str, Predicate] = {p.name: p for p in (
     Predicate("holding", 1, "the gripper holds <x>", _unary(_holding)),
     Predicate("gripper_empty", 0, "the gripper holds nothing", _gripper_empty),
-    Predicate("at", 1, "the robot is in front of receptacle <r>", _unary(_at)),
-    Predicate("at_type", 1, "the robot is in front of a receptacle of this type", _at_type),
-    Predicate("is", 2, "<x>'s type or name is the kind (e.g. is(<x>, Knife), is(<x>, <object>))", _is),
-    Predicate("type_of", 2, "binds the second argument to <x>'s type", _type_of),
-    Predicate("located", 2, "object <x> is known to be in/on receptacle <r>", _located),
-    Predicate("receptacle", 1, "<r> is a receptacle the robot knows", _unary(lambda c: c.env.receptacle_names())),
+    Predicate("at", 1, "the robot is in front of receptacle <r>", _unary(_at), ("r",)),
+    Predicate("at_type", 1, "the robot is in front of a receptacle of type <t>", _at_type, ("t",)),
+    Predicate("is", 2, "<x>'s type or name is the kind <k> (e.g. is(<x>, Knife), is(<x>, <object>))", _is, ("x", "k")),
+    Predicate("type_of", 2, "binds <t> to <x>'s type", _type_of, ("x", "t")),
+    Predicate("located", 2, "object <x> is known to be in/on receptacle <r>", _located, ("x", "r")),
+    Predicate("receptacle", 1, "<r> is a receptacle the robot knows", _unary(lambda c: c.env.receptacle_names()), ("r",)),
     Predicate("object", 1, "<x> is an object the robot has seen", _unary(lambda c: c.env.object_names())),
     Predicate("explored", 1, "receptacle <r> has been explored",
-              _flag(lambda e, n: e.receptacles[n].explored, EnvKnowledge.receptacle_names)),
+              _flag(lambda e, n: e.receptacles[n].explored, EnvKnowledge.receptacle_names), ("r",)),
     Predicate("empty", 1, "receptacle <r> has been explored and holds nothing",
-              _flag(lambda e, n: e.receptacles[n].explored and not e.contents(n), EnvKnowledge.receptacle_names)),
+              _flag(lambda e, n: e.receptacles[n].explored and not e.contents(n), EnvKnowledge.receptacle_names), ("r",)),
     Predicate("openable", 1, "receptacle <r> can be opened",
-              _flag(lambda e, n: e.receptacles[n].openable, EnvKnowledge.receptacle_names)),
+              _flag(lambda e, n: e.receptacles[n].openable, EnvKnowledge.receptacle_names), ("r",)),
     Predicate("closed", 1, "receptacle <r> can be opened and is closed",
               _flag(lambda e, n: e.receptacles[n].openable and not e.receptacles[n].is_open,
-                    EnvKnowledge.receptacle_names)),
+                    EnvKnowledge.receptacle_names), ("r",)),
     Predicate("pickupable", 1, "object <x> can be picked up",
               _flag(lambda e, n: e.objects[n].pickupable, EnvKnowledge.object_names)),
     Predicate("sliceable", 1, "object <x> can be sliced",
               _flag(lambda e, n: e.objects[n].sliceable, EnvKnowledge.object_names)),
     Predicate("sliced", 1, "object <x> is sliced",
               _flag(lambda e, n: e.objects[n].sliced, EnvKnowledge.object_names)),
-    Predicate("nearest", 2, "<r> is the nearest receptacle of the kind", _nearest),
-    Predicate("knows", 1, 'the world knowledge says the statement is true ("<object> is commonly stored '
-                          'in a/an <kind>"); statements about types only, never about one object', _knows),
-    Predicate("kind", 2, "binds the second argument to the kind the first names (a type, or an object id's type)",
-              _kind),
-    Predicate("previous", 1, "that task was done earlier in this episode", _previous),
+    Predicate("nearest", 2, "<r> is the nearest receptacle of the kind <k>", _nearest, ("r", "k")),
+    Predicate("knows", 1, 'the world knowledge says the statement <s> is true (e.g. "<object> is commonly '
+                          'stored in a/an <kind>"); statements about types only, never about one object', _knows,
+              ("s",)),
+    Predicate("kind", 2, "binds <k> to the kind <x> names (a type, or an object id's type)", _kind, ("x", "k")),
+    Predicate("previous", 1, "the task <task> was done earlier in this episode", _previous, ("task",)),
 )}
 
 
@@ -555,14 +563,16 @@ def _check_group(group: tuple[Condition, ...], bound: set[str], where: str) -> N
 
 
 def parse_rule_text(text: str, *, where: str = "rule") -> Production:
-    """A rule from an answer's JSON text (a ```json block or a bare object). JSON only."""
+    """A rule from an answer's JSON text (a ```json block or a bare object). JSON only: the first
+    JSON object of the block is read and anything after it ignored (a base model goes on writing
+    after its object; measured with Gemma 3 270M), so the error fed back is about that object."""
     block = re.search(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
     body = block.group(1) if block else text
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end <= start:
+    start = body.find("{")
+    if start < 0 or "}" not in body[start:]:
         raise RuleError(f"{where}: no JSON object found in the answer")
     try:
-        data = json.loads(body[start:end + 1])
+        data, _ = json.JSONDecoder().raw_decode(body[start:])
     except json.JSONDecodeError as exc:
         raise RuleError(f"{where}: malformed JSON: {exc.msg} (line {exc.lineno})") from None
     return production_from_dict(data, where=where)
@@ -656,7 +666,6 @@ def _first_failing(rule: Production, ctx: MatchContext) -> str:
 
 def describe_language() -> str:
     """The rule language for the code-generation system prompt."""
-    lines = [f"- {p.name}({', '.join('<' + 'xyz'[i] + '>' for i in range(p.arity))}): {p.doc}"
-             for p in PREDICATES.values()]
+    lines = [f"- {p.signature()}: {p.doc}" for p in PREDICATES.values()]
     lines.append('- {"none": [condition, ...]}: holds when no way to satisfy all of them together exists')
     return "\n".join(lines)

@@ -42,8 +42,11 @@ MAX_TOKENS = {prompts.SELECTION: 900, prompts.ENGLISH: 600, prompts.RULE: 700, p
 STOP = {prompts.SELECTION: (prompts.SELECTION_END, NEXT_TURN)}
 # The prompt types a base model's bounded answers cover (config/prompts/bounded_answers.yaml, under
 # `answers="bounded"`): measured, the local base model never wrote the selection's [Option
-# Suggestion] section and copied [Possible Options] to its 900 tokens (docs/llm.md).
-BOUNDED = {prompts.SELECTION: "production_selection"}
+# Suggestion] section and copied [Possible Options] to its 900 tokens, and its English-rule, rule and
+# revision answers copied their instructions to 600-700 tokens (docs/llm.md). The critic (once per
+# family that learned a production) and the one-word world statements keep their requests.
+BOUNDED = {prompts.SELECTION: "production_selection", prompts.ENGLISH: "production_english",
+           prompts.RULE: "production_rule", prompts.REVISION: "production_revision"}
 
 
 def _bounded_text(bound: AnswerBound, text: str) -> str:

@@ -146,10 +146,21 @@ def parse_selection(text: str) -> SelectionAnswer | None:
     return SelectionAnswer(normalize_effect(option), section(text, "Purpose"), text)
 
 
+# What the instructions ask a generalized rule to be: "IF the current task is ... THEN choose ...",
+# with its dots filled in. A sentence without IF ... THEN, or one that keeps the instructions' dots
+# or their "<variables>" wording, was copied from the prompt (measured with the 270M base model),
+# not written as a rule.
+_RULE_FORM = re.compile(r"\bIF\b.+\bTHEN\b.+", re.IGNORECASE)
+_COPIED = ("...", "\u2026", "replaced by <variables>")
+
+
 def parse_generalized_rule(text: str) -> str:
-    """The [Generalized Rule] sentence; '' when the answer says none."""
+    """The [Generalized Rule] sentence; '' when the answer says none or gives no rule in the asked
+    form (see _RULE_FORM)."""
     body = " ".join(section(text, "Generalized Rule").split())
-    return "" if body.strip(" .\"'").lower() in ("", "none") else body
+    if body.strip(" .\"'").lower() in ("", "none"):
+        return ""
+    return body if _RULE_FORM.search(body) and not any(c in body for c in _COPIED) else ""
 
 
 def rule_system_prompt() -> str:

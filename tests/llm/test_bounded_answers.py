@@ -38,7 +38,8 @@ def test_auto_is_bounded_for_the_local_model_only():
 def test_a_bound_adds_its_cue_and_the_parser_reads_the_cues_last_line_with_the_answer():
     bounds = load_bounds()
     assert set(bounds) == {"bcr_selection", "llm_state_attention", "llm_state_estimator", "llm_state_policy",
-                           "llm_state_progprompt", "production_selection"}
+                           "llm_state_progprompt", "production_selection", "production_english", "production_rule",
+                           "production_revision"}
     estimator = bounds["llm_state_estimator"]
     assert estimator.prompt("PROMPT").endswith("PROMPT\n\nAnswer:\nupdate_")
     assert estimator.answer('state("cup1", "in_hand")') == 'update_state("cup1", "in_hand")'
@@ -194,8 +195,55 @@ def test_bootstrap_bounded_selection_opens_the_option_list_and_reads_the_line_as
     assert selection[0]["stop"] == ["\n", "[End]"] and selection[0]["max_tokens"] == 96
     assert "[Possible Options]\n* motor action: move to " in selection[0]["prompt"]
     english = [b for b in sent if b not in selection]  # the production the choice is turned into
-    assert english and english[0]["max_tokens"] == 600
+    assert english and english[0]["max_tokens"] == 96 and english[0]["stop"] == ["\n"]
+    assert english[0]["prompt"].endswith(ENGLISH_CUE)
     assert '[Option Suggestion]\n* special action: \'done\'' in english[0]["prompt"]
+    assert len(sent) == 2  # the model's empty rule sentence ends the production there: no rule is asked for
+
+
+ENGLISH_CUE = "\n\nAnswer:\n[Generalized Rule]\nIF the current task is"
+RULE_CUE = '\n\nAnswer:\n[Rule Implementation]\n```json\n{"name": "'
+
+
+def _production_replies(english: str, rule: str) -> ScriptedReply:
+    """done to the selection, `english` to the English-rule cue, `rule` to the rule and revision cues."""
+    def body(request: Any) -> dict[str, Any]:
+        prompt = request["prompt"]
+        text = (" special action: 'done'" if prompt.endswith(SELECTION_CUE) else english if prompt.endswith(ENGLISH_CUE)
+                else rule if prompt.endswith(RULE_CUE) else "")
+        return completion_body([(text, -0.1, {})], model=request.get("model", "m"), with_logprobs=False)
+    return ScriptedReply(body=body)
+
+
+def test_bootstrap_bounded_rule_answers_are_one_line_each_and_a_rule_that_replays_is_learned(server, tmp_path, capsys):
+    server.set_default(COMPLETIONS, _production_replies(
+        " explore <receptacle> THEN choose special action: done.",
+        'explore-done", "task": "explore <receptacle>", "conditions": [], "effect": "special action: done"}\n'
+        'and then the model goes on writing'))
+    data = _bootstrap(server, tmp_path, capsys=capsys)
+    assert [p["task"] for p in data["productions"]] == ["explore <receptacle>"]
+    assert data["productions"][0]["english"] == ("IF the current task is explore <receptacle> THEN choose special "
+                                                 "action: done.")
+    sent = [r.body for r in server.requests_to(COMPLETIONS)]
+    rule = [b for b in sent if b["prompt"].endswith(RULE_CUE)]
+    assert len(rule) == 1 and rule[0]["stop"] == ["```", "\n\n"] and rule[0]["max_tokens"] == 200
+    assert "[Generalized Rule]\nIF the current task is explore <receptacle> THEN choose special action: done." in \
+        rule[0]["prompt"]  # the English answer as the parser read it, heading and all
+
+
+def test_bootstrap_a_copied_instruction_is_no_rule_and_a_bad_rule_is_revised_then_dropped(server, tmp_path, capsys):
+    server.set_default(COMPLETIONS, _production_replies(" ... AND ... THEN choose ...", ""))
+    assert _bootstrap(server, tmp_path, capsys=capsys)["productions"] == []
+    assert not [r for r in server.requests_to(COMPLETIONS) if r.body["prompt"].endswith(RULE_CUE)]
+    server.set_default(COMPLETIONS, _production_replies(
+        " explore <receptacle> THEN choose special action: done.",
+        'SinkBasin", "task": "explore <receptacle>", "condition": "a sink"}, {"name": "x"}'))
+    data = _bootstrap(server, tmp_path / "second", capsys=capsys)
+    assert data["productions"] == []
+    revisions = [r.body["prompt"] for r in server.requests_to(COMPLETIONS) if r.body["prompt"].endswith(RULE_CUE)
+                 and "[Your Rule Return]" in r.body["prompt"]]
+    assert len(revisions) == 3  # --max-revisions' default, each told what was wrong with the first object
+    assert all("unknown field(s) condition" in p for p in revisions)
 
 
 def test_bootstrap_a_line_that_is_no_option_is_asked_again_twice(server, tmp_path, capsys):
@@ -227,3 +275,20 @@ def test_the_offline_standin_bootstraps_the_same_under_either_answers(tmp_path, 
         # what it chose and learned; its token count is the prompt's length, longer by the cue
         runs.append(([{k: v for k, v in f.items() if k != "tokens"} for f in data["families"]], data["productions"]))
     assert runs[0] == runs[1] and runs[0][1]
+
+
+def test_a_knowledge_base_bootstrapped_without_a_production_is_tested_as_it_is(server, tmp_path, capsys):
+    """A model that learned nothing still bootstrapped: `experiment --db` tests it and does not bootstrap again."""
+    server.set_default(COMPLETIONS, _production_replies("", ""))
+    assert _bootstrap(server, tmp_path, capsys=capsys)["productions"] == []
+    calls = len(server.requests_to(COMPLETIONS))
+    argv = ["experiment", "--paper", "bootstrapping", "--families", "find", "--llm", "local", "--base-url",
+            server.base_url, "--db", str(tmp_path / "kb.sqlite"), "--json"]
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bootstrap"] == [] and data["productions"] == 0
+    explore = data["bootstrapped_in_kb"]["explore"]
+    assert explore["instances"] == 1 and explore["learned"] == 0 and explore["answers"] == "bounded"
+    assert {r["agent"] for r in data["trials"]} == {"action-only", "bootstrapped"} and len(data["trials"]) == 30
+    held_out = [r.body["prompt"] for r in server.requests_to(COMPLETIONS)][calls:]
+    assert held_out and not any("[Current Task] explore" in p for p in held_out)  # no bootstrap instance again

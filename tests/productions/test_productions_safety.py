@@ -104,6 +104,29 @@ def test_malformed_json_is_a_rule_error() -> None:
         parse_rule_text('```json\n{"name": "x", "task": }\n```')
 
 
+def test_the_first_json_object_is_the_rule_and_what_follows_it_is_ignored() -> None:
+    text = ('{"name": "a", "task": "explore <r>", "conditions": [], "effect": "special action: done"},\n'
+            '"effect": "motor action: move to <r>"}, {"name": "b"}')
+    rule = parse_rule_text(text)
+    assert (rule.name, rule.effect) == ("a", "special action: done")
+    with pytest.raises(RuleError, match="unknown field"):
+        parse_rule_text('{"name": "SinkBasin", "task": "explore <r>", "condition": "a sink"}, {"name": "b"}')
+    with pytest.raises(RuleError, match="no JSON object"):
+        parse_rule_text('[Rule Implementation] the rule as one JSON object in a ```json block')
+
+
+@pytest.mark.parametrize("answer, rule", [
+    ("[Generalized Rule]\nIF the current task is explore <r> THEN choose special action: done.",
+     "IF the current task is explore <r> THEN choose special action: done."),
+    ("[Generalized Rule]\nIF the current task is ... AND ... THEN choose ...", ""),  # the instructions, copied
+    ("[Generalized Rule]: the rule with those constants replaced by <variables>, in the form IF x THEN y", ""),
+    ("[Generalized Rule]\nIF the current task is explore <r>", ""),  # no THEN: no choice
+    ("[Generalized Rule]\nnone", ""),
+])
+def test_a_generalized_rule_is_read_only_in_the_form_asked(answer: str, rule: str) -> None:
+    assert prompts.parse_generalized_rule(answer) == rule
+
+
 def test_the_rule_package_has_no_way_to_run_code() -> None:
     """Static check: nothing under task_learning/productions calls exec/eval/compile, imports
     importlib or uses __import__."""

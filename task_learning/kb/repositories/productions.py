@@ -78,6 +78,25 @@ class ProductionRepository:
         with self.db.transaction() as cur:
             cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"family_end:{family}", end_condition))
 
+    def bootstrap_records(self) -> dict[str, dict[str, Any]]:
+        """Task family -> what its last bootstrapping run did (kept in `meta`): a knowledge base
+        bootstrapped by a model that learned no production is still a bootstrapped one."""
+        with self.db.lock:
+            rows = self.db.conn.execute("SELECT key, value FROM meta WHERE key LIKE 'bootstrap:%'").fetchall()
+        out: dict[str, dict[str, Any]] = {}
+        for key, value in rows:
+            try:
+                record = json.loads(value)
+            except json.JSONDecodeError:
+                continue  # written by no version of this code; not a record
+            if isinstance(record, dict):
+                out[key[len("bootstrap:"):]] = record
+        return out
+
+    def record_bootstrap(self, family: str, record: dict[str, Any]) -> None:
+        with self.db.transaction() as cur:
+            cur.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (f"bootstrap:{family}", json.dumps(record)))
+
     def statements(self, source: str | None = None) -> dict[str, bool]:
         """Every world statement and its truth; with `source`, only those recorded from it."""
         with self.db.lock:
