@@ -434,7 +434,8 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
                      seed: int = 0, where: WorldChoice = SYMBOLIC, extension: bool = False,
                      answers: str = "paper", report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Table 1: bootstrap in `train_scene` (world knowledge asked lazily, the paper's mechanism)
-    unless the knowledge base already holds productions, then run both agents on the same held-out
+    unless the knowledge base already holds productions or records a bootstrapping (a model that
+    learned nothing leaves no production but a record), then run both agents on the same held-out
     instances, every instance in the world `where` (symbolic: recorded FloorPlans in process;
     ai2thor: through the ai2thor Controller), and the paired t-test on their steps. `extension`:
     also the bootstrapped agent with the catalogue prefetch, as a row of its own (EXTENSION_AGENT):

@@ -292,3 +292,7 @@ def test_a_knowledge_base_bootstrapped_without_a_production_is_tested_as_it_is(s
     assert {r["agent"] for r in data["trials"]} == {"action-only", "bootstrapped"} and len(data["trials"]) == 30
     held_out = [r.body["prompt"] for r in server.requests_to(COMPLETIONS)][calls:]
     assert held_out and not any("[Current Task] explore" in p for p in held_out)  # no bootstrap instance again
+    assert main(["kb", "show", "--db", str(tmp_path / "kb.sqlite")]) == 0
+    shown = capsys.readouterr().out
+    assert "explore: 1 instances, 1 LLM decisions, 0 productions learned, not converged (llm local, answers bounded" \
+        in shown

@@ -40,9 +40,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="how many times each kind of a family's variable present in the kitchen is drawn")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--answers", choices=ANSWER_PROTOCOLS, default="auto",
-                   help="bounded: a base model's production-selection answer (a cue opening [Option Suggestion], a "
-                        "stop at the line's end, 96 tokens: config/prompts/bounded_answers.yaml); paper: the paper's "
-                        "whole answer, 900 tokens; auto (default): bounded with --llm local, paper otherwise")
+                   help="bounded: a base model's answers, one line each (the selected option; the generalized "
+                        "rule; the rule's JSON object, also in revisions): a cue where the answer starts, a stop at "
+                        "its end, a max_tokens that fits (config/prompts/bounded_answers.yaml); paper: the paper's "
+                        "whole answers, 600-900 tokens; auto (default): bounded with --llm local, paper otherwise")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 

@@ -67,8 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--train-scene", default="FloorPlan1", help="bootstrapping: the kitchen to learn in")
     p.add_argument("--test-scenes", default="FloorPlan6,FloorPlan9,FloorPlan14,FloorPlan21",
                    help="bootstrapping: held-out kitchens, comma-separated")
-    p.add_argument("--db", default=None, help="bootstrapping: knowledge base to use (its productions are "
-                                              "reused if it has any; default: a fresh one in --workdir or a temp dir)")
+    p.add_argument("--db", default=None, help="bootstrapping: knowledge base to use (tested as it is if it has "
+                                              "productions or was bootstrapped, even when nothing was learned; else "
+                                              "bootstrapped first; default: a fresh one in --workdir or a temp dir)")
     p.add_argument("--backend", choices=("symbolic", "ai2thor"), default="symbolic",
                    help="bootstrapping: the world every instance runs in: symbolic (recorded FloorPlans in process) "
                         "or ai2thor (the ai2thor Controller and the simulator config/nodes/perception.yaml names)")

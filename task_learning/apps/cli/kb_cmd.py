@@ -207,6 +207,13 @@ def show_productions(kb: KnowledgeBase) -> None:
     shown (one that does not validate is named as such, never run)."""
     from task_learning.productions.language import RuleError, production_from_dict
 
+    records = kb.bootstrap_records()
+    if records:  # shown even when nothing was learned: a model that learned nothing still bootstrapped
+        print(f"bootstrapped families ({len(records)}):")
+        for family, r in records.items():
+            print(f"  {family}: {r.get('instances')} instances, {r.get('llm_decisions')} LLM decisions, "
+                  f"{r.get('learned')} productions learned, {'converged' if r.get('converged') else 'not converged'} "
+                  f"(llm {r.get('llm')}, answers {r.get('answers')}, in {r.get('train_scene')})")
     rows = kb.productions()
     if not rows:
         return
