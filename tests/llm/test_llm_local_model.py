@@ -209,6 +209,39 @@ def test_a_production_selection_prompt(server):
     assert usage.failures == 0
 
 
+def test_bounded_production_learning_asks_one_line_per_answer(server):
+    """Selection, English rule and, when the model writes one, the rule and its revision: every request
+    bounded as config/prompts/bounded_answers.yaml says, and what comes back is a production that
+    passed its replay check or nothing, never a provider error."""
+    from task_learning.llm.answer_bounds import load_bounds
+    from task_learning.productions.agent import Decision
+    from task_learning.productions.knowledge import WorldKnowledge
+    from task_learning.productions.language import MatchContext, check_replay
+    from task_learning.productions.learner import BOUNDED, Family, LLMAdvisor
+    from tests.productions_helpers import lettuce_state
+
+    world = WorldKnowledge(oracle=lambda s: True)
+    decision = Decision(task="slice a/an lettuce", env=lettuce_state(), history=[],
+                        options=["motor action: put Lettuce_895e9ec5 on CounterTop4", "motor action: move to CounterTop4"],
+                        blacklist=[], reason="no_production", world=world)
+    with client_on(server) as client:
+        recording = Capped(client, max_tokens=4096)  # nothing cut: the bounds' own max_tokens are sent
+        advisor = LLMAdvisor(recording, [Family("find a/an <object>")], learn=True, max_revisions=1,  # type: ignore[arg-type]
+                             max_invalid=1, answers="bounded")
+        advice = advisor.advise(decision)
+        usage = client.usage
+    bounds = load_bounds()
+    kinds = [r.prompt_type for r in recording.requests]
+    assert kinds[0] == "production_selection" and usage.failures == 0
+    for request in recording.requests:
+        bound = bounds[BOUNDED[request.prompt_type]]
+        assert request.max_tokens == bound.max_tokens and request.stop == bound.stop
+        assert request.prompt.endswith(bound.cue)
+    assert usage.completion_tokens <= sum(r.max_tokens for r in recording.requests)
+    if advice is not None and advice.production is not None:  # learned: it replays to the chosen option
+        assert check_replay(advice.production, MatchContext(decision.task, decision.env, world), advice.option) == ""
+
+
 # ------------------------------------------------------------------------------- anticipation
 def test_an_anticipation_prompt(server):
     from task_learning.anticipation.anticipator import Anticipator
