@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,9 +42,19 @@ ROS_FIXTURES = {"ros_graph", "ros_module_graph"}
 def pytest_configure(config: pytest.Config) -> None:
     # Qt widgets in tests draw offscreen (no display needed), for the whole session.
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    _hear_sigint()
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     config.stash[_DOMAINS] = domain_ids(worker)
     config.stash[_REAPER] = _start_reaper()
+
+
+def _hear_sigint() -> None:
+    """A suite started in the background (`nohup make test &`, a non-interactive shell's `&`)
+    inherits SIGINT ignored, and so would every node the tests start: the tests that stop a node
+    or `ros2 launch` with SIGINT, as Ctrl-C does, would fail for how the suite was started. A
+    handler, unlike an ignored signal, is reset to the default in every child it starts."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _start_reaper() -> subprocess.Popen:
