@@ -19,7 +19,7 @@ from task_learning.anticipation.experience import Experience, seed_experience
 from task_learning.anticipation.household import load_household
 from task_learning.anticipation.proposals import RoutineOperator
 from task_learning.anticipation.simulation import run_day
-from task_learning.experiments.machine import LoadSampler
+from task_learning.experiments.machine import LoadSampler, describe_load
 from task_learning.kb.store import KnowledgeBase
 
 CONDITIONS = (("human alone", "none", False), ("Base8", "base8", False), ("proposed", "proposed", False),
@@ -103,10 +103,8 @@ def format_table(rows: list[dict[str, Any]], llm: str = "offline",
     if any("wall_s" in r for r in rows):
         lines.append("Trials and wall times (1-minute load average min/mean/max while the row ran):")
         for r in rows:
-            m = r.get("machine") or {}
             lines.append(f"  {r['day']} {r['condition']}: {r.get('trials', 1)} trial, {r.get('wall_s', 0):,.1f} s wall, "
-                         f"{r['llm_calls']} LLM calls, {r['tokens']:,} tokens, load {m.get('load_1min_min')}/"
-                         f"{m.get('load_1min_mean')}/{m.get('load_1min_max')} on {m.get('cores')} cores")
+                         f"{r['llm_calls']} LLM calls, {r['tokens']:,} tokens, {describe_load(r.get('machine') or {})}")
         if standin:
             total = sum(float(r.get("wall_s") or 0) for r in standin)
             lines.append(f"  offline stand-in (not a language model), every row: {total:.1f} s wall in all")

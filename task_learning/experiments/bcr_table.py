@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.bcr.runner import TrialResult, run_trial, summarize
-from task_learning.experiments.machine import LoadSampler
+from task_learning.experiments.machine import LoadSampler, describe_load
 
 TASKS = ("make_coffee", "apple_in_fridge", "wash_mug", "make_toast")
 PAPER_TRIALS = 50
@@ -102,8 +102,7 @@ def format_trials(rows: Sequence[TaskRow]) -> str:
         cost = (f", {data['llm_requests']:,} LLM requests ({usage['calls']:,} to the model, "
                 f"{usage['cache_hits']:,} answered by an identical earlier prompt), {usage['prompt_tokens']:,} prompt "
                 f"and {usage['completion_tokens']:,} generated tokens" if usage else "")
-        load = (f", load {machine['load_1min_min']}/{machine['load_1min_mean']}/{machine['load_1min_max']} on "
-                f"{machine['cores']} cores" if machine else "")
+        load = f", {describe_load(machine)}" if machine else ""
         spare = data["no_model_decision_successes"]
         lines.append(f"  {row.task}: {data['trials']} trials, {data['wall_s']:,} s wall{cost}{load}"
                      + (f"; {spare} success(es) needed no model decision (one candidate at every step)" if spare else ""))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from task_learning.experiments.machine import LoadSampler
+from task_learning.experiments.machine import LoadSampler, describe_load
 from task_learning.experiments.table import legend_above, run_label
 from task_learning.files import save_figure
 from task_learning.llm_state.agent import Completer, TrialResult, run_trial
@@ -223,8 +223,7 @@ def format_trials(table: TableRun, standin: TableRun | None = None) -> str:
     lines = ["Runs and wall times (1-minute load average min/mean/max while the method ran):"]
     for method in table.methods:
         t = table.trials(method)
-        load = (f", load {t['load_1min_min']}/{t['load_1min_mean']}/{t['load_1min_max']} on {t['cores']} cores"
-                if "cores" in t else "")
+        load = f", {describe_load(t)}" if "cores" in t else ""
         ends = ", ".join(f"{k} {v}" for k, v in t["end_reasons"].items())
         lines.append(f"  {LABELS[method]}: {t['runs']} run(s), {t['wall_s']:,} s wall, {t['llm_calls']:,} LLM calls, "
                      f"{t['tokens']:,} tokens; ended by: {ends}{load}")

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 
 @dataclass
@@ -51,3 +51,16 @@ class LoadSampler:
         return {"cores": os.cpu_count() or 1, "load_1min_min": round(min(values), 2),
                 "load_1min_mean": round(sum(values) / len(values), 2), "load_1min_max": round(max(values), 2),
                 "samples": len(self.samples)}
+
+    def describe_command(self, model: str) -> str:
+        """The sentence every experiment prints under its tables about the whole command."""
+        machine = self.summary()
+        return (f"Model: {model}. Machine: {machine['cores']} cores, 1-minute load average "
+                f"{machine['load_1min_min']}/{machine['load_1min_mean']}/{machine['load_1min_max']} (min/mean/max) "
+                f"during the command; {self.wall_s / 60:.1f} min wall in all.")
+
+
+def describe_load(machine: Mapping[str, Any]) -> str:
+    """A run's load as its trials line shows it: "load min/mean/max on N cores" (from `summary()`)."""
+    return (f"load {machine.get('load_1min_min')}/{machine.get('load_1min_mean')}/{machine.get('load_1min_max')} "
+            f"on {machine.get('cores')} cores")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from task_learning.experiments.machine import describe_load
 from task_learning.files import save_figure
 from task_learning.llm.tokens import TOKENIZER
 
@@ -184,8 +185,7 @@ def _trial_cell(data: Mapping[str, Any]) -> str:
             text += (f" ({data.get('calls_to_model', 0):,} to the model, {data['calls_shared']:,} answered by "
                      "an earlier row's identical temperature-0 prompt)")
     if machine:
-        text += (f", load {machine.get('load_1min_min')}/{machine.get('load_1min_mean')}/"
-                 f"{machine.get('load_1min_max')} on {machine.get('cores')} cores")
+        text += f", {describe_load(machine)}"
     return text
 
 

@@ -368,20 +368,6 @@ def format_table(rows: Sequence[Row], *, llm: str, scenes: Sequence[str],
     return "\n".join(lines)
 
 
-def format_cost(llm: str, cost: dict[str, Any], standin: dict[str, Any] | None = None) -> str:
-    """Trials, wall time, LLM calls, tokens and the machine's load of the run (and of the stand-in's)."""
-    def line(label: str, c: dict[str, Any]) -> str:
-        m = c.get("machine") or {}
-        return (f"  {label}: {c['instances']} bootstrap instances and {c['trials']} held-out trials, "
-                f"{c['wall_s']:,.1f} s wall, {c['calls']:,} LLM calls, {c['prompt_tokens']:,} prompt + "
-                f"{c['completion_tokens']:,} completion tokens, load {m.get('load_1min_min')}/"
-                f"{m.get('load_1min_mean')}/{m.get('load_1min_max')} on {m.get('cores')} cores")
-    lines = ["Trials and wall times (1-minute load average min/mean/max while it ran):", line(llm, cost)]
-    if standin is not None:
-        lines.append(line("offline stand-in (not a language model)", standin))
-    return "\n".join(lines)
-
-
 def steps_t_tests(results: Sequence[TrialResult], agent: str = "bootstrapped",
                   baseline: str = "action-only") -> dict[str, PairedTest]:
     """Per family, the paper's paired t-test on steps: `agent` against `baseline` on the same
@@ -421,9 +407,8 @@ def bootstrap_into(kb: KnowledgeBase, client: LLMClient, settings: BootstrapSett
             "at": time.time(), "llm": client.provider_name, "answers": settings.answers,
             "train_scene": settings.train_scene, "instances": result.instances, "steps": result.steps,
             "llm_decisions": result.llm_decisions, "learned": len(result.learned), "converged": result.converged})
-        for family in book:
-            if family.end_condition:
-                kb.set_family_end_condition(family.pattern, family.end_condition)
+        if result.end_condition:  # the critic's, for this family only
+            kb.set_family_end_condition(PATTERNS[result.family], result.end_condition)
 
     results = bootstrap(productions, client, world, book, settings, report=report, on_family=record)
     return results, productions

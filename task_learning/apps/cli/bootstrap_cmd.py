@@ -103,7 +103,6 @@ def run_paper_table(args: argparse.Namespace) -> int:
         PAPER_TABLE1,
         PAPER_T_TEST_P,
         Row,
-        format_cost,
         format_t_tests,
         format_table,
     )
@@ -188,3 +187,18 @@ def _paper_table(args: argparse.Namespace, llm: str, options: dict[str, str], te
                     "wall_s": round(load.wall_s, 1), "calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
                     "completion_tokens": usage.completion_tokens, "machine": load.summary()}
     return data
+
+
+def format_cost(llm: str, cost: dict[str, Any], standin: dict[str, Any] | None = None) -> str:
+    """Trials, wall time, LLM calls, tokens and the machine's load of the run (and of the stand-in's):
+    the `cost` that _paper_table measured."""
+    from task_learning.experiments.machine import describe_load
+
+    def line(label: str, c: dict[str, Any]) -> str:
+        return (f"  {label}: {c['instances']} bootstrap instances and {c['trials']} held-out trials, "
+                f"{c['wall_s']:,.1f} s wall, {c['calls']:,} LLM calls, {c['prompt_tokens']:,} prompt + "
+                f"{c['completion_tokens']:,} completion tokens, {describe_load(c.get('machine') or {})}")
+    lines = ["Trials and wall times (1-minute load average min/mean/max while it ran):", line(llm, cost)]
+    if standin is not None:
+        lines.append(line("offline stand-in (not a language model)", standin))
+    return "\n".join(lines)

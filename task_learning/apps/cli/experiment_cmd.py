@@ -202,10 +202,7 @@ def run(args: argparse.Namespace) -> int:
         if offline:
             print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
         else:
-            machine = load.summary()
-            print(f"\nModel: {model}. Machine: {machine['cores']} cores, 1-minute load average "
-                  f"{machine['load_1min_min']}/{machine['load_1min_mean']}/{machine['load_1min_max']} (min/mean/max) "
-                  f"during the command; {load.wall_s / 60:.1f} min wall in all.")
+            print("\n" + load.describe_command(model))
             print(textwrap.fill("Note: " + STANDIN_NOTE, width=100))
     if args.plot:
         path = plot_rows(args.scene, rows, args.plot, llm=args.llm)

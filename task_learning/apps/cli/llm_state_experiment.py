@@ -120,10 +120,7 @@ def run(args: argparse.Namespace) -> int:
         if standin is not None:
             print()
             print(format_trials(table, standin))
-            machine = load.summary()
-            print(f"\nModel: {model}. Machine: {machine['cores']} cores, 1-minute load average "
-                  f"{machine['load_1min_min']}/{machine['load_1min_mean']}/{machine['load_1min_max']} (min/mean/max) "
-                  f"during the command; {load.wall_s / 60:.1f} min wall in all.")
+            print("\n" + load.describe_command(model))
         print("\n" + textwrap.fill(NO_TABLE_III, width=100))
         if offline:
             print(textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
