@@ -32,8 +32,24 @@ CLI = str(VENV_BIN / "task-learning")
 FASTDDS_PROFILE = config_path(PROFILE_FILE)  # the one the product's nodes run with
 
 # Domain ids the test graphs use (0 is left to a developer's own graph). Valid ROS 2 ids on Linux
-# are 0-101 and 215-232; each test takes the next id of its slice (see `domain_ids`).
-DOMAIN_FIRST, DOMAIN_LAST = 1, 101
+# are 0-101 and 215-232; each test takes the next id of its slice (see `domain_ids`). Suites of
+# several checkouts run at once on one host each name a range of their own, so their graphs never
+# meet: TASK_LEARNING_TEST_DOMAINS=FIRST-LAST (within 1-101).
+
+
+def domain_range(text: str | None) -> tuple[int, int]:
+    """The (first, last) domain ids of TASK_LEARNING_TEST_DOMAINS ("FIRST-LAST"), 1-101 unset."""
+    if not text:
+        return 1, 101
+    first, sep, last = text.partition("-")
+    if not (sep and first.strip().isdigit() and last.strip().isdigit()) or not (
+        1 <= int(first) <= int(last) <= 101
+    ):
+        raise ValueError(f"TASK_LEARNING_TEST_DOMAINS: expected FIRST-LAST within 1-101, got {text!r}")
+    return int(first), int(last)
+
+
+DOMAIN_FIRST, DOMAIN_LAST = domain_range(os.environ.get("TASK_LEARNING_TEST_DOMAINS"))
 STOP_GRACE_S = 5.0  # how long a node gets to end after SIGINT at teardown before it is killed
 REPORT_LINES = 200  # lines of each process's output attached to a failure report
 # Services whose requests change nothing: RosClient.call may send one again when its answer is lost.
