@@ -42,16 +42,15 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 import rclpy
-import rclpy.action
 from rclpy.exceptions import NameValidationException, ParameterException
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.context import Context
-from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
-from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
+from task_learning_nodes.plumbing.rclpy_compat import ActionClient as ActionClient  # the nodes' action client
+from task_learning_nodes.plumbing.rclpy_compat import DrainingExecutor, RCLError
 from task_learning.stop_deadline import StopDeadline
 from task_learning.stop_signals import StopSignals
 
@@ -67,7 +66,6 @@ SHUTDOWN_LIMIT_S = 9.0  # above the planner's stop_work grace (4 + 4 s), below t
 #                         launch sends SIGTERM (config/bringup.yaml)
 
 _stop_event = threading.Event()
-RCLError = _rclpy.RCLError
 
 
 def request_shutdown() -> None:
@@ -79,51 +77,6 @@ def shutdown_requested() -> bool:
     """True once a signal or request_shutdown() asked this process's node to stop: long waits in
     callbacks give up then, so the executor can stop within its few seconds."""
     return _stop_event.is_set()
-
-
-class ActionClient(rclpy.action.ActionClient):
-    """rclpy's ActionClient, safe to use while an executor spins its node in another thread.
-
-    Two races in rclpy 9.1 (kilted), both seen under load as a goal whose answer never came:
-    - rclpy adds the client to the node's waitables before it creates the lock its
-      get_num_entities takes, so an executor thread building its wait set in between dies with
-      AttributeError '_lock' and the node hears nothing more. Here the lock exists first.
-    - send_goal_async registers one future for the goal's sequence number under the lock, then,
-      after the lock, a second one it returns. A goal response the executor takes in between
-      (an action server answering at once on a loaded machine) completes the first future, and
-      the returned one never completes: the caller waits out its timeout although the server
-      accepted the goal and runs it. Here one future is registered, under the lock, and the
-      feedback callback is in place before the goal is sent (rclpy adds it after, so the first
-      feedback could be dropped)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._lock = threading.Lock()
-        super().__init__(*args, **kwargs)
-
-    def send_goal_async(self, goal: Any, feedback_callback: Callable[[Any], None] | None = None,
-                        goal_uuid: Any = None) -> Future:
-        if not isinstance(goal, self._action_type.Goal):
-            raise TypeError(f"expected a {self._action_type.Goal.__name__} goal, got {type(goal).__name__}")
-        request = self._action_type.Impl.SendGoalService.Request()
-        request.goal_id = self._generate_random_uuid() if goal_uuid is None else goal_uuid
-        request.goal = goal
-        future: Future = Future()
-        goal_key = bytes(request.goal_id.uuid)
-        with self._lock:
-            if feedback_callback is not None:
-                self._feedback_callbacks[goal_key] = feedback_callback
-            try:
-                sequence_number = self._client_handle.send_goal_request(request)
-                if sequence_number in self._pending_goal_requests:
-                    raise RuntimeError(f"sequence {sequence_number} conflicts with a pending goal request")
-            except BaseException:
-                self._feedback_callbacks.pop(goal_key, None)  # no goal the caller can follow
-                raise
-            self._pending_goal_requests[sequence_number] = future
-            self._goal_sequence_number_to_goal_id[sequence_number] = request.goal_id
-            future.add_done_callback(self._remove_pending_goal_request)
-            self.add_future(future)  # so the executor wakes for it
-        return future
 
 
 @contextmanager
@@ -179,24 +132,6 @@ def init_problem(exc: BaseException) -> str:
                 f"/task_learning/<node>; the PyPI Fast DDS has no security plugins). Unset ROS_SECURITY_ENABLE, "
                 f"or see docs/safety.md, 'Locking the graph down' ({exc})")
     return f"rcl could not be initialised ({exc}); check the ROS_* environment variables and --ros-args"
-
-
-class DrainingExecutor(MultiThreadedExecutor):
-    """A MultiThreadedExecutor whose shutdown lets the callbacks already handed to its threads
-    finish before it destroys its guard condition.
-
-    rclpy's (Kilted) shutdown destroys the guard first (its wait for outstanding work is skipped:
-    `_is_shutdown` is set just before it is tested) and joins the threads after, so a callback
-    still starting on a thread then triggers the destroyed guard, and the task's InvalidHandle
-    is printed at exit as "The following exception was never retrieved: cannot use Destroyable
-    because destruction was requested" (issue 32: goal_elicitation and action_selector after a
-    demo run). The spin loop has ended when run_node calls this, so nothing new is handed out."""
-
-    def shutdown(self, timeout_sec: float | None = None, *, wait_for_threads: bool = True) -> bool:
-        pool = getattr(self, "_executor", None)  # rclpy's thread pool (a concurrent.futures one)
-        if pool is not None and wait_for_threads:
-            pool.shutdown(wait=True)
-        return super().shutdown(timeout_sec, wait_for_threads=wait_for_threads)
 
 
 def run_node(
