@@ -13,3 +13,28 @@ do, and (on the robot) proposes each to the operator before doing it.
   the agents' planner and a simulated day (experiment).
 Pure Python: no rclpy.
 """
+from task_learning import lazy_exports
+
+_EXPORTS = {
+    "Anticipator": "task_learning.anticipation.anticipator",
+    "AnticipationConfig": "task_learning.anticipation.config",
+    "load_anticipation_config": "task_learning.anticipation.config",
+    "DayContext": "task_learning.anticipation.context",
+    "parse_context": "task_learning.anticipation.context",
+    "Experience": "task_learning.anticipation.experience",
+    "record_day": "task_learning.anticipation.experience",
+    "seed_experience": "task_learning.anticipation.experience",
+    "Container": "task_learning.anticipation.household",
+    "Household": "task_learning.anticipation.household",
+    "HouseholdSpec": "task_learning.anticipation.household",
+    "Literal": "task_learning.anticipation.household",
+    "load_household": "task_learning.anticipation.household",
+    "parse_literal": "task_learning.anticipation.household",
+    "next_action": "task_learning.anticipation.planner",
+    "KB_TASK": "task_learning.anticipation.proposals",
+    "RoutineOperator": "task_learning.anticipation.proposals",
+    "run_robot_day": "task_learning.anticipation.robot_day",
+    "run_day": "task_learning.anticipation.simulation",
+}
+
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -7,26 +7,33 @@ deterministically, and the live view of the same messages (docs/episodes.md).
 - `recorder`: the MCAP sink; `reader`: reading an episode back; `replay`: running it again;
 - `live`: the live view (Foxglove's WebSocket protocol, through foxglove-sdk).
 """
-from __future__ import annotations
+from task_learning import lazy_exports
 
-import datetime
-from typing import Any
+_EXPORTS = {
+    "EpisodeBus": "task_learning.episode.bus",
+    "MemorySink": "task_learning.episode.bus",
+    "LiveView": "task_learning.episode.live",
+    "BY_TOPIC": "task_learning.episode.messages",
+    "CHANNELS": "task_learning.episode.messages",
+    "LEARNED_GOAL": "task_learning.episode.messages",
+    "LLM_CALLS": "task_learning.episode.messages",
+    "STARS_TREE": "task_learning.episode.messages",
+    "WORLD_STATE": "task_learning.episode.messages",
+    "object_outcome": "task_learning.episode.messages",
+    "BcrTreePublisher": "task_learning.episode.observe",
+    "HIGHLIGHTED": "task_learning.episode.observe",
+    "LLMCallPublisher": "task_learning.episode.observe",
+    "ObservedOperator": "task_learning.episode.observe",
+    "ObservedWorld": "task_learning.episode.observe",
+    "StarsTreePublisher": "task_learning.episode.observe",
+    "kb_observer": "task_learning.episode.observe",
+    "Episode": "task_learning.episode.reader",
+    "EpisodeError": "task_learning.episode.reader",
+    "open_episode": "task_learning.episode.reader",
+    "McapSink": "task_learning.episode.recorder",
+    "recording_sink": "task_learning.episode.recorder",
+    "run_metadata": "task_learning.episode.recorder",
+    "snapshot_kb": "task_learning.episode.recorder",
+}
 
-from task_learning.episode.recorder import McapSink, snapshot_kb
-
-
-def run_metadata(spec: Any, *, recorded_by: str) -> dict[str, str]:
-    """How a run was made (a planning.session.RunSpec), as the episode's metadata: what replay
-    needs to make it again."""
-    scene = spec.scene if isinstance(spec.scene, str) else getattr(spec.scene, "name", "")
-    return {"scene": str(scene), "task": str(spec.task or ""), "condition": str(spec.condition).upper(),
-            "llm": str(spec.llm), "operator": str(spec.operator), "engine": str(spec.engine),
-            "seed": "" if spec.seed is None else str(spec.seed), "backend": str(spec.backend),
-            "elicitation": str(spec.elicitation), "workers": str(spec.max_workers), "db": str(spec.db),
-            "recorded_by": recorded_by,
-            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-
-
-def recording_sink(path: Any, spec: Any, *, recorded_by: str = "task-learning run") -> McapSink:
-    """The MCAP sink of an in-process run: its metadata and the knowledge base it starts from."""
-    return McapSink(path, run_metadata(spec, recorded_by=recorded_by), kb_start=snapshot_kb(spec.db))
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

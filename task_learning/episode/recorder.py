@@ -11,6 +11,7 @@ complete: a run that failed, or a disk that filled, leaves no half file (OutputE
 """
 from __future__ import annotations
 
+import datetime
 import sqlite3
 import tempfile
 import time
@@ -142,3 +143,20 @@ class McapSink:
             self._file.close()
         finally:
             self._output.discard()
+
+
+def run_metadata(spec: Any, *, recorded_by: str) -> dict[str, str]:
+    """How a run was made (a planning.session.RunSpec), as the episode's metadata: what replay
+    needs to make it again."""
+    scene = spec.scene if isinstance(spec.scene, str) else getattr(spec.scene, "name", "")
+    return {"scene": str(scene), "task": str(spec.task or ""), "condition": str(spec.condition).upper(),
+            "llm": str(spec.llm), "operator": str(spec.operator), "engine": str(spec.engine),
+            "seed": "" if spec.seed is None else str(spec.seed), "backend": str(spec.backend),
+            "elicitation": str(spec.elicitation), "workers": str(spec.max_workers), "db": str(spec.db),
+            "recorded_by": recorded_by,
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def recording_sink(path: Any, spec: Any, *, recorded_by: str = "task-learning run") -> McapSink:
+    """The MCAP sink of an in-process run: its metadata and the knowledge base it starts from."""
+    return McapSink(path, run_metadata(spec, recorded_by=recorded_by), kb_start=snapshot_kb(spec.db))

@@ -1,5 +1,5 @@
 """Persistent knowledge: learned goals, policies, questions and answers (SQLite)."""
-from task_learning.kb.store import (  # noqa: F401
+from task_learning.kb.store import (
     DEFAULT_DB,
     OBJECT_VAR,
     Confirmation,
@@ -15,3 +15,20 @@ from task_learning.kb.store import (  # noqa: F401
     remove_knowledge_base,
     resolve_db_path,
 )
+
+__all__ = [
+    "Confirmation",
+    "DEFAULT_DB",
+    "KnowledgeBase",
+    "KnowledgeBaseError",
+    "LearnedGoal",
+    "OBJECT_VAR",
+    "Policy",
+    "default_db_path",
+    "goal_key",
+    "ground_lifted",
+    "lift_literals",
+    "parse_confirmation",
+    "remove_knowledge_base",
+    "resolve_db_path",
+]

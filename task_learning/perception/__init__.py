@@ -12,3 +12,34 @@
 - `evaluate`: synthetic frames vs ground truth (the `perceive` command).
 Nothing here imports rclpy; the ROS glue is in `nodes/`.
 """
+from task_learning import lazy_exports
+
+_EXPORTS = {
+    "BagWriter": "task_learning.perception.bag",
+    "bag_info": "task_learning.perception.bag",
+    "closest_pose": "task_learning.perception.bag",
+    "read_messages": "task_learning.perception.bag",
+    "replay_into_bridge": "task_learning.perception.bag",
+    "FetchWorld": "task_learning.perception.bridge",
+    "MarkerDetector": "task_learning.perception.detect",
+    "perceive": "task_learning.perception.evaluate",
+    "RGBDFrame": "task_learning.perception.frames",
+    "image_fields": "task_learning.perception.images",
+    "image_to_array": "task_learning.perception.images",
+    "to_bgr": "task_learning.perception.images",
+    "to_metres": "task_learning.perception.images",
+    "MarkerRegistry": "task_learning.perception.registry",
+    "MarkerSpec": "task_learning.perception.registry",
+    "load_registry": "task_learning.perception.registry",
+    "SKILLS": "task_learning.perception.skills",
+    "SkillRequest": "task_learning.perception.skills",
+    "SkillResult": "task_learning.perception.skills",
+    "ApproximateSync": "task_learning.perception.sync",
+    "Quad": "task_learning.perception.synthetic",
+    "Renderer": "task_learning.perception.synthetic",
+    "SYNTHETIC_DICTIONARY": "task_learning.perception.synthetic",
+    "SimulatedRobot": "task_learning.perception.synthetic",
+    "SyntheticLayout": "task_learning.perception.synthetic",
+}
+
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)

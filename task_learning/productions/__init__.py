@@ -1,1 +1,42 @@
 """Bootstrapped production rules (the bootstrapped-productions paper): what an LLM taught once runs as rules, as data."""
+from task_learning import lazy_exports
+
+_EXPORTS = {
+    "ask_approval": "task_learning.productions.approval",
+    "unapproved_families": "task_learning.productions.approval",
+    "BootstrapSettings": "task_learning.productions.experiment",
+    "EXTENSION_AGENT": "task_learning.productions.experiment",
+    "OFFLINE_NOTE": "task_learning.productions.experiment",
+    "PAPER_TABLE1": "task_learning.productions.experiment",
+    "PAPER_T_TEST_P": "task_learning.productions.experiment",
+    "Row": "task_learning.productions.experiment",
+    "bootstrap_into": "task_learning.productions.experiment",
+    "format_t_tests": "task_learning.productions.experiment",
+    "format_table": "task_learning.productions.experiment",
+    "load_kitchen": "task_learning.productions.experiment",
+    "paper_experiment": "task_learning.productions.experiment",
+    "TEST_FAMILIES": "task_learning.productions.families",
+    "parse_families": "task_learning.productions.families",
+    "EnvKnowledge": "task_learning.productions.knowledge",
+    "UnknownStatement": "task_learning.productions.knowledge",
+    "WorldKnowledge": "task_learning.productions.knowledge",
+    "name_equal": "task_learning.productions.knowledge",
+    "DONE": "task_learning.productions.language",
+    "MatchContext": "task_learning.productions.language",
+    "Production": "task_learning.productions.language",
+    "QUIT": "task_learning.productions.language",
+    "RuleError": "task_learning.productions.language",
+    "SUBTASK": "task_learning.productions.language",
+    "apply": "task_learning.productions.language",
+    "first_match": "task_learning.productions.language",
+    "normalize_effect": "task_learning.productions.language",
+    "production_from_dict": "task_learning.productions.language",
+    "same_option": "task_learning.productions.language",
+    "task_binding": "task_learning.productions.language",
+    "parse_production_import": "task_learning.productions.memory",
+    "ProductionReacher": "task_learning.productions.planning",
+    "reacher_from_kb": "task_learning.productions.planning",
+    "world_knowledge_mode": "task_learning.productions.prefetch",
+}
+
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)
