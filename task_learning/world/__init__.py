@@ -6,10 +6,7 @@ CompletionReport, resolve_object, describe_object, generate_scene. The completio
 `task_learning.world.completion` (import it from there: the package attribute `completion` is
 that submodule).
 """
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from task_learning import lazy_exports
 
 _EXPORTS = {
     "Scene": "task_learning.world.scene",
@@ -25,11 +22,4 @@ _EXPORTS = {
     "generate_scene": "task_learning.world.generate",
 }
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names served lazily by __getattr__ below
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'task_learning.world' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__, __getattr__ = lazy_exports(__name__, _EXPORTS)
