@@ -35,8 +35,6 @@ _EXPORTS = {
     "refused_answer": "task_learning.oversight.pending",
     "goal_clause": "task_learning.oversight.phrasing",
     "goal_sentence": "task_learning.oversight.phrasing",
-    "QApplication": "task_learning.oversight.qt_compat",
-    "QTimer": "task_learning.oversight.qt_compat",
     "delete_widget": "task_learning.oversight.qt_compat",
     "check_qt_platform": "task_learning.oversight.qt_platform",
     "drop_opencv_qt_from_environ": "task_learning.oversight.qt_platform",

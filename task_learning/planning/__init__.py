@@ -16,7 +16,6 @@ _EXPORTS = {
     "LEARNING": "task_learning.planning.progress",
     "ObjectState": "task_learning.planning.progress",
     "ObjectStates": "task_learning.planning.progress",
-    "Snapshot": "task_learning.planning.progress",
     "learned": "task_learning.planning.replay",
     "replay_episode": "task_learning.planning.replay",
     "ObjectTracker": "task_learning.planning.service",
