@@ -323,11 +323,11 @@ def python_api_page() -> str:
     for package in core_packages():
         module = importlib.import_module(f"task_learning.{package}")
         exports = getattr(module, "_EXPORTS", None) or imported_names(package)
-        out += [f"## task_learning.{package}", "", f"::: task_learning.{package}",
-                "    options:", "      members: false", "      show_root_heading: false", ""]
+        out += [f"::: task_learning.{package}", "    options:", "      members: false",
+                "      show_root_heading: true", "      heading_level: 2", ""]
         for name in module.__all__:
             where = exports.get(name, f"task_learning.{package}")
-            out += [f"::: {where}.{name}", "    options:", "      heading_level: 3",
+            out += [f"::: {where}.{name}", "    options:", "      heading_level: 3", "      show_root_heading: true",
                     "      show_root_full_path: false", ""]
     return "\n".join(out)
 
