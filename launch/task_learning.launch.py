@@ -2,7 +2,7 @@
 `task-learning bringup`:
 
     ros2 launch task_learning task_learning.launch.py [scene:=tidy_kitchen] [backend:=symbolic]
-        [nodes:=perception,grounding] [db:=kb.sqlite] [web:=true]
+        [nodes:=perception,grounding] [db:=kb.sqlite] [web:=true] [web_port:=8765]
         [llm:=local] [llm_base_url:=URL] [llm_model:=NAME] [llm_selection_model:=NAME]
 
 The node list, parameter files and exit policy come from config/bringup.yaml (installed under
@@ -43,6 +43,7 @@ from task_learning.apps.bringup import (
     started,
 )
 from task_learning.dds_profile import profile_env
+from task_learning.errors import TaskLearningError
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.plumbing.launch_support import PACKAGE, default_db, on_node_exit
 
@@ -59,12 +60,17 @@ def _nodes(context, *args, **kwargs):
         wanted = [n for n in (wanted or [spec.name for spec in config.nodes if spec.default])
                   if n != "web_operator"] + ["web_operator"]
     check_selected(config, wanted)  # a typo starts nothing and ends the launch with the reason
+    web_port = LaunchConfiguration("web_port").perform(context).strip()
+    if web_port and not (web_port.isdigit() and int(web_port) <= 65535):
+        raise TaskLearningError(f"web_port:={web_port} is not a TCP port (0-65535; 0: any free port)")
     llm = {key: LaunchConfiguration(key).perform(context) for key in LLM_ARGUMENTS}
     wanted, wiring = llm_wiring(config, wanted, llm["llm"], base_url=llm["llm_base_url"],
                                 model=llm["llm_model"], selection_model=llm["llm_selection_model"])
     wanted = wanted or []
     overrides = {key: LaunchConfiguration(key).perform(context) for key in OVERRIDABLE}
     overrides.update(wiring)
+    if web_port:
+        overrides["web_operator.port"] = int(web_port)
     db = LaunchConfiguration("db").perform(context) or default_db()
     overrides["db_path"] = os.path.abspath(os.path.expanduser(db))
     actions = [LogInfo(msg=f"knowledge base: {overrides['db_path']}")]
@@ -114,6 +120,9 @@ def generate_launch_description():
         DeclareLaunchArgument("web", default_value="false", choices=["true", "false"],
                               description="true: start the web operator panel (web_operator) too "
                                           "(docs/web-panel.md)"),
+        DeclareLaunchArgument("web_port", default_value="",
+                              description="TCP port of the web operator panel (0: any free port, logged at "
+                                          "start); empty: as in config/nodes/web_operator.yaml"),
         DeclareLaunchArgument("db", default_value="",
                               description="knowledge base of the planner and oversight nodes; empty: "
                                           "$ROS_HOME/task_learning/task_learning.sqlite"),

@@ -66,6 +66,9 @@ def domain_ids(worker: str | None = None, seed: int | None = None) -> Iterator[i
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
     index = int(worker[2:]) if worker and worker.startswith("gw") and worker[2:].isdigit() else 0
     span = (DOMAIN_LAST - DOMAIN_FIRST + 1) // max(1, count)
+    if span < 1:
+        raise ValueError(f"TASK_LEARNING_TEST_DOMAINS={DOMAIN_FIRST}-{DOMAIN_LAST} holds fewer ids than the "
+                         f"{count} pytest-xdist workers; give at least one id per worker")
     first = DOMAIN_FIRST + (index % max(1, count)) * span
     offset = (seed if seed is not None else os.getpid()) % span
     while True:

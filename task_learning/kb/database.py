@@ -6,6 +6,15 @@ Why SQLite: one file, atomic transactions, readable by any tool. Every write is 
 committed before the call returns (WAL journal, synchronous=FULL), so a node killed mid-run loses
 nothing it had confirmed. The tables' contents are the repositories' (kb/repositories/); this
 module knows none of their meaning.
+
+Opening a new file from several processes at once (issue 45): switching a new file into WAL makes
+SQLite read its header under a shared lock and then upgrade to the write lock; when two
+connections do that at once, the one that finds the other's write lock while holding its own read
+lock gets SQLITE_BUSY at once, without its busy handler (waiting would deadlock), so under load 2
+of 8 processes failed within a second with "locked (waited 10 s)". `enter_wal` retries the
+switch until the busy timeout has truly passed (the retry finds the file already in WAL), and the
+schema, its added columns and its version are written in one write transaction, not one per
+statement, so the write lock is held once, briefly, and a file is never left half created.
 """
 from __future__ import annotations
 
@@ -249,6 +258,32 @@ def default_db_path() -> Path:
 
 
 
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+; the message before that
+    return (code & 0xFF) == sqlite3.SQLITE_BUSY if isinstance(code, int) else "locked" in str(exc)
+
+
+def enter_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
+    """PRAGMA journal_mode=WAL, retried while SQLite answers busy, until busy_timeout_s has passed
+    (then the busy error is raised). Returns the journal mode the file is in afterwards.
+
+    Why not the busy handler alone: switching a rollback-journal file into WAL reads its header
+    under a shared lock and then upgrades to the write lock, and when two connections do that at
+    once SQLite fails the second at once instead of calling its busy handler (each holds the read
+    lock the other waits for). Its statement ended, the failed connection holds nothing; tried
+    again, it finds the file in WAL already and the switch is a read."""
+    deadline = time.monotonic() + busy_timeout_s
+    pause = 0.005
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 class Database:
     """Thread-safe access to one SQLite file (or ":memory:").
 
@@ -301,11 +336,10 @@ class Database:
             return
         try:
             self._check_schema()  # before changing anything in a file that may be another program's
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            enter_wal(self.conn, self.busy_timeout_s)
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(_SCHEMA)
-            self._add_missing_columns()
+            self._create_missing()
             self._check_version()
         except sqlite3.Error as exc:
             self.conn.close()
@@ -396,35 +430,50 @@ class Database:
         if row is None:
             if self.read_only:
                 return
-            # OR IGNORE: two processes opening one new file at once (the oversight node and an
-            # operator client pairing there) both find no version; the second must not fail.
-            with self.transaction() as cur:
-                cur.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                raise KnowledgeBaseError(f"{self.path}: its schema version could not be recorded")
+            raise KnowledgeBaseError(f"{self.path}: its schema version could not be recorded")
         if not str(row[0]).isdigit():
             raise KnowledgeBaseError(f"{self.path}: not a task_learning knowledge base (schema version {row[0]!r})")
         elif int(row[0]) > SCHEMA_VERSION:
             raise KnowledgeBaseError(
                 f"{self.path}: schema version {row[0]} is newer than this software ({SCHEMA_VERSION})")
 
-    def _add_missing_columns(self) -> None:
+    def _create_missing(self) -> None:
+        """Create what the file lacks (tables, indexes, the columns of ADDED_COLUMNS, the schema
+        version) in one write transaction, and nothing when it lacks nothing: several processes
+        opening one new file (the oversight node and an operator client pairing there) take the
+        write lock once each at most, the first creates everything, the others find it done."""
+        if not self._missing():
+            return
+        with self.transaction() as cur:  # looked at again under the write lock: another process
+            for statement in _SCHEMA.split(";"):  # may have created it meanwhile
+                if statement.strip():
+                    cur.execute(statement)  # IF NOT EXISTS: what is there stays as it is
+            self._add_missing_columns(cur)
+            cur.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def _missing(self) -> bool:
+        """Whether any table, index, added column or the schema version is absent (read only)."""
+        present = {(r[0], r[1]) for r in self.conn.execute("SELECT type, name FROM main.sqlite_master")}
+        if _expected_objects() - present:
+            return True
+        for table, added in ADDED_COLUMNS.items():
+            if set(added) - {r[1] for r in self.conn.execute(f"PRAGMA main.table_info({table})")}:
+                return True
+        return self.conn.execute("SELECT 1 FROM meta WHERE key='schema_version'").fetchone() is None
+
+    @staticmethod
+    def _add_missing_columns(cur: sqlite3.Cursor) -> None:
         """Columns added after schema version 1, with defaults that keep old files readable by
         this and by older software: an older file's goals read as confirmation "none" (nothing
         recorded how they were confirmed, so the policy asks again), its answers as not verified
         (never replayed by the oversight node's memory), its policies as approval "none" (reviewed
         before they are replayed: nothing recorded whether this robot learned them or an import,
-        which took policies on their shape alone, put them there)."""
+        which took policies on their shape alone, put them there). Run under the write lock."""
         for table, added in ADDED_COLUMNS.items():
-            columns = {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+            columns = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
             for column, definition in added.items():
                 if column not in columns:
-                    with self.transaction() as cur:  # read again under the write lock: another
-                        # process opening the same old file may have added it meanwhile
-                        now = {row[1] for row in cur.execute(f"PRAGMA table_info({table})")}
-                        if column not in now:
-                            cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+                    cur.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Cursor]:

@@ -41,40 +41,96 @@ HELPER = str(ROOT / "tests" / "perform_task_helper.py")
 
 
 class Network:
-    """Four network namespaces, each held open by a sleeping process of its own (no global names
-    under /var/run/netns, so parallel runs never collide): three hosts and the switch."""
+    """Four network namespaces, each held open by a process of its own (no global names under
+    /var/run/netns, so parallel runs never collide): three hosts and the switch.
+
+    A test must never change this machine's network. `unshare -n` enters its new namespace some
+    time after it was started (under load, long after): a command entered by the holder's pid
+    before then runs in the machine's own namespace (issue 45: a bridge br0 was left there). So
+    each holder's namespace is waited for until it differs from the test's own, then pinned by an
+    open file descriptor: every command runs in the namespace checked (`nsenter --net=` that
+    descriptor, checked again before each command), never in whatever the pid is in by then. A
+    holder reads its stdin until it ends, so it ends with the test process even when that is
+    killed, and its namespace with its links goes with it."""
 
     def __init__(self) -> None:
         self.holders: dict[str, subprocess.Popen] = {}
-        for name in ("switch", *HOSTS):
-            self.holders[name] = subprocess.Popen(
-                ["unshare", "-n", "sh", "-c", "ip link set lo up && exec sleep infinity"])
-        self.sh("switch", "ip link add br0 type bridge mcast_snooping 0 && ip link set br0 up")
-        for host, index in HOSTS.items():
-            pid = self.holders[host].pid
-            self.sh("switch", f"ip link add v-{host} type veth peer name eth0 netns {pid} && "
-                              f"ip link set v-{host} master br0 up")
-            self.sh(host, f"ip addr add {SUBNET}.{index}/24 dev eth0 && ip link set eth0 up && "
-                          "ip route add 224.0.0.0/4 dev eth0")  # multicast (DDS discovery) leaves by eth0
+        self.netns: dict[str, int] = {}  # name -> open descriptor of the holder's namespace
+        try:
+            for name in ("switch", *HOSTS):
+                self.holders[name] = subprocess.Popen(["unshare", "--net", "--", "cat"], stdin=subprocess.PIPE,
+                                                      stdout=subprocess.DEVNULL)
+            for name, holder in self.holders.items():
+                self.netns[name] = wait_until(lambda h=holder: _own_namespace(h.pid), 30,
+                                              f"{name}: namespace holder (pid {holder.pid}) in a namespace of its own")
+                self.sh(name, "ip link set lo up")
+            self.sh("switch", "ip link add br0 type bridge mcast_snooping 0 && ip link set br0 up")
+            for host, index in HOSTS.items():
+                self._check(host)  # `netns PID` below names the host's namespace by its holder's pid
+                self.sh("switch", f"ip link add v-{host} type veth peer name eth0 netns {self.holders[host].pid} && "
+                                  f"ip link set v-{host} master br0 up")
+                self.sh(host, f"ip addr add {SUBNET}.{index}/24 dev eth0 && ip link set eth0 up && "
+                              "ip route add 224.0.0.0/4 dev eth0")  # multicast (DDS discovery) leaves by eth0
+        except BaseException:
+            self.close()
+            raise
+
+    def _check(self, name: str) -> None:
+        """`name`'s pinned namespace is not the test's own, and its holder still holds it."""
+        assert self.holders[name].poll() is None, f"{name}: the namespace holder ended"
+        assert os.fstat(self.netns[name]).st_ino != os.stat("/proc/self/ns/net").st_ino, \
+            f"{name}: not a namespace of its own; refusing to change this machine's network"
+        assert _namespace_of(self.holders[name].pid) == os.fstat(self.netns[name]).st_ino, \
+            f"{name}: the holder left its namespace"
 
     def sh(self, name: str, command: str) -> str:
-        """Run a shell command inside namespace `name`; its stdout."""
-        done = subprocess.run(["nsenter", "-t", str(self.holders[name].pid), "-n", "sh", "-c", command],
+        """Run a shell command inside namespace `name` (checked first); its stdout."""
+        self._check(name)
+        fd = self.netns[name]
+        done = subprocess.run(["nsenter", f"--net=/proc/self/fd/{fd}", "sh", "-c", command], pass_fds=(fd,),
                               capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, f"{name}: {command}: {done.stderr}"
         return done.stdout
 
     def enter(self, name: str) -> list[str]:
-        """The prefix that runs a command on host `name`."""
+        """The prefix that runs a command on host `name` (its holder's namespace, checked at set-up)."""
+        self._check(name)
         return ["nsenter", "-t", str(self.holders[name].pid), "-n", "--"]
 
     def cable(self, host: str, plugged: bool) -> None:
         self.sh("switch", f"ip link set v-{host} {'up' if plugged else 'down'}")
 
     def close(self) -> None:
+        for fd in self.netns.values():
+            os.close(fd)
+        self.netns.clear()
         for holder in self.holders.values():
             holder.kill()
             holder.wait(10)
+            if holder.stdin:
+                holder.stdin.close()
+
+
+def _namespace_of(pid: int) -> int | None:
+    """The inode of `pid`'s network namespace; None once the process is gone."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _own_namespace(pid: int) -> int | None:
+    """An open descriptor of `pid`'s network namespace once it differs from this process's own
+    (unshare has entered its new one); None before. Opened, then checked: the descriptor holds the
+    namespace that was checked, whatever the pid does afterwards."""
+    try:
+        fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    if os.fstat(fd).st_ino == os.stat("/proc/self/ns/net").st_ino:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _start(graph: RosGraph, net: Network, host: str, *args: str, name: str) -> NodeProcess:
@@ -114,7 +170,7 @@ def _confirmed(db: Path) -> dict[str, str]:
 
 
 def test_three_hosts_learn_the_task_survive_a_cut_model_link_and_resume(ros_graph, tmp_path):
-    net = Network()
+    net = Network()  # closes what it made when it fails
     try:
         robot_db, operator_db = tmp_path / "robot.sqlite", tmp_path / "operator.sqlite"
         hosts = [_bringup(ros_graph, net, "robot", robot_db), _bringup(ros_graph, net, "model"),

@@ -247,11 +247,22 @@ def test_a_node_that_dies_ends_the_launch_with_an_error(ros_graph):
 
 def test_web_true_starts_the_web_operator_panel_beside_the_nodes_named(ros_graph):
     db = ros_graph.tmp / "kb.sqlite"
-    launch = ros_graph.start(launch_args("nodes:=oversight", "web:=true", f"db:={db}"), name="ros2 launch web")
-    launch.wait_for_line(rf"web operator panel at http://127\.0\.0\.1:8765/ \(db {re.escape(str(db))}\)", timeout=90)
+    # web_port:=0, any free port: a fixed one is taken when another suite on the host (or a panel
+    # left running by anything) has it
+    launch = ros_graph.start(launch_args("nodes:=oversight", "web:=true", "web_port:=0", f"db:={db}"),
+                             name="ros2 launch web")
+    at = launch.wait_for_line(rf"web operator panel at http://127\.0\.0\.1:(\d+)/ \(db {re.escape(str(db))}\)",
+                              timeout=90)
+    assert int(at.group(1)) > 0
     code, text = launch.stop(signal.SIGINT, timeout=60)
     assert code == 0 and re.search(r"\[web_operator_node-\d+\]: process has finished cleanly", text), text[-3000:]
     assert not re.search(r"\[(perception|planner)_node", text)  # only the nodes named, and the panel
+
+
+def test_a_web_port_that_is_not_one_is_refused(ros_graph):
+    result = ros_graph.run(launch_args("nodes:=oversight", "web:=true", "web_port:=99999"), timeout=100)
+    assert result.returncode == 1 and "web_port:=99999 is not a TCP port" in result.output, result.output
+    assert "process started" not in result.output
 
 
 def test_perception_launch_file_starts_and_stops_one_node(ros_graph):

@@ -30,3 +30,13 @@ def test_ids_stay_in_their_workers_slice(monkeypatch: pytest.MonkeyPatch) -> Non
     first = set(itertools.islice(ros_testing.domain_ids("gw0", seed=3), 30))
     second = set(itertools.islice(ros_testing.domain_ids("gw1", seed=3), 30))
     assert first == set(range(40, 46)) and second == set(range(46, 52))
+
+
+def test_a_range_smaller_than_the_workers_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.ros_testing as ros_testing
+
+    monkeypatch.setattr(ros_testing, "DOMAIN_FIRST", 7)
+    monkeypatch.setattr(ros_testing, "DOMAIN_LAST", 7)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    with pytest.raises(ValueError, match="fewer ids than the 2 pytest-xdist workers"):
+        next(ros_testing.domain_ids("gw1", seed=0))

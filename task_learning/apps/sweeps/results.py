@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from task_learning.errors import TaskLearningError
+from task_learning.kb.database import enter_wal
 from task_learning.kb.store import describe_db_error
 from task_learning.apps.sweeps.grid import Trial
 
@@ -79,7 +80,7 @@ class ResultsStore:
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._check_foreign()  # before anything changes the file
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            enter_wal(self._conn, BUSY_TIMEOUT_S)  # a reader opening it at once must not make it fail
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.executescript(_SCHEMA)
             self._conn.execute("INSERT OR IGNORE INTO sweep_meta VALUES ('application', ?)", (APPLICATION,))
