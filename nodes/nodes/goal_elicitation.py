@@ -25,7 +25,6 @@ from task_learning.errors import TaskLearningError
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.planning.batches import (Batch, BatchBook, BatchRefused, check_object_ids, check_request,
                                             start_batch)
-from task_learning.planning.progress import ObjectStates
 from task_learning.stopping import DependencyFailed, RunStopped
 from task_learning.safe_text import printable
 from task_learning.stars.conditions import Condition, flags, parse_condition, user_context
@@ -36,7 +35,6 @@ from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import TreeSettings
 from task_learning.stop_signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, LearnGoals
-from task_learning_interfaces.msg import ObjectProgress
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
@@ -298,7 +296,7 @@ class GoalElicitationNode(Node):
         result.success = True
         result.usage = convert.llm_usage_to_msg(usage_diff(self.client.usage, batch.usage_before))
         result.levels = batch.elicitor.levels
-        result.objects = _progress_msgs(batch.states)
+        result.objects = convert.object_progress_to_msgs(batch.states.snapshot())
         result.message = (f"{reason} ({batch.taken_count} of {len(batch.object_ids)} objects taken, "
                           f"{batch.elicitor.levels} merged levels, {result.usage.requests} round trips)")
         self.get_logger().info(f"batch {batch.batch_id[:8]} for {batch.task!r} closed: {result.message}")
@@ -327,7 +325,7 @@ class GoalElicitationNode(Node):
 
         def publish(snapshot: Any) -> None:
             if goal_handle.is_active:  # not after the batch's result (a LearnGoal may still finish)
-                goal_handle.publish_feedback(LearnGoals.Feedback(objects=_progress_msgs(snapshot),
+                goal_handle.publish_feedback(LearnGoals.Feedback(objects=convert.object_progress_to_msgs(snapshot),
                                                                  levels=elicitor.levels))
 
         batch = start_batch(batch_id, task, condition, object_ids, elicitor, metadata, copy_usage(self.client.usage),
@@ -379,11 +377,6 @@ class GoalElicitationNode(Node):
             # from its own check of confirmation_id, not from this field.
             result.confirmed_by = outcome.oversight.confirmed_by
             result.oversight_status = outcome.oversight.status.value
-
-
-def _progress_msgs(states: ObjectStates | list[tuple[str, str, str]]) -> list[ObjectProgress]:
-    snapshot = states.snapshot() if isinstance(states, ObjectStates) else states
-    return [ObjectProgress(object_id=oid, state=state, detail=detail) for oid, state, detail in snapshot]
 
 
 def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:
