@@ -3,6 +3,7 @@ counts and a one-line verdict (the goal elicitation node's LearnGoal result carr
 from __future__ import annotations
 
 from task_learning.stars.elicit import ElicitationResult
+from task_learning.stars.selection import SelectionOutcome
 
 
 def paper_counts(outcome: ElicitationResult) -> dict[str, int]:
@@ -31,3 +32,20 @@ FEEDBACK_STAGES = {
     "template_prompt": "retrieve", "search_tree": "recurse", "analysis": "analyze", "repair_1": "repair",
     "repair_2": "repair", "selection": "select", "highest_score": "select", "oversight": "confirm",
 }
+
+
+def selection_line(selection: SelectionOutcome) -> str:
+    """How the goal was chosen, naming the candidate by the number the user sees (#id), not by the
+    option number the model answered (the model is shown the viable goals only, lowest score first)."""
+    chosen = f"#{selection.chosen.candidate_id}" if selection.chosen is not None else "nothing"
+    shown = len(selection.options)
+    if selection.method in ("llm", "llm_retry"):
+        again = " when asked a second time" if selection.method == "llm_retry" else ""
+        return (f"selection: the model chose {chosen}{again} (its answer: option {selection.index} of the {shown} "
+                f"viable goals it was shown, lowest score first)")
+    if selection.method == "fallback_highest_score":
+        why = "; ".join(selection.problems[-2:]) or "no usable answer"
+        return f"selection: {chosen}, the highest score of {shown} (the model's answers were unusable: {why})"
+    if selection.method == "single_option":
+        return f"selection: {chosen}, the only viable goal"
+    return "selection: no viable goal to choose from"
