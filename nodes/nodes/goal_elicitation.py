@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import threading
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
 from task_learning.llm.usage import copy_usage, usage_diff
+from task_learning.planning.progress import Snapshot
 from task_learning.planning.batches import (Batch, BatchBook, BatchRefused, check_object_ids, check_request,
                                             start_batch)
 from task_learning.stopping import DependencyFailed, RunStopped
@@ -38,6 +40,15 @@ from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
+
+if TYPE_CHECKING:
+    from task_learning.diagnostics import Check
+    from task_learning.world.scene import Scene
+    from task_learning.world.state import WorldState
+    from task_learning_nodes.clients.oversight_client import OversightClient
+
+# A LearnGoal or LearnGoals goal as the action server hands it over (the generated messages are untyped).
+GoalHandle = ServerGoalHandle[Any, Any, Any]
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
@@ -112,7 +123,7 @@ class GoalElicitationNode(Node):
         self.stack_key = StackKey.load_or_create(params.stack_key_file or None)
         self._cancelled: set[bytes] = set()  # goal ids whose cancel was requested
         self._current: bytes | None = None
-        self._scene: Any = None
+        self._scene: Scene | None = None
         initial: dict[str, Any] | None = None
         scene = str(params.scene or "")
         if scene:
@@ -122,7 +133,7 @@ class GoalElicitationNode(Node):
             initial = {"sceneName": self._scene.name, "objects": self._scene.objects}
             self.location = self.location or self._scene.location
         self._run_lock = threading.Lock()
-        self._operator: Any = None
+        self._operator: OversightClient | None = None
 
         self.world = LatestWorldState(self, params.world_state_topic, convert.world_state_from_msg,
                                       transient_local=params.world_state_transient_local,
@@ -144,7 +155,7 @@ class GoalElicitationNode(Node):
             f"{self.default_condition.value}, world from {params.world_state_topic} "
             f"({self.world.source} until then), grounding in-process")
 
-    def diagnostics(self) -> list[Any]:
+    def diagnostics(self) -> list[Check]:
         """/diagnostics: the LLM endpoint (reachable? latency) and where the world comes from."""
         from task_learning.diagnostics import Check, Level, llm_check
 
@@ -153,7 +164,7 @@ class GoalElicitationNode(Node):
         return [llm_check(self.client), world]
 
     # ------------------------------------------------------------------ inputs
-    def _operator_for(self) -> Any:
+    def _operator_for(self) -> OversightClient:
         if self._operator is None:
             from task_learning_nodes.clients.oversight_client import OversightClient
 
@@ -164,7 +175,7 @@ class GoalElicitationNode(Node):
                                              stack_key=self.stack_key)
         return self._operator
 
-    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
+    def _on_cancel(self, goal_handle: GoalHandle) -> CancelResponse:
         self._cancelled.add(bytes(goal_handle.goal_id.uuid))
         return CancelResponse.ACCEPT
 
@@ -173,7 +184,7 @@ class GoalElicitationNode(Node):
         return shutdown_requested() or (self._current is not None and self._current in self._cancelled)
 
     # ------------------------------------------------------------------ the action
-    def _execute(self, goal_handle: Any) -> LearnGoal.Result:
+    def _execute(self, goal_handle: GoalHandle) -> LearnGoal.Result:
         goal = goal_handle.request
         result = LearnGoal.Result()
         goal_id = bytes(goal_handle.goal_id.uuid)
@@ -199,7 +210,7 @@ class GoalElicitationNode(Node):
             goal_handle.abort()
         return result
 
-    def _elicit(self, goal: Any, goal_handle: Any) -> tuple[ElicitationResult, str]:
+    def _elicit(self, goal: Any, goal_handle: GoalHandle) -> tuple[ElicitationResult, str]:
         """The object's elicitation, and the id of the batch it came from ("" when alone)."""
         condition = self._condition(goal.condition)
         world = self._world()
@@ -211,7 +222,7 @@ class GoalElicitationNode(Node):
         task = goal.task or getattr(self._scene, "task", "")
         operator = self._checked_operator(condition)
 
-        def on_stage(stage: str, counts: Any) -> None:
+        def on_stage(stage: str, counts: Mapping[str, int]) -> None:
             if self._stopping():
                 raise RunStopped("canceled by the client")
             self._feedback(goal_handle, FEEDBACK_STAGES.get(stage, stage), int(counts.get("candidates", 0)), None)
@@ -247,8 +258,8 @@ class GoalElicitationNode(Node):
     def _condition(self, text: str) -> Condition:
         return parse_condition(text) if text.strip() else self.default_condition
 
-    def _world(self) -> Any:
-        world = self.world.get()
+    def _world(self) -> WorldState | dict[str, Any]:
+        world: WorldState | dict[str, Any] | None = self.world.get()
         if world is None:
             raise TaskLearningError("no world state yet: nothing on the world_state topic and no scene parameter")
         return world
@@ -256,7 +267,7 @@ class GoalElicitationNode(Node):
     def _user_context(self, sentences: Any, condition: Condition) -> list[str]:
         return user_context(condition, sentences, self._scene.context if self._scene is not None else ())
 
-    def _checked_operator(self, condition: Condition) -> Any:
+    def _checked_operator(self, condition: Condition) -> OversightClient | None:
         """The oversight client of the +O conditions (None otherwise), checked to be reachable
         before any LLM call: with nobody to confirm, eliciting would be wasted work."""
         operator = self._operator_for() if flags(condition).oversight else None
@@ -266,15 +277,15 @@ class GoalElicitationNode(Node):
         return operator
 
     # ------------------------------------------------------------------ LearnGoals: a batch
-    def _batch_accepted(self, goal_handle: Any) -> None:
+    def _batch_accepted(self, goal_handle: GoalHandle) -> None:
         self.batches.accepted(bytes(goal_handle.goal_id.uuid).hex())
         goal_handle.execute()
 
-    def _on_batch_cancel(self, goal_handle: Any) -> CancelResponse:
+    def _on_batch_cancel(self, goal_handle: GoalHandle) -> CancelResponse:
         self.batches.closing(bytes(goal_handle.goal_id.uuid).hex())
         return CancelResponse.ACCEPT
 
-    def _execute_batch(self, goal_handle: Any) -> LearnGoals.Result:
+    def _execute_batch(self, goal_handle: GoalHandle) -> LearnGoals.Result:
         result = LearnGoals.Result()
         batch_id = bytes(goal_handle.goal_id.uuid).hex()
         batch: Batch | None = None
@@ -306,7 +317,7 @@ class GoalElicitationNode(Node):
             goal_handle.succeed()
         return result
 
-    def _start_batch(self, goal: Any, goal_handle: Any, batch_id: str) -> Batch:
+    def _start_batch(self, goal: Any, goal_handle: GoalHandle, batch_id: str) -> Batch:
         condition = self._condition(goal.condition)
         world = self._world()
         check_request({"task": goal.task, "condition": goal.condition}, goal.context)
@@ -323,7 +334,7 @@ class GoalElicitationNode(Node):
                                        on_tree=StarsTreePublisher(self._episode, task))
         self.client.reset_breaker()  # a restarted LLM server gets a fresh chance, as for each LearnGoal
 
-        def publish(snapshot: Any) -> None:
+        def publish(snapshot: Snapshot) -> None:
             if goal_handle.is_active:  # not after the batch's result (a LearnGoal may still finish)
                 goal_handle.publish_feedback(LearnGoals.Feedback(objects=convert.object_progress_to_msgs(snapshot),
                                                                  levels=elicitor.levels))
@@ -334,7 +345,7 @@ class GoalElicitationNode(Node):
                                f"{len(elicitor.prefetched())} of {len(batch.object_ids)} objects elicited together")
         return batch
 
-    def _failed(self, goal_handle: Any, result: Any, exc: Exception, what: str) -> Any:
+    def _failed(self, goal_handle: GoalHandle, result: Any, exc: Exception, what: str) -> Any:
         """A goal (LearnGoal or LearnGoals) that ended without its result: the message says why; a
         dependency that did not answer is named in `failed_node` (the planner ends its task)."""
         result.success = False
@@ -357,7 +368,7 @@ class GoalElicitationNode(Node):
             goal_handle.abort()
         return result
 
-    def _feedback(self, goal_handle: Any, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
+    def _feedback(self, goal_handle: GoalHandle, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
         counts = paper_counts(outcome) if outcome is not None else {"retrieved": candidates}
         goal_handle.publish_feedback(LearnGoal.Feedback(stage=stage, candidates_so_far=candidates,
                                                         counts=convert.elicitation_counts_to_msg(counts)))

@@ -39,7 +39,7 @@ from task_learning.planning.session import CONDITIONS
 from task_learning.planning.task_run import TaskFeedback, TaskRun, TaskRunPorts, TaskRunSettings
 from task_learning.stopping import DependencyFailed, RunStopped, StopToken, StoppableWorld
 from task_learning.safe_text import printable
-from task_learning.types import LLMUsage
+from task_learning.types import ActionOutcome, LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene
 from task_learning.stop_signals import StopSignals
@@ -63,14 +63,15 @@ from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyP
                                                                SingleGoalServer, Status)
 
 if TYPE_CHECKING:
+    from task_learning.diagnostics import Check
     from task_learning.llm.client import LLMClient
+    from task_learning.llm_state.state import OpenState
 
 ELICITATION = ("across-objects", "per-object")  # how PerformTask elicits goals (the `elicitation` parameter)
 
-# Writable (read_only=False): read at each goal, so `ros2 param set` takes effect from the next
-# one. The rest shape clients, publishers or the safety policy at start, and stay read-only.
 class Parameters(LLMEndpointParameters):
-    """The planner node's parameters (config/nodes/planner.yaml)."""
+    """The planner node's parameters (config/nodes/planner.yaml). The writable ones (read_only=False)
+    are read at each goal, so `ros2 param set` takes effect from the next one."""
 
     scene: str = param("tidy_kitchen", "Scene used for the subtasks and the completion measure when a "
                        "PerformTask goal names none (the world itself is perception's: give both the same scene)",
@@ -198,7 +199,7 @@ class PlannerNode(Node):
             return result
         return refuse
 
-    def diagnostics(self) -> list[Any]:
+    def diagnostics(self) -> list[Check]:
         """/diagnostics: the knowledge base writable, and what the robot is doing."""
         from task_learning.diagnostics import Check, Level, kb_check
 
@@ -239,7 +240,7 @@ class PlannerNode(Node):
         return goal_executor(self._reach_settings(), self.domain, kb, client if client is not None else self._llm_client(),
                              review=review, approval=approval, on_llm_state=self._publish_llm_state)
 
-    def _publish_llm_state(self, state: Any, goal: str) -> None:
+    def _publish_llm_state(self, state: OpenState, goal: str) -> None:
         self._llm_state_pub.publish(convert.llm_state_to_msg(
             state.to_dict(), goal=goal, method=self._params().llm_state_method))
 
@@ -303,7 +304,7 @@ class PlannerNode(Node):
                                    require_confirmation=params.require_confirmation, wait_s=params.service_timeout_s)
         return TaskRun(ports, settings, scene, condition, goal.stop)
 
-    def _review(self, scene: Any, condition: str) -> PolicyReviewer | None:
+    def _review(self, scene: Scene, condition: str) -> PolicyReviewer | None:
         """When goals need an operator's confirmation: the oversight node must be reachable, and
         a stored policy this robot did not learn is put to the operator before it is replayed."""
         if not requires_confirmation(condition, self._params().require_confirmation):
@@ -344,7 +345,7 @@ class PlannerNode(Node):
             if unknown:
                 raise BadRequest(f"no object with id {', '.join(repr(a) for a in unknown)} in the world")
 
-            def on_outcome(outcome: Any) -> None:
+            def on_outcome(outcome: ActionOutcome) -> None:
                 outcomes.append(outcome)
                 goal_handle.publish_feedback(ReachGoal.Feedback(outcome=convert.action_outcome_to_msg(outcome)))
 
