@@ -120,7 +120,18 @@ class GoalElicitationClient:
             raise RosCallError("the goal_elicitation node rejected the learn_goals goal")
         self._node.get_logger().info(f"learn_goals batch {bytes(handle.goal_id.uuid).hex()[:8]}: {len(object_ids)} "
                                f"object(s) elicited together")
-        return GoalBatch(handle, handle.get_result_async(), object_ids, self.learn_batch.server_is_ready)
+        result = handle.get_result_async()
+        result.add_done_callback(self._said_refused)
+        return GoalBatch(handle, result, object_ids, self.learn_batch.server_is_ready)
+
+    def _said_refused(self, future: Any) -> None:
+        """Another client's batch held goal elicitation (planning.batches): this task's objects are
+        elicited one by one (the same goals, more round trips); the log says why."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        message = future.result().result.message
+        if message.startswith("refused"):
+            self._node.get_logger().warning(f"learn_goals {printable(message, 300)}: eliciting each object on its own")
 
     def learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
                     stop: StopToken, metadata: Mapping[str, Any] | None = None, *, batch_id: str = "",

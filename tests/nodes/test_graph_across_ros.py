@@ -186,6 +186,38 @@ def test_another_clients_learn_goals_is_refused_and_the_running_task_completes(r
     assert code == 0, out[-3000:]
 
 
+def test_a_task_whose_batch_is_refused_still_learns_every_goal_and_the_other_batch_goes_on(ros_graph, tmp_path):
+    """The other side of the rule: while another client's batch is open, the planner's is refused;
+    its objects are then elicited one by one (the same goals), and the other batch is not touched."""
+    db = tmp_path / "kb.sqlite"
+    graph = _bringup(ros_graph, db)
+    operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "120", "--db", str(db))
+    ros = ros_graph.client("first_batch_test")
+    try:
+        batch_action = ActionClient(ros.node, LearnGoals, "learn_goals")
+        assert batch_action.wait_for_server(timeout_sec=120)
+        order = task_order(load_scene(SCENE), _world_metadata())
+        other = ros.wait_future(batch_action.send_goal_async(
+            LearnGoals.Goal(task=TASK, object_ids=order[:3], condition="STARS+O")), 60, "the other client's goal")
+        other_result = other.get_result_async()
+        graph.wait_for_line(r"batch \w+: 'tidy kitchen', STARS\+O", timeout=120)
+
+        result, _ = ros.send_goal(PerformTask, "perform_task",
+                                  PerformTask.Goal(task=TASK, scene=SCENE, condition="STARS+O"), timeout=800)
+        assert result.success, result.message
+        assert not [o.message for o in result.objects if "cancel" in o.message]
+        graph.wait_for_line(r"learn_goals refused: batch \w+ for 'tidy kitchen' of another client is open", timeout=60)
+        assert not other_result.done()  # the other client's batch is still open
+        ros.wait_future(other.cancel_goal_async(), 60, "cancel")
+        closed = ros.wait_future(other_result, 120, "the other client's result").result
+        assert closed.success and closed.message.startswith("closed by the client"), closed.message
+    finally:
+        ros.close()
+        operator.close()
+        code, out = graph.stop(signal.SIGINT, timeout=60)
+    assert code == 0, out[-3000:]
+
+
 def test_perform_task_for_another_scene_than_perceptions_is_refused_naming_it(ros_graph, tmp_path):
     """Issue 40: PerformTask for store_groceries on a tidy_kitchen graph reported "partial, completion
     12.5 %" and SUCCEEDED; it is refused, naming the scene perception has, before anything runs."""
