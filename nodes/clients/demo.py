@@ -57,6 +57,27 @@ def _stop(procs: list[subprocess.Popen], timeout_s: float = 20.0) -> None:
             proc.wait()
 
 
+def nodes_on_domain(domain_id: int, wait_s: float = 2.0) -> list[str]:
+    """The nodes a graph already has on `domain_id` (looked for during up to `wait_s` of discovery)."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.node import Node
+
+    context = Context()
+    rclpy.init(context=context, domain_id=domain_id)
+    node = Node("demo_graph_check", context=context)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            names = [n for n in node.get_node_names() if n != "demo_graph_check"]
+            if names or time.monotonic() >= deadline:
+                return names
+            time.sleep(0.1)
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dict[str, Any]:
     """Send one PerformTask goal and wait for its result, printing a line per object."""
     with spinning_node("demo_client") as node:
@@ -126,8 +147,13 @@ def object_row(msg: Any) -> dict[str, Any]:
 
 
 def _literal(msg: Any) -> str:
-    text = f"{msg.predicate}({', '.join(msg.args)})"
-    return f"!{text}" if msg.truth == "false" else text
+    """A literal written the one way the project prints them (GoalLiteral: `false:open(Fridge|1)`)."""
+    from task_learning_nodes.plumbing.convert import goal_literal_from_msg
+
+    try:
+        return str(goal_literal_from_msg(msg))
+    except ValueError:  # a truth value this client does not know: shown as it came
+        return f"{msg.truth}:{msg.predicate}({', '.join(msg.args)})"
 
 
 def print_learned(objects: list[dict[str, Any]]) -> None:

@@ -64,8 +64,9 @@ class GoalBatch:
     elicit, its feedback copied into the task's object states while they are still being learned,
     closed (cancelled) when the loop is done; its result carries the batch's LLM usage."""
 
-    def __init__(self, handle: Any, result: Any, object_ids: list[str]) -> None:
+    def __init__(self, handle: Any, result: Any, object_ids: list[str], alive: Callable[[], bool]) -> None:
         self.handle = handle
+        self.alive = alive  # the goal elicitation node still serves (else its result will not come)
         self.result = result  # the future of the batch's result, asked for at once (no stray result later)
         self.batch_id = bytes(handle.goal_id.uuid).hex()
         self.object_ids = object_ids
@@ -79,12 +80,12 @@ class GoalBatch:
                 continue
             states.set(progress.object_id, state, progress.detail, only_from=LEARNING)
 
-    def close(self, wait_s: float, alive: Any) -> LLMUsage | None:
+    def close(self, wait_s: float) -> LLMUsage | None:
         """Cancel the batch (its model stages stop) and wait up to `wait_s` for its result: the
         batch's usage, or None when it did not come (a stopped task does not wait long)."""
         if not self.result.done():
             self.handle.cancel_goal_async()
-        if wait_for_future(self.result, wait_s, alive=alive) != "done":
+        if wait_for_future(self.result, wait_s, alive=self.alive) != "done":
             return None
         return convert.llm_usage_from_msg(self.result.result().result.usage)
 
@@ -119,7 +120,18 @@ class GoalElicitationClient:
             raise RosCallError("the goal_elicitation node rejected the learn_goals goal")
         self._node.get_logger().info(f"learn_goals batch {bytes(handle.goal_id.uuid).hex()[:8]}: {len(object_ids)} "
                                f"object(s) elicited together")
-        return GoalBatch(handle, handle.get_result_async(), object_ids)
+        result = handle.get_result_async()
+        result.add_done_callback(self._said_refused)
+        return GoalBatch(handle, result, object_ids, self.learn_batch.server_is_ready)
+
+    def _said_refused(self, future: Any) -> None:
+        """Another client's batch held goal elicitation (planning.batches): this task's objects are
+        elicited one by one (the same goals, more round trips); the log says why."""
+        if future.cancelled() or future.exception() is not None:
+            return
+        message = future.result().result.message
+        if message.startswith("refused"):
+            self._node.get_logger().warning(f"learn_goals {printable(message, 300)}: eliciting each object on its own")
 
     def learn_goal(self, task: str, object_id: str, condition: str, context: list[str],
                     stop: StopToken, metadata: Mapping[str, Any] | None = None, *, batch_id: str = "",

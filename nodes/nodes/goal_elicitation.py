@@ -1,70 +1,54 @@
 """goal_elicitation_node: the LearnGoal and LearnGoals action servers (STARS goal elicitation).
 
-LearnGoal goal: task, object_id, context (STARS+CTX user-context sentences), condition ("" = the
-node's default; "STARS", "stars_plus_o", "TBP+O", ...), batch_id. Feedback: the stage just
-finished (retrieve | recurse | analyze | repair | select | confirm | done) with the candidates so
-far. Result: the chosen goal, every candidate with its provenance, the LLM usage of this object
-and the counts.
-
-LearnGoals (cross-object elicitation, the planner's default): the objects of a task in one goal.
-Their model stages run together in `task_learning.stars.together.CrossObjectElicitor`, the core
-code behind `task-learning run --elicitation across-objects`: every level of every object merged
-into shared list-prompt round trips. The batch asks no operator: the client then takes the objects
-one at a time, in the task's order, with LearnGoal goals naming the batch (`batch_id`), and each of
-those runs the object's Oversight (+O) when the client is ready for it, exactly as a LearnGoal of
-one object does (the same operator client, the same confirmation ids). The batch's feedback gives
-every object's state; its result, the LLM traffic of the whole batch. It ends when every object
-was taken, the client cancels it, a newer batch replaces it, or no LearnGoal used it for
-`batch_idle_s` (a LearnGoal naming a batch that is no longer open elicits its object alone).
-
-Grounding runs in-process (`task_learning.grounding.analyze_goal`, the same core function the
-grounding node serves): analysis is called once per distinct response, dozens of times per object,
-and a service round trip each time would only add latency and a failure mode.
-
-The world comes from the `world_state` topic (perception); until something arrives, from the
-`scene` parameter's initial state. The +O conditions ask the operator through the oversight node
-(`OversightClient`). Bad LLM output or a dead endpoint ends as a failed result with a clear
-message, counted in the usage; the node keeps serving. One elicitation runs at a time so the
-usage attributed to an object is that object's alone.
-
-Cancel ends the whole goal: elicitation stops at its next stage (or while it waits for a batch's
-model stages), a question waiting for the
-operator is withdrawn from the oversight node (it leaves the pending list; a late answer is
-refused and never remembered), and the client gets a canceled result. An oversight node that does
-not answer ends the goal with `failed_node` "oversight", so the planner ends its task naming it
-rather than eliciting the next object. The operator's yes comes back as the oversight node's
-confirmation id, which the planner checks.
+LearnGoal elicits one object's goal (its stages as feedback; the chosen goal, every candidate with
+its provenance, the object's LLM usage and counts as result). LearnGoals (the planner's default)
+elicits the objects of a task together: their model stages merged into shared round trips by
+`task_learning.stars.together.CrossObjectElicitor`, then LearnGoal goals naming the batch take the
+objects one at a time and run each object's Oversight (+O) then. The batch rules (one batch at a
+time, owned by its sender; idle timeout; an object whose batch closed is elicited on its own) are
+`task_learning.planning.batches`, ROS-free; this node maps the two actions onto them. Grounding runs
+in-process; the world comes from `world_state` (until then, the `scene` parameter's initial state);
++O asks the oversight node. A cancel ends the whole goal and withdraws its question. Details:
+docs/stars.md (through the ROS graph).
 """
 from __future__ import annotations
 
-import functools
 import threading
-import time
 import traceback
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
 from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.planning.progress import ObjectState, ObjectStates
+from task_learning.planning.progress import Snapshot
+from task_learning.planning.batches import (Batch, BatchBook, BatchRefused, check_object_ids, check_request,
+                                            start_batch)
 from task_learning.stopping import DependencyFailed, RunStopped
 from task_learning.safe_text import printable
-from task_learning.stars.conditions import Condition, flags, parse_condition
+from task_learning.stars.conditions import Condition, flags, parse_condition, user_context
 from task_learning.stars.elicit import ElicitationResult, ElicitationSetup, as_state_and_metadata, elicit_goal
 from task_learning.stars.prompts import load_templates
+from task_learning.stars.report import FEEDBACK_STAGES, paper_counts, verdict_line
 from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import TreeSettings
 from task_learning.stop_signals import StopSignals
-from task_learning.types import LLMUsage
 from task_learning_interfaces.action import LearnGoal, LearnGoals
-from task_learning_interfaces.msg import ObjectProgress
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
+
+if TYPE_CHECKING:
+    from task_learning.diagnostics import Check
+    from task_learning.world.scene import Scene
+    from task_learning.world.state import WorldState
+    from task_learning_nodes.clients.oversight_client import OversightClient
+
+# A LearnGoal or LearnGoals goal as the action server hands it over (the generated messages are untyped).
+GoalHandle = ServerGoalHandle[Any, Any, Any]
 
 NODE_NAME = "goal_elicitation"
 DEFAULT_ACTION = "learn_goal"
@@ -106,36 +90,6 @@ class Parameters(LLMEndpointParameters):
                                  "(task_learning.llm.latency.FixedLatencyProvider), so wall time shows how many round trips "
                                  "there were; 0 in use", min=0.0, max=60.0)
 
-MAX_BATCH_OBJECTS = 1000  # objects of one LearnGoals goal (the largest generated scene has 350)
-BATCH_START_WAIT_S = 60.0  # how long a LearnGoal waits for the batch it names to start
-
-
-@dataclass
-class Batch:
-    """One open LearnGoals goal: its elicitor (model stages running or done), every object's state,
-    and what ends it."""
-
-    batch_id: str  # the LearnGoals goal id, 32 hex digits
-    task: str
-    condition: Condition
-    object_ids: list[str]
-    elicitor: CrossObjectElicitor
-    states: ObjectStates
-    usage_before: LLMUsage
-    last_used: float = field(default_factory=time.monotonic)
-    busy: int = 0  # LearnGoal goals running on it now
-    taken: set[str] = field(default_factory=set)
-    closed: threading.Event = field(default_factory=threading.Event)
-    reason: str = ""  # why it was closed from outside (a newer batch)
-
-
-STAGE_NAMES = {
-    "template_prompt": "retrieve", "search_tree": "recurse", "analysis": "analyze",
-    "repair_1": "repair", "repair_2": "repair", "selection": "select", "highest_score": "select",
-    "oversight": "confirm",
-}
-
-
 class GoalElicitationNode(Node):
     # A LearnGoals batch holds a thread for its life and a LearnGoal one for its question; the
     # oversight node's replies, cancels and the world state need threads of their own.
@@ -160,13 +114,7 @@ class GoalElicitationNode(Node):
 
         self._episode = EpisodeBus([RosSink(self, {STARS_TREE, LLM_CALLS})])
         self.client.recorder = LLMCallPublisher(self._episode, then=self.client.recorder)
-        self.batch_idle_s = params.batch_idle_s
-        self._batch: Batch | None = None
-        self._batch_lock = threading.Lock()
-        # Batches accepted and not started yet: a LearnGoal naming one (sent as soon as the goal
-        # was accepted) waits for it instead of eliciting its object alone.
-        self._batch_started = threading.Condition(self._batch_lock)
-        self._starting: set[str] = set()
+        self.batches = BatchBook(params.batch_idle_s)  # the LearnGoals batch rules (planning.batches)
         self.location = str(params.location or "")
         self.oversight_timeout_s = params.oversight_timeout_s
         self.oversight_wait_s = params.oversight_wait_s
@@ -175,7 +123,7 @@ class GoalElicitationNode(Node):
         self.stack_key = StackKey.load_or_create(params.stack_key_file or None)
         self._cancelled: set[bytes] = set()  # goal ids whose cancel was requested
         self._current: bytes | None = None
-        self._scene: Any = None
+        self._scene: Scene | None = None
         initial: dict[str, Any] | None = None
         scene = str(params.scene or "")
         if scene:
@@ -185,7 +133,7 @@ class GoalElicitationNode(Node):
             initial = {"sceneName": self._scene.name, "objects": self._scene.objects}
             self.location = self.location or self._scene.location
         self._run_lock = threading.Lock()
-        self._operator: Any = None
+        self._operator: OversightClient | None = None
 
         self.world = LatestWorldState(self, params.world_state_topic, convert.world_state_from_msg,
                                       transient_local=params.world_state_transient_local,
@@ -200,14 +148,14 @@ class GoalElicitationNode(Node):
         self._batch_server = ActionServer(self, LearnGoals, params.learn_goals_action, self._execute_batch,
                                           goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                           handle_accepted_callback=self._batch_accepted,
-                                          cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+                                          cancel_callback=self._on_batch_cancel,
                                           callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
         self.get_logger().info(
             f"serving {params.action_name} and {params.learn_goals_action}: llm {params.llm}, default condition "
             f"{self.default_condition.value}, world from {params.world_state_topic} "
             f"({self.world.source} until then), grounding in-process")
 
-    def diagnostics(self) -> list[Any]:
+    def diagnostics(self) -> list[Check]:
         """/diagnostics: the LLM endpoint (reachable? latency) and where the world comes from."""
         from task_learning.diagnostics import Check, Level, llm_check
 
@@ -216,7 +164,7 @@ class GoalElicitationNode(Node):
         return [llm_check(self.client), world]
 
     # ------------------------------------------------------------------ inputs
-    def _operator_for(self) -> Any:
+    def _operator_for(self) -> OversightClient:
         if self._operator is None:
             from task_learning_nodes.clients.oversight_client import OversightClient
 
@@ -227,7 +175,7 @@ class GoalElicitationNode(Node):
                                              stack_key=self.stack_key)
         return self._operator
 
-    def _on_cancel(self, goal_handle: Any) -> CancelResponse:
+    def _on_cancel(self, goal_handle: GoalHandle) -> CancelResponse:
         self._cancelled.add(bytes(goal_handle.goal_id.uuid))
         return CancelResponse.ACCEPT
 
@@ -236,7 +184,7 @@ class GoalElicitationNode(Node):
         return shutdown_requested() or (self._current is not None and self._current in self._cancelled)
 
     # ------------------------------------------------------------------ the action
-    def _execute(self, goal_handle: Any) -> LearnGoal.Result:
+    def _execute(self, goal_handle: GoalHandle) -> LearnGoal.Result:
         goal = goal_handle.request
         result = LearnGoal.Result()
         goal_id = bytes(goal_handle.goal_id.uuid)
@@ -248,34 +196,8 @@ class GoalElicitationNode(Node):
             self.client.reset_breaker()
             try:
                 outcome, batch_id = self._elicit(goal, goal_handle)
-            except RunStopped as exc:
-                result.success = False
-                result.message = f"canceled: {printable(str(exc), 300)}; no goal learned"
-                self.get_logger().info(f"LearnGoal {goal.object_id!r}: {result.message}")
-                if goal_handle.is_cancel_requested:
-                    goal_handle.canceled()
-                else:
-                    goal_handle.abort()
-                return result
-            except DependencyFailed as exc:
-                result.success = False
-                result.failed_node = "oversight"
-                result.message = printable(str(exc), 500)
-                self.get_logger().error(f"LearnGoal {goal.object_id!r}: {result.message}")
-                goal_handle.abort()
-                return result
-            except TaskLearningError as exc:
-                result.success = False
-                result.message = f"error: {printable(str(exc), 500)}"
-                self.get_logger().warning(f"LearnGoal {goal.object_id!r}: {exc}")
-                goal_handle.abort()
-                return result
-            except Exception as exc:  # a bug must not take the server down
-                result.success = False
-                result.message = f"internal error: {type(exc).__name__}: {exc}"
-                self.get_logger().error(f"LearnGoal {goal.object_id!r} failed:\n{traceback.format_exc()}")
-                goal_handle.abort()
-                return result
+            except Exception as exc:  # every failure is a result; a bug must not take the server down
+                return self._failed(goal_handle, result, exc, f"LearnGoal {goal.object_id!r}")
             finally:
                 self._current = None
                 self._cancelled.discard(goal_id)
@@ -288,26 +210,31 @@ class GoalElicitationNode(Node):
             goal_handle.abort()
         return result
 
-    def _elicit(self, goal: Any, goal_handle: Any) -> tuple[ElicitationResult, str]:
+    def _elicit(self, goal: Any, goal_handle: GoalHandle) -> tuple[ElicitationResult, str]:
         """The object's elicitation, and the id of the batch it came from ("" when alone)."""
         condition = self._condition(goal.condition)
         world = self._world()
         object_id = goal.object_id.strip()
         if not object_id:
             raise TaskLearningError("the goal names no object (object_id is empty)")
-        _check_request(goal)
+        check_request({"task": goal.task, "object_id": goal.object_id, "condition": goal.condition,
+                       "batch_id": goal.batch_id}, goal.context)
         task = goal.task or getattr(self._scene, "task", "")
         operator = self._checked_operator(condition)
 
-        def on_stage(stage: str, counts: Any) -> None:
+        def on_stage(stage: str, counts: Mapping[str, int]) -> None:
             if self._stopping():
                 raise RunStopped("canceled by the client")
-            self._feedback(goal_handle, STAGE_NAMES.get(stage, stage), int(counts.get("candidates", 0)), None)
+            self._feedback(goal_handle, FEEDBACK_STAGES.get(stage, stage), int(counts.get("candidates", 0)), None)
 
-        batch = self._open_batch(goal.batch_id, task, condition)
+        batch = self.batches.find(goal.batch_id, task, condition, stopping=self._stopping)
         if batch is not None:
-            return self._elicit_in_batch(batch, task, object_id, world, condition, goal_handle, on_stage), \
-                batch.batch_id
+            _, metadata = as_state_and_metadata(world)
+            taken = self.batches.take(batch, task=task, object_id=object_id, metadata=metadata, stopping=self._stopping,
+                                      on_stage=on_stage, on_ready=lambda: self._feedback(goal_handle, "select", 0, None),
+                                      asks_operator=flags(condition).oversight)
+            self.client.raise_if_unavailable()  # as on the per-object path: the goal names the endpoint
+            return taken.outcome, batch.batch_id if taken.in_batch else ""
         if goal.batch_id:
             self.get_logger().info(f"batch {printable(goal.batch_id, 40)} is not open (closed, or another task or "
                                    f"condition): eliciting {object_id} on its own")
@@ -331,22 +258,16 @@ class GoalElicitationNode(Node):
     def _condition(self, text: str) -> Condition:
         return parse_condition(text) if text.strip() else self.default_condition
 
-    def _world(self) -> Any:
-        world = self.world.get()
+    def _world(self) -> WorldState | dict[str, Any]:
+        world: WorldState | dict[str, Any] | None = self.world.get()
         if world is None:
             raise TaskLearningError("no world state yet: nothing on the world_state topic and no scene parameter")
         return world
 
     def _user_context(self, sentences: Any, condition: Condition) -> list[str]:
-        """STARS+CTX's user-context sentences: the goal's, else the scene's ([] without user context)."""
-        if not flags(condition).user_context:
-            return []
-        context = [s for s in sentences if s.strip()]
-        if not context and self._scene is not None:
-            context = list(self._scene.context)
-        return context
+        return user_context(condition, sentences, self._scene.context if self._scene is not None else ())
 
-    def _checked_operator(self, condition: Condition) -> Any:
+    def _checked_operator(self, condition: Condition) -> OversightClient | None:
         """The oversight client of the +O conditions (None otherwise), checked to be reachable
         before any LLM call: with nobody to confirm, eliciting would be wasted work."""
         operator = self._operator_for() if flags(condition).oversight else None
@@ -356,95 +277,39 @@ class GoalElicitationNode(Node):
         return operator
 
     # ------------------------------------------------------------------ LearnGoals: a batch
-    def _batch_accepted(self, goal_handle: Any) -> None:
-        with self._batch_lock:
-            self._starting.add(bytes(goal_handle.goal_id.uuid).hex())
+    def _batch_accepted(self, goal_handle: GoalHandle) -> None:
+        self.batches.accepted(bytes(goal_handle.goal_id.uuid).hex())
         goal_handle.execute()
 
-    def _started(self, batch_id: str) -> None:
-        with self._batch_lock:
-            self._starting.discard(batch_id)
-            self._batch_started.notify_all()
+    def _on_batch_cancel(self, goal_handle: GoalHandle) -> CancelResponse:
+        self.batches.closing(bytes(goal_handle.goal_id.uuid).hex())
+        return CancelResponse.ACCEPT
 
-    def _open_batch(self, batch_id: str, task: str, condition: Condition) -> Batch | None:
-        """The open batch `batch_id` names (waited for while it starts), when it is for this task
-        and condition."""
-        batch_id = batch_id.strip().lower()
-        if not batch_id:
-            return None
-        deadline = time.monotonic() + BATCH_START_WAIT_S
-        with self._batch_lock:
-            while batch_id in self._starting and not self._stopping() and time.monotonic() < deadline:
-                self._batch_started.wait(0.1)
-            batch = self._batch
-        if batch is None or batch.batch_id != batch_id or batch.closed.is_set():
-            return None
-        if batch.task != task or batch.condition is not condition:
-            return None
-        return batch
-
-    def _elicit_in_batch(self, batch: Batch, task: str, object_id: str, world: Any, condition: Condition,
-                         goal_handle: Any, on_stage: Any) -> ElicitationResult:
-        """One object of a batch: its model stages (waited for, or run now on its own when it was
-        not prefetched or has moved), then its Oversight, in this goal's thread."""
-        with self._batch_lock:
-            batch.busy += 1
-            batch.last_used = time.monotonic()
-        states = batch.states
-        try:
-            if object_id not in batch.elicitor.prefetched():
-                states.set(object_id, ObjectState.ELICITING)
-            batch.elicitor.wait_ready(object_id, lambda: self._stopping() or batch.closed.is_set())
-            self._feedback(goal_handle, "select", 0, None)  # the model stages are done
-            if flags(condition).oversight:
-                states.set(object_id, ObjectState.ASKING)
-            _, metadata = as_state_and_metadata(world)
-            outcome = batch.elicitor(task=task, object_id=object_id, metadata=metadata, on_stage=on_stage)
-            self.client.raise_if_unavailable()  # as on the per-object path: the goal names the endpoint
-            chosen = outcome.chosen
-            if chosen is None:
-                states.set(object_id, ObjectState.NO_GOAL, outcome.outcome)
-            else:
-                states.set(object_id, ObjectState.CONFIRMED if outcome.oversight is not None else ObjectState.CHOSEN,
-                           chosen.text)
-            return outcome
-        except RunStopped:
-            states.set(object_id, ObjectState.NO_GOAL, "canceled")
-            raise
-        finally:
-            with self._batch_lock:
-                batch.taken.add(object_id)
-                batch.busy -= 1
-                batch.last_used = time.monotonic()
-
-    def _execute_batch(self, goal_handle: Any) -> LearnGoals.Result:
-        goal = goal_handle.request
+    def _execute_batch(self, goal_handle: GoalHandle) -> LearnGoals.Result:
         result = LearnGoals.Result()
+        batch_id = bytes(goal_handle.goal_id.uuid).hex()
         batch: Batch | None = None
         try:
-            try:
-                batch = self._start_batch(goal, goal_handle)
+            try:  # one batch at a time, and it belongs to its sender: another client's is refused
+                self.batches.claim(batch_id, stopping=shutdown_requested)
+                batch = self._start_batch(goal_handle.request, goal_handle, batch_id)
+                self.batches.install(batch)
             finally:
-                self._started(bytes(goal_handle.goal_id.uuid).hex())
-            reason = self._wait_batch(batch, goal_handle)
-        except DependencyFailed as exc:
-            result.failed_node = "oversight"
-            return self._batch_failed(goal_handle, result, printable(str(exc), 500))
-        except TaskLearningError as exc:
-            return self._batch_failed(goal_handle, result, f"error: {printable(str(exc), 500)}")
-        except Exception as exc:  # a bug must not take the server down
-            self.get_logger().error(f"batch failed:\n{traceback.format_exc()}")
-            return self._batch_failed(goal_handle, result, f"internal error: {type(exc).__name__}: {exc}")
+                if batch is None:
+                    self.batches.release(batch_id)
+            reason = self.batches.wait_end(batch, cancel_requested=lambda: goal_handle.is_cancel_requested,
+                                           shutting_down=shutdown_requested)
+        except Exception as exc:  # every failure is a result; a bug must not take the server down
+            return self._failed(goal_handle, result, exc, "batch")
         finally:
             if batch is not None:
-                self._close_batch(batch)
+                self.batches.close(batch)
         result.success = True
         result.usage = convert.llm_usage_to_msg(usage_diff(self.client.usage, batch.usage_before))
         result.levels = batch.elicitor.levels
-        result.objects = _progress_msgs(batch.states)
-        taken = sum(1 for oid in batch.object_ids if oid in batch.taken)
-        result.message = (f"{reason} ({taken} of {len(batch.object_ids)} objects taken, {batch.elicitor.levels} "
-                          f"merged levels, {result.usage.requests} round trips)")
+        result.objects = convert.object_progress_to_msgs(batch.states.snapshot())
+        result.message = (f"{reason} ({batch.taken_count} of {len(batch.object_ids)} objects taken, "
+                          f"{batch.elicitor.levels} merged levels, {result.usage.requests} round trips)")
         self.get_logger().info(f"batch {batch.batch_id[:8]} for {batch.task!r} closed: {result.message}")
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
@@ -452,18 +317,11 @@ class GoalElicitationNode(Node):
             goal_handle.succeed()
         return result
 
-    def _start_batch(self, goal: Any, goal_handle: Any) -> Batch:
+    def _start_batch(self, goal: Any, goal_handle: GoalHandle, batch_id: str) -> Batch:
         condition = self._condition(goal.condition)
         world = self._world()
-        _check_request(goal, fields=("task", "condition"))
-        object_ids = [o.strip() for o in goal.object_ids]
-        if not object_ids or not all(object_ids):
-            raise TaskLearningError("object_ids: give at least one object, and no empty id")
-        if len(object_ids) > MAX_BATCH_OBJECTS:
-            raise TaskLearningError(f"object_ids: {len(object_ids)} objects, at most {MAX_BATCH_OBJECTS}")
-        for i, object_id in enumerate(object_ids):
-            if len(object_id) > MAX_TEXT_CHARS or printable(object_id) != object_id:
-                raise TaskLearningError(f"object_ids[{i}]: at most {MAX_TEXT_CHARS} printable characters")
+        check_request({"task": goal.task, "condition": goal.condition}, goal.context)
+        object_ids = check_object_ids(goal.object_ids)
         task = goal.task or getattr(self._scene, "task", "")
         operator = self._checked_operator(condition)
         _, metadata = as_state_and_metadata(world)
@@ -474,87 +332,55 @@ class GoalElicitationNode(Node):
                                        location=self.location or None,
                                        system_context=self._user_context(goal.context, condition),
                                        on_tree=StarsTreePublisher(self._episode, task))
-        batch_id = bytes(goal_handle.goal_id.uuid).hex()
         self.client.reset_breaker()  # a restarted LLM server gets a fresh chance, as for each LearnGoal
 
-        def publish(snapshot: Any) -> None:
+        def publish(snapshot: Snapshot) -> None:
             if goal_handle.is_active:  # not after the batch's result (a LearnGoal may still finish)
-                goal_handle.publish_feedback(LearnGoals.Feedback(objects=_progress_msgs(snapshot),
+                goal_handle.publish_feedback(LearnGoals.Feedback(objects=convert.object_progress_to_msgs(snapshot),
                                                                  levels=elicitor.levels))
 
-        object_ids = list(dict.fromkeys(object_ids))
-        batch = Batch(batch_id, task, condition, object_ids, elicitor, ObjectStates(object_ids),
-                      copy_usage(self.client.usage))
-        elicitor.prefetch(task, object_ids, metadata)  # an unknown object id: TaskLearningError, nothing started
-        for object_id, future in elicitor.prefetched().items():
-            batch.states.set(object_id, ObjectState.ELICITING)
-            future.add_done_callback(functools.partial(_stages_ended, batch.states, object_id))
-        batch.states.on_change = publish
-        publish(batch.states.snapshot())
-        with self._batch_lock:
-            old, self._batch = self._batch, batch
-        if old is not None:  # one batch open at a time: the newer client wins
-            old.reason = f"replaced by batch {batch_id[:8]}"
-            old.closed.set()
+        batch = start_batch(batch_id, task, condition, object_ids, elicitor, metadata, copy_usage(self.client.usage),
+                            on_change=publish)
         self.get_logger().info(f"batch {batch_id[:8]}: {task!r}, {condition.value}, "
                                f"{len(elicitor.prefetched())} of {len(batch.object_ids)} objects elicited together")
         return batch
 
-    def _wait_batch(self, batch: Batch, goal_handle: Any) -> str:
-        """Until the batch ends; says why."""
-        while True:
-            if goal_handle.is_cancel_requested:
-                return "closed by the client"
-            if shutdown_requested():
-                return "the node is shutting down"
-            if batch.closed.is_set():
-                return batch.reason or "closed"
-            with self._batch_lock:
-                busy, idle = batch.busy, time.monotonic() - batch.last_used
-                every = all(oid in batch.taken for oid in batch.object_ids)
-            if not busy and every:
-                return "every object taken"
-            if not busy and idle > self.batch_idle_s:
-                return f"no LearnGoal used it for {self.batch_idle_s:g} s"
-            batch.closed.wait(0.1)
-
-    def _close_batch(self, batch: Batch) -> None:
-        """The batch is no longer open: its model stages stop (after the level in flight)."""
-        with self._batch_lock:
-            if self._batch is batch:
-                self._batch = None
-        batch.closed.set()
-        batch.elicitor.close()
-
-    def _batch_failed(self, goal_handle: Any, result: Any, message: str) -> Any:
+    def _failed(self, goal_handle: GoalHandle, result: Any, exc: Exception, what: str) -> Any:
+        """A goal (LearnGoal or LearnGoals) that ended without its result: the message says why; a
+        dependency that did not answer is named in `failed_node` (the planner ends its task)."""
         result.success = False
-        result.message = message
-        self.get_logger().warning(f"batch: {message}")
-        goal_handle.abort()
+        log = self.get_logger().warning
+        if isinstance(exc, RunStopped):
+            result.message, log = f"canceled: {printable(str(exc), 300)}; no goal learned", self.get_logger().info
+        elif isinstance(exc, DependencyFailed):
+            result.failed_node, result.message, log = "oversight", printable(str(exc), 500), self.get_logger().error
+        elif isinstance(exc, BatchRefused):
+            result.message = printable(str(exc), 500)
+        elif isinstance(exc, TaskLearningError):
+            result.message = f"error: {printable(str(exc), 500)}"
+        else:
+            result.message = f"internal error: {type(exc).__name__}: {exc}"
+            self.get_logger().error(f"{what} failed:\n{traceback.format_exc()}")
+        log(f"{what}: {result.message}")
+        if isinstance(exc, RunStopped) and goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        else:
+            goal_handle.abort()
         return result
 
-    def _feedback(self, goal_handle: Any, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
-        msg = LearnGoal.Feedback()
-        msg.stage = stage
-        msg.candidates_so_far = candidates
-        if outcome is not None:
-            msg.counts = convert.elicitation_counts_to_msg(_counts(outcome))
-        else:
-            msg.counts = convert.elicitation_counts_to_msg({"retrieved": candidates})
-        goal_handle.publish_feedback(msg)
+    def _feedback(self, goal_handle: GoalHandle, stage: str, candidates: int, outcome: ElicitationResult | None) -> None:
+        counts = paper_counts(outcome) if outcome is not None else {"retrieved": candidates}
+        goal_handle.publish_feedback(LearnGoal.Feedback(stage=stage, candidates_so_far=candidates,
+                                                        counts=convert.elicitation_counts_to_msg(counts)))
 
     def _fill(self, result: Any, outcome: ElicitationResult) -> None:
         result.success = outcome.chosen is not None
-        detail = f"; {'; '.join(outcome.errors[:3])}" if outcome.errors else ""
-        chosen = f": {outcome.chosen.text}" if outcome.chosen else ""
-        result.message = (f"{outcome.condition.value} {outcome.object_id}: {outcome.outcome}{chosen} "
-                          f"({len(outcome.candidates)} candidates, {outcome.usage.calls} calls, "
-                          f"{outcome.usage.failures} failures){detail}")
+        result.message = verdict_line(outcome)
         if outcome.chosen is not None:
             result.chosen = convert.goal_candidate_to_msg(outcome.chosen)
         result.candidates = [convert.goal_candidate_to_msg(c) for c in outcome.candidates]
         result.usage = convert.llm_usage_to_msg(outcome.usage)
-        result.counts = convert.elicitation_counts_to_msg(_counts(outcome))
+        result.counts = convert.elicitation_counts_to_msg(paper_counts(outcome))
         if outcome.oversight is not None:
             if outcome.chosen is not None:
                 result.confirmation_id = outcome.oversight.confirmation_id
@@ -562,50 +388,6 @@ class GoalElicitationNode(Node):
             # from its own check of confirmation_id, not from this field.
             result.confirmed_by = outcome.oversight.confirmed_by
             result.oversight_status = outcome.oversight.status.value
-
-
-MAX_TEXT_CHARS = 200  # task, object id, condition
-MAX_CONTEXT = 20  # user-context sentences (STARS*)
-MAX_CONTEXT_CHARS = 500
-
-
-def _check_request(goal: Any, fields: tuple[str, ...] = ("task", "object_id", "condition", "batch_id")) -> None:
-    """Sizes and characters of a LearnGoal (or LearnGoals) request: TaskLearningError saying which field."""
-    for name in fields:
-        value = getattr(goal, name)
-        if len(value) > MAX_TEXT_CHARS:
-            raise TaskLearningError(f"{name}: {len(value)} characters, at most {MAX_TEXT_CHARS}")
-        if printable(value) != value:
-            raise TaskLearningError(f"{name}: control characters are not allowed")
-    if len(goal.context) > MAX_CONTEXT:
-        raise TaskLearningError(f"context: {len(goal.context)} sentences, at most {MAX_CONTEXT}")
-    for i, sentence in enumerate(goal.context):
-        if len(sentence) > MAX_CONTEXT_CHARS or printable(sentence) != sentence:
-            raise TaskLearningError(f"context[{i}]: at most {MAX_CONTEXT_CHARS} printable characters")
-
-
-def _stages_ended(states: ObjectStates, object_id: str, future: Any) -> None:
-    """A prefetched object's model stages ended: elicited, or failed (its LearnGoal then elicits it
-    on its own); a cancelled one (the batch closed) keeps its state."""
-    if future.cancelled():
-        return
-    state = ObjectState.FAILED if future.exception() is not None else ObjectState.ELICITED
-    states.set(object_id, state, only_from=(ObjectState.ELICITING,))
-
-
-def _progress_msgs(states: ObjectStates | list[tuple[str, str, str]]) -> list[ObjectProgress]:
-    snapshot = states.snapshot() if isinstance(states, ObjectStates) else states
-    return [ObjectProgress(object_id=oid, state=state, detail=detail) for oid, state, detail in snapshot]
-
-
-def _counts(outcome: ElicitationResult) -> dict[str, int]:
-    """The STARS paper's per-object counts: goals retrieved; proposed/sourced/user effort from oversight."""
-    counts = {"retrieved": len(outcome.candidates)}
-    if outcome.oversight is not None:
-        counts.update(outcome.oversight.counts.to_dict())
-    else:
-        counts["sourced"] = 1 if outcome.chosen is not None else 0
-    return counts
 
 
 def main(args: list[str] | None = None, signals: StopSignals | None = None) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, Pose, Quaternion
@@ -40,6 +40,10 @@ from task_learning.types import (
     WorldState,
 )
 from task_learning_interfaces import msg as m
+
+if TYPE_CHECKING:
+    from task_learning.planning.loop import ObjectReport
+    from task_learning.planning.service import TaskOutcome
 
 # ---------------------------------------------------------------------------------------------
 # Scalars: time, JSON values, rotations
@@ -637,3 +641,41 @@ def llm_state_from_msg(msg: m.LLMState) -> dict[str, Any]:
     return {"key_objects": list(msg.key_objects),
             "objects": {o.name: list(o.attributes) for o in msg.objects},
             "summary": msg.summary}
+
+
+# ---------------------------------------------------------------------------
+# A task's progress and outcome (the planner's PerformTask)
+
+
+def object_progress_to_msgs(snapshot: Iterable[tuple[str, str, str]]) -> list[m.ObjectProgress]:
+    """Every object's (id, state, detail), as PerformTask's and LearnGoals' feedback carry them."""
+    return [m.ObjectProgress(object_id=oid, state=state, detail=detail) for oid, state, detail in snapshot]
+
+
+def object_outcome_to_msg(report: ObjectReport) -> m.TaskObjectOutcome:
+    """One object's outcome: the goal in words and literals, who confirmed it, reached or why not."""
+    detail = f" ({report.message})" if report.message else ""
+    grounded = bool(report.literals)
+    return m.TaskObjectOutcome(
+        object_id=report.object_id, success=report.outcome == "done",
+        message=f"{report.context}: {report.outcome}, goal from {report.goal_source or '-'}{detail}",
+        goal=m.GoalCandidate(text=report.goal, parent_id=-1, analyzed=grounded, viable=grounded,
+                             literals=[goal_literal_to_msg(lit) for lit in report.literals]),
+        outcome=report.outcome, goal_source=report.goal_source, confirmed_by=report.confirmed_by)
+
+
+def fill_task_result(result: Any, outcome: TaskOutcome, episode_summary: str = "") -> None:
+    """PerformTask's result from the task's outcome: the verdict, the completion measure, the STARS
+    paper's counts, the LLM usage and every object's outcome."""
+    metrics, summary = outcome.metrics, outcome.summary
+    result.success = summary.success
+    result.message = summary.message + (f"; {episode_summary}" if episode_summary else "")
+    result.incomplete = summary.reasons
+    result.satisfied = metrics.satisfied
+    result.total = metrics.assertions
+    result.completion = metrics.completion / 100.0
+    result.counts = elicitation_counts_to_msg({
+        "retrieved": metrics.retrieved, "proposed": metrics.proposed, "sourced": metrics.sourced,
+        "instructions": metrics.instructions, "yes_no": metrics.yes_no, "words": metrics.words})
+    result.usage = llm_usage_to_msg(metrics.usage)
+    result.objects = [object_outcome_to_msg(r) for r in outcome.reports]

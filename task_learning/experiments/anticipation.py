@@ -24,10 +24,10 @@ from task_learning.kb.store import KnowledgeBase
 
 CONDITIONS = (("human alone", "none", False), ("Base8", "base8", False), ("proposed", "proposed", False),
               ("proposed+O", "proposed", True))
-NO_TABLE = ("Seed 002 gives no table of results (only execution traces), so these figures have no paper "
-            "row beside them.")
+NO_TABLE = ("The task-anticipation paper gives no table of results (only execution traces), so these figures "
+            "have no paper row beside them.")
 OFFLINE_NOTE = ("The offline model is not a language model: hand-written household habits, written after "
-                "reading the seed's traces and not adjusted to these days or the validator. Its figures show "
+                "reading the paper's traces and not adjusted to these days or the validator. Its figures show "
                 "the pipeline (anticipation, validation, oversight, Base8's corrections) working and what it "
                 "costs, not how an LLM anticipates a routine.")
 
@@ -84,7 +84,7 @@ def format_table(rows: list[dict[str, Any]], llm: str = "offline",
     day and condition, run in the same command; then each row's trials, wall time and load."""
     head = (f"{'day':<14}{'condition':<20}{'steps':>6}{'P1 %':>6}{'R1 %':>6}{'P %':>6}{'R %':>6}"
             f"{'LLM P %':>8}{'LLM R %':>8}{'calls':>7}{'tokens':>8}{'corr':>6}{'over':>6}{'asked':>6}{'yes':>5}")
-    lines = [f"Task anticipation (seed 002), LLM: {llm}", head]
+    lines = [f"Task anticipation, LLM: {llm}", head]
     twins = standin_by_row(standin or ())
     for source, title in (("trace", "days of the traces"), ("ours", "our days (held out)")):
         part = [r for r in rows if r["source"] == source]

@@ -147,7 +147,7 @@ def format_table(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], *, w
         title.rjust(w) for (_, title, _), w in zip(COLUMNS, widths))
     kind = ("calibrated: one of the paper's scenes" if scene_kind(scene) == "calibrated"
             else "held-out: not a scene of the paper")
-    title = (f"Seed 000 Table 2 layout: {scene} ({kind}; LLM: {llm}; tokens counted by "
+    title = (f"STARS paper's Table 2 layout: {scene} ({kind}; LLM: {llm}; tokens counted by "
              f"{tokenizer_for(llm)})")
     lines = [title, header, "-" * len(header)]
     for label, data in rows:

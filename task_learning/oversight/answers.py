@@ -21,7 +21,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from task_learning.oversight.phrasing import clean_goal_text, count_words, goal_sentence
+from task_learning.oversight.phrasing import clean_goal_text, copula, count_words, goal_sentence
 from task_learning.types import AnswerKind, ConfirmationRequest, GoalCandidate
 
 _YES = frozenset({
@@ -83,6 +83,8 @@ def interpret_reply(request: ConfirmationRequest, text: str) -> Reply:
         return _again(request, "An empty answer")
     if word in _UNSURE or word.rstrip("?").strip() in _UNSURE:
         return _again(request, f"'{_short(said)}' is not an answer the robot can act on")
+    if _both_yes_and_no(word):  # "yes no", "no, yes": not a goal in words, and not one answer
+        return _again(request, f"'{_short(said)}' says both yes and no")
     if word in _YES:
         if request.wants_description:
             return _again(request, "This question asks for the goal in words, not for a yes")
@@ -98,6 +100,14 @@ def interpret_reply(request: ConfirmationRequest, text: str) -> Reply:
     if not count_words(said):
         return _again(request, f"'{_short(said)}' has no words")
     return Reply(AnswerKind.DESCRIPTION, said)
+
+
+def _both_yes_and_no(word: str) -> bool:
+    """Only yes-words and no-words, of both kinds ("yes no", "no yes", "yeah nope")."""
+    tokens = word.split()
+    if len(tokens) < 2 or not all(t in _YES or t in _NO for t in tokens):
+        return False
+    return any(t in _YES for t in tokens) and any(t in _NO for t in tokens)
 
 
 def _again(request: ConfirmationRequest, why: str) -> Reply:
@@ -192,7 +202,7 @@ def goal_sentence_from_words(words: str, noun: str) -> str:
             who = match.groupdict().get("subject") or "it"
             who = subject if re.fullmatch(_PRONOUN, who) else who
             place = _with_article(match.group("place"))
-            verb = "are" if " and " in who else "is"
+            verb = "are" if " and " in who or (who == subject and copula(noun) == "are") else "is"
             clause = f"{who} {verb} {_preposition(match.group('prep'))} {place}"
             break
     if match is None and _COPULA.search(first):  # "the mug is in the fridge, closed"
@@ -204,7 +214,7 @@ def goal_sentence_from_words(words: str, noun: str) -> str:
         if match is None or not (_ARTICLE.match(first) or count_words(match.group("place")) <= 3):
             return goal_sentence(text)
         place = _with_article(match.group("place"))  # "the cupboard": where it goes
-        clause = f"{subject} is in {place}"
+        clause = f"{subject} {copula(noun)} in {place}"
     if match is not None and match.groupdict().get("more"):
         rest.insert(0, match.group("more"))
     clauses = [clause] + [_state_clause(_LEAD.sub("", part), place or subject) for part in rest]

@@ -41,6 +41,7 @@ from task_learning.productions.families import (
     load_kitchen,
     instance_world,
     make_instance,
+    readable_task,
     successes,
     variable_domain,
 )
@@ -213,7 +214,7 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
             alone = episode.llm_decisions == 0 and statements == 0 and episode.outcome == "done"
             clean = clean + 1 if alone else 0
             if report:
-                report(f"bootstrap {family} #{index + 1}: {instance.task}: {episode.outcome}, {episode.steps} steps, "
+                report(f"bootstrap {family} #{index + 1}: {readable_task(instance.task)}: {episode.outcome}, {episode.steps} steps, "
                        f"{episode.llm_decisions} LLM decisions, {statements} world-knowledge statements, "
                        f"{len(episode.learned)} new productions")
             if clean >= settings.streak and index + 1 >= len(domain):
@@ -464,7 +465,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
                 client.raise_if_unavailable()
                 results.append(result)
                 if report:
-                    report(f"{agent} {instance.scene} {instance.task}: {result.succeeded}/{result.units}, "
+                    report(f"{agent} {instance.scene} {readable_task(instance.task)}: {result.succeeded}/{result.units}, "
                            f"{result.steps} steps, {result.llm_calls} LLM calls")
     t_tests = {"bootstrapped": {f: t.to_dict() | {"paper_p": PAPER_T_TEST_P.get(f)}
                                 for f, t in steps_t_tests(results).items()}}

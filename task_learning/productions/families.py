@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
@@ -35,6 +36,16 @@ PATTERNS = {
     "slice": "slice a/an <object>",
     "clear": "clear the countertops",
 }
+_A_AN = re.compile(r"\ba/an (?=([A-Za-z]))")
+
+
+def readable_task(task: str) -> str:
+    """A task as a person reads it: 'slice a/an lettuce' -> 'slice a lettuce', 'find a/an apple' ->
+    'find an apple'. Only for what is printed: the task text itself keeps the paper's 'a/an', which
+    the production rules' patterns ('slice a/an <object>') match; a pattern is left as it is."""
+    return _A_AN.sub(lambda m: "an " if m.group(1).lower() in "aeiou" else "a ", task)
+
+
 CURRICULUM = ("explore", "find", "pick_place", "slice", "clear")
 TEST_FAMILIES = ("find", "slice", "clear")
 STORAGE_TYPES = ("Cabinet", "Drawer", "Fridge", "CounterTop", "Shelf")

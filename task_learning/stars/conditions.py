@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Sequence
 
 from task_learning.errors import TaskLearningError
 
@@ -74,3 +75,11 @@ def paper_selection_context(condition: Condition, scene: object) -> tuple[str, .
         raise TaskLearningError(f"STARS* is defined by the paper for tidy kitchen only (footnote 3);"
                                 f" {name} has no selection_context: use STARS+CTX for user context")
     return sentences
+
+
+def user_context(condition: Condition, given: Sequence[str], scene_context: Sequence[str] = ()) -> list[str]:
+    """STARS+CTX's user-context sentences: the ones given (blank ones dropped), else the scene's;
+    [] for a condition without user context."""
+    if not flags(condition).user_context:
+        return []
+    return [s for s in given if s.strip()] or list(scene_context)

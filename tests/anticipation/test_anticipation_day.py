@@ -163,7 +163,7 @@ def test_experiment_table_one_day():
 def test_cli_experiment_anticipation(capsys):
     assert main(["experiment", "--paper", "anticipation"]) == 0
     out = capsys.readouterr().out
-    assert "Seed 002 gives no table of results" in out and "not a language model" in out
+    assert "The task-anticipation paper gives no table of results" in out and "not a language model" in out
     assert "our days (held out)" in out
 
 

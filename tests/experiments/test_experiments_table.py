@@ -12,7 +12,7 @@ def test_rows_are_followed_by_the_papers_and_missing_figures_print_as_dashes():
                          "instructions": 57, "yes_no": 43, "words": 119}),
             ("Trial #2", {"completion": 100.0, "words": 2})]
     text = format_table("tidy_kitchen", rows).splitlines()
-    assert text[0].startswith("Seed 000 Table 2 layout: tidy_kitchen (calibrated")
+    assert text[0].startswith("STARS paper's Table 2 layout: tidy_kitchen (calibrated")
     assert "cl100k_base" in text[0]
     ours = next(line for line in text if line.startswith("STARS+O"))
     paper = next(line for line in text if line.strip().startswith("(paper STARS+O)"))

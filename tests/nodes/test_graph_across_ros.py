@@ -18,7 +18,7 @@ from task_learning.world.scene import load_scene
 from tests.ros_testing import RosGraph, wait_until
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.action import PerformTask  # noqa: E402
+from task_learning_interfaces.action import LearnGoals, PerformTask  # noqa: E402
 from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
 from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
 
@@ -137,6 +137,101 @@ def test_cancel_while_the_batch_elicits_ends_cleanly_with_nothing_stored(ros_gra
         assert list(pending) == []
         with KnowledgeBase(db) as kb:
             assert not [row for row in kb.question_log() if row["answer"] in ("yes", "description")]
+    finally:
+        ros.close()
+        code, out = graph.stop(signal.SIGINT, timeout=60)
+    assert code == 0, out[-3000:]
+
+
+def test_another_clients_learn_goals_is_refused_and_the_running_task_completes(ros_graph, tmp_path):
+    """Issue 40: an anonymous LearnGoals sent while PerformTask ran replaced the planner's batch, and
+    an object of the running task ended "canceled while the model stages ran; no goal learned". A
+    batch belongs to its sender: the other client's is refused, the task learns every object."""
+    db = tmp_path / "kb.sqlite"
+    # 0.2 s per round trip: the planner's batch is still eliciting when the other client sends its own.
+    graph = _bringup(ros_graph, db, "--param", "goal_elicitation.llm_latency_s:=0.2")
+    operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "120", "--db", str(db))
+    ros = ros_graph.client("hostile_batch_test")
+    try:
+        task_action = ActionClient(ros.node, PerformTask, "perform_task")
+        batch_action = ActionClient(ros.node, LearnGoals, "learn_goals")
+        assert task_action.wait_for_server(timeout_sec=120) and batch_action.wait_for_server(timeout_sec=120)
+        feedback: list = []
+        handle = ros.wait_future(task_action.send_goal_async(
+            PerformTask.Goal(task=TASK, scene=SCENE, condition="STARS+O"),
+            feedback_callback=lambda message: feedback.append(message.feedback)), 60, "goal")
+        assert handle.accepted
+        result_future = handle.get_result_async()
+        wait_until(lambda: any(p.state == "eliciting" for f in list(feedback) for p in f.objects), 180,
+                   "an object eliciting in the planner's batch")
+        order = task_order(load_scene(SCENE), _world_metadata())
+        attack = ros.wait_future(batch_action.send_goal_async(
+            LearnGoals.Goal(task=TASK, object_ids=order[:2], condition="STARS+O")), 60, "the other client's goal")
+        refused = ros.wait_future(attack.get_result_async(), 60, "the other client's result").result
+        assert not refused.success and refused.message.startswith("refused: batch "), refused.message
+        assert "of another client is open" in refused.message
+
+        result = ros.wait_future(result_future, 800, "the task's result").result
+        assert result.success, result.message
+        canceled = [o.message for o in result.objects if "cancel" in o.message]
+        assert not canceled, canceled
+        assert {o.object_id for o in result.objects} >= set(order)
+        assert "replaced by batch" not in graph.output
+        graph.wait_for_line(r"batch \w+ for 'tidy kitchen' closed: (every object taken|closed by the client)",
+                            timeout=60)
+    finally:
+        ros.close()
+        operator.close()
+        code, out = graph.stop(signal.SIGINT, timeout=60)
+    assert code == 0, out[-3000:]
+
+
+def test_a_task_whose_batch_is_refused_still_learns_every_goal_and_the_other_batch_goes_on(ros_graph, tmp_path):
+    """The other side of the rule: while another client's batch is open, the planner's is refused;
+    its objects are then elicited one by one (the same goals), and the other batch is not touched."""
+    db = tmp_path / "kb.sqlite"
+    graph = _bringup(ros_graph, db)
+    operator = ros_graph.start_cli("operator", "--simulated", SCENE, "--wait", "120", "--db", str(db))
+    ros = ros_graph.client("first_batch_test")
+    try:
+        batch_action = ActionClient(ros.node, LearnGoals, "learn_goals")
+        assert batch_action.wait_for_server(timeout_sec=120)
+        order = task_order(load_scene(SCENE), _world_metadata())
+        other = ros.wait_future(batch_action.send_goal_async(
+            LearnGoals.Goal(task=TASK, object_ids=order[:3], condition="STARS+O")), 60, "the other client's goal")
+        other_result = other.get_result_async()
+        graph.wait_for_line(r"batch \w+: 'tidy kitchen', STARS\+O", timeout=120)
+
+        result, _ = ros.send_goal(PerformTask, "perform_task",
+                                  PerformTask.Goal(task=TASK, scene=SCENE, condition="STARS+O"), timeout=800)
+        assert result.success, result.message
+        assert not [o.message for o in result.objects if "cancel" in o.message]
+        graph.wait_for_line(r"learn_goals refused: batch \w+ for 'tidy kitchen' of another client is open", timeout=60)
+        assert not other_result.done()  # the other client's batch is still open
+        ros.wait_future(other.cancel_goal_async(), 60, "cancel")
+        closed = ros.wait_future(other_result, 120, "the other client's result").result
+        assert closed.success and closed.message.startswith("closed by the client"), closed.message
+    finally:
+        ros.close()
+        operator.close()
+        code, out = graph.stop(signal.SIGINT, timeout=60)
+    assert code == 0, out[-3000:]
+
+
+def test_perform_task_for_another_scene_than_perceptions_is_refused_naming_it(ros_graph, tmp_path):
+    """Issue 40: PerformTask for store_groceries on a tidy_kitchen graph reported "partial, completion
+    12.5 %" and SUCCEEDED; it is refused, naming the scene perception has, before anything runs."""
+    db = tmp_path / "kb.sqlite"
+    graph = _bringup(ros_graph, db)
+    ros = ros_graph.client("other_scene_test")
+    try:
+        result, _ = ros.send_goal(PerformTask, "perform_task",
+                                  PerformTask.Goal(task="store groceries", scene="store_groceries", condition="STARS"),
+                                  timeout=300)
+        assert not result.success
+        assert "perception has scene 'tidy_kitchen'" in result.message, result.message
+        assert result.total == 0 and not result.objects
+        assert _goals(db) == {}
     finally:
         ros.close()
         code, out = graph.stop(signal.SIGINT, timeout=60)

@@ -265,3 +265,17 @@ def test_world_state_builder_reuses_unchanged_objects_and_sees_changes():
     assert third.objects == convert.world_state_msg_from_metadata(metadata).objects
     metadata["objects"].pop()
     assert [o.object_id for o in builder.build(metadata).objects] == ["Mug|1"]
+
+
+def test_the_demo_prints_literals_the_one_way_the_project_does():
+    """Issue 40: the demo printed `!open(Fridge|1)` where everything else prints `false:open(Fridge|1)`."""
+    from task_learning.planning.loop import ObjectReport
+    from task_learning_nodes.clients.demo import object_row
+
+    report = ObjectReport("Butter|1", "butter on the counter", "done", goal="the goal is that the butter is in "
+                          "the fridge and the fridge is closed", goal_source="elicited",
+                          literals=[GoalLiteral("inside", ("Butter|1", "Fridge|1")),
+                                    GoalLiteral("open", ("Fridge|1",), Truth.FALSE)])
+    row = object_row(convert.object_outcome_to_msg(report))
+    assert row["literals"] == [str(lit) for lit in report.literals] == ["inside(Butter|1, Fridge|1)",
+                                                                       "false:open(Fridge|1)"]

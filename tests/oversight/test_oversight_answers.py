@@ -72,6 +72,14 @@ def test_no_answer_is_asked_again_with_what_is_expected(text):
         assert "please" in reply.hint and ("yes or no" in reply.hint or "in words" in reply.hint)
 
 
+@pytest.mark.parametrize("text", ["yes no", "no yes", "Yes, no.", "yeah nope"])
+def test_yes_and_no_at_once_is_asked_again_not_taken_as_a_goal(text):
+    """Issue 40: "yes no" was taken as a goal description."""
+    for request in (PROPOSAL, WORDS):
+        reply = interpret_reply(request, text)
+        assert reply.answer is None and "says both yes and no" in reply.hint, reply
+
+
 def test_a_yes_to_a_question_asking_for_words_is_asked_again():
     reply = interpret_reply(WORDS, "yes")
     assert reply.answer is None and "in words" in reply.hint
@@ -199,3 +207,22 @@ def qapp_offscreen():
     from task_learning.oversight.qt_compat import QApplication
 
     return QApplication.instance() or QApplication([])
+
+
+def test_questions_use_the_right_article_and_agreement():
+    """Issue 40: "For a plastic cups", "For a eggs", "the paper plates is"."""
+    from task_learning.oversight.phrasing import description_question, proposal_question
+
+    goal = "the goal is that the eggs are in the fridge"
+    assert proposal_question("eggs on the counter", goal).startswith("For eggs on the counter is the goal that")
+    assert proposal_question("plastic cups in the bag", goal).startswith("For plastic cups in the bag is")
+    assert proposal_question("apple on the counter", goal).startswith("For an apple on the counter is")
+    assert proposal_question("mug in the dish rack", goal).startswith("For a mug in the dish rack is")
+    asked = description_question("paper plates in the bag")
+    assert asked.startswith("For paper plates in the bag, what is the goal?")
+    assert "the paper plates are in the ..." in asked
+    assert "the mug is in the ..." in description_question("mug in the dish rack")
+    assert goal_sentence_from_words("the cupboard", "paper plates") == \
+        "the goal is that the paper plates are in the cupboard"
+    assert goal_sentence_from_words("put them in the cupboard", "paper plates") == \
+        "the goal is that the paper plates are in the cupboard"

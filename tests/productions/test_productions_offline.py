@@ -302,3 +302,19 @@ def test_a_dead_endpoint_stops_bootstrapping_with_its_reason() -> None:
         bootstrap(productions, client, WorldKnowledge(), families_book({}),
                   settings=BootstrapSettings(families=("explore",)))
     assert len(productions) == 0
+
+
+def test_printed_tasks_read_with_proper_articles() -> None:
+    """Issue 40: the bootstrap's report printed "slice a/an lettuce". The task text keeps the paper's
+    'a/an' (the rules' patterns match it); what is printed reads as English."""
+    from task_learning.productions.families import readable_task
+
+    assert readable_task("slice a/an lettuce") == "slice a lettuce"
+    assert readable_task("find a/an apple") == "find an apple"
+    assert readable_task("pick and place a/an egg in/on a/an fridge") == "pick and place an egg in/on a fridge"
+    assert readable_task("slice a/an <object>") == "slice a/an <object>"  # a pattern stays a pattern
+    lines: list[str] = []
+    bootstrap(ProductionSet(), make_client("offline", cache=None), WorldKnowledge(), families_book({}),
+              settings=BootstrapSettings(families=("find",), seed=3, max_instances=2), report=lines.append)
+    assert lines and all("a/an" not in line for line in lines), lines
+    assert any(re.search(r": find an? \w+:", line) for line in lines), lines

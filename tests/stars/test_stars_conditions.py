@@ -121,6 +121,21 @@ def test_stars_ctx_puts_user_context_in_every_prompt():
     assert all(r.context["system_context"] == [] for r in seen) and "(CONTEXT)" not in seen[0].prompt
 
 
+def test_cli_names_the_chosen_goal_by_the_number_the_user_sees(capsys):
+    """Issue 40: `elicit` printed "selection: llm, answers [' 8']" and then chose #3: the model's
+    option number (viable goals only, lowest score first) is not a candidate's #id."""
+    code = cli_main(["elicit", "--scene", "tidy_kitchen", "--object", "Mug|2", "--condition", "STARS",
+                     "--llm", "offline"])
+    out = capsys.readouterr().out
+    assert code == 0
+    chosen = next(line for line in out.splitlines() if line.startswith("chosen: ")).split(": ", 1)[1].rsplit(" (", 1)[0]
+    listed = {line.split()[0]: line for line in out.splitlines() if line.startswith("  #")}
+    selection = next(line for line in out.splitlines() if line.startswith("selection: "))
+    number = selection.split("chose ", 1)[1].split()[0]
+    assert number in listed and listed[number].rstrip().endswith(chosen), (selection, listed.get(number))
+    assert "answers [" not in out
+
+
 def test_cli_json(capsys, tmp_path):
     from task_learning.testing.mug_example import build_mug_cassette
 

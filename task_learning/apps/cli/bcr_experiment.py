@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                      for i, row in enumerate(rows)],
         }, indent=2))
         return 0
-    print(f"BCR Table 1 (seed 004), paper mode: successes of {args.trials} seeded trials per task; LLM: {args.llm}"
+    print(f"BCR paper's Table 1, paper mode: successes of {args.trials} seeded trials per task; LLM: {args.llm}"
           + ("" if offline else f"; answers: {answers}"))
     print(format_table(rows, standin))
     if not offline:

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from task_learning_nodes.clients.demo import run_demo
+        from task_learning_nodes.clients.demo import nodes_on_domain, run_demo
     except ImportError as exc:
         raise TaskLearningError(f"the ROS layer is not available ({exc}); run `make setup`") from None
     baselines = tuple(b.strip().upper() for b in args.baselines.split(",") if b.strip())
@@ -40,5 +40,17 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise TaskLearningError(f"--baselines: unknown condition(s) {', '.join(unknown)} "
                                 f"(choose from {', '.join(CONDITIONS)})")
-    return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend, llm=args.llm,
-                    llm_options=llm_options(args))
+    import os
+
+    from task_learning.apps.domains import claim_domain
+
+    # A graph of its own: another demo on this machine (or any graph on the domain) is never reached.
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    claim = claim_domain(os.environ.get("ROS_DOMAIN_ID"), nodes_on_domain)
+    os.environ["ROS_DOMAIN_ID"] = str(claim.domain_id)  # the graph's nodes and this client inherit it
+    print(f"ROS graph on domain {claim.domain_id} (ROS_DOMAIN_ID={claim.domain_id} to watch it)", flush=True)
+    try:
+        return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend, llm=args.llm,
+                        llm_options=llm_options(args))
+    finally:
+        claim.close()

@@ -106,6 +106,8 @@ def _operator(answers: str, scene: Any, metadata: dict[str, Any], object_id: str
 
 
 def _print_human(result: Any) -> None:
+    from task_learning.stars.report import selection_line
+
     print(f"{result.condition.value} for {result.object_id} ({result.context.description}): {result.outcome}")
     for cand in result.candidates:
         mark = {True: "viable", False: "unviable", None: "-"}[cand.viable]
@@ -113,7 +115,7 @@ def _print_human(result: Any) -> None:
         print(f"  #{cand.candidate_id:<3} {cand.score:.4f} {cand.source.value:<14} {mark:<8} {cand.text}"
               + (f"  [{why}]" if why else ""))
     if result.selection is not None:
-        print(f"selection: {result.selection.method}, answers {result.selection.answers}")
+        print(selection_line(result.selection))
     if result.oversight is not None:
         print(f"oversight: {result.oversight.status.value}")
         for turn in result.oversight.transcript:
