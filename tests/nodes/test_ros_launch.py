@@ -248,7 +248,7 @@ def test_a_node_that_dies_ends_the_launch_with_an_error(ros_graph):
 def test_web_true_starts_the_web_operator_panel_beside_the_nodes_named(ros_graph):
     db = ros_graph.tmp / "kb.sqlite"
     launch = ros_graph.start(launch_args("nodes:=oversight", "web:=true", f"db:={db}"), name="ros2 launch web")
-    launch.wait_for_line(rf"web operator panel at http://127\.0\.0\.1:8765/ \(db {re.escape(str(db))}\)", timeout=90)
+    launch.wait_for_line(rf"web operator panel at http://127\.0\.0\.1:8770/ \(db {re.escape(str(db))}\)", timeout=90)
     code, text = launch.stop(signal.SIGINT, timeout=60)
     assert code == 0 and re.search(r"\[web_operator_node-\d+\]: process has finished cleanly", text), text[-3000:]
     assert not re.search(r"\[(perception|planner)_node", text)  # only the nodes named, and the panel

@@ -52,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     web.add_argument("--web-name", default="web", help="the operator the pairing code pairs (default web)")
     web.add_argument("--web-host", default="127.0.0.1",
                      help="address the panel listens on (default 127.0.0.1; another one needs TLS)")
-    web.add_argument("--web-port", type=bounded_int(0, 65535), default=8765,
-                     help="port of the panel (default 8765; 0: any free port)")
+    web.add_argument("--web-port", type=bounded_int(0, 65535), default=8770,
+                     help="port of the panel (default 8770; 0: any free port)")
     web.add_argument("--web-tls-cert", default="", help="TLS certificate (PEM) of the panel")
     web.add_argument("--web-tls-key", default="", help="TLS private key (PEM) of the panel")
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
