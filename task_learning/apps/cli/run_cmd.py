@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         data["episode"] = str(args.record)
     if args.json:
         print(json.dumps(data, indent=2))
-        return 0
+        return _exit_code(learner.reports, summary.success)
     print(f"{args.scene} {args.condition}: {summary.message}")
     for key in ("retrieved", "proposed", "sourced", "prompt_tokens", "completion_tokens",
                 "instructions", "yes_no", "words", "learned_goals_reused", "policies_reused"):
@@ -209,7 +209,21 @@ def run(args: argparse.Namespace) -> int:
     print("What was learned, per object (goal; its literals; who confirmed it; reached?):")
     for report in learner.reports:
         print(describe_report(report))
-    return 0
+    return _exit_code(learner.reports, summary.success)
+
+
+def _exit_code(reports: list[ObjectReport], success: bool) -> int:
+    """1 when the operator went away (the terminal's input closed) and the result is partial: a
+    run that could not be finished is no success; else 0 (a partial result for other reasons,
+    a refusal or a goal not reached, is what the run learned and says so)."""
+    from task_learning.oversight.flow import OPERATOR_GONE_REASON
+
+    gone = sum(OPERATOR_GONE_REASON in (r.message or "") for r in reports)
+    if success or not gone:
+        return 0
+    print(f"task-learning run: the operator went away (the terminal's input closed): partial result, "
+          f"{gone} object(s) without a goal for it", file=sys.stderr)
+    return 1
 
 
 def _episode_bus(args: argparse.Namespace, spec: RunSpec) -> EpisodeBus | None:
