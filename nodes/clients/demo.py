@@ -17,6 +17,7 @@ same folder prints what the first one printed.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -232,5 +233,19 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     if llm == "offline":
         print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
     plot = plot_rows(scene, rows, workdir / f"table2_{scene}.png")
-    print(f"\nplot: {plot}\nknowledge base: {db} (inspect with `task-learning kb show --db {db}`)")
+    print(f"\nplot: {plot}\nknowledge base: {db} (inspect with `{cli_command()} kb show --db {db}`)")
     return 0
+
+
+def cli_command(bin_dir: Path = BIN) -> str:
+    """How to call `task-learning` from the shell the demo ran in: its bare name when that finds
+    this very script, else its path (`.venv/bin/task-learning` after `make demo`, whose venv the
+    shell has not activated)."""
+    script = bin_dir / "task-learning"
+    found = shutil.which("task-learning")
+    if not script.exists() or (found and Path(found).resolve() == script.resolve()):
+        return "task-learning"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)

@@ -31,6 +31,7 @@ from sensor_msgs.msg import Image
 from task_learning.errors import TaskLearningError
 from task_learning.kb.store import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.oversight.pairing import OperatorCredentials
+from task_learning.oversight.web.limits import WebLimits
 from task_learning.oversight.web.server import WebPanel, WebServer, WebSettings, panel_url
 from task_learning.stop_signals import StopSignals
 from task_learning.types import AnswerKind, ConfirmationRequest
@@ -49,7 +50,7 @@ class Parameters(NodeParameters):
 
     host: str = param("127.0.0.1", "Address the panel listens on; anything but loopback (127.0.0.1, ::1, "
                       "localhost) needs tls_certfile and tls_keyfile")
-    port: int = param(8765, "TCP port of the panel (0: any free port, logged at start)", min=0, max=65535)
+    port: int = param(8770, "TCP port of the panel (0: any free port, logged at start)", min=0, max=65535)
     tls_certfile: str = param("", "TLS certificate chain (PEM) for https; with tls_keyfile")
     tls_keyfile: str = param("", "TLS private key (PEM) for https; with tls_certfile")
     allowed_hosts: str = param("", "Comma-separated host names the page may be reached by besides host and "
@@ -60,6 +61,11 @@ class Parameters(NodeParameters):
                            "operator (the oversight node's own `operators` applies too)")
     answers_per_minute: int = param(30, "Answers one operator may send per minute; more are refused (429)",
                                     min=1, max=100000)
+    max_connections: int = param(100, "Open connections the panel keeps at most; beyond it, the oldest that has "
+                                 "not sent a request is closed (docs/web-panel.md, Limits)", min=4, max=10000)
+    header_timeout_s: float = param(10.0, "Seconds a connection has to send a complete request header",
+                                    min=0.5, max=600.0)
+    body_timeout_s: float = param(10.0, "Seconds a request has to send its body", min=0.5, max=600.0)
     camera_topics: str = param(CAMERA_TOPICS, "Comma-separated sensor_msgs/Image topics; the latest frame "
                                "when a question arrives is shown with it (empty: no images)")
 
@@ -181,7 +187,9 @@ class WebOperatorNode(Node):
             host=params.host, port=params.port, tls_certfile=params.tls_certfile,
             tls_keyfile=params.tls_keyfile, answers_per_minute=params.answers_per_minute,
             allowed_hosts=tuple(h.strip() for h in params.allowed_hosts.split(",") if h.strip()),
-            operators=frozenset(n.strip() for n in params.operators.split(",") if n.strip()))
+            operators=frozenset(n.strip() for n in params.operators.split(",") if n.strip()),
+            limits=WebLimits(max_connections=params.max_connections, header_timeout_s=params.header_timeout_s,
+                             body_timeout_s=params.body_timeout_s))
         settings.check()  # before anything is opened: a bad address or TLS file is one line, exit 2
         self.kb = KnowledgeBase(db_path)
         group = ReentrantCallbackGroup()

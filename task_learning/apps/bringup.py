@@ -4,9 +4,12 @@ ROS 2 wheels from PyPI does not have), with the parameter files under config/nod
 Each node runs as `python -m task_learning_nodes.plumbing.entry <module> --ros-args --params-file <file>
 [-p key:=value ...]`, which is what `ros2 run task_learning <executable>` and the launch files do
 on a full ROS 2 install (the entry catches Ctrl-C before the node's imports).
-Ctrl-C / SIGTERM are forwarded to every node as SIGINT (their clean-shutdown signal); a node that
-dies is reported with its exit code and, by default, the others are stopped too. Nodes that do
-not respond within the shutdown timeout are terminated, then killed.
+Ctrl-C / SIGTERM stop every node with SIGTERM: a node that has installed its stop handlers (the
+entry does so before the node's imports) takes it exactly as SIGINT, a clean stop with exit 0;
+one still in Python's own start-up, before the entry's first line, ends quietly by the default
+action, where a SIGINT printed "Fatal Python error: init_import_site" and KeyboardInterrupt
+tracebacks. A node that dies is reported with its exit code and, by default, the others are
+stopped too. Nodes that do not stop within the shutdown timeout are killed.
 
 Pure Python: this module never imports rclpy (the nodes do, in their own processes).
 """
@@ -311,13 +314,13 @@ class Bringup:
         return 1 if died else 0
 
     def stop_all(self) -> None:
-        """SIGINT to every live node, then SIGTERM, then SIGKILL, each after the timeout."""
-        for sig, wait_s in ((signal.SIGINT, self.shutdown_timeout_s), (signal.SIGTERM, self.shutdown_timeout_s),
-                            (signal.SIGKILL, 5.0)):
+        """SIGTERM to every live node, then SIGKILL after the shutdown timeout."""
+        stopped_starting: set[int] = set()  # ended by SIGTERM's default action: before their handlers
+        for sig, wait_s in ((signal.SIGTERM, self.shutdown_timeout_s), (signal.SIGKILL, 5.0)):
             alive = [n for n in self.running if n.process.poll() is None]
             if not alive:
                 break
-            if sig != signal.SIGINT:
+            if sig != signal.SIGTERM:
                 log.warning("%s did not stop in time: sending %s", ", ".join(n.launch.spec.name for n in alive),
                             sig.name)
             for node in alive:
@@ -331,15 +334,24 @@ class Bringup:
                     node.process.wait(timeout=max(0.0, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     pass
+                if sig == signal.SIGTERM and node.process.poll() == -signal.SIGTERM:
+                    stopped_starting.add(node.process.pid)
         for node in self.running:
-            code = node.process.poll()
-            if not node.reported:
-                node.reported = True
-                if code == 0:
-                    log.info("node %s stopped cleanly", node.launch.spec.name)
-                else:
-                    log.warning("node %s stopped: %s", node.launch.spec.name,
-                                describe_exit(code) if code is not None else "still running after SIGKILL")
+            self._report_stop(node, node.process.pid in stopped_starting)
+
+    @staticmethod
+    def _report_stop(node: RunningNode, while_starting: bool) -> None:
+        code = node.process.poll()
+        if node.reported:
+            return
+        node.reported = True
+        if code == 0:
+            log.info("node %s stopped cleanly", node.launch.spec.name)
+        elif while_starting:
+            log.info("node %s stopped while it was starting (before its stop handlers)", node.launch.spec.name)
+        else:
+            log.warning("node %s stopped: %s", node.launch.spec.name,
+                        describe_exit(code) if code is not None else "still running after SIGKILL")
 
 
 def run_bringup(

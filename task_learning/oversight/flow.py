@@ -26,7 +26,7 @@ from enum import Enum
 from typing import Any, Callable, Protocol, Sequence
 
 from task_learning.oversight.answers import goal_sentence_from_words, object_noun
-from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
+from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator, OperatorGone
 from task_learning.stopping import DependencyFailed, RunStopped
 from task_learning.oversight.phrasing import (
     count_words,
@@ -59,11 +59,15 @@ class Analysis(Protocol):
     literals: Sequence[GoalLiteral]
 
 
+OPERATOR_GONE_REASON = "the operator's input closed (nobody is left to answer)"
+
+
 class OversightStatus(str, Enum):
     CONFIRMED = "confirmed"  # the operator said yes to a proposed candidate
     DESCRIBED = "described"  # the operator described a viable goal in words
     TIMEOUT = "timeout"  # no answer in time: no goal
     OPERATOR_FAILED = "operator_failed"  # the operator raised / is unreachable: no goal
+    OPERATOR_GONE = "operator_gone"  # the operator's input closed: no goal, nobody asked again
     DECLINED = "declined"  # the operator said "no" when asked for a description
     GAVE_UP = "gave_up"  # every description allowed was unusable
 
@@ -76,6 +80,7 @@ class OversightStatus(str, Enum):
 _NO_GOAL_REASONS = {
     OversightStatus.TIMEOUT: "the operator did not answer in time",
     OversightStatus.OPERATOR_FAILED: "the operator could not be asked",
+    OversightStatus.OPERATOR_GONE: OPERATOR_GONE_REASON,
     OversightStatus.DECLINED: "the operator refused every proposal and gave no goal",
     OversightStatus.GAVE_UP: "no usable goal: the proposals were refused and the descriptions could not be used",
 }
@@ -187,6 +192,7 @@ class _Dialogue:
         self.new_request_id = new_request_id
         self.counts = OversightCounts()
         self.transcript: list[Turn] = []
+        self.gone = False  # the operator's input closed (OperatorGone)
 
     def say(self, text: str, request_id: str = "") -> None:
         self.transcript.append(Turn(ROBOT, text, request_id))
@@ -200,6 +206,10 @@ class _Dialogue:
             answer = self.operator.ask(request)
         except (RunStopped, DependencyFailed):
             raise  # the whole goal ends (cancelled, or the oversight node stopped answering)
+        except OperatorGone as exc:
+            self.transcript.append(Turn("system", f"operator gone: {exc}", request.request_id))
+            self.gone = True
+            return None
         except Exception as exc:  # a dead operator must not become a confirmed goal
             log.error("operator %s failed on %s: %s", getattr(self.operator, "name", "?"),
                       request.request_id, exc)
@@ -227,7 +237,8 @@ class _Dialogue:
         the outcome that ends the dialogue with no goal (nothing unconfirmed goes on)."""
         answer = self.ask(request)
         if answer is None:
-            return self.outcome(OversightStatus.OPERATOR_FAILED, None, rejected)
+            status = OversightStatus.OPERATOR_GONE if self.gone else OversightStatus.OPERATOR_FAILED
+            return self.outcome(status, None, rejected)
         if _timed_out(answer):
             self.say("No answer in time; no goal is confirmed.", request.request_id)
             return self.outcome(OversightStatus.TIMEOUT, None, rejected)

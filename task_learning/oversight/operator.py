@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Protocol, runtime_checkable
 
+from task_learning.errors import TaskLearningError
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 
 
@@ -19,6 +20,13 @@ class Operator(Protocol):
     name: str
 
     def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer: ...
+
+
+class OperatorGone(TaskLearningError):
+    """The operator can no longer answer at all (a terminal's input closed): this question and
+    every later one end with no goal, and nobody is asked again (never consent). A
+    TaskLearningError: a layer that asks ends that question as for a dead operator and carries on;
+    the oversight flow names it (OversightStatus.OPERATOR_GONE) and the run exits non-zero."""
 
 
 # `ConfirmationAnswer.operator` of an answer nobody gave: the question timed out (or its operator

@@ -49,6 +49,8 @@ from task_learning.errors import TaskLearningError
 TOKEN_PREFIX = "tlop1"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 CODE_TTL_S = 600.0
+CODE_ID = re.compile(r"^[0-9A-F]{4}$")  # create_pairing_code: 2 random bytes, hex
+CODE_SECRET = re.compile(r"^[0-9A-F]{16}$")  # 8 random bytes, hex
 SIGNATURE_CHARS = 64  # hex sha256
 NONCE_WINDOW_S = 300.0  # how far a signed request's time may be from ours (clock skew, queueing)
 
@@ -254,7 +256,7 @@ class RateLimiter:
                 return max(0.001, self.window_s - (now - events[0]))
             events.append(now)
             if len(self._events) > 10000:  # forget idle keys rather than grow without bound
-                for other in [k for k, v in self._events.items() if not v]:
+                for other in [k for k, v in self._events.items() if not v or now - v[-1] >= self.window_s]:
                     del self._events[other]
             return 0.0
 
@@ -301,13 +303,20 @@ class OperatorRegistry:
 
     def redeem(self, code: str, client: str = "") -> str:
         """Trade a pairing code for a token; PairingError when it is wrong, used, expired, or when
-        attempts are over the rate limit (per client and in all)."""
-        wait = self._per_client.allow(client or "?") or self._total.allow("*")
+        attempts are over the rate limit.
+
+        The limits count the attempts at one code id (the code's first part): per client and in
+        all. Guessing a code's secret (64 bits) is thus held to `attempts_total` a window wherever
+        the guesses come from, while a flood of wrong codes from another process on the same
+        address (every local process is 127.0.0.1) does not lock the real operator out: the flood
+        does not know the id of the code on the robot's terminal. A text that is no code at all is
+        refused before it is counted (nothing is looked up for it)."""
+        code_id, _, secret = code.strip().upper().partition("-")
+        if not CODE_ID.match(code_id) or not CODE_SECRET.match(secret):
+            raise PairingError("not a pairing code (expected XXXX-XXXXXXXXXXXXXXXX)")
+        wait = self._per_client.allow(f"{client or '?'} {code_id}") or self._total.allow(code_id)
         if wait:
             raise PairingRateLimited(f"too many pairing attempts; try again in {wait:.0f} s")
-        code_id, _, secret = code.strip().upper().partition("-")
-        if not code_id or not secret:
-            raise PairingError("not a pairing code (expected XXXX-XXXXXXXXXXXXXXXX)")
         name = self.kb.use_pairing_code(code_id, verifier_of(secret), self._clock())
         if name is None:
             raise PairingError("pairing code unknown, already used or expired")

@@ -162,8 +162,13 @@ class QueueOperator:
                     break
                 self._cond.wait(min(remaining, 0.5))
             answer = slot.answer
+            closed = self._closed
             self._slots.pop(request.request_id, None)
-        if answer is None:
+        if answer is None and closed:
+            log.warning("question %s: not answered, the questions were closed (stopping); safe default %s",
+                        request.request_id, self.safe_default.value)
+            answer = timeout_answer(request, self.safe_default)
+        elif answer is None:
             log.warning("question %s: no answer in %.1f s, safe default %s", request.request_id,
                         timeout, self.safe_default.value)
             answer = timeout_answer(request, self.safe_default)

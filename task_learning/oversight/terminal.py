@@ -4,7 +4,9 @@ by `task-learning operator` for the ROS node's questions.
 A reply is read as `answers.interpret_reply` reads it for every front end: yes or no, a listed
 candidate's number, or the goal in plain words. Anything else ("maybe", an empty line, a yes to a
 question that asks for words) is asked again with a hint of what is expected, and is never sent;
-end of input is an absent operator (timeout), never consent. Each question says how long it has.
+end of input is an absent operator, never consent: the TerminalOperator then says once that its
+input closed and raises OperatorGone for that question and every later one without printing it
+(the run reports them as such and exits non-zero). Each question says how long it has.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import time
 from typing import TextIO
 
 from task_learning.oversight.answers import expected, interpret_reply, remaining_text
-from task_learning.oversight.operator import timeout_answer
+from task_learning.oversight.operator import OperatorGone
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 
 
@@ -56,13 +58,22 @@ class TerminalOperator:
 
     name = "terminal"
 
-    def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+    def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None,
+                 stderr: TextIO | None = None) -> None:
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
+        self.stderr = stderr or sys.stderr
+        self.gone = False  # the input closed: nobody is asked again
 
     def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+        if self.gone:
+            raise OperatorGone("the terminal's input is closed")
         got = prompt_answer(request, self.stdin, self.stdout)
         if got is None:
-            return timeout_answer(request)
+            self.gone = True
+            self.stderr.write("task-learning: the terminal's input closed (end of input): no further question "
+                              "is asked; each gets no goal, never a yes\n")
+            self.stderr.flush()
+            raise OperatorGone("the terminal's input closed")
         kind, text = got
         return ConfirmationAnswer(request.request_id, kind, text, self.name, time.time())

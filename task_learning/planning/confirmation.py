@@ -86,7 +86,8 @@ class GoalConfirmer:
         if outcome.status is OversightStatus.CONFIRMED:
             return ConfirmationVerdict(Confirmation.OPERATOR_YES, outcome.counts, "confirmed by the operator",
                                        outcome.confirmed_by, dict(outcome.provenance))
-        message = (outcome.status.reason if outcome.status in (OversightStatus.TIMEOUT, OversightStatus.OPERATOR_FAILED)
+        message = (outcome.status.reason if outcome.status in (OversightStatus.TIMEOUT, OversightStatus.OPERATOR_FAILED,
+                                                        OversightStatus.OPERATOR_GONE)
                    else "the operator did not confirm it")
         log.info("goal %r for %s not confirmed: %s", text, object_description, message)
         return ConfirmationVerdict(Confirmation.NONE, outcome.counts, message)

@@ -29,13 +29,21 @@ def test_run_prints_what_was_learned_per_object(tmp_path, capsys):
     assert again.count("; from the knowledge base; confirmed by simulated; reached") == 15, again
 
 
-def test_unanswered_questions_make_a_partial_result_that_says_why(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # a terminal operator who never answers
+def test_closed_input_is_said_once_no_one_is_asked_again_and_the_run_exits_non_zero(tmp_path, capsys, monkeypatch):
+    """Issue 40: end of input was "the operator did not answer in time" for every question, exit 0."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # the terminal's input is closed
     assert main(["run", "--scene", "store_groceries", "--condition", "STARS+O", "--operator", "terminal",
-                 "--db", str(tmp_path / "kb.sqlite")]) == 0
-    out = capsys.readouterr().out
+                 "--db", str(tmp_path / "kb.sqlite")]) == 1
+    captured = capsys.readouterr()
+    out, err = captured.out, captured.err
     summary = next(line for line in out.splitlines() if line.startswith("store_groceries STARS+O: "))
     assert summary.startswith("store_groceries STARS+O: partial, completion"), summary
-    assert "15 object(s) without a goal: not_confirmed: the operator did not answer in time" in summary
-    assert out.count("; confirmed by nobody; NOT reached: no_goal, not_confirmed: the operator did not "
-                     "answer in time") == 15, out[-3000:]
+    assert ("15 object(s) without a goal: not_confirmed: the operator's input closed (nobody is left to "
+            "answer)") in summary
+    assert out.count("Please ") == 1, out[-3000:]  # the first question only; no one is asked again
+    assert out.count("; confirmed by nobody; NOT reached: no_goal, not_confirmed: the operator's input "
+                     "closed") == 15, out[-3000:]
+    assert err.count("the terminal's input closed (end of input)") == 1, err
+    assert "task-learning run: the operator went away (the terminal's input closed): partial result, 15 " \
+           "object(s)" in err
+    assert "did not answer in time" not in out + err

@@ -171,3 +171,33 @@ def test_bringup_uses_the_graphs_one_default_knowledge_base(ros_graph, tmp_path)
     assert code == 0, text[-3000:]
     assert not (elsewhere / "artifacts").exists()
     assert "deprecated" not in text  # Fast DDS 3 warned per node when given its old profile variable
+
+
+def test_a_stop_reaches_a_node_still_in_pythons_start_up_without_a_traceback(tmp_path, caplog):
+    """Issue 40: a Ctrl-C of bringup while a node was still in Python's own start-up (before the
+    entry installs its handlers) printed "Fatal Python error: init_import_site" and tracebacks.
+    Here a node that has not installed handlers yet, and one that has."""
+    starting_err = tmp_path / "starting.err"
+    ready = tmp_path / "ready"
+    script = ("import signal, sys, time, pathlib\n"
+              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+              "signal.signal(signal.SIGINT, lambda *a: sys.exit(0))\n"
+              f"pathlib.Path({str(ready)!r}).write_text('up')\n"
+              "time.sleep(60)\n")
+    launches = [
+        bringup.NodeLaunch(bringup.NodeSpec("starting", "m", "m", None),
+                           ["sh", "-c", f'exec {sys.executable} -c "import time; time.sleep(60)" 2>{starting_err}']),
+        bringup.NodeLaunch(bringup.NodeSpec("ready", "m", "m", None), [sys.executable, "-c", script]),
+    ]
+    runner = bringup.Bringup(launches, shutdown_timeout_s=20.0)
+    caplog.set_level(logging.INFO, logger="task_learning.apps.bringup")
+    runner.start()
+    try:
+        wait_until(ready.exists, 30, "the ready node installed its handlers")
+    finally:
+        runner.stop_all()
+    assert "Traceback" not in starting_err.read_text() and "KeyboardInterrupt" not in starting_err.read_text()
+    lines = [r.getMessage() for r in caplog.records]
+    assert "node ready stopped cleanly" in lines
+    assert "node starting stopped while it was starting (before its stop handlers)" in lines
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], lines

@@ -184,7 +184,12 @@ def test_terminal_operator_reads_answers_and_treats_eof_as_no_consent():
     # "maybe later" is taken as a description; the analyser finds it unusable; then EOF.
     outcome = run_oversight(ranked=[], reselect=by_score, operator=user, analyze=fake_analyze,
                             subject=OversightSubject(MUG_PLACE))
-    assert outcome.chosen is None and outcome.status is OversightStatus.TIMEOUT
+    assert outcome.chosen is None and outcome.status is OversightStatus.OPERATOR_GONE
+    printed = out.getvalue()
+    again = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=user, analyze=fake_analyze,
+                          subject=OversightSubject(MUG_PLACE))  # the next object: nobody is asked
+    assert again.chosen is None and again.status is OversightStatus.OPERATOR_GONE
+    assert out.getvalue() == printed
     yes_user = TerminalOperator(io.StringIO("y\n"), io.StringIO())
     outcome = run_oversight(ranked=mug_candidates(), reselect=by_score, operator=yes_user,
                             analyze=fake_analyze, subject=OversightSubject(MUG_PLACE))

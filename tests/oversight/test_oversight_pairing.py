@@ -69,6 +69,36 @@ def test_a_pairing_code_is_one_time_expires_and_attempts_are_rate_limited(kb):
         registry.redeem(other, client="c2")
 
 
+def test_a_flood_of_wrong_codes_from_one_address_does_not_lock_the_real_code_out(kb):
+    """Issue 40: five wrong codes from any local process locked every loopback client out. The
+    limits count attempts per code id: the flood does not know the real code's id."""
+    registry = pairing.OperatorRegistry(kb)
+    code = registry.create_pairing_code("phone")
+    code_id = code.split("-")[0]
+    for i in range(60):  # another process on 127.0.0.1, guessing whole codes
+        guess = f"{(int(code_id, 16) + 1 + i) % 65536:04X}-{i:016X}"
+        with pytest.raises(pairing.PairingError):
+            registry.redeem(guess, client="127.0.0.1")
+    assert registry.verify_token(registry.redeem(code, client="127.0.0.1")) == "phone"
+    with pytest.raises(pairing.PairingError, match="not a pairing code"):
+        registry.redeem("no code at all", client="127.0.0.1")
+
+
+def test_guessing_one_code_is_held_to_the_limit_in_all_whatever_the_client(kb):
+    registry = pairing.OperatorRegistry(kb, attempts_per_client=5, attempts_total=8)
+    code = registry.create_pairing_code("phone")
+    code_id = code.split("-")[0]
+    refused = []
+    for i in range(12):  # a new client address each time
+        try:
+            registry.redeem(f"{code_id}-{i:016X}", client=f"10.0.0.{i}")
+        except pairing.PairingRateLimited:
+            refused.append(i)
+        except pairing.PairingError:
+            pass
+    assert refused == [8, 9, 10, 11]
+
+
 def test_token_files_and_the_stack_key_are_private(tmp_path, monkeypatch):
     monkeypatch.setenv("ROS_HOME", str(tmp_path / "ros"))
     key = pairing.StackKey.load_or_create()

@@ -52,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     web.add_argument("--web-name", default="web", help="the operator the pairing code pairs (default web)")
     web.add_argument("--web-host", default="127.0.0.1",
                      help="address the panel listens on (default 127.0.0.1; another one needs TLS)")
-    web.add_argument("--web-port", type=bounded_int(0, 65535), default=8765,
-                     help="port of the panel (default 8765; 0: any free port)")
+    web.add_argument("--web-port", type=bounded_int(0, 65535), default=8770,
+                     help="port of the panel (default 8770; 0: any free port)")
     web.add_argument("--web-tls-cert", default="", help="TLS certificate (PEM) of the panel")
     web.add_argument("--web-tls-key", default="", help="TLS private key (PEM) of the panel")
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
@@ -70,6 +70,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+STOP_WAIT_S = 20.0  # how long an interrupted run may take to reach its next stop point
+
+
 def _progress_bar(done: int, total: int, message: str) -> None:
     width = 30
     filled = int(width * done / max(total, 1))
@@ -80,13 +83,21 @@ def _progress_bar(done: int, total: int, message: str) -> None:
 
 
 def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> tuple:
-    """The run in a worker thread, the Qt operator panel in this (the main) thread."""
+    """The run in a worker thread, the Qt operator panel in this (the main) thread.
+
+    Ctrl-C and SIGTERM are recorded (StopSignals: Qt's event loop runs no Python signal handler
+    until a Python slot runs, and a KeyboardInterrupt raised in a slot is printed by Qt and lost);
+    the panel's timer sees them, asks the run to stop (StopToken: before its next object or
+    action), ends the questions still waiting with the safe default (never a yes) and closes the
+    window; the command then ends as an interrupted one (exit 130)."""
     import threading
 
     from task_learning.oversight.panel import OperatorPanel
     from task_learning.oversight.pending import QueueOperator
     from task_learning.oversight.qt_compat import QApplication, QTimer
     from task_learning.oversight.qt_platform import drop_opencv_qt_from_environ
+    from task_learning.stop_signals import StopSignals
+    from task_learning.stopping import StopToken
 
     queue = QueueOperator(timeout_s=600.0)
     drop_opencv_qt_from_environ()
@@ -94,27 +105,42 @@ def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> t
     panel = OperatorPanel(queue)
     panel.setWindowTitle(f"task_learning operator: {spec.scene} {spec.condition}")
     box: dict = {}
+    token = StopToken()
+    signals = StopSignals()
 
     def work() -> None:
         try:
-            box["result"] = run_in_process(spec, progress=progress, operator=queue, bus=bus)
+            box["result"] = run_in_process(spec, progress=progress, operator=queue, bus=bus, stop=token)
         except BaseException as exc:  # re-raised in the main thread
             box["error"] = exc
+
+    def tick() -> None:
+        if signals.received:
+            token.request("interrupted (Ctrl-C or SIGTERM)")
+            app.quit()
+        elif not worker.is_alive():
+            app.quit()
 
     worker = threading.Thread(target=work, name="run", daemon=True)
     worker.start()
     timer = QTimer(panel)  # owned by the panel: Qt, not Python's collector, deletes it
-    timer.timeout.connect(lambda: None if worker.is_alive() else app.quit())
-    timer.start(200)
-    panel.show()
-    app.exec()
+    timer.timeout.connect(tick)
+    timer.start(100)
+    signals.install()
+    try:
+        panel.show()
+        app.exec()
+    finally:
+        signals.restore()
     queue.close()  # a closed window: remaining questions get the safe default
-    worker.join()
+    worker.join(timeout=STOP_WAIT_S if signals.received else None)
     timer.stop()
     panel.stop()
     panel.close()
     panel.deleteLater()
     app.processEvents()
+    if signals.received:
+        raise KeyboardInterrupt  # the CLI's exit 130; what was learned is in the knowledge base
     if "error" in box:
         raise box["error"]
     return box["result"]
@@ -197,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         data["episode"] = str(args.record)
     if args.json:
         print(json.dumps(data, indent=2))
-        return 0
+        return _exit_code(learner.reports, summary.success)
     print(f"{args.scene} {args.condition}: {summary.message}")
     for key in ("retrieved", "proposed", "sourced", "prompt_tokens", "completion_tokens",
                 "instructions", "yes_no", "words", "learned_goals_reused", "policies_reused"):
@@ -209,7 +235,21 @@ def run(args: argparse.Namespace) -> int:
     print("What was learned, per object (goal; its literals; who confirmed it; reached?):")
     for report in learner.reports:
         print(describe_report(report))
-    return 0
+    return _exit_code(learner.reports, summary.success)
+
+
+def _exit_code(reports: list[ObjectReport], success: bool) -> int:
+    """1 when the operator went away (the terminal's input closed) and the result is partial: a
+    run that could not be finished is no success; else 0 (a partial result for other reasons,
+    a refusal or a goal not reached, is what the run learned and says so)."""
+    from task_learning.oversight.flow import OPERATOR_GONE_REASON
+
+    gone = sum(OPERATOR_GONE_REASON in (r.message or "") for r in reports)
+    if success or not gone:
+        return 0
+    print(f"task-learning run: the operator went away (the terminal's input closed): partial result, "
+          f"{gone} object(s) without a goal for it", file=sys.stderr)
+    return 1
 
 
 def _episode_bus(args: argparse.Namespace, spec: RunSpec) -> EpisodeBus | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CATEGORIES = ("llm", "cli", "config", "persistence", "imports", "ros")
+CATEGORIES = ("llm", "cli", "config", "persistence", "imports", "ros", "web")
 CATEGORY_TITLES = {
     "llm": "LLM endpoint faults",
     "cli": "bad CLI input",
@@ -26,6 +26,7 @@ CATEGORY_TITLES = {
     "persistence": "persistence (kills, bad databases)",
     "imports": "hostile imports (policies, productions)",
     "ros": "ROS graph (kills, malformed requests, oversight)",
+    "web": "web operator panel (floods, slow and oversized requests)",
 }
 
 

@@ -54,6 +54,15 @@ from task_learning.oversight.pairing import (
     new_nonce,
     sign,
 )
+from task_learning.oversight.web.limits import (
+    MAX_HEADER_BYTES,
+    BodyLimit,
+    ConnectionGuard,
+    FloodLog,
+    WebLimits,
+    guarded_protocol,
+    quiet_noisy_loggers,
+)
 from task_learning.oversight.web.view import question_view
 from task_learning.safe_text import printable
 from task_learning.types import AnswerKind, ConfirmationRequest
@@ -64,8 +73,10 @@ STATIC = Path(__file__).resolve().parent / "static"
 COOKIE = "tl_operator"
 CSRF_HEADER = "x-csrf-token"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+BACKLOG = 64
 MAX_TEXT = 2000
 HISTORY = 20
+DEFAULT_PORT = 8770  # not 8765: that is the live view's (Foxglove's WebSocket default)
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
                            "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 
@@ -104,7 +115,7 @@ class WebSettings:
     """How the panel listens and whom it serves (the web_operator node's parameters)."""
 
     host: str = "127.0.0.1"
-    port: int = 8765
+    port: int = DEFAULT_PORT
     tls_certfile: str = ""
     tls_keyfile: str = ""
     allowed_hosts: tuple[str, ...] = ()  # names the page may be reached by, besides host and loopback
@@ -112,6 +123,7 @@ class WebSettings:
     answers_per_minute: int = 30
     cookie_days: float = 30.0
     client_name: str = "web"  # the answering client's name, kept with every answer
+    limits: WebLimits = field(default_factory=WebLimits)  # connections, header/body time, body size
 
     @property
     def tls(self) -> bool:
@@ -128,6 +140,11 @@ class WebSettings:
                                 f"tls_certfile and tls_keyfile (docs/web-panel.md), or keep host 127.0.0.1")
         if not 0 <= int(self.port) <= 65535:
             raise WebPanelError(f"web panel: port {self.port} is not a port (0-65535; 0: any free one)")
+        limits = self.limits
+        if not (limits.max_connections >= 4 and limits.max_body_bytes >= 1024
+                and 0 < limits.header_timeout_s <= 600 and 0 < limits.body_timeout_s <= 600):
+            raise WebPanelError(f"web panel: limits {limits}: at least 4 connections and 1024 body bytes, "
+                                f"timeouts above 0 and at most 600 s")
 
 
 @dataclass(eq=False)  # each page its own, hashed by identity
@@ -165,6 +182,7 @@ class WebPanel:
         self.refresh_s = refresh_s
         self._key = secrets.token_bytes(32)  # this process's CSRF key
         self._answers = RateLimiter(self.settings.answers_per_minute, 60.0)
+        self.flood = FloodLog()  # refusals by kind, logged once a minute (limits.py)
         self._viewers: set[_Viewer] = set()
         self._answered: dict[str, _Answered] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -350,6 +368,7 @@ class AnswerBody(BaseModel):
 
 def _build_app(panel: WebPanel) -> FastAPI:
     app = FastAPI(title="task_learning operator", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(BodyLimit, limits=panel.settings.limits, flood=panel.flood)  # innermost: after Host
     _add_guards(app, panel)
 
     @app.get("/")
@@ -496,6 +515,8 @@ class WebServer:
         self.panel = panel
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._unquiet: Callable[[], None] | None = None
+        self.guard = ConnectionGuard(panel.settings.limits, panel.flood)
         self.port = 0
 
     @property
@@ -516,18 +537,21 @@ class WebServer:
             sock.close()
             raise WebPanelError(f"web panel: cannot listen on {settings.host}:{settings.port} "
                                 f"({exc.strerror or exc})") from None
-        sock.listen(64)
+        sock.listen(BACKLOG)
         sock.setblocking(False)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.panel.app(), log_level="warning", access_log=False, lifespan="off",
             proxy_headers=False, server_header=False, timeout_graceful_shutdown=2,
+            http=guarded_protocol(self.guard), h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+            backlog=BACKLOG, timeout_keep_alive=5,
             ssl_certfile=settings.tls_certfile or None, ssl_keyfile=settings.tls_keyfile or None)
         try:
             self._server = uvicorn.Server(config)
         except Exception as exc:  # a TLS file that is no certificate or key
             sock.close()
             raise WebPanelError(f"web panel: {exc}") from None
+        self._unquiet = quiet_noisy_loggers()
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name="web-panel", daemon=True)
         self._thread.start()
@@ -545,3 +569,6 @@ class WebServer:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        if self._unquiet is not None:
+            self._unquiet()
+            self._unquiet = None
