@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from task_learning.apps.faults.data_probes import wait_measured
 from task_learning.apps.faults.hostile_files import MALFORMED_EPISODES, alias_bomb, bomb_episode, huge_grid
 from task_learning.config import MAX_ALIAS_EXPANSION, config_path, load_yaml, parse_yaml
 from task_learning.episode.file_names import topic_file_names
@@ -39,8 +40,8 @@ def _kb(path: Path, goals: int = 300) -> Path:
 
 def _run_measured(args: list[str], *, cwd: Path | None = None, limit_bytes: int | None = None,
                   umask: int | None = None, stdout: object = subprocess.PIPE) -> tuple[int, str, int]:
-    """`task-learning ARGS` as a child: (exit status, stderr, peak RSS in KB). With `limit_bytes`
-    the child may write at most that much to any file (a disk that fills part-way)."""
+    """`task-learning ARGS` as a child: (exit status, stderr, its own peak RSS in KB). With
+    `limit_bytes` the child may write at most that much to any file (a disk that fills part-way)."""
     def prepare() -> None:
         if limit_bytes is not None:
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -50,11 +51,9 @@ def _run_measured(args: list[str], *, cwd: Path | None = None, limit_bytes: int 
 
     proc = subprocess.Popen([sys.executable, "-m", "task_learning.apps.cli", *args], stdout=stdout,
                             stderr=subprocess.PIPE, cwd=cwd, preexec_fn=prepare)  # noqa: PLW1509 - limits only
-    deadline = time.monotonic() + 300
-    _out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-    _pid, _status, usage = os.wait4(proc.pid, os.WNOHANG) if proc.returncode is None else (0, 0, None)
-    peak = usage.ru_maxrss if usage is not None else resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return proc.returncode, err.decode(errors="replace"), peak
+    code, _out, err, peak = wait_measured(proc, 300)
+    assert code is not None, f"{args}: still running after 300 s"
+    return code, err, int(peak)
 
 
 def _one_line(code: int, err: str, *needles: str) -> str:

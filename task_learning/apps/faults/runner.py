@@ -5,6 +5,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from task_learning.apps.faults import (
+    data_probes,
     hostile_probes,
     import_probes,
     input_probes,
@@ -21,7 +22,7 @@ def all_probes() -> list[Probe]:
     return (llm_probes.probes() + input_probes.cli_probes() + hostile_probes.cli_probes()
             + input_probes.config_probes() + hostile_probes.config_probes()
             + persistence_probes.probes() + hostile_probes.persistence_probes() + import_probes.probes()
-            + ros_probes.probes())
+            + ros_probes.probes() + data_probes.probes())
 
 
 def run_probes(ctx: ProbeContext, categories: Sequence[str] = CATEGORIES,
