@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 INTERFACES_PAGE = "reference/interfaces.md"
@@ -238,7 +237,9 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _config_values(table: ParamTable) -> dict[str, Any]:
     if not table.config:
         return {}
-    data = yaml.safe_load((ROOT / table.config).read_text(encoding="utf-8")) or {}
+    from task_learning.config import load_yaml  # the project's one YAML loader (aliases bounded)
+
+    data = load_yaml(ROOT / table.config) or {}
     return _flatten(((data.get(table.config_node) or {}).get("ros__parameters")) or {})
 
 

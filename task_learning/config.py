@@ -25,6 +25,12 @@ MAX_YAML_BYTES = 64 * 1024 * 1024  # a YAML file larger than this is refused unr
 # this is refused while it is parsed (PyYAML composes recursively: a few thousand levels would
 # end in RecursionError).
 MAX_NESTING = 64
+# An alias (`*name`) repeats its anchor's whole subtree wherever it stands, so a 420-byte file of
+# nested aliases stands for billions of nodes (a "billion laughs"), which every check and schema
+# after the parser walks. The shipped files use aliases to repeat a short list; what aliases add
+# to a document beyond its own nodes is bounded here, counted on the parsed nodes in time
+# linear in the file, before anything is built from them.
+MAX_ALIAS_EXPANSION = 100_000
 
 
 def config_dir() -> Path:
@@ -81,6 +87,51 @@ class StrictLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None:
+            _check_alias_expansion(node)
+        return node
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_alias_expansion(root: yaml.Node) -> None:
+    """ComposerError when aliases make the document more than MAX_ALIAS_EXPANSION nodes larger
+    than it is written, or when an alias stands inside its own anchor (an endless document).
+    Each distinct node is visited once; sizes are capped, so the count stays a small number."""
+    cap = 10 * MAX_ALIAS_EXPANSION
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            entered.discard(key)
+            sizes[key] = min(cap, 1 + sum(sizes[id(child)] for child in _children(node)))
+            continue
+        if key in sizes:
+            continue
+        if key in entered:
+            raise yaml.composer.ComposerError(None, None, "an alias inside its own anchor: the document "
+                                              "would never end", node.start_mark)
+        entered.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
+    added = sizes[id(root)] - len(sizes)
+    if added > MAX_ALIAS_EXPANSION:
+        raise yaml.composer.ComposerError(
+            None, None, f"aliases (*name) repeat more than {MAX_ALIAS_EXPANSION} nodes (an alias bomb?): write "
+            "the values out or repeat fewer", root.start_mark)
 
 
 def _construct_unique_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:

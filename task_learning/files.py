@@ -13,10 +13,11 @@ reason, and leaves no partial file behind (the destination keeps its old content
 """
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -114,20 +115,29 @@ class AtomicOutput:
     """A temporary path beside `path` to write into (a file, or with `directory` a folder that
     does not exist yet): `commit()` renames it to `path`, `discard()` removes it. As a context
     manager it commits when the block ends without an error and discards when it raises. Any
-    OSError while writing or at the rename becomes OutputError naming `path`."""
+    OSError while writing or at the rename becomes OutputError naming `path`.
+
+    Permissions are those any tool gives: a new file is created 0666 and a folder 0777, less
+    the umask (colleagues can read a shared export, as after `cp` or `> file`); a file written
+    over keeps its mode. A destination that is a symbolic link is written through, as the shell's
+    `> LINK` writes through: the link stays and the file it points to gets the new content (a
+    link into a shared folder is how a user names the file there; replacing it by a regular file
+    broke that silently). The temporary file goes beside the link's target, so the rename stays
+    within one folder."""
 
     def __init__(self, path: str | Path, *, directory: bool = False) -> None:
         self.target = Path(path)
+        if not directory and self.target.is_symlink():
+            self.target = Path(os.path.realpath(self.target))
         self.directory = directory
         folder = _check_destination(self.target, directory=directory)
         try:
             if directory:
-                self._holder = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=folder))
+                self._holder = _new_temporary(folder, self.target.name, directory=True)
                 self.path = self._holder / self.target.name
             else:
-                fd, name = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=folder)
-                os.close(fd)
-                self._holder = self.path = Path(name)
+                self._holder = self.path = _new_temporary(folder, self.target.name, directory=False)
+                _keep_mode(self.target, self.path)
         except OSError as exc:
             raise OutputError(f"cannot write {self.target}: {_reason(exc)} (folder {folder})") from None
 
@@ -166,6 +176,32 @@ class AtomicOutput:
             self.discard()
 
 
+def _new_temporary(folder: Path, name: str, *, directory: bool) -> Path:
+    """A new hidden file or folder in `folder`, created with the umask's permissions (tempfile's
+    mkstemp makes 0600, and the rename kept that: exports nobody else could read)."""
+    for _attempt in range(100):
+        candidate = folder / f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            if directory:
+                os.mkdir(candidate, 0o777)
+            else:
+                os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                                 0o666))
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(folder))
+
+
+def _keep_mode(target: Path, temporary: Path) -> None:
+    """A file written over keeps its permission bits."""
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        return
+    os.chmod(temporary, mode)
+
+
 def atomic_output(path: str | Path, *, directory: bool = False) -> AtomicOutput:
     """`with atomic_output(path) as tmp:` write `tmp`; it becomes `path` when the block succeeds."""
     return AtomicOutput(path, directory=directory)
@@ -197,8 +233,9 @@ class LineAppender:
     and a write that fails part-way is cut back off, so the file never ends in half a line. A
     failed write raises OutputError naming the file."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, create_folder: bool = True) -> None:
         self.path = Path(path)
+        self.create_folder = create_folder  # False: a missing folder is an error naming it
         self._fd: int | None = None
 
     def check(self) -> None:
@@ -212,13 +249,21 @@ class LineAppender:
         if not stat.S_ISREG(mode):
             raise OutputError(f"cannot write {self.path}: {describe_kind(mode)}, not a regular file")
 
+    def open(self) -> None:
+        """Open (create) the file now: OutputError before the run when it cannot be written,
+        not at its first line, after calls were paid for."""
+        self._open()
+
     def _open(self) -> int:
         if self._fd is None:
             self.check()
+            folder = self.path.parent if str(self.path.parent) else Path(".")
+            if not self.create_folder and not folder.is_dir():
+                raise OutputError(f"cannot write {self.path}: the folder {folder} does not exist")
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                folder.mkdir(parents=True, exist_ok=True)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                                   0o644)
+                                   0o666)  # the umask decides, as for any tool
             except OSError as exc:
                 raise OutputError(f"cannot write {self.path}: {_reason(exc)}") from None
         return self._fd

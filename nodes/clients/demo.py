@@ -200,9 +200,23 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     db = workdir / "knowledge.sqlite"
     baseline_dbs = {b: workdir / f"baseline_{b.replace('+', 'plus').replace('*', 'star')}.sqlite"
                     for b in baselines}
+    plot_path = workdir / f"table2_{scene}.png"
     for stale in (db, *baseline_dbs.values()):  # a second run must not be a Trial #2 of the first
         remove_knowledge_base(stale)
+    # The plot is of a finished run: an earlier run's would stand beside this run's knowledge base
+    # (partial, if this run is interrupted) as if it were its result.
+    plot_path.unlink(missing_ok=True)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    try:
+        return _run_demo(scene, condition, workdir, db, baseline_dbs, plot_path, backend, llm, llm_options)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {workdir} holds this run's partial knowledge base and no plot "
+              "(the next demo starts from nothing)", flush=True)
+        raise
+
+
+def _run_demo(scene: str, condition: str, workdir: Path, db: Path, baseline_dbs: dict[str, Path], plot_path: Path,
+              backend: str, llm: str, llm_options: dict[str, str] | None) -> int:
     rows: list[tuple[str, dict[str, Any]]] = []
     model = "offline model (not a language model)" if llm == "offline" else f"LLM {llm}"
     print(f"== {scene}: learning the task through the ROS graph ({condition}, {model}, "
@@ -220,7 +234,7 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     print_learned(rows[-1][1]["objects"])
     print(f"   {rows[-1][1]['message']} ({time.time() - started:.0f} s), "
           f"{rows[-1][1]['calls']} LLM calls, {rows[-1][1]['yes_no']} questions", flush=True)
-    for baseline in baselines:
+    for baseline in baseline_dbs:
         print(f"== baseline {baseline} (in-process)", flush=True)
         operator = "simulated" if baseline.endswith("+O") else "none"
         metrics, _ = run_in_process(RunSpec(scene=scene, condition=baseline, operator=operator, backend=backend,
@@ -232,7 +246,7 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     print(format_table(scene, rows, llm=llm))
     if llm == "offline":
         print("\n" + textwrap.fill("Note: " + OFFLINE_NOTE, width=100))
-    plot = plot_rows(scene, rows, workdir / f"table2_{scene}.png")
+    plot = plot_rows(scene, rows, plot_path)
     print(f"\nplot: {plot}\nknowledge base: {db} (inspect with `{cli_command()} kb show --db {db}`)")
     return 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from task_learning.episode import messages as msgs
+from task_learning.episode.chunks import topic_problem
 from task_learning.episode.recorder import KB_ATTACHMENT, METADATA_NAME
 from task_learning.errors import TaskLearningError
 from task_learning.files import require_regular_file
@@ -46,15 +47,15 @@ class Episode:
         return max(0, self.end_ns - self.start_ns) / 1e9
 
     def messages(self, topics: list[str] | None = None) -> Iterator[tuple[str, int, dict[str, Any]]]:
-        """(topic, log time ns, message dict) in log-time order."""
-        from mcap.reader import make_reader
-        from mcap_ros2.decoder import DecoderFactory
+        """(topic, log time ns, message dict) in log-time order; each chunk is decompressed
+        within chunks.MAX_CHUNK_BYTES, so a small file cannot claim gigabytes."""
+        from task_learning.episode.chunks import MessageSource
 
         try:
-            with open(self.path, "rb") as handle:
-                reader = make_reader(handle, decoder_factories=[DecoderFactory()])
-                for _schema, channel, message, decoded in reader.iter_decoded_messages(topics=topics, log_time_order=True):
-                    yield channel.topic, message.log_time, to_dict(decoded)
+            for topic, log_time, decoded in MessageSource(self.path, topics):
+                yield topic, log_time, to_dict(decoded)
+        except TaskLearningError as exc:
+            raise EpisodeError(f"{self.path}: cannot read its messages: {exc}") from None
         except (OSError, ValueError, EOFError, KeyError) as exc:
             raise EpisodeError(f"{self.path}: cannot read its messages: {exc}") from None
         except Exception as exc:  # the mcap library's own errors (a damaged chunk, a bad CRC)
@@ -62,10 +63,26 @@ class Episode:
 
     def llm_entries(self) -> list[dict[str, Any]]:
         """Every LLM call of the episode as a cassette entry (what replay answers from)."""
-        return [json.loads(m["data"]) for _t, _n, m in self.messages([msgs.LLM_CALLS])]
+        return self.json_objects(msgs.LLM_CALLS)
 
     def kb_changes(self) -> list[dict[str, Any]]:
-        return [json.loads(m["data"]) for _t, _n, m in self.messages([msgs.KB_CHANGES])]
+        return self.json_objects(msgs.KB_CHANGES)
+
+    def json_objects(self, topic: str) -> list[dict[str, Any]]:
+        """The JSON objects a std_msgs/String topic carries; EpisodeError naming the topic and
+        the message when one is not a JSON object (text, a list, a number)."""
+        found = []
+        for number, (_t, _n, message) in enumerate(self.messages([topic]), start=1):
+            data = message.get("data") if isinstance(message, dict) else None
+            try:
+                value = json.loads(data) if isinstance(data, str) else None
+            except ValueError as exc:
+                raise EpisodeError(f"{self.path}: {topic} message {number}: not JSON ({exc})") from None
+            if not isinstance(value, dict):
+                raise EpisodeError(f"{self.path}: {topic} message {number}: expected a JSON object, got "
+                                   f"{type(value).__name__ if data is not None else 'no text'}")
+            found.append(value)
+        return found
 
 
 def open_episode(path: str | Path) -> Episode:
@@ -96,6 +113,9 @@ def open_episode(path: str | Path) -> Episode:
     counts = dict(stats.channel_message_counts) if stats is not None else {}
     topics = {}
     for channel_id, channel in sorted(summary.channels.items()):
+        problem = topic_problem(channel.topic)
+        if problem:
+            raise EpisodeError(f"{path}: {problem}")
         schema = summary.schemas.get(channel.schema_id)
         topics[channel.topic] = {"type": schema.name if schema else "", "count": int(counts.get(channel_id, 0))}
     return Episode(path, metadata, bytes(kb_start) if kb_start is not None else None, topics,

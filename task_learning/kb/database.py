@@ -362,15 +362,28 @@ class Database:
             if read_only:
                 raise KnowledgeBaseError(f"no knowledge base at {self.path} (check the path; a knowledge base is "
                                          "created by the commands that learn, e.g. `task-learning run --db`)") from None
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise KnowledgeBaseError(f"{self.path}: cannot create its folder: {exc.strerror or exc}") from None
+            self._check_folder(path)
             return
         except OSError as exc:
             raise KnowledgeBaseError(f"{self.path}: cannot open the knowledge base: {exc.strerror or exc}") from None
         if not stat_kind.S_ISREG(mode):
             raise KnowledgeBaseError(f"{self.path}: {describe_kind(mode)}, not a knowledge base file")
+
+    @staticmethod
+    def _check_folder(path: Path) -> None:
+        """A new knowledge base goes into a folder that exists: a typo'd `--db` (or one run as
+        root) must not create a folder tree and silently start learning over. The graph's own
+        default place ($ROS_HOME/task_learning) is the one folder made when missing."""
+        folder = path.parent if str(path.parent) else Path(".")
+        if folder.is_dir():
+            return
+        if path.resolve().parent != default_db_path().parent:
+            raise KnowledgeBaseError(f"{path}: the folder {folder} does not exist (create it first, or check "
+                                     "the path: no knowledge base was created)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KnowledgeBaseError(f"{path}: cannot create its folder: {exc.strerror or exc}") from None
 
     def _wait_for_writer(self) -> None:
         """Read-only: a snapshot taken while another process holds the write lock would be

@@ -56,7 +56,7 @@ from task_learning.kb.repositories.policies import PolicyRepository
 from task_learning.kb.repositories.productions import ProductionRepository
 from task_learning.kb.repositories.questions import QuestionRepository
 from task_learning.kb.repositories.routines import RoutineRepository
-from task_learning.kb.repositories.transfer import Transfer, imported_free_text  # noqa: F401
+from task_learning.kb.repositories.transfer import Transfer, check_export_keys, imported_free_text  # noqa: F401
 from task_learning.types import ConfirmationAnswer, ConfirmationRequest, Truth  # noqa: F401
 
 
@@ -248,6 +248,7 @@ __all__ = [
     "policy_approved_by",
     "parse_goal_key",
     "imported_free_text",
+    "check_export_keys",
     "lift_literals",
     "ground_lifted",
     "goal_key",

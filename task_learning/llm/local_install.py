@@ -340,8 +340,15 @@ def build_server(paths: LocalModelPaths, progress: Progress, *, jobs: int | None
                  which: Callable[[str], str | None] = shutil.which) -> tuple[Path, bool]:
     """(path of a working llama-server for this CPU, whether this call built it)."""
     if server_works(paths.server):
-        progress.step(f"llama-server: {paths.server} (built before, runs)")
-        return paths.server, False
+        recorded = recorded_server_sha256(paths)
+        if recorded is None:  # built before hashes were recorded: this install vouches for it now
+            record_server_sha256(paths)
+            progress.step(f"llama-server: {paths.server} (built before, runs; its sha256 recorded now)")
+            return paths.server, False
+        if sha256_of(paths.server) == recorded:
+            progress.step(f"llama-server: {paths.server} (built before, runs, sha256 verified)")
+            return paths.server, False
+        progress.step(f"llama-server: {paths.server} differs from the binary that was built: building it again")
     missing = missing_build_tools(which)
     if missing:
         raise InstallError(f"cannot build llama-server: {', '.join(missing)} not found on PATH "
@@ -372,7 +379,8 @@ def build_server(paths: LocalModelPaths, progress: Progress, *, jobs: int | None
         (out_dir / "bin").mkdir(parents=True)
         shutil.copy2(built, out_dir / "bin" / SERVER_TARGET)
         shutil.copy2(log, out_dir / "build.log")
-        write_build_info(out_dir, minutes=(time.monotonic() - started) / 60)
+        write_build_info(out_dir, minutes=(time.monotonic() - started) / 60,
+                         server_sha256=sha256_of(out_dir / "bin" / SERVER_TARGET))
         if paths.server_dir.exists():  # an old build that no longer runs
             shutil.rmtree(paths.server_dir)
         os.replace(out_dir, paths.server_dir)
@@ -383,14 +391,75 @@ def build_server(paths: LocalModelPaths, progress: Progress, *, jobs: int | None
     return paths.server, True
 
 
-def write_build_info(folder: Path, *, minutes: float | None = None, cpu: str | None = None) -> None:
-    """What the build was made from: read by `llm status`, and by people."""
+def write_build_info(folder: Path, *, minutes: float | None = None, cpu: str | None = None,
+                     server_sha256: str | None = None) -> None:
+    """What the build was made from, and the sha256 of the binary it made (checked before the
+    binary is run): read by `llm status`, by `verify_server`, and by people."""
     info: dict[str, object] = {"sdist": SDIST_FILE, "sdist_sha256": SDIST_SHA256, "source": SDIST_SOURCE, "target": SERVER_TARGET,
             "cmake_flags": list(CMAKE_FLAGS), "cpu": cpu_fingerprint() if cpu is None else cpu,
             "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if minutes is not None:
         info["build_minutes"] = round(minutes, 1)
+    if server_sha256 is not None:
+        info[SERVER_SHA256] = server_sha256
     (folder / "build-info.json").write_text(json.dumps(info, indent=2) + "\n")
+
+
+# ------------------------------------------------------------------- checking what is installed
+SERVER_SHA256 = "server_sha256"  # build-info.json's key for the binary's hash
+
+
+def read_build_info(paths: LocalModelPaths) -> dict[str, object]:
+    """build-info.json of the installed server ({} when missing or unreadable)."""
+    try:
+        info = json.loads((paths.server_dir / "build-info.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def recorded_server_sha256(paths: LocalModelPaths) -> str | None:
+    value = read_build_info(paths).get(SERVER_SHA256)
+    return value if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value) else None
+
+
+def record_server_sha256(paths: LocalModelPaths) -> None:
+    """Record the installed binary's hash in its build-info.json (a build made before hashes
+    were recorded, vouched for by an install that found it running)."""
+    info = read_build_info(paths)
+    info[SERVER_SHA256] = sha256_of(paths.server)
+    target = paths.server_dir / "build-info.json"
+    temporary = target.with_name(f".build-info.json.tmp-{os.getpid()}")
+    temporary.write_text(json.dumps(info, indent=2) + "\n")
+    os.replace(temporary, target)
+
+
+def model_problem(path: Path, sha256: str = MODEL_SHA256) -> str | None:
+    """Why the installed model file is not the pinned one (None when it is): missing, or a
+    sha256 that differs (a 1 MB random file was called an installed model)."""
+    if not path.is_file():
+        return f"the local model is not installed ({path} missing): run `make llm` (= task-learning llm install)"
+    actual = sha256_of(path)
+    if actual != sha256:
+        return (f"{path} is not the pinned model: sha256 {actual[:16]}..., expected {sha256[:16]}... "
+                "(run `task-learning llm install` to install it again)")
+    return None
+
+
+def server_problem(paths: LocalModelPaths) -> str | None:
+    """Why the installed llama-server must not be run (None when it may): missing, its hash not
+    recorded at build time, or a binary that differs from the one built."""
+    if not os.access(paths.server, os.X_OK):
+        return f"llama-server is not installed ({paths.server} missing): run `make llm` (= task-learning llm install)"
+    recorded = recorded_server_sha256(paths)
+    if recorded is None:
+        return (f"llama-server {paths.server} has no sha256 recorded at its build: run `task-learning llm install` "
+                "(it checks the binary runs and records it)")
+    actual = sha256_of(paths.server)
+    if actual != recorded:
+        return (f"llama-server {paths.server} changed since it was built: sha256 {actual[:16]}..., recorded "
+                f"{recorded[:16]}... (run `task-learning llm install` to build it again)")
+    return None
 
 
 def _download_sdist(paths: LocalModelPaths, progress: Progress) -> Path:

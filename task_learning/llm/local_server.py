@@ -29,7 +29,7 @@ from pathlib import Path
 
 from task_learning.child_process import describe_exit, die_with_parent
 from task_learning.errors import TaskLearningError
-from task_learning.llm.local_install import local_paths
+from task_learning.llm.local_install import local_paths, model_problem, server_problem
 from task_learning.llm.settings import LocalSettings
 
 log = logging.getLogger(__name__)
@@ -103,16 +103,20 @@ def resolve_files(settings: LocalSettings, model: str = "") -> tuple[Path, Path]
     installed = local_paths()
     binary = Path(settings.server).expanduser() if settings.server else installed.server
     gguf = Path(model or settings.model).expanduser() if (model or settings.model) else installed.model
-    if not os.access(binary, os.X_OK):
-        if settings.server:
+    if settings.server:  # the user's own binary and model: theirs to vouch for
+        if not os.access(binary, os.X_OK):
             raise LocalServerError(f"local.server: {binary} is not an executable llama-server")
-        raise LocalServerError(f"llama-server is not installed ({binary} missing): run `make llm` "
-                               "(= task-learning llm install) once on this machine")
-    if not gguf.is_file():
-        if model or settings.model:
+    else:  # the installed binary runs only as it was built (its sha256 recorded at build time)
+        problem = server_problem(installed)
+        if problem:
+            raise LocalServerError(problem)
+    if model or settings.model:
+        if not gguf.is_file():
             raise LocalServerError(f"model file {gguf} not found (expected a GGUF file)")
-        raise LocalServerError(f"the local model is not installed ({gguf} missing): run `make llm` "
-                               "(= task-learning llm install) once on this machine")
+    else:  # the installed model is served only when it is the pinned one
+        problem = model_problem(gguf)
+        if problem:
+            raise LocalServerError(problem)
     return binary, gguf
 
 

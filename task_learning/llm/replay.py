@@ -103,8 +103,10 @@ class CassetteRecorder:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._file = LineAppender(self.path)
-        self._file.check()  # /dev/full, a directory: refused before the first call is paid for
+        self._file = LineAppender(self.path, create_folder=False)
+        # Opened now: /dev/full, a directory, a missing or read-only folder are refused before
+        # the first call is paid for (a run that could not record went on, 15 errors, exit 0).
+        self._file.open()
         self.recorded = 0
 
     def __repr__(self) -> str:

@@ -62,12 +62,30 @@ def question_answer_pairs(episode: Episode) -> list[tuple[dict[str, Any], dict[s
     """Each recorded answer with the question it answered (matched by request id)."""
     questions: dict[str, dict[str, Any]] = {}
     pairs = []
-    for topic, _t, message in episode.messages([msgs.QUESTION, msgs.ANSWER]):
+    for topic, request_id, message in read_topic(episode, [msgs.QUESTION, msgs.ANSWER],
+                                                 lambda m: str(m["request_id"])):
         if topic == msgs.QUESTION:
-            questions[message["request_id"]] = message
-        elif message["request_id"] in questions:
-            pairs.append((questions.pop(message["request_id"]), message))
+            questions[request_id] = message
+        elif request_id in questions:
+            pairs.append((questions.pop(request_id), message))
     return pairs
+
+
+def read_topic(episode: Episode, topics: list[str], parse: Any) -> list[tuple[str, Any, dict[str, Any]]]:
+    """(topic, parse(message), message) of each message on `topics`. A message whose fields are
+    not what the channel's type has (a file's schema is the file's word) is EpisodeError naming
+    the topic and the message, not a KeyError from deep in the comparison."""
+    found = []
+    counts: dict[str, int] = defaultdict(int)
+    for topic, _t, message in episode.messages(topics):
+        counts[topic] += 1
+        try:
+            found.append((topic, parse(message), message))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            problem = f"no field {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {exc}"
+            raise EpisodeError(f"{episode.path}: {topic} message {counts[topic]}: not a message of its "
+                               f"type ({problem})") from None
+    return found
 
 
 def learned(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -123,6 +141,27 @@ def _differences(kind: str, recorded: list[Any], replayed: list[Any], limit: int
     return out
 
 
+MAX_WORKERS = 64  # as `run --workers` allows
+
+
+def _metadata_int(episode: Episode, key: str, default: int | None, high: int) -> int | None:
+    """An integer of the episode's metadata (`default` when empty or "None"); EpisodeError naming
+    the key when it is not an integer between 0 (1 for workers) and `high`."""
+    from task_learning.numbers import number_problem
+
+    text = str(episode.metadata.get(key, "") or "").strip()
+    if text in ("", "None"):
+        return default
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise EpisodeError(f"{episode.path}: metadata {key}: expected an integer, got {text[:40]!r}") from None
+    problem = number_problem(value, low=1 if key == "workers" else 0, high=high, integer=True)
+    if problem:
+        raise EpisodeError(f"{episode.path}: metadata {key}: {problem}")
+    return value
+
+
 def replay_episode(path: str | Path) -> ReplayReport:
     """Replay the episode at `path` in-process (see the module's docstring)."""
     from task_learning.llm.client import make_client
@@ -134,9 +173,11 @@ def replay_episode(path: str | Path) -> ReplayReport:
     if missing:
         raise EpisodeError(f"{episode.path}: its metadata lacks {', '.join(missing)} (not an episode of "
                            "`task-learning run --record` or a PerformTask)")
+    seed = _metadata_int(episode, "seed", None, 2**32 - 1)
+    workers = _metadata_int(episode, "workers", 4, MAX_WORKERS) or 4
     entries = episode.llm_entries()
-    recorded_goals = [learned(m) for _t, _n, m in episode.messages([msgs.LEARNED_GOAL])]
-    recorded_actions = [action(m) for _t, _n, m in episode.messages([msgs.ACTION])]
+    recorded_goals = [goal for _t, goal, _m in read_topic(episode, [msgs.LEARNED_GOAL], learned)]
+    recorded_actions = [call for _t, call, _m in read_topic(episode, [msgs.ACTION], action)]
     operator = RecordedOperator(question_answer_pairs(episode))
     memory = MemorySink(topics={msgs.LEARNED_GOAL, msgs.ACTION})
     with tempfile.TemporaryDirectory(prefix="episode-replay-") as folder:
@@ -145,11 +186,9 @@ def replay_episode(path: str | Path) -> ReplayReport:
         if episode.kb_start is not None:
             db.write_bytes(episode.kb_start)
         client = make_client(f"replay:{cassette}")
-        seed = meta.get("seed", "")
         spec = RunSpec(scene=meta["scene"], condition=meta["condition"], llm=f"replay:{cassette}",
-                       operator="none", db=db, seed=int(seed) if seed not in ("", "None") else None,
-                       engine=meta["engine"], backend=meta["backend"], elicitation=meta["elicitation"],
-                       max_workers=int(meta.get("workers") or 4))
+                       operator="none", db=db, seed=seed, engine=meta["engine"], backend=meta["backend"],
+                       elicitation=meta["elicitation"], max_workers=workers)
         bus = EpisodeBus([memory])
         try:
             run_in_process(spec, client=client,

@@ -60,10 +60,10 @@ def replay(args: argparse.Namespace) -> int:
 
 def summary(path: str) -> dict[str, Any]:
     from task_learning.episode.reader import open_episode
-    from task_learning.planning.replay import learned
+    from task_learning.planning.replay import learned, read_topic
 
     episode = open_episode(path)
-    goals = [learned(m) for _t, _n, m in episode.messages([msgs.LEARNED_GOAL])]
+    goals = [goal for _t, goal, _m in read_topic(episode, [msgs.LEARNED_GOAL], learned)]
     changes: dict[str, int] = {}
     for change in episode.kb_changes():
         changes[change.get("kind", "?")] = changes.get(change.get("kind", "?"), 0) + 1
@@ -95,22 +95,25 @@ def episode_info(args: argparse.Namespace) -> int:
 
 
 def episode_export(args: argparse.Namespace) -> int:
+    from task_learning.episode.file_names import SUFFIX, escaped, topic_file_names
     from task_learning.episode.reader import open_episode
     from task_learning.files import atomic_output
     from task_learning.llm.replay import write_cassette
 
     episode = open_episode(args.episode)
     counts: dict[str, int] = {}
+    files = topic_file_names(episode.topics)  # one file per topic, never shared (file_names)
     with atomic_output(args.out, directory=True) as folder:
         folder.mkdir()
-        (folder / "metadata.json").write_text(json.dumps(summary(args.episode), indent=2) + "\n", encoding="utf-8")
+        (folder / "metadata.json").write_text(json.dumps({**summary(args.episode), "files": files}, indent=2)
+                                              + "\n", encoding="utf-8")
         handles: dict[str, Any] = {}
         try:
             for topic, log_time, message in episode.messages():
                 handle = handles.get(topic)
-                if handle is None:
-                    name = topic.strip("/").replace("/", "_") or "root"
-                    handle = handles[topic] = open(folder / f"{name}.jsonl", "w", encoding="utf-8")
+                if handle is None:  # a topic the summary did not list gets the encoded name
+                    name = files.setdefault(topic, escaped(topic) + SUFFIX)
+                    handle = handles[topic] = open(folder / name, "w", encoding="utf-8")
                 handle.write(json.dumps({"log_time_ns": log_time, "message": msgs.base64_bytes(message)},
                                         ensure_ascii=False) + "\n")
                 counts[topic] = counts.get(topic, 0) + 1
@@ -120,5 +123,6 @@ def episode_export(args: argparse.Namespace) -> int:
         write_cassette(folder / "llm_cassette.jsonl", episode.llm_entries())
         if episode.kb_start is not None:
             (folder / "kb_start.sqlite").write_bytes(episode.kb_start)
-    print(json.dumps({"out": str(Path(args.out)), "messages": counts}, indent=2))
+    print(json.dumps({"out": str(Path(args.out)), "messages": counts,
+                      "files": {topic: files[topic] for topic in counts}}, indent=2))
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_float, bounded_int, llm_options
 from task_learning.experiments.machine import LoadSampler
+from task_learning.errors import TaskLearningError
 from task_learning.experiments.runner import run_conditions
 from task_learning.experiments.table import (
     OFFLINE_NOTE,
@@ -151,8 +152,7 @@ def _misplaced_option(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     misplaced = _misplaced_option(args)
     if misplaced:
-        print(misplaced, file=sys.stderr)
-        return 2
+        raise TaskLearningError(misplaced)
     if PAPERS.get(args.paper):
         import importlib
 
@@ -160,9 +160,9 @@ def run(args: argparse.Namespace) -> int:
     conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
                   if c.strip()]
     unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown:
-        print(f"unknown condition(s): {', '.join(unknown)}", file=sys.stderr)
-        return 2
+    if unknown:  # the CLI's one error line: prefix, what was wrong, what is valid
+        raise TaskLearningError(f"--conditions: unknown condition(s) {', '.join(unknown)} (valid: "
+                                f"{', '.join(CONDITIONS)})")
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     from task_learning.llm.local_provider import shared_server
 

@@ -59,6 +59,8 @@ READ_ONLY = ("export", "show")  # these only look: the file must exist and is ne
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kb_command == "import":
+        return import_file(args)
     with KnowledgeBase(args.db, read_only=args.kb_command in READ_ONLY) as kb:
         if args.kb_command == "export":
             text = yaml.safe_dump(kb.export_dict(), sort_keys=False, allow_unicode=True)
@@ -66,24 +68,6 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.write(text)
             else:
                 write_export(Path(args.out), text)
-            return 0
-        if args.kb_command == "import":
-            from task_learning.grounding.goal_check import ImportChecker
-
-            checker = ImportChecker(args.file, args.scene)
-            data = load_yaml(args.file)
-            productions = parse_production_import(data, source=args.file)  # all validated first
-            counts = kb.import_dict(data, source=args.file, trust_confirmations=args.trust_confirmations,
-                                    verify=checker, verify_routine=RoutineChecker(args.file),
-                                    verify_policy=PolicyChecker(args.file))
-            kb.import_productions(productions)
-            trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
-            left_out = imported_free_text(data)
-            print(f"imported {counts.goals} goals, {counts.policies} policies ({counts.policies_unreviewed} to be "
-                  f"approved by an operator before reuse), {counts.routines} new routines and {len(productions)} "
-                  f"productions (unapproved) into {args.db} (confirmations {trust}); left out as free text nobody "
-                  f"reviewed: the productions' English and provenance, {left_out.get('world_statements', 0)} world "
-                  f"statements, {left_out.get('family_end_conditions', 0)} family end conditions")
             return 0
         if args.kb_command == "approve":
             existing = [r["name"] for r in kb.productions()]
@@ -102,6 +86,38 @@ def run(args: argparse.Namespace) -> int:
         show_productions(kb)
         show_answers(kb)
         return 0
+
+
+def import_file(args: argparse.Namespace) -> int:
+    """`kb import`: the file is read and its keys checked before the knowledge base is opened,
+    so a missing or foreign file creates nothing; an import that fails into a knowledge base it
+    created leaves none behind (a half-made empty base would look like an import of nothing)."""
+    from task_learning.grounding.goal_check import ImportChecker
+    from task_learning.kb.store import check_export_keys, remove_knowledge_base
+
+    data = load_yaml(args.file)
+    check_export_keys(data, args.file)
+    productions = parse_production_import(data, source=args.file)  # all validated first
+    checker = ImportChecker(args.file, args.scene)
+    created = not Path(args.db).exists()
+    try:
+        with KnowledgeBase(args.db) as kb:
+            counts = kb.import_dict(data, source=args.file, trust_confirmations=args.trust_confirmations,
+                                    verify=checker, verify_routine=RoutineChecker(args.file),
+                                    verify_policy=PolicyChecker(args.file))
+            kb.import_productions(productions)
+    except BaseException:
+        if created:
+            remove_knowledge_base(args.db)
+        raise
+    trust = "kept as imported_trusted" if args.trust_confirmations else "dropped"
+    left_out = imported_free_text(data)
+    print(f"imported {counts.goals} goals, {counts.policies} policies ({counts.policies_unreviewed} to be "
+          f"approved by an operator before reuse), {counts.routines} new routines and {len(productions)} "
+          f"productions (unapproved) into {args.db} (confirmations {trust}); left out as free text nobody "
+          f"reviewed: the productions' English and provenance, {left_out.get('world_statements', 0)} world "
+          f"statements, {left_out.get('family_end_conditions', 0)} family end conditions")
+    return 0
 
 
 def _when(stamp: Any) -> str:

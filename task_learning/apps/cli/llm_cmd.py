@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 from task_learning.apps.cli.options import bounded_float, bounded_int
 
@@ -140,24 +141,33 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from task_learning.llm.local_install import cache_root, local_paths, server_key
+    """What is installed, and whether it may be served: the model's sha256 against the pinned
+    one, the server binary's against the one recorded at its build (exit 1 unless both hold)."""
+    from task_learning.llm.local_install import (
+        cache_root,
+        local_paths,
+        model_problem,
+        read_build_info,
+        server_key,
+        server_problem,
+    )
 
     paths = local_paths()
-    info: dict = {}
-    build_info = paths.server_dir / "build-info.json"
-    if build_info.is_file():
-        try:
-            info = json.loads(build_info.read_text())
-        except (OSError, ValueError):
-            info = {}
-    data = {"cache": str(cache_root()), "model": str(paths.model), "model_installed": paths.model.is_file(),
-            "server": str(paths.server), "server_installed": paths.server.is_file(), "server_key": server_key(),
-            "build": info}
+    info = read_build_info(paths)
+    model, server = model_problem(paths.model), server_problem(paths)
+    problems = [p for p in (model, server) if p]
+    data: dict[str, Any] = {
+        "cache": str(cache_root()), "model": str(paths.model), "model_installed": paths.model.is_file(),
+        "model_verified": model is None, "server": str(paths.server), "server_installed": paths.server.is_file(),
+        "server_verified": server is None, "server_key": server_key(), "build": info, "problems": problems}
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        for key in ("cache", "model", "model_installed", "server", "server_installed", "server_key"):
+        for key in ("cache", "model", "model_installed", "model_verified", "server", "server_installed",
+                    "server_verified", "server_key"):
             print(f"{key:<18}{data[key]}")
         if info.get("build_minutes") is not None:
             print(f"{'built in':<18}{info['build_minutes']} min ({info.get('built', '?')})")
-    return 0 if paths.installed() else 1
+        for problem in problems:
+            print(f"{'problem':<18}{problem}")
+    return 0 if not problems else 1

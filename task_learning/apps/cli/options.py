@@ -12,6 +12,7 @@ escape sequences or other control characters to the user's terminal.
 from __future__ import annotations
 
 import argparse
+import errno
 from collections.abc import Callable
 from typing import TextIO
 
@@ -69,20 +70,45 @@ SEED = bounded_int(0, MAX_SEED)
 class PrintableStream:
     """A text stream that strips escape sequences and control characters from what it writes.
     A write that fails (a full disk behind `> file`) names the stream, so the one-line error
-    says what could not be written."""
+    says what could not be written.
+
+    Text goes to the binary buffer underneath, and every byte is accounted for: CPython's text
+    layer ignores the count its buffer returns, so a disk that fills part-way through a large
+    write (`kb export > file`) kept 64 KiB of it and exited 0. Here a short write is written on
+    until the rest is taken or the system says why not (ENOSPC, EFBIG: an OSError, one line)."""
 
     def __init__(self, inner: TextIO, name: str = "standard output") -> None:
         self._inner = inner
         self._name = name
+        self._buffer = getattr(inner, "buffer", None)
+        if self._buffer is not None:
+            try:  # nothing waits in the text layer, so text written around this wrapper keeps its order
+                inner.reconfigure(write_through=True)  # type: ignore[attr-defined]
+            except (AttributeError, ValueError, OSError):
+                self._buffer = None
 
     def write(self, text: str) -> int:
         try:
-            self._inner.write(printable(text))
+            if self._buffer is None:
+                self._inner.write(printable(text))
+            else:
+                self._write_all(printable(text).encode(self._inner.encoding or "utf-8",
+                                                       self._inner.errors or "strict"))
+                if "\n" in text and getattr(self._inner, "line_buffering", False):
+                    self._buffer.flush()
         except BrokenPipeError:
             raise
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror or str(exc), self._name) from None
         return len(text)
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            count = self._buffer.write(view)  # type: ignore[union-attr]
+            if not count:  # None (would block) or 0: nothing taken, so the rest would be lost
+                raise OSError(errno.EIO, "the output took no more bytes")
+            view = view[count:]
 
     def flush(self) -> None:
         try:
@@ -92,7 +118,7 @@ class PrintableStream:
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror or str(exc), self._name) from None
 
-    def __getattr__(self, name: str) -> object:  # flush, fileno, isatty, encoding...
+    def __getattr__(self, name: str) -> object:  # fileno, isatty, encoding...
         return getattr(self._inner, name)
 
 

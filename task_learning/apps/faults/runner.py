@@ -6,14 +6,15 @@ from collections.abc import Callable, Sequence
 
 from task_learning.apps.faults import (
     batch_probes,
+    data_probes,
     hostile_probes,
     import_probes,
     input_probes,
     llm_probes,
     persistence_probes,
     ros_probes,
+    web_probes,
 )
-from task_learning.apps.faults import web_probes
 from task_learning.apps.faults.base import CATEGORIES, Probe, ProbeContext, ProbeResult
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ def all_probes() -> list[Probe]:
     return (llm_probes.probes() + input_probes.cli_probes() + hostile_probes.cli_probes()
             + input_probes.config_probes() + hostile_probes.config_probes()
             + persistence_probes.probes() + hostile_probes.persistence_probes() + import_probes.probes()
-            + ros_probes.probes() + batch_probes.probes() + web_probes.probes())
+            + ros_probes.probes() + batch_probes.probes() + web_probes.probes() + data_probes.probes())
 
 
 def run_probes(ctx: ProbeContext, categories: Sequence[str] = CATEGORIES,

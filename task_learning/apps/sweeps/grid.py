@@ -23,8 +23,21 @@ class Trial:
     params: dict[str, Any]
 
     @property
+    def stored_params(self) -> dict[str, Any]:
+        """The params as they are kept (results.sqlite) and hashed into the key: credentials in
+        the model's base_url masked as the terminal shows them (`http://***@host/v1`). Only the
+        trial itself, on its worker, sees the URL with them; a rotated password keeps the keys."""
+        llm = self.params.get("llm")
+        if not isinstance(llm, dict) or not llm.get("base_url"):
+            return self.params
+        from task_learning.llm.http_guard import split_credentials
+
+        return {**self.params, "llm": {**llm, "base_url": split_credentials(str(llm["base_url"])).shown}}
+
+    @property
     def key(self) -> str:
-        canonical = json.dumps({"kind": self.kind, "params": self.params}, sort_keys=True, separators=(",", ":"))
+        canonical = json.dumps({"kind": self.kind, "params": self.stored_params}, sort_keys=True,
+                               separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     @property

@@ -127,15 +127,18 @@ class ResultsStore:
                seconds: float | None = None, worker: str = "", final: bool = True) -> int:
         """Record one ended attempt (outcome done | failed | killed); `final` also sets the trial's
         row (a done trial, or a failure that will not be retried). Returns the attempt's number."""
+        from task_learning.llm.http_guard import redact_url
+
         attempt = self.attempts_of(trial.key) + 1
         now = time.time()
+        error = redact_url(error)  # no credentials of a base URL in the file, from any message
         statements: list[tuple[str, tuple[Any, ...]]] = [(
             "INSERT INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
             (trial.key, attempt, outcome, error, seconds, worker, now))]
         if final:
             statements.append((
                 "INSERT OR REPLACE INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (trial.key, trial.kind, trial.label, json.dumps(trial.params, sort_keys=True),
+                (trial.key, trial.kind, trial.label, json.dumps(trial.stored_params, sort_keys=True),
                  "done" if outcome == "done" else "failed", attempt,
                  json.dumps(measures) if measures is not None else None, error, seconds, worker, now)))
         self._write(statements)

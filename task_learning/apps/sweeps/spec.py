@@ -11,6 +11,7 @@ typo stops the sweep before any trial starts, not in the middle of it.
 from __future__ import annotations
 
 import difflib
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -24,6 +25,10 @@ KINDS = ("stars", "bcr", "llm_state")
 MAX_SEEDS = 1000
 MAX_TRIALS_PER_CELL = 1000
 MAX_WORKERS = 256
+# Trials one sweep may hold. Counted from the axes' lengths before a single trial is built: a
+# 77 KB file of LLM entries times 1000 seeds times the conditions made 18 million trials, 4 GB,
+# before the first ran. A sweep of this many trials is days of work at a second each.
+MAX_SWEEP_TRIALS = 100_000
 
 
 def _hint(value: str, known: list[str] | tuple[str, ...]) -> str:
@@ -46,7 +51,8 @@ Seeds = Annotated[list[Seed], BeforeValidator(_seeds), Field(min_length=1, max_l
 
 
 def _unique(values: list[Any]) -> list[Any]:
-    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    seen: set[str] = set()
+    repeated = sorted({str(v) for v in values if repr(v) in seen or seen.add(repr(v))})  # type: ignore[func-returns-value]
     if repeated:
         raise PydanticCustomError("repeated", "repeated value(s): {values}", {"values": ", ".join(repeated)})
     return values
@@ -190,6 +196,10 @@ class StarsGrid(Schema):
                                                         "(tidy_kitchen); not: {scenes}", {"scenes": ", ".join(lacking)})
         return self
 
+    def axes(self) -> dict[str, int]:
+        return {"scenes": len(self.scenes), "conditions": len(self.conditions), "llm": len(self.llm),
+                "seeds": len(self.seeds)}
+
 
 class BCRGrid(Schema):
     """The BCR paper: each trial is `trials` seeded BCR runs of one task in one mode (world seeds
@@ -204,6 +214,10 @@ class BCRGrid(Schema):
     trials: int = Field(default=10, ge=1, le=MAX_TRIALS_PER_CELL)
     max_actions: int = Field(default=100, ge=1, le=10_000)
     llm: LLMs = Field(default_factory=lambda: [LLMEntry(provider="offline")])
+
+    def axes(self) -> dict[str, int]:
+        return {"tasks": len(self.tasks), "modes": len(self.modes), "engines": len(self.engines),
+                "llm": len(self.llm), "seeds": len(self.seeds)}
 
 
 class LLMStateGrid(Schema):
@@ -225,6 +239,10 @@ class LLMStateGrid(Schema):
     hands: int = Field(default=2, ge=1, le=4)
     llm: LLMs = Field(default_factory=lambda: [LLMEntry(provider="offline")])
 
+    def axes(self) -> dict[str, int]:
+        return {"tasks": len(self.tasks), "methods": len(self.methods), "llm": len(self.llm),
+                "seeds": len(self.seeds)}
+
 
 Experiment = Annotated[Union[StarsGrid, BCRGrid, LLMStateGrid], Field(discriminator="kind")]
 
@@ -245,6 +263,22 @@ class Sweep(Schema):
     # Where results.sqlite, the trials' knowledge bases, Ray's logs and the plots go; relative
     # paths are relative to the working folder. Default: artifacts/sweeps/<name>.
     out: str | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "Sweep":
+        """Refuse a grid of more than MAX_SWEEP_TRIALS trials, counted from its axes (nothing is
+        built), naming the count and the largest experiment's axes."""
+        sizes = [math.prod(experiment.axes().values()) for experiment in self.experiments]
+        total = sum(sizes)
+        if total > MAX_SWEEP_TRIALS:
+            largest = max(range(len(sizes)), key=sizes.__getitem__)
+            axes = " x ".join(f"{n} {name}" for name, n in self.experiments[largest].axes().items())
+            raise PydanticCustomError(
+                "too_many_trials", "{total} trials: more than the {limit} a sweep may hold (experiments[{index}]: "
+                "{axes} = {size}); split it into several sweeps or shorten an axis",
+                {"total": f"{total:,}", "limit": f"{MAX_SWEEP_TRIALS:,}", "index": largest, "axes": axes,
+                 "size": f"{sizes[largest]:,}"})
+        return self
 
 
 def parse_sweep(data: Any, file: str | Path) -> Sweep:

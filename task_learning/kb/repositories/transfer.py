@@ -23,7 +23,7 @@ class Transfer:
         self.routines = routines
 
 
-    def export_dict(self) -> dict[str, Any]:
+    def export_dict(self) -> dict[str, Any]:  # its keys: EXPORT_KEYS
         return {
             "schema_version": SCHEMA_VERSION,
             "goals": [g.to_dict() for g in self.goals.goals()],
@@ -55,8 +55,7 @@ class Transfer:
         approves it), unless it repeats the actions of the policy already stored for its goal."""
         from task_learning.errors import ConfigError
 
-        if not isinstance(data, dict):
-            raise ConfigError(source, None, "expected a mapping with 'goals' and 'policies'")
+        check_export_keys(data, source)
         goals, policies = data.get("goals") or [], data.get("policies") or []
         routines = data.get("routines") or []
         for key, value in (("goals", goals), ("policies", policies), ("routines", routines)):
@@ -107,6 +106,32 @@ class Transfer:
             self.routines.add_routines(new_routines)
         return ImportCounts(len(parsed_goals), len(parsed_policies), len(new_routines),
                             sum(1 for p in parsed_policies if not p.reviewed))
+
+
+EXPORT_KEYS = ("schema_version", "goals", "policies", "questions", "productions", "family_end_conditions",
+               "world_statements", "routines")
+IMPORTED_KEYS = ("goals", "policies", "routines", "productions")  # what an import takes
+
+
+def check_export_keys(data: Any, source: str) -> None:
+    """ConfigError unless `data` is a mapping whose keys are an export's (EXPORT_KEYS) and that
+    holds at least one key an import takes: a file of unknown keys (another program's YAML, a
+    typo'd `goal:`) is not an export of nothing, and "imported 0 goals" with exit 0 hid that."""
+    import difflib
+
+    from task_learning.errors import ConfigError
+
+    if not isinstance(data, dict):
+        raise ConfigError(source, None, "not a knowledge base export: expected a mapping with "
+                          f"{', '.join(IMPORTED_KEYS)} (as `task-learning kb export` writes)")
+    for key in data:
+        if key not in EXPORT_KEYS:
+            hint = difflib.get_close_matches(str(key), EXPORT_KEYS, n=1)
+            raise ConfigError(source, str(key), "unknown key" + (f" (did you mean '{hint[0]}'?)" if hint
+                                                                 else f" (an export has: {', '.join(EXPORT_KEYS)})"))
+    if not any(key in data for key in IMPORTED_KEYS):
+        raise ConfigError(source, None, f"nothing to import: none of {', '.join(IMPORTED_KEYS)} (not an export of "
+                          "`task-learning kb export`?)")
 
 
 def imported_free_text(data: Any) -> dict[str, int]:
