@@ -4,9 +4,10 @@ One run serves the panel on a free loopback port; the probes then do what issue 
 flood of wrong pairing codes from another local client (the real operator must still pair), a
 flood of connections that never send a request (the paired operator must still answer, and the
 answer's latency is measured), headers and a body sent a byte at a time, and unauthenticated
-bodies of 300 MB (declared) and 100 MB (streamed). Each result names the run's peak memory
-(RSS: the kernel's high-water mark, VmHWM) during its attack; past 300 MB is not handled. Every request goes to 127.0.0.1 and
-every flood is bounded in count and time. The probe answers "no" only: nothing is confirmed.
+bodies of 300 MB (declared) and 100 MB (streamed). Each result names the run's peak memory so
+far (RSS: the kernel's high-water mark, VmHWM, Linux); past 300 MB is not handled. Every request
+goes to 127.0.0.1 and every flood is bounded in count and time. The probe answers "no" only:
+nothing is confirmed.
 """
 from __future__ import annotations
 
@@ -26,14 +27,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from task_learning.apps.faults.base import Probe, ProbeContext, ProbeResult
+from task_learning.oversight.web.limits import WebLimits
 
 CATEGORY = "web"
 MEMORY_LIMIT_MB = 300.0
 START_S = 90.0
 QUESTION_S = 120.0
 PANEL_LINE = re.compile(r"open (http://127\.0\.0\.1:(\d+))/#pair=([0-9A-F]{4}-[0-9A-F]{16})")
-HEADER_TIMEOUT_S = 10.0  # WebLimits' defaults, which the run uses
-BODY_TIMEOUT_S = 10.0
+DEFAULTS = WebLimits()  # what `run --operator web` serves with
 
 
 @dataclass
@@ -180,6 +181,8 @@ def _closed_by_server(sock: socket.socket) -> bool:
 
 def _memory(run: ServedRun) -> tuple[bool, str]:
     peak = run.peak_mb()
+    if not peak:
+        return True, "memory not measured (no /proc)"
     return peak < MEMORY_LIMIT_MB, f"the run's peak RSS so far {peak:.0f} MB"
 
 
@@ -358,9 +361,9 @@ def _attacks(ctx: ProbeContext, run: ServedRun) -> list[ProbeResult]:
     slow: list[ProbeResult] = []
     attacks: list[Callable[[], ProbeResult]] = [
         lambda: _slow(run, "headers", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: " + b"a" * 40,
-                      HEADER_TIMEOUT_S),
+                      DEFAULTS.header_timeout_s),
         lambda: _slow(run, "body", b"POST /api/pair HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
-                      b"\r\nContent-Length: 40\r\n\r\n", b" " * 40, BODY_TIMEOUT_S)]
+                      b"\r\nContent-Length: 40\r\n\r\n", b" " * 40, DEFAULTS.body_timeout_s)]
     threads = [threading.Thread(target=lambda a=a: slow.append(a()), daemon=True) for a in attacks]
     for thread in threads:
         thread.start()
