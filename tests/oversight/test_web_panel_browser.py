@@ -182,16 +182,24 @@ def test_markup_in_an_object_name_or_a_candidate_is_shown_as_text(playwright, pa
     browser.close()
 
 
-def test_closing_the_page_mid_question_confirms_nothing(playwright, panel, tmp_path) -> None:
-    panel.ask(mug_request("q1", timeout_s=3.0))
-    browser, page = paired_page(playwright, panel, tmp_path / "p", "alice")
-    page.locator("article.card[data-id='q1']").wait_for(timeout=20000)
-    assert panel.panel._viewers
-    browser.close()  # the tab (and the phone's browser) goes away mid-question
-    wait_until(lambda: not panel.panel._viewers, 10, "the server saw the page go")
-    wait_until(lambda: "q1" in panel.answers, 10, "the question ended")
-    assert panel.answers["q1"].answer is not AnswerKind.YES
-    assert panel.answers["q1"].operator == "timeout"
+def test_closing_the_page_mid_question_confirms_nothing(playwright, tmp_path) -> None:
+    from task_learning.oversight.web.backend import QueueBackend
+
+    clock = ManualClock()  # the question expires after the page went, however slow the browser's start
+    panel = serve_panel(tmp_path, backend=QueueBackend(timeout_s=60.0, clock=clock))
+    try:
+        panel.ask(mug_request("q1", timeout_s=3.0))
+        browser, page = paired_page(playwright, panel, tmp_path / "p", "alice")
+        page.locator("article.card[data-id='q1']").wait_for(timeout=20000)
+        assert panel.panel._viewers
+        browser.close()  # the tab (and the phone's browser) goes away mid-question
+        wait_until(lambda: not panel.panel._viewers, 10, "the server saw the page go")
+        clock.now += 3.5
+        wait_until(lambda: "q1" in panel.answers, 10, "the question ended")
+        assert panel.answers["q1"].answer is not AnswerKind.YES
+        assert panel.answers["q1"].operator == "timeout"
+    finally:
+        panel.close()
 
 
 class ManualClock:

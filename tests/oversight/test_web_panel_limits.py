@@ -176,6 +176,14 @@ def test_flood_log_and_filter_let_one_line_a_window_through() -> None:
                            "Invalid HTTP request received. (99 more like it in the last 60 s not logged)"]
 
 
+def test_limits_that_would_serve_nobody_are_refused_at_start() -> None:
+    from task_learning.oversight.web.server import WebPanelError, WebSettings
+
+    for limits in (WebLimits(max_connections=1), WebLimits(max_body_bytes=10), WebLimits(header_timeout_s=0.0)):
+        with pytest.raises(WebPanelError, match="limits"):
+            WebSettings(limits=limits).check()
+
+
 def test_the_panel_does_not_take_the_live_views_port() -> None:
     from task_learning.episode.live import DEFAULT_PORT as LIVE_VIEW
     from task_learning.oversight.web.server import DEFAULT_PORT, WebSettings

@@ -4,9 +4,10 @@ One run serves the panel on a free loopback port; the probes then do what issue 
 flood of wrong pairing codes from another local client (the real operator must still pair), a
 flood of connections that never send a request (the paired operator must still answer, and the
 answer's latency is measured), headers and a body sent a byte at a time, and unauthenticated
-bodies of 300 MB (declared) and 100 MB (streamed). Each result names the run's peak memory
-(RSS: the kernel's high-water mark, VmHWM) during its attack; past 300 MB is not handled. Every request goes to 127.0.0.1 and
-every flood is bounded in count and time. The probe answers "no" only: nothing is confirmed.
+bodies of 300 MB (declared) and 100 MB (streamed). Each result names the run's peak memory so
+far (RSS: the kernel's high-water mark, VmHWM, Linux); past 300 MB is not handled. Every request
+goes to 127.0.0.1 and every flood is bounded in count and time. The probe answers "no" only:
+nothing is confirmed.
 """
 from __future__ import annotations
 
@@ -26,14 +27,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from task_learning.apps.faults.base import Probe, ProbeContext, ProbeResult
+from task_learning.oversight.web.limits import WebLimits
 
 CATEGORY = "web"
 MEMORY_LIMIT_MB = 300.0
 START_S = 90.0
 QUESTION_S = 120.0
 PANEL_LINE = re.compile(r"open (http://127\.0\.0\.1:(\d+))/#pair=([0-9A-F]{4}-[0-9A-F]{16})")
-HEADER_TIMEOUT_S = 10.0  # WebLimits' defaults, which the run uses
-BODY_TIMEOUT_S = 10.0
+DEFAULTS = WebLimits()  # what `run --operator web` serves with
 
 
 @dataclass
@@ -64,7 +65,7 @@ class ServedRun:
             self.proc.wait(timeout=10)
 
 
-def _start_run(ctx: ProbeContext) -> ServedRun:
+def start_run(ctx: ProbeContext) -> ServedRun:
     db = ctx.path("web/kb.sqlite")
     command = [ctx.python, "-m", "task_learning.apps.cli", "run", "--scene", "store_groceries", "--condition",
                "STARS+O", "--operator", "web", "--db", str(db), "--web-port", "0"]
@@ -180,6 +181,8 @@ def _closed_by_server(sock: socket.socket) -> bool:
 
 def _memory(run: ServedRun) -> tuple[bool, str]:
     peak = run.peak_mb()
+    if not peak:
+        return True, "memory not measured (no /proc)"
     return peak < MEMORY_LIMIT_MB, f"the run's peak RSS so far {peak:.0f} MB"
 
 
@@ -198,30 +201,59 @@ def _wrong_codes(run: ServedRun, count: int) -> tuple[ProbeResult, Page]:
                        f"HTTP {status}; {mem}"), operator
 
 
-def _connection_flood(run: ServedRun, operator: Page, count: int, question: dict[str, Any]) -> ProbeResult:
-    """`count` connections that never send a request, held open; meanwhile the paired operator
-    reads its session and answers the question waiting on its page, each on a new connection."""
+@dataclass
+class FloodFigures:
+    """What one connection flood cost the paired operator (bench/bench_web_flood.py prints them)."""
+
+    opened: int
+    closed: int  # of the flood's connections, by the server
+    session: tuple[int, float]  # (HTTP status, seconds) of the operator's session request mid-flood
+    answer: tuple[int, float, str]  # (HTTP status, seconds, message) of its answer mid-flood
+
+
+def flood_and_answer(port: int, operator: Page, count: int, question: dict[str, Any]) -> FloodFigures:
+    """`count` connections that never send a request, opened by another thread while the paired
+    operator, halfway through, reads its session and answers `question` ("no"), each request on a
+    new connection."""
     flood: list[socket.socket] = []
-    try:
-        for _ in range(count):
+    halfway = threading.Event()
+
+    def open_connections() -> None:
+        for i in range(count):
             with suppress(OSError):
-                flood.append(_connect(run.port))
+                flood.append(_connect(port))
+            if i == count // 2:
+                halfway.set()
+        halfway.set()
+
+    opener = threading.Thread(target=open_connections, daemon=True)
+    opener.start()
+    try:
+        halfway.wait(60)
         status_s, _, session_s = operator.request("GET", "/api/session")
         status_a, reply, answer_s = operator.request(
             "POST", "/api/answer", {"request_id": question["id"], "nonce": question["nonce"],
                                     "answer": "no", "text": ""})
+        opener.join(timeout=120)
         time.sleep(0.2)
         closed = sum(_closed_by_server(s) for s in flood)
     finally:
+        opener.join(timeout=5)
         for sock in flood:
             sock.close()
+    return FloodFigures(len(flood), closed, (status_s, session_s),
+                        (status_a, answer_s, str(reply.get("message", ""))))
+
+
+def _connection_flood(run: ServedRun, operator: Page, count: int, question: dict[str, Any]) -> ProbeResult:
+    got = flood_and_answer(run.port, operator, count, question)
     ok_mem, mem = _memory(run)
-    held = len(flood) - closed
-    handled = status_s == 200 and status_a == 200 and held <= 100 and ok_mem
+    held = got.opened - got.closed
+    handled = got.session[0] == 200 and got.answer[0] == 200 and held <= 100 and ok_mem
     return ProbeResult(CATEGORY, "connection flood (never a request)", handled,
-                       f"{len(flood)} connections opened, the server closed {closed} (kept {held}); the paired "
-                       f"operator's session HTTP {status_s} in {session_s * 1000:.0f} ms, answer HTTP {status_a} "
-                       f"in {answer_s * 1000:.0f} ms ({reply.get('message', '')[:60]}); {mem}")
+                       f"{got.opened} connections opened, the server closed {got.closed} (kept {held}); mid-flood "
+                       f"the paired operator's session HTTP {got.session[0]} in {got.session[1] * 1000:.0f} ms, "
+                       f"answer HTTP {got.answer[0]} in {got.answer[1] * 1000:.0f} ms ({got.answer[2][:60]}); {mem}")
 
 
 def _slow(run: ServedRun, what: str, head: bytes, drip: bytes, limit_s: float) -> ProbeResult:
@@ -329,9 +361,9 @@ def _attacks(ctx: ProbeContext, run: ServedRun) -> list[ProbeResult]:
     slow: list[ProbeResult] = []
     attacks: list[Callable[[], ProbeResult]] = [
         lambda: _slow(run, "headers", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: " + b"a" * 40,
-                      HEADER_TIMEOUT_S),
+                      DEFAULTS.header_timeout_s),
         lambda: _slow(run, "body", b"POST /api/pair HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
-                      b"\r\nContent-Length: 40\r\n\r\n", b" " * 40, BODY_TIMEOUT_S)]
+                      b"\r\nContent-Length: 40\r\n\r\n", b" " * 40, DEFAULTS.body_timeout_s)]
     threads = [threading.Thread(target=lambda a=a: slow.append(a()), daemon=True) for a in attacks]
     for thread in threads:
         thread.start()
@@ -346,7 +378,7 @@ def _attacks(ctx: ProbeContext, run: ServedRun) -> list[ProbeResult]:
 
 def _hostile_web(ctx: ProbeContext) -> list[ProbeResult]:
     try:
-        run = _start_run(ctx)
+        run = start_run(ctx)
     except (RuntimeError, OSError) as exc:
         return [ProbeResult(CATEGORY, "web panel attacks", False, f"could not start the run: {exc}")]
     try:

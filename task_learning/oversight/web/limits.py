@@ -22,6 +22,7 @@ others hold the connections. So the panel adds, at uvicorn's and Starlette's ext
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import resource
 import time
@@ -121,16 +122,20 @@ class ConnectionGuard:
     limits: WebLimits
     flood: FloodLog = field(default_factory=FloodLog)
     open: dict["GuardedH11Protocol", str] = field(default_factory=dict)  # connection -> client address
+    cap: int = 0  # limits.connection_cap(), read once
+
+    def __post_init__(self) -> None:
+        self.cap = self.limits.connection_cap()
 
     def admit(self, conn: "GuardedH11Protocol", peer: str) -> bool:
         """Count a new connection in; push out a waiting one when over the cap; False when every
         open connection is serving a request (the new one is then closed)."""
-        if len(self.open) >= self.limits.connection_cap():
+        if len(self.open) >= self.cap:
             victim = self._victim()
             if victim is None:
                 self.flood.note("connections refused: every connection is serving a request", peer)
                 return False
-            self.flood.note(f"connection limit ({self.limits.connection_cap()}) reached: closed the oldest "
+            self.flood.note(f"connection limit ({self.cap}) reached: closed the oldest "
                             f"connections that had not sent a request", peer)
             self.release(victim)
             victim.transport.abort()
@@ -274,8 +279,6 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    import json
-
     data = json.dumps({"accepted": False, "message": message}).encode("utf-8")
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode()),
