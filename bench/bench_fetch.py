@@ -23,7 +23,7 @@ import numpy as np
 
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.images import image_fields, image_to_array, to_bgr, to_metres
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.registry import MarkerRegistry, MarkerSpec

@@ -15,7 +15,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from task_learning.dds_profile import profile_env
+from task_learning.apps.dds_profile import profile_env
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.plumbing.launch_support import PACKAGE, on_node_exit
 

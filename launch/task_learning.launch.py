@@ -24,7 +24,7 @@ config/bringup.yaml does not list (nothing is started), a `backend:=` that is no
 nodes are stopped. Ctrl-C stops every node cleanly.
 
 Every node runs with the stack's Fast DDS profile (config/fastdds_profile.xml) unless the user
-chose one (task_learning/dds_profile.py), as under `task-learning bringup`.
+chose one (task_learning/apps/dds_profile.py), as under `task-learning bringup`.
 """
 import os
 
@@ -42,7 +42,7 @@ from task_learning.apps.bringup import (
     params_file_keys,
     started,
 )
-from task_learning.dds_profile import profile_env
+from task_learning.apps.dds_profile import profile_env
 from task_learning.errors import TaskLearningError
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.plumbing.launch_support import PACKAGE, default_db, on_node_exit

@@ -237,7 +237,7 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _config_values(table: ParamTable) -> dict[str, Any]:
     if not table.config:
         return {}
-    from task_learning.config import load_yaml  # the project's one YAML loader (aliases bounded)
+    from task_learning.inputs.config import load_yaml  # the project's one YAML loader (aliases bounded)
 
     data = load_yaml(ROOT / table.config) or {}
     return _flatten(((data.get(table.config_node) or {}).get("ros__parameters")) or {})

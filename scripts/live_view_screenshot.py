@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from task_learning.files import write_bytes_atomic  # noqa: E402
+from task_learning.inputs.files import write_bytes_atomic  # noqa: E402
 
 READY = ("document.querySelectorAll('#stars li').length >= 4 && document.querySelectorAll('#world tr').length > 3"
          " && (!%s || document.getElementById('camera').naturalWidth > 0)")

@@ -81,10 +81,10 @@ CASES = [
          "LLMResponse(text='')"),
     # the Fast DDS profile every node gets unless the user chose one
     Case("tests/nodes/test_dds_profile.py::test_bringup_starts_every_node_with_the_profile",
-         "task_learning/dds_profile.py", "profile_env", "{}"),
+         "task_learning/apps/dds_profile.py", "profile_env", "{}"),
     # a hung stop names itself from a thread holding the GIL, not from faulthandler's watchdog
     Case("tests/project/test_stop_deadline.py::test_a_hung_stop_names_every_thread_while_another_still_runs_python",
-         "task_learning/stop_deadline.py", "StopDeadline._expire", "None"),
+         "task_learning/lifecycle/stop_deadline.py", "StopDeadline._expire", "None"),
     # ROS message conversion and the graph
     Case("tests/nodes/test_ros_convert.py::test_goal_candidate_round_trip",
          "nodes/plumbing/convert.py", "goal_candidate_from_msg", "None"),

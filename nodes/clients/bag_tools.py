@@ -23,7 +23,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.errors import TaskLearningError
-from task_learning.files import OutputError
+from task_learning.inputs.files import OutputError
 from task_learning.perception.bag import BagWriter, read_messages
 
 TYPES = {

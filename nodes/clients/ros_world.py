@@ -11,7 +11,7 @@ from typing import Any
 
 from rclpy.node import Node
 
-from task_learning.stopping import DependencyFailed, RunStopped, StopToken
+from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StopToken
 from task_learning.types import ActionCall
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldUnavailableError
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld

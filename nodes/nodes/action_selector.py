@@ -26,8 +26,8 @@ from task_learning.bcr.engines import ENGINES, make_engine
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.bcr.selector import ActionSelector
 from task_learning.errors import TaskLearningError
-from task_learning.safe_text import printable
-from task_learning.stop_signals import StopSignals
+from task_learning.inputs.safe_text import printable
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes.plumbing import convert
@@ -143,7 +143,7 @@ class ActionSelectorNode(Node):
 
     def diagnostics(self) -> list[Any]:
         """/diagnostics: the LLM endpoint of the llm engine (the heuristic needs none)."""
-        from task_learning.diagnostics import Check, Level, llm_check
+        from task_learning_nodes.plumbing.diagnostics import Check, Level, llm_check
 
         if self.client is None:
             return [Check("llm", Level.OK, "heuristic engine: no LLM")]

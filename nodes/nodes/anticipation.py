@@ -38,9 +38,9 @@ from rclpy.node import Node
 from task_learning.anticipation.proposals import KB_TASK
 from task_learning.errors import TaskLearningError
 from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, resolve_db_path
-from task_learning.safe_text import printable
+from task_learning.inputs.safe_text import printable
 from task_learning.types import GoalLiteral
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes.plumbing import convert

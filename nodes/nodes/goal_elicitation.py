@@ -27,22 +27,22 @@ from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.planning.progress import Snapshot
 from task_learning.planning.batches import (Batch, BatchBook, BatchRefused, check_object_ids, check_request,
                                             start_batch)
-from task_learning.stopping import DependencyFailed, RunStopped
-from task_learning.safe_text import printable
+from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped
+from task_learning.inputs.safe_text import printable
 from task_learning.stars.conditions import Condition, flags, parse_condition, user_context
 from task_learning.stars.elicit import ElicitationResult, ElicitationSetup, as_state_and_metadata, elicit_goal
 from task_learning.stars.prompts import load_templates
 from task_learning.stars.report import FEEDBACK_STAGES, paper_counts, verdict_line
 from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import TreeSettings
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
 
 if TYPE_CHECKING:
-    from task_learning.diagnostics import Check
+    from task_learning_nodes.plumbing.diagnostics import Check
     from task_learning.world.scene import Scene
     from task_learning.world.state import WorldState
     from task_learning_nodes.clients.oversight_client import OversightClient
@@ -157,7 +157,7 @@ class GoalElicitationNode(Node):
 
     def diagnostics(self) -> list[Check]:
         """/diagnostics: the LLM endpoint (reachable? latency) and where the world comes from."""
-        from task_learning.diagnostics import Check, Level, llm_check
+        from task_learning_nodes.plumbing.diagnostics import Check, Level, llm_check
 
         world = Check("world", Level.OK if self.world.get() is not None else Level.WARN,
                       f"world from {self.world.source}")

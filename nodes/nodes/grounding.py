@@ -22,11 +22,11 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
-from task_learning.safe_text import printable
+from task_learning.inputs.safe_text import printable
 from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.scene_state import resolve_object, scene_world_state
 from task_learning.types import WorldState
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.srv import AnalyzeGoal
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node
@@ -90,7 +90,7 @@ class GroundingNode(Node):
 
     def diagnostics(self) -> list[Any]:
         """/diagnostics: the world analysed against (the grounding knowledge loaded at start)."""
-        from task_learning.diagnostics import Check, Level
+        from task_learning_nodes.plumbing.diagnostics import Check, Level
 
         return [Check("world", Level.OK if self.world.get() is not None else Level.WARN,
                       f"world from {self.world.source}")]

@@ -20,7 +20,7 @@ from rosidl_runtime_py import message_to_ordereddict
 
 from task_learning.episode import messages as msgs
 from task_learning.episode.observe import HIGHLIGHTED
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_nodes.plumbing.episode_topics import QOS, message_class
 from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
@@ -84,7 +84,7 @@ class LiveViewNode(Node):
             self.get_logger().warning(str(exc), throttle_duration_sec=30.0)
 
     def diagnostics(self) -> list[Any]:
-        from task_learning.diagnostics import Check, Level
+        from task_learning_nodes.plumbing.diagnostics import Check, Level
 
         return [Check("live view", Level.OK, f"serving {self.live.url}", {"forwarded": str(self.forwarded)})]
 

@@ -40,8 +40,8 @@ from task_learning.oversight import pairing
 from task_learning.oversight.confirmations import ConfirmationLedger
 from task_learning.oversight.operator import timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
-from task_learning.safe_text import printable
-from task_learning.stop_signals import StopSignals
+from task_learning.inputs.safe_text import printable
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.types import ConfirmationRequest
 from task_learning_interfaces.srv import (
     AnswerConfirmation,
@@ -193,7 +193,7 @@ class OversightNode(Node):
 
     def diagnostics(self) -> list[Any]:
         """/diagnostics: the operator's queue and the knowledge base answers are kept in."""
-        from task_learning.diagnostics import kb_check, queue_check
+        from task_learning_nodes.plumbing.diagnostics import kb_check, queue_check
 
         checks = [queue_check(len(self.queue.pending()))]
         if self.kb is not None:

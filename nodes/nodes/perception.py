@@ -33,8 +33,8 @@ from pydantic import Field
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
-from task_learning.names import normalize_name
-from task_learning.safe_text import printable
+from task_learning.inputs.names import normalize_name
+from task_learning.inputs.safe_text import printable
 from task_learning.world.action_check import action_call_problem
 from task_learning.types import ActionCall, ActionOutcome
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldBackend, WorldUnavailableError
@@ -42,7 +42,7 @@ from task_learning.world.factory import BACKENDS
 from task_learning.world.thor.settings import PLATFORMS as THOR_PLATFORMS
 from task_learning.world.thor.settings import RANGES as THOR_RANGES
 from task_learning.world.thor.settings import ThorSettings
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
 from task_learning_nodes.plumbing import convert
@@ -170,7 +170,7 @@ class PerceptionNode(Node):
 
     def diagnostics(self) -> list[Any]:
         """/diagnostics: the world backend alive (the simulator process, the camera frames)."""
-        from task_learning.diagnostics import Check, Level
+        from task_learning_nodes.plumbing.diagnostics import Check, Level
 
         values = {"backend": self.backend_name, "scene": self.scene_name}
         exit_code = getattr(self.backend, "_exit_code", None)

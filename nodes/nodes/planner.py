@@ -37,12 +37,12 @@ from task_learning.planning.reaching import ProductionApproval, ReachSettings, g
 from task_learning.planning.requests import BadRequest, check_text, literals_of, scene_of, task_request
 from task_learning.planning.session import CONDITIONS
 from task_learning.planning.task_run import TaskFeedback, TaskRun, TaskRunPorts, TaskRunSettings
-from task_learning.stopping import DependencyFailed, RunStopped, StopToken, StoppableWorld
-from task_learning.safe_text import printable
+from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StopToken, StoppableWorld
+from task_learning.inputs.safe_text import printable
 from task_learning.types import ActionOutcome, LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
@@ -63,7 +63,7 @@ from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyP
                                                                SingleGoalServer, Status)
 
 if TYPE_CHECKING:
-    from task_learning.diagnostics import Check
+    from task_learning_nodes.plumbing.diagnostics import Check
     from task_learning.llm.client import LLMClient
     from task_learning.llm_state.state import OpenState
 
@@ -201,7 +201,7 @@ class PlannerNode(Node):
 
     def diagnostics(self) -> list[Check]:
         """/diagnostics: the knowledge base writable, and what the robot is doing."""
-        from task_learning.diagnostics import Check, Level, kb_check
+        from task_learning_nodes.plumbing.diagnostics import Check, Level, kb_check
 
         busy_with = self._actions.busy_with
         return [kb_check(resolve_db_path(self._params().db_path)),

@@ -27,11 +27,11 @@ import numpy as np
 from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.perception import geometry as g
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.skills import SKILLS, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.world.scene import load_scene
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import Skill
 from task_learning_nodes.plumbing.camera_topics import camera_info_msg, image_msg
 from task_learning_nodes.plumbing.fetch_params import FetchRobotEndParameters

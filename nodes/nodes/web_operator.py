@@ -33,7 +33,7 @@ from task_learning.kb.store import DEFAULT_DB, KnowledgeBase, resolve_db_path
 from task_learning.oversight.pairing import OperatorCredentials
 from task_learning.oversight.web.limits import WebLimits
 from task_learning.oversight.web.server import WebPanel, WebServer, WebSettings, panel_url
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.types import AnswerKind, ConfirmationRequest
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import run_node

@@ -3,7 +3,7 @@
 - camera/color/image_raw (sensor_msgs/Image, rgb8)
 - camera/depth/image_raw (sensor_msgs/Image, 32FC1, metres; planar depth, registered to color)
 - camera/color/camera_info (sensor_msgs/CameraInfo: the project's pinhole model,
-  task_learning.camera_model.CameraModel, from the field of view and the frame size)
+  task_learning.world.camera_model.CameraModel, from the field of view and the frame size)
 - camera/pose (geometry_msgs/PoseStamped: the camera in the world frame, as AI2-THOR states it:
   Unity's left-handed frame, y up; the orientation turns x, y, z into the camera's right, up and
   forward, so the images' optical frame is this with y flipped)
@@ -22,7 +22,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, Image
 
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.images import image_fields
 
 COLOR_TOPIC = "camera/color/image_raw"

@@ -20,7 +20,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Sequence
 
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 from task_learning_nodes.plumbing.registry import EXECUTABLES
 
 if TYPE_CHECKING:

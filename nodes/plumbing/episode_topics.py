@@ -28,7 +28,7 @@ from task_learning.episode.messages import BY_TOPIC, CHANNELS, LEARNED_GOAL, LLM
 from task_learning.episode.observe import BcrTreePublisher, kb_observer
 from task_learning.episode.recorder import McapSink, snapshot_kb
 from task_learning.errors import TaskLearningError
-from task_learning.safe_text import printable
+from task_learning.inputs.safe_text import printable
 
 # Deep enough that a tree level's burst is not dropped; reliable so a recorder loses nothing.
 QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)

@@ -32,7 +32,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.perception import geometry as g
 from task_learning.perception.bag import closest_pose
 from task_learning.perception.bridge import FetchWorld
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.images import image_to_array, to_bgr, to_metres
 from task_learning.perception.registry import load_registry

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from launch.actions import LogInfo, Shutdown
 
-from task_learning.child_process import describe_exit
+from task_learning.lifecycle.child_process import describe_exit
 
 PACKAGE = "task_learning"
 

@@ -8,7 +8,7 @@
 - The executor spins in a worker thread while the main thread waits for SIGINT/SIGTERM (or for
   the node to call `request_shutdown()`), so a signal is seen within SIGNAL_POLL_S and not only
   when the executor wakes up. The signal handler only records the signal: one that set the
-  Event the main thread waits on could deadlock inside Event.wait (task_learning.stop_signals).
+  Event the main thread waits on could deadlock inside Event.wait (task_learning.lifecycle.signals).
 - Shutdown order matters: an executor thread still inside rcl_wait while the executor, the node
   or the interpreter is torn down can hang the process for good (seen once in CI: a node idle
   for seconds ignored SIGINT and SIGTERM until launch killed it). So: long callbacks end first
@@ -20,8 +20,8 @@
 - Stopping is bounded: if it is not over within SHUTDOWN_LIMIT_S (less than the grace
   `ros2 launch` gives before SIGTERM), every thread's stack goes to stderr and the process exits
   with code 1, so a hang names itself instead of waiting for SIGKILL
-  (task_learning.stop_deadline says why that is not faulthandler's watchdog alone).
-- Diagnostics: a node with a `diagnostics()` method (returning task_learning.diagnostics.Check
+  (task_learning.lifecycle.stop_deadline says why that is not faulthandler's watchdog alone).
+- Diagnostics: a node with a `diagnostics()` method (returning task_learning_nodes.plumbing.diagnostics.Check
   rows: LLM endpoint, knowledge base, world, operator queue) gets its checks published every
   DIAGNOSTICS_PERIOD_S on `/diagnostics` (diagnostic_msgs/DiagnosticArray, one status per check
   named "<node>: <check>", what rqt_robot_monitor and Foxglove read), from a timer of its own so a
@@ -51,8 +51,8 @@ from rclpy.signals import SignalHandlerOptions
 from task_learning.errors import TaskLearningError
 from task_learning_nodes.plumbing.rclpy_compat import ActionClient as ActionClient  # the nodes' action client
 from task_learning_nodes.plumbing.rclpy_compat import DrainingExecutor, RCLError
-from task_learning.stop_deadline import StopDeadline
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.stop_deadline import StopDeadline
+from task_learning.lifecycle.signals import StopSignals
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -232,7 +232,7 @@ def _wait_for_stop(signals: StopSignals) -> None:
     """Until a signal, request_shutdown() or the worker's end."""
     while not _stop_event.wait(SIGNAL_POLL_S) and not signals.received:
         pass
-    _stop_event.set()  # here, not in the signal handler (see task_learning.stop_signals)
+    _stop_event.set()  # here, not in the signal handler (see task_learning.lifecycle.signals)
 
 
 def _finish_work(node: Node, failure: list[BaseException]) -> int:
@@ -271,7 +271,7 @@ class DiagnosticsPublisher:
     def publish(self) -> None:
         from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
-        from task_learning.diagnostics import Check, Level
+        from task_learning_nodes.plumbing.diagnostics import Check, Level
 
         name = self._node.get_name()
         try:

@@ -7,7 +7,7 @@ read_only=)`. That model is the one source of
   it) and returns the values read into a `Model` instance, typed (`params.max_actions` is an int);
   `read_parameters(node, Model)` reads the current values again (the writable ones may have changed);
 - the check of the shipped parameter files, config/nodes/<node>.yaml (`check_params_file`: the
-  project's one-line errors naming the file and the key, task_learning.schema);
+  project's one-line errors naming the file and the key, task_learning.inputs.schema);
 - the docs site's parameter reference (scripts/docs_reference.py). The descriptor carries the description,
 the range (integer or floating point) and the allowed values as additional constraints, so
 
@@ -23,7 +23,7 @@ and range by rclpy, choices here) and refused with the reason. The docs site's p
 Values from a params file or `-p name:=value` still apply (read-only only refuses later changes).
 
 Every int and float parameter has a range (a `Param` without one is a programming error, refused
-when the table is built), and every value is checked by task_learning.numbers.number_problem, the
+when the table is built), and every value is checked by task_learning.inputs.numbers.number_problem, the
 check command-line options and configuration values go through too: NaN and infinities are
 refused whatever ROS's own range check makes of them. A value of the wrong type, out of range or
 not among the choices stops the node at start with one line naming the parameter (run_node turns
@@ -41,10 +41,10 @@ from pydantic import Field, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
 from rclpy.node import Node
 
-from task_learning.config import load_yaml
+from task_learning.inputs.config import load_yaml
 from task_learning.errors import ConfigError, TaskLearningError
-from task_learning.numbers import number_problem
-from task_learning.schema import Schema, invalid, validate
+from task_learning.inputs.numbers import number_problem
+from task_learning.inputs.schema import Schema, invalid, validate
 
 ParamValue = bool | int | float | str | tuple[float, ...]  # a tuple: a double array
 

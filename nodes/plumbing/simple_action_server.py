@@ -39,7 +39,7 @@ from typing import Any, Callable
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
 
-from task_learning.stopping import StopToken
+from task_learning.lifecycle.cancellation import StopToken
 from task_learning_nodes.plumbing.qos import action_qos_kwargs
 
 CANCELED_BY_CLIENT = "canceled by the client"

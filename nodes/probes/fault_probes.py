@@ -323,7 +323,7 @@ def probe_cancel(c: Client) -> dict[str, Any]:
 
 
 def _oversight_param(name: str) -> Any:
-    from task_learning.config import config_path, load_yaml
+    from task_learning.inputs.config import config_path, load_yaml
 
     data = load_yaml(config_path("nodes", "oversight.yaml")) or {}
     return (data.get("oversight") or {}).get("ros__parameters", {}).get(name)

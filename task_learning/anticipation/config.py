@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator
 
 from task_learning.anticipation.context import Fact, parse_context
-from task_learning.config import config_path, join_key
+from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.kb.store import StoredRoutine
-from task_learning.names import normalize_name
-from task_learning.schema import Schema, bounded, invalid, load_model
+from task_learning.inputs.names import normalize_name
+from task_learning.inputs.schema import Schema, bounded, invalid, load_model
 
 DAYS = ("weekday", "weekend")
 
@@ -93,7 +93,7 @@ class AnticipationDoc(Schema):
 
 def load_anticipation_config(path: str | Path | None = None, *, wording: str = "own") -> AnticipationConfig:
     """`wording`: own (the project's prompt text) or paper (the traces' own, `--prompts paper`)."""
-    from task_learning.prompt_templates import check_wording
+    from task_learning.llm.prompt_templates import check_wording
 
     check_wording(wording)
     file = Path(path) if path else default_path()

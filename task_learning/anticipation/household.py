@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from task_learning.config import config_path, join_key
+from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
-from task_learning.schema import Schema, load_model
+from task_learning.inputs.schema import Schema, load_model
 
 ACTIONS = ("move", "grab", "put", "open", "close", "switchon", "switchoff")
 ARITY = {"move": 1, "grab": 1, "put": 2, "open": 1, "close": 1, "switchon": 1, "switchoff": 1}

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Sequence
 
-from task_learning.config import config_path
-from task_learning.prompt_templates import fill, slots
-from task_learning.schema import Schema, load_model
+from task_learning.inputs.config import config_path
+from task_learning.llm.prompt_templates import fill, slots
+from task_learning.inputs.schema import Schema, load_model
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 
 from task_learning.kb.store import TIMEOUT_OPERATOR, KnowledgeBase
 from task_learning.oversight.operator import Operator
-from task_learning.stopping import RunStopped
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.types import (
     AnswerKind,
     CandidateSource,

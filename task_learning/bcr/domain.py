@@ -23,9 +23,9 @@ from task_learning.bcr.literals import (
     KNOWN_PREDICATES, LiteralSyntaxError, StateView, evaluate, literal_text, parse_literal,
     positive,
 )
-from task_learning.config import config_path, join_key
+from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
-from task_learning.schema import Schema, bounded, invalid, load_model
+from task_learning.inputs.schema import Schema, bounded, invalid, load_model
 from task_learning.types import ActionCall, GoalLiteral, Truth
 
 HELD = "$held"

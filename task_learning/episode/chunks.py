@@ -89,7 +89,7 @@ Decoded = tuple[str, int, Any]
 def topic_problem(topic: str) -> str | None:
     """Why a channel's topic name is refused: control characters (a NUL byte, an escape) are in
     no ROS name and would reach file names and terminals."""
-    from task_learning.safe_text import has_control_characters
+    from task_learning.inputs.safe_text import has_control_characters
 
     if has_control_characters(topic):
         return f"a topic name with control characters ({topic[:60]!r})"

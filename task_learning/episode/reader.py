@@ -14,7 +14,7 @@ from task_learning.episode import messages as msgs
 from task_learning.episode.chunks import topic_problem
 from task_learning.episode.recorder import KB_ATTACHMENT, METADATA_NAME
 from task_learning.errors import TaskLearningError
-from task_learning.files import require_regular_file
+from task_learning.inputs.files import require_regular_file
 
 MAX_EPISODE_BYTES = 4 * 1024**3
 

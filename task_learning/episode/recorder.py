@@ -21,7 +21,7 @@ from typing import Any, Callable, Collection, Mapping
 from task_learning.episode.messages import BY_TOPIC, CHANNELS
 from task_learning.episode.schema import msgdef
 from task_learning.errors import TaskLearningError
-from task_learning.files import AtomicOutput
+from task_learning.inputs.files import AtomicOutput
 
 METADATA_NAME = "episode"
 KB_ATTACHMENT = "kb_start.sqlite"

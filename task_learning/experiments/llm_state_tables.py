@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.experiments.machine import LoadSampler, describe_load
 from task_learning.experiments.table import legend_above, run_label
-from task_learning.files import save_figure
+from task_learning.inputs.files import save_figure
 from task_learning.llm_state.agent import Completer, TrialResult, run_trial
 from task_learning.llm_state.household import Household
 

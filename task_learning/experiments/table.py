@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from task_learning.experiments.machine import describe_load
-from task_learning.files import save_figure
+from task_learning.inputs.files import save_figure
 from task_learning.llm.tokens import TOKENIZER
 
 COLUMNS = (

@@ -5,7 +5,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from task_learning.config import config_path
+from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
 from task_learning.grounding.affordances import AffordanceKB, load_affordances
 from task_learning.grounding.grammar import Grammar, load_grammar

@@ -13,10 +13,10 @@ from typing import Annotated, Any, Iterable, Literal
 
 from pydantic import AfterValidator, BeforeValidator
 
-from task_learning.config import config_path, join_key
+from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
-from task_learning.names import normalize_name
-from task_learning.schema import Schema, invalid, load_model
+from task_learning.inputs.names import normalize_name
+from task_learning.inputs.schema import Schema, invalid, load_model
 
 GOAL_PREDICATES = ("inside", "on", "open", "switched_on", "holding", "near", "visible", "sliced",
                    "dirty", "cooked", "filled")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from task_learning.grounding.affordances import AffordanceKB
 from task_learning.grounding.lexicon import (Lexicon, NounForm, head_index, index_forms,
                                              noun_forms_for_type, split_words)
-from task_learning.names import normalize_name
+from task_learning.inputs.names import normalize_name
 from task_learning.types import WorldObject, WorldState
 
 _TRAILING_NUMBER = re.compile(r"(\d+)$")

@@ -353,7 +353,7 @@ class Database:
         errors for a missing file, a directory, a FIFO or a device."""
         import stat as stat_kind
 
-        from task_learning.files import describe_kind
+        from task_learning.inputs.files import describe_kind
 
         path = Path(self.path)
         try:

@@ -8,7 +8,7 @@ by registry) behind `LLMClient`.
   "replay:FILE" | "record:FILE", **options).
 - layers/: what the client is composed of (endpoint, usage counter, admission, circuit breaker,
   retrier, single flight, provider calls, batcher), one concern each.
-- settings.py: config/llm.yaml (typed models on the shared loader, task_learning.schema).
+- settings.py: config/llm.yaml (typed models on the shared loader, task_learning.inputs.schema).
   openai_provider.py: any OpenAI-compatible endpoint.
 - replay.py: cassettes (CassetteRecorder, ReplayProvider, cassette_entry, match_entry,
   write_cassette). cache.py: ResponseCache. latency.py: FixedLatencyProvider (benches).

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Mapping
 
-from task_learning.config import config_path
-from task_learning.prompt_templates import fill, slots
-from task_learning.schema import Schema, bounded, load_model
+from task_learning.inputs.config import config_path
+from task_learning.llm.prompt_templates import fill, slots
+from task_learning.inputs.schema import Schema, bounded, load_model
 
 ANSWER_PROTOCOLS = ("auto", "paper", "bounded")
 

@@ -107,7 +107,7 @@ class LocalProvider(OpenAIProvider):
         if server is not None:
             code = server.exit_code()
             if code is not None:
-                from task_learning.child_process import describe_exit
+                from task_learning.lifecycle.child_process import describe_exit
 
                 return LLMServerDown(f"{server.describe()} died: {describe_exit(code)} "
                                      f"(log: {server.log_path}); the call: {failure}")

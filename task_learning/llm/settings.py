@@ -5,7 +5,7 @@ variables (OPENAI_BASE_URL, OPENAI_API_KEY or the variable `openai.api_key_env` 
 > the defaults below. The API key is read from the environment (or an explicit option) only,
 never from a config file, and is kept out of every repr, log line and error.
 
-The file's shape is declared once, as the typed models below (task_learning.schema: unknown keys
+The file's shape is declared once, as the typed models below (task_learning.inputs.schema: unknown keys
 refused with a 'did you mean', types strict, numbers in their ranges); the same models are the
 settings the client and the local server read, so nothing is described twice. A copy with some
 values changed (command-line options over the file) is `settings.model_copy(update=...)`.
@@ -17,9 +17,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_validator
 
-from task_learning.config import config_path, load_yaml
+from task_learning.inputs.config import config_path, load_yaml
 from task_learning.errors import ConfigError
-from task_learning.schema import Schema, bounded, invalid, validate
+from task_learning.inputs.schema import Schema, bounded, invalid, validate
 
 SELECTION_APIS = ("chat", "completions")
 

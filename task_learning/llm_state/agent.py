@@ -45,7 +45,7 @@ from task_learning.llm_state.prompts import (
     progprompt_prompt,
 )
 from task_learning.llm_state.state import OpenState
-from task_learning.prompt_templates import check_wording
+from task_learning.llm.prompt_templates import check_wording
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import logging
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from task_learning.names import normalize_name
+from task_learning.inputs.names import normalize_name
 from task_learning.types import (
     AnswerKind,
     ConfirmationAnswer,

@@ -2,7 +2,7 @@
 
 - `registry`: the YAML marker registry (marker id -> object, size, receptacle volume, door);
 - `geometry`, `frames`: rigid transforms, one colour+depth frame set (the pinhole model is
-  task_learning/camera_model.py, shared with the simulators);
+  task_learning/world/camera_model.py, shared with the simulators);
 - `detect`: fiducial detection (cv2.aruco), pose from the corners (solvePnP) refined with depth;
 - `belief`: the belief world state (last seen, decaying confidence, containment, open/closed)
   as AI2-THOR metadata, so grounding, STARS, BCR and the planner run unchanged;

@@ -17,10 +17,10 @@ from typing import Any, Iterator
 import numpy as np
 
 from task_learning.errors import TaskLearningError
-from task_learning.files import AtomicOutput, OutputError, require_regular_file
+from task_learning.inputs.files import AtomicOutput, OutputError, require_regular_file
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.images import image_to_array, to_bgr, to_metres
 from task_learning.perception.sync import ApproximateSync

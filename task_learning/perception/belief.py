@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from task_learning.perception import geometry as g
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.detect import Detections
 from task_learning.perception.registry import MarkerRegistry, MarkerSpec
 from task_learning.world import layout

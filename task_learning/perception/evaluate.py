@@ -10,7 +10,7 @@ import numpy as np
 
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.errors import TaskLearningError
@@ -86,7 +86,7 @@ def look_around(world: FetchWorld, robot: SimulatedRobot, clock: SyntheticClock,
 
         from pathlib import Path
 
-        from task_learning.files import write_bytes_atomic
+        from task_learning.inputs.files import write_bytes_atomic
 
         Path(image).parent.mkdir(parents=True, exist_ok=True)
         ok, encoded = cv2.imencode(Path(image).suffix or ".png", best[1])

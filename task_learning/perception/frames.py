@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 
 
 @dataclass

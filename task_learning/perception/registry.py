@@ -31,10 +31,10 @@ from typing import Annotated, Any, Mapping
 import numpy as np
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from task_learning.config import join_key, load_yaml
+from task_learning.inputs.config import join_key, load_yaml
 from task_learning.errors import ConfigError
-from task_learning.numbers import number_problem
-from task_learning.schema import Schema, bounded, invalid, no_control_characters, validate
+from task_learning.inputs.numbers import number_problem
+from task_learning.inputs.schema import Schema, bounded, invalid, no_control_characters, validate
 from task_learning.world.scene import ObjectState
 
 DEFAULT_DICTIONARY = "DICT_4X4_50"

@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 
 from task_learning.perception import geometry as g
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.registry import (Door, MarkerRegistry, MarkerSpec, Volume,
                                                aruco_dictionary)

@@ -19,7 +19,7 @@ from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, ground_li
 from task_learning.planning.confirmation import (ConfirmationVerdict, confirmation_of,
                                                  requires_confirmation)
 from task_learning.planning.dialogue import count_words, teaching_dialogue
-from task_learning.stopping import StopToken
+from task_learning.lifecycle.cancellation import StopToken
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.metrics import RunMetrics
 from task_learning.types import CandidateSource, GoalLiteral, LLMUsage

@@ -27,7 +27,7 @@ from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy
 from task_learning.kb.store import parse_goal_key, policy_approved_by
 from task_learning.oversight.flow import OversightCounts
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
-from task_learning.stopping import RunStopped
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.types import (
     ActionCall,
     AnswerKind,

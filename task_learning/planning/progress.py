@@ -12,7 +12,7 @@ import threading
 from enum import Enum
 from typing import Callable, Collection, Iterable
 
-from task_learning.safe_text import printable
+from task_learning.inputs.safe_text import printable
 
 MAX_DETAIL_CHARS = 200
 

@@ -147,7 +147,7 @@ MAX_WORKERS = 64  # as `run --workers` allows
 def _metadata_int(episode: Episode, key: str, default: int | None, high: int) -> int | None:
     """An integer of the episode's metadata (`default` when empty or "None"); EpisodeError naming
     the key when it is not an integer between 0 (1 for workers) and `high`."""
-    from task_learning.numbers import number_problem
+    from task_learning.inputs.numbers import number_problem
 
     text = str(episode.metadata.get(key, "") or "").strip()
     if text in ("", "None"):

@@ -20,7 +20,7 @@ from task_learning.planning.loop import Confirmer, Elicitor, ObjectReport, Progr
 from task_learning.planning.metrics import RunMetrics
 from task_learning.planning.progress import REPORT_STATES, ObjectState, ObjectStates
 from task_learning.planning.summary import TaskSummary, summarize
-from task_learning.stopping import StopToken
+from task_learning.lifecycle.cancellation import StopToken
 from task_learning.types import LLMUsage
 from task_learning.world.scene import Scene
 

@@ -26,7 +26,7 @@ from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import ObjectReport, ProgressCallback, TaskLearner
 from task_learning.planning.service import TaskPorts, run_task, task_learner
 from task_learning.planning.metrics import RunMetrics
-from task_learning.stopping import StopToken, StoppableWorld
+from task_learning.lifecycle.cancellation import StopToken, StoppableWorld
 from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
@@ -45,7 +45,7 @@ ELICITATION_MODES = ("concurrent", "batched", "across-objects")
 
 def check_task(scene: Scene, task: str | None) -> None:
     """A task the scene does not define is refused before anything runs."""
-    from task_learning.names import normalize_name
+    from task_learning.inputs.names import normalize_name
 
     if task and normalize_name(task) != normalize_name(scene.task):
         raise TaskLearningError(f"scene {scene.name!r} defines the task {scene.task!r}, not {task!r}")

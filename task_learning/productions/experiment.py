@@ -27,7 +27,7 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from task_learning.significance import PairedTest, paired_t_test
+from task_learning.productions.significance import PairedTest, paired_t_test
 from task_learning.kb.store import KnowledgeBase
 from task_learning.llm.client import LLMClient
 from task_learning.productions.agent import Episode, ProductionAgent, ProductionSet

@@ -19,7 +19,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
 
-from task_learning.names import normalize_name
+from task_learning.inputs.names import normalize_name
 
 log = logging.getLogger(__name__)
 

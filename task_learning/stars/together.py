@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.stopping import RunStopped
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.elicit import (
     ElicitationResult,

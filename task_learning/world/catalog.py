@@ -14,10 +14,10 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import AfterValidator, Field
 
-from task_learning.config import config_path
+from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
-from task_learning.names import normalize_name
-from task_learning.schema import Schema, bounded, invalid, load_model
+from task_learning.inputs.names import normalize_name
+from task_learning.inputs.schema import Schema, bounded, invalid, load_model
 
 CATALOGUE_FILE = ("scenes", "object_types.yaml")
 

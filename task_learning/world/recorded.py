@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from task_learning.config import MAX_NESTING, join_key
+from task_learning.inputs.config import MAX_NESTING, join_key
 from task_learning.errors import ConfigError
-from task_learning.numbers import non_finite_path, number_problem
-from task_learning.safe_text import has_control_characters
+from task_learning.inputs.numbers import non_finite_path, number_problem
+from task_learning.inputs.safe_text import has_control_characters
 
 BOOLEAN_KEYS = (
     "visible", "isInteractable", "receptacle", "toggleable", "isToggled", "breakable", "isBroken",

@@ -11,7 +11,7 @@ import re
 from typing import Any, Mapping
 
 from task_learning.errors import UnknownObjectError
-from task_learning.names import normalize_name
+from task_learning.inputs.names import normalize_name
 from task_learning.world.catalog import relation_for, spoken_name, type_names
 
 _ARTICLE = re.compile(r"^(the|a|an)\s+")

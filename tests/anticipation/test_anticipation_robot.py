@@ -70,7 +70,7 @@ def test_a_stopped_day_ends_before_its_next_action_and_asks_nothing_more(cfg, go
     """Issue 31 point 5, in process: the stop (a cancelled AnticipateDay) arrives while the robot
     performs its first task; the day returns what happened so far, no further primitive action
     runs (the human's included) and no further question is asked."""
-    from task_learning.stopping import StopToken
+    from task_learning.lifecycle.cancellation import StopToken
 
     day = _day(cfg, "trace_01")
     world = make_backend("symbolic", str(goals.scene), seed=0)

@@ -19,7 +19,7 @@ import pytest
 
 from task_learning.apps.faults.data_probes import wait_measured
 from task_learning.apps.faults.hostile_files import MALFORMED_EPISODES, alias_bomb, bomb_episode, huge_grid
-from task_learning.config import MAX_ALIAS_EXPANSION, config_path, load_yaml, parse_yaml
+from task_learning.inputs.config import MAX_ALIAS_EXPANSION, config_path, load_yaml, parse_yaml
 from task_learning.episode.file_names import topic_file_names
 from task_learning.errors import ConfigError
 from task_learning.kb import KnowledgeBase, LearnedGoal

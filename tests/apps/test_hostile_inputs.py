@@ -3,7 +3,7 @@
 - Writes are checked: every file the project writes either appears complete or not at all, and a
   write that fails ends with one line naming the file (a full disk is simulated with
   RLIMIT_FSIZE, which makes the kernel refuse a write past the limit with EFBIG).
-- Numbers: one shared check (task_learning.numbers) behind options, configuration values and node
+- Numbers: one shared check (task_learning.inputs.numbers) behind options, configuration values and node
   parameters; NaN and infinities refused everywhere; no option takes a bare int or float.
 - Inputs must be regular files: a FIFO, a device or a directory is refused by name, at once.
 - Nesting is bounded (no RecursionError), a bring-up entry names only the project's nodes, a
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from task_learning.config import MAX_NESTING, load_yaml
+from task_learning.inputs.config import MAX_NESTING, load_yaml
 from task_learning.errors import ConfigError
-from task_learning.files import OutputError, write_text_atomic
+from task_learning.inputs.files import OutputError, write_text_atomic
 from task_learning.kb import KnowledgeBase, LearnedGoal
 from task_learning.kb.store import Confirmation, KnowledgeBaseError
-from task_learning.numbers import number_problem
+from task_learning.inputs.numbers import number_problem
 from task_learning.perception.bag import BagWriter, _typestore
 
 from tests.apps.test_cli_safety import cli, config_copy, one_line_error
@@ -107,7 +107,7 @@ def test_trees_pictures_and_plots_are_written_whole_or_not_at_all(tmp_path):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from task_learning.files import OutputError, save_figure
+        from task_learning.inputs.files import OutputError, save_figure
         fig, ax = plt.subplots()
         ax.plot(range(100))
         try:
@@ -126,7 +126,7 @@ def test_trees_pictures_and_plots_are_written_whole_or_not_at_all(tmp_path):
 def test_a_cassette_never_ends_in_half_an_entry_and_refuses_a_device(tmp_path):
     cassette = tmp_path / "calls.jsonl"
     code = textwrap.dedent(f"""
-        from task_learning.files import LineAppender, OutputError
+        from task_learning.inputs.files import LineAppender, OutputError
         out = LineAppender({str(cassette)!r})
         for i in range(1000):
             try:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from task_learning.apps.cli import main
-from task_learning.config import config_path
+from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
 from task_learning.apps.sweeps.grid import expand
 from task_learning.apps.sweeps.results import ResultsError, ResultsStore

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from task_learning.config import config_path
+from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError, UnknownObjectError
 from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.affordances import load_affordances

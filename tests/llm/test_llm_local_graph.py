@@ -28,7 +28,7 @@ def learn(client, object_id: str = "Mug|2", condition: str = "ST"):
 
 
 def test_the_graph_manages_the_llm_server_and_names_it_when_it_fails(ros_graph, tmp_path):
-    from task_learning.config import config_dir
+    from task_learning.inputs.config import config_dir
     from task_learning.llm.local_install import local_paths
     from task_learning_interfaces.action import LearnGoal, PerformTask
     from task_learning_nodes.plumbing.node_base import ActionClient

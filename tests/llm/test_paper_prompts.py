@@ -364,7 +364,7 @@ def test_the_day_context_reads_as_the_paper_says_it() -> None:
 def test_a_template_with_an_unknown_slot_names_file_and_key(tmp_path) -> None:
     from task_learning.errors import ConfigError
     from task_learning.llm_state.paper_prompts import default_path, load_paper_prompts
-    from task_learning.prompt_templates import fill
+    from task_learning.llm.prompt_templates import fill
 
     text = tmp_path / "p.yaml"
     text.write_text(default_path().read_text(encoding="utf-8").replace("Task goal: {goal}", "Task goal: {gaol}", 1),

@@ -84,7 +84,7 @@ def test_install_holds_both_packages_and_the_config(workspace, tmp_path):
     share = install / "task_learning" / "share" / "task_learning"
     assert (share / "config" / "bringup.yaml").is_file() and (share / "launch" / "task_learning.launch.py").is_file()
     probe = subprocess.run([str(VENV / "bin" / "python"), "-c",
-                            "import task_learning, task_learning_nodes; from task_learning.config import config_dir; "
+                            "import task_learning, task_learning_nodes; from task_learning.inputs.config import config_dir; "
                             "print(task_learning.__file__); print(task_learning_nodes.__file__); print(config_dir())"],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     core, nodes, config = probe.stdout.split()

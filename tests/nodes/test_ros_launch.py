@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from task_learning.dds_profile import profile_env
+from task_learning.apps.dds_profile import profile_env
 
 from ..readme_commands import ACTIVATE, printed, readme_block, readme_ros2_commands, shell
 from ..ros_testing import RosGraph, wait_until

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from task_learning.config import config_path
+from task_learning.inputs.config import config_path
 from task_learning import offline_model
 from task_learning.errors import ConfigError
 from task_learning.offline_model.stars.knowledge import load_knowledge

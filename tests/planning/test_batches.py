@@ -25,7 +25,7 @@ from task_learning.planning.session import task_order
 from task_learning.stars.conditions import Condition
 from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import batched_sender
-from task_learning.stopping import RunStopped
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.world.scene import load_scene
 from tests.ros_testing import wait_until
 

@@ -174,7 +174,7 @@ def test_goals_learned_without_oversight_are_asked_again_under_oversight(tmp_pat
 
 
 def test_a_stopped_run_ends_before_its_next_action_and_keeps_what_it_learned(tmp_path):
-    from task_learning.stopping import RunStopped, StopToken
+    from task_learning.lifecycle.cancellation import RunStopped, StopToken
 
     db = tmp_path / "kb.sqlite"
     token = StopToken()

@@ -16,7 +16,7 @@ from task_learning.oversight.operator import ScriptedOperator
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.task_run import TaskFeedback, TaskRun, TaskRunPorts, TaskRunSettings
 from task_learning.stars.elicit import elicit_goal
-from task_learning.stopping import StopToken
+from task_learning.lifecycle.cancellation import StopToken
 from task_learning.types import LLMUsage, PromptTypeUsage
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import load_scene

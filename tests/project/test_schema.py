@@ -1,4 +1,4 @@
-"""The shared configuration loader (task_learning/schema.py): pydantic's errors become the
+"""The shared configuration loader (task_learning/inputs/schema.py): pydantic's errors become the
 project's one-line ConfigError naming the file, the key path as the document spells it, and what
 was expected."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from pydantic import BeforeValidator, Field
 
 from task_learning.errors import ConfigError
-from task_learning.schema import Schema, bounded, invalid, known_key, load_model, validate
+from task_learning.inputs.schema import Schema, bounded, invalid, known_key, load_model, validate
 
 
 def _name(value: object) -> object:

@@ -1,4 +1,4 @@
-"""task_learning.stop_deadline: a stop that hangs prints every thread's stack and exits 1, from a
+"""task_learning.lifecycle.stop_deadline: a stop that hangs prints every thread's stack and exits 1, from a
 Python thread holding the GIL while other threads still run Python; faulthandler's C watchdog is
 the backstop only for a thread that never lets the GIL go. Each case runs in its own process,
 since the deadline ends the process it is armed in."""
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from task_learning.stop_deadline import BACKSTOP_S, timeout_header
+from task_learning.lifecycle.stop_deadline import BACKSTOP_S, timeout_header
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +18,7 @@ RUN_LIMIT_S = 60  # a child that outlives this hung for good: the deadline did n
 
 
 def run_child(body: str) -> subprocess.CompletedProcess[str]:
-    code = "import sys, threading, time\nfrom task_learning.stop_deadline import StopDeadline\n"
+    code = "import sys, threading, time\nfrom task_learning.lifecycle.stop_deadline import StopDeadline\n"
     return subprocess.run([sys.executable, "-c", code + textwrap.dedent(body)], capture_output=True,
                           text=True, timeout=RUN_LIMIT_S)
 

@@ -1,4 +1,4 @@
-"""task_learning.stop_signals: SIGINT/SIGTERM recorded by a handler that takes no lock, so a
+"""task_learning.lifecycle.signals: SIGINT/SIGTERM recorded by a handler that takes no lock, so a
 signal landing while the main thread is inside Event.wait cannot deadlock the process."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import signal
 import threading
 
-from task_learning.stop_signals import StopSignals
+from task_learning.lifecycle.signals import StopSignals
 
 
 def test_a_signal_is_recorded_and_the_previous_handlers_come_back():

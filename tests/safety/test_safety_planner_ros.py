@@ -84,7 +84,7 @@ def test_a_node_call_that_fails_ends_the_goal_not_one_object():
     """RosCallError (a node died or did not answer) must not be caught as one object's failure
     (BCR catches TaskLearningError and goes on with the next object)."""
     from task_learning.errors import TaskLearningError
-    from task_learning.stopping import DependencyFailed
+    from task_learning.lifecycle.cancellation import DependencyFailed
     from task_learning_nodes.clients.ros_world import RosCallError
 
     assert issubclass(RosCallError, DependencyFailed) and not issubclass(RosCallError, TaskLearningError)

@@ -34,7 +34,7 @@ def test_the_configured_plan_sends_temperature_zero_once_then_each_temperature()
 def test_bad_sampling_config_is_a_clear_error(tmp_path):
     import shutil
 
-    from task_learning.config import config_path
+    from task_learning.inputs.config import config_path
 
     folder = tmp_path / "prompts"
     shutil.copytree(config_path("prompts"), folder)

@@ -157,7 +157,7 @@ def test_wait_ready_stops_for_its_caller_and_for_a_closed_elicitor():
     """What the goal elicitation node's LearnGoal relies on: waiting for an object's prefetched
     model stages ends with RunStopped when the caller's goal is cancelled or the batch closed, and
     the object is then not elicited again on its own."""
-    from task_learning.stopping import RunStopped
+    from task_learning.lifecycle.cancellation import RunStopped
 
     scene = small_scene()
     metadata = {"objects": [dict(o) for o in scene.objects]}

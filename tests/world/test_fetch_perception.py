@@ -10,7 +10,7 @@ import pytest
 from task_learning.errors import ConfigError
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.perception.detect import MarkerDetector
 from task_learning.perception.evaluate import (SyntheticClock, look_around, perceive,
                                                synthetic_world)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_float, llm_options
 from task_learning.errors import TaskLearningError
-from task_learning.prompt_templates import PROMPT_WORDINGS
+from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig

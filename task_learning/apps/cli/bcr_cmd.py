@@ -29,7 +29,7 @@ from task_learning.bcr.tree import render_png
 from task_learning.apps.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, add_llm_arguments, bounded_int, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
-from task_learning.files import AtomicOutput, write_text_atomic
+from task_learning.inputs.files import AtomicOutput, write_text_atomic
 
 
 def register(subparsers: Any) -> None:

@@ -96,7 +96,7 @@ def run_paper_table(args: argparse.Namespace) -> int:
     stand-in's and the paper's; both runs print their trials, wall time, calls, tokens and load."""
     import textwrap
 
-    from task_learning.significance import PairedTest
+    from task_learning.productions.significance import PairedTest
     from task_learning.productions.experiment import (
         EXTENSION_AGENT,
         OFFLINE_NOTE,

@@ -50,7 +50,7 @@ def _resolve(scene: Any, metadata: dict[str, Any], name: str) -> str:
     ids = [o["objectId"] for o in metadata["objects"]]
     if name in ids:
         return name
-    from task_learning.names import normalize_name
+    from task_learning.inputs.names import normalize_name
 
     wanted = normalize_name(name)
     matches = [i for i in ids if normalize_name(i.split("|")[0]) == wanted]

@@ -97,7 +97,7 @@ def episode_info(args: argparse.Namespace) -> int:
 def episode_export(args: argparse.Namespace) -> int:
     from task_learning.episode.file_names import SUFFIX, escaped, topic_file_names
     from task_learning.episode.reader import open_episode
-    from task_learning.files import atomic_output
+    from task_learning.inputs.files import atomic_output
     from task_learning.llm.replay import write_cassette
 
     episode = open_episode(args.episode)

@@ -28,7 +28,7 @@ from task_learning.experiments.table import (
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS
 from task_learning.llm.shared_answers import SharedAnswers
 from task_learning.planning.session import CONDITIONS
-from task_learning.prompt_templates import PROMPT_WORDINGS
+from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 
 # --paper NAME -> the module whose run(args) prints that seed's tables; "stars" (the STARS paper) is
 # `run` below. Imported only when chosen, so `experiment` for one seed never loads the others.

@@ -25,7 +25,7 @@ from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
 from task_learning.llm_state.thor_tasks import THOR_BACKENDS, load_thor_tasks, run_thor_trial
-from task_learning.prompt_templates import PROMPT_WORDINGS
+from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 
 MAX_CAP = 1000
 

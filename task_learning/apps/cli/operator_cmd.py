@@ -335,7 +335,7 @@ def _run_panel(args: argparse.Namespace) -> int:
     rclpy's handlers, so the ROS context is not torn down under a running spin), the event loop
     ends from its own timer, and then the timers stop, the ROS client closes, the widgets are
     deleted and the application is shut down, in that order, before anything is collected."""
-    from task_learning.stop_signals import StopSignals
+    from task_learning.lifecycle.signals import StopSignals
 
     try:
         from task_learning.oversight.qt_compat import QApplication, QTimer, delete_widget

@@ -2,7 +2,7 @@
 
 Every numeric option has a range (`bounded_int`, `bounded_float`): `run --workers 0`,
 `bcr --trials 1000000000` or `bag play --rate nan` is refused by argparse with a one-line error
-before anything runs. Both ask task_learning.numbers.number_problem, the check configuration
+before anything runs. Both ask task_learning.inputs.numbers.number_problem, the check configuration
 values and node parameters go through too; test_cli_safety checks that no option of any command
 takes a bare `int` or `float`.
 `PrintableStream` wraps stdout/stderr while a command runs so that no text it echoes (object
@@ -16,8 +16,8 @@ import errno
 from collections.abc import Callable
 from typing import TextIO
 
-from task_learning.numbers import number_problem
-from task_learning.safe_text import printable
+from task_learning.inputs.numbers import number_problem
+from task_learning.inputs.safe_text import printable
 
 # Sane maxima where no configuration gives a bound.
 MAX_WORKERS = 64  # concurrent LLM requests per tree level
@@ -27,7 +27,7 @@ MAX_REQUESTS = 100_000  # LLM requests for one object
 MAX_SEED = 2**32 - 1
 MAX_WAIT_S = 86_400.0
 
-__all__ = ["printable"]  # re-exported: the one implementation is task_learning.safe_text
+__all__ = ["printable"]  # re-exported: the one implementation is task_learning.inputs.safe_text
 
 
 def bounded_int(low: int, high: int) -> Callable[[str], int]:

@@ -96,8 +96,8 @@ def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> t
     from task_learning.oversight.pending import QueueOperator
     from task_learning.oversight.qt_compat import QApplication, QTimer
     from task_learning.oversight.qt_platform import drop_opencv_qt_from_environ
-    from task_learning.stop_signals import StopSignals
-    from task_learning.stopping import StopToken
+    from task_learning.lifecycle.signals import StopSignals
+    from task_learning.lifecycle.cancellation import StopToken
 
     queue = QueueOperator(timeout_s=600.0)
     drop_opencv_qt_from_environ()

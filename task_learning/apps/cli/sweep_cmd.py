@@ -76,7 +76,7 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     from task_learning.experiments.table import OFFLINE_NOTE
-    from task_learning.stop_signals import StopSignals
+    from task_learning.lifecycle.signals import StopSignals
     from task_learning.apps.sweeps.grid import expand
     from task_learning.apps.sweeps.ray_runner import RaySession, run_sweep
     from task_learning.apps.sweeps.results import ResultsStore

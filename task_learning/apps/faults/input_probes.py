@@ -7,7 +7,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from task_learning.config import config_dir
+from task_learning.inputs.config import config_dir
 from task_learning.apps.faults.base import (
     Probe,
     ProbeContext,

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from task_learning.config import config_dir
+from task_learning.inputs.config import config_dir
 from task_learning.apps.faults.base import (
     Probe,
     ProbeContext,

@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from task_learning.errors import TaskLearningError
-from task_learning.schema import Schema, load_model, validate
+from task_learning.inputs.schema import Schema, load_model, validate
 
 KINDS = ("stars", "bcr", "llm_state")
 MAX_SEEDS = 1000

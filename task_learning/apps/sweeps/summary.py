@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from task_learning.files import save_figure
+from task_learning.inputs.files import save_figure
 from task_learning.apps.sweeps.results import StoredTrial
 from task_learning.apps.sweeps.trial import MEASURES, PRIMARY
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from task_learning.safe_text import printable
+from task_learning.inputs.safe_text import printable
 
 # What each kind measures, in table order: (key, column title, format).
 MEASURES: dict[str, tuple[tuple[str, str, str], ...]] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from task_learning.names import normalize_name
+from task_learning.inputs.names import normalize_name
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ from task_learning.oversight.web.limits import (
     quiet_noisy_loggers,
 )
 from task_learning.oversight.web.view import question_view
-from task_learning.safe_text import printable
+from task_learning.inputs.safe_text import printable
 from task_learning.types import AnswerKind, ConfirmationRequest
 
 log = logging.getLogger(__name__)

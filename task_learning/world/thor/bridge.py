@@ -28,7 +28,7 @@ from task_learning.world.backend import WorldUnavailableError
 from task_learning.world.layout import CAMERA_HEIGHT_M, MAX_HORIZON, MIN_HORIZON, horizontal_distance
 from task_learning.world.look import SEARCH_ACTION, look_around_plan
 from task_learning.world.scene import Scene
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.thor.camera import CameraPose
 from task_learning.world.thor.display import Display, acquire_display
 from task_learning.world.thor.geometry import bounds, free_spot

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.layout import CAMERA_HEIGHT_M
 
 NEAR_PLANE_M = 0.1

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose
 
 # Size (x, y, z) and centre height of a box for an object without a recorded bounding box.

@@ -14,9 +14,9 @@ from typing import Annotated, Any, Mapping
 
 from pydantic import AfterValidator
 
-from task_learning.config import config_path, load_yaml
+from task_learning.inputs.config import config_path, load_yaml
 from task_learning.errors import ConfigError
-from task_learning.schema import Schema, bounded, invalid, validate
+from task_learning.inputs.schema import Schema, bounded, invalid, validate
 
 PLATFORMS = ("", "Linux64", "OSXIntel64", "CloudRendering")
 # The range of every numeric setting: checked here and declared on the perception node's
@@ -44,7 +44,7 @@ def _platform(value: str) -> str:
 
 
 class ThorSettings(Schema):
-    """The AI2-THOR Controller's settings (task_learning.schema: unknown keys refused with a
+    """The AI2-THOR Controller's settings (task_learning.inputs.schema: unknown keys refused with a
     'did you mean', types strict, numbers in RANGES)."""
 
     grid_size: Annotated[float, _in_range("grid_size")] = 0.25

@@ -35,7 +35,7 @@ import numpy as np
 
 from task_learning.errors import TaskLearningError
 from task_learning.world.thor import geometry, render, wire
-from task_learning.camera_model import CameraModel
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose
 
 log = logging.getLogger("task_learning.thor_standin")

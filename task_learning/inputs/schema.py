@@ -11,7 +11,7 @@ with the same kind of key path.
 Pydantic v2 rather than hand-written checks or plain dataclasses: it validates nested lists and
 mappings, reports every error with its location, and checks types strictly (`strict=True`: no
 "5" for 5, no true for 1), which is what the hand-written validators did line by line. Numbers go
-through task_learning.numbers.number_problem (`bounded(...)`), so a configuration value, a command
+through task_learning.inputs.numbers.number_problem (`bounded(...)`), so a configuration value, a command
 line option and a node parameter are refused with the same words. Files are read by
 config.load_yaml (regular files only, a size bound, duplicate keys and NaN refused).
 """
@@ -24,10 +24,10 @@ from typing import Annotated, Any, Mapping, Sequence, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from task_learning.config import join_key, load_yaml
+from task_learning.inputs.config import join_key, load_yaml
 from task_learning.errors import ConfigError
-from task_learning.numbers import number_problem
-from task_learning.safe_text import has_control_characters
+from task_learning.inputs.numbers import number_problem
+from task_learning.inputs.safe_text import has_control_characters
 
 
 class Schema(BaseModel):
@@ -72,7 +72,7 @@ def bounded(*, low: float | None = None, high: float | None = None, low_open: bo
             integer: bool = False) -> BeforeValidator:
     """The check of a finite number (an int with `integer`) in [low, high] ((low, high] with
     `low_open`), for `Annotated[float, bounded(low=0, high=1)]`: refused with
-    task_learning.numbers' words ("must be between 0 and 1000, got 1001"), a bool or a string
+    task_learning.inputs.numbers' words ("must be between 0 and 1000, got 1001"), a bool or a string
     included, as the command line and node parameters refuse them."""
 
     def check(value: Any) -> Any:

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from task_learning.config import config_path
+from task_learning.inputs.config import config_path
 
 PROFILE_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"  # Fast DDS 3 (ROS 2 Kilted)
 LEGACY_PROFILE_VARIABLE = "FASTRTPS_DEFAULT_PROFILES_FILE"  # Fast DDS 2 (ROS 2 Jazzy)

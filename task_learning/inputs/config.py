@@ -1,6 +1,6 @@
 """Finding and reading YAML under `config/`: one source of truth, errors that name file and key.
 
-A file's shape is described by a typed schema (task_learning.schema: pydantic models, one loader),
+A file's shape is described by a typed schema (task_learning.inputs.schema: pydantic models, one loader),
 so every message reads like "config/scenes/tidy_kitchen.yaml: objects[3].recptacle: unknown key
 (did you mean 'receptacle'?)".
 """
@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from task_learning.errors import ConfigError
-from task_learning.files import read_input_bytes
-from task_learning.numbers import non_finite_path
+from task_learning.inputs.files import read_input_bytes
+from task_learning.inputs.numbers import non_finite_path
 
 ENV_CONFIG_DIR = "TASK_LEARNING_CONFIG"
 PACKAGE = "task_learning"

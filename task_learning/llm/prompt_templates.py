@@ -16,7 +16,7 @@ from typing import Iterable, Mapping
 
 from pydantic import AfterValidator
 
-from task_learning.schema import invalid
+from task_learning.inputs.schema import invalid
 
 PROMPT_WORDINGS = ("own", "paper")
 _SLOT = re.compile(r"\{([a-z_]+)\}")
