@@ -2,7 +2,7 @@
 # Run the whole test suite N times in a row under load and report how many runs passed.
 #
 #   scripts/flake_check.sh [N] [pytest args...]     (default N=10, pytest args default: what
-#                                                    make test runs: -n 2 --dist loadfile tests)
+#                                                    make test runs: -n 2 --dist loadfile test)
 #
 # A CPU hog (a busy loop) is pinned to the second core for the whole check, so every run sees the
 # kind of loaded 2-core machine CI has. Each run's output is kept in build/flake-check/run-<i>.log;
@@ -16,7 +16,7 @@ PY="$VENV/bin/python"
 N="${1:-10}"
 shift || true
 ARGS=("$@")
-[ ${#ARGS[@]} -eq 0 ] && ARGS=(-n "${TEST_WORKERS:-2}" --dist loadfile tests)
+[ ${#ARGS[@]} -eq 0 ] && ARGS=(-n "${TEST_WORKERS:-2}" --dist loadfile test)
 if ! [[ "$N" =~ ^[1-9][0-9]*$ ]]; then
   echo "flake_check: N must be a positive integer, got '$N'" >&2
   exit 2

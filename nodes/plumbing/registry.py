@@ -1,5 +1,5 @@
 """The project's ROS nodes, listed once: every other list of them is generated from this one or
-checked against it (tests/nodes/test_node_registry.py).
+checked against it (test/nodes/test_node_registry.py).
 
 - setup.py's console scripts (`<name>_node`, what `ros2 run task_learning <name>_node` starts) are
   generated from `NODES` (setup.py runs this file on its own, so it imports nothing of the project);

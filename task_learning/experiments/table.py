@@ -27,7 +27,7 @@ COLUMNS = (
 
 # The STARS paper, Table 2 and Tables 11-13: (completion, retrieved, proposed, sourced, prompt, completion
 # tokens, total, instructions, yes/no, words). Only figures the paper prints; None where it prints
-# none (shown as "-"). tests/experiments/test_experiments_table.py checks every row against Table 2 and the sums.
+# none (shown as "-"). test/experiments/test_experiments_table.py checks every row against Table 2 and the sums.
 PAPER: dict[str, dict[str, tuple]] = {
     "tidy_kitchen": {
         "TBP": (52.5, 93, 0, 25, 35622, 5785, 41407, 14, 0, 76),

@@ -5,7 +5,7 @@ objects of that FloorPlan from recorded AI2-THOR metadata (the `../shared/fixtur
 real simulator output, MIT licensed, see their SOURCE.md). They are looked up, in order, in the
 folders of $TASK_LEARNING_FLOORPLANS (os.pathsep-separated), $TASK_LEARNING_SHARED/fixtures/ai2thor,
 `shared/fixtures/ai2thor` beside the repository or one level further up, and last the project's
-own gzipped copies in tests/data/ai2thor. A file `FloorPlan<N>_physics_objects.json[.gz]` holds one
+own gzipped copies in test/data/ai2thor. A file `FloorPlan<N>_physics_objects.json[.gz]` holds one
 FloorPlan; any other such file whose keys are scene numbers ("6", "306") holds several.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ def search_folders() -> list[Path]:
         folders.append(Path(shared) / "fixtures" / "ai2thor")
     folders += [_REPO.parent / "shared" / "fixtures" / "ai2thor",
                 _REPO.parent.parent / "shared" / "fixtures" / "ai2thor",
-                _REPO / "tests" / "data" / "ai2thor"]
+                _REPO / "test" / "data" / "ai2thor"]
     return folders
 
 
