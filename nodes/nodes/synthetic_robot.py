@@ -11,7 +11,8 @@
   happens (AI2-THOR's rules and error messages), the 3D layout follows, the camera re-renders.
   `skill_delay_s` makes every skill take that long (to test timeouts).
 - `fault` injects bad input for tests: no_camera_info | depth_half_size | stale (stamps 2 s old)
-  | unregistered_marker (a marker id the registry lacks).
+  | unregistered_marker (a marker id the registry lacks) | tf_stops (/tf ends after 10 frames, as
+  when a localiser dies: the base's transform goes stale).
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.tf_listener import TF_STATIC_TOPIC, TF_TOPIC, tf_qos, tf_static_qos
 from tf2_msgs.msg import TFMessage
 
-FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker")
+FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker", "tf_stops")
+TF_STOPS_AFTER = 10  # frames
 STRAY_MARKER_ID = 99
 # The head camera's optical frame in base_link: 1.2 m up, 0.1 m ahead, pitched down 25 degrees.
 DEFAULT_CAMERA_MOUNT = (0.1, 0.0, 1.2, -0.596368, 0.596368, -0.379928, 0.379928)
@@ -88,6 +90,7 @@ class SyntheticRobotNode(Node):
         self.skill_delay_s = params.skill_delay_s
         self.camera_frame = params.camera_frame
         self.map_frame, self.base_frame = params.map_frame, params.base_frame
+        self._frames_sent = 0
         self._lock = threading.Lock()
         hold = max(1, int(round(params.look_around_hold_s * rate)))
         self._scan = [pose for pose in self.robot.look_around_poses(params.look_around_steps)
@@ -121,7 +124,9 @@ class SyntheticRobotNode(Node):
             view = self.robot.render(stamp)
             T_base = self.robot.T_world_base.copy()
         header_stamp = _time_msg(stamp)
-        self.tf_pub.publish(TFMessage(transforms=[_transform(self.map_frame, self.base_frame, header_stamp, T_base)]))
+        self._frames_sent += 1
+        if self.fault != "tf_stops" or self._frames_sent <= TF_STOPS_AFTER:
+            self.tf_pub.publish(TFMessage(transforms=[_transform(self.map_frame, self.base_frame, header_stamp, T_base)]))
         frame = view.frame
         depth = frame.depth
         if self.fault == "depth_half_size":

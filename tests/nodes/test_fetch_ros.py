@@ -107,6 +107,18 @@ def test_a_tf_gap_is_a_status_naming_the_lookup(ros_graph):
     g.stop_perception()
 
 
+def test_a_stale_transform_is_a_status_naming_the_frame_and_its_range(ros_graph):
+    """The robot's /tf stops after 10 frames while images go on: later frame sets are skipped with
+    the lookup's reason (extrapolation, base_link's range), and actions are refused."""
+    g = Graph(ros_graph, ["fault:=tf_stops"], ["tf_wait_s:=0.2", "block_after_s:=1.0"])
+    state = g.states.wait_for(lambda s: "extrapolation into the future" in s.status, timeout=90.0)
+    assert "skipped: tf: lookup map -> " in state.status and "'base_link' (parent 'map') has transforms from" in state.status
+    outcome, _ = g.execute("NavigateToObject", "Fridge|1")
+    assert not outcome.success
+    assert g.procs["perception"].poll() is None
+    g.stop_perception()
+
+
 def test_a_skill_server_that_is_down_fails_the_action(ros_graph):
     g = Graph(ros_graph, ["skill_action:=elsewhere"], ["skill_server_wait_s:=1.0"])  # served elsewhere
     g.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS, timeout=90.0)
