@@ -5,7 +5,7 @@ in, skill goals out. The core (detection, belief, FetchWorld) is `task_learning.
   `sync_slop_s`; message_filters is not installable from PyPI).
 - Poses come from tf (task_learning.transforms, fed by plumbing/tf_listener.py): `map_frame` ->
   the colour image's frame_id (the camera's optical frame) and `map_frame` -> `base_frame`, each
-  looked up at the images' stamp. A frame set whose transforms have not arrived yet waits up to
+  looked up at the images' stamp. A frame set whose transforms cannot be looked up yet waits up to
   `tf_wait_s` (as tf2's message filter would), then is skipped with the lookup's reason (which
   frames, the stamp, the range tf has) in the status.
 - Time is the node clock (sim time under use_sim_time): FetchWorld's ages and staleness use it.
@@ -204,8 +204,10 @@ class FetchFrontend:
             return
         poses = self.poses_at(camera_frame, stamp_ns(color.header.stamp))
         if isinstance(poses, str):
-            if "extrapolation into the future" in poses and time.monotonic() - first_tried < self.tf_wait_s:
-                with self._pending_lock:  # tf for this stamp may still come; a newer frame set replaces it
+            if time.monotonic() - first_tried < self.tf_wait_s:
+                # tf for this stamp (or the camera's static mount, at start) may still come; a newer
+                # frame set replaces this one
+                with self._pending_lock:
                     self._pending = (color, depth, info, first_tried)
                 return
             self.world.report_problem(f"frame at {stamp:.3f} s skipped: {poses}", lasting=False)
