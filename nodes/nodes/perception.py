@@ -26,6 +26,7 @@ After a change only the objects whose records changed are converted again
 from __future__ import annotations
 
 import difflib
+import threading
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -146,7 +147,12 @@ class PerceptionNode(Node):
         self._cached_metadata: Any = None
         self._cached_msg: WorldState | None = None
 
+        # Actions in a group of their own when the backend allows reads during a step (fetch: a
+        # skill may take a minute), so world_state, query_world and get_completion go on meanwhile;
+        # one group otherwise (the symbolic and AI2-THOR worlds change their dicts in a step).
         group = MutuallyExclusiveCallbackGroup()
+        actions = MutuallyExclusiveCallbackGroup() if getattr(self.backend, "concurrent_reads", False) else group
+        self._world_lock = threading.RLock()  # the message cache, built from either group
         self.publisher = self.create_publisher(WorldState, WORLD_STATE_TOPIC, qos)
         self.camera = None
         if getattr(self.backend, "frame", None) is not None:
@@ -158,7 +164,7 @@ class PerceptionNode(Node):
 
         qos = service_qos()
         self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, qos_profile=qos, callback_group=group)
-        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, qos_profile=qos, callback_group=group)
+        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, qos_profile=qos, callback_group=actions)
         self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, qos_profile=qos,
                             callback_group=group)
         if rate > 0:
@@ -187,19 +193,22 @@ class PerceptionNode(Node):
 
     def world_msg(self) -> WorldState:
         """The current world as a message (rebuilt only when the backend's metadata changed)."""
-        metadata = self.backend.metadata
-        if metadata is not self._cached_metadata or self._cached_msg is None:
-            self._cached_msg = self.builder.build(metadata, scene=self.scene_name)
-            self._cached_metadata = metadata
-        else:
-            self._cached_msg.header.stamp = self.get_clock().now().to_msg()
-        return self._cached_msg
+        with self._world_lock:
+            metadata = self.backend.metadata
+            if metadata is not self._cached_metadata or self._cached_msg is None:
+                self._cached_msg = self.builder.build(metadata, scene=self.scene_name,
+                                                      stamp=self.get_clock().now().nanoseconds * 1e-9)
+                self._cached_metadata = metadata
+            else:
+                self._cached_msg.header.stamp = self.get_clock().now().to_msg()
+            return self._cached_msg
 
     def publish_world(self) -> None:
-        msg = self.world_msg()
-        self.publisher.publish(msg)
-        if self.camera is not None:
-            self.camera.publish(self.backend, msg.header.stamp)
+        with self._world_lock:  # one message at a time: the cached one is restamped in place
+            msg = self.world_msg()
+            self.publisher.publish(msg)
+            if self.camera is not None:
+                self.camera.publish(self.backend, msg.header.stamp)
 
     def destroy_node(self) -> None:
         close = getattr(getattr(self, "backend", None), "close", None)  # stop a simulator process
