@@ -135,6 +135,20 @@ def _raw_string(text: str) -> bytes:
     return _encoder("std_msgs/msg/String", msgdef("std_msgs/msg/String"))({"data": text})
 
 
+@pytest.mark.parametrize("record", ["{tmp}/no_such_folder/rec.jsonl", "/dev/full", "{tmp}"])
+def test_an_unwritable_llm_record_stops_run_and_elicit_before_the_first_call(tmp_path, record):
+    """`run --llm-record` to a path it could not write logged 15 errors, completed 16.7 % and
+    exited 0; `elicit` exited 1 with "client raised OutputError"."""
+    target = record.format(tmp=tmp_path)
+    db = tmp_path / "kb.sqlite"
+    for args in (["run", "--scene", "tidy_kitchen", "--db", str(db)],
+                 ["elicit", "--scene", "tidy_kitchen", "--object", "mug in dish rack"]):
+        err = one_line_error(cli(*args, "--llm-record", target), f"task-learning {args[0]}: error: cannot write",
+                             target)
+        assert "client raised" not in err
+    assert not db.exists() and not (tmp_path / "no_such_folder").exists()
+
+
 # -- 3. --db creates nothing it was not asked to ----------------------------------------------
 
 
