@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from task_learning.apps.faults.data_probes import wait_measured
-from task_learning.apps.faults.hostile_files import MALFORMED_EPISODES, alias_bomb, bomb_episode, huge_grid
+from task_learning.apps.faults.hostile_files import (
+    MALFORMED_EPISODES,
+    alias_bomb,
+    bomb_episode,
+    crowded_episode,
+    huge_grid,
+)
 from task_learning.config import MAX_ALIAS_EXPANSION, config_path, load_yaml, parse_yaml
 from task_learning.episode.file_names import topic_file_names
 from task_learning.errors import ConfigError
@@ -249,6 +255,13 @@ def test_an_episode_that_decompresses_to_a_gigabyte_is_refused_in_little_memory(
         _one_line(code, err, "bomb.mcap", "decompresses to")
         assert peak < MEMORY_LIMIT_KB, f"{args[0]}: {peak} KB"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_chunk_crowded_with_tiny_messages_is_read_in_bounded_memory(tmp_path):
+    path = crowded_episode(tmp_path / "crowded.mcap")
+    code, err, peak = _run_measured(["episode", "info", str(path)])
+    _one_line(code, err, "/kb/changes message 1")
+    assert peak < MEMORY_LIMIT_KB, f"{peak} KB"
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED_EPISODES))
