@@ -21,8 +21,10 @@ from typing import Any
 from task_learning.errors import TaskLearningError
 
 # A chunk holds whole messages: a camera frame of 1920x1080 RGB (6.2 MB) fits, as do the
-# recorder's 1 MB chunks; what decompresses past this is refused, not allocated.
-MAX_CHUNK_BYTES = 16 * 1024**2
+# recorder's 1 MB chunks; what decompresses past this is refused, not allocated. A chunk's
+# messages are held at once (to give them in log-time order): 8 MiB of the smallest possible
+# messages is some 270,000 of them, about 130 MB.
+MAX_CHUNK_BYTES = 8 * 1024**2
 _READ_BLOCK = 1024**2
 
 
@@ -115,13 +117,14 @@ class MessageSource:
 
         with open(self.path, "rb") as handle:
             summary = make_reader(handle).get_summary()
+            if summary is not None:  # channels a writer put only in the summary
+                self.schemas = dict(summary.schemas)
+                for channel in summary.channels.values():
+                    self._add_channel(channel)
             if summary is None or not summary.chunk_indexes:
                 handle.seek(0)
                 yield from self._linear(handle)
                 return
-            self.schemas = dict(summary.schemas)
-            for channel in summary.channels.values():
-                self._add_channel(channel)
             yield from self._indexed(handle, summary.chunk_indexes)
 
     def _indexed(self, handle: Any, indexes: list[Any]) -> Iterator[Decoded]:

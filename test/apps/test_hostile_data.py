@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from task_learning.apps.faults.data_probes import wait_measured
-from task_learning.apps.faults.hostile_files import MALFORMED_EPISODES, alias_bomb, bomb_episode, huge_grid
+from task_learning.apps.faults.hostile_files import (
+    MALFORMED_EPISODES,
+    alias_bomb,
+    bomb_episode,
+    crowded_episode,
+    huge_grid,
+)
 from task_learning.inputs.config import MAX_ALIAS_EXPANSION, config_path, load_yaml, parse_yaml
 from task_learning.episode.file_names import topic_file_names
 from task_learning.errors import ConfigError
@@ -135,6 +141,20 @@ def _raw_string(text: str) -> bytes:
     return _encoder("std_msgs/msg/String", msgdef("std_msgs/msg/String"))({"data": text})
 
 
+@pytest.mark.parametrize("record", ["{tmp}/no_such_folder/rec.jsonl", "/dev/full", "{tmp}"])
+def test_an_unwritable_llm_record_stops_run_and_elicit_before_the_first_call(tmp_path, record):
+    """`run --llm-record` to a path it could not write logged 15 errors, completed 16.7 % and
+    exited 0; `elicit` exited 1 with "client raised OutputError"."""
+    target = record.format(tmp=tmp_path)
+    db = tmp_path / "kb.sqlite"
+    for args in (["run", "--scene", "tidy_kitchen", "--db", str(db)],
+                 ["elicit", "--scene", "tidy_kitchen", "--object", "mug in dish rack"]):
+        err = one_line_error(cli(*args, "--llm-record", target), f"task-learning {args[0]}: error: cannot write",
+                             target)
+        assert "client raised" not in err
+    assert not db.exists() and not (tmp_path / "no_such_folder").exists()
+
+
 # -- 3. --db creates nothing it was not asked to ----------------------------------------------
 
 
@@ -235,6 +255,13 @@ def test_an_episode_that_decompresses_to_a_gigabyte_is_refused_in_little_memory(
         _one_line(code, err, "bomb.mcap", "decompresses to")
         assert peak < MEMORY_LIMIT_KB, f"{args[0]}: {peak} KB"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_chunk_crowded_with_tiny_messages_is_read_in_bounded_memory(tmp_path):
+    path = crowded_episode(tmp_path / "crowded.mcap")
+    code, err, peak = _run_measured(["episode", "info", str(path)])
+    _one_line(code, err, "/kb/changes message 1")
+    assert peak < MEMORY_LIMIT_KB, f"{peak} KB"
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED_EPISODES))

@@ -177,6 +177,7 @@ def _selection_reply(option: str) -> ScriptedReply:
 
 
 def _bootstrap(server: FakeOpenAIServer, tmp_path: Any, *extra: str, capsys: Any) -> dict[str, Any]:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # --db never creates its folder (issue 40)
     argv = ["bootstrap", "--families", "explore", "--max-instances", "1", "--llm", "local", "--base-url",
             server.base_url, "--db", str(tmp_path / "kb.sqlite"), "--json", *extra]
     assert main(argv) == 0

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from task_learning.apps.faults.base import CommandOutcome, Probe, ProbeContext, ProbeResult, expect_one_line_error
-from task_learning.apps.faults.hostile_files import MALFORMED_EPISODES, alias_bomb, bomb_episode, huge_grid
+from task_learning.apps.faults.hostile_files import (
+    MALFORMED_EPISODES,
+    alias_bomb,
+    bomb_episode,
+    crowded_episode,
+    huge_grid,
+)
 
 MEMORY_LIMIT_MB = 300
 
@@ -169,6 +175,21 @@ def _bomb(honest: bool) -> Probe:
     return Probe("persistence", name, probe, fast=not honest)
 
 
+def _crowded(ctx: ProbeContext) -> ProbeResult:
+    """One 8 MiB chunk of 40-byte messages (about 210,000): read within the memory limit, and
+    what is wrong with them (empty, not JSON) said in one line."""
+    name = "episode of 210,000 tiny messages in one chunk"
+    path = crowded_episode(ctx.path("episodes/crowded.mcap"))
+    peaks = []
+    for command in EPISODE_COMMANDS[1:]:
+        outcome, peak = run_measured(ctx, _episode_args(command, path), timeout_s=300)
+        peaks.append(peak)
+        if outcome.returncode is None or outcome.traceback or "internal error" in outcome.stderr:
+            return ProbeResult("persistence", name, False, f"{' '.join(command)}: {outcome.one_line_error()[1]}")
+    worst = max(peaks)
+    return ProbeResult("persistence", name, worst < MEMORY_LIMIT_MB, f"peak {worst:.0f} MB (limit {MEMORY_LIMIT_MB})")
+
+
 def _malformed(name: str) -> Probe:
     """Every command that reads the episode ends without a traceback; those that fail say what
     was wrong in one line (a command that never reads the bad part may succeed)."""
@@ -298,6 +319,7 @@ def probes() -> list[Probe]:
         Probe("config", "sweep grid of 6,000,000 trials", _huge_grid, fast=True),
         _bomb(honest=True),
         _bomb(honest=False),
+        Probe("persistence", "episode of 210,000 tiny messages in one chunk", _crowded, fast=False),
         Probe("persistence", "run --db in a folder that does not exist", _db_missing_folder, fast=True),
         Probe("persistence", "kb import leaves no empty knowledge base", _import_leaves_nothing, fast=False),
         Probe("persistence", "kb export through a link and under a umask", _export_symlink_and_umask, fast=False),

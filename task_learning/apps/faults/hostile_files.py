@@ -67,6 +67,36 @@ def bomb_episode(path: Path, *, size: int = GIB, honest: bool = True) -> Path:
     return path
 
 
+def crowded_episode(path: Path, *, chunk_bytes: int = 8 * 1024**2 - 4096) -> Path:
+    """An episode whose one chunk is `chunk_bytes` of the smallest messages a std_msgs/String
+    channel can carry (an empty string, 40 bytes a record): hundreds of thousands of messages that
+    a reader giving them in log-time order holds at once."""
+    import zstandard
+    from mcap.writer import CompressionType, Writer
+
+    from task_learning.episode.recorder import FORMAT_VERSION, METADATA_NAME, _encoder
+    from task_learning.episode.schema import msgdef
+
+    data = _encoder("std_msgs/msg/String", msgdef("std_msgs/msg/String"))({"data": ""})
+    with open(path, "wb") as handle:
+        writer = Writer(handle, compression=CompressionType.NONE)
+        writer.start(profile="ros2", library="task_learning faults")
+        writer.add_metadata(METADATA_NAME, {"format": FORMAT_VERSION, **_metadata()})
+        schema = writer.register_schema("std_msgs/msg/String", "ros2msg", msgdef("std_msgs/msg/String").encode())
+        channel = writer.register_channel("/kb/changes", "cdr", schema)
+        writer.flush()
+        record = len(struct.pack("<BQHIQQ", 0, 0, 0, 0, 0, 0)) + len(data)
+        count = chunk_bytes // record
+        raw = b"".join(struct.pack("<BQ", _MESSAGE, record - 9) + struct.pack("<HIQQ", channel, i, i + 1, i + 1) + data
+                       for i in range(count))
+        compressed = zstandard.ZstdCompressor(level=1).compress(raw)
+        fields = (struct.pack("<QQQI", 1, count, len(raw), 0) + struct.pack("<I", 4) + b"zstd"
+                  + struct.pack("<Q", len(compressed)) + compressed)
+        handle.write(struct.pack("<BQ", _CHUNK, len(fields)) + fields)
+        writer.finish()
+    return path
+
+
 def _episode(path: Path, meta: dict[str, str], write: Callable[[Any], None]) -> Path:
     from task_learning.episode.recorder import McapSink
 
