@@ -79,7 +79,7 @@ def _load(floor: bool) -> mujoco.MjSpec:
     xml = (f'<mujoco model="fetch"><compiler angle="radian" meshdir="{root / "stls" / "fetch"}" '
            f'texturedir="{root / "textures"}"/><option timestep="{TIMESTEP_S}"/>'
            f'<include file="{root / "fetch" / "shared.xml"}"/><worldbody>{floor_geom}'
-           f'<light name="sun" directional="true" pos="0 0 5" dir="0 0 -1" diffuse="0.8 0.8 0.8" ambient="0.3 0.3 0.3"/>'
+           f'<light name="sun" directional="true" castshadow="false" pos="0 0 5" dir="0 0 -1" diffuse="0.7 0.7 0.7" ambient="0.35 0.35 0.35"/>'
            f'<include file="{root / "fetch" / "robot.xml"}"/></worldbody></mujoco>')
     return mujoco.MjSpec.from_string(xml)
 
@@ -108,17 +108,22 @@ def _planar_base(spec: mujoco.MjSpec) -> None:
     spec.add_exclude(bodyname1="world", bodyname2=ROOT_LINK)
 
 
-def _zero(value: object) -> object:
-    """0 in the attribute's own form: MuJoCo 4 made joint damping and stiffness arrays."""
-    return np.zeros_like(value) if isinstance(value, np.ndarray) else 0.0
+def scalar_like(current: object, value: float) -> object:
+    """`value` in a joint attribute's own form: MuJoCo 4 made damping and stiffness arrays (the
+    first entry is the linear coefficient), MuJoCo 3 has a number."""
+    if isinstance(current, np.ndarray):
+        out = np.zeros_like(current)
+        out[0] = value
+        return out
+    return value
 
 
 def _drive(spec: mujoco.MjSpec) -> None:
     for joint in spec.joints:
         if joint.name in SERVOS:
             if joint.name not in FINGER_JOINTS:  # the servos' damping ratio does the damping
-                joint.damping = _zero(joint.damping)
-            joint.stiffness = _zero(joint.stiffness)
+                joint.damping = scalar_like(joint.damping, 0.0)
+            joint.stiffness = scalar_like(joint.stiffness, 0.0)
             joint.ref = 0.0
     for actuator in list(spec.actuators):
         spec.delete(actuator)
