@@ -57,7 +57,9 @@ setup(
     entry_points={
         "console_scripts": ["task-learning = task_learning.apps.cli:main",
                             # the headless AI2-THOR stand-in the ai2thor Controller starts
-                            "task-learning-thor-standin = task_learning.world.thor.standin:main"]
+                            "task-learning-thor-standin = task_learning.world.thor.standin:main",
+                            # the simulated Fetch (robot-side, its own package: docs/sim.md)
+                            "task-learning-sim = task_learning_sim.cli:main"]
         + NODE_CONSOLE_SCRIPTS,
     },
 )

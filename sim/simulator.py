@@ -200,3 +200,20 @@ class Simulator:
 
 def _conjugate(quat: np.ndarray) -> np.ndarray:
     return np.array([quat[0], -quat[1], -quat[2], -quat[3]])
+
+
+FOOTPRINT_RADIUS_M = 0.3  # the Fetch's base, a circle of ~0.56 m diameter
+
+
+def occupied_by(world: SceneWorld, x: float, y: float, radius: float = FOOTPRINT_RADIUS_M) -> str:
+    """The piece of furniture a base at (x, y) would stand in ('' if none): the base's circle
+    against each piece's footprint rectangle."""
+    for receptacle in world.receptacles.values():
+        px, py, yaw = receptacle.pose
+        c, s = math.cos(yaw), math.sin(yaw)
+        lx, ly = c * (x - px) + s * (y - py), -s * (x - px) + c * (y - py)
+        nearest = (min(max(lx, -receptacle.depth / 2), receptacle.depth / 2),
+                   min(max(ly, -receptacle.width / 2), receptacle.width / 2))
+        if math.hypot(lx - nearest[0], ly - nearest[1]) < radius:
+            return receptacle.id
+    return ""
