@@ -11,7 +11,11 @@ to positions, so `fetch_spec` edits the loaded model with `mujoco.MjSpec` (never
 - torso, head pan/tilt and the 7 arm joints get position actuators (gains below), the fingers keep
   theirs with a force limit (the grip force), and every robot body is gravity-compensated the way
   a real arm's controller compensates gravity, so the arm holds a pose;
-- the head tilt's reference angle goes to 0, so joint angle 0 is the link pose the Fetch's URDF has.
+- the head tilt's reference angle goes to 0, so joint angle 0 is the link pose the Fetch's URDF has;
+- the robot's links collide with everything but each other (contype 2, conaffinity 1: a pair of
+  robot geoms never matches, a robot geom and any other does). gymnasium's collision meshes touch
+  each other in the Fetch's own tuck pose; like a real arm's controller, the simulator leaves
+  self-collision to whoever plans the motion.
 """
 from __future__ import annotations
 
@@ -31,6 +35,7 @@ ARM_JOINTS = ("shoulder_pan_joint", "shoulder_lift_joint", "upperarm_roll_joint"
               "forearm_roll_joint", "wrist_flex_joint", "wrist_roll_joint")
 FINGER_JOINTS = ("l_gripper_finger_joint", "r_gripper_finger_joint")
 ROOT_LINK = "base_link"
+ROBOT_CONTYPE = 2  # the robot's geoms: see the module docstring
 # bodies of gymnasium's model that are not part of the Fetch (its task scaffolding)
 NOT_THE_ROBOT = ("mocap", "external_camera_body_0")
 # The Fetch's joint velocity limits (rad/s, m/s), from its published URDF (the model has none).
@@ -139,6 +144,9 @@ def _drive(spec: mujoco.MjSpec) -> None:
     for body in spec.bodies:
         if body.name != "world":
             body.gravcomp = 1.0
+    for geom in spec.geoms:
+        if geom.name != "floor":
+            geom.contype, geom.conaffinity = ROBOT_CONTYPE, 1
 
 
 def fetch_spec(*, floor: bool = True) -> mujoco.MjSpec:

@@ -138,11 +138,11 @@ def _drawer(spec_body: mujoco.MjsBody, shape: FurnitureShape, slide_joint: str) 
                        (depth / 2 - WALL_M, inner_w - WALL_M, tray_h))
 
 
-def build_piece(world: mujoco.MjsBody, object_id: str, object_type: str, shape: FurnitureShape,
+def build_piece(spec: mujoco.MjSpec, object_id: str, object_type: str, shape: FurnitureShape,
                 pose: tuple[float, float, float]) -> Receptacle:
-    """Add the piece `object_id` to `world` at `pose` (x, y, yaw: its front faces yaw)."""
+    """Add the piece `object_id` to the world at `pose` (x, y, yaw: its front faces yaw)."""
     x, y, yaw = pose
-    body = world.add_body(name=object_id, pos=[x, y, 0.0])
+    body = spec.worldbody.add_body(name=object_id, pos=[x, y, 0.0])
     body.quat = yaw_quat(yaw)
     depth, width, height = shape.size
     joint, closed_below = "", 0.0
@@ -157,5 +157,9 @@ def build_piece(world: mujoco.MjsBody, object_id: str, object_type: str, shape: 
     else:
         joint, closed_below = f"{object_id}/slide", 0.01
         place = _drawer(body, shape, joint)
+    if joint:
+        # a door or tray moves along its carcass by its joint, not by contact (MuJoCo filters
+        # parent-child contacts, but not under a parent welded to the world, as furniture is)
+        spec.add_exclude(bodyname1=object_id, bodyname2=place.body if shape.form == "drawer" else f"{object_id}/door")
     return Receptacle(id=object_id, type=object_type, form=shape.form, pose=pose, depth=depth, width=width,
                       place=place, joint=joint, closed_below=closed_below)

@@ -223,7 +223,7 @@ def build_world(scene: Scene, shapes: ShapesDoc | None = None) -> SceneWorld:
     sized = [(r["objectId"], shapes.furniture[r["objectType"]].size[0], shapes.furniture[r["objectType"]].size[1])
              for r in furniture]
     poses = ring_layout(sized)
-    receptacles = {r["objectId"]: build_piece(spec.worldbody, r["objectId"], r["objectType"],
+    receptacles = {r["objectId"]: build_piece(spec, r["objectId"], r["objectType"],
                                               shapes.furniture[r["objectType"]], poses[r["objectId"]])
                    for r in furniture}
     movable = [r for r in scene.objects if not _is_furniture(r)]

@@ -127,3 +127,39 @@ def test_the_gripper_reaches_an_open_gap_and_stalls_on_an_object(sim):
     _until(sim, lambda: closing.done, 6)
     assert closing.stalled and not closing.reached_goal
     assert closing.position == pytest.approx(2 * 0.038, abs=0.012)  # the can's diameter, less the pads' reach
+
+
+def test_a_can_on_the_counter_is_grasped_by_friction_alone_and_lifted(sim):
+    """No assist: the arm held straight out at the can's height, the base drives the open gripper
+    around the can, the fingers close until they stall on it, the torso lifts it 10 cm."""
+    counter = sim.world.receptacles["CounterTop|1"]
+    cx, cy, cyaw = counter.pose
+    spot = np.array([cx + math.cos(cyaw) * (counter.depth / 2 - 0.12), cy + math.sin(cyaw) * (counter.depth / 2 - 0.12),
+                     counter.place.low[2] + 0.057])
+    can = sim.data.joint("CanOfBeans|1/free")  # set on the counter (the scene starts it in a bag)
+    can.qpos[:3], can.qpos[3:], can.qvel[:] = spot, [1, 0, 0, 0], 0.0
+    reach = np.array([spot[2] - 0.786, 0, 0, 0, 0, 0, 0, 0])  # the shoulder-lift axis at the can's height
+    arm = sim.follow("arm_with_torso_controller", Trajectory(ARM, np.array([4.0]), reach[None, :]))
+    opened = sim.grip(0.1, 60.0)
+    _until(sim, lambda: arm.done and opened.done, 8)
+    assert arm.code is TrajectoryCode.SUCCESSFUL and opened.reached_goal
+    x, y, yaw = sim.base_pose()
+    grip = sim.data.site("grip").xpos
+    ahead = math.cos(yaw) * (grip[0] - x) + math.sin(yaw) * (grip[1] - y)  # the grip point ahead of base_link
+    facing = cyaw + math.pi
+    stand = spot[:2] - ahead * np.array([math.cos(facing), math.sin(facing)])
+    for distance in (0.4, 0.0):  # stand back, then drive the open fingers around the can
+        goal = sim.navigate(*(stand - distance * np.array([math.cos(facing), math.sin(facing)])), facing)
+        _until(sim, lambda goal=goal: goal.outcome is not NavOutcome.RUNNING, 60)
+        assert goal.outcome is NavOutcome.SUCCEEDED
+    closing = sim.grip(0.0, 60.0)
+    _until(sim, lambda: closing.done, 6)
+    assert closing.stalled and closing.position == pytest.approx(0.076, abs=0.01)
+    before = sim.data.body("CanOfBeans|1").xpos[2]
+    lifted = reach.copy()
+    lifted[0] += 0.1
+    lift = sim.follow("arm_with_torso_controller", Trajectory(ARM, np.array([3.0]), lifted[None, :]))
+    _until(sim, lambda: lift.done, 6)
+    sim.run_for(1.0)
+    assert lift.code is TrajectoryCode.SUCCESSFUL
+    assert sim.data.body("CanOfBeans|1").xpos[2] - before == pytest.approx(0.1, abs=0.025)
