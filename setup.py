@@ -37,7 +37,7 @@ setup(
     package_dir={"task_learning_nodes": "nodes", "task_learning_sim": "sim"},
     include_package_data=True,
     # the web operator panel's page (plain HTML, JS and CSS; no build step)
-    package_data={"task_learning.oversight.web": ["static/*"], "task_learning_sim": ["fetch.urdf"]},
+    package_data={"task_learning.oversight.web": ["static/*"], "task_learning_sim": ["fetch.urdf", "shapes.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml", "plugin.xml"]),
