@@ -38,7 +38,7 @@ llm: setup
 # and the local model (make llm): the tests marked `llm` run the real model through llama-server.
 TEST_WORKERS ?= 2
 test: test-setup llm
-	@$(VENV)/bin/ruff check --quiet task_learning nodes test bench scripts
+	@$(VENV)/bin/ruff check --quiet task_learning nodes sim test bench scripts
 	@$(VENV)/bin/mypy --no-error-summary
 	@$(MKDOCS_BUILD)
 	@$(PY) -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile test

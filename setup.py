@@ -31,11 +31,13 @@ setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(include=["task_learning", "task_learning.*"])
-    + ["task_learning_nodes"] + [f"task_learning_nodes.{sub}" for sub in NODE_SUBPACKAGES],
-    package_dir={"task_learning_nodes": "nodes"},
+    + ["task_learning_nodes"] + [f"task_learning_nodes.{sub}" for sub in NODE_SUBPACKAGES]
+    # sim/: the simulated robot (robot-side; the stack never imports it: docs/sim.md)
+    + ["task_learning_sim"],
+    package_dir={"task_learning_nodes": "nodes", "task_learning_sim": "sim"},
     include_package_data=True,
     # the web operator panel's page (plain HTML, JS and CSS; no build step)
-    package_data={"task_learning.oversight.web": ["static/*"]},
+    package_data={"task_learning.oversight.web": ["static/*"], "task_learning_sim": ["fetch.urdf", "shapes.yaml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml", "plugin.xml"]),
@@ -55,7 +57,9 @@ setup(
     entry_points={
         "console_scripts": ["task-learning = task_learning.apps.cli:main",
                             # the headless AI2-THOR stand-in the ai2thor Controller starts
-                            "task-learning-thor-standin = task_learning.world.thor.standin:main"]
+                            "task-learning-thor-standin = task_learning.world.thor.standin:main",
+                            # the simulated Fetch (robot-side, its own package: docs/sim.md)
+                            "task-learning-sim = task_learning_sim.cli:main"]
         + NODE_CONSOLE_SCRIPTS,
     },
 )

@@ -151,8 +151,11 @@ fi
 # link it into site-packages so `import task_learning_nodes` finds the live source.
 SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 ln -sfn "$ROOT/nodes" "$SITE/task_learning_nodes"
+# and the simulated robot's package, sim/, as task_learning_sim (robot-side: docs/sim.md)
+ln -sfn "$ROOT/sim" "$SITE/task_learning_sim"
 # and under the same name for mypy (mypy.ini's mypy_path), which checks it as task_learning_nodes.
 mkdir -p "$ROOT/build/mypy" && ln -sfn "$ROOT/nodes" "$ROOT/build/mypy/task_learning_nodes"
+ln -sfn "$ROOT/sim" "$ROOT/build/mypy/task_learning_sim"
 # setup.cfg puts executables where `ros2 run` expects them (lib/task_learning); put them on PATH too.
 for exe in "$VENV"/lib/task_learning/*; do
   [ -f "$exe" ] && ln -sf "$exe" "$VENV/bin/$(basename "$exe")"

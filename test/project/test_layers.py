@@ -7,6 +7,9 @@ statement, at module level, inside functions and under TYPE_CHECKING alike):
     offline stand-in (task_learning.offline_model)  imports the core (the methods' prompt formats)
     core (every other package of task_learning) imports none of the above, and its packages
                                                 import each other without a circle
+    the simulated robot (task_learning_sim, sim/)  robot-side: nothing of task_learning (apps
+                                                included) or the ROS layer imports it; it is
+                                                started as a robot is, as its own program
 
 The offline stand-in is reached from `llm/` by module path only (llm/registry.py). No import runs
 from a lower core package to a higher one (the last, kb -> productions, moved into productions/
@@ -67,15 +70,31 @@ def distinct(names: set[str], top: str) -> list[str]:
     return sorted(n for n in names if not any(n.startswith(m + ".") and m != top for m in names))
 
 
+def robot_side_problems(source_root: Path, sim: str, stack: dict[str, str]) -> list[str]:
+    """Imports of the simulated robot's package by the stack (package name -> its source folder)."""
+    problems = []
+    for folder in stack.values():
+        if not (source_root / folder).is_dir():
+            continue
+        for module, names in module_imports(source_root, folder).items():
+            found = sorted(name for name in names if name == sim or name.startswith(sim + "."))
+            if found:  # one line a module ("from a import b" names both a and a.b)
+                problems.append(f"{module} imports the simulated robot ({found[0]}): "
+                                f"the stack never imports {sim}")
+    return problems
+
+
 def layer_problems(source_root: Path, top: str = "task_learning", ros: str = "task_learning_nodes",
-                   ros_dir: str = "nodes") -> list[str]:
+                   ros_dir: str = "nodes", sim: str = "task_learning_sim") -> list[str]:
     """Every breach of the rule, one line each (empty: the layering holds)."""
-    problems: list[str] = []
+    problems: list[str] = robot_side_problems(source_root, sim, {top: top, ros: ros_dir})
     edges: dict[str, set[str]] = {}
     for module, names in module_imports(source_root, top).items():
         here = unit(module, top)
         for name in distinct(names, top):
             there = unit(name, top)
+            if name == sim or name.startswith(sim + "."):
+                continue  # reported by robot_side_problems
             if name == ros or name.startswith(ros + "."):
                 if here != "apps":
                     problems.append(f"{module} imports the ROS layer ({name}): only {top}.apps may")
@@ -130,6 +149,10 @@ def test_a_clean_tree_passes(tmp_path):
     ("task_learning/world/up.py", "from task_learning.stars import tree\n", "in a circle"),
     ("task_learning/world/up.py", "from ..stars import tree\n", "in a circle"),
     ("nodes/demo.py", "from task_learning.apps.cli import main\n", "the ROS layer never imports an application"),
+    ("task_learning/apps/sim.py", "import task_learning_sim.cli\n", "never imports task_learning_sim"),
+    ("task_learning/world/physics.py", "def f():\n    from task_learning_sim import scene_world\n",
+     "never imports task_learning_sim"),
+    ("nodes/sim_bridge.py", "from task_learning_sim.simulator import Simulator\n", "never imports task_learning_sim"),
 ])
 def test_an_added_breach_fails(tmp_path, path, text, expected):
     problems = layer_problems(_tree(tmp_path, {**BASE, path: text}))

@@ -41,6 +41,7 @@ SUBCOMMAND_MODULES = (
     "task_learning.apps.cli.anticipate_cmd",
     "task_learning.apps.cli.bootstrap_cmd",
     "task_learning.apps.cli.llm_cmd",
+    "task_learning.apps.cli.sim_cmd",
 )
 
 

@@ -1,0 +1,135 @@
+"""The loopback base controller behind `navigate_to_pose`: turn toward the goal, drive straight,
+turn to the goal's heading, with bounded speeds and accelerations; the planar base's servos track
+that path in physics. A touch between the robot and anything but the floor aborts the goal (the
+base stops where it is); so does a base that cannot follow its path (pushed against something) or
+a goal not reached in time. Cancel brakes to a stop."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+from task_learning_sim.motion import Ramp
+
+MAX_SPEED_M_S = 0.5
+MAX_ACCEL_M_S2 = 0.5
+MAX_TURN_RAD_S = 1.0
+MAX_TURN_ACCEL_RAD_S2 = 1.5
+POSITION_TOLERANCE_M = 0.02
+YAW_TOLERANCE_RAD = 0.03
+TRACKING_LIMIT_M = 0.08  # the base this far behind its path is stuck
+TIMEOUT_MARGIN_S = 10.0
+
+
+class NavOutcome(Enum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    CANCELED = "canceled"
+    COLLISION = "collision"
+    STUCK = "stuck"
+    TIMEOUT = "timeout"
+
+
+def wrap(angle: float) -> float:
+    return math.atan2(math.sin(angle), math.cos(angle))
+
+
+@dataclass
+class BaseGoal:
+    """One navigation goal (x, y, yaw in `odom`) and its progress through three phases."""
+
+    x: float
+    y: float
+    yaw: float
+    start: tuple[float, float, float]
+    started_at: float
+    phase: int = 0  # 0 turn toward the goal, 1 drive, 2 turn to the goal's heading, 3 settle
+    ramp: Ramp | None = None
+    anchor: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    outcome: NavOutcome = NavOutcome.RUNNING
+    canceling: bool = False
+    deadline: float = field(default=0.0)
+
+    def distance_left(self, pose: tuple[float, float, float]) -> float:
+        return math.hypot(self.x - pose[0], self.y - pose[1])
+
+
+class BaseController:
+    """Holds the base's setpoint (x, y, yaw) and moves it along the current goal's path."""
+
+    def __init__(self, pose: tuple[float, float, float]):
+        self.setpoint = pose
+        self.goal: BaseGoal | None = None
+
+    def start(self, x: float, y: float, yaw: float, pose: tuple[float, float, float], now: float) -> BaseGoal:
+        """A new goal, replacing any goal in flight (which ends canceled)."""
+        if self.goal is not None and self.goal.outcome is NavOutcome.RUNNING:
+            self.goal.outcome = NavOutcome.CANCELED
+        self.setpoint = pose
+        goal = BaseGoal(x, y, yaw, pose, now)
+        distance = math.hypot(x - pose[0], y - pose[1])
+        turns = abs(wrap(math.atan2(y - pose[1], x - pose[0]) - pose[2])) + math.pi
+        goal.deadline = now + distance / MAX_SPEED_M_S + turns / MAX_TURN_RAD_S + TIMEOUT_MARGIN_S
+        self.goal = goal
+        return goal
+
+    def cancel(self) -> None:
+        if self.goal is not None and self.goal.outcome is NavOutcome.RUNNING:
+            self.goal.canceling = True
+            if self.goal.ramp is not None:
+                self.goal.ramp.brake()
+
+    def tick(self, pose: tuple[float, float, float], touching: bool, now: float, dt: float) -> None:
+        """Advance the setpoint one tick; end the goal on arrival, contact, lag or its deadline."""
+        goal = self.goal
+        if goal is None or goal.outcome is not NavOutcome.RUNNING:
+            return
+        if touching:
+            return self._end(goal, NavOutcome.COLLISION, pose)
+        if math.hypot(self.setpoint[0] - pose[0], self.setpoint[1] - pose[1]) > TRACKING_LIMIT_M:
+            return self._end(goal, NavOutcome.STUCK, pose)
+        if now > goal.deadline:
+            return self._end(goal, NavOutcome.TIMEOUT, pose)
+        if goal.ramp is None:
+            self._next_phase(goal)
+        if goal.ramp is not None:
+            goal.ramp.tick(dt)
+            self.setpoint = self._along(goal)
+            if goal.ramp.done():
+                goal.ramp = None
+                if goal.canceling:
+                    return self._end(goal, NavOutcome.CANCELED, pose)
+                goal.phase += 1
+        elif goal.canceling:
+            return self._end(goal, NavOutcome.CANCELED, pose)
+        if goal.phase >= 3 and self._arrived(goal, pose):
+            goal.outcome = NavOutcome.SUCCEEDED
+
+    def _next_phase(self, goal: BaseGoal) -> None:
+        x, y, yaw = self.setpoint
+        goal.anchor = self.setpoint
+        if goal.phase == 0 and math.hypot(goal.x - x, goal.y - y) > POSITION_TOLERANCE_M / 2:
+            heading = math.atan2(goal.y - y, goal.x - x)
+            goal.ramp = Ramp(0.0, wrap(heading - yaw), MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
+        elif goal.phase == 1 and math.hypot(goal.x - x, goal.y - y) > POSITION_TOLERANCE_M / 2:
+            goal.ramp = Ramp(0.0, math.hypot(goal.x - x, goal.y - y), MAX_SPEED_M_S, MAX_ACCEL_M_S2)
+        elif goal.phase == 2:
+            goal.ramp = Ramp(0.0, wrap(goal.yaw - yaw), MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
+        elif goal.phase < 3:
+            goal.phase += 1
+
+    def _along(self, goal: BaseGoal) -> tuple[float, float, float]:
+        assert goal.ramp is not None
+        x, y, yaw = goal.anchor
+        if goal.phase == 1:
+            return x + goal.ramp.value * math.cos(yaw), y + goal.ramp.value * math.sin(yaw), yaw
+        return x, y, yaw + goal.ramp.value
+
+    def _arrived(self, goal: BaseGoal, pose: tuple[float, float, float]) -> bool:
+        return (goal.distance_left(pose) <= POSITION_TOLERANCE_M
+                and abs(wrap(goal.yaw - pose[2])) <= YAW_TOLERANCE_RAD)
+
+    def _end(self, goal: BaseGoal, outcome: NavOutcome, pose: tuple[float, float, float]) -> None:
+        """End the goal: the base holds where it is now (no push into what it touched)."""
+        goal.outcome = outcome
+        self.setpoint = pose
