@@ -214,13 +214,15 @@ def table() -> list[Row]:
             Row("any", "timed out", ROBOT_TIMEOUT, "the profile's timeout passed: the goal is cancelled"),
             Row("any", "cancelled by the robot", ROBOT_FAULT, "the server cancelled the goal")]
     rows += [Row(part, "rejected", cond, "the server refused the goal") for part, cond in REJECTED_CONDITION.items()]
-    rows += [Row(part, "aborted, no code", cond, "the result carries no code (e.g. Nav2 on humble)")
+    rows += [Row(part, "aborted, no code", cond, "a result without a code (Nav2 on humble, PointHead, GripperCommand)")
              for part, cond in PART_CONDITION.items()]
     rows += [Row("navigate", f"error_code {c} {n}", cond, why) for c, (n, cond, why) in NAV_CODES.items()]
     rows += [Row("move_group", f"error_code.val {c} {n}", cond, why) for c, (n, cond, why) in MOVEIT_CODES.items()]
-    rows += [Row("trajectory", f"error_code {c} {n}", cond, why + " (head: not_visible)")
+    rows += [Row("trajectory", f"error_code {c} {n}", cond, why + (" (a head goal: not_visible)" if cond == NOT_REACHABLE else ""))
              for c, (n, cond, why) in TRAJECTORY_CODES.items()]
     rows += [Row("gripper", "grasp: stalled, or position >= holding_min", "(success)", "the fingers hold something"),
              Row("gripper", "grasp: reached_goal below holding_min", NOT_REACHABLE, "the grasp closed on nothing"),
-             Row("gripper", "release: stalled under half open", ROBOT_FAULT, "the fingers did not open")]
+             Row("gripper", "release: stalled under half open", ROBOT_FAULT, "the fingers did not open"),
+             Row("trajectory gripper", "succeeded, or closing with GOAL_TOLERANCE_VIOLATED", "(success)",
+                 "no stall report: what the camera sees next decides")]
     return rows

@@ -41,3 +41,20 @@ def test_out_of_reach_is_no_solution(arm, target):
 def test_a_joint_off_the_chain_is_named():
     with pytest.raises(KinematicsError, match="camera_joint are not on the chain"):
         ArmKinematics.from_urdf(TEST_URDF, "base_link", "tool_link", ("lift_joint", "camera_joint"))
+
+
+def test_fetch_pick_from_its_urdf():
+    """The Fetch profile's chain (torso and seven arm joints, base_link -> gripper_link) on the
+    simulated Fetch's URDF: a pick 0.7 m ahead at table height is solved, joints in profile order."""
+    from task_learning.robot.profile import load_profile
+    from task_learning.robot.sequences import BasePose, SkillSequencer
+    from tests.robot.helpers import DATA
+
+    profile = load_profile("fetch")
+    kin = ArmKinematics.from_urdf((DATA / "fetch.urdf").read_text(), profile.arm.root_link, profile.arm.tip_link,
+                                  profile.arm.joints, profile.arm.tolerance_m)
+    steps = SkillSequencer(profile, kin).manipulate("pick", (0.7, 0.0, 0.8), BasePose(0.0, 0.0, 0.0))
+    arm = [s.goal for s in steps if getattr(s.goal, "purpose", "") == "arm"]
+    assert len(arm) == 3 and arm[0].joints == profile.arm.joints
+    assert np.linalg.norm(kin.forward(arm[1].final) - np.array([0.7, 0.0, 0.8])) < profile.arm.tolerance_m
+    assert 0.0 <= arm[1].final[0] <= 0.386  # the torso within its limits
