@@ -26,6 +26,7 @@ After a change only the objects whose records changed are converted again
 from __future__ import annotations
 
 import difflib
+import threading
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -107,6 +108,9 @@ class Parameters(NodeParameters):
                                  "are refused with a message)", min=1, max=100000)
     camera_frame_id: str = param("camera_color_optical_frame", "frame_id of the camera topics of backends "
                                  "that render (ai2thor with render_image)")
+    robot: str = param("", "Robot profile under config/robots/ (fetch, tiago, stretch): backends fetch and "
+                       "robot_stand_in act through its standard interfaces (Nav2, controllers, MoveIt); '' with "
+                       "backend fetch: the Skill adapter of the synthetic robot")
     # The AI2-THOR Controller's settings, `ai2thor.<setting>` (a group in the params file).
     ai2thor: Ai2thorParameters = Field(default_factory=Ai2thorParameters)
 
@@ -131,12 +135,25 @@ class PerceptionNode(Node):
 
         from task_learning.world.factory import make_backend
 
+        self.robot = None
+        if params.robot.strip():  # the robot-skills layer: standard goals (nodes/robot/)
+            from task_learning_nodes.robot.frontend import RobotSkillsFrontend
+
+            self.robot = RobotSkillsFrontend(self, params.robot.strip())
         if self.backend_name == "fetch":  # camera topics in, skill goals out (nodes/plumbing/fetch_bridge.py)
             from task_learning.world.scene import load_scene
             from task_learning_nodes.plumbing.fetch_bridge import FetchFrontend
 
-            self.fetch = FetchFrontend(self, load_scene(scene) if scene else None)
+            self.fetch = FetchFrontend(self, load_scene(scene) if scene else None, robot=self.robot)
             self.backend: WorldBackend = self.fetch.world
+        elif self.backend_name == "robot_stand_in":  # the layout for a camera, the robot's goals for real
+            if self.robot is None:
+                raise TaskLearningError("backend robot_stand_in needs parameter robot (a profile under "
+                                        "config/robots/)")
+            from task_learning.robot.stand_in import StandInRobotWorld
+            from task_learning.world.scene import load_scene
+
+            self.backend = StandInRobotWorld(load_scene(scene), self.robot.make_executor())
         else:
             thor = ThorSettings.from_params(params.ai2thor.model_dump(),
                                             source="perception parameters ai2thor.*")
@@ -144,6 +161,7 @@ class PerceptionNode(Node):
         self.scene_name = str(getattr(getattr(self.backend, "scene", None), "name", "") or scene)
         self.builder = convert.WorldStateBuilder(frame_id=self.frame_id, backend=self.backend_name)
         self._cached_metadata: Any = None
+        self._msg_lock = threading.Lock()
         self._cached_msg: WorldState | None = None
 
         group = MutuallyExclusiveCallbackGroup()
@@ -162,7 +180,10 @@ class PerceptionNode(Node):
         self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, qos_profile=qos,
                             callback_group=group)
         if rate > 0:
-            self.create_timer(1.0 / rate, self.publish_world, callback_group=group)
+            # A thread-safe backend (fetch: frames arrive while an action runs) keeps publishing
+            # world_state while a robot action runs; the others share the services' group.
+            timer_group = MutuallyExclusiveCallbackGroup() if self.backend_name == "fetch" else group
+            self.create_timer(1.0 / rate, self.publish_world, callback_group=timer_group)
         self.publish_world()
         self.get_logger().info(
             f"backend {self.backend_name}, scene {self.scene_name}: "
@@ -187,13 +208,14 @@ class PerceptionNode(Node):
 
     def world_msg(self) -> WorldState:
         """The current world as a message (rebuilt only when the backend's metadata changed)."""
-        metadata = self.backend.metadata
-        if metadata is not self._cached_metadata or self._cached_msg is None:
-            self._cached_msg = self.builder.build(metadata, scene=self.scene_name)
-            self._cached_metadata = metadata
-        else:
-            self._cached_msg.header.stamp = self.get_clock().now().to_msg()
-        return self._cached_msg
+        with self._msg_lock:  # the timer and a service may build it at once (backend fetch)
+            metadata = self.backend.metadata
+            if metadata is not self._cached_metadata or self._cached_msg is None:
+                self._cached_msg = self.builder.build(metadata, scene=self.scene_name)
+                self._cached_metadata = metadata
+            else:
+                self._cached_msg.header.stamp = self.get_clock().now().to_msg()
+            return self._cached_msg
 
     def publish_world(self) -> None:
         msg = self.world_msg()

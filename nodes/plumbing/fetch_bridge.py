@@ -111,7 +111,9 @@ class RosSkillClient:
 class FetchFrontend:
     """Declares the fetch parameters on `node`, builds the FetchWorld, feeds it camera frames."""
 
-    def __init__(self, node: Node, scene: Scene | None) -> None:
+    def __init__(self, node: Node, scene: Scene | None, robot: Any = None) -> None:
+        """`robot`: a RobotSkillsFrontend (nodes/robot/frontend.py) to act through the robot's
+        standard interfaces; None: the Skill action adapter (the synthetic robot serves it)."""
         self.node = node
         params = declare_parameters(node, FetchParameters)  # ranges and choices checked here
         try:
@@ -141,12 +143,16 @@ class FetchFrontend:
             raise ValueError(f"parameter marker_dictionary: {exc}") from None
         self.pose_tolerance_s = params.pose_tolerance_s
         self._pending: tuple[Image, Image, CameraInfo] | None = None
-        self.skills = RosSkillClient(node, params.skill_action, server_wait_s=params.skill_server_wait_s,
-                                     timeout_s=params.skill_timeout_s)
+        self.skills: Any = None if robot is not None else RosSkillClient(
+            node, params.skill_action, server_wait_s=params.skill_server_wait_s, timeout_s=params.skill_timeout_s)
         self.world = FetchWorld(registry, self.skills, scene=scene, max_age_s=params.max_frame_age_s,
                                 frame_timeout_s=params.frame_timeout_s,
                                 half_life_s=params.belief_half_life_s, block_after_s=params.block_after_s,
                                 detector=detector)
+        if robot is not None:
+            from task_learning.robot.belief_view import BeliefView
+
+            self.skills = self.world.skills = robot.executor(BeliefView(self.world))
         self.topics = {k: str(getattr(params, k)) for k in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic")}
         self.sync = ApproximateSync(["color", "depth", "info"], slop_s=max(params.sync_slop_s, 1e-3))
         self._poses: deque[tuple[float, np.ndarray]] = deque(maxlen=200)
@@ -170,7 +176,8 @@ class FetchFrontend:
                                      callback_group=frames)
         node.create_timer(0.5, self._watch, callback_group=frames)
         node.get_logger().info(f"fetch bridge: {len(registry.markers)} registered objects ({registry.dictionary}), "
-                               f"camera {self.topics['color_topic']}, skills on '{self.skills.action}'")
+                               f"camera {self.topics['color_topic']}, "
+                               + (f"robot {robot.profile.name}" if robot is not None else f"skills on '{params.skill_action}'"))
 
     # -- subscriptions --------------------------------------------------------------------------
 

@@ -97,3 +97,12 @@ def test_the_table_lists_every_code():
     for codes in (f.NAV_CODES, f.MOVEIT_CODES, f.TRAJECTORY_CODES):
         for code, (name, _, _) in codes.items():
             assert f"{code} {name}" in results
+
+
+def test_the_docs_show_the_whole_table():
+    """docs/fetch.md's failure table is the code's: every row, as table() prints it."""
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "fetch.md").read_text()
+    for row in f.table():
+        assert f"| {row.goal} | {row.result} | `{row.condition}` | {row.meaning} |" in docs, row
