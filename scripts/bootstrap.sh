@@ -59,6 +59,59 @@ if [ "${SWEEP:-0}" = 1 ]; then
   fi
 fi
 
+# 2a. The robot's standard interface packages (interfaces/standard/: tf2_msgs, control_msgs,
+#     nav2_msgs, moveit_msgs and the two MoveGroup needs), none of them on PyPI, built with cmake
+#     into the venv in the field layouts of config/ros_interfaces.yaml's distribution. A package that
+#     the machine already provides (a ROS install outside the venv: importable, or in the ament index
+#     of AMENT_PREFIX_PATH) is not built: the machine's own always wins. Keyed on the definitions,
+#     the distribution and which packages the machine provides.
+STD="$ROOT/interfaces/standard"
+STD_PACKAGES="tf2_msgs object_recognition_msgs octomap_msgs control_msgs nav2_msgs moveit_msgs"  # dependency order
+ROS_DISTRO_FILE="$ROOT/config/ros_interfaces.yaml"
+ROS_LAYOUT=$(sed -n 's/^distribution:[[:space:]]*\([A-Za-z0-9_]*\)[[:space:]]*\(#.*\)\{0,1\}$/\1/p' "$ROS_DISTRO_FILE" 2>/dev/null || true)
+case "$ROS_LAYOUT" in
+  humble|jazzy|kilted) ;;
+  *) echo "[bootstrap] error: $ROS_DISTRO_FILE: distribution: must be one of humble, jazzy, kilted (got '${ROS_LAYOUT}')" >&2; exit 1 ;;
+esac
+provided_outside_venv() {  # $1: package name; true when a ROS install other than the venv has it
+  local prefix
+  for prefix in ${AMENT_PREFIX_PATH:+${AMENT_PREFIX_PATH//:/ }}; do
+    [ "$prefix" = "$VENV" ] && continue
+    [ -f "$prefix/share/ament_index/resource_index/packages/$1" ] && return 0
+  done
+  "$VENV/bin/python" -c "import importlib.util, os, sys
+spec = importlib.util.find_spec('$1')
+sys.exit(0 if spec and spec.origin and not os.path.realpath(spec.origin).startswith(os.path.realpath(sys.prefix)) else 1)" \
+    2>/dev/null
+}
+to_build=""; provided=""
+for pkg in $STD_PACKAGES; do
+  if provided_outside_venv "$pkg"; then provided="$provided $pkg"; else to_build="$to_build $pkg"; fi
+done
+want=$( { echo "$ROS_LAYOUT|$provided"; find "$STD" -type f | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
+if [ "$(cat "$STAMPS/standard_interfaces" 2>/dev/null)" != "$want" ]; then
+  [ -n "$provided" ] && log "standard interfaces the machine provides (not built):$provided"
+  export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}" CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  started=$SECONDS
+  for pkg in $to_build; do
+    log "building $pkg ($ROS_LAYOUT layout) with cmake"
+    BUILD="$ROOT/build/standard_interfaces/$pkg"
+    rm -rf "$BUILD"; mkdir -p "$BUILD"
+    PATH="$VENV/bin:$PATH" cmake -S "$STD/$pkg" -B "$BUILD" \
+      -DCMAKE_INSTALL_PREFIX="$VENV" -DPython3_EXECUTABLE="$VENV/bin/python" \
+      -DCMAKE_PROJECT_INCLUDE="$ROOT/interfaces/cmake/wheel_include_fix.cmake" \
+      -DTASK_LEARNING_ROS_DISTRO="$ROS_LAYOUT" -DBUILD_TESTING=OFF > "$BUILD.configure.log" 2>&1 \
+      || { cat "$BUILD.configure.log"; exit 1; }
+    PATH="$VENV/bin:$PATH" cmake --build "$BUILD" -j2 > "$BUILD.build.log" 2>&1 \
+      || { tail -50 "$BUILD.build.log"; exit 1; }
+    cmake --install "$BUILD" > /dev/null
+  done
+  log "standard interfaces built in $((SECONDS - started)) s"
+  echo "$want" > "$STAMPS/standard_interfaces"
+else
+  log "standard interfaces up to date ($ROS_LAYOUT layout)"
+fi
+
 # 2. The interface package, built with cmake (no colcon needed) into the venv.
 IFACE_INPUTS=$(ls "$ROOT"/msg/*.msg "$ROOT"/interfaces/srv/*.srv "$ROOT"/interfaces/action/*.action \
   "$ROOT"/interfaces/CMakeLists.txt "$ROOT"/interfaces/package.xml "$ROOT"/interfaces/cmake/*.cmake 2>/dev/null || true)
