@@ -29,10 +29,23 @@ from task_learning_nodes.robot.safety import RobotSafety
 DESCRIPTION_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+def check_distribution(profile: RobotProfile) -> None:
+    """The robot's distribution must be the one whose layouts the standard types here have
+    (config/ros_interfaces.yaml): Fast DDS does not refuse a mismatched layout, it misbehaves."""
+    from task_learning.ros_interfaces import load_ros_interfaces
+
+    built = load_ros_interfaces().distribution
+    if built != profile.distribution:
+        raise TaskLearningError(f"robot profile {profile.name} runs ROS {profile.distribution}, but the standard "
+                                f"interfaces here have {built}'s layouts: set `distribution: {profile.distribution}` "
+                                "in config/ros_interfaces.yaml and run make setup")
+
+
 class RobotSkillsFrontend:
     def __init__(self, node: Node, profile_name: str) -> None:
         self.node = node
         self.profile: RobotProfile = load_profile(profile_name)
+        check_distribution(self.profile)
         self.gate = MotionGate()
         self.runner = RosGoalRunner(node, self.profile, self.gate)
         self.safety = RobotSafety(node, self.profile, self.gate)

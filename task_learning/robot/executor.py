@@ -140,7 +140,7 @@ class RobotSkillExecutor:
             if self.on_step is not None:
                 self.on_step(step)
             outcome = self.runner.run(step.goal)
-            failure = failure_of(step.goal, outcome, subject=subject, distro=self.profile.nav2_distribution,
+            failure = failure_of(step.goal, outcome, subject=subject, distro=self.profile.distribution,
                                  holding_min=self.profile.gripper.holding_min)
             if failure is not None:
                 log.info("%s: %s failed: %s", subject, step.why, failure.message)

@@ -137,7 +137,7 @@ class TimeoutSpec(Schema):
 class RobotProfile(Schema):
     name: PlainText
     description: PlainText
-    nav2_distribution: NavDistro = "kilted"
+    distribution: NavDistro = "kilted"  # the ROS distribution the robot runs: its interfaces' layouts
     robot_description_topic: PlainText = "/robot_description"
     camera_frame: PlainText
     base: BaseSpec

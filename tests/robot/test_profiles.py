@@ -16,7 +16,7 @@ def test_the_three_robots_are_profiled():
     assert fetch.gripper.action == "gripper_controller/gripper_action" and fetch.gripper.mode == "command"
     tiago = load_profile("tiago")
     assert tiago.arm.mode == "moveit" and tiago.arm.move_group_action == "move_action"
-    assert tiago.head.point_head_action == "" and tiago.nav2_distribution == "humble"
+    assert tiago.head.point_head_action == "" and tiago.distribution == "humble"
     stretch = load_profile("stretch")
     assert stretch.arm.trajectory_action == "/stretch_controller/follow_joint_trajectory"
     assert stretch.safety.runstop_topic == "/is_runstopped"
