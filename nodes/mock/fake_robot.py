@@ -95,7 +95,12 @@ class FakeRobot(Node):
 
             self.clock_pub = self.create_publisher(Clock, "/clock", 10)
             self._wall0 = time.monotonic()
-            self.create_timer(0.01, self._publish_clock, callback_group=MutuallyExclusiveCallbackGroup())
+            # on the steady clock: a timer on the node's clock would wait, under use_sim_time, for
+            # the /clock it is to publish
+            from rclpy.clock import Clock as RclClock, ClockType
+
+            self.create_timer(0.01, self._publish_clock, callback_group=MutuallyExclusiveCallbackGroup(),
+                              clock=RclClock(clock_type=ClockType.STEADY_TIME))
         self._publish_static()
         if params.robot_description_file:
             from pathlib import Path
