@@ -1,4 +1,4 @@
-"""`task-learning bag record|play`: rosbag2 files of the head camera, through real topics.
+"""`task-learning bag record|play`: rosbag2 files of the head camera and tf, through real topics.
 
 record: subscribes to the camera topics (serialized, exactly as they come off the wire) and writes
 them with their receive time into a rosbag2 directory (MCAP or sqlite3) with `rosbags`.
@@ -20,17 +20,32 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 
-from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.errors import TaskLearningError
 from task_learning.files import OutputError
 from task_learning.perception.bag import BagWriter, read_messages
+from task_learning_nodes.plumbing.tf_listener import TF_STATIC_TOPIC, tf_static_qos
+from tf2_msgs.msg import TFMessage
 
 TYPES = {
     "sensor_msgs/msg/Image": Image,
     "sensor_msgs/msg/CameraInfo": CameraInfo,
-    "geometry_msgs/msg/PoseWithCovarianceStamped": PoseWithCovarianceStamped,
+    "tf2_msgs/msg/TFMessage": TFMessage,
 }
+
+
+def _qos(topic: str) -> QoSProfile:
+    """/tf_static is transient local (published once; a late recorder or listener still gets it)."""
+    if topic == TF_STATIC_TOPIC:
+        return tf_static_qos()
+    return QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def _restamp(msg: Any, offset_ns: int) -> None:
+    """Shift a message's header stamp (every transform's, for a TFMessage) by `offset_ns`."""
+    for header in ([t.header for t in msg.transforms] if isinstance(msg, TFMessage) else [msg.header]):
+        stamp_ns = header.stamp.sec * 1_000_000_000 + header.stamp.nanosec + offset_ns
+        header.stamp.sec, header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
 
 
 class _Graph:
@@ -93,9 +108,9 @@ def record(out: str | Path, topics: list[str], *, duration_s: float, storage: st
                     on_write(topic)
             return on_message
 
-        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
         for topic in topics:
-            graph.node.create_subscription(TYPES[found[topic]], topic, callback(topic, found[topic]), qos, raw=True)
+            graph.node.create_subscription(TYPES[found[topic]], topic, callback(topic, found[topic]), _qos(topic),
+                                           raw=True)
         stop.wait(duration_s)
         with lock:
             counts = dict(writer.counts)
@@ -121,13 +136,12 @@ def play(bag: str | Path, *, rate: float = 1.0, restamp: bool = True, topics: li
         raise TaskLearningError(f"{bag}: no messages on the requested topics")
     graph = _Graph("bag_player", domain_id)
     try:
-        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
         publishers: dict[str, Any] = {}
         for topic, msgtype, *_ in messages:
             if topic not in publishers:
                 if msgtype not in TYPES:
                     raise TaskLearningError(f"{bag}: cannot play {topic} ({msgtype})")
-                publishers[topic] = graph.node.create_publisher(TYPES[msgtype], topic, qos)
+                publishers[topic] = graph.node.create_publisher(TYPES[msgtype], topic, _qos(topic))
         time.sleep(1.0)  # discovery: let subscribers match before the first message
         first = messages[0][2]
         start = time.time()
@@ -138,8 +152,7 @@ def play(bag: str | Path, *, rate: float = 1.0, restamp: bool = True, topics: li
                 time.sleep(delay)
             if restamp:
                 msg = deserialize_message(raw, TYPES[msgtype])
-                stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec + offset_ns
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+                _restamp(msg, offset_ns)
                 publishers[topic].publish(serialize_message(msg))
             else:
                 publishers[topic].publish(raw)

@@ -161,10 +161,14 @@ class PerceptionNode(Node):
         self.scene_name = str(getattr(getattr(self.backend, "scene", None), "name", "") or scene)
         self.builder = convert.WorldStateBuilder(frame_id=self.frame_id, backend=self.backend_name)
         self._cached_metadata: Any = None
-        self._msg_lock = threading.Lock()
         self._cached_msg: WorldState | None = None
 
+        # Actions in a group of their own when the backend allows reads during a step (fetch: a
+        # skill may take a minute), so world_state, query_world and get_completion go on meanwhile;
+        # one group otherwise (the symbolic and AI2-THOR worlds change their dicts in a step).
         group = MutuallyExclusiveCallbackGroup()
+        actions = MutuallyExclusiveCallbackGroup() if getattr(self.backend, "concurrent_reads", False) else group
+        self._world_lock = threading.RLock()  # the message cache, built from either group
         self.publisher = self.create_publisher(WorldState, WORLD_STATE_TOPIC, qos)
         self.camera = None
         if getattr(self.backend, "frame", None) is not None:
@@ -176,14 +180,11 @@ class PerceptionNode(Node):
 
         qos = service_qos()
         self.create_service(QueryWorld, QUERY_SERVICE, self.on_query, qos_profile=qos, callback_group=group)
-        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, qos_profile=qos, callback_group=group)
+        self.create_service(ExecuteAction, EXECUTE_SERVICE, self.on_execute, qos_profile=qos, callback_group=actions)
         self.create_service(GetCompletion, COMPLETION_SERVICE, self.on_completion, qos_profile=qos,
                             callback_group=group)
         if rate > 0:
-            # A thread-safe backend (fetch: frames arrive while an action runs) keeps publishing
-            # world_state while a robot action runs; the others share the services' group.
-            timer_group = MutuallyExclusiveCallbackGroup() if self.backend_name == "fetch" else group
-            self.create_timer(1.0 / rate, self.publish_world, callback_group=timer_group)
+            self.create_timer(1.0 / rate, self.publish_world, callback_group=group)
         self.publish_world()
         self.get_logger().info(
             f"backend {self.backend_name}, scene {self.scene_name}: "
@@ -208,20 +209,22 @@ class PerceptionNode(Node):
 
     def world_msg(self) -> WorldState:
         """The current world as a message (rebuilt only when the backend's metadata changed)."""
-        with self._msg_lock:  # the timer and a service may build it at once (backend fetch)
+        with self._world_lock:
             metadata = self.backend.metadata
             if metadata is not self._cached_metadata or self._cached_msg is None:
-                self._cached_msg = self.builder.build(metadata, scene=self.scene_name)
+                self._cached_msg = self.builder.build(metadata, scene=self.scene_name,
+                                                      stamp=self.get_clock().now().nanoseconds * 1e-9)
                 self._cached_metadata = metadata
             else:
                 self._cached_msg.header.stamp = self.get_clock().now().to_msg()
             return self._cached_msg
 
     def publish_world(self) -> None:
-        msg = self.world_msg()
-        self.publisher.publish(msg)
-        if self.camera is not None:
-            self.camera.publish(self.backend, msg.header.stamp)
+        with self._world_lock:  # one message at a time: the cached one is restamped in place
+            msg = self.world_msg()
+            self.publisher.publish(msg)
+            if self.camera is not None:
+                self.camera.publish(self.backend, msg.header.stamp)
 
     def destroy_node(self) -> None:
         close = getattr(getattr(self, "backend", None), "close", None)  # stop a simulator process

@@ -1,15 +1,18 @@
 """synthetic_robot_node: a simulated Fetch for tests and the demo (no robot, no simulator).
 
 - Publishes the head camera as a real robot does: colour (bgr8), depth registered to colour
-  (16UC1 millimetres, Gaussian noise `depth_noise_m`), camera info, all with one stamp, and the base
-  pose (PoseWithCovarianceStamped, as AMCL does), at `publish_rate_hz`. At start it turns in
+  (16UC1 millimetres, Gaussian noise `depth_noise_m`), camera info, all with one stamp, at
+  `publish_rate_hz`, and tf: `map_frame` -> `base_frame` on /tf at each image's stamp, and the
+  camera mount (`camera_mount`) `base_frame` -> `camera_frame` once on /tf_static. Time is the
+  node clock (sim time under use_sim_time). At start it turns in
   place through `look_around_steps` headings, `look_around_hold_s` each, so the bridge sees the
   room (again and again until the first skill goal, with `scan_until_first_skill`).
 - Serves the Skill action (`skill_action`) the bridge sends to: the symbolic world decides what
   happens (AI2-THOR's rules and error messages), the 3D layout follows, the camera re-renders.
   `skill_delay_s` makes every skill take that long (to test timeouts).
 - `fault` injects bad input for tests: no_camera_info | depth_half_size | stale (stamps 2 s old)
-  | unregistered_marker (a marker id the registry lacks).
+  | unregistered_marker (a marker id the registry lacks) | tf_stops (/tf ends after 10 frames, as
+  when a localiser dies: the base's transform goes stale).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 import cv2
 import numpy as np
-from geometry_msgs.msg import PoseWithCovarianceStamped
+from geometry_msgs.msg import TransformStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.perception import geometry as g
 from task_learning.camera_model import CameraModel
@@ -37,9 +40,14 @@ from task_learning_nodes.plumbing.camera_topics import camera_info_msg, image_ms
 from task_learning_nodes.plumbing.fetch_params import FetchRobotEndParameters
 from task_learning_nodes.plumbing.params import declare_parameters, param
 from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.tf_listener import TF_STATIC_TOPIC, TF_TOPIC, tf_qos, tf_static_qos
+from tf2_msgs.msg import TFMessage
 
-FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker")
+FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker", "tf_stops")
+TF_STOPS_AFTER = 10  # frames
 STRAY_MARKER_ID = 99
+# The head camera's optical frame in base_link: 1.2 m up, 0.1 m ahead, pitched down 25 degrees.
+DEFAULT_CAMERA_MOUNT = (0.1, 0.0, 1.2, -0.596368, 0.596368, -0.379928, 0.379928)
 
 
 class Parameters(FetchRobotEndParameters):
@@ -57,7 +65,10 @@ class Parameters(FetchRobotEndParameters):
     fault: str = param("", "bad input to inject: " + " | ".join(f for f in FAULTS if f), choices=FAULTS)
     seed: int = param(0, "depth noise seed", min=0, max=2**32 - 1)
     camera_frame: str = param("head_camera_rgb_optical_frame", "frame_id of the images")
-    # (the robot's end of the bridge's topics, skill server and camera mount: the base's fields)
+    camera_mount: tuple[float, ...] = param(DEFAULT_CAMERA_MOUNT, "camera_frame in base_frame, published on /tf_static: "
+                                            "[x, y, z, qx, qy, qz, qw] (metres within 10; the quaternion "
+                                            "normalised)", min=-10.0, max=10.0)
+    # (the robot's end of the bridge's topics, frames and skill server: the base's fields)
 
 
 class SyntheticRobotNode(Node):
@@ -68,9 +79,9 @@ class SyntheticRobotNode(Node):
         rate = params.publish_rate_hz
         width, height = params.width, params.height
         try:
-            T_base_camera = g.from_xyz_quat([float(v) for v in params.camera_to_base])
+            T_base_camera = g.from_xyz_quat([float(v) for v in params.camera_mount])
         except ValueError as exc:
-            raise ValueError(f"parameter camera_to_base: {exc}") from None
+            raise ValueError(f"parameter camera_mount: {exc}") from None
         self.robot = SimulatedRobot(load_scene(params.scene), camera=CameraModel.fetch_head(width, height),
                                     T_base_camera=T_base_camera, depth_noise_m=params.depth_noise_m,
                                     seed=params.seed)
@@ -78,6 +89,8 @@ class SyntheticRobotNode(Node):
             self.robot.add_stray_marker(STRAY_MARKER_ID)
         self.skill_delay_s = params.skill_delay_s
         self.camera_frame = params.camera_frame
+        self.map_frame, self.base_frame = params.map_frame, params.base_frame
+        self._frames_sent = 0
         self._lock = threading.Lock()
         hold = max(1, int(round(params.look_around_hold_s * rate)))
         self._scan = [pose for pose in self.robot.look_around_poses(params.look_around_steps)
@@ -88,8 +101,10 @@ class SyntheticRobotNode(Node):
         self.color_pub = self.create_publisher(Image, params.color_topic, qos)
         self.depth_pub = self.create_publisher(Image, params.depth_topic, qos)
         self.info_pub = self.create_publisher(CameraInfo, params.camera_info_topic, qos)
-        self.pose_pub = self.create_publisher(PoseWithCovarianceStamped, params.base_pose_topic,
-                                              QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+        self.tf_pub = self.create_publisher(TFMessage, TF_TOPIC, tf_qos())
+        self.tf_static_pub = self.create_publisher(TFMessage, TF_STATIC_TOPIC, tf_static_qos())
+        self.tf_static_pub.publish(TFMessage(transforms=[
+            _transform(self.base_frame, self.camera_frame, _time_msg(0.0), T_base_camera)]))
         self.create_timer(1.0 / rate, self.publish_frame, callback_group=MutuallyExclusiveCallbackGroup())
         ActionServer(self, Skill, params.skill_action, execute_callback=self.on_skill,
                      cancel_callback=lambda _goal: CancelResponse.ACCEPT, callback_group=ReentrantCallbackGroup())
@@ -109,13 +124,9 @@ class SyntheticRobotNode(Node):
             view = self.robot.render(stamp)
             T_base = self.robot.T_world_base.copy()
         header_stamp = _time_msg(stamp)
-        pose = PoseWithCovarianceStamped()
-        pose.header.stamp, pose.header.frame_id = header_stamp, "map"
-        x, y, z, qx, qy, qz, qw = g.to_xyz_quat(T_base)
-        pose.pose.pose.position.x, pose.pose.pose.position.y, pose.pose.pose.position.z = x, y, z
-        o = pose.pose.pose.orientation
-        o.x, o.y, o.z, o.w = qx, qy, qz, qw
-        self.pose_pub.publish(pose)
+        self._frames_sent += 1
+        if self.fault != "tf_stops" or self._frames_sent <= TF_STOPS_AFTER:
+            self.tf_pub.publish(TFMessage(transforms=[_transform(self.map_frame, self.base_frame, header_stamp, T_base)]))
         frame = view.frame
         depth = frame.depth
         if self.fault == "depth_half_size":
@@ -157,6 +168,15 @@ class SyntheticRobotNode(Node):
                                                                    outcome.error_code)
         handle.succeed()
         return result
+
+
+def _transform(parent: str, child: str, stamp: Any, T: np.ndarray) -> TransformStamped:
+    msg = TransformStamped()
+    msg.header.stamp, msg.header.frame_id, msg.child_frame_id = stamp, parent, child
+    x, y, z, qx, qy, qz, qw = g.to_xyz_quat(T)
+    t, q = msg.transform.translation, msg.transform.rotation
+    t.x, t.y, t.z, q.x, q.y, q.z, q.w = x, y, z, qx, qy, qz, qw
+    return msg
 
 
 def _time_msg(stamp: float) -> Any:

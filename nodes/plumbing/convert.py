@@ -20,7 +20,7 @@ import time
 from typing import Any, Iterable, Mapping, Sequence
 
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Point, Pose, Quaternion
+from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion
 
 from task_learning.types import (
     ActionCall,
@@ -148,6 +148,29 @@ def pose_from_msg(pose: Pose) -> tuple[tuple[float, float, float], tuple[float, 
     return (p.x, p.y, p.z), quaternion_to_euler_deg(o.x, o.y, o.z, o.w)
 
 
+def pose_stamped_to_msg(record: Mapping[str, Any] | None) -> PoseStamped:
+    """A `poseMap` record (belief.pose_record: frameId, stamp, position, orientation) ->
+    PoseStamped; an empty one (frame_id "") when the backend gave none."""
+    msg = PoseStamped()
+    if not record:
+        return msg
+    msg.header.frame_id = str(record.get("frameId") or "")
+    msg.header.stamp = time_to_msg(float(record.get("stamp") or 0.0))
+    x, y, z = (float(v) for v in record.get("position") or (0.0, 0.0, 0.0))
+    qx, qy, qz, qw = (float(v) for v in record.get("orientation") or (0.0, 0.0, 0.0, 1.0))
+    msg.pose = Pose(position=Point(x=x, y=y, z=z), orientation=Quaternion(x=qx, y=qy, z=qz, w=qw))
+    return msg
+
+
+def pose_stamped_from_msg(msg: PoseStamped) -> dict[str, Any] | None:
+    """PoseStamped -> a `poseMap` record; None for an empty one (frame_id "")."""
+    if not msg.header.frame_id:
+        return None
+    p, q = msg.pose.position, msg.pose.orientation
+    return {"frameId": msg.header.frame_id, "stamp": time_from_msg(msg.header.stamp),
+            "position": [p.x, p.y, p.z], "orientation": [q.x, q.y, q.z, q.w]}
+
+
 def _vec_dict(v: tuple[float, float, float]) -> dict[str, float]:
     return {"x": v[0], "y": v[1], "z": v[2]}
 
@@ -187,7 +210,7 @@ TYPED_KEYS = frozenset(
     [k for k, _ in BOOL_FIELDS]
     + ["objectId", "objectType", "name", "assetId", "parentReceptacles", "receptacleObjectIds",
        "position", "rotation", "distance", "visible", "openness", "fillLiquid", "temperature",
-       "mass", "salientMaterials"]
+       "mass", "salientMaterials", "poseMap"]
 )
 # Keys of AI2-THOR's schema without a typed field: sent in `extra` unless null, restored as null.
 NULLABLE_SCHEMA_KEYS = ("controlledObjects", "axisAlignedBoundingBox", "objectOrientedBoundingBox")
@@ -217,6 +240,7 @@ def object_state_to_msg(record: Mapping[str, Any]) -> m.ObjectState:
         parent_receptacles=[str(x) for x in (get("parentReceptacles") or ())],
         receptacle_object_ids=[str(x) for x in (get("receptacleObjectIds") or ())],
         pose=pose_to_msg(get("position"), get("rotation")),
+        pose_map=pose_stamped_to_msg(get("poseMap")),
         distance=float(get("distance") or 0.0),
         visible=visible,
         openness=float(get("openness") or 0.0),
@@ -253,6 +277,9 @@ def object_state_from_msg(msg: m.ObjectState) -> dict[str, Any]:
         record[key] = bool(getattr(msg, field))
     for key in NULLABLE_SCHEMA_KEYS:
         record[key] = None
+    pose_map = pose_stamped_from_msg(msg.pose_map)
+    if pose_map is not None:
+        record["poseMap"] = pose_map
     for kv in msg.extra:
         record[kv.key] = parse_json_value(kv.value)
     return record
@@ -275,6 +302,7 @@ def world_state_msg_from_metadata(
     agent = metadata.get("agent") or {}
     msg.robot_location = str(agent.get("location") or "")
     msg.robot_pose = pose_to_msg(agent.get("position"), agent.get("rotation"))
+    msg.robot_pose_map = pose_stamped_to_msg(agent.get("poseMap"))
     msg.held_object_ids = [str(o["objectId"]) for o in (metadata.get("inventoryObjects") or ())]
     msg.objects = [object_state_to_msg(o) for o in (metadata.get("objects") or ())]
     msg.status = str(metadata.get("perceptionStatus") or "")
@@ -328,7 +356,8 @@ def metadata_from_world_state_msg(msg: m.WorldState) -> dict[str, Any]:
         "sceneName": msg.scene,
         "objects": objects,
         "agent": {"position": _vec_dict(position), "rotation": _vec_dict(rotation),
-                  "location": msg.robot_location},
+                  "location": msg.robot_location,
+                  **({"poseMap": pose_map} if (pose_map := pose_stamped_from_msg(msg.robot_pose_map)) else {})},
         "inventoryObjects": [{"objectId": i, "objectType": types.get(i, i.split("|", 1)[0])}
                              for i in msg.held_object_ids],
         "perceptionStatus": msg.status,

@@ -2,13 +2,13 @@
 in, skill goals out. The core (detection, belief, FetchWorld) is `task_learning.perception`.
 
 - Colour, depth and camera info are synchronised by stamp (`ApproximateSync`, slop
-  `sync_slop_s`; message_filters is not installable from PyPI). The base pose is the
-  `base_pose_topic` message (geometry_msgs/PoseWithCovarianceStamped, e.g. AMCL's) closest to the
-  images' stamp within `pose_tolerance_s` (images wait for a pose that has not come yet, as a tf
-  lookup would); empty topic: the base is the world origin (a robot that does not drive).
-- The camera-to-base transform is the static parameter `camera_to_base` ([x, y, z, qx, qy, qz, qw]
-  of the optical frame in base_link): tf2 is not installable here; on a ROS install read it once
-  from /tf with tf2_ros and pass it in.
+  `sync_slop_s`; message_filters is not installable from PyPI).
+- Poses come from tf (task_learning.transforms, fed by plumbing/tf_listener.py): `map_frame` ->
+  the colour image's frame_id (the camera's optical frame) and `map_frame` -> `base_frame`, each
+  looked up at the images' stamp. A frame set whose transforms cannot be looked up yet waits up to
+  `tf_wait_s` (as tf2's message filter would), then is skipped with the lookup's reason (which
+  frames, the stamp, the range tf has) in the status.
+- Time is the node clock (sim time under use_sim_time): FetchWorld's ages and staleness use it.
 - Skills go to the `skill_action` server (task_learning_interfaces/action/Skill); a server that is
   not there within `skill_server_wait_s`, or a goal not done within `skill_timeout_s` (then
   cancelled), is a failed action with that reason.
@@ -17,30 +17,28 @@ Every problem is one line in WorldState.status; the node keeps running.
 from __future__ import annotations
 
 import threading
-from collections import deque
+import time
 from typing import Any
 
-import numpy as np
 from task_learning_nodes.plumbing.node_base import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from geometry_msgs.msg import PoseWithCovarianceStamped
 from sensor_msgs.msg import CameraInfo, Image
 from task_learning.errors import TaskLearningError
-from task_learning.perception import geometry as g
-from task_learning.perception.bag import closest_pose
 from task_learning.perception.bridge import FetchWorld
 from task_learning.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.images import image_to_array, to_bgr, to_metres
-from task_learning.perception.registry import load_registry
+from task_learning.perception.registry import MarkerRegistry, load_registry
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.perception.sync import ApproximateSync
 from task_learning.world.catalog import load_object_types
+from task_learning.transforms import TransformUnavailable
 from task_learning.world.scene import Scene
 from task_learning_interfaces.action import Skill
+from task_learning_nodes.plumbing.tf_listener import TfListener, stamp_ns
 
 from task_learning_nodes.plumbing.fetch_params import FetchParameters
 from task_learning_nodes.plumbing.params import declare_parameters
@@ -116,47 +114,36 @@ class FetchFrontend:
         standard interfaces; None: the Skill action adapter (the synthetic robot serves it)."""
         self.node = node
         params = declare_parameters(node, FetchParameters)  # ranges and choices checked here
-        try:
-            self.T_base_camera = g.from_xyz_quat([float(v) for v in params.camera_to_base])
-        except ValueError as exc:
-            raise ValueError(f"parameter camera_to_base: {exc}") from None
-        registry_path = params.marker_registry.strip()
-        if registry_path:
-            types = dict(load_object_types())
-            if scene is not None:
-                types.update(scene.types)
-            registry = load_registry(registry_path, known_types=types)
-        elif params.synthetic and scene is not None:
-            from task_learning.perception.synthetic import SyntheticLayout
-
-            registry = SyntheticLayout.of(scene).registry()
-        else:
-            raise TaskLearningError("backend fetch needs parameter marker_registry (a YAML file mapping marker "
-                                    "ids to objects) or synthetic:=true")
-        if params.marker_dictionary.strip():
-            registry.dictionary = params.marker_dictionary.strip()
+        registry = _registry(params, scene)
         from task_learning.perception.detect import MarkerDetector
 
         try:
             detector = MarkerDetector(registry)
         except ValueError as exc:
             raise ValueError(f"parameter marker_dictionary: {exc}") from None
-        self.pose_tolerance_s = params.pose_tolerance_s
-        self._pending: tuple[Image, Image, CameraInfo] | None = None
+        self.map_frame, self.base_frame = params.map_frame.strip(), params.base_frame.strip()
+        self.tf_wait_s = params.tf_wait_s
+        self.tf = TfListener(node)
+        self._pending: tuple[Image, Image, CameraInfo, float] | None = None
+        self._pending_lock = threading.Lock()
         self.skills: Any = None if robot is not None else RosSkillClient(
             node, params.skill_action, server_wait_s=params.skill_server_wait_s, timeout_s=params.skill_timeout_s)
+        object_detector = None
+        if params.detector_weights.strip():
+            from task_learning.perception.objects import load_onnx_detector
+
+            object_detector = load_onnx_detector(params.detector_weights.strip(), params.detector_labels.strip())
         self.world = FetchWorld(registry, self.skills, scene=scene, max_age_s=params.max_frame_age_s,
                                 frame_timeout_s=params.frame_timeout_s,
                                 half_life_s=params.belief_half_life_s, block_after_s=params.block_after_s,
-                                detector=detector)
+                                clock=self.now_s, detector=detector, frame_id=self.map_frame,
+                                object_detector=object_detector, min_object_score=params.detector_min_score)
         if robot is not None:
             from task_learning.robot.belief_view import BeliefView
 
             self.skills = self.world.skills = robot.executor(BeliefView(self.world))
-        self.topics = {k: str(getattr(params, k)) for k in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic")}
+        self.topics = {k: str(getattr(params, k)) for k in ("color_topic", "depth_topic", "camera_info_topic")}
         self.sync = ApproximateSync(["color", "depth", "info"], slop_s=max(params.sync_slop_s, 1e-3))
-        self._poses: deque[tuple[float, np.ndarray]] = deque(maxlen=200)
-        self._pose_lock = threading.Lock()
         self._color_count = 0
         qos_name = params.image_qos
         # keep only the newest frames: a bridge that falls behind skips frames rather than using
@@ -170,49 +157,24 @@ class FetchFrontend:
                                  callback_group=frames)
         node.create_subscription(CameraInfo, self.topics["camera_info_topic"], lambda m: self._on("info", m), qos,
                                  callback_group=frames)
-        if self.topics["base_pose_topic"]:
-            node.create_subscription(PoseWithCovarianceStamped, self.topics["base_pose_topic"], self._on_pose,
-                                     QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE),
-                                     callback_group=frames)
         node.create_timer(0.5, self._watch, callback_group=frames)
+        node.create_timer(0.05, self._retry_pending, callback_group=frames)
         node.get_logger().info(f"fetch bridge: {len(registry.markers)} registered objects ({registry.dictionary}), "
-                               f"camera {self.topics['color_topic']}, "
+                               f"camera {self.topics['color_topic']}, poses from tf in '{self.map_frame}', "
                                + (f"robot {robot.profile.name}" if robot is not None else f"skills on '{params.skill_action}'"))
 
+    def now_s(self) -> float:
+        """The node clock in seconds (sim time under use_sim_time)."""
+        return float(self.node.get_clock().now().nanoseconds) * 1e-9
+
     # -- subscriptions --------------------------------------------------------------------------
-
-    def _on_pose(self, msg: PoseWithCovarianceStamped) -> None:
-        p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        try:
-            T = g.from_xyz_quat([p.x, p.y, p.z, q.x, q.y, q.z, q.w])
-        except ValueError as exc:
-            self.world.report_problem(f"bad base pose on {self.topics['base_pose_topic']}: {exc}", lasting=False)
-            return
-        stamp = stamp_of(msg.header)
-        with self._pose_lock:
-            self._poses.append((stamp, T))
-        pending = self._pending
-        if pending is not None and stamp >= stamp_of(pending[0].header) - self.pose_tolerance_s:
-            self._pending = None
-            self._use(*pending)
-
-    def base_at(self, stamp: float) -> np.ndarray | None:
-        """T_world_base at `stamp`: the pose closest in time within `pose_tolerance_s`."""
-        if not self.topics["base_pose_topic"]:
-            return np.eye(4)
-        with self._pose_lock:
-            return closest_pose(list(self._poses), stamp, self.pose_tolerance_s)
-
-    def newest_pose_stamp(self) -> float:
-        with self._pose_lock:
-            return max((s for s, _ in self._poses), default=float("-inf"))
 
     def _on(self, stream: str, msg: Any) -> None:
         if stream == "color":
             self._color_count += 1
         matched = self.sync.add(stream, stamp_of(msg.header), msg)
         if matched is not None:
-            self._use(matched["color"][1], matched["depth"][1], matched["info"][1])
+            self._use(matched["color"][1], matched["depth"][1], matched["info"][1], time.monotonic())
 
     def _watch(self) -> None:
         """Name a stream that never arrived while colour images do (e.g. no camera info)."""
@@ -224,8 +186,38 @@ class FetchFrontend:
                 self.world.report_problem("; ".join(f"{what[s]} on {names[s]}" for s in missing)
                                           + " (colour images arrive)")
 
-    def _use(self, color: Image, depth: Image, info: CameraInfo) -> None:
+    def _retry_pending(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            self._use(*pending)
+
+    def poses_at(self, camera_frame: str, stamp_ns: int) -> tuple[Any, Any] | str:
+        """(T_map_camera, T_map_base) at `stamp_ns` from tf, or why not (one line)."""
+        try:
+            T_map_camera = self.tf.buffer.lookup(self.map_frame, camera_frame, stamp_ns).matrix
+            T_map_base = self.tf.buffer.lookup(self.map_frame, self.base_frame, stamp_ns).matrix
+        except TransformUnavailable as exc:
+            return f"tf: {exc}"
+        return T_map_camera, T_map_base
+
+    def _use(self, color: Image, depth: Image, info: CameraInfo, first_tried: float) -> None:
         stamp = stamp_of(color.header)
+        camera_frame = color.header.frame_id.strip().lstrip("/")
+        if not camera_frame:
+            self.world.report_problem(f"images on {self.topics['color_topic']} have no frame_id: the camera's "
+                                      "frame in tf is unknown", lasting=True)
+            return
+        poses = self.poses_at(camera_frame, stamp_ns(color.header.stamp))
+        if isinstance(poses, str):
+            if time.monotonic() - first_tried < self.tf_wait_s:
+                # tf for this stamp (or the camera's static mount, at start) may still come; a newer
+                # frame set replaces this one
+                with self._pending_lock:
+                    self._pending = (color, depth, info, first_tried)
+                return
+            self.world.report_problem(f"frame at {stamp:.3f} s skipped: {poses}", lasting=False)
+            return
         try:
             camera = CameraModel.from_k(int(info.width), int(info.height), list(info.k), list(info.d))
         except ValueError as exc:
@@ -239,14 +231,27 @@ class FetchFrontend:
         except ValueError as exc:
             self.world.report_problem(f"unusable image: {exc}")
             return
-        base = self.base_at(stamp)
-        if base is None and self.newest_pose_stamp() < stamp:
-            self._pending = (color, depth, info)  # the pose for these images may still come
-            return
-        T_world_camera = base @ self.T_base_camera if base is not None else None
-        problem = self.world.process(RGBDFrame(bgr, metres, camera, stamp, T_world_camera), T_world_base=base)
-        if problem and base is None and problem.startswith("no camera pose"):
-            self.world.report_problem(f"no base pose on {self.topics['base_pose_topic']} within "
-                                      f"{self.pose_tolerance_s:g} s of the images (stamp {stamp:.3f})")
-        elif problem:
+        T_map_camera, T_map_base = poses
+        problem = self.world.process(RGBDFrame(bgr, metres, camera, stamp, T_map_camera), T_world_base=T_map_base)
+        if problem:
             self.node.get_logger().warning(problem, throttle_duration_sec=5.0)
+
+
+def _registry(params: FetchParameters, scene: Scene | None) -> MarkerRegistry:
+    """The marker registry: the file `marker_registry`, or the simulated robot's with synthetic."""
+    registry_path = params.marker_registry.strip()
+    if registry_path:
+        types = dict(load_object_types())
+        if scene is not None:
+            types.update(scene.types)
+        registry = load_registry(registry_path, known_types=types)
+    elif params.synthetic and scene is not None:
+        from task_learning.perception.synthetic import SyntheticLayout
+
+        registry = SyntheticLayout.of(scene).registry()
+    else:
+        raise TaskLearningError("backend fetch needs parameter marker_registry (a YAML file mapping marker "
+                                "ids to objects) or synthetic:=true")
+    if params.marker_dictionary.strip():
+        registry.dictionary = params.marker_dictionary.strip()
+    return registry

@@ -5,8 +5,9 @@ library (pure Python; rosbag2_py is not installable from PyPI).
   the wire, each with its receive time, in a real rosbag2 directory (`ros2 bag info` reads it).
 - `bag_info`: topics, types, counts and duration of a bag.
 - `replay_into_bridge`: the camera topics of a bag through a fresh FetchWorld, offline (no ROS):
-  the same synchronisation, conversion and detection as the live node, with the bag's own
-  clock, so a session captured on the robot can be debugged at a desk.
+  the same synchronisation, conversion, tf lookups and detection as the live node, with the bag's
+  own clock and its /tf and /tf_static, so a session captured on the robot can be debugged at a
+  desk.
 """
 from __future__ import annotations
 
@@ -14,20 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-import numpy as np
 
 from task_learning.errors import TaskLearningError
 from task_learning.files import AtomicOutput, OutputError, require_regular_file
-from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
 from task_learning.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.images import image_to_array, to_bgr, to_metres
 from task_learning.perception.sync import ApproximateSync
+from task_learning.transforms import NS_PER_S, TransformBuffer, TransformUnavailable
 
-MSGTYPES = {
-    "sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo", "geometry_msgs/msg/PoseWithCovarianceStamped",
-}
+MSGTYPES = {"sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo", "tf2_msgs/msg/TFMessage"}
+TF_TOPICS = ("/tf", "/tf_static")
 
 
 def _typestore() -> Any:
@@ -142,14 +141,6 @@ def _stamp(header: Any) -> float:
     return float(header.stamp.sec) + float(header.stamp.nanosec) * 1e-9
 
 
-def closest_pose(poses: list[tuple[float, np.ndarray]], stamp: float, tolerance_s: float) -> np.ndarray | None:
-    """The pose closest in time to `stamp`, if within `tolerance_s` (what the node does too)."""
-    if not poses:
-        return None
-    best = min(poses, key=lambda item: abs(item[0] - stamp))
-    return best[1] if abs(best[0] - stamp) <= tolerance_s else None
-
-
 @dataclass
 class ReplayReport:
     frames_used: int
@@ -157,19 +148,31 @@ class ReplayReport:
     messages: int
 
 
+def bag_transforms(path: str | Path) -> TransformBuffer:
+    """Every transform of the bag's /tf and /tf_static in one buffer that keeps them all (the
+    node keeps 10 s; a replay looks up at any stamp of the bag)."""
+    buffer = TransformBuffer(cache_s=max(1.0, bag_info(path)["duration_s"] + 1.0))
+    for topic, _type, _t, msg, _raw in read_messages(path, list(TF_TOPICS)):
+        for stamped in msg.transforms:
+            t, q = stamped.transform.translation, stamped.transform.rotation
+            try:
+                buffer.set_transform(stamped.header.frame_id, stamped.child_frame_id,
+                                     int(stamped.header.stamp.sec) * NS_PER_S + int(stamped.header.stamp.nanosec),
+                                     (t.x, t.y, t.z), (q.x, q.y, q.z, q.w), static=topic == "/tf_static")
+            except ValueError:
+                continue  # the node ignores a malformed transform too
+    return buffer
+
+
 def replay_into_bridge(path: str | Path, world: FetchWorld, *, color_topic: str, depth_topic: str,
-                       info_topic: str, pose_topic: str, T_base_camera: np.ndarray,
-                       slop_s: float = 0.05, pose_tolerance_s: float = 0.1) -> ReplayReport:
-    """Feed a bag's camera topics through `world` (its clock should follow the bag: set
-    `world.clock` to return the newest stamp, or max_age_s to 0)."""
+                       info_topic: str, map_frame: str = "map", base_frame: str = "base_link",
+                       slop_s: float = 0.05) -> ReplayReport:
+    """Feed a bag's camera topics through `world`, with poses from the bag's tf at each image's
+    stamp (its clock should follow the bag: return the newest stamp, or max_age_s 0)."""
     sync = ApproximateSync(["color", "depth", "info"], slop_s=slop_s)
-    poses: list[tuple[float, np.ndarray]] = []
-    if pose_topic:  # first pass: the poses (small), so each frame set gets the closest one
-        for _topic, _type, _t, msg, _raw in read_messages(path, [pose_topic]):
-            p, q = msg.pose.pose.position, msg.pose.pose.orientation
-            poses.append((_stamp(msg.header), g.from_xyz_quat([p.x, p.y, p.z, q.x, q.y, q.z, q.w])))
+    tf = bag_transforms(path)
     streams = {color_topic: "color", depth_topic: "depth", info_topic: "info"}
-    used, refused, count = 0, [], len(poses)
+    used, refused, count = 0, [], 0
     for topic, _type, _t, msg, _raw in read_messages(path, [color_topic, depth_topic, info_topic]):
         count += 1
         matched = sync.add(streams[topic], _stamp(msg.header), msg)
@@ -177,10 +180,12 @@ def replay_into_bridge(path: str | Path, world: FetchWorld, *, color_topic: str,
             continue
         color, depth, info = matched["color"][1], matched["depth"][1], matched["info"][1]
         stamp = _stamp(color.header)
-        base = closest_pose(poses, stamp, pose_tolerance_s) if pose_topic else np.eye(4)
-        if base is None and (not poses or poses[-1][0] < stamp):
-            # the node would wait for this pose; the bag ended before it: not a problem of the frames
-            refused.append("no base pose after these images (the bag ends before it)")
+        stamp_ns = int(color.header.stamp.sec) * NS_PER_S + int(color.header.stamp.nanosec)
+        try:
+            T_map_camera = tf.lookup(map_frame, color.header.frame_id, stamp_ns).matrix
+            T_map_base = tf.lookup(map_frame, base_frame, stamp_ns).matrix
+        except (TransformUnavailable, ValueError) as exc:
+            refused.append(f"frame at {stamp:.3f} s skipped: tf: {exc}")
             continue
         try:
             camera = CameraModel.from_k(int(info.width), int(info.height), [float(v) for v in info.k],
@@ -192,8 +197,7 @@ def replay_into_bridge(path: str | Path, world: FetchWorld, *, color_topic: str,
         except ValueError as exc:
             refused.append(str(exc))
             continue
-        problem = world.process(RGBDFrame(bgr, metres, camera, stamp, None if base is None else base @ T_base_camera),
-                                T_world_base=base)
+        problem = world.process(RGBDFrame(bgr, metres, camera, stamp, T_map_camera), T_world_base=T_map_base)
         if problem:
             refused.append(problem)
         else:

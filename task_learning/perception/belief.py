@@ -13,7 +13,10 @@
   open.
 
 It renders as AI2-THOR metadata (y up: x = map x, y = height, z = map y), so grounding, STARS,
-BCR and the planner read it exactly as they read the symbolic world.
+BCR and the planner read it exactly as they read the symbolic world; beside it, every object's and
+the robot's pose in REP-103 `map` (x forward, y left, z up) with its full orientation (`poseMap`:
+the marker's frame for an object, base_link for the robot), which the ROS layer publishes as
+geometry_msgs/PoseStamped.
 """
 from __future__ import annotations
 
@@ -37,6 +40,13 @@ log = logging.getLogger(__name__)
 DOOR_OPEN_ANGLE_DEG = 30.0
 DOOR_DEPTH_GAP_M = 0.05
 HAND_IN_BASE = (0.45, 0.0, 0.9)
+
+
+def pose_record(T: np.ndarray, frame_id: str, stamp: float) -> dict[str, Any]:
+    """A pose in `frame_id` as plain data: the `poseMap` key of an object or of the agent."""
+    x, y, z, qx, qy, qz, qw = g.to_xyz_quat(T)
+    return {"frameId": frame_id, "stamp": round(stamp, 9), "position": [round(v, 6) for v in (x, y, z)],
+            "orientation": [round(v, 9) for v in (qx, qy, qz, qw)]}
 
 
 def to_thor(p: np.ndarray) -> dict[str, float]:
@@ -71,6 +81,7 @@ class BeliefWorld:
         self.visible: set[str] = set()
         self.held: str | None = None
         self.T_world_base = np.eye(4)
+        self.frame_id = "map"  # the world frame's name: poses are in it
         self.stamp = 0.0
         self.status = ""
         self.last_error = ("", "")  # (message, code) of the latest failed action
@@ -192,6 +203,12 @@ class BeliefWorld:
                     break
         return parent
 
+    def _object_pose(self, object_id: str, track: Track, position: np.ndarray) -> np.ndarray:
+        """T_world_object: the marker's orientation at the object's centre (a held object turns
+        with the base)."""
+        rotation = self.T_world_base[:3, :3] if object_id == self.held else track.T_world_marker[:3, :3]
+        return g.make(rotation, position)
+
     def metadata(self, now: float | None = None) -> dict[str, Any]:
         now = self.stamp if now is None else now
         positions = self.positions()
@@ -222,6 +239,8 @@ class BeliefWorld:
                 "lastSeen": round(track.last_seen, 3),
                 "confidence": round(self.confidence(track, now), 3),
                 "markerId": spec.marker_id,
+                "poseMap": pose_record(self._object_pose(oid, track, p), self.frame_id,
+                                       self.stamp if oid in self.visible else track.last_seen),
             })
             if record.get("openable"):
                 record["isOpen"] = track.is_open
@@ -231,7 +250,8 @@ class BeliefWorld:
         yaw = math.degrees(g.yaw_of(self.T_world_base))
         agent = {"name": "agent", "position": layout.vec(float(base[0]), 0.9, float(base[1])),
                  "rotation": layout.vec(0.0, round(yaw, 2), 0.0), "cameraHorizon": 0.0,
-                 "isStanding": True, "location": self.location}
+                 "isStanding": True, "location": self.location,
+                 "poseMap": pose_record(self.T_world_base, self.frame_id, self.stamp)}
         inventory = []
         if self.held is not None and self.held in self.tracks:
             inventory.append({"objectId": self.held, "objectType": self.tracks[self.held].spec.object_type})

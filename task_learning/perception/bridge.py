@@ -28,6 +28,7 @@ import numpy as np
 from task_learning.perception.belief import BeliefWorld
 from task_learning.perception.detect import Detections, MarkerDetector
 from task_learning.perception.frames import RGBDFrame, check_frame
+from task_learning.perception.objects import LocatedObjects, ObjectDetector, locate
 from task_learning.perception.registry import MarkerRegistry
 from task_learning.perception.skills import ACTION_TO_SKILL, SkillClient, SkillRequest, SkillResult
 from task_learning.world.catalog import ObjectType, load_object_types
@@ -38,11 +39,21 @@ log = logging.getLogger(__name__)
 
 class FetchWorld:
     name = "fetch"
+    # metadata and status may be read while `step` runs in another thread (a skill takes up to a
+    # minute): the perception node keeps publishing world_state meanwhile
+    concurrent_reads = True
 
     def __init__(self, registry: MarkerRegistry, skills: SkillClient | None, *, scene: Scene | None = None,
                  types: Mapping[str, ObjectType] | None = None, max_age_s: float = 1.0,
                  frame_timeout_s: float = 5.0, half_life_s: float = 120.0, block_after_s: float = 5.0,
-                 clock: Callable[[], float] = time.time, detector: MarkerDetector | None = None) -> None:
+                 clock: Callable[[], float], detector: MarkerDetector | None = None,
+                 frame_id: str = "map", object_detector: ObjectDetector | None = None,
+                 min_object_score: float = 0.5) -> None:
+        """`clock` is the time frames are stamped in, in seconds: the node clock on a robot (sim
+        time under use_sim_time), the bag's time in a replay; ages, staleness and confidence use
+        it. `frame_id` names the world frame (REP-103 `map`) the published poses are in.
+        `object_detector`: a learned detector run beside the markers on every used frame; its
+        boxes placed in 3D with depth are `last_located` (markers stay what makes the world)."""
         catalogue = dict(load_object_types())
         if scene is not None:
             catalogue.update(scene.types)
@@ -55,8 +66,12 @@ class FetchWorld:
         self.block_after_s = block_after_s
         self.clock = clock
         self.detector = detector or MarkerDetector(registry)
+        self.object_detector = object_detector
+        self.min_object_score = min_object_score
+        self.last_located: LocatedObjects | None = None
         self.belief = BeliefWorld(registry, catalogue, scene_name=scene.name if scene else "",
                                   location=scene.location if scene else "", half_life_s=half_life_s)
+        self.belief.frame_id = frame_id
         self.frames = 0
         self.last_frame_stamp = 0.0
         self.last_detections = Detections()
@@ -78,11 +93,14 @@ class FetchWorld:
                 self._cond.notify_all()
             return problem
         detections = self.detector.detect(frame)
+        located = (locate(self.object_detector.detect(frame.color), frame, min_score=self.min_object_score)
+                   if self.object_detector is not None else None)
         assert frame.T_world_camera is not None
         with self._cond:
             self.belief.update(detections, frame.T_world_camera, frame.stamp, frame.depth, frame.camera,
                                T_world_base)
             self.last_detections = detections
+            self.last_located = located
             self.frames += 1
             self.last_frame_stamp = frame.stamp
             unregistered = sorted(set(detections.unregistered))
@@ -140,7 +158,8 @@ class FetchWorld:
             return self._cache[1]
 
     def wait_for_frame(self, after: float, timeout_s: float) -> bool:
-        """Block until a frame stamped at or after `after` has been processed."""
+        """Block until a frame stamped at or after `after` (clock time) has been processed, at
+        most `timeout_s` of wall time (a timeout, not a stamp)."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
             while self.last_frame_stamp < after:

@@ -8,6 +8,7 @@ import json
 import signal
 import sys
 import threading
+import time
 
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -94,6 +95,30 @@ def test_an_unregistered_marker_is_named_and_the_rest_still_works(ros_graph):
     g.stop_perception()
 
 
+def test_a_tf_gap_is_a_status_naming_the_lookup(ros_graph):
+    """Perception told the world frame is `odom`, which nobody publishes: every frame set is
+    skipped with the lookup's reason, nothing crashes, actions are refused."""
+    g = Graph(ros_graph, perception_params=["map_frame:=odom", "tf_wait_s:=0.2"])
+    state = g.states.wait_for(lambda s: "skipped: tf:" in s.status, timeout=90.0)
+    assert "frame 'odom' does not exist" in state.status and not state.objects
+    outcome, _ = g.execute("NavigateToObject", "Fridge|1")
+    assert not outcome.success
+    assert g.procs["perception"].poll() is None
+    g.stop_perception()
+
+
+def test_a_stale_transform_is_a_status_naming_the_frame_and_its_range(ros_graph):
+    """The robot's /tf stops after 10 frames while images go on: later frame sets are skipped with
+    the lookup's reason (extrapolation, base_link's range), and actions are refused."""
+    g = Graph(ros_graph, ["fault:=tf_stops"], ["tf_wait_s:=0.2", "block_after_s:=1.0"])
+    state = g.states.wait_for(lambda s: "extrapolation into the future" in s.status, timeout=90.0)
+    assert "skipped: tf: lookup map -> " in state.status and "'base_link' (parent 'map') has transforms from" in state.status
+    outcome, _ = g.execute("NavigateToObject", "Fridge|1")
+    assert not outcome.success
+    assert g.procs["perception"].poll() is None
+    g.stop_perception()
+
+
 def test_a_skill_server_that_is_down_fails_the_action(ros_graph):
     g = Graph(ros_graph, ["skill_action:=elsewhere"], ["skill_server_wait_s:=1.0"])  # served elsewhere
     g.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS, timeout=90.0)
@@ -131,7 +156,7 @@ def test_a_recorded_bag_replays_into_the_bridge_with_the_same_world_state(ros_gr
         box = {}
         recorder = threading.Thread(target=lambda: box.update(counts=bag_tools.record(
             tmp_path / "bag", ["/head_camera/rgb/image_raw", "/head_camera/depth_registered/image_raw",
-                               "/head_camera/rgb/camera_info", "/amcl_pose"], duration_s=300.0, stop=stop,
+                               "/head_camera/rgb/camera_info", "/tf", "/tf_static"], duration_s=300.0, stop=stop,
             discover_s=60.0, domain_id=ros_graph.domain_id, on_write=on_write)))
         recorder.start()
         g.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS and s.status == "", timeout=90.0)
@@ -188,6 +213,13 @@ def test_images_become_the_world_state(graph):
     assert by_id["Fridge|1"].openable and not by_id["Fridge|1"].is_open
     extra = dict(convert.key_value_from_msg(kv) for kv in by_id["Yogurt|1"].extra)
     assert 0.0 < extra["confidence"] <= 1.0 and extra["lastSeen"] > 0
+    # REP-103 poses beside the AI2-THOR ones: map, z up, a full (unit) orientation
+    pose = by_id["Yogurt|1"].pose_map
+    assert pose.header.frame_id == "map" and "poseMap" not in extra
+    q = pose.pose.orientation
+    assert abs(q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2 - 1.0) < 1e-6
+    assert abs(pose.pose.position.z - by_id["Yogurt|1"].pose.position.y) < 1e-3  # height: z in map, y in AI2-THOR
+    assert state.robot_pose_map.header.frame_id == "map"
 
 
 def test_actions_go_to_the_skill_server_and_come_back_as_images(graph):
@@ -208,3 +240,56 @@ def test_actions_go_to_the_skill_server_and_come_back_as_images(graph):
     assert not state.held_object_ids
     res = graph.client.call(GetCompletion, "get_completion", GetCompletion.Request())
     assert res.success and res.total == 18 and 0 < res.satisfied < 18
+
+
+def test_world_state_keeps_publishing_while_a_skill_runs(ros_graph):
+    """A skill of 6 s: world_state messages stamped during it arrive before its outcome (the
+    action runs in a callback group of its own; before, one group held them up to the skill's end)."""
+    g = Graph(ros_graph, ["skill_delay_s:=6.0"])
+    g.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS, timeout=90.0)
+    before = len(g.states.messages)
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.update(result=g.execute("NavigateToObject", "Fridge|1")))
+    thread.start()
+    # 15 messages at 10 Hz: 1.5 s of publishing, which a node blocked by the 6 s skill cannot do
+    during = g.states.wait_for(lambda _s: len(g.states.messages) >= before + 15, timeout=30.0)
+    assert "result" not in box, "the skill ended before world_state was published 15 times"
+    assert during.backend == "fetch"
+    thread.join(60.0)
+    outcome, world = box["result"]
+    assert outcome.success and world.robot_location == "Fridge|1"
+    g.stop_perception()
+
+
+def test_use_sim_time_frames_are_fresh_and_poses_are_at_sim_stamps(ros_graph):
+    """Robot and perception on /clock (sim time from 1000 s): frames stamped in sim time are not
+    stale, tf lookups happen at those stamps, and the world state is stamped in sim time."""
+    from builtin_interfaces.msg import Time
+    from rosgraph_msgs.msg import Clock
+
+    stop = threading.Event()
+    clock_client = ros_graph.client("sim_clock")
+    publisher = clock_client.node.create_publisher(Clock, "/clock", 10)
+
+    def tick() -> None:
+        started = time.monotonic()
+        while not stop.is_set():
+            sim = 1000.0 + (time.monotonic() - started)
+            publisher.publish(Clock(clock=Time(sec=int(sim), nanosec=int((sim % 1.0) * 1e9))))
+            stop.wait(0.02)
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        g = Graph(ros_graph, ["use_sim_time:=true"], ["use_sim_time:=true"], max_frame_age_s=1.0)
+        state = g.states.wait_for(lambda s: len(s.objects) == SCENE_OBJECTS and s.status == "", timeout=120.0)
+        assert 1000 <= state.header.stamp.sec < 2000, "world_state is stamped in sim time"
+        robot = state.robot_pose_map
+        assert robot.header.frame_id == "map" and 1000 <= robot.header.stamp.sec < 2000
+        fridge = next(o for o in state.objects if o.object_id == "Fridge|1")
+        assert fridge.pose_map.header.frame_id == "map" and 1000 <= fridge.pose_map.header.stamp.sec < 2000
+        assert "stale" not in state.status
+        g.stop_perception()
+    finally:
+        stop.set()
+        ticker.join(5.0)

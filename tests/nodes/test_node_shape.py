@@ -88,11 +88,11 @@ def _check_rows(params) -> None:
 def test_the_fetch_bridge_and_the_synthetic_robot_declare_described_rows():
     _check_rows(FetchParameters.rows())
     _check_rows(synthetic_robot.Parameters.rows())
-    # the robot's end of the topics and the camera mount are the bridge's own rows
+    # the robot's end of the topics and the frames are the bridge's own rows
     shared = {p.name: p for p in FetchParameters.rows()}
     robot_end = {p.name: p for p in synthetic_robot.Parameters.rows() if p.name in shared}
-    assert robot_end == {n: shared[n] for n in ("color_topic", "depth_topic", "camera_info_topic", "base_pose_topic",
-                                                "skill_action", "camera_to_base")}
+    assert robot_end == {n: shared[n] for n in ("color_topic", "depth_topic", "camera_info_topic", "map_frame",
+                                                "base_frame", "skill_action")}
 
 
 def test_bad_values_name_the_parameter(ros_graph):

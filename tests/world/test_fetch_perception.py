@@ -316,6 +316,17 @@ def test_stars_o_reaches_every_goal_on_the_belief_world():
     assert box["world"].frames > 50  # every skill was followed by a new frame
 
 
+def tf_message(ts, stamp, parent: str, child: str, T: np.ndarray):
+    """A rosbags TFMessage holding T_parent_child."""
+    x, y, z, qx, qy, qz, qw = g.to_xyz_quat(T)
+    transform = ts.types["geometry_msgs/msg/Transform"](
+        translation=ts.types["geometry_msgs/msg/Vector3"](x=x, y=y, z=z),
+        rotation=ts.types["geometry_msgs/msg/Quaternion"](x=qx, y=qy, z=qz, w=qw))
+    header = ts.types["std_msgs/msg/Header"](stamp=stamp, frame_id=parent)
+    return ts.types["tf2_msgs/msg/TFMessage"](transforms=[ts.types["geometry_msgs/msg/TransformStamped"](
+        header=header, child_frame_id=child, transform=transform)])
+
+
 def test_a_bag_replays_into_the_bridge_with_the_same_world_state(tmp_path):
     from task_learning.apps.cli.bag_cmd import CAMERA_DEFAULTS, summarize
     from task_learning.perception.bag import BagWriter, bag_info, replay_into_bridge
@@ -327,7 +338,6 @@ def test_a_bag_replays_into_the_bridge_with_the_same_world_state(tmp_path):
     live = FetchWorld(robot.registry, None, scene=scene, clock=clock)
     ts = _typestore()
     Image, Info = ts.types["sensor_msgs/msg/Image"], ts.types["sensor_msgs/msg/CameraInfo"]
-    Pose = ts.types["geometry_msgs/msg/PoseWithCovarianceStamped"]
     Header, Time = ts.types["std_msgs/msg/Header"], ts.types["builtin_interfaces/msg/Time"]
     writer = BagWriter(tmp_path / "bag", "mcap")
     cam = robot.camera
@@ -351,19 +361,17 @@ def test_a_bag_replays_into_the_bridge_with_the_same_world_state(tmp_path):
                                                                        do_rectify=False))
         writer.write(CAMERA_DEFAULTS["info"], "sensor_msgs/msg/CameraInfo", ns,
                      ts.serialize_cdr(info, "sensor_msgs/msg/CameraInfo"))
-        x, y, z, qx, qy, qz, qw = g.to_xyz_quat(pose)
-        P, Q = ts.types["geometry_msgs/msg/Point"], ts.types["geometry_msgs/msg/Quaternion"]
-        pwc = Pose(header=header, pose=ts.types["geometry_msgs/msg/PoseWithCovariance"](
-            pose=ts.types["geometry_msgs/msg/Pose"](position=P(x=x, y=y, z=z), orientation=Q(x=qx, y=qy, z=qz, w=qw)),
-            covariance=np.zeros(36)))
-        writer.write(CAMERA_DEFAULTS["pose"], "geometry_msgs/msg/PoseWithCovarianceStamped", ns - 1000,
-                     ts.serialize_cdr(pwc, "geometry_msgs/msg/PoseWithCovarianceStamped"))
+        writer.write(CAMERA_DEFAULTS["tf"], "tf2_msgs/msg/TFMessage", ns - 1000,
+                     ts.serialize_cdr(tf_message(ts, header.stamp, "map", "base_link", pose), "tf2_msgs/msg/TFMessage"))
+    writer.write(CAMERA_DEFAULTS["tf_static"], "tf2_msgs/msg/TFMessage", 1,
+                 ts.serialize_cdr(tf_message(ts, Time(sec=0, nanosec=0), "base_link", "cam", robot.T_base_camera),
+                                  "tf2_msgs/msg/TFMessage"))
     writer.close()
     info = bag_info(tmp_path / "bag")
     assert info["topics"][CAMERA_DEFAULTS["color"]]["count"] == 12
-    replayed = FetchWorld(robot.registry, None, scene=scene, max_age_s=0.0)
+    replayed = FetchWorld(robot.registry, None, scene=scene, max_age_s=0.0, clock=lambda: replayed.last_frame_stamp)
     report = replay_into_bridge(tmp_path / "bag", replayed, color_topic=CAMERA_DEFAULTS["color"],
                                 depth_topic=CAMERA_DEFAULTS["depth"], info_topic=CAMERA_DEFAULTS["info"],
-                                pose_topic=CAMERA_DEFAULTS["pose"], T_base_camera=robot.T_base_camera)
+                                map_frame="map", base_frame="base_link")
     assert report.frames_used == 12 and report.frames_refused == []
     assert summarize(replayed.metadata) == summarize(live.metadata)

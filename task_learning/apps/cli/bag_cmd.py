@@ -14,17 +14,16 @@ import json
 from typing import Any
 
 from task_learning.apps.cli.options import bounded_float
-from task_learning.errors import TaskLearningError
 
 MAX_RECORD_S = 86_400.0  # one day of camera topics in one bag
 MIN_RATE, MAX_RATE = 0.01, 100.0  # --rate 1e-9 would play for decades
-MAX_OFFSET_M = 10.0  # a camera more than 10 m from its base is a typo (quaternion parts are within 1)
 
 CAMERA_DEFAULTS = {
     "color": "/head_camera/rgb/image_raw",
     "depth": "/head_camera/depth_registered/image_raw",
     "info": "/head_camera/rgb/camera_info",
-    "pose": "/amcl_pose",
+    "tf": "/tf",
+    "tf_static": "/tf_static",
 }
 
 
@@ -37,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rec.add_argument("--duration", type=bounded_float(0.0, MAX_RECORD_S, low_open=True), default=10.0,
                      help=f"seconds to record (at most {MAX_RECORD_S:g})")
     rec.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"))
-    rec.add_argument("--topics", nargs="+", help="topics (default: colour, depth, camera info, base pose)")
+    rec.add_argument("--topics", nargs="+", help="topics (default: colour, depth, camera info, /tf, /tf_static)")
     play = verbs.add_parser("play", help="publish a bag's messages on their topics")
     play.add_argument("--bag", required=True)
     play.add_argument("--rate", type=bounded_float(MIN_RATE, MAX_RATE), default=1.0,
@@ -49,9 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source = perceive.add_mutually_exclusive_group(required=True)
     source.add_argument("--registry", help="marker registry YAML")
     source.add_argument("--synthetic", action="store_true", help="the simulated robot's registry")
-    perceive.add_argument("--camera-to-base", nargs=7, type=bounded_float(-MAX_OFFSET_M, MAX_OFFSET_M), metavar="V",
-                          help="optical frame in base_link: x y z qx qy qz qw (default: the Fetch head camera "
-                               "of the perception node's camera_to_base)")
+    perceive.add_argument("--map-frame", default="map", help="the world frame of the bag's tf (default: map)")
+    perceive.add_argument("--base-frame", default="base_link", help="the robot's base frame (default: base_link)")
     perceive.add_argument("--json", action="store_true")
     info = verbs.add_parser("info", help="what a bag holds")
     info.add_argument("--bag", required=True)
@@ -90,7 +88,6 @@ def summarize(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def _perceive(args: argparse.Namespace) -> int:
-    from task_learning.perception import geometry as g
     from task_learning.perception.bag import replay_into_bridge
     from task_learning.perception.bridge import FetchWorld
     from task_learning.perception.registry import load_registry
@@ -106,15 +103,10 @@ def _perceive(args: argparse.Namespace) -> int:
         types = dict(load_object_types())
         types.update(scene.types)
         registry = load_registry(args.registry, known_types=types)
-    try:
-        T_base_camera = g.from_xyz_quat(args.camera_to_base) if args.camera_to_base else g.head_camera()
-    except ValueError as exc:
-        raise TaskLearningError(f"--camera-to-base: {exc}") from None
-    world = FetchWorld(registry, None, scene=scene, max_age_s=0.0)
-    world.clock = lambda: world.last_frame_stamp  # the bag's own time
+    world = FetchWorld(registry, None, scene=scene, max_age_s=0.0, clock=lambda: world.last_frame_stamp)  # the bag's time
     report = replay_into_bridge(args.bag, world, color_topic=CAMERA_DEFAULTS["color"],
                                 depth_topic=CAMERA_DEFAULTS["depth"], info_topic=CAMERA_DEFAULTS["info"],
-                                pose_topic=CAMERA_DEFAULTS["pose"], T_base_camera=T_base_camera)
+                                map_frame=args.map_frame, base_frame=args.base_frame)
     out = {"bag": args.bag, "messages": report.messages, "frames_used": report.frames_used,
            "frames_refused": len(report.frames_refused), "refusals": sorted(set(report.frames_refused))[:5],
            "status": world.status(), "objects": summarize(world.metadata)}
