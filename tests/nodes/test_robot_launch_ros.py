@@ -49,7 +49,8 @@ def test_fetch_with_sim_time_learns_store_groceries_against_the_fakes(ros_graph)
                                           "scene:=store_groceries", "llm:=offline", f"db:={db}",
                                           f"robot_description_file:={DATA / 'fetch.urdf'}"), name="ros2 launch")
     launch.wait_for_line(r"arm kinematics from /robot_description", timeout=240)
-    operator = ros_graph.start_cli("operator", "--simulated", name="simulated operator")
+    operator = ros_graph.start_cli("operator", "--simulated", "store_groceries", "--db", str(db), "--wait", "120",
+                                   name="simulated operator")
     client = ros_graph.client()
     events = client.subscribe_collect(String, "fake_robot/events", 1000)
     result, _ = client.send_goal(PerformTask, "perform_task",
