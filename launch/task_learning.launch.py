@@ -32,20 +32,11 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
 
-from task_learning.apps.bringup import (
-    check_selected,
-    llm_wiring,
-    load_bringup_config,
-    module_exists,
-    params_file_keys,
-    started,
-)
-from task_learning.apps.dds_profile import profile_env
+from task_learning.apps.bringup import check_selected, launch_node_actions, llm_wiring, load_bringup_config
 from task_learning.errors import TaskLearningError
 from task_learning.world.factory import BACKENDS
-from task_learning_nodes.plumbing.launch_support import PACKAGE, default_db, on_node_exit
+from task_learning_nodes.plumbing.launch_support import PACKAGE, default_db
 
 OVERRIDABLE = ("scene", "backend")
 LLM_ARGUMENTS = ("llm", "llm_base_url", "llm_model", "llm_selection_model")
@@ -73,37 +64,8 @@ def _nodes(context, *args, **kwargs):
         overrides["web_operator.port"] = int(web_port)
     db = LaunchConfiguration("db").perform(context) or default_db()
     overrides["db_path"] = os.path.abspath(os.path.expanduser(db))
-    actions = [LogInfo(msg=f"knowledge base: {overrides['db_path']}")]
-    dds_env = profile_env(context.environment)  # unless the user chose a Fast DDS profile
-    for spec in config.nodes:
-        if not started(spec, wanted):
-            continue
-        if not module_exists(spec.module):
-            actions.append(LogInfo(msg=f"skipping node {spec.name}: {spec.module} is not installed"))
-            continue
-        parameters = []
-        keys = set()
-        if spec.params_file is not None and spec.params_file.is_file():
-            parameters.append(str(spec.params_file))
-            keys = params_file_keys(spec.params_file)
-        given = {k: v for k, v in overrides.items() if v and k in keys}
-        given.update({k.partition(".")[2]: v for k, v in overrides.items()  # "llm_server.port": that node's
-                      if v and k.partition(".")[0] == spec.name})
-        if given:
-            parameters.append(given)
-        actions.append(Node(
-            package=PACKAGE,
-            executable=spec.executable,
-            name=spec.name,
-            parameters=parameters,
-            output="screen",
-            emulate_tty=True,
-            on_exit=on_node_exit(spec.name, config.on_node_exit),
-            additional_env=dds_env,
-            # Ctrl-C: as long as `task-learning bringup` waits before it escalates.
-            sigterm_timeout=str(config.shutdown_timeout_s),
-        ))
-    return actions
+    return [LogInfo(msg=f"knowledge base: {overrides['db_path']}"),
+            *launch_node_actions(config, wanted, overrides, context.environment)]
 
 
 def generate_launch_description():

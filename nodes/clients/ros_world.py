@@ -7,7 +7,7 @@ that does not come back into an error naming the node that did not answer.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from rclpy.node import Node
 
@@ -53,12 +53,15 @@ class RosWorld:
     name = "ros"
 
     def __init__(self, node: Node, query: Any, execute: Any, timeout_s: float,
-                 stop: StopToken | None = None) -> None:
+                 stop: StopToken | None = None, *, action_timeout_s: float | None = None,
+                 cancel_motion: Callable[[], None] | None = None) -> None:
         self._node = node
         self._query = query
         self._execute = execute
         self._timeout_s = timeout_s
+        self._action_timeout_s = max(timeout_s, action_timeout_s or timeout_s)
         self._stop = stop
+        self._cancel_motion = cancel_motion
         self._metadata: dict[str, Any] | None = None
 
     @property
@@ -76,10 +79,16 @@ class RosWorld:
         object_id = str(params.pop("objectId", ""))
         call = ActionCall(action, object_id, tuple(sorted(params.items())))
         request = ExecuteAction.Request(call=convert.action_call_to_msg(call), return_world=True)
-        # Once sent, an action is waited for even when a stop arrives (the body is moving): the
-        # stop takes effect before the next one.
-        response = wait_future(self._execute.call_async(request), self._timeout_s, "execute_action",
-                               alive=self._execute.service_is_ready)
+        # Once sent, an action is waited for even when a stop arrives (its result says where the
+        # body stopped): the stop cancels the robot's goals in flight at once (`cancel_motion`,
+        # the robot-skills layer's cancel service) and the action returns as they end.
+        future = self._execute.call_async(request)
+        if self._stop is not None and self._cancel_motion is not None:
+            waited = wait_for_future(future, self._action_timeout_s, alive=self._execute.service_is_ready,
+                                     stop=lambda: bool(self._stop and self._stop.requested))
+            if waited == "stopped":
+                self._cancel_motion()
+        response = wait_future(future, self._action_timeout_s, "execute_action", alive=self._execute.service_is_ready)
         outcome = convert.action_outcome_from_msg(response.outcome)
         if outcome.blocking_condition == WORLD_UNAVAILABLE:
             raise WorldUnavailableError(f"perception: {outcome.error_message}")

@@ -108,6 +108,9 @@ class Parameters(NodeParameters):
                                  "are refused with a message)", min=1, max=100000)
     camera_frame_id: str = param("camera_color_optical_frame", "frame_id of the camera topics of backends "
                                  "that render (ai2thor with render_image)")
+    robot: str = param("", "Robot profile under config/robots/ (fetch, tiago, stretch): backends fetch and "
+                       "robot_stand_in act through its standard interfaces (Nav2, controllers, MoveIt); '' with "
+                       "backend fetch: the Skill adapter of the synthetic robot")
     # The AI2-THOR Controller's settings, `ai2thor.<setting>` (a group in the params file).
     ai2thor: Ai2thorParameters = Field(default_factory=Ai2thorParameters)
 
@@ -132,12 +135,25 @@ class PerceptionNode(Node):
 
         from task_learning.world.factory import make_backend
 
+        self.robot = None
+        if params.robot.strip():  # the robot-skills layer: standard goals (nodes/robot/)
+            from task_learning_nodes.robot.frontend import RobotSkillsFrontend
+
+            self.robot = RobotSkillsFrontend(self, params.robot.strip())
         if self.backend_name == "fetch":  # camera topics in, skill goals out (nodes/plumbing/fetch_bridge.py)
             from task_learning.world.scene import load_scene
             from task_learning_nodes.plumbing.fetch_bridge import FetchFrontend
 
-            self.fetch = FetchFrontend(self, load_scene(scene) if scene else None)
+            self.fetch = FetchFrontend(self, load_scene(scene) if scene else None, robot=self.robot)
             self.backend: WorldBackend = self.fetch.world
+        elif self.backend_name == "robot_stand_in":  # the layout for a camera, the robot's goals for real
+            if self.robot is None:
+                raise TaskLearningError("backend robot_stand_in needs parameter robot (a profile under "
+                                        "config/robots/)")
+            from task_learning.robot.stand_in import StandInRobotWorld
+            from task_learning.world.scene import load_scene
+
+            self.backend = StandInRobotWorld(load_scene(scene), self.robot.make_executor())
         else:
             thor = ThorSettings.from_params(params.ai2thor.model_dump(),
                                             source="perception parameters ai2thor.*")

@@ -112,6 +112,12 @@ class Parameters(LLMEndpointParameters):
                              "per-object (one LearnGoal per object, each object's round trips its own: for comparison); the "
                              "goals learned are the same", choices=ELICITATION, read_only=False)
     service_timeout_s: float = param(10.0, "Seconds to wait for a service call", min=0.1, max=3600.0)
+    action_timeout_s: float = param(240.0, "Seconds to wait for one primitive action (execute_action): never "
+                                    "shorter than service_timeout_s, nor than the robot's longest action "
+                                    "(robot.launch.py derives it from the robot profile)", min=0.1, max=86400.0)
+    cancel_motion_service: str = param("robot_skills/cancel", "std_srvs/Trigger called when PerformTask is "
+                                       "cancelled during an action: the robot's goals in flight are cancelled "
+                                       "(the robot-skills layer's); '' = none")
     learn_goal_timeout_s: float = param(900.0, "Seconds for one object's goal elicitation (with oversight "
                                         "this includes the operator's time)", min=1.0, max=86400.0,
                                         read_only=False)
@@ -146,6 +152,12 @@ class PlannerNode(Node):
                                          callback_group=self.group)
         self._execute: Client = self.create_client(ExecuteAction, self._params().execute_action_service, qos_profile=qos,
                                            callback_group=self.group)
+        self._cancel_client: Client | None = None
+        if self._params().cancel_motion_service:
+            from std_srvs.srv import Trigger
+
+            self._cancel_client = self.create_client(Trigger, self._params().cancel_motion_service, qos_profile=qos,
+                                                     callback_group=self.group)
         condition = self._params().condition
         self.domain = load_domain("household")
         # One body: at most one motion goal (PerformTask or ReachGoal) at a time; a second one is
@@ -213,9 +225,20 @@ class PlannerNode(Node):
         self._actions.shutdown("the planner is shutting down")
 
     def _world(self, stop: StopToken | None, bus: EpisodeBus | None = None) -> WorldBackend:
-        world: WorldBackend = RosWorld(self, self._query, self._execute, self._params().service_timeout_s, stop)
+        params = self._params()
+        world: WorldBackend = RosWorld(self, self._query, self._execute, params.service_timeout_s, stop,
+                                       action_timeout_s=params.action_timeout_s, cancel_motion=self._cancel_motion)
         world = ObservedWorld(world, bus) if bus is not None else world  # an episode's: actions and states
         return StoppableWorld(world, stop) if stop is not None else world
+
+    def _cancel_motion(self) -> None:
+        """PerformTask cancelled while an action runs: ask the robot-skills layer to cancel every
+        robot goal in flight (fire and forget: the action's own result says how it ended)."""
+        if self._cancel_client is not None and self._cancel_client.service_is_ready():
+            from std_srvs.srv import Trigger
+
+            self._cancel_client.call_async(Trigger.Request())
+            self.get_logger().info(f"cancel requested on {self._params().cancel_motion_service}")
 
     def _llm_client(self) -> LLMClient | None:
         """The LLM client the strategy needs (engine llm or strategy llm_state), else None."""

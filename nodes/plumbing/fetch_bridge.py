@@ -109,7 +109,9 @@ class RosSkillClient:
 class FetchFrontend:
     """Declares the fetch parameters on `node`, builds the FetchWorld, feeds it camera frames."""
 
-    def __init__(self, node: Node, scene: Scene | None) -> None:
+    def __init__(self, node: Node, scene: Scene | None, robot: Any = None) -> None:
+        """`robot`: a RobotSkillsFrontend (nodes/robot/frontend.py) to act through the robot's
+        standard interfaces; None: the Skill action adapter (the synthetic robot serves it)."""
         self.node = node
         params = declare_parameters(node, FetchParameters)  # ranges and choices checked here
         registry = _registry(params, scene)
@@ -124,8 +126,8 @@ class FetchFrontend:
         self.tf = TfListener(node)
         self._pending: tuple[Image, Image, CameraInfo, float] | None = None
         self._pending_lock = threading.Lock()
-        self.skills = RosSkillClient(node, params.skill_action, server_wait_s=params.skill_server_wait_s,
-                                     timeout_s=params.skill_timeout_s)
+        self.skills: Any = None if robot is not None else RosSkillClient(
+            node, params.skill_action, server_wait_s=params.skill_server_wait_s, timeout_s=params.skill_timeout_s)
         object_detector = None
         if params.detector_weights.strip():
             from task_learning.perception.objects import load_onnx_detector
@@ -136,6 +138,10 @@ class FetchFrontend:
                                 half_life_s=params.belief_half_life_s, block_after_s=params.block_after_s,
                                 clock=self.now_s, detector=detector, frame_id=self.map_frame,
                                 object_detector=object_detector, min_object_score=params.detector_min_score)
+        if robot is not None:
+            from task_learning.robot.belief_view import BeliefView
+
+            self.skills = self.world.skills = robot.executor(BeliefView(self.world))
         self.topics = {k: str(getattr(params, k)) for k in ("color_topic", "depth_topic", "camera_info_topic")}
         self.sync = ApproximateSync(["color", "depth", "info"], slop_s=max(params.sync_slop_s, 1e-3))
         self._color_count = 0
@@ -155,7 +161,7 @@ class FetchFrontend:
         node.create_timer(0.05, self._retry_pending, callback_group=frames)
         node.get_logger().info(f"fetch bridge: {len(registry.markers)} registered objects ({registry.dictionary}), "
                                f"camera {self.topics['color_topic']}, poses from tf in '{self.map_frame}', "
-                               f"skills on '{self.skills.action}'")
+                               + (f"robot {robot.profile.name}" if robot is not None else f"skills on '{params.skill_action}'"))
 
     def now_s(self) -> float:
         """The node clock in seconds (sim time under use_sim_time)."""

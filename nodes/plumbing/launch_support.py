@@ -46,3 +46,4 @@ def on_node_exit(name: str, policy: str) -> Callable[[Any, Any], Any]:
         return None
 
     return handler
+

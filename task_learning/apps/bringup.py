@@ -382,3 +382,47 @@ def run_bringup(
         bringup.stop_all()
         if signals is not None:
             signals.restore()
+
+
+def launch_node_actions(config: Any, wanted: Sequence[str], overrides: Mapping[str, Any], environment: Mapping[str, str],
+                 namespace: str = "") -> list[Any]:
+    """For the launch files (launch/*.launch.py, run by `ros2 launch`): a launch_ros Node per node of the bring-up `config` that `wanted` starts, with its
+    parameter file and the `overrides` that file has a key for (or that name the node:
+    "llm_server.port" goes to llm_server alone), in `namespace`."""
+    from launch.actions import LogInfo
+    from launch_ros.actions import Node
+
+    from task_learning_nodes.plumbing.launch_support import PACKAGE, on_node_exit
+
+    actions: list[Any] = []
+    dds_env = profile_env(environment)  # unless the user chose a Fast DDS profile
+    for spec in config.nodes:
+        if not started(spec, wanted):
+            continue
+        if not module_exists(spec.module):
+            actions.append(LogInfo(msg=f"skipping node {spec.name}: {spec.module} is not installed"))
+            continue
+        parameters: list[Any] = []
+        keys: set[str] = set()
+        if spec.params_file is not None and spec.params_file.is_file():
+            parameters.append(str(spec.params_file))
+            keys = params_file_keys(spec.params_file)
+        given = {k: v for k, v in overrides.items() if v and k in keys}
+        given.update({k.partition(".")[2]: v for k, v in overrides.items()  # "llm_server.port": that node's
+                      if v and k.partition(".")[0] == spec.name})
+        if given:
+            parameters.append(given)
+        actions.append(Node(
+            package=PACKAGE,
+            executable=spec.executable,
+            name=spec.name,
+            namespace=namespace,
+            parameters=parameters,
+            output="screen",
+            emulate_tty=True,
+            on_exit=on_node_exit(spec.name, config.on_node_exit),
+            additional_env=dds_env,
+            # Ctrl-C: as long as `task-learning bringup` waits before it escalates.
+            sigterm_timeout=str(config.shutdown_timeout_s),
+        ))
+    return actions

@@ -198,7 +198,7 @@ class FetchWorld:
                               "perception_unavailable")
         if self.skills is None:
             return self._fail(action, f"{action} failed: no skill server configured", "skill_server_down")
-        if object_id not in self.belief.tracks:
+        if object_id not in self.belief.tracks and skill != "search":  # a search looks for the unseen
             return self._fail(action, f"{action}: {object_id or 'no object'} has not been seen by the robot",
                               "not_visible")
         target = self.belief.held or "" if skill == "place" else ""

@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-SKILLS = ("navigate", "pick", "place", "open", "close", "toggle_on", "toggle_off")
+SKILLS = ("navigate", "search", "pick", "place", "open", "close", "toggle_on", "toggle_off")
 
-# AI2-THOR action -> skill. VisualSearch (look for an object) is a navigate to where it was seen.
+# AI2-THOR action -> skill. VisualSearch (look for an object) is `search`: the robot-skills layer
+# sweeps the head until it sees the object, then navigates to it (task_learning.robot.executor).
 ACTION_TO_SKILL = {
     "NavigateToObject": "navigate",
-    "VisualSearch": "navigate",
+    "VisualSearch": "search",
     "PickupObject": "pick",
     "PutObject": "place",
     "OpenObject": "open",

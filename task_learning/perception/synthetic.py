@@ -342,7 +342,7 @@ class SimulatedRobot:
         ids = {o["objectId"] for o in self.world.metadata["objects"]}
         if oid not in ids:
             return SkillResult(False, f"no object {oid!r} in this world", "unknown_object")
-        if skill == "navigate":
+        if skill in ("navigate", "search"):  # the synthetic robot's search: to where the object is
             result = self.world.step("NavigateToObject", objectId=oid)
             if result["lastActionSuccess"] and self.layout.furniture_of(oid):
                 self.T_world_base = self.layout.standing_pose(oid)

@@ -8,8 +8,10 @@ from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene, load_scene
 from task_learning.world.thor.settings import ThorSettings
 
-BACKENDS = ("symbolic", "ai2thor", "fetch")
+BACKENDS = ("symbolic", "ai2thor", "fetch", "robot_stand_in")
 _NOT_YET = {
+    "robot_stand_in": "not available in-process: it runs in the perception node (backend:=robot_stand_in "
+                      "robot:=PROFILE), which owns the robot's action clients (robot.launch.py)",
     "fetch": "not available in-process: it runs in the perception node (backend:=fetch), which owns the "
              "camera subscriptions and the skill client; with the simulated robot: `task-learning run "
              "--backend fetch --synthetic`",

@@ -52,7 +52,9 @@ def test_the_bringup_file_names_registry_nodes_only():
         assert (spec.module, spec.executable) == (registry.module_of(spec.name), registry.executable_of(spec.name))
     assert bringup.NODE_MODULES == registry.NODE_MODULES
     launch = (ROOT / "launch" / "task_learning.launch.py").read_text(encoding="utf-8")
-    assert "load_bringup_config(" in launch and "executable=spec.executable" in launch  # the launch reads it
+    helpers = (ROOT / "task_learning" / "apps" / "bringup.py").read_text(encoding="utf-8")
+    assert "load_bringup_config(" in launch and "launch_node_actions(" in launch  # the launch reads it
+    assert "executable=spec.executable" in helpers
 
 
 def test_a_bringup_entry_outside_the_registry_needs_its_module(tmp_path):

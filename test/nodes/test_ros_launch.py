@@ -54,7 +54,7 @@ def test_ros2_pkg_finds_the_package_and_its_executables(ros_graph):
     assert prefix.returncode == 0, prefix.stderr
     share = Path(prefix.stdout.strip()) / "share" / "task_learning"
     assert (share / "package.xml").is_file() and (share / "config" / "bringup.yaml").is_file()
-    assert sorted(p.name for p in (share / "launch").iterdir()) == ["perception.launch.py",
+    assert sorted(p.name for p in (share / "launch").iterdir()) == ["perception.launch.py", "robot.launch.py",
                                                                      "task_learning.launch.py"]
     executables = ros2(ros_graph, "pkg", "executables", "task_learning")
     assert set(EXECUTABLES) <= {line.split()[-1] for line in executables.stdout.splitlines()}

@@ -1,0 +1,155 @@
+"""The robot-skills executor: one abstract action in, standard goals out, a SkillResult back.
+
+It implements the perception layer's `SkillClient`, so `FetchWorld` drives a robot's own
+interfaces (Nav2, controllers, MoveIt) instead of a private skill server. Each action: refused
+while the `MotionGate` is stopped; checked against what the robot believes (an object never seen
+is not_visible, a pick with a full hand hand_full, a place with an empty one not_holding, a place
+into a closed receptacle receptacle_closed); turned into goals by the `SkillSequencer`; sent one
+at a time through a `GoalRunner` (the ROS layer's action clients); the first goal that fails
+ends the action with its blocking condition (robot.failures). `search` (VisualSearch) looks
+around with the head before it gives up.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from task_learning.perception.skills import SkillRequest, SkillResult
+from task_learning.robot.failures import (HAND_FULL, NOT_HOLDING, NOT_NEAR, NOT_VISIBLE, RECEPTACLE_CLOSED,
+                                          ROBOT_FAULT, WORDS, failure_of)
+from task_learning.robot.gate import MotionGate
+from task_learning.robot.goals import GoalOutcome, RobotGoal, Step, Vec3
+from task_learning.robot.sequences import MANIPULATIONS, BasePose, SkillSequencer, Unreachable
+from task_learning.world.backend import WORLD_UNAVAILABLE
+
+log = logging.getLogger(__name__)
+
+
+class GoalRunner(Protocol):
+    """Sends one goal and blocks until it ends; never raises for a robot-side failure. It
+    honours the gate: a goal is not sent while stopped and is cancelled on a stop or interrupt."""
+
+    def run(self, goal: RobotGoal) -> GoalOutcome:
+        ...
+
+
+class RobotView(Protocol):
+    """What the robot believes, in `map`: where objects and the base are, what it holds."""
+
+    def object_position(self, object_id: str) -> Vec3 | None:
+        ...
+
+    def is_closed(self, object_id: str) -> bool:
+        ...
+
+    def held(self) -> str | None:
+        ...
+
+    def base_pose(self) -> BasePose | None:
+        ...
+
+    def wait_for_view(self, timeout_s: float) -> bool:
+        """Block until a camera frame taken after this call was used (after the head moved)."""
+        ...
+
+
+@dataclass
+class ExecutionLog:
+    """Every step sent, for feedback and the contract tests."""
+
+    steps: list[Step] = field(default_factory=list)
+
+
+class RobotSkillExecutor:
+    def __init__(self, sequencer: SkillSequencer, runner: GoalRunner, view: RobotView, gate: MotionGate,
+                 *, on_step: Callable[[Step], None] | None = None, view_timeout_s: float = 3.0) -> None:
+        self.sequencer = sequencer
+        self.profile = sequencer.profile
+        self.runner = runner
+        self.view = view
+        self.gate = gate
+        self.on_step = on_step
+        self.view_timeout_s = view_timeout_s
+        self.log = ExecutionLog()
+
+    def execute(self, request: SkillRequest) -> SkillResult:
+        subject = request.object_id or "the object"
+        refusal = self.gate.refusal()
+        if refusal:
+            return SkillResult(False, f"{request.skill}({subject}) refused: {refusal}", WORLD_UNAVAILABLE)
+        generation = self.gate.generation
+        if request.skill == "search":
+            return self._search(request, generation)
+        position = self.view.object_position(request.object_id)
+        if position is None:
+            return _fail(NOT_VISIBLE, subject, "never seen by the robot")
+        problem = self._precheck(request)
+        if problem is not None:
+            return problem
+        base = self.view.base_pose()
+        if request.skill == "navigate":
+            return self._run(self.sequencer.navigate(position, base), subject, generation)
+        if base is None:
+            return _fail(ROBOT_FAULT, subject, "the base's pose in the map is unknown (no transform map -> "
+                         f"{self.profile.base.base_frame})")
+        if request.skill not in MANIPULATIONS:
+            return SkillResult(False, f"unknown skill {request.skill!r}", "unsupported")
+        try:
+            steps = self.sequencer.manipulate(request.skill, position, base)
+        except Unreachable as exc:
+            return _fail(NOT_NEAR, subject, str(exc))
+        return self._run(steps, subject, generation)
+
+    def _precheck(self, request: SkillRequest) -> SkillResult | None:
+        held = self.view.held()
+        subject = request.object_id
+        if request.skill == "pick" and held:
+            return _fail(HAND_FULL, subject, f"already holding {held}")
+        if request.skill == "place" and not held:
+            return _fail(NOT_HOLDING, subject, "nothing to put down")
+        if request.skill == "place" and self.view.is_closed(subject):
+            return _fail(RECEPTACLE_CLOSED, subject, f"open it before putting {held} in it")
+        return None
+
+    def _search(self, request: SkillRequest, generation: int) -> SkillResult:
+        """VisualSearch: where the object was seen, go there; otherwise sweep the head and look
+        after each heading; not_visible only when the whole sweep did not find it."""
+        subject = request.object_id
+        position = self.view.object_position(subject)
+        if position is None:
+            for step in self.sequencer.look_around():
+                result = self._run([step], subject, generation)
+                if not result.success:
+                    return result
+                self.view.wait_for_view(self.view_timeout_s)
+                position = self.view.object_position(subject)
+                if position is not None:
+                    break
+            else:
+                return _fail(NOT_VISIBLE, subject, f"not found in a look-around of "
+                             f"{len(self.profile.head.look_around_pans)} headings")
+        return self._run(self.sequencer.navigate(position, self.view.base_pose()), subject, generation)
+
+    def _run(self, steps: list[Step], subject: str, generation: int) -> SkillResult:
+        for step in steps:
+            if self.gate.generation != generation:
+                return _fail(WORLD_UNAVAILABLE, subject, f"stopped before '{step.why}': "
+                             f"{self.gate.why_interrupted()}")
+            self.log.steps.append(step)
+            if self.on_step is not None:
+                self.on_step(step)
+            outcome = self.runner.run(step.goal)
+            failure = failure_of(step.goal, outcome, subject=subject, distro=self.profile.distribution,
+                                 holding_min=self.profile.gripper.holding_min)
+            if failure is not None:
+                log.info("%s: %s failed: %s", subject, step.why, failure.message)
+                return SkillResult(False, f"{failure.message} (while '{step.why}')", failure.condition)
+            if self.gate.generation != generation:  # interrupted as the goal ended
+                return _fail(WORLD_UNAVAILABLE, subject, f"stopped after '{step.why}': "
+                             f"{self.gate.why_interrupted()}")
+        return SkillResult(True)
+
+
+def _fail(condition: str, subject: str, detail: str) -> SkillResult:
+    return SkillResult(False, f"{subject} {WORDS[condition]}: {detail}", condition)

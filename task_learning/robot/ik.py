@@ -1,0 +1,120 @@
+"""The arm's inverse kinematics on the robot's own kinematic model (URDF), for robots without MoveIt.
+
+ikpy (PyPI `ikpy`) rather than Pinocchio or mink: it builds a kinematic chain straight from a URDF
+(what `/robot_description` publishes), handles revolute and prismatic joints (Fetch's torso lift,
+Stretch's lift and telescoping arm) with their limits, solves position and axis targets with
+scipy's optimiser, and needs nothing compiled beyond numpy and scipy. Pinocchio is the stronger
+dynamics library but leaves the IK loop to the caller; mink solves on MuJoCo models, not a URDF.
+A solution is accepted only when its forward kinematics lands within the profile's tolerance of
+the target: an unreachable target is "no solution", never a best effort sent to the arm.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from task_learning.errors import TaskLearningError
+
+
+class KinematicsError(TaskLearningError):
+    """The URDF cannot give the profile's chain (a link or joint it names is missing)."""
+
+
+def chain_path(urdf: str, root: str, tip: str) -> list[str]:
+    """The URDF elements from `root` to `tip`, alternating link, joint, link, ..., as ikpy's
+    `base_elements` takes them; KinematicsError naming what is missing."""
+    try:
+        robot = ET.fromstring(urdf)
+    except ET.ParseError as exc:
+        raise KinematicsError(f"robot description is not valid URDF XML: {exc}") from None
+    parent_joint: dict[str, tuple[str, str]] = {}
+    links = {link.get("name", "") for link in robot.iter("link")}
+    for element in robot.iter("joint"):
+        parent, child = element.find("parent"), element.find("child")
+        if parent is not None and child is not None:
+            parent_joint[child.get("link", "")] = (element.get("name", ""), parent.get("link", ""))
+    for name in (root, tip):
+        if name not in links:
+            raise KinematicsError(f"robot description has no link {name!r}")
+    path = [tip]
+    link = tip
+    while link != root:
+        if link not in parent_joint:
+            raise KinematicsError(f"link {tip!r} does not descend from {root!r} in the robot description")
+        joint, link = parent_joint[link]
+        path[:0] = [link, joint]
+    return path
+
+
+@dataclass
+class ArmKinematics:
+    """The chain root_link -> tip_link of a URDF; `joints` are the ones IK may move (the rest
+    of the chain stays at 0, or at the positions given as the seed)."""
+
+    chain: object
+    joints: tuple[str, ...]
+    tolerance_m: float
+
+    @classmethod
+    def from_urdf(cls, urdf: str, root: str, tip: str, joints: Sequence[str], tolerance_m: float = 0.02) -> "ArmKinematics":
+        from ikpy.chain import Chain
+
+        path = chain_path(urdf, root, tip)
+        missing = [j for j in joints if j not in path[1::2]]
+        if missing:
+            raise KinematicsError(f"joint(s) {', '.join(missing)} are not on the chain {root} -> {tip}")
+        fd, name = tempfile.mkstemp(suffix=".urdf")
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(urdf)
+            with warnings.catch_warnings():  # ikpy warns about every fixed link it keeps inactive
+                warnings.simplefilter("ignore")
+                probe = Chain.from_urdf_file(name, base_elements=path, symbolic=False)
+                mask = [link.name in joints for link in probe.links]
+                chain = Chain.from_urdf_file(name, base_elements=path, active_links_mask=mask, symbolic=False)
+        finally:
+            os.unlink(name)
+        return cls(chain, tuple(joints), tolerance_m)
+
+    def _links(self) -> list[str]:
+        return [link.name for link in self.chain.links]  # type: ignore[attr-defined]
+
+    def forward(self, positions: Sequence[float]) -> np.ndarray:
+        """The tip's position in the root link for the `joints` at `positions`."""
+        frame = self.chain.forward_kinematics(self._full(positions))  # type: ignore[attr-defined]
+        return np.asarray(frame[:3, 3])
+
+    def _full(self, positions: Sequence[float]) -> list[float]:
+        by_name = dict(zip(self.joints, positions))
+        return [float(by_name.get(name, 0.0)) for name in self._links()]
+
+    def solve(self, target: Sequence[float], seed: Sequence[float] | None = None,
+              axis: Sequence[float] | None = None) -> tuple[float, ...] | None:
+        """Joint positions (in `joints` order) putting the tip at `target` (root-link frame, m),
+        its x axis along `axis` when given; None when the best solution misses by more than the
+        tolerance (the target is out of reach)."""
+        initial = self._full(seed if seed is not None else [0.0] * len(self.joints))
+        initial = [self._clamp(i, v) for i, v in enumerate(initial)]
+        kwargs: dict[str, object] = {"initial_position": initial}
+        if axis is not None:
+            kwargs.update(target_orientation=list(axis), orientation_mode="X")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            full = self.chain.inverse_kinematics(list(target), **kwargs)  # type: ignore[attr-defined]
+        names = self._links()
+        solution = tuple(float(full[names.index(j)]) for j in self.joints)
+        if float(np.linalg.norm(self.forward(solution) - np.asarray(target))) > self.tolerance_m:
+            return None
+        return solution
+
+    def _clamp(self, index: int, value: float) -> float:
+        low, high = self.chain.links[index].bounds  # type: ignore[attr-defined]
+        low = -np.inf if low is None else low
+        high = np.inf if high is None else high
+        return float(min(max(value, low), high))

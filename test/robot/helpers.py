@@ -1,0 +1,58 @@
+"""Test doubles of the robot-skills core: a scripted goal runner and a believed world."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from task_learning.robot.goals import GoalOutcome, RobotGoal, Vec3
+from task_learning.robot.sequences import BasePose
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "robot"
+TEST_URDF = (DATA / "three_joint_arm.urdf").read_text()
+
+
+@dataclass
+class ScriptedRunner:
+    """Records every goal; answers with `script(goal)` (default: success)."""
+
+    script: Callable[[RobotGoal], GoalOutcome] | None = None
+    goals: list[RobotGoal] = field(default_factory=list)
+
+    def run(self, goal: RobotGoal) -> GoalOutcome:
+        self.goals.append(goal)
+        if self.script is not None:
+            return self.script(goal)
+        if goal.kind == "gripper":
+            return GoalOutcome("succeeded", gripper=(0.04, True, False))
+        return GoalOutcome("succeeded", code=1 if goal.kind == "move_group" else 0)
+
+
+@dataclass
+class FakeView:
+    objects: dict[str, Vec3] = field(default_factory=dict)
+    closed: set[str] = field(default_factory=set)
+    holding: str | None = None
+    base: BasePose | None = BasePose(0.0, 0.0, 0.0)
+    appears_after_views: dict[str, int] = field(default_factory=dict)  # object -> views until seen
+    hidden: dict[str, Vec3] = field(default_factory=dict)
+    views: int = 0
+
+    def object_position(self, object_id: str) -> Vec3 | None:
+        return self.objects.get(object_id)
+
+    def is_closed(self, object_id: str) -> bool:
+        return object_id in self.closed
+
+    def held(self) -> str | None:
+        return self.holding
+
+    def base_pose(self) -> BasePose | None:
+        return self.base
+
+    def wait_for_view(self, timeout_s: float) -> bool:
+        self.views += 1
+        for oid, n in self.appears_after_views.items():
+            if self.views >= n and oid in self.hidden:
+                self.objects[oid] = self.hidden.pop(oid)
+        return True

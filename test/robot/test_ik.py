@@ -1,0 +1,60 @@
+"""The arm's IK on a URDF (ikpy): solutions land on the target, the unreachable is refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from task_learning.robot.ik import ArmKinematics, KinematicsError, chain_path
+from test.robot.helpers import TEST_URDF
+
+JOINTS = ("lift_joint", "shoulder_joint", "elbow_joint")
+
+
+@pytest.fixture(scope="module")
+def arm() -> ArmKinematics:
+    return ArmKinematics.from_urdf(TEST_URDF, "base_link", "tool_link", JOINTS, tolerance_m=0.01)
+
+
+def test_chain_path_walks_the_tree_from_root_to_tip():
+    assert chain_path(TEST_URDF, "base_link", "tool_link") == [
+        "base_link", "lift_joint", "lift_link", "shoulder_joint", "upper_link", "elbow_joint", "fore_link",
+        "tool_joint", "tool_link"]
+    with pytest.raises(KinematicsError, match="no link 'gripper_link'"):
+        chain_path(TEST_URDF, "base_link", "gripper_link")
+    with pytest.raises(KinematicsError, match="does not descend"):
+        chain_path(TEST_URDF, "camera_link", "tool_link")
+
+
+@pytest.mark.parametrize("target", [(0.7, 0.2, 0.8), (0.5, -0.3, 0.6), (0.3, 0.4, 0.95)])
+def test_solutions_reach_the_target_within_limits(arm, target):
+    solution = arm.solve(target)
+    assert solution is not None
+    assert np.linalg.norm(arm.forward(solution) - np.asarray(target)) < 0.01
+    assert 0.0 <= solution[0] <= 0.5 and abs(solution[1]) <= 2.0 and abs(solution[2]) <= 2.5
+
+
+@pytest.mark.parametrize("target", [(2.0, 0.0, 0.8), (0.6, 0.0, 1.3)])
+def test_out_of_reach_is_no_solution(arm, target):
+    assert arm.solve(target) is None
+
+
+def test_a_joint_off_the_chain_is_named():
+    with pytest.raises(KinematicsError, match="camera_joint are not on the chain"):
+        ArmKinematics.from_urdf(TEST_URDF, "base_link", "tool_link", ("lift_joint", "camera_joint"))
+
+
+def test_fetch_pick_from_its_urdf():
+    """The Fetch profile's chain (torso and seven arm joints, base_link -> gripper_link) on the
+    simulated Fetch's URDF: a pick 0.7 m ahead at table height is solved, joints in profile order."""
+    from task_learning.robot.profile import load_profile
+    from task_learning.robot.sequences import BasePose, SkillSequencer
+    from test.robot.helpers import DATA
+
+    profile = load_profile("fetch")
+    kin = ArmKinematics.from_urdf((DATA / "fetch.urdf").read_text(), profile.arm.root_link, profile.arm.tip_link,
+                                  profile.arm.joints, profile.arm.tolerance_m)
+    steps = SkillSequencer(profile, kin).manipulate("pick", (0.7, 0.0, 0.8), BasePose(0.0, 0.0, 0.0))
+    arm = [s.goal for s in steps if getattr(s.goal, "purpose", "") == "arm"]
+    assert len(arm) == 3 and arm[0].joints == profile.arm.joints
+    assert np.linalg.norm(kin.forward(arm[1].final) - np.array([0.7, 0.0, 0.8])) < profile.arm.tolerance_m
+    assert 0.0 <= arm[1].final[0] <= 0.386  # the torso within its limits

@@ -1,0 +1,115 @@
+"""Every abstract action produces the expected standard goals, for each robot profile."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from task_learning.robot.goals import GripperGoal, MoveGroupGoal, NavigateGoal, PointHeadGoal, TrajectoryGoal
+from task_learning.robot.ik import ArmKinematics
+from task_learning.robot.profile import load_profile
+from task_learning.robot.sequences import BasePose, SkillSequencer, Unreachable
+from test.robot.helpers import TEST_URDF
+
+ORIGIN = BasePose(0.0, 0.0, 0.0)
+
+
+def test_navigate_stops_short_of_the_object_facing_it():
+    seq = SkillSequencer(load_profile("fetch"))
+    (step,) = seq.navigate((3.0, 4.0, 0.8), ORIGIN)
+    goal = step.goal
+    assert isinstance(goal, NavigateGoal) and goal.server == "navigate_to_pose" and goal.frame == "map"
+    assert math.hypot(3.0 - goal.position[0], 4.0 - goal.position[1]) == pytest.approx(0.75)
+    assert goal.yaw == pytest.approx(math.atan2(4.0, 3.0))
+
+
+def test_stretch_stops_with_the_object_on_its_arm_side():
+    seq = SkillSequencer(load_profile("stretch"))
+    goal = seq.navigate((2.0, 0.0, 0.8), ORIGIN)[0].goal
+    assert goal.yaw == pytest.approx(math.pi / 2, abs=1e-3)  # object to the base's right (-y)
+    base = BasePose(goal.position[0], goal.position[1], goal.yaw)
+    assert base.to_base((2.0, 0.0, 0.8))[1] == pytest.approx(-0.45)
+
+
+def test_look_at_uses_point_head_where_there_is_one():
+    (step,) = SkillSequencer(load_profile("fetch")).look_at((2.0, 1.0, 0.5), ORIGIN)
+    assert isinstance(step.goal, PointHeadGoal) and step.goal.server == "head_controller/point_head"
+    assert step.goal.target == (2.0, 1.0, 0.5) and step.goal.frame == "map"
+
+
+@pytest.mark.parametrize("robot,down_sign", [("tiago", -1), ("stretch", -1)])
+def test_look_at_computes_pan_and_tilt_otherwise(robot, down_sign):
+    profile = load_profile(robot)
+    (step,) = SkillSequencer(profile).look_at((1.0, 1.0, 0.2), BasePose(0.0, 0.0, math.pi / 2))
+    goal = step.goal
+    assert isinstance(goal, TrajectoryGoal) and goal.purpose == "head"
+    assert goal.joints == (profile.head.pan_joint, profile.head.tilt_joint)
+    pan, tilt = goal.final
+    assert pan < 0  # the base faces +y; the object is to its right
+    assert tilt * down_sign > 0  # looking down at an object below the head
+
+
+def test_look_around_sweeps_every_heading():
+    profile = load_profile("fetch")
+    steps = SkillSequencer(profile).look_around()
+    assert [s.goal.final[0] for s in steps] == list(profile.head.look_around_pans)
+    assert all(s.goal.server == "head_controller/follow_joint_trajectory" for s in steps)
+
+
+def test_pick_with_moveit():
+    profile = load_profile("tiago")
+    steps = SkillSequencer(profile).manipulate("pick", (0.8, 0.0, 0.8), ORIGIN)
+    kinds = [(s.goal.kind, getattr(s.goal, "purpose", "")) for s in steps]
+    assert kinds == [("trajectory", "head"), ("trajectory", "gripper"), ("move_group", ""), ("move_group", ""),
+                     ("trajectory", "gripper"), ("move_group", "")]
+    grasp = steps[3].goal
+    assert isinstance(grasp, MoveGroupGoal) and grasp.server == "move_action" and grasp.group == "arm_torso"
+    assert grasp.frame == profile.base.base_frame and grasp.position == pytest.approx((0.8, 0.0, 0.8))
+    assert steps[1].goal.final == (0.044, 0.044) and steps[4].goal.final == (0.0, 0.0)
+
+
+def ik_profile():
+    fetch = load_profile("fetch")
+    arm = fetch.arm.model_copy(update={"joints": ("lift_joint", "shoulder_joint", "elbow_joint"),
+                                       "tip_link": "tool_link", "reach_m": 0.9})
+    return fetch.model_copy(update={"arm": arm})
+
+
+def test_pick_with_ik_sends_joint_goals_that_reach_the_waypoints():
+    profile = ik_profile()
+    kin = ArmKinematics.from_urdf(TEST_URDF, "base_link", "tool_link", profile.arm.joints, tolerance_m=0.01)
+    base = BasePose(1.0, 1.0, math.pi / 2)
+    target = (1.0, 1.7, 0.8)  # 0.7 m ahead of the base
+    steps = SkillSequencer(profile, kin).manipulate("pick", target, base)
+    assert isinstance(steps[0].goal, PointHeadGoal)
+    assert isinstance(steps[1].goal, GripperGoal) and steps[1].goal.position == profile.gripper.open_position
+    arm_goals = [s.goal for s in steps if isinstance(s.goal, TrajectoryGoal) and s.goal.purpose == "arm"]
+    assert len(arm_goals) == 3 and all(g.server == profile.arm.trajectory_action for g in arm_goals)
+    assert np.linalg.norm(kin.forward(arm_goals[1].final) - np.array([0.7, 0.0, 0.8])) < 0.01
+    close = steps[4].goal
+    assert isinstance(close, GripperGoal) and close.grasp and close.position == 0.0
+
+
+def test_an_unreachable_target_sends_nothing():
+    profile = ik_profile()
+    kin = ArmKinematics.from_urdf(TEST_URDF, "base_link", "tool_link", profile.arm.joints, tolerance_m=0.01)
+    with pytest.raises(Unreachable, match="beyond the arm's reach"):
+        SkillSequencer(profile, kin).manipulate("pick", (3.0, 0.0, 0.8), ORIGIN)
+    with pytest.raises(Unreachable, match="no inverse kinematics solution"):
+        SkillSequencer(profile, kin).manipulate("pick", (0.6, 0.0, 1.6), ORIGIN)
+    with pytest.raises(Unreachable, match="no kinematic model"):
+        SkillSequencer(profile, None).manipulate("pick", (0.6, 0.0, 0.8), ORIGIN)
+
+
+@pytest.mark.parametrize("skill,grips", [("place", 1), ("open", 3), ("close", 3), ("toggle_on", 1)])
+def test_other_manipulations(skill, grips):
+    steps = SkillSequencer(load_profile("tiago")).manipulate(skill, (0.7, 0.1, 0.9), ORIGIN)
+    assert sum(1 for s in steps if getattr(s.goal, "purpose", "") == "gripper") == grips
+    assert any(isinstance(s.goal, MoveGroupGoal) for s in steps)
+
+
+def test_stretch_gripper_is_a_trajectory_of_its_aperture():
+    step = SkillSequencer(load_profile("stretch")).gripper(True)
+    assert isinstance(step.goal, TrajectoryGoal) and step.goal.joints == ("gripper_aperture",)
+    assert step.goal.server == "/stretch_controller/follow_joint_trajectory"
