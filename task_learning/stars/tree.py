@@ -131,6 +131,11 @@ class TreeRoot:
     parent_id: int = -1  # the candidate this tree repairs (-1: the initial tree)
     repair_feedback: str = ""
     generation: int = 0  # 0: initial tree, n: n-th repair round
+    # --decoding grounded: the text every branch starts from (the part all allowed answers share,
+    # sent as part of the prompt), and which branch texts the constraint allows (None: any)
+    start: str = ""
+    allows: Callable[[str], bool] | None = None
+    complete: Callable[[str], bool] | None = None  # a finished allowed answer (None: any)
 
 
 @dataclass
@@ -167,8 +172,10 @@ class TreeState:
     counts: dict[str, int] = field(default_factory=lambda: {
         "requests": 0, "responses": 0, "duplicates": 0, "failed_requests": 0, "capped": 0,
         "pruned_low_mean": 0, "pruned_depth": 0, "repeated_prefix": 0, "no_logprobs": 0,
-        "sentence_ends": 0,
+        "sentence_ends": 0, "outside_constraint": 0,
     })
+    # candidate id -> the probabilities of the tokens its text was found with (grounded scoring)
+    paths: dict[int, tuple[float, ...]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     # Called after each level of requests is processed (a live view shows the tree growing).
     on_level: Callable[[], None] | None = field(default=None, repr=False, compare=False)
@@ -202,6 +209,7 @@ class TreeState:
                              candidate_id=len(self.candidates) + 1, parent_id=parent_id,
                              repair_feedback=root.repair_feedback)
         self.candidates.append(cand)
+        self.paths[cand.candidate_id] = tuple(probs)
         self.by_text[key] = cand
         self.generation[cand.candidate_id] = root.generation
         self.events.append(TreeEvent(key, score, cand.candidate_id, False, level, requested))
@@ -221,7 +229,7 @@ def expand_steps(roots: Sequence[TreeRoot], state: TreeState) -> Steps[list[Goal
     their responses in the same order."""
     settings = state.settings
     first_new = len(state.candidates)
-    pending = [_Pending(root, "", (), 0, root.parent_id) for root in roots]
+    pending = [_Pending(root, root.start, (), 0, root.parent_id) for root in roots]
     while pending:
         batch: list[tuple[_Pending, LLMRequest]] = []
         capped_before = state.counts["capped"]
@@ -274,6 +282,11 @@ def _send(client: CompletionClient, request: LLMRequest) -> LLMResponse:
         return LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}")
 
 
+def _ends_allowed(root: TreeRoot, head: str, alt: str) -> bool:
+    """An alternative that ends the sentence where an allowed answer is complete."""
+    return ends_sentence(alt) and (root.complete is None or root.complete(head))
+
+
 def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_Pending]:
     """Record one response and return the branches it opens."""
     settings = state.settings
@@ -307,6 +320,9 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
                     continue
                 stripped = alt.strip()
                 if stripped.lower() == chosen or stripped in ("-", ","):
+                    continue
+                if root.allows is not None and not root.allows(head + alt) and not _ends_allowed(root, head, alt):
+                    state.counts["outside_constraint"] += 1  # the grammar would never let it be written
                     continue
                 if ends_sentence(alt):
                     state.counts["sentence_ends"] += 1

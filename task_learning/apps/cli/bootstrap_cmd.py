@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any, Callable
 
-from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_int, llm_options
+from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_int, decoding_of, llm_options
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS
 
 
@@ -49,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    decoding_of(args, supported=False, what="bootstrapping's production prompts")  # one line when grounded was asked for
     from task_learning.kb import KnowledgeBase
     from task_learning.llm.answer_bounds import resolve
     from task_learning.llm.client import make_client

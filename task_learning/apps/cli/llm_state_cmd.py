@@ -18,7 +18,7 @@ import sys
 import textwrap
 from typing import Any
 
-from task_learning.apps.cli.options import add_llm_arguments, bounded_float, bounded_int, llm_options
+from task_learning.apps.cli.options import add_llm_arguments, bounded_float, bounded_int, decoding_of, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
@@ -68,6 +68,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    decoding_of(args, supported=False, what="LLM-State's prompts")  # one line when grounded was asked for
     house = load_household()
     task = house.task(args.task)
     on_thor = args.backend != "household"
