@@ -67,6 +67,7 @@ class Constraint:
     choices: tuple[str, ...] = ()
     after: str = ""
     json_schema: str = ""
+    grammar: str = ""  # a GBNF grammar of its own (a language that is not a finite list)
 
     def remaining(self) -> tuple[str, ...]:
         """What the model may still write: the choices that continue `after`, without it."""
@@ -83,13 +84,15 @@ class Constraint:
     def gbnf(self) -> str:
         """The constraint as a llama.cpp GBNF grammar (also vLLM's xgrammar): a trie of the
         remaining choices, so alternatives that share a beginning share a rule."""
+        if self.grammar:
+            return self.grammar
         remaining = self.remaining()
         if not remaining:
             return 'root ::= ""'
         return f"root ::= {_trie_rule(sorted(remaining))}\n"
 
     def key(self) -> tuple[Any, ...]:
-        return (self.choices, self.after, self.json_schema)
+        return (self.choices, self.after, self.json_schema, self.grammar)
 
 
 def _trie_rule(texts: list[str]) -> str:
@@ -98,7 +101,7 @@ def _trie_rule(texts: list[str]) -> str:
     prefix = _common_prefix(texts)
     rest = [t[len(prefix):] for t in texts]
     if len(rest) == 1:
-        return _literal(prefix + rest[0])
+        return gbnf_literal(prefix + rest[0])
     groups: dict[str, list[str]] = {}
     ends = False
     for tail in rest:
@@ -109,7 +112,7 @@ def _trie_rule(texts: list[str]) -> str:
     alternatives = [_trie_rule(group) for group in groups.values()]
     body = " | ".join(alternatives)
     inner = f"({body})?" if ends else f"({body})"
-    return f"{_literal(prefix)} {inner}" if prefix else inner
+    return f"{gbnf_literal(prefix)} {inner}" if prefix else inner
 
 
 def _common_prefix(texts: list[str]) -> str:
@@ -120,7 +123,7 @@ def _common_prefix(texts: list[str]) -> str:
     return first[:n]
 
 
-def _literal(text: str) -> str:
+def gbnf_literal(text: str) -> str:
     """A GBNF string literal (JSON escaping is GBNF's for quotes, backslashes and control chars)."""
     return json.dumps(text, ensure_ascii=False)
 

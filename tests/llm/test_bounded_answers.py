@@ -296,3 +296,23 @@ def test_a_knowledge_base_bootstrapped_without_a_production_is_tested_as_it_is(s
     shown = capsys.readouterr().out
     assert "explore: 1 instances, 1 LLM decisions, 0 productions learned, not converged (llm local, answers bounded" \
         in shown
+
+
+def test_bootstrap_grounded_answers_carry_their_grammars(server, tmp_path, capsys):
+    """--decoding grounded (auto with --llm local): the selection may be only a listed option that
+    is not blacklisted, or done/quit; the English rule the asked form with a family's task pattern;
+    the rule the rule language's JSON object."""
+    server.set_default(COMPLETIONS, _production_replies(
+        " explore <receptacle> THEN choose special action: done",
+        'explore-done", "task": "explore <receptacle>", "conditions": [], "effect": "special action: done"}'))
+    data = _bootstrap(server, tmp_path, capsys=capsys)
+    assert [p["task"] for p in data["productions"]] == ["explore <receptacle>"]
+    sent = [r.body for r in server.requests_to(COMPLETIONS)]
+    selection = next(b for b in sent if b["prompt"].endswith(SELECTION_CUE))
+    english = next(b for b in sent if b["prompt"].endswith(ENGLISH_CUE))
+    rule = next(b for b in sent if b["prompt"].endswith(RULE_CUE))
+    assert '"motor action: " ("move to ' in selection["grammar"] and "done'" in selection["grammar"]
+    assert '"explore <receptacle>"' in english["grammar"] and '" THEN choose "' in english["grammar"]
+    assert '\\"task\\": \\""' in rule["grammar"] and '"explore <receptacle>"' in rule["grammar"]
+    free = _bootstrap(server, tmp_path / "free", "--decoding", "free", capsys=capsys)
+    assert free["productions"] and "grammar" not in server.requests_to(COMPLETIONS)[-1].body
