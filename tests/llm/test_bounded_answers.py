@@ -316,3 +316,18 @@ def test_bootstrap_grounded_answers_carry_their_grammars(server, tmp_path, capsy
     assert '\\"task\\": \\""' in rule["grammar"] and '"explore <receptacle>"' in rule["grammar"]
     free = _bootstrap(server, tmp_path / "free", "--decoding", "free", capsys=capsys)
     assert free["productions"] and "grammar" not in server.requests_to(COMPLETIONS)[-1].body
+
+
+def test_llm_state_grounded_policy_may_name_only_primitives_on_observed_objects(server, capsys):
+    server.set_default(COMPLETIONS, ScriptedReply(body=_llm_state_reply))
+    argv = ["llm-state", "--scene", "map1", "--task", "open_fridge", "--method", "no_states", "--llm", "local",
+            "--base-url", server.base_url, "--json"]
+    assert main(argv) == 0
+    first = server.requests_to(COMPLETIONS)[0].body
+    grammar = first["grammar"]
+    assert grammar.startswith('root ::= step ("\\n" step){0,19}')
+    assert '"placein(" obj ", " obj ")"' in grammar and '"wait()"' in grammar
+    objects = grammar.split("obj ::= ", 1)[1]
+    assert '"sink1"' not in objects  # the template example's object: map1 has none
+    assert main(argv + ["--decoding", "free"]) == 0
+    assert "grammar" not in server.requests_to(COMPLETIONS)[-1].body

@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     if PAPERS.get(args.paper):
         import importlib
 
-        if args.paper not in ("bcr", "bootstrapping"):
+        if args.paper not in ("bcr", "bootstrapping", "llm-state"):
             decoding_of(args, supported=False, what=f"--paper {args.paper}")
         return int(importlib.import_module(PAPERS[args.paper]).run(args))
     conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
