@@ -26,7 +26,7 @@ from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.llm.constraints import Decoding, parse_decoding
 from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
-from task_learning.stars.grounded import GoalSpace, PlaceShare, score_candidates
+from task_learning.stars.grounded import GoalSpace, PlaceShare, one_per_goal, score_candidates
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
 from task_learning.stars.sampling import sample_steps
 from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal, select_goal_steps
@@ -284,6 +284,8 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
         prep.distribution = score_candidates(prep.candidates, tree, prep.space, templates.grounded)
         prep.stage("scoring", started, places=len(prep.distribution))
     prep.pool_for_choice = [c for c in prep.candidates if c.viable] if switch.analyze_repair else prep.candidates
+    if prep.space is not None:  # aliases of one goal are one option (stars/grounded.py)
+        prep.pool_for_choice = one_per_goal(prep.pool_for_choice)
     started = time.perf_counter()
     if switch.llm_selection:
         prep.selection = yield from select_goal_steps(templates, ctx, prep.pool_for_choice, scope=object_id,

@@ -126,6 +126,22 @@ def score_candidates(candidates: Sequence[GoalCandidate], tree: TreeState, space
     return sorted(by_place.values(), key=lambda s: (-s.probability, s.place_id))
 
 
+def one_per_goal(candidates: Sequence[GoalCandidate]) -> list[GoalCandidate]:
+    """The viable candidates with one per goal: goals the same literals make ("the fridge", "the
+    refrigerator") are one choice for Selection and one question for the operator, the best
+    worded of them standing for all with their summed share."""
+    best: dict[tuple[str, ...], GoalCandidate] = {}
+    share: dict[tuple[str, ...], float] = {}
+    for cand in candidates:
+        if not cand.viable:
+            continue
+        key = tuple(sorted(str(lit) for lit in cand.literals))
+        share[key] = share.get(key, 0.0) + cand.score
+        if key not in best or cand.score > best[key].score:
+            best[key] = cand
+    return [replace(cand, score=share[key]) for key, cand in best.items()]
+
+
 def _probability(probs: Sequence[float], normalise: str) -> float:
     if not probs:
         return 0.0

@@ -53,6 +53,9 @@ def test_grounded_stars_with_the_stand_in_answers_only_grounded_goals(groceries)
                for r in goal_requests)
     selection = [r for r in client.requests if r.prompt_type == "selection"]
     assert all(r.constraint is not None and r.constraint.choices[0] == " 1" for r in selection)
+    options = result.selection.options  # aliases of one goal are one option, with their summed share
+    assert len({tuple(sorted(map(str, o.literals))) for o in options}) == len(options)
+    assert math.isclose(sum(o.score for o in options), 1.0, rel_tol=1e-9)
     data = result.to_dict()
     assert data["decoding"] == "grounded" and data["distribution"][0]["place"] == "Fridge|1"
 
