@@ -24,6 +24,8 @@ import os
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -42,10 +44,24 @@ from task_learning.stars.elicit import ElicitationSetup, elicit_goal  # noqa: E4
 from task_learning.world.scene import Scene, load_scene  # noqa: E402
 
 
-def measured(server: LocalServer, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _cpu(pid: int) -> float:
+    return cpu_seconds(pid) if pid else 0.0
+
+
+@dataclass
+class Target:
+    """The server the bench talks to: one it started (a LocalServer) or a running one (--base-url,
+    started with --metrics; --server-pid for its CPU time)."""
+
+    root_url: str
+    pid: int
+    options: dict[str, Any]
+
+
+def measured(server: Target, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """`work()`'s figures plus wall, CPU and the server's counters over it."""
-    pid = server.process.pid if server.process is not None else 0
-    before, srv_cpu, own_cpu = server_metrics(server), cpu_seconds(pid), time.process_time()
+    pid = server.pid
+    before, srv_cpu, own_cpu = server_metrics(server), _cpu(pid), time.process_time()
     load, started, clock = os.getloadavg()[0], time.perf_counter(), time.strftime("%H:%M:%S", time.gmtime())
     figures = work()
     wall = time.perf_counter() - started
@@ -60,14 +76,14 @@ def measured(server: LocalServer, work: Callable[[], dict[str, Any]]) -> dict[st
         gen_per_s=round(d["tokens_predicted_total"] / d["tokens_predicted_seconds_total"], 1)
         if d["tokens_predicted_seconds_total"] else None,
         server_busy_s=round(busy, 1), server_busy_share=round(busy / wall, 3) if wall else None,
-        server_cpu_s=round(cpu_seconds(pid) - srv_cpu, 1), client_cpu_s=round(time.process_time() - own_cpu, 1),
+        server_cpu_s=round(_cpu(pid) - srv_cpu, 1), client_cpu_s=round(time.process_time() - own_cpu, 1),
         client_cpu_share=round((time.process_time() - own_cpu) / wall, 3) if wall else None)
     return figures
 
 
-def probe(scene: Scene, server: LocalServer) -> dict[str, Any]:
+def probe(scene: Scene, server: Target) -> dict[str, Any]:
     """Each task object's grounded tree and scoring alone: the preferred place's rank (sum, mean)."""
-    client = make_client("local", local_server=server)
+    client = make_client("local", **server.options)
     metadata = {"sceneName": scene.name, "objects": scene.objects}
     objects = {}
     try:
@@ -103,11 +119,11 @@ def _distribution(result: Any, how: str) -> list[dict[str, Any]]:
     return [{"place": p} for p, _ in sorted(weights.items(), key=lambda item: -item[1])]
 
 
-def run(scene: Scene, condition: str, server: LocalServer, workdir: Path) -> dict[str, Any]:
+def run(scene: Scene, condition: str, server: Target, workdir: Path) -> dict[str, Any]:
     db = workdir / f"{scene.name}_{condition.replace('+', 'plus')}.sqlite"
     metrics, learner = run_in_process(RunSpec(scene=scene, condition=condition, llm="local",
                                               operator="simulated" if condition.endswith("+O") else "none",
-                                              db=db, decoding="grounded", llm_options={"local_server": server}))
+                                              db=db, decoding="grounded", llm_options=dict(server.options)))
     data = metrics.to_dict()
     report = grounded_report(getattr(learner, "distributions", {}), scene)
     usage = data.get("usage", {})
@@ -125,11 +141,20 @@ def main() -> int:
     parser.add_argument("--probe", action="store_true", help="the trees and scoring alone, per object")
     parser.add_argument("--conditions", nargs="*", default=["STARS+O", "STARS"])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--base-url", default="", help="a running llama-server started with --metrics")
+    parser.add_argument("--server-pid", type=int, default=0, help="its process id (for its CPU time)")
     args = parser.parse_args()
-    settings = load_llm_settings().local
-    settings = settings.model_copy(update={"threads": args.threads,
-                                           "extra_args": (*settings.extra_args, "--metrics")})
-    with tempfile.TemporaryDirectory(prefix="bench-grounded-") as tmp, LocalServer(settings) as server:
+    with ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-grounded-"))
+        if args.base_url:
+            root = args.base_url.rstrip("/").removesuffix("/v1")
+            server = Target(root, args.server_pid, {"base_url": f"{root}/v1"})
+        else:
+            settings = load_llm_settings().local
+            settings = settings.model_copy(update={"threads": args.threads,
+                                                   "extra_args": (*settings.extra_args, "--metrics")})
+            local = stack.enter_context(LocalServer(settings))
+            server = Target(local.root_url, local.process.pid if local.process else 0, {"local_server": local})
         for name in args.scenes:
             scene = load_scene(name)
             if args.probe:
