@@ -26,7 +26,7 @@ from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.llm.constraints import Decoding, parse_decoding
 from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
-from task_learning.stars.grounded import GoalSpace, PlaceShare, one_per_goal, score_candidates
+from task_learning.stars.grounded import GoalSpace, PlaceShare, decisive, one_per_goal, score_candidates
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
 from task_learning.stars.sampling import sample_steps
 from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal, select_goal_steps
@@ -323,7 +323,7 @@ def finish_elicitation(prep: PreparedElicitation, client: CompletionClient, usag
                              counts, prep.stages, selection, oversight, outcome,
                              list(dict.fromkeys(tree.errors)),
                              Decoding.GROUNDED if prep.space is not None else Decoding.FREE, prep.distribution,
-                             _paths(tree) if prep.space is not None else {})
+                             _paths(tree, prep.space) if prep.space is not None else {})
 
 
 def elicit_goal(
@@ -363,8 +363,13 @@ def elicit_goal(
         operator=setup.operator, kb=setup.kb)
 
 
-def _paths(tree: TreeState) -> dict[int, tuple[float, int]]:
-    return {i: (sum(math.log(max(p, 1e-300)) for p in probs), len(probs)) for i, probs in tree.paths.items()}
+def _paths(tree: TreeState, space: GoalSpace) -> dict[int, tuple[float, int]]:
+    """Candidate id -> (summed log probability of its decisive tokens, how many: stars/grounded.py)."""
+    out = {}
+    for i, probs in tree.paths.items():
+        kept = decisive(probs, tree.pieces.get(i, ()), space)
+        out[i] = (sum(math.log(max(p, 1e-300)) for p in kept), len(kept))
+    return out
 
 
 def _outcome(chosen: GoalCandidate | None, candidates: list[GoalCandidate], tree: TreeState,

@@ -110,7 +110,7 @@ def score_candidates(candidates: Sequence[GoalCandidate], tree: TreeState, space
     times feasibility, normalised); returns the distribution by place, most likely first."""
     weights: dict[int, float] = {}
     for cand in candidates:
-        probs = tree.paths.get(cand.candidate_id, ())
+        probs = decisive(tree.paths.get(cand.candidate_id, ()), tree.pieces.get(cand.candidate_id, ()), space)
         feasible = 1.0 if cand.viable else 0.0
         weights[cand.candidate_id] = feasible * _probability(probs, settings.normalise)
     total = sum(weights.values())
@@ -124,6 +124,22 @@ def score_candidates(candidates: Sequence[GoalCandidate], tree: TreeState, space
         by_place[goal.place_id] = PlaceShare(goal.place_id, known.name if known else goal.place_name,
                                              cand.score + (known.probability if known else 0.0))
     return sorted(by_place.values(), key=lambda s: (-s.probability, s.place_id))
+
+
+def decisive(probs: Sequence[float], pieces: Sequence[str], space: GoalSpace) -> list[float]:
+    """The probabilities of the tokens that chose among the grounded goals: a token written where
+    only one goal could still follow was forced by the grammar (" and the fridge is closed" once
+    "fridge" is written) and says nothing about the model's choice. llama.cpp reports the raw
+    probabilities with a grammar (measured), so such tokens would otherwise count against the
+    longer goals. Without token texts (another tree), every token counts."""
+    if len(pieces) != len(probs):
+        return list(probs)
+    kept, text = [], space.start
+    for p, piece in zip(probs, pieces):
+        if len([c for c in space.choices if c.startswith(text)]) > 1:
+            kept.append(p)
+        text += piece
+    return kept
 
 
 def one_per_goal(candidates: Sequence[GoalCandidate]) -> list[GoalCandidate]:

@@ -145,6 +145,7 @@ class _Pending:
     probs: tuple[float, ...]
     level: int
     parent_id: int
+    pieces: tuple[str, ...] = ()  # the token text of each of `probs`
 
 
 @dataclass
@@ -174,8 +175,10 @@ class TreeState:
         "pruned_low_mean": 0, "pruned_depth": 0, "repeated_prefix": 0, "no_logprobs": 0,
         "sentence_ends": 0, "outside_constraint": 0,
     })
-    # candidate id -> the probabilities of the tokens its text was found with (grounded scoring)
+    # candidate id -> the probabilities of the tokens its text was found with, and those tokens'
+    # texts ("" for a sentence end): grounded scoring
     paths: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    pieces: dict[int, tuple[str, ...]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     # Called after each level of requests is processed (a live view shows the tree growing).
     on_level: Callable[[], None] | None = field(default=None, repr=False, compare=False)
@@ -192,7 +195,7 @@ class TreeState:
         return max(0, self.settings.max_requests - self.counts["requests"])
 
     def add_response(self, text: str, probs: Sequence[float], root: TreeRoot, source: CandidateSource,
-                     parent_id: int, level: int, requested: bool) -> int:
+                     parent_id: int, level: int, requested: bool, pieces: Sequence[str] = ()) -> int:
         """Record a response; returns the candidate id it maps to (an existing one for a duplicate),
         or -1 for an empty response."""
         key = normalize_response(text)
@@ -210,6 +213,7 @@ class TreeState:
                              repair_feedback=root.repair_feedback)
         self.candidates.append(cand)
         self.paths[cand.candidate_id] = tuple(probs)
+        self.pieces[cand.candidate_id] = tuple(pieces)
         self.by_text[key] = cand
         self.generation[cand.candidate_id] = root.generation
         self.events.append(TreeEvent(key, score, cand.candidate_id, False, level, requested))
@@ -301,7 +305,8 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
         state.counts["no_logprobs"] += 1
     source = root.root_source if item.level == 0 else root.recurse_source
     probs = item.probs + tuple(t.prob for t in tokens)
-    me = state.add_response(item.prefix + text, probs, root, source, item.parent_id, item.level, True)
+    me = state.add_response(item.prefix + text, probs, root, source, item.parent_id, item.level, True,
+                            item.pieces + tuple(t.token for t in tokens))
     parent_for_branches = me if me > 0 else item.parent_id
     if item.level >= settings.max_depth:
         if any(t.prob < settings.branch_below - _EPS for t in tokens):
@@ -310,6 +315,7 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
     branches: list[_Pending] = []
     head = item.prefix
     head_probs = list(item.probs)
+    head_pieces = list(item.pieces)
     for token in tokens:
         p_token = token.prob
         if p_token < settings.branch_below - _EPS:
@@ -327,13 +333,14 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
                 if ends_sentence(alt):
                     state.counts["sentence_ends"] += 1
                     state.add_response(head, head_probs + [p_alt], root, root.recurse_source,
-                                       parent_for_branches, item.level + 1, False)
+                                       parent_for_branches, item.level + 1, False, head_pieces + [""])
                     continue
                 if item.level >= 1 and _mean(head_probs + [p_alt]) < settings.continue_at_least - _EPS:
                     state.counts["pruned_low_mean"] += 1
                     continue
                 branches.append(_Pending(root, head + alt, tuple(head_probs) + (p_alt,),
-                                         item.level + 1, parent_for_branches))
+                                         item.level + 1, parent_for_branches, (*head_pieces, alt)))
         head += token.token
         head_probs.append(p_token)
+        head_pieces.append(token.token)
     return branches
