@@ -33,7 +33,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_local_llm import COUNTERS, cpu_seconds, server_metrics  # noqa: E402
+from bench_local_llm import COUNTERS, cpu_seconds, first_objects, server_metrics  # noqa: E402
 
 from task_learning.experiments.grounded import grounded_report, preferred_rank  # noqa: E402
 from task_learning.llm.client import make_client  # noqa: E402
@@ -41,7 +41,7 @@ from task_learning.llm.local_server import LocalServer  # noqa: E402
 from task_learning.llm.settings import load_llm_settings  # noqa: E402
 from task_learning.planning.session import RunSpec, run_in_process  # noqa: E402
 from task_learning.stars.elicit import ElicitationSetup, elicit_goal  # noqa: E402
-from task_learning.world.scene import Scene, load_scene  # noqa: E402
+from task_learning.world.scene import Scene  # noqa: E402
 
 
 def _cpu(pid: int) -> float:
@@ -141,6 +141,7 @@ def main() -> int:
     parser.add_argument("--probe", action="store_true", help="the trees and scoring alone, per object")
     parser.add_argument("--conditions", nargs="*", default=["STARS+O", "STARS"])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--objects", type=int, default=None, help="only the first N task objects of each scene")
     parser.add_argument("--base-url", default="", help="a running llama-server started with --metrics")
     parser.add_argument("--server-pid", type=int, default=0, help="its process id (for its CPU time)")
     args = parser.parse_args()
@@ -156,7 +157,7 @@ def main() -> int:
             local = stack.enter_context(LocalServer(settings))
             server = Target(local.root_url, local.process.pid if local.process else 0, {"local_server": local})
         for name in args.scenes:
-            scene = load_scene(name)
+            scene = first_objects(name, args.objects)
             if args.probe:
                 print(json.dumps(measured(server, partial(probe, scene, server))), flush=True)
             for condition in args.conditions:

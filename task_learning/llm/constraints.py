@@ -68,11 +68,15 @@ class Constraint:
     after: str = ""
     json_schema: str = ""
     grammar: str = ""  # a GBNF grammar of its own (a language that is not a finite list)
+    # the server may stop where only one choice is left (at the end of that word): the rest is
+    # known, and a CPU server generates a grammar's forced tokens one by one (measured: seconds each)
+    stop_when_unique: bool = False
 
     def remaining(self) -> tuple[str, ...]:
         """What the model may still write: the choices that continue `after`, without it."""
         n = len(self.after)
-        return tuple(dict.fromkeys(c[n:] for c in self.choices if c.startswith(self.after) and len(c) > n))
+        choices = unique_cuts(self.choices) if self.stop_when_unique else self.choices
+        return tuple(dict.fromkeys(c[n:] for c in choices if c.startswith(self.after) and len(c) > n))
 
     def allows_prefix(self, text: str) -> bool:
         """Some choice starts with `text` (a branch worth asking the model to continue)."""
@@ -92,7 +96,23 @@ class Constraint:
         return f"root ::= {_trie_rule(sorted(remaining))}\n"
 
     def key(self) -> tuple[Any, ...]:
-        return (self.choices, self.after, self.json_schema, self.grammar)
+        return (self.choices, self.after, self.json_schema, self.grammar, self.stop_when_unique)
+
+
+def unique_cuts(choices: tuple[str, ...]) -> tuple[str, ...]:
+    """Each choice up to the end of the word where no other choice starts the same way (the whole
+    choice when it is a beginning of another: "on the counter" and "on the counter top")."""
+    out = []
+    for choice in choices:
+        others = [c for c in choices if c != choice]
+        cut = len(choice)
+        for i in range(1, len(choice) + 1):
+            if not any(o.startswith(choice[:i]) for o in others):
+                end = choice.find(" ", i)
+                cut = len(choice) if end < 0 else end
+                break
+        out.append(choice[:cut])
+    return tuple(out)
 
 
 def _trie_rule(texts: list[str]) -> str:

@@ -69,7 +69,15 @@ class GoalSpace:
         return text in self.choices
 
     def constraint(self, prefix: str) -> Constraint:
-        return Constraint(choices=self.choices, after=prefix)
+        return Constraint(choices=self.choices, after=prefix, stop_when_unique=True)
+
+    def expand(self, text: str) -> str:
+        """A text only one goal starts with, as that goal (the server stopped where the rest was
+        forced: Constraint.stop_when_unique); any other text as it is."""
+        if text in self.choices:
+            return text
+        found = [c for c in self.choices if c.startswith(text)]
+        return found[0] if len(found) == 1 else text
 
     def root(self, build: Callable[[str, str], LLMRequest], key: str, logprobs: int, **fields: Any) -> TreeRoot:
         """A tree root whose requests carry the constraint for their prefix (and ask for
@@ -78,7 +86,7 @@ class GoalSpace:
             return replace(build(prompt_type, prefix), constraint=self.constraint(prefix), logprobs=logprobs)
 
         return TreeRoot(build_request=constrained, key=key, start=self.start, allows=self.allows,
-                        complete=self.complete, **fields)
+                        complete=self.complete, expand=self.expand, **fields)
 
 
 def shared_start(choices: Sequence[str]) -> str:
@@ -127,16 +135,19 @@ def score_candidates(candidates: Sequence[GoalCandidate], tree: TreeState, space
 
 
 def decisive(probs: Sequence[float], pieces: Sequence[str], space: GoalSpace) -> list[float]:
-    """The probabilities of the tokens that chose among the grounded goals: a token written where
-    only one goal could still follow was forced by the grammar (" and the fridge is closed" once
-    "fridge" is written) and says nothing about the model's choice. llama.cpp reports the raw
-    probabilities with a grammar (measured), so such tokens would otherwise count against the
-    longer goals. Without token texts (another tree), every token counts."""
+    """The probabilities of the tokens that chose among the grounded goals: a token that leaves
+    fewer goals possible than before it (or a sentence end where a longer goal could go on). A
+    token every remaining goal continues with was forced by the grammar (" and the fridge is
+    closed" once "fridge" is written) and says nothing about the model's choice; llama.cpp reports
+    the raw probabilities with a grammar (measured), so such tokens would otherwise count against
+    the longer goals. Without token texts (another tree), every token counts."""
     if len(pieces) != len(probs):
         return list(probs)
     kept, text = [], space.start
     for p, piece in zip(probs, pieces):
-        if len([c for c in space.choices if c.startswith(text)]) > 1:
+        before = sum(1 for c in space.choices if c.startswith(text))
+        after = sum(1 for c in space.choices if c.startswith(text + piece)) if piece else 1
+        if after < before:
             kept.append(p)
         text += piece
     return kept

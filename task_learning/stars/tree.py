@@ -136,6 +136,7 @@ class TreeRoot:
     start: str = ""
     allows: Callable[[str], bool] | None = None
     complete: Callable[[str], bool] | None = None  # a finished allowed answer (None: any)
+    expand: Callable[[str], str] | None = None  # an answer the server stopped early, completed
 
 
 @dataclass
@@ -305,8 +306,12 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
         state.counts["no_logprobs"] += 1
     source = root.root_source if item.level == 0 else root.recurse_source
     probs = item.probs + tuple(t.prob for t in tokens)
-    me = state.add_response(item.prefix + text, probs, root, source, item.parent_id, item.level, True,
-                            item.pieces + tuple(t.token for t in tokens))
+    pieces = item.pieces + tuple(t.token for t in tokens)
+    written = item.prefix + text
+    if root.expand is not None and root.expand(written) != written:  # the forced rest, certain
+        full = root.expand(written)
+        probs, pieces, written = probs + (1.0,), pieces + (full[len(written):],), full
+    me = state.add_response(written, probs, root, source, item.parent_id, item.level, True, pieces)
     parent_for_branches = me if me > 0 else item.parent_id
     if item.level >= settings.max_depth:
         if any(t.prob < settings.branch_below - _EPS for t in tokens):

@@ -116,3 +116,17 @@ def _state(metadata):
     from task_learning.world.state import world_state_from_metadata
 
     return (world_state_from_metadata(metadata),)
+
+
+def test_only_the_tokens_that_chose_among_the_goals_count():
+    space = GoalSpace([], " The goal is that the x is", (" The goal is that the x is in the fridge and the fridge is closed",
+                                                        " The goal is that the x is on the counter",
+                                                        " The goal is that the x is on the counter top"), {})
+    from task_learning.stars.grounded import decisive
+
+    fridge = decisive([0.9, 0.8, 0.3, 0.5, 0.9, 0.9, 0.9, 0.9],
+                      [" in", " the", " fridge", " and", " the", " fridge", " is", " closed"], space)
+    assert fridge == [0.9]  # " in" chose; everything after it was forced by the grammar
+    counter = decisive([0.1, 0.8, 0.7, 0.6], [" on", " the", " counter", ""], space)
+    assert counter == [0.1, 0.6]  # " on", then the end against " top"
+    assert decisive([0.5, 0.5], [], space) == [0.5, 0.5]  # no token texts: every token counts
