@@ -32,6 +32,7 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import replace
+from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -47,7 +48,8 @@ COUNTERS = ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predict
             "tokens_predicted_seconds_total", "n_decode_total", "n_busy_slots_per_decode")
 
 
-def server_metrics(server: LocalServer) -> dict[str, float]:
+def server_metrics(server: Any) -> dict[str, float]:
+    """The server's /metrics counters (`server.root_url`: a LocalServer or anything with one)."""
     with urllib.request.urlopen(f"{server.root_url}/metrics", timeout=30) as answer:
         text = answer.read().decode()
     values = {}

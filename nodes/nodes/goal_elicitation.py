@@ -39,6 +39,7 @@ from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
+from task_learning.llm.constraints import effective_decoding, parse_decoding
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
 
 if TYPE_CHECKING:
@@ -106,6 +107,9 @@ class GoalElicitationNode(Node):
         self.templates = load_templates()  # ConfigError names the file and key
         self.client = make_client(params.llm, cache=params.llm_cache or None,
                                   latency_s=params.llm_latency_s, **llm_client_options(params))
+        self.decoding, notice = effective_decoding(self.client.provider, parse_decoding(params.decoding, params.llm))
+        if notice:
+            self.get_logger().warning(notice)
         # The STARS tree as it grows and every LLM call, on the graph (recorders, the live view).
         from task_learning.episode.bus import EpisodeBus
         from task_learning.episode.messages import LLM_CALLS, STARS_TREE
@@ -249,7 +253,7 @@ class GoalElicitationNode(Node):
                                                      templates=self.templates, settings=self.settings,
                                                      operator=operator, on_stage=on_stage,
                                                      on_tree=StarsTreePublisher(self._episode, task),
-                                                     batched=bool(goal.batch_id)))
+                                                     batched=bool(goal.batch_id), decoding=self.decoding))
         # The endpoint stopped serving (a dead or hung LLM server): the goal fails with that
         # reason, which the planner recognises (LLM_UNAVAILABLE) and ends its task with.
         self.client.raise_if_unavailable()
@@ -331,7 +335,7 @@ class GoalElicitationNode(Node):
                                        templates=self.templates, settings=self.settings,
                                        location=self.location or None,
                                        system_context=self._user_context(goal.context, condition),
-                                       on_tree=StarsTreePublisher(self._episode, task))
+                                       on_tree=StarsTreePublisher(self._episode, task), decoding=self.decoding)
         self.client.reset_breaker()  # a restarted LLM server gets a fresh chance, as for each LearnGoal
 
         def publish(snapshot: Snapshot) -> None:

@@ -278,6 +278,8 @@ class LLMEndpointParameters(NodeParameters):
     llm_model: str = param("", "Completions model (llm openai), or the GGUF file to serve (llm local without "
                            "llm_base_url); empty: config/llm.yaml")
     llm_selection_model: str = param("", "Model for selection and chat prompts (llm openai); empty: config/llm.yaml")
+    decoding: str = param("auto", "free: the papers' protocols; grounded: answers constrained to what the robot "
+                          "can ground (STARS goals; docs/llm.md); auto: grounded with llm local, free otherwise")
 
 
 def llm_client_options(values: LLMEndpointParameters) -> dict[str, str]:

@@ -98,7 +98,8 @@ class LLMEngine:
 
     def __init__(self, client: Any, max_reasks: int = MAX_REASKS, scope: str = "bcr",
                  fallback: HeuristicEngine | None = None, mode: str = "guarded",
-                 state_notes: Callable[[], str] | None = None, answers: str = "paper") -> None:
+                 state_notes: Callable[[], str] | None = None, answers: str = "paper",
+                 decoding: str = "free") -> None:
         if mode not in MODES:
             raise ConfigError(None, "mode", f"unknown BCR mode {mode!r} (expected one of {', '.join(MODES)})")
         self.client = client
@@ -107,6 +108,7 @@ class LLMEngine:
         self.mode = mode
         self.state_notes = state_notes  # LLM-State's state text, read afresh for each decision
         self.answers = answers  # paper | bounded (a base model's answers: llm/answer_bounds.py)
+        self.grounded = decoding == "grounded"  # the answer constrained to the candidates
         # Every answer the model gave, in order, with what became of it (shown by `bcr --json`)
         self.transcript: list[dict[str, Any]] = []
         self.fallback: HeuristicEngine | None = None if mode == "paper" else (fallback or HeuristicEngine())
@@ -121,7 +123,7 @@ class LLMEngine:
         for attempt in range(self.max_reasks + 1):
             request = build_request(context.goals, context.completed, texts, context.history,
                                     errors, scope=self.scope, mode=self.mode, state_notes=notes,
-                                    answers=self.answers)
+                                    answers=self.answers, grounded=self.grounded)
             last_prompt = request.messages[0][1] if request.messages else request.prompt
             response = self.client.complete(request)
             requests += 1

@@ -18,6 +18,7 @@ from typing import Any
 from task_learning.bcr.literals import literal_text
 from task_learning.llm.answer_bounds import bound_for
 from task_learning.llm.base import LLMRequest
+from task_learning.llm.constraints import Constraint
 from task_learning.types import GoalLiteral
 
 ANSWER = re.compile(r"\$\$\s*(.+?)\s*\$\$", re.S)
@@ -67,11 +68,13 @@ def build_prompt(goals: list[GoalLiteral], completed: list[GoalLiteral], candida
 
 def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
                   history: list[str], errors: list[str], scope: str = "",
-                  mode: str = "guarded", state_notes: str = "", answers: str = "paper") -> LLMRequest:
+                  mode: str = "guarded", state_notes: str = "", answers: str = "paper",
+                  grounded: bool = False) -> LLMRequest:
     """A fresh one-message conversation per decision, with the structured context the offline
     model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed, and
     the agent's mode: the offline chooser adds its repeat penalty in `guarded` mode only; and
-    `llm_state`, the notes shown, only when there are any)."""
+    `llm_state`, the notes shown, only when there are any). `grounded` (--decoding grounded): the
+    answer can only be one of the candidates, in the answer form the prompt asks for."""
     prompt = build_prompt(goals, completed, candidates, history, errors, state_notes)
     context: dict[str, Any] = {
         "goal": [literal_text(g) for g in goals],
@@ -87,8 +90,9 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
         context["llm_state"] = notes
     bound = bound_for("bcr_selection", answers)
     if bound is not None:  # the same context: the offline stand-in answers the same
+        constraint = Constraint(tuple(f" {c}" for c in candidates)) if grounded and candidates else None
         return LLMRequest(prompt_type="bcr_selection", prompt=bound.prompt(prompt), max_tokens=bound.max_tokens,
-                          stop=bound.stop, temperature=0.0, context=context, scope=scope)
+                          stop=bound.stop, temperature=0.0, context=context, scope=scope, constraint=constraint)
     return LLMRequest(
         prompt_type="bcr_selection",
         messages=(("user", prompt),),
@@ -96,6 +100,7 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
         temperature=0.0,
         context=context,
         scope=scope,
+        constraint=Constraint(tuple(f" $$ {c} $$" for c in candidates)) if grounded and candidates else None,
     )
 
 

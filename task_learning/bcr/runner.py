@@ -94,11 +94,13 @@ def make_world(scene: Scene, seed: int | None) -> FailurePointWorld:
 def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
               engine: Any = "heuristic", client: Any = None, seed: int | None = 0, *,
               domain: Domain | None = None, max_actions: int = MAX_ACTIONS,
-              world: Any = None, mode: str = "guarded", answers: str = "paper") -> TrialResult:
+              world: Any = None, mode: str = "guarded", answers: str = "paper",
+              decoding: str = "free") -> TrialResult:
     """Run one task to success or failure. `engine` is a name ('llm', 'heuristic') or an engine
     object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed;
     `mode` 'paper' (the BCR paper as published) or 'guarded' (loop breaking, heuristic fallback);
-    `answers` 'paper' or 'bounded' (a base model's: llm/answer_bounds.py)."""
+    `answers` 'paper' or 'bounded' (a base model's: llm/answer_bounds.py); `decoding` 'free' or
+    'grounded' (the answer constrained to the candidates: llm/constraints.py)."""
     started = time.perf_counter()
     tasks = _tasks()
     spec = tasks.task(task)
@@ -107,7 +109,8 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
     world = world if world is not None else make_world(scene_obj, seed)
     if isinstance(engine, str):
         engine_obj = make_engine(engine, client, **({"scope": f"bcr:{task}:{seed}", "mode": mode,
-                                                      "answers": answers} if engine == "llm" else {}))
+                                                      "answers": answers, "decoding": decoding}
+                                                   if engine == "llm" else {}))
     else:
         engine_obj = engine
     result = run_goals(world, list(spec.goals), engine_obj, domain, max_actions=max_actions,

@@ -55,14 +55,16 @@ def check_tasks(tasks: Sequence[str] | None) -> list[str]:
 
 
 def run_table(client: Any, tasks: Sequence[str], trials: int, *, answers: str = "paper",
-              sample_load: bool = False, report: Callable[[str], None] | None = None) -> list[TaskRow]:
+              sample_load: bool = False, report: Callable[[str], None] | None = None,
+              decoding: str = "free") -> list[TaskRow]:
     """Every task, `trials` seeded trials each, paper mode; `sample_load`: each task's wall time
     with the machine's load and the client's usage (a real model's rows)."""
     rows = []
     for task in tasks:
         before = client.usage_snapshot() if sample_load else None
         with LoadSampler() as load:
-            results = [run_trial("bcr_kitchen", task, "llm", client, seed, mode="paper", answers=answers)
+            results = [run_trial("bcr_kitchen", task, "llm", client, seed, mode="paper", answers=answers,
+                                 decoding=decoding)
                        for seed in range(trials)]
         row = TaskRow(task, results, wall_s=load.wall_s)
         if sample_load:

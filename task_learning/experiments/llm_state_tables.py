@@ -142,7 +142,8 @@ class TableRun:
 def run_tables(household: Household, client: Completer, methods: Sequence[str], *,
                maps: Sequence[str] | None = None, runs: int | None = None, temperature: float = 0.0,
                wording: str = "own", report: Callable[[str], None] | None = None,
-               tasks: Sequence[str] | None = None, answers: str = "paper", sample_load: bool = False) -> TableRun:
+               tasks: Sequence[str] | None = None, answers: str = "paper", sample_load: bool = False,
+               decoding: str = "free") -> TableRun:
     """Every method on every task of the tables (or `tasks`, a subset, in the tables' order),
     `runs` runs each (default: one per map), run i on map i mod len(maps). `sample_load`: each
     method's wall time with the machine's load while it ran (a real model's rows)."""
@@ -158,7 +159,7 @@ def run_tables(household: Household, client: Completer, methods: Sequence[str], 
             for task in chosen:
                 table.runs[(task, method)] = [run_trial(task, maps[i % len(maps)], method, client, household=household,
                                                         trial=i, temperature=temperature, wording=wording,
-                                                        answers=answers)
+                                                        answers=answers, decoding=decoding)
                                               for i in range(runs)]
         if sample_load:
             table.machine[method] = {"method_wall_s": round(load.wall_s, 1), **load.summary()}
@@ -286,13 +287,14 @@ HELDOUT_METHODS = ("no_states", "ours")
 
 def run_heldout(household: Household, client: Completer, methods: Sequence[str] = HELDOUT_METHODS, *,
                 temperature: float = 0.0, wording: str = "own",
-                answers: str = "paper") -> dict[str, dict[str, list[TrialResult]]]:
+                answers: str = "paper", decoding: str = "free") -> dict[str, dict[str, list[TrialResult]]]:
     """Held-out runs, apart from the tables: every task (the paper's and the held-out ones) on the
     held-out maps, and the held-out tasks there too, for those of HELDOUT_METHODS in `methods`;
     method -> task -> results per held-out map."""
     maps = [n for n, m in household.maps.items() if m.heldout]
     return {method: {task: [run_trial(task, m, method, client, household=household, trial=i,
-                                      temperature=temperature, wording=wording, answers=answers)
+                                      temperature=temperature, wording=wording, answers=answers,
+                                      decoding=decoding)
                             for i, m in enumerate(maps)]
                      for task in household.tasks}
             for method in HELDOUT_METHODS if method in methods}

@@ -23,30 +23,32 @@ Reporter = Callable[[str], None]
 def run_conditions(scene: str, conditions: Sequence[str], *, llm: str = "offline",
                    workdir: str | Path | None = None, trial2: bool = True, seed: int | None = None,
                    report: Reporter | None = None, llm_options: Mapping[str, Any] | None = None,
-                   shared: SharedAnswers | None = None) -> list[tuple[str, dict[str, Any]]]:
+                   shared: SharedAnswers | None = None, decoding: str = "free",
+                   label: str = "") -> list[tuple[str, dict[str, Any]]]:
     """`llm_options`: make_client options for every run (a base URL, a model, the local server
-    that the command started once for all runs)."""
+    that the command started once for all runs). `decoding`: free | grounded (llm/constraints.py);
+    `label` is added to each row's condition ("STARS grounded")."""
     workdir = Path(workdir or tempfile.mkdtemp(prefix="task_learning_exp_"))
     workdir.mkdir(parents=True, exist_ok=True)
     rows: list[tuple[str, dict[str, Any]]] = []
     last_db: Path | None = None
     options = dict(llm_options or {})
     for condition in conditions:
-        db = workdir / f"{scene}_{condition.replace('+', 'plus').replace('*', 'star')}.sqlite"
+        db = workdir / f"{scene}_{condition.replace('+', 'plus').replace('*', 'star')}{'_' + decoding if label else ''}.sqlite"
         remove_knowledge_base(db)  # with its WAL: a rerun in the same folder starts from nothing
         operator = "simulated" if condition.endswith("+O") else "none"
         row = _trial(RunSpec(scene=scene, condition=condition, llm=llm, operator=operator, db=db, seed=seed,
-                             llm_options=options), shared)
-        rows.append((condition, row))
+                             llm_options=options, decoding=decoding), shared)
+        rows.append((f"{condition}{label}", row))
         if report:
-            report(f"{scene} {condition}: {row['completion']:.1f}% in {len(row['objects'])} objects, "
+            report(f"{scene} {condition}{label}: {row['completion']:.1f}% in {len(row['objects'])} objects, "
                    f"{row['wall_s']:.0f} s")
         if condition.endswith("+O"):
             last_db = db
     if trial2 and last_db is not None:
         row = _trial(RunSpec(scene=scene, condition=conditions[-1], llm=llm, operator="simulated", db=last_db,
-                             seed=seed, llm_options=options), shared)
-        rows.append(("Trial #2", row))
+                             seed=seed, llm_options=options, decoding=decoding), shared)
+        rows.append((f"Trial #2{label}", row))
         if report:
             report(f"{scene} Trial #2: {row['completion']:.1f}%, {row['usage']['calls']} LLM calls")
     return rows

@@ -150,11 +150,13 @@ def format_table(scene: str, rows: Sequence[tuple[str, Mapping[str, Any]]], *, w
     title = (f"STARS paper's Table 2 layout: {scene} ({kind}; LLM: {llm}; tokens counted by "
              f"{tokenizer_for(llm)})")
     lines = [title, header, "-" * len(header)]
-    for label, data in rows:
+    for i, (label, data) in enumerate(rows):
         lines.append(_row(label, data, label_width, widths))
-        if standin is not None and label in standin:
-            lines.append(_row(STANDIN_LABEL, standin[label], label_width, widths))
         base = paper_key(label)
+        if i + 1 < len(rows) and paper_key(rows[i + 1][0]) == base:
+            continue  # the same condition decoded another way (free, grounded): its rows together
+        if standin is not None and base in standin:
+            lines.append(_row(STANDIN_LABEL, standin[base], label_width, widths))
         paper = paper_row(scene, base) if with_paper else None
         if paper is not None:
             lines.append(_row(f"  (paper {base})", paper, label_width, widths))

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
+from task_learning.llm.constraints import Constraint
+
 ANSWER_CUE = "Answer:"
 # A conversation flattened for a base model (flatten_conversation) puts "Answer:" before each
 # answer: a model that writes this has finished its answer and goes on to invent the next turn
@@ -49,6 +51,8 @@ class LLMRequest:
     stop: tuple[str, ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     scope: str = ""  # what the per-object request cap counts against (e.g. the object id)
+    # --decoding grounded: what the answer may be (llm/constraints.py); None: free decoding
+    constraint: Constraint | None = None
 
     @property
     def is_chat(self) -> bool:
@@ -67,6 +71,8 @@ class LLMRequest:
             "stop": list(self.stop),
             "context": self.context,
         }
+        if self.constraint is not None:
+            payload["constraint"] = list(self.constraint.key())
         blob = json.dumps(payload, sort_keys=True, default=str).encode("utf-8")
         return hashlib.sha256(blob).hexdigest()
 
@@ -168,4 +174,5 @@ def batch_signature(request: LLMRequest) -> tuple | None:
     request) are never batched: None."""
     if request.is_chat:
         return None
-    return (request.max_tokens, request.temperature, request.logprobs, request.stop)
+    return (request.max_tokens, request.temperature, request.logprobs, request.stop,
+            request.constraint.key() if request.constraint is not None else None)

@@ -495,5 +495,6 @@ def _openai_provider(settings: LLMSettings, env: Mapping[str, str], options: Map
         selection_prompt_types=o.selection_prompt_types,
         organization=o.organization or None,
         require_logprobs=o.require_logprobs,
+        constraints=o.constraints,
         max_response_bytes=int(options.get("max_response_bytes") or settings.client.max_response_bytes),
     )

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from task_learning.errors import TaskLearningError
+from task_learning.llm.constraints import ConstraintStyle
 from task_learning.llm.base import ConnectionProviderError, FatalProviderError, LLMRequest, LLMResponse
 from task_learning.llm.local_server import LocalServer, probe_health, root_of
 from task_learning.llm.openai_provider import OpenAIProvider
@@ -44,8 +45,9 @@ class LocalProvider(OpenAIProvider):
     def __init__(self, *, base_url: str, model_name: str, server: LocalServer | None = None,
                  owns_server: bool = False, health_timeout_s: float = 5.0, timeout_per_prompt_s: float = 0.0,
                  timeout_per_token_s: float = 0.0, **options: Any) -> None:
-        super().__init__(base_url=base_url, completion_model=model_name, selection_model=model_name,
-                         selection_api="completions", selection_prompt_types=(), **options)
+        super().__init__(base_url=with_api_path(base_url), completion_model=model_name, selection_model=model_name,
+                         selection_api="completions", selection_prompt_types=(),
+                         constraints=ConstraintStyle.LLAMA_CPP, **options)
         self.server = server
         self.owns_server = owns_server
         self.health_timeout_s = float(health_timeout_s)
@@ -126,6 +128,18 @@ class LocalProvider(OpenAIProvider):
         super().close()
         if self.owns_server and self.server is not None:
             self.server.stop()
+
+
+def with_api_path(base_url: str) -> str:
+    """llama-server prints its root URL (http://127.0.0.1:PORT); its OpenAI-compatible API is
+    under /v1. A root URL given to `local` is that server's: /v1 is added (issue 40: a root URL
+    got "has no choices" and silent retries)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(base_url)
+    if parts.scheme in ("http", "https") and parts.path.strip("/") == "":
+        return urlunsplit((parts.scheme, parts.netloc, "/v1", "", ""))
+    return base_url
 
 
 def local_provider(settings: LocalSettings, env: Mapping[str, str], options: Mapping[str, Any]) -> LocalProvider:

@@ -58,6 +58,7 @@ from task_learning.llm.base import (
     flatten_conversation,
     TransientProviderError,
 )
+from task_learning.llm.constraints import ConstraintStyle, request_body
 from task_learning.llm.http_guard import CallGuard, guarded_http_client, is_too_large, redact_url, split_credentials
 
 MISSING_LOGPROB = -9999.0  # a token the endpoint gave no logprob for: probability ~0
@@ -83,6 +84,7 @@ class OpenAIProvider:
         require_logprobs: bool = True,
         default_timeout_s: float = 30.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        constraints: str | ConstraintStyle = ConstraintStyle.NONE,
     ) -> None:
         if selection_api not in ("chat", "completions"):
             raise ValueError(f"selection_api must be chat or completions, got {selection_api!r}")
@@ -92,6 +94,8 @@ class OpenAIProvider:
         self.selection_api = selection_api
         self.selection_prompt_types = frozenset(selection_prompt_types)
         self.require_logprobs = require_logprobs
+        # how this endpoint is told a grounded request's constraint (llm/constraints.py)
+        self.constraints = ConstraintStyle(constraints)
         self._secret = api_key or ""
         self._guard = CallGuard()
         self._organization = organization
@@ -181,7 +185,7 @@ class OpenAIProvider:
         if self.uses_chat(request):
             return None
         return (self.model_for(request), request.max_tokens, request.temperature, request.logprobs,
-                request.stop)
+                request.stop, request.constraint.key() if request.constraint is not None else None)
 
     def complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
         """Answer requests of one `batch_key` with one completions request (a list of prompts)."""
@@ -226,6 +230,9 @@ class OpenAIProvider:
             args["logprobs"] = request.logprobs
         if request.stop:
             args["stop"] = list(request.stop)
+        extra = request_body(request.constraint, self.constraints)
+        if extra:
+            args["extra_body"] = extra
         return args
 
     def _chat_args(self, request: LLMRequest) -> dict[str, Any]:
@@ -305,7 +312,7 @@ class OpenAIProvider:
             error = _error_field(raw)
             if error:
                 raise ProviderError(self.redact(f"error from {self.base_url} (sent with status 200): {error}"))
-            raise ProviderError(f"response from {self.base_url} has no choices")
+            raise ProviderError(f"response from {self.base_url} has no choices{_api_path_hint(self.base_url)}")
         return choices[0]
 
     def _logprob(self, value: Any, token: Any) -> float:
@@ -387,6 +394,17 @@ class _OneChoice:
 
     def __init__(self, choice: Any) -> None:
         self.choices = [choice]
+
+
+def _api_path_hint(shown_url: str) -> str:
+    """A hint for a base URL without a path: OpenAI-compatible servers (llama.cpp, vLLM,
+    Ollama) serve the API under /v1, and their root answers something else (issue 40)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(shown_url)
+    if parts.path.strip("/"):
+        return ""
+    return f": did you mean {shown_url.rstrip('/')}/v1 ?"
 
 
 def _cached_tokens(usage: Any) -> int:

@@ -13,7 +13,7 @@ values changed (command-line options over the file) is `settings.model_copy(upda
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Literal, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_validator
 
@@ -102,6 +102,9 @@ class OpenAISettings(Schema):
     selection_prompt_types: Names = ("selection", "bcr_selection")
     organization: Text = ""
     require_logprobs: bool = True  # a response lacking requested logprobs is an error
+    # how the endpoint takes a grounded request's constraint (llm/constraints.py): none (OpenAI),
+    # llama.cpp, vllm or ollama
+    constraints: Literal["none", "llama.cpp", "vllm", "ollama"] = "none"
 
 
 class LocalSettings(Schema):

@@ -37,6 +37,8 @@ def server_key(request: LLMRequest, model: str) -> str | None:
         return None
     payload = {"model": model, "prompt": request.prompt, "messages": [list(m) for m in request.messages],
                "max_tokens": request.max_tokens, "logprobs": request.logprobs, "stop": list(request.stop)}
+    if request.constraint is not None:  # a grounded request is another question than a free one
+        payload["constraint"] = list(request.constraint.key())
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
 

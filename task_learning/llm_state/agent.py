@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from task_learning.llm.answer_bounds import bound_for
+from task_learning.llm.constraints import Constraint
+from task_learning.llm_state import grounded
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm_state.calls import Call, ParsedAnswer, parse_attention, parse_estimator, parse_plan
 from task_learning.llm_state.household import Household, HouseholdWorld, Observation, StepResult, TaskSpec, load_household
@@ -118,7 +120,8 @@ class LLMStateAgent:
 
     def __init__(self, client: Completer, method: str = "ours", *, max_tokens: int = MAX_ANSWER_TOKENS,
                  on_state: Callable[[OpenState], None] | None = None, history_window: int | None = None,
-                 temperature: float = 0.0, wording: str = "own", answers: str = "paper") -> None:
+                 temperature: float = 0.0, wording: str = "own", answers: str = "paper",
+                 decoding: str = "free") -> None:
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
         if not 0.0 <= temperature <= 2.0:
@@ -144,12 +147,13 @@ class LLMStateAgent:
         # paper: each call as the protocol has it (the prompt as is, max_tokens, no stop); bounded: a
         # base model's answers, with a cue, stops and the tokens the parser reads (llm/answer_bounds.py)
         self.answers = answers
+        self.grounded = decoding == "grounded"  # bounded answers inside grammars (llm_state/grounded.py)
         bound_for("llm_state_policy", answers)  # refuses an unresolved or unknown choice now
         self.state = OpenState()
 
     # ------------------------------------------------------------------ model calls
     def _ask(self, kind: str, prompt: str, context: dict[str, Any], result: TrialResult, scope: str,
-             trial: int = 0) -> str:
+             trial: int = 0, constraint: Constraint | None = None) -> str:
         if self.temperature > 0:
             context = context | {"run": trial}
         protocol = "llm_state_progprompt" if kind == POLICY and self.method == "progprompt" else kind
@@ -158,7 +162,7 @@ class LLMStateAgent:
         request = LLMRequest(prompt_type=kind, prompt=bound.prompt(prompt, goal) if bound else prompt,
                              max_tokens=bound.max_tokens if bound else self.max_tokens,
                              stop=bound.stop if bound else (), temperature=self.temperature, context=context,
-                             scope=scope)
+                             scope=scope, constraint=constraint if bound and self.grounded and protocol == kind else None)
         response = self.client.complete(request)
         result.llm_calls += 1
         result.tokens += response.prompt_tokens + response.completion_tokens
@@ -199,7 +203,7 @@ class LLMStateAgent:
                 self._estimate(state, obs, history, recent, world, task, result, scope, trial)
             text, ctx = self._policy_prompt(state, obs, history, recent, world, task)
             errors_before = result.llm_errors
-            parsed = parse_plan(self._ask(POLICY, text, ctx, result, scope, trial))
+            parsed = parse_plan(self._ask(POLICY, text, ctx, result, scope, trial, grounded.policy(obs.known)))
             self._count(result, "policy", parsed)
             calls = parsed.calls
             if not calls:
@@ -232,7 +236,7 @@ class LLMStateAgent:
         with_objects = self.method != "no_objects"
         if with_objects:
             text, ctx = attention_prompt(state, obs, task.goal, wording=self.wording)
-            parsed = parse_attention(self._ask(ATTENTION, text, ctx, result, scope, trial))
+            parsed = parse_attention(self._ask(ATTENTION, text, ctx, result, scope, trial, grounded.attention(obs.known)))
             report = state.add_key_objects(parsed.calls, obs.known)
             self._count(result, "attention", parsed, len(report.rejected))
         if history:
@@ -244,7 +248,7 @@ class LLMStateAgent:
             text, ctx = estimator_prompt(state, recent, obs, task.goal, with_summary=with_summary,
                                          with_objects=with_objects, previous=previous, hands=world.hands,
                                          wording=self.wording)
-            parsed = parse_estimator(self._ask(ESTIMATOR, text, ctx, result, scope, trial))
+            parsed = parse_estimator(self._ask(ESTIMATOR, text, ctx, result, scope, trial, grounded.estimator(obs.known)))
             report = state.rebuild(parsed.calls, obs.known, with_summary=with_summary, with_objects=with_objects)
             self._count(result, "estimator", parsed, len(report.rejected))
         if self.on_state is not None:
@@ -285,11 +289,12 @@ class LLMStateAgent:
 
 def run_trial(task_name: str, map_name: str, method: str, client: Completer, *, hands: int = 2,
               household: Household | None = None, cap: int | None = None, trial: int = 0,
-              temperature: float = 0.0, wording: str = "own", answers: str = "paper") -> TrialResult:
+              temperature: float = 0.0, wording: str = "own", answers: str = "paper",
+              decoding: str = "free") -> TrialResult:
     """One fresh world, one run (`trial`: the run's number, which keeps runs at a temperature
     above 0 apart)."""
     house = household or load_household()
     task = house.task(task_name)
     world = HouseholdWorld(house, map_name, task, hands=hands)
     return LLMStateAgent(client, method, temperature=temperature, wording=wording,
-                         answers=answers).run(world, task, cap=cap, trial=trial)
+                         answers=answers, decoding=decoding).run(world, task, cap=cap, trial=trial)

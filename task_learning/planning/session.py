@@ -18,6 +18,7 @@ from task_learning.episode.observe import (BcrTreePublisher, LLMCallPublisher, O
                                            StarsTreePublisher, kb_observer)
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
+from task_learning.llm.constraints import effective_decoding, parse_decoding
 from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import Operator
 from task_learning.planning.confirmation import GoalConfirmer
@@ -103,6 +104,7 @@ class RunSpec:
     backend: str = "symbolic"  # world backend (world/factory.py): symbolic | ai2thor | fetch
     llm_options: dict[str, Any] = field(default_factory=dict)
     elicitation: str = "batched"  # one of ELICITATION_MODES
+    decoding: str = "free"  # free | grounded | auto (llm/constraints.py: grounded with local)
 
 
 def task_order(scene: Scene, metadata: Mapping[str, Any]) -> list[str]:
@@ -175,6 +177,9 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
     from task_learning.stars.prompts import load_templates
 
     recorder = getattr(client, "recorder", None)
+    decoding, notice = effective_decoding(client.provider, parse_decoding(spec.decoding, spec.llm))
+    if notice:
+        log.warning("%s", notice)
     if bus is not None:
         kb.on_change = kb_observer(bus)
         client.recorder = LLMCallPublisher(bus, then=recorder)
@@ -199,7 +204,8 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
     # A stored policy this robot did not learn (an import) is replayed only after the operator
     # approved it; without an operator it is never replayed.
     review = PolicyReviewer(answerer, kb=kb, task=scene.task) if answerer is not None else None
-    executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client), kb, review=review,
+    engine_options = {"decoding": decoding.value} if spec.engine == "llm" else {}
+    executor = GoalExecutor(domain, lambda: make_engine(spec.engine, bcr_client, **engine_options), kb, review=review,
                             on_decision=BcrTreePublisher(bus) if bus is not None else None)
     pool = ThreadPoolExecutor(max_workers=max(1, spec.max_workers), thread_name_prefix="stars")
     templates = load_templates()  # once per run, not once per object
@@ -208,9 +214,10 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
         from task_learning.stars.together import CrossObjectElicitor
 
         together = CrossObjectElicitor(client, scene, condition, operator=answerer, kb=kb, templates=templates,
-                                       on_tree=on_tree)
+                                       on_tree=on_tree, decoding=decoding)
         together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
     batched = spec.elicitation == "batched"
+    distributions: dict[str, list[dict[str, Any]]] = {}  # grounded: each elicited object's places
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
         _stop_if_unavailable(client)
@@ -219,8 +226,10 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
         else:
             result = elicit_goal(task, object_id, metadata, scene, condition, client,
                                  setup=ElicitationSetup(templates=templates, operator=answerer, kb=kb, executor=pool,
-                                                        on_tree=on_tree, batched=batched))
+                                                        on_tree=on_tree, batched=batched, decoding=decoding))
         _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
+        if getattr(result, "distribution", None):
+            distributions[object_id] = [share.to_dict() for share in result.distribution]
         return result
 
     elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
@@ -230,6 +239,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
     learner = task_learner(scene, condition, TaskPorts(
         world=world, kb=kb, elicit=elicit, executor=executor, confirm=confirm, stop=stop,
         usage_source=lambda: client.usage, progress=progress, on_object=on_object, on_report=on_report))
+    learner.distributions = distributions  # type: ignore[attr-defined]  # run --json reports them
     try:
         metrics = run_task(learner).metrics
     finally:

@@ -166,6 +166,7 @@ class BootstrapSettings:
     world_knowledge: str = "lazy"
     where: WorldChoice = SYMBOLIC
     answers: str = "paper"  # paper | bounded: how the model is asked (llm/answer_bounds.py)
+    decoding: str = "free"  # free | grounded: bounded answers inside grammars (productions/grounded.py)
 
 
 def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowledge, book: list[Family],
@@ -179,7 +180,8 @@ def bootstrap(productions: ProductionSet, client: LLMClient, world: WorldKnowled
     receptacle_types = training_catalogue(scene)
     drawn: dict[str, list[str]] = {}
     rng = random.Random(settings.seed)
-    advisor = LLMAdvisor(client, book, learn=True, max_revisions=settings.max_revisions, answers=settings.answers)
+    advisor = LLMAdvisor(client, book, learn=True, max_revisions=settings.max_revisions, answers=settings.answers,
+                         decoding=settings.decoding)
     if world.oracle is None:
         world.oracle = advisor.oracle
     out = []
@@ -274,14 +276,14 @@ def held_out_instances(family: str, scenes: Sequence[str], seed: int = 0, kinds:
 
 def run_trial(instance: Instance, agent_kind: str, productions: ProductionSet, client: LLMClient,
               book: list[Family], knowledge: WorldKnowledge, seed: int, max_steps: int = 400, *,
-              where: WorldChoice = SYMBOLIC, answers: str = "paper") -> TrialResult:
+              where: WorldChoice = SYMBOLIC, answers: str = "paper", decoding: str = "free") -> TrialResult:
     """One held-out instance in the world `where`. `knowledge` is the agent's world knowledge,
     kept across trials as the paper's is (a statement the LLM answered once is not asked again);
     its oracle is the LLM. `agent_kind`: action-only, bootstrapped or EXTENSION_AGENT (the
     bootstrapped agent; the caller gives it the prefetched knowledge). `answers`: paper or bounded
     (llm/answer_bounds.py)."""
     scene = load_kitchen(instance.scene)
-    advisor = LLMAdvisor(client, book, learn=False, answers=answers)
+    advisor = LLMAdvisor(client, book, learn=False, answers=answers, decoding=decoding)
     with instance_world(instance, scene, where) as (world, adapter):
         return _trial(instance, agent_kind, productions, client, advisor, knowledge, seed, max_steps, world, adapter)
 
@@ -418,7 +420,8 @@ def bootstrap_into(kb: KnowledgeBase, client: LLMClient, settings: BootstrapSett
 def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str = TRAIN_SCENE,
                      test_scenes: Sequence[str] = TEST_SCENES, families: Sequence[str] = TEST_FAMILIES,
                      seed: int = 0, where: WorldChoice = SYMBOLIC, extension: bool = False,
-                     answers: str = "paper", report: Callable[[str], None] | None = None) -> dict[str, Any]:
+                     answers: str = "paper", report: Callable[[str], None] | None = None,
+                     decoding: str = "free") -> dict[str, Any]:
     """Table 1: bootstrap in `train_scene` (world knowledge asked lazily, the paper's mechanism)
     unless the knowledge base already holds productions or records a bootstrapping (a model that
     learned nothing leaves no production but a record), then run both agents on the same held-out
@@ -439,7 +442,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
     bootstrapped = kb.bootstrap_records()
     if not len(productions) and not bootstrapped:
         boot, productions = bootstrap_into(kb, client, BootstrapSettings(train_scene=train, seed=seed, where=where,
-                                                                             answers=answers),
+                                                                             answers=answers, decoding=decoding),
                                            report=report)
     elif report:
         done = ", ".join(f"{f} ({r.get('instances')} instances, {r.get('learned')} learned, llm {r.get('llm')})"
@@ -460,7 +463,7 @@ def paper_experiment(kb: KnowledgeBase, client: LLMClient, *, train_scene: str =
             for agent in agents:
                 own = ext_knowledge if agent == EXTENSION_AGENT and ext_knowledge is not None else knowledge
                 result = run_trial(instance, agent, productions, client, book, own, seed * 1000 + index,
-                                   where=where, answers=answers)
+                                   where=where, answers=answers, decoding=decoding)
                 result.instance = index
                 client.raise_if_unavailable()
                 results.append(result)

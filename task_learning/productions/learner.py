@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from task_learning.llm.answer_bounds import AnswerBound, bound_for
+from task_learning.llm.constraints import Constraint
+from task_learning.productions import grounded
 from task_learning.llm.base import NEXT_TURN, LLMRequest, flatten_conversation
 from task_learning.llm.client import LLMClient
 from task_learning.productions import prompts
@@ -74,9 +76,12 @@ class LLMAdvisor:
     """Advisor over an LLMClient. `learn`: also generate a production for each choice."""
 
     def __init__(self, client: LLMClient, families: Sequence[Family], *, learn: bool = False,
-                 max_revisions: int = 3, max_invalid: int = 2, answers: str = "paper") -> None:
+                 max_revisions: int = 3, max_invalid: int = 2, answers: str = "paper",
+                 decoding: str = "free") -> None:
         self.client = client
         self.answers = answers  # paper | bounded (a base model's answers: llm/answer_bounds.py)
+        # grounded: bounded answers constrained to what the agent can use (productions/grounded.py)
+        self.grounded = decoding == "grounded"
         self.families = list(families)
         self.learn = learn
         self.max_revisions = max_revisions
@@ -85,14 +90,18 @@ class LLMAdvisor:
         self.scope = "productions"  # what the client's per-scope request cap counts (set per task)
 
     # ------------------------------------------------------------------------------ requests
-    def _ask(self, kind: str, messages: list[tuple[str, str]], context: dict[str, Any]) -> str:
+    def _ask(self, kind: str, messages: list[tuple[str, str]], context: dict[str, Any],
+             constraint: Constraint | None = None) -> str:
+        """One answer; `constraint` (grounded decoding) applies to bounded answers only: the
+        grammars are written for the text after their cue."""
         bound = bound_for(BOUNDED[kind], self.answers) if kind in BOUNDED else None
         if bound is None:
             request = LLMRequest(prompt_type=kind, messages=tuple(messages), max_tokens=MAX_TOKENS[kind],
                                  stop=STOP.get(kind, ()), context=context, scope=self.scope)
         else:  # the same context: the offline stand-in answers the same
             request = LLMRequest(prompt_type=kind, prompt=bound.prompt(flatten_conversation(messages)),
-                                 max_tokens=bound.max_tokens, stop=bound.stop, context=context, scope=self.scope)
+                                 max_tokens=bound.max_tokens, stop=bound.stop, context=context, scope=self.scope,
+                                 constraint=constraint if self.grounded else None)
         response = self.client.complete(request)
         if not response.ok:
             log.warning("%s request failed: %s", kind, response.error)
@@ -129,7 +138,8 @@ class LLMAdvisor:
         messages = self.selection_messages(decision)
         context = self.selection_context(decision)
         for attempt in range(self.max_invalid + 1):
-            text = self._ask(prompts.SELECTION, messages, context | {"attempt": attempt})
+            text = self._ask(prompts.SELECTION, messages, context | {"attempt": attempt},
+                             grounded.selection(decision.options, decision.blacklist))
             answer = prompts.parse_selection(text) if text else None
             if answer is not None and self.allowed(answer.option, decision):
                 production = self.generate(decision, messages, text, answer) if self.learn else None
@@ -144,13 +154,15 @@ class LLMAdvisor:
                  answer: prompts.SelectionAnswer) -> Production | None:
         conversation = messages + [("assistant", selection_text), ("user", prompts.ENGLISH_INSTRUCTIONS)]
         base = {"task": decision.task, "env": decision.env.to_dict(), "option": answer.option}
-        english_text = self._ask(prompts.ENGLISH, conversation, base)
+        english_text = self._ask(prompts.ENGLISH, conversation, base,
+                                 grounded.english_rule([f.pattern for f in self.families]))
         english = prompts.parse_generalized_rule(english_text)
         if not english:
             return None
         rule_messages = [("system", prompts.rule_system_prompt()),
                          ("user", english_text + "\n\n" + prompts.RULE_INSTRUCTIONS)]
-        rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english})
+        rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english},
+                              grounded.structured_rule([f.pattern for f in self.families]))
         ctx = MatchContext(decision.task, decision.env, decision.world)
         production = self.check_and_revise(rule_text, ctx, answer.option, messages[1][1], base | {"english": english})
         if production is None:
@@ -189,7 +201,8 @@ class LLMAdvisor:
                     f"\"{option}\"\n\n[Your Rule]\n{rule_text}\n\n[Your Rule Return]\n{error}\n\n"
                     + prompts.REVISION_INSTRUCTIONS)
             rule_text = self._ask(prompts.REVISION, [("system", prompts.rule_system_prompt()), ("user", user)],
-                                  context | {"error": error, "round": round_ + 1})
+                                  context | {"error": error, "round": round_ + 1},
+                                  grounded.structured_rule([f.pattern for f in self.families]))
         self.stats.rejected += 1
         log.info("rule rejected after %d revision(s): %s", self.max_revisions, errors[-1] if errors else "")
         return None

@@ -13,6 +13,7 @@ become counted failures and an `outcome` string.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,9 @@ from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
 from task_learning.llm.usage import copy_usage, usage_diff
+from task_learning.llm.constraints import Decoding, parse_decoding
 from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
+from task_learning.stars.grounded import GoalSpace, PlaceShare, decisive, one_per_goal, score_candidates
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
 from task_learning.stars.sampling import sample_steps
 from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal, select_goal_steps
@@ -91,6 +94,10 @@ class ElicitationResult:
     oversight: Any = None  # task_learning.oversight.flow.OversightOutcome for +O conditions
     outcome: str = "ok"
     errors: list[str] = field(default_factory=list)
+    decoding: Decoding = Decoding.FREE
+    distribution: list[PlaceShare] = field(default_factory=list)  # grounded: the places' shares
+    # grounded: candidate id -> (the sum of its tokens' log probabilities, how many tokens)
+    paths: dict[int, tuple[float, int]] = field(default_factory=dict)
 
     @property
     def viable(self) -> list[GoalCandidate]:
@@ -110,6 +117,9 @@ class ElicitationResult:
             "selection": self.selection.to_dict() if self.selection else None,
             "oversight": self.oversight.to_dict() if self.oversight is not None else None,
             "errors": list(self.errors),
+            "decoding": self.decoding.value,
+            "distribution": [share.to_dict() for share in self.distribution],
+            "paths": {str(i): {"logprob": round(lp, 4), "tokens": n} for i, (lp, n) in self.paths.items()},
         }
 
 
@@ -147,6 +157,8 @@ class PreparedElicitation:
     chosen: GoalCandidate | None = None
     selection: SelectionOutcome | None = None
     repairs: int = 0
+    space: GoalSpace | None = None  # --decoding grounded: the goals the robot can ground
+    distribution: list[PlaceShare] = field(default_factory=list)
 
     def stage(self, name: str, started: float, **extra: int) -> None:
         counts = dict(self.tree.counts, candidates=len(self.tree.candidates), **extra)
@@ -188,6 +200,9 @@ class ElicitationSetup:
     # each tree level as list-prompt round trips (LLMClient.complete_many) instead of one request
     # per branch; the answers, and so the result, are the same
     batched: bool = False
+    # free: the paper's protocol; grounded: answers constrained to the goals the robot can ground
+    # (stars/grounded.py)
+    decoding: str | Decoding = Decoding.FREE
 
 
 def prepare_elicitation(
@@ -219,9 +234,14 @@ def prepare_elicitation(
         analyzer = _default_analyzer(state, object_id)
     if switch.oversight and needs_operator and setup.operator is None:
         raise TaskLearningError(f"condition {cond.value} needs an operator to answer questions")
+    space = None
+    if parse_decoding(setup.decoding) is Decoding.GROUNDED:
+        space = GoalSpace.build(state, object_id, obj)
+        settings = templates.grounded.tree(settings)
     tree_settings = settings if switch.search_tree else replace(settings, max_depth=0)
     prep = PreparedElicitation(cond, object_id, ctx, settings, templates, analyzer,
-                               TreeState(settings=tree_settings), on_stage=setup.on_stage, on_tree=setup.on_tree)
+                               TreeState(settings=tree_settings), on_stage=setup.on_stage, on_tree=setup.on_tree,
+                               space=space)
     if setup.on_tree is not None:
         prep.tree.on_level = lambda: prep.show_tree("level")
     return prep
@@ -235,8 +255,7 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
     tree, ctx, templates, analyzer = prep.tree, prep.ctx, prep.templates, prep.analyzer
     object_id = prep.object_id
     started = time.perf_counter()
-    root = TreeRoot(build_request=lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id),
-                    key="goal")
+    root = _root(prep, lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id), key="goal")
     if switch.search_tree:
         yield from expand_steps([root], tree)
     else:  # TBP: several samples at the configured temperatures (stars/sampling.py)
@@ -250,7 +269,7 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
     if switch.analyze_repair and analyzer is not None:
         for round_no in range(1, REPAIR_ROUNDS + 1):
             started = time.perf_counter()
-            roots = _repair_roots(tree, templates, ctx, object_id, round_no)
+            roots = _repair_roots(prep, round_no)
             if not roots:
                 break
             prep.repairs += len(roots)
@@ -260,10 +279,17 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
                        viable=sum(1 for c in tree.candidates if c.viable))
 
     prep.candidates = list(tree.candidates)
+    if prep.space is not None:
+        started = time.perf_counter()
+        prep.distribution = score_candidates(prep.candidates, tree, prep.space, templates.grounded)
+        prep.stage("scoring", started, places=len(prep.distribution))
     prep.pool_for_choice = [c for c in prep.candidates if c.viable] if switch.analyze_repair else prep.candidates
+    if prep.space is not None:  # aliases of one goal are one option (stars/grounded.py)
+        prep.pool_for_choice = one_per_goal(prep.pool_for_choice)
     started = time.perf_counter()
     if switch.llm_selection:
-        prep.selection = yield from select_goal_steps(templates, ctx, prep.pool_for_choice, scope=object_id)
+        prep.selection = yield from select_goal_steps(templates, ctx, prep.pool_for_choice, scope=object_id,
+                                                      constrained=prep.space is not None)
         prep.chosen = prep.selection.chosen
         prep.stage("selection", started, options=len(prep.selection.options))
     else:
@@ -282,8 +308,7 @@ def finish_elicitation(prep: PreparedElicitation, client: CompletionClient, usag
         if operator is None:
             raise TaskLearningError(f"condition {prep.cond.value} needs an operator to answer questions")
         started = time.perf_counter()
-        oversight, chosen = _oversee(prep.cond, client, prep.templates, prep.ctx, prep.object_id,
-                                     prep.pool_for_choice, chosen, operator, prep.analyzer, kb)
+        oversight, chosen = _oversee(prep, client, chosen, operator, kb)
         prep.chosen = chosen  # what the operator confirmed (or None): the tree shows it
         prep.stage("oversight", started, proposed=oversight.counts.proposed)
     tree, candidates, selection = prep.tree, prep.candidates, prep.selection
@@ -296,7 +321,9 @@ def finish_elicitation(prep: PreparedElicitation, client: CompletionClient, usag
         log.info("%s %s: %s", prep.cond.value, prep.object_id, outcome)
     return ElicitationResult(prep.cond, prep.object_id, prep.ctx, chosen, candidates, usage(),
                              counts, prep.stages, selection, oversight, outcome,
-                             list(dict.fromkeys(tree.errors)))
+                             list(dict.fromkeys(tree.errors)),
+                             Decoding.GROUNDED if prep.space is not None else Decoding.FREE, prep.distribution,
+                             _paths(tree, prep.space) if prep.space is not None else {})
 
 
 def elicit_goal(
@@ -336,6 +363,15 @@ def elicit_goal(
         operator=setup.operator, kb=setup.kb)
 
 
+def _paths(tree: TreeState, space: GoalSpace) -> dict[int, tuple[float, int]]:
+    """Candidate id -> (summed log probability of its decisive tokens, how many: stars/grounded.py)."""
+    out = {}
+    for i, probs in tree.paths.items():
+        kept = decisive(probs, tree.pieces.get(i, ()), space)
+        out[i] = (sum(math.log(max(p, 1e-300)) for p in kept), len(kept))
+    return out
+
+
 def _outcome(chosen: GoalCandidate | None, candidates: list[GoalCandidate], tree: TreeState,
              needs_viable: bool, oversight: Any) -> str:
     if oversight is not None and chosen is None:
@@ -366,10 +402,17 @@ def _analyze(analyzer: Analyzer, candidates: Sequence[GoalCandidate]) -> None:
             cand.literals = []
 
 
-def _repair_roots(tree: TreeState, templates: PromptTemplates, ctx: GoalContext, object_id: str,
-                  round_no: int) -> list[TreeRoot]:
+def _root(prep: PreparedElicitation, build: Callable[[str, str], Any], key: str, **fields: Any) -> TreeRoot:
+    """A tree root; under --decoding grounded its requests carry the object's constraint."""
+    if prep.space is None:
+        return TreeRoot(build_request=build, key=key, **fields)
+    return prep.space.root(build, key, prep.templates.grounded.logprobs, **fields)
+
+
+def _repair_roots(prep: PreparedElicitation, round_no: int) -> list[TreeRoot]:
     """One repair tree per unviable candidate of the previous generation, for its first
     repairable mismatch."""
+    tree, templates, ctx, object_id = prep.tree, prep.templates, prep.ctx, prep.object_id
     roots = []
     for cand in tree.candidates:
         if tree.generation.get(cand.candidate_id) != round_no - 1 or cand.viable is not False:
@@ -379,12 +422,12 @@ def _repair_roots(tree: TreeState, templates: PromptTemplates, ctx: GoalContext,
             continue
         feedback = templates.feedback_for(mismatch.kind, mismatch.feedback, mismatch.subject)
         build = partial(_repair_request, templates, ctx, object_id, cand.text, feedback, mismatch.kind)
-        roots.append(TreeRoot(build_request=build, key=f"repair|{mismatch.kind.value}|{cand.text}|{feedback}",
-                              root_type="repair", recurse_type="repair_recurse",
-                              root_source=CandidateSource.REPAIR,
-                              recurse_source=CandidateSource.REPAIR_RECURSE,
-                              parent_id=cand.candidate_id, repair_feedback=feedback,
-                              generation=round_no))
+        roots.append(_root(prep, build, f"repair|{mismatch.kind.value}|{cand.text}|{feedback}",
+                           root_type="repair", recurse_type="repair_recurse",
+                           root_source=CandidateSource.REPAIR,
+                           recurse_source=CandidateSource.REPAIR_RECURSE,
+                           parent_id=cand.candidate_id, repair_feedback=feedback,
+                           generation=round_no))
     return roots
 
 
@@ -394,16 +437,17 @@ def _repair_request(templates: PromptTemplates, ctx: GoalContext, object_id: str
                                   repair_kind=kind, scope=object_id)
 
 
-def _oversee(cond: Condition, client: CompletionClient, templates: PromptTemplates, ctx: GoalContext,
-             object_id: str, options: list[GoalCandidate], selected: GoalCandidate | None,
-             operator: Operator, analyzer: Analyzer | None, kb: KnowledgeBase | None) -> tuple[Any, GoalCandidate | None]:
+def _oversee(prep: PreparedElicitation, client: CompletionClient, selected: GoalCandidate | None,
+             operator: Operator, kb: KnowledgeBase | None) -> tuple[Any, GoalCandidate | None]:
     """The +O seam: propose (Selection again without rejected options), then ask for words."""
     from task_learning.oversight.flow import OversightSubject, run_oversight
 
-    ranked = sorted(options, key=lambda c: (-c.score, c.candidate_id))  # best first
-    if flags(cond).llm_selection:
+    ctx, object_id, analyzer = prep.ctx, prep.object_id, prep.analyzer
+    ranked = sorted(prep.pool_for_choice, key=lambda c: (-c.score, c.candidate_id))  # best first
+    if flags(prep.cond).llm_selection:
         def reselect(remaining: list[GoalCandidate]) -> GoalCandidate | None:
-            return select_goal(client, templates, ctx, remaining, scope=object_id).chosen
+            return select_goal(client, prep.templates, ctx, remaining, scope=object_id,
+                               constrained=prep.space is not None).chosen
     else:
         def reselect(remaining: list[GoalCandidate]) -> GoalCandidate | None:
             return highest_score(remaining)

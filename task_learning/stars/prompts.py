@@ -18,6 +18,8 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.llm.base import LLMRequest
+from task_learning.llm.constraints import Constraint
+from task_learning.stars.grounded import GroundedSettings
 from task_learning.inputs.schema import Schema, bounded, invalid, known_key, load_model
 from task_learning.types import MismatchKind
 
@@ -102,6 +104,7 @@ class PromptTemplates:
     selection_retry: string.Template
     source: dict[str, str] = field(default_factory=dict)
     tbp_sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    grounded: GroundedSettings = field(default_factory=GroundedSettings)
 
     # ----------------------------------------------------------------- goal prompts
     def system_text(self, ctx: GoalContext) -> str:
@@ -150,8 +153,9 @@ class PromptTemplates:
 
     # ----------------------------------------------------------------- selection prompt
     def selection_request(self, ctx: GoalContext, options: Sequence[str], *, retry: bool = False,
-                          scope: str = "") -> LLMRequest:
-        """Numbered options (already in presentation order: lowest score first)."""
+                          scope: str = "", constrained: bool = False) -> LLMRequest:
+        """Numbered options (already in presentation order: lowest score first). `constrained`
+        (--decoding grounded): the answer can only be " 1" ... " N"."""
         numbered = "\n".join(f"{i}. {sentence_case(text)}" for i, text in enumerate(options, 1))
         sel_context = tuple(ctx.system_context) + tuple(ctx.selection_context)
         question = self.selection_question.substitute(
@@ -172,9 +176,10 @@ class PromptTemplates:
             context["attempt"] = 2
         chat = self.selection_style == "chat"
         messages = ((("system", system.strip()),) if system else ()) + (("user", body),) if chat else ()
+        constraint = Constraint(choices=tuple(f" {i}" for i in range(1, len(options) + 1))) if constrained else None
         return LLMRequest(prompt_type="selection", prompt="" if chat else f"{system}{body}", messages=messages,
                           max_tokens=s.max_tokens, temperature=s.temperature, logprobs=s.logprobs,
-                          stop=s.stop, context=context, scope=scope)
+                          stop=s.stop, context=context, scope=scope, constraint=constraint)
 
 
 def sentence_case(text: str) -> str:
@@ -259,6 +264,18 @@ class SamplingDoc(Schema):
     samples_per_temperature: Annotated[int, bounded(low=1, high=100, integer=True)] = 1
 
 
+class GroundedDoc(Schema):
+    """goal.yaml `grounded:`: the Search Tree and scoring under --decoding grounded."""
+
+    logprobs: Annotated[int, bounded(low=1, high=MAX_LOGPROBS, integer=True)] = 20
+    alternative_above: Annotated[float, bounded(low=0.0, high=1.0)] = 0.001
+    max_depth: Annotated[int, bounded(low=1, high=64, integer=True)] = 12
+    normalise: Literal["sum", "mean"] = "sum"
+
+    def settings(self) -> GroundedSettings:
+        return GroundedSettings(self.logprobs, self.alternative_above, self.max_depth, self.normalise)
+
+
 class GoalDoc(Schema):
     """goal.yaml."""
 
@@ -267,6 +284,7 @@ class GoalDoc(Schema):
     task: Annotated[str, placeholders(GOAL_PLACEHOLDERS), AfterValidator(_open_result)]
     system_prefix: SystemPrefix = "$system_context\n"
     tbp_sampling: SamplingDoc | None = None
+    grounded: GroundedDoc = Field(default_factory=GroundedDoc)
 
 
 class RepairExamplesDoc(Schema):
@@ -322,6 +340,7 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
         selection_retry=string.Template(sel.retry_instruction),
         source={"goal": str(goal_file), "repair": str(repair_file), "selection": str(sel_file)},
         tbp_sampling=sampling,
+        grounded=goal.grounded.settings(),
     )
 
 

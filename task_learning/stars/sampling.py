@@ -36,7 +36,7 @@ def sample_steps(root: TreeRoot, sampling: SamplingSettings, state: TreeState
     planned = sampling.plan()
     plan = planned[: state.remaining_requests]
     state.counts["capped"] += len(planned) - len(plan)
-    base = root.build_request(root.root_type, "")
+    base = root.build_request(root.root_type, root.start)
     requests = [sample_request(base, t, i) for t, i in plan]
     state.counts["requests"] += len(requests)
     responses = (yield requests) if requests else []
@@ -52,6 +52,6 @@ def sample_steps(root: TreeRoot, sampling: SamplingSettings, state: TreeState
         text = response.text if response.text else "".join(t.token for t in response.tokens)
         if not response.tokens and text.strip():
             state.counts["no_logprobs"] += 1
-        state.add_response(text, [t.prob for t in response.tokens], root, root.root_source,
+        state.add_response(root.start + text, [t.prob for t in response.tokens], root, root.root_source,
                            root.parent_id, 0, True)
     return state.candidates[first_new:]

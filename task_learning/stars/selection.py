@@ -69,7 +69,7 @@ def parse_answer(text: str, count: int) -> tuple[int | None, str]:
 
 def select_goal(client: CompletionClient, templates: PromptTemplates, ctx: GoalContext,
                 candidates: Sequence[GoalCandidate], *, scope: str = "",
-                ask_single: bool = False) -> SelectionOutcome:
+                ask_single: bool = False, constrained: bool = False) -> SelectionOutcome:
     """Ask the model which candidate is the most reasonable goal."""
     def send(requests: list) -> list[LLMResponse]:
         out = []
@@ -80,12 +80,15 @@ def select_goal(client: CompletionClient, templates: PromptTemplates, ctx: GoalC
                 out.append(LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}"))
         return out
 
-    return drive(select_goal_steps(templates, ctx, candidates, scope=scope, ask_single=ask_single), send)
+    return drive(select_goal_steps(templates, ctx, candidates, scope=scope, ask_single=ask_single,
+                                   constrained=constrained), send)
 
 
 def select_goal_steps(templates: PromptTemplates, ctx: GoalContext, candidates: Sequence[GoalCandidate],
-                      *, scope: str = "", ask_single: bool = False) -> Steps[SelectionOutcome]:
-    """`select_goal` as a generator: yields [request] (at most twice), receives [response]."""
+                      *, scope: str = "", ask_single: bool = False,
+                      constrained: bool = False) -> Steps[SelectionOutcome]:
+    """`select_goal` as a generator: yields [request] (at most twice), receives [response].
+    `constrained` (--decoding grounded): the answer can only be an option's number."""
     options = presentation_order(candidates)
     if not options:
         return SelectionOutcome(None, [], "no_options")
@@ -94,7 +97,7 @@ def select_goal_steps(templates: PromptTemplates, ctx: GoalContext, candidates: 
     outcome = SelectionOutcome(None, options)
     texts = [c.text for c in options]
     for attempt, retry in enumerate((False, True)):
-        request = templates.selection_request(ctx, texts, retry=retry, scope=scope)
+        request = templates.selection_request(ctx, texts, retry=retry, scope=scope, constrained=constrained)
         answers = yield [request]
         response = answers[0] if answers else LLMResponse(text="", error="no answer")
         if not response.ok:

@@ -95,8 +95,9 @@ class CrossObjectElicitor:
                  operator: Any = None, kb: Any = None, templates: PromptTemplates | None = None,
                  settings: TreeSettings | None = None, sender: Sender | None = None,
                  location: str | None = None, system_context: Sequence[str] | None = None,
-                 on_tree: TreeCallback | None = None) -> None:
+                 on_tree: TreeCallback | None = None, decoding: str = "free") -> None:
         self.client = client
+        self.decoding = decoding  # free | grounded (stars/grounded.py)
         self.scene = scene
         self.condition = condition
         # The prompts' place and STARS+CTX's user context (None: the scene's), as elicit_goal takes them.
@@ -120,7 +121,7 @@ class CrossObjectElicitor:
         return ElicitationSetup(location=self.location, system_context=self.system_context, templates=self.templates,
                                 settings=self.settings, on_tree=self.on_tree, on_stage=on_stage,
                                 operator=self.operator if answering else None, kb=self.kb if answering else None,
-                                batched=answering)
+                                batched=answering, decoding=self.decoding)
 
     def prefetch(self, task: str, object_ids: Sequence[str], metadata: Mapping[str, Any]) -> int:
         """Start the model stages of every object whose context has no learned goal yet (the first

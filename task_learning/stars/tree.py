@@ -131,6 +131,12 @@ class TreeRoot:
     parent_id: int = -1  # the candidate this tree repairs (-1: the initial tree)
     repair_feedback: str = ""
     generation: int = 0  # 0: initial tree, n: n-th repair round
+    # --decoding grounded: the text every branch starts from (the part all allowed answers share,
+    # sent as part of the prompt), and which branch texts the constraint allows (None: any)
+    start: str = ""
+    allows: Callable[[str], bool] | None = None
+    complete: Callable[[str], bool] | None = None  # a finished allowed answer (None: any)
+    expand: Callable[[str], str] | None = None  # an answer the server stopped early, completed
 
 
 @dataclass
@@ -140,6 +146,7 @@ class _Pending:
     probs: tuple[float, ...]
     level: int
     parent_id: int
+    pieces: tuple[str, ...] = ()  # the token text of each of `probs`
 
 
 @dataclass
@@ -167,8 +174,12 @@ class TreeState:
     counts: dict[str, int] = field(default_factory=lambda: {
         "requests": 0, "responses": 0, "duplicates": 0, "failed_requests": 0, "capped": 0,
         "pruned_low_mean": 0, "pruned_depth": 0, "repeated_prefix": 0, "no_logprobs": 0,
-        "sentence_ends": 0,
+        "sentence_ends": 0, "outside_constraint": 0,
     })
+    # candidate id -> the probabilities of the tokens its text was found with, and those tokens'
+    # texts ("" for a sentence end): grounded scoring
+    paths: dict[int, tuple[float, ...]] = field(default_factory=dict)
+    pieces: dict[int, tuple[str, ...]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     # Called after each level of requests is processed (a live view shows the tree growing).
     on_level: Callable[[], None] | None = field(default=None, repr=False, compare=False)
@@ -185,7 +196,7 @@ class TreeState:
         return max(0, self.settings.max_requests - self.counts["requests"])
 
     def add_response(self, text: str, probs: Sequence[float], root: TreeRoot, source: CandidateSource,
-                     parent_id: int, level: int, requested: bool) -> int:
+                     parent_id: int, level: int, requested: bool, pieces: Sequence[str] = ()) -> int:
         """Record a response; returns the candidate id it maps to (an existing one for a duplicate),
         or -1 for an empty response."""
         key = normalize_response(text)
@@ -202,6 +213,8 @@ class TreeState:
                              candidate_id=len(self.candidates) + 1, parent_id=parent_id,
                              repair_feedback=root.repair_feedback)
         self.candidates.append(cand)
+        self.paths[cand.candidate_id] = tuple(probs)
+        self.pieces[cand.candidate_id] = tuple(pieces)
         self.by_text[key] = cand
         self.generation[cand.candidate_id] = root.generation
         self.events.append(TreeEvent(key, score, cand.candidate_id, False, level, requested))
@@ -221,7 +234,7 @@ def expand_steps(roots: Sequence[TreeRoot], state: TreeState) -> Steps[list[Goal
     their responses in the same order."""
     settings = state.settings
     first_new = len(state.candidates)
-    pending = [_Pending(root, "", (), 0, root.parent_id) for root in roots]
+    pending = [_Pending(root, root.start, (), 0, root.parent_id) for root in roots]
     while pending:
         batch: list[tuple[_Pending, LLMRequest]] = []
         capped_before = state.counts["capped"]
@@ -274,6 +287,11 @@ def _send(client: CompletionClient, request: LLMRequest) -> LLMResponse:
         return LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}")
 
 
+def _ends_allowed(root: TreeRoot, head: str, alt: str) -> bool:
+    """An alternative that ends the sentence where an allowed answer is complete."""
+    return ends_sentence(alt) and (root.complete is None or root.complete(head))
+
+
 def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_Pending]:
     """Record one response and return the branches it opens."""
     settings = state.settings
@@ -288,7 +306,12 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
         state.counts["no_logprobs"] += 1
     source = root.root_source if item.level == 0 else root.recurse_source
     probs = item.probs + tuple(t.prob for t in tokens)
-    me = state.add_response(item.prefix + text, probs, root, source, item.parent_id, item.level, True)
+    pieces = item.pieces + tuple(t.token for t in tokens)
+    written = item.prefix + text
+    if root.expand is not None and root.expand(written) != written:  # the forced rest, certain
+        full = root.expand(written)
+        probs, pieces, written = probs + (1.0,), pieces + (full[len(written):],), full
+    me = state.add_response(written, probs, root, source, item.parent_id, item.level, True, pieces)
     parent_for_branches = me if me > 0 else item.parent_id
     if item.level >= settings.max_depth:
         if any(t.prob < settings.branch_below - _EPS for t in tokens):
@@ -297,6 +320,7 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
     branches: list[_Pending] = []
     head = item.prefix
     head_probs = list(item.probs)
+    head_pieces = list(item.pieces)
     for token in tokens:
         p_token = token.prob
         if p_token < settings.branch_below - _EPS:
@@ -308,16 +332,20 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
                 stripped = alt.strip()
                 if stripped.lower() == chosen or stripped in ("-", ","):
                     continue
+                if root.allows is not None and not root.allows(head + alt) and not _ends_allowed(root, head, alt):
+                    state.counts["outside_constraint"] += 1  # the grammar would never let it be written
+                    continue
                 if ends_sentence(alt):
                     state.counts["sentence_ends"] += 1
                     state.add_response(head, head_probs + [p_alt], root, root.recurse_source,
-                                       parent_for_branches, item.level + 1, False)
+                                       parent_for_branches, item.level + 1, False, head_pieces + [""])
                     continue
                 if item.level >= 1 and _mean(head_probs + [p_alt]) < settings.continue_at_least - _EPS:
                     state.counts["pruned_low_mean"] += 1
                     continue
                 branches.append(_Pending(root, head + alt, tuple(head_probs) + (p_alt,),
-                                         item.level + 1, parent_for_branches))
+                                         item.level + 1, parent_for_branches, (*head_pieces, alt)))
         head += token.token
         head_probs.append(p_token)
+        head_pieces.append(token.token)
     return branches

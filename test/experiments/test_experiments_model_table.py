@@ -36,7 +36,7 @@ def scripted_server():
 
 def test_each_condition_prints_model_standin_and_paper_rows_with_trials(scripted_server, tmp_path, capsys):
     argv = ["experiment", "--scene", "store_groceries", "--conditions", "ST,STARS+O", "--llm", "local",
-            "--base-url", scripted_server.base_url, "--workdir", str(tmp_path)]
+            "--base-url", scripted_server.base_url, "--workdir", str(tmp_path), "--decoding", "free"]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "LLM: local" in lines[0] and "the server's usage figures" in lines[0]
@@ -56,7 +56,7 @@ def test_each_condition_prints_model_standin_and_paper_rows_with_trials(scripted
 
 def test_json_carries_the_standin_and_paper_rows_and_the_shared_calls(scripted_server, tmp_path, capsys):
     argv = ["experiment", "--scene", "store_groceries", "--conditions", "ST,STS", "--llm", "local",
-            "--base-url", scripted_server.base_url, "--workdir", str(tmp_path), "--json"]
+            "--base-url", scripted_server.base_url, "--workdir", str(tmp_path), "--json", "--decoding", "free"]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["llm"] == "local" and data["machine"]["cores"] >= 1 and data["wall_s"] > 0
@@ -70,6 +70,21 @@ def test_json_carries_the_standin_and_paper_rows_and_the_shared_calls(scripted_s
     # ST paid for every root prompt; STS sent the same ones and got ST's answers.
     assert st["calls_shared"] == 0 and st["calls_to_model"] > 0
     assert sts["calls_shared"] >= st["calls_to_model"] and sts["prompt_tokens"] >= st["prompt_tokens"]
+
+
+def test_local_model_prints_free_and_grounded_rows_of_each_condition_together(scripted_server, tmp_path, capsys):
+    """--llm local (decoding auto): the papers' protocol and grounded decoding, one under the other,
+    then the stand-in's and the paper's rows; every grounded request carried a grammar."""
+    argv = ["experiment", "--scene", "store_groceries", "--conditions", "ST", "--llm", "local",
+            "--base-url", scripted_server.base_url, "--workdir", str(tmp_path)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    labels = [line.strip().split("  ")[0] for line in lines[2:] if line.strip() and not line.startswith("-")]
+    assert labels[:4] == ["ST", "ST grounded", "(offline stand-in)", "(paper ST)"]
+    bodies = [request.body for request in scripted_server.received if isinstance(request.body, dict)]
+    grounded = [b for b in bodies if "grammar" in b]
+    assert grounded and all("root ::=" in b["grammar"] for b in grounded)
+    assert any("grammar" not in b for b in bodies)  # the free rows sent none
 
 
 def test_offline_experiment_prints_no_standin_twin(tmp_path, capsys):

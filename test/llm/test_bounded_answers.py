@@ -297,3 +297,38 @@ def test_a_knowledge_base_bootstrapped_without_a_production_is_tested_as_it_is(s
     shown = capsys.readouterr().out
     assert "explore: 1 instances, 1 LLM decisions, 0 productions learned, not converged (llm local, answers bounded" \
         in shown
+
+
+def test_bootstrap_grounded_answers_carry_their_grammars(server, tmp_path, capsys):
+    """--decoding grounded (auto with --llm local): the selection may be only a listed option that
+    is not blacklisted, or done/quit; the English rule the asked form with a family's task pattern;
+    the rule the rule language's JSON object."""
+    server.set_default(COMPLETIONS, _production_replies(
+        " explore <receptacle> THEN choose special action: done",
+        'explore-done", "task": "explore <receptacle>", "conditions": [], "effect": "special action: done"}'))
+    data = _bootstrap(server, tmp_path, capsys=capsys)
+    assert [p["task"] for p in data["productions"]] == ["explore <receptacle>"]
+    sent = [r.body for r in server.requests_to(COMPLETIONS)]
+    selection = next(b for b in sent if b["prompt"].endswith(SELECTION_CUE))
+    english = next(b for b in sent if b["prompt"].endswith(ENGLISH_CUE))
+    rule = next(b for b in sent if b["prompt"].endswith(RULE_CUE))
+    assert '"motor action: " ("move to ' in selection["grammar"] and "done'" in selection["grammar"]
+    assert '"explore <receptacle>"' in english["grammar"] and '" THEN choose "' in english["grammar"]
+    assert '\\"task\\": \\""' in rule["grammar"] and '"explore <receptacle>"' in rule["grammar"]
+    free = _bootstrap(server, tmp_path / "free", "--decoding", "free", capsys=capsys)
+    assert free["productions"] and "grammar" not in server.requests_to(COMPLETIONS)[-1].body
+
+
+def test_llm_state_grounded_policy_may_name_only_primitives_on_observed_objects(server, capsys):
+    server.set_default(COMPLETIONS, ScriptedReply(body=_llm_state_reply))
+    argv = ["llm-state", "--scene", "map1", "--task", "open_fridge", "--method", "no_states", "--llm", "local",
+            "--base-url", server.base_url, "--json"]
+    assert main(argv) == 0
+    first = server.requests_to(COMPLETIONS)[0].body
+    grammar = first["grammar"]
+    assert grammar.startswith('root ::= step ("\\n" step){0,19}')
+    assert '"placein(" obj ", " obj ")"' in grammar and '"wait()"' in grammar
+    objects = grammar.split("obj ::= ", 1)[1]
+    assert '"sink1"' not in objects  # the template example's object: map1 has none
+    assert main(argv + ["--decoding", "free"]) == 0
+    assert "grammar" not in server.requests_to(COMPLETIONS)[-1].body

@@ -35,7 +35,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_float, llm_options
+from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_float, decoding_of, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 
@@ -117,6 +117,7 @@ def _task_list(value: str, option: str, cfg: AnticipationConfig) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    decoding_of(args, supported=False, what="anticipation")  # one line when grounded was asked for
     from task_learning.anticipation.anticipator import Anticipator
     from task_learning.anticipation.config import load_anticipation_config
     from task_learning.anticipation.context import parse_context

@@ -26,7 +26,7 @@ from task_learning.bcr.engines import ENGINES
 from task_learning.bcr.runner import run_trial, summarize
 from task_learning.bcr.tasks import load_tasks
 from task_learning.bcr.tree import render_png
-from task_learning.apps.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, add_llm_arguments, bounded_int, llm_options
+from task_learning.apps.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, add_llm_arguments, bounded_int, grounded_or_free, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.inputs.files import AtomicOutput, write_text_atomic
@@ -72,11 +72,13 @@ def run(args: argparse.Namespace) -> int:
         from task_learning.llm.client import make_client
 
         client = make_client(args.llm, **llm_options(args))
+    decoding = grounded_or_free(args, client) if client is not None else "free"
     results = []
     try:
         for i in range(args.trials):
             results.append(run_trial(args.scene, args.task, args.engine, client, args.seed + i,
-                                     max_actions=args.max_actions, mode=args.mode, answers=answers))
+                                     max_actions=args.max_actions, mode=args.mode, answers=answers,
+                                     decoding=decoding))
             if client is not None:
                 client.raise_if_unavailable()
     finally:
@@ -84,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
             client.close()  # a local server started for this command stops here
     summary = summarize(results)
     summary.update(task=args.task, engine=args.engine, scene=args.scene, mode=args.mode,
-                   llm=args.llm if args.engine == "llm" else "", answers=answers if args.engine == "llm" else "")
+                   llm=args.llm if args.engine == "llm" else "", answers=answers if args.engine == "llm" else "",
+                   decoding=decoding)
     if client is not None:
         summary["llm_usage"] = client.usage.to_dict()
     if args.dot:

@@ -27,6 +27,7 @@ from task_learning.experiments.table import describe_model
 def run(args: argparse.Namespace) -> int:
     from task_learning.apps.cli.options import llm_options
     from task_learning.experiments.machine import LoadSampler
+    from task_learning.apps.cli.options import grounded_or_free
     from task_learning.llm.answer_bounds import resolve
     from task_learning.llm.client import make_client
     from task_learning.llm.local_provider import shared_server
@@ -41,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
     with LoadSampler() as load, shared_server(args.llm, llm_options(args)) as options:
         with make_client(args.llm, **options) as client:
-            rows = run_table(client, tasks, args.trials, answers=answers, sample_load=not offline, report=report)
+            decoding = grounded_or_free(args, client)
+            rows = run_table(client, tasks, args.trials, answers=answers, sample_load=not offline, report=report,
+                             decoding=decoding)
     standin = None
     if not offline:  # the stand-in on the same seeded worlds (seconds; not a language model)
         with make_client("offline") as offline_client:
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     model = "" if offline else describe_model(args.llm, options)
     if args.json:
         print(json.dumps({
-            "paper": "bcr", "llm": args.llm, "model": model, "mode": "paper", "answers": answers,
+            "paper": "bcr", "llm": args.llm, "model": model, "mode": "paper", "answers": answers, "decoding": decoding,
             "trials_per_task": args.trials, "note": OFFLINE_NOTE if offline else STANDIN_NOTE,
             "wall_s": round(load.wall_s, 1), "machine": load.summary(),
             "rows": [{**row.to_dict(),
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         }, indent=2))
         return 0
     print(f"BCR paper's Table 1, paper mode: successes of {args.trials} seeded trials per task; LLM: {args.llm}"
-          + ("" if offline else f"; answers: {answers}"))
+          + ("" if offline else f"; answers: {answers}; decoding: {decoding}"))
     print(format_table(rows, standin))
     if not offline:
         print()

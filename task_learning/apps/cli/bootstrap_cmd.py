@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any, Callable
 
-from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_int, llm_options
+from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_int, grounded_or_free, llm_options
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS
 
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         settings = BootstrapSettings(train_scene=args.train_scene, families=families, seed=args.seed,
                                      max_instances=args.max_instances, max_revisions=args.max_revisions,
                                      trials_per_value=args.draws, world_knowledge=mode,
-                                     answers=resolve(args.answers, args.llm))
+                                     answers=resolve(args.answers, args.llm), decoding=grounded_or_free(args, client))
         results, productions = bootstrap_into(kb, client, settings, report=report)
         client.raise_if_unavailable()
         rows = [{"name": p.name, "task": p.task, "utility": round(p.utility, 4), "count": p.count,
@@ -179,7 +179,8 @@ def _paper_table(args: argparse.Namespace, llm: str, options: dict[str, str], te
             data = paper_experiment(kb, client, train_scene=args.train_scene, test_scenes=tests, families=families,
                                     seed=args.seed or 0, where=WorldChoice(args.backend),
                                     extension=args.world_knowledge == "both",
-                                    answers=answers, report=report)
+                                    answers=answers, report=report,
+                                    decoding=grounded_or_free(args, client) if llm == args.llm else "free")
             client.raise_if_unavailable()
             usage = client.usage
     data["answers"] = answers

@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from task_learning.apps.cli.options import MAX_REQUESTS, MAX_WORKERS, add_llm_arguments, bounded_int, llm_options
+from task_learning.apps.cli.options import MAX_REQUESTS, MAX_WORKERS, add_llm_arguments, bounded_int, decoding_of, llm_options
 from task_learning.errors import TaskLearningError, UnknownObjectError
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.tree import TreeSettings
@@ -62,6 +62,7 @@ def _resolve(scene: Any, metadata: dict[str, Any], name: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from task_learning.llm.client import make_client
+    from task_learning.llm.constraints import effective_decoding, parse_decoding
     from task_learning.planning.session import check_run_config
     from task_learning.stars.elicit import ElicitationSetup, elicit_goal
     from task_learning.world.scene import load_scene
@@ -77,11 +78,14 @@ def run(args: argparse.Namespace) -> int:
     if flags(condition).oversight:
         operator = _operator(args.answers, scene, metadata, object_id)
     client = make_client(args.llm, **llm_options(args))
+    decoding, notice = effective_decoding(client.provider, parse_decoding(decoding_of(args)))
+    if notice:
+        print(notice, file=sys.stderr)
     try:
         result = elicit_goal(args.task or scene.task, object_id, metadata, scene, condition, client,
                              setup=ElicitationSetup(settings=TreeSettings(max_workers=args.max_workers,
                                                                           max_requests=args.max_requests),
-                                                    operator=operator))
+                                                    operator=operator, decoding=decoding))
         client.raise_if_unavailable()
     finally:
         closer = getattr(client, "close", None)
@@ -114,6 +118,10 @@ def _print_human(result: Any) -> None:
         why = "; ".join(m.feedback or m.detail for m in cand.mismatches)
         print(f"  #{cand.candidate_id:<3} {cand.score:.4f} {cand.source.value:<14} {mark:<8} {cand.text}"
               + (f"  [{why}]" if why else ""))
+    if result.distribution:
+        from task_learning.stars.grounded import describe_distribution
+
+        print(f"grounded distribution: {describe_distribution(result.distribution, limit=8)}")
     if result.selection is not None:
         print(selection_line(result.selection))
     if result.oversight is not None:

@@ -9,7 +9,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_float, bounded_int, llm_options
+from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_float, bounded_int, decoding_of, llm_options
 from task_learning.experiments.machine import LoadSampler
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.runner import run_conditions
@@ -149,6 +149,18 @@ def _misplaced_option(args: argparse.Namespace) -> str | None:
     return None
 
 
+def decodings(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(decoding, row label suffix) of each set of rows: `--decoding auto` with a language model
+    whose default is grounded (`--llm local`) prints the papers' protocols (free) and grounded
+    rows one under the other; an explicit --decoding prints that one."""
+    from task_learning.llm.constraints import Decoding, parse_decoding
+
+    chosen = parse_decoding(args.decoding, args.llm)
+    if args.decoding == "auto" and chosen is Decoding.GROUNDED:
+        return [("free", ""), ("grounded", " grounded")]
+    return [(chosen.value, " grounded" if chosen is Decoding.GROUNDED else "")]
+
+
 def run(args: argparse.Namespace) -> int:
     misplaced = _misplaced_option(args)
     if misplaced:
@@ -156,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
     if PAPERS.get(args.paper):
         import importlib
 
+        if args.paper not in ("bcr", "bootstrapping", "llm-state"):
+            decoding_of(args, supported=False, what=f"--paper {args.paper}")
         return int(importlib.import_module(PAPERS[args.paper]).run(args))
     conditions = [c.strip().upper() for c in (args.conditions or default_conditions(args.scene)).split(",")
                   if c.strip()]
@@ -172,8 +186,10 @@ def run(args: argparse.Namespace) -> int:
     # gets the same answer: llm/shared_answers.py); every row still counts what it sent.
     shared = None if offline else SharedAnswers()
     with LoadSampler() as load, shared_server(args.llm, llm_options(args)) as options:
-        rows = run_conditions(args.scene, conditions, llm=args.llm, workdir=workdir,
-                              seed=args.seed, report=report, llm_options=options, shared=shared)
+        sets = [run_conditions(args.scene, conditions, llm=args.llm, workdir=workdir, seed=args.seed,
+                               report=report, llm_options=options, shared=shared, decoding=decoding, label=label)
+                for decoding, label in decodings(args)]
+        rows = [row for together in zip(*sets) for row in together]  # a condition's free and grounded rows together
     # Beside a language model, the offline stand-in's rows for the same conditions (seconds).
     standin = None if offline else dict(run_conditions(args.scene, conditions, llm="offline",
                                                         workdir=workdir / "offline-standin", seed=args.seed))

@@ -18,7 +18,7 @@ import sys
 import textwrap
 from typing import Any
 
-from task_learning.apps.cli.options import add_llm_arguments, bounded_float, bounded_int, llm_options
+from task_learning.apps.cli.options import add_llm_arguments, bounded_float, bounded_int, grounded_or_free, llm_options
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
@@ -93,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"LLM-State prompts: {describe_routes(client, PROMPT_TYPES)} (config/llm.yaml "
               "openai.selection_prompt_types)", file=sys.stderr)
     results = []
+    decoding = grounded_or_free(args, client)
+    if on_thor and decoding == "grounded":
+        print("--decoding grounded: LLM-State on AI2-THOR has no grounded form yet; free decoding", file=sys.stderr)
     with client:  # a local server started for this command stops at the end
         for map_name in maps:
             for i in range(args.trials):
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     world = HouseholdWorld(house, map_name, task, hands=args.hands)
                     agent = LLMStateAgent(client, args.method, temperature=args.temperature, wording=args.prompts,
-                                          answers=answers)
+                                          answers=answers, decoding=decoding)
                     results.append(agent.run(world, task, cap=args.cap, trial=i))
                 client.raise_if_unavailable()
     offline = args.llm == "offline"

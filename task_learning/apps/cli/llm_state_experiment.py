@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
+    from task_learning.apps.cli.options import grounded_or_free
+
     offline = args.llm == "offline"
     answers = resolve(getattr(args, "answers", "auto"), args.llm)
     report = None if args.json else (lambda msg: print(msg, file=sys.stderr))
@@ -82,11 +84,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"LLM-State prompts: {describe_routes(client, PROMPT_TYPES)} (config/llm.yaml "
                   f"openai.selection_prompt_types); answers: {answers}", file=sys.stderr)
         with client:  # a local server started for this command stops at the end
+            decoding = grounded_or_free(args, client)
             table = run_tables(house, client, methods, runs=args.runs, temperature=args.temperature,
                                wording=args.prompts, report=report, tasks=tasks, maps=maps, answers=answers,
-                               sample_load=not offline)
+                               sample_load=not offline, decoding=decoding)
             heldout = {} if subset else run_heldout(house, client, methods, temperature=args.temperature,
-                                                    wording=args.prompts, answers=answers)
+                                                    wording=args.prompts, answers=answers, decoding=decoding)
         llm_label = getattr(client.provider, "label", args.llm)
         routing = routes(client, PROMPT_TYPES)
     # Beside a language model, the offline stand-in on the same runs (seconds; not a language model).

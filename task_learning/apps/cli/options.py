@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import sys
 from collections.abc import Callable
 from typing import TextIO
 
@@ -141,6 +142,10 @@ def add_llm_arguments(parser: argparse.ArgumentParser, default: str = "offline")
     parser.add_argument("--base-url", default=None, metavar="URL",
                         help="endpoint (openai; env OPENAI_BASE_URL), or a running llama-server to use "
                              "instead of starting one (local; env TASK_LEARNING_LOCAL_LLM_URL)")
+    parser.add_argument("--decoding", default="auto", choices=("auto", "free", "grounded"),
+                        help="free: the papers' protocols; grounded: answers constrained to what the robot "
+                             "can ground (goals of this scene, an option of the list); auto (default): grounded "
+                             "with --llm local, free with the others (docs/llm.md)")
     parser.add_argument("--llm-record", default=None, metavar="FILE",
                         help="append every answered LLM call (request and answer) to this JSONL cassette, with "
                              "any --llm (replay it with --llm replay:FILE)")
@@ -151,3 +156,29 @@ def llm_options(args: argparse.Namespace) -> dict[str, str]:
     pairs = (("base_url", "base_url"), ("completion_model", "llm_model"),
              ("selection_model", "llm_selection_model"), ("record", "llm_record"))
     return {option: value for option, name in pairs if (value := getattr(args, name, None))}
+
+
+def decoding_of(args: argparse.Namespace, supported: bool = True, what: str = "") -> str:
+    """The decoding `--decoding` chose for this command's `--llm` ("free" | "grounded"). A command
+    whose protocol has no grounded form (`supported` False) says so in one line on stderr and
+    decodes freely: never silently."""
+    from task_learning.llm.constraints import Decoding, parse_decoding
+
+    decoding = parse_decoding(getattr(args, "decoding", "auto"), getattr(args, "llm", ""))
+    if decoding is Decoding.GROUNDED and not supported:
+        print(f"--decoding grounded: {what or 'this command'} has no grounded form yet; free decoding",
+              file=sys.stderr)
+        return Decoding.FREE.value
+    return decoding.value
+
+
+
+def grounded_or_free(args: argparse.Namespace, client: object) -> str:
+    """`decoding_of(args)` as the client's endpoint can serve it: an endpoint that cannot constrain
+    (OpenAI's completions API) decodes freely, said in one line on stderr."""
+    from task_learning.llm.constraints import effective_decoding, parse_decoding
+
+    decoding, notice = effective_decoding(getattr(client, "provider", None), parse_decoding(decoding_of(args)))
+    if notice:
+        print(notice, file=sys.stderr)
+    return decoding.value

@@ -9,8 +9,9 @@ import argparse
 import json
 import sys
 
-from task_learning.apps.cli.options import MAX_WORKERS, SEED, add_llm_arguments, bounded_int, llm_options
+from task_learning.apps.cli.options import MAX_WORKERS, SEED, add_llm_arguments, bounded_int, decoding_of, llm_options
 from task_learning.episode.bus import EpisodeBus
+from task_learning.experiments.grounded import grounded_report
 from task_learning.errors import TaskLearningError
 from task_learning.planning.loop import ObjectReport
 from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
@@ -198,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
                    task=args.task, backend=args.backend, elicitation=args.elicitation,
-                   llm_options=llm_options(args))
+                   llm_options=llm_options(args), decoding=decoding_of(args))
     progress = None if args.json or not sys.stderr.isatty() else _progress_bar
     bus = _episode_bus(args, spec)
     try:
@@ -216,7 +217,9 @@ def run(args: argparse.Namespace) -> int:
         bus.close()  # OutputError (one line, exit 2) when the episode could not be written
     data = metrics.to_dict()
     data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
-                elicitation=args.elicitation)
+                elicitation=args.elicitation, decoding=spec.decoding)
+    if getattr(learner, "distributions", None):
+        data["grounded"] = grounded_report(learner.distributions, learner.scene)
     summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
     data.update(success=summary.success, message=summary.message, incomplete=summary.reasons)
     if args.record:

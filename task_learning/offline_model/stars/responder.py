@@ -24,7 +24,8 @@ from task_learning.offline_model.stars.decoder import decode
 from task_learning.offline_model.stars.feedback import parse_feedback
 from task_learning.offline_model.stars.knowledge import Knowledge
 from task_learning.offline_model.stars.selection import answer_tokens, rate_options
-from task_learning.offline_model.stars.sentences import GoalQuery, Sentence, build_sentences
+from task_learning.offline_model.stars.goals import ParsedGoal
+from task_learning.offline_model.stars.sentences import GoalQuery, Sentence, build_sentences, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class StarsResponder:
     def goal(self, request: LLMRequest) -> LLMResponse:
         query = self.goal_query(request)
         sentences = self.sentences_for(query)
+        if request.constraint is not None and request.constraint.choices:
+            sentences = constrained_sentences(sentences, request.constraint.choices)
         salt = json.dumps([query.object, query.object_place, query.feedback, query.repair_of,
                            list(query.system_context)])
         top_k = max(0, int(request.logprobs or 0))
@@ -130,3 +133,16 @@ class StarsResponder:
             text=tokens[0].token, tokens=tokens, prompt_tokens=count_prompt_tokens(request),
             completion_tokens=1, finish_reason="stop",
         )
+
+
+def constrained_sentences(sentences: list[Sentence], choices: tuple[str, ...]) -> list[Sentence]:
+    """What a grammar does to a model's distribution: the sentences outside the allowed choices
+    are masked and the rest renormalised. When none of the stand-in's own sentences is allowed,
+    every choice gets the same probability: it knows nothing about them (it is not a language
+    model, and is not tuned toward any answer here)."""
+    allowed = {" ".join(c.split()).lower(): c for c in choices}
+    kept = [s for s in sentences if " ".join(s.text.split()).lower() in allowed]
+    total = sum(s.prob for s in kept)
+    if kept and total > 0:
+        return [Sentence(s.tokens, s.prob / total, s.parts) for s in kept]
+    return [Sentence(tuple(tokenize(c)), 1.0 / len(choices), ParsedGoal("", "", "")) for c in choices]

@@ -1,0 +1,132 @@
+"""STARS under --decoding grounded (stars/grounded.py): the tree stays inside the object's grounded
+goals, every request carries the constraint for its prefix, the scores are the SayCan-style
+distribution, Selection is constrained to the option numbers; the papers' protocol is unchanged
+under free decoding."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from task_learning.llm.base import LLMRequest, LLMResponse, TokenLogprob
+from task_learning.llm.client import make_client
+from task_learning.stars.elicit import ElicitationSetup, elicit_goal
+from task_learning.stars.grounded import GoalSpace, shared_start
+from task_learning.world.scene import load_scene
+
+
+@pytest.fixture(scope="module")
+def groceries():
+    scene = load_scene("store_groceries")
+    return scene, {"sceneName": scene.name, "objects": scene.objects}
+
+
+class Recording:
+    """The offline stand-in, keeping every request it was asked."""
+
+    def __init__(self) -> None:
+        self.client = make_client("offline")
+        self.requests: list[LLMRequest] = []
+        self.usage = self.client.usage
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        return self.client.complete(request)
+
+
+def test_grounded_stars_with_the_stand_in_answers_only_grounded_goals(groceries):
+    scene, metadata = groceries
+    yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
+    space = GoalSpace.build(*_state(metadata), yogurt, "yogurt")
+    client = Recording()
+    result = elicit_goal(scene.task, yogurt, metadata, scene, "STARS", client,
+                         setup=ElicitationSetup(decoding="grounded"))
+    assert result.decoding.value == "grounded" and result.candidates
+    allowed = set(space.by_key)
+    assert all(c.text in allowed and c.viable for c in result.candidates)
+    assert math.isclose(sum(c.score for c in result.candidates), 1.0, rel_tol=1e-9)
+    assert math.isclose(sum(s.probability for s in result.distribution), 1.0, rel_tol=1e-9)
+    assert result.distribution[0].place_id == "Fridge|1"  # the stand-in's own first choice
+    goal_requests = [r for r in client.requests if r.prompt_type in ("initial", "recurse")]
+    assert goal_requests and all(r.constraint is not None and r.logprobs == 20 for r in goal_requests)
+    assert all(r.prompt.endswith(r.constraint.after) and r.constraint.after.startswith(space.start)
+               for r in goal_requests)
+    selection = [r for r in client.requests if r.prompt_type == "selection"]
+    assert all(r.constraint is not None and r.constraint.choices[0] == " 1" for r in selection)
+    options = result.selection.options  # aliases of one goal are one option, with their summed share
+    assert len({tuple(sorted(map(str, o.literals))) for o in options}) == len(options)
+    assert math.isclose(sum(o.score for o in options), 1.0, rel_tol=1e-9)
+    data = result.to_dict()
+    assert data["decoding"] == "grounded" and data["distribution"][0]["place"] == "Fridge|1"
+
+
+def test_free_decoding_sends_the_papers_requests(groceries):
+    scene, metadata = groceries
+    yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
+    client = Recording()
+    result = elicit_goal(scene.task, yogurt, metadata, scene, "STARS", client)
+    assert result.decoding.value == "free" and result.distribution == []
+    assert all(r.constraint is None for r in client.requests)
+    assert all(r.logprobs == 5 for r in client.requests if r.prompt_type == "initial")
+
+
+class Scripted:
+    """A model that answers the root with a grounded goal whose place token has alternatives in and
+    out of the constraint; branches get the rest of their goal."""
+
+    usage = None
+
+    def __init__(self, space: GoalSpace) -> None:
+        self.space = space
+        self.requests: list[LLMRequest] = []
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        after = request.constraint.after if request.constraint else ""
+        if after == self.space.start:
+            alternatives = ((" fridge", math.log(0.5)), (" kitchen", math.log(0.3)), (" pantry", math.log(0.15)))
+            return LLMResponse(text=" in the fridge and the fridge is closed", tokens=[
+                TokenLogprob(" in", 0.0, ()), TokenLogprob(" the", 0.0, ()),
+                TokenLogprob(" fridge", math.log(0.5), alternatives),
+                TokenLogprob(" and the fridge is closed", 0.0, ())])
+        rest = next(c for c in self.space.choices if c.startswith(after))[len(after):]
+        return LLMResponse(text=rest, tokens=[TokenLogprob(rest, 0.0, ())])
+
+
+def test_the_tree_follows_only_alternatives_some_grounded_goal_continues(groceries):
+    scene, metadata = groceries
+    yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
+    space = GoalSpace.build(*_state(metadata), yogurt, "yogurt")
+    client = Scripted(space)
+    result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client, setup=ElicitationSetup(decoding="grounded"))
+    assert result.counts["outside_constraint"] >= 1  # " kitchen": the robot sees no kitchen to put it in
+    assert [r.constraint.after[len(space.start):] for r in client.requests] == ["", " in the pantry"]
+    shares = {s.place_id: round(s.probability, 3) for s in result.distribution}
+    assert shares == {"Fridge|1": round(0.5 / 0.65, 3), "Pantry|1": round(0.15 / 0.65, 3)}
+    assert result.chosen is not None and "fridge" in result.chosen.text
+
+
+def test_the_shared_start_ends_at_a_word():
+    assert shared_start([" The goal is that the eggs are in the fridge", " The goal is that the eggs are on it"]) \
+        == " The goal is that the eggs are"
+    assert shared_start([]) == ""
+
+
+def _state(metadata):
+    from task_learning.world.state import world_state_from_metadata
+
+    return (world_state_from_metadata(metadata),)
+
+
+def test_only_the_tokens_that_chose_among_the_goals_count():
+    space = GoalSpace([], " The goal is that the x is", (" The goal is that the x is in the fridge and the fridge is closed",
+                                                        " The goal is that the x is on the counter",
+                                                        " The goal is that the x is on the counter top"), {})
+    from task_learning.stars.grounded import decisive
+
+    fridge = decisive([0.9, 0.8, 0.3, 0.5, 0.9, 0.9, 0.9, 0.9],
+                      [" in", " the", " fridge", " and", " the", " fridge", " is", " closed"], space)
+    assert fridge == [0.9]  # " in" chose; everything after it was forced by the grammar
+    counter = decisive([0.1, 0.8, 0.7, 0.6], [" on", " the", " counter", ""], space)
+    assert counter == [0.1, 0.6]  # " on", then the end against " top"
+    assert decisive([0.5, 0.5], [], space) == [0.5, 0.5]  # no token texts: every token counts
