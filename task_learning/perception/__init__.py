@@ -17,7 +17,6 @@ from task_learning import lazy_exports
 _EXPORTS = {
     "BagWriter": "task_learning.perception.bag",
     "bag_info": "task_learning.perception.bag",
-    "closest_pose": "task_learning.perception.bag",
     "read_messages": "task_learning.perception.bag",
     "replay_into_bridge": "task_learning.perception.bag",
     "FetchWorld": "task_learning.perception.bridge",
