@@ -51,6 +51,7 @@ from task_learning.world.state import metadata_from_world_state, world_state_fro
 
 if TYPE_CHECKING:
     from task_learning.kb.store import KnowledgeBase
+    from task_learning.oversight.flow import OversightOutcome
     from task_learning.oversight.operator import Operator
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class ElicitationResult:
     counts: dict[str, int]
     stages: list[Stage]
     selection: SelectionOutcome | None = None
-    oversight: Any = None  # task_learning.oversight.flow.OversightOutcome for +O conditions
+    oversight: OversightOutcome | None = None  # for +O conditions
     outcome: str = "ok"
     errors: list[str] = field(default_factory=list)
 
@@ -337,7 +338,7 @@ def elicit_goal(
 
 
 def _outcome(chosen: GoalCandidate | None, candidates: list[GoalCandidate], tree: TreeState,
-             needs_viable: bool, oversight: Any) -> str:
+             needs_viable: bool, oversight: OversightOutcome | None) -> str:
     if oversight is not None and chosen is None:
         return "not_confirmed"
     if chosen is not None:
