@@ -21,6 +21,7 @@ from task_learning.safe_text import printable
 from task_learning.stopping import DependencyFailed, RunStopped, StopToken
 from task_learning.types import LLMUsage
 from task_learning_interfaces.action import LearnGoal, LearnGoals
+from task_learning_nodes.clients.oversight_client import OversightClient
 from task_learning_nodes.clients.ros_world import RosCallError, wait_future
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
@@ -95,7 +96,7 @@ class GoalElicitationClient:
     `settings()` gives the planner's parameters as they are now (service_timeout_s,
     learn_goal_timeout_s: writable, read at each call); `oversight` checks confirmation ids."""
 
-    def __init__(self, node: Node, *, learn_goal_action: str, learn_goals_action: str, oversight: Any,
+    def __init__(self, node: Node, *, learn_goal_action: str, learn_goals_action: str, oversight: OversightClient,
                  settings: Callable[[], Any], callback_group: Any) -> None:
         self._node = node
         self._oversight = oversight
