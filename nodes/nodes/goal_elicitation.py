@@ -44,7 +44,7 @@ from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_p
 if TYPE_CHECKING:
     from task_learning.diagnostics import Check
     from task_learning.world.scene import Scene
-    from task_learning.world.state import WorldState
+    from task_learning.types import WorldState
     from task_learning_nodes.clients.oversight_client import OversightClient
 
 # A LearnGoal or LearnGoals goal as the action server hands it over (the generated messages are untyped).

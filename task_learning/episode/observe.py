@@ -27,6 +27,7 @@ from task_learning.world.outcome import action_outcome
 
 if TYPE_CHECKING:
     from task_learning.camera_model import CameraModel
+    from task_learning.oversight.operator import Operator
     from task_learning.world.thor.camera import CameraPose
 
 log = logging.getLogger(__name__)
@@ -126,9 +127,9 @@ def object_box(world: WorldBackend, metadata: Mapping[str, Any], object_id: str)
 class ObservedOperator:
     """An Operator whose questions and answers are published (the person is asked as before)."""
 
-    def __init__(self, inner: Any, bus: EpisodeBus) -> None:
+    def __init__(self, inner: Operator, bus: EpisodeBus) -> None:
         self.inner = inner
-        self.name = getattr(inner, "name", "operator")
+        self.name = inner.name
         self._bus = bus
 
     def ask(self, request: ConfirmationRequest, **kwargs: Any) -> ConfirmationAnswer:

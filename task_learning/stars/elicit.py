@@ -51,6 +51,7 @@ from task_learning.world.state import metadata_from_world_state, world_state_fro
 
 if TYPE_CHECKING:
     from task_learning.kb.store import KnowledgeBase
+    from task_learning.llm.base import LLMRequest
     from task_learning.oversight.flow import OversightOutcome
     from task_learning.oversight.operator import Operator
 
@@ -390,7 +391,7 @@ def _repair_roots(tree: TreeState, templates: PromptTemplates, ctx: GoalContext,
 
 
 def _repair_request(templates: PromptTemplates, ctx: GoalContext, object_id: str, repair_of: str,
-                    feedback: str, kind: MismatchKind, prompt_type: str, prefix: str):
+                    feedback: str, kind: MismatchKind, prompt_type: str, prefix: str) -> LLMRequest:
     return templates.goal_request(ctx, prompt_type, prefix, repair_of=repair_of, feedback=feedback,
                                   repair_kind=kind, scope=object_id)
 
