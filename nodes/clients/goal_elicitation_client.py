@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from rclpy.action.client import ClientGoalHandle
 from rclpy.node import Node
 
 from task_learning.errors import LLM_UNAVAILABLE
@@ -65,7 +66,7 @@ class GoalBatch:
     elicit, its feedback copied into the task's object states while they are still being learned,
     closed (cancelled) when the loop is done; its result carries the batch's LLM usage."""
 
-    def __init__(self, handle: Any, result: Any, object_ids: list[str], alive: Callable[[], bool]) -> None:
+    def __init__(self, handle: ClientGoalHandle, result: Any, object_ids: list[str], alive: Callable[[], bool]) -> None:
         self.handle = handle
         self.alive = alive  # the goal elicitation node still serves (else its result will not come)
         self.result = result  # the future of the batch's result, asked for at once (no stray result later)
