@@ -101,18 +101,22 @@ def sample(run: TrajectoryRun, elapsed: float) -> np.ndarray:
     if trajectory.velocities is not None:
         velocities = np.vstack([np.zeros_like(run.start_positions), trajectory.velocities])
     if elapsed >= times[-1]:
-        return positions[-1].copy()
+        end: np.ndarray = positions[-1].copy()
+        return end
     index = int(np.searchsorted(times, elapsed, side="right")) - 1
     span = times[index + 1] - times[index]
     if span <= 0:
-        return positions[index + 1].copy()
+        after: np.ndarray = positions[index + 1].copy()
+        return after
     s = (elapsed - times[index]) / span
     p0, p1 = positions[index], positions[index + 1]
     if velocities is None:
-        return p0 + s * (p1 - p0)
+        linear: np.ndarray = p0 + s * (p1 - p0)
+        return linear
     v0, v1 = velocities[index] * span, velocities[index + 1] * span
     h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
-    return h00 * p0 + h10 * v0 + h01 * p1 + h11 * v1
+    cubic: np.ndarray = h00 * p0 + h10 * v0 + h01 * p1 + h11 * v1
+    return cubic
 
 
 def check(run: TrajectoryRun, actual: np.ndarray, elapsed: float) -> None:

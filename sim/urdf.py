@@ -29,7 +29,8 @@ def _rpy(wxyz: np.ndarray) -> np.ndarray:
     that compose to the same rotation, which is all URDF needs."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return Rotation.from_quat([wxyz[1], wxyz[2], wxyz[3], wxyz[0]]).as_euler("xyz")
+        rpy: np.ndarray = Rotation.from_quat([wxyz[1], wxyz[2], wxyz[3], wxyz[0]]).as_euler("xyz")
+        return rpy
 
 
 def robot_bodies(model: mujoco.MjModel) -> list[int]:

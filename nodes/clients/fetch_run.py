@@ -42,7 +42,7 @@ class GraphWatch:
         rclpy.init(context=self.context)
         self.node = Node("fetch_run_watch", context=self.context)
         self.images = 0
-        self.world: Any = None
+        self.world: WorldState | None = None
         self.lock = threading.Lock()
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from rclpy.action.client import ClientGoalHandle
 from rclpy.node import Node
 
 from task_learning.errors import LLM_UNAVAILABLE
@@ -21,6 +22,7 @@ from task_learning.inputs.safe_text import printable
 from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StopToken
 from task_learning.types import LLMUsage
 from task_learning_interfaces.action import LearnGoal, LearnGoals
+from task_learning_nodes.clients.oversight_client import OversightClient
 from task_learning_nodes.clients.ros_world import RosCallError, wait_future
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
@@ -64,7 +66,7 @@ class GoalBatch:
     elicit, its feedback copied into the task's object states while they are still being learned,
     closed (cancelled) when the loop is done; its result carries the batch's LLM usage."""
 
-    def __init__(self, handle: Any, result: Any, object_ids: list[str], alive: Callable[[], bool]) -> None:
+    def __init__(self, handle: ClientGoalHandle, result: Any, object_ids: list[str], alive: Callable[[], bool]) -> None:
         self.handle = handle
         self.alive = alive  # the goal elicitation node still serves (else its result will not come)
         self.result = result  # the future of the batch's result, asked for at once (no stray result later)
@@ -95,7 +97,7 @@ class GoalElicitationClient:
     `settings()` gives the planner's parameters as they are now (service_timeout_s,
     learn_goal_timeout_s: writable, read at each call); `oversight` checks confirmation ids."""
 
-    def __init__(self, node: Node, *, learn_goal_action: str, learn_goals_action: str, oversight: Any,
+    def __init__(self, node: Node, *, learn_goal_action: str, learn_goals_action: str, oversight: OversightClient,
                  settings: Callable[[], Any], callback_group: Any) -> None:
         self._node = node
         self._oversight = oversight

@@ -46,7 +46,7 @@ from task_learning_nodes.plumbing.params import declare_parameters, llm_client_o
 if TYPE_CHECKING:
     from task_learning_nodes.plumbing.diagnostics import Check
     from task_learning.world.scene import Scene
-    from task_learning.world.state import WorldState
+    from task_learning.types import WorldState
     from task_learning_nodes.clients.oversight_client import OversightClient
 
 # A LearnGoal or LearnGoals goal as the action server hands it over (the generated messages are untyped).

@@ -38,7 +38,7 @@ from task_learning.episode.observe import ObservedOperator
 from task_learning.kb.store import DEFAULT_DB, resolve_db_path
 from task_learning.oversight import pairing
 from task_learning.oversight.confirmations import ConfirmationLedger
-from task_learning.oversight.operator import timeout_answer
+from task_learning.oversight.operator import RelayOperator, timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
 from task_learning.inputs.safe_text import printable
 from task_learning.lifecycle.signals import StopSignals
@@ -166,7 +166,7 @@ class OversightNode(Node):
         # With a knowledge base, a question answered before (e.g. before a restart) is answered
         # from it and not put to the operator again (only its own asker's, answered by a paired
         # operator: task_learning.oversight.memory).
-        self.operator: Any = self.queue
+        self.operator: RelayOperator = self.queue
         if self.kb is not None and params.remember_answers:
             from task_learning.oversight.memory import RememberingOperator
 

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from rclpy.action import ActionServer, CancelResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -140,7 +141,7 @@ class SyntheticRobotNode(Node):
 
     # -- skills ---------------------------------------------------------------------------------
 
-    def on_skill(self, handle: Any) -> Skill.Result:
+    def on_skill(self, handle: ServerGoalHandle) -> Skill.Result:
         goal = handle.request
         result = Skill.Result()
         if goal.skill not in SKILLS:

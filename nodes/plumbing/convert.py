@@ -58,7 +58,7 @@ def time_to_msg(stamp: float) -> Time:
 
 
 def time_from_msg(msg: Time) -> float:
-    return msg.sec + msg.nanosec * 1e-9
+    return float(msg.sec + msg.nanosec * 1e-9)
 
 
 def json_value(value: Any) -> str:

@@ -18,7 +18,10 @@ import urllib.parse
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from task_learning.llm.client import LLMClient
 
 PROBE_TIMEOUT_S = 1.0  # an endpoint that does not answer within this is unreachable
 
@@ -58,13 +61,21 @@ def probe_http(base_url: str, timeout_s: float = PROBE_TIMEOUT_S) -> tuple[bool,
     return True, time.perf_counter() - started, f"HTTP {status}"
 
 
-def llm_check(client: Any, timeout_s: float = PROBE_TIMEOUT_S) -> Check:
-    """The LLM client's endpoint (task_learning.llm.client.LLMClient)."""
-    provider = getattr(client, "provider", None)
-    name = str(getattr(provider, "name", "none"))
-    values = {"provider": name, "model": str(getattr(provider, "model", "") or "")}
-    broken = str(getattr(client, "unavailable", "") or "")
-    base_url = str(getattr(provider, "base_url", "") or "")
+@runtime_checkable
+class HasEndpoint(Protocol):
+    """A provider that talks to a server (the OpenAI-compatible and local ones); the offline and
+    replay providers have none."""
+
+    base_url: str
+
+
+def llm_check(client: LLMClient, timeout_s: float = PROBE_TIMEOUT_S) -> Check:
+    """The LLM client's endpoint."""
+    provider = client.provider
+    name = provider.name
+    values = {"provider": name, "model": provider.model or ""}
+    broken = client.unavailable
+    base_url = provider.base_url if isinstance(provider, HasEndpoint) else ""
     if not base_url:
         what = "offline model (not a language model)" if name == "offline" else f"{name}: no endpoint to reach"
         return Check("llm", Level.ERROR if broken else Level.OK, broken or what, values)

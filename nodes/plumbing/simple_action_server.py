@@ -37,6 +37,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.node import Node
 
 from task_learning.lifecycle.cancellation import StopToken
@@ -82,7 +83,7 @@ class Refusal:
 class ActiveGoal:
     """The goal that holds the slot: its rclpy goal handle and the token that stops its work."""
 
-    handle: Any  # rclpy.action.server.ServerGoalHandle
+    handle: ServerGoalHandle
     stop: StopToken
     what: str
 
@@ -91,7 +92,7 @@ class ActiveGoal:
         (the node is stopping)."""
         return Status.CANCELED if self.handle.is_cancel_requested else Status.ABORTED
 
-    def same(self, handle: Any) -> bool:
+    def same(self, handle: ServerGoalHandle) -> bool:
         return bytes(handle.goal_id.uuid) == bytes(self.handle.goal_id.uuid)
 
 
@@ -144,13 +145,13 @@ class SingleGoalServer:
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    def _cancel(self, handle: Any) -> CancelResponse:
+    def _cancel(self, handle: ServerGoalHandle) -> CancelResponse:
         active = self._active
         if active is not None and active.same(handle):
             self._stop(active, CANCELED_BY_CLIENT)
         return CancelResponse.ACCEPT
 
-    def _execute(self, what: str, handle: Any, work: Work, refuse: Callable[[Refusal], Any]) -> Any:
+    def _execute(self, what: str, handle: ServerGoalHandle, work: Work, refuse: Callable[[Refusal], Any]) -> Any:
         goal = self._claim(what, handle)
         if goal is None:
             result = refuse(Refusal(what, self.busy_with, self._shutting_down))
@@ -165,7 +166,7 @@ class SingleGoalServer:
             self._slot.release()
         return finish.result
 
-    def _claim(self, what: str, handle: Any) -> ActiveGoal | None:
+    def _claim(self, what: str, handle: ServerGoalHandle) -> ActiveGoal | None:
         if self._shutting_down or not self._slot.acquire(blocking=False):
             return None
         goal = ActiveGoal(handle, StopToken(), what)
@@ -206,7 +207,7 @@ class SingleGoalServer:
         return True
 
 
-def _end(handle: Any, status: Status) -> None:
+def _end(handle: ServerGoalHandle, status: Status) -> None:
     if status is Status.SUCCEEDED:
         handle.succeed()
     elif status is Status.CANCELED:

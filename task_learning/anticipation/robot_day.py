@@ -33,6 +33,7 @@ from task_learning.oversight.operator import Operator
 from task_learning.lifecycle.cancellation import RunStopped, StopToken, StoppableWorld
 from task_learning.inputs.schema import Schema, load_model
 from task_learning.types import ConfirmationAnswer, ConfirmationRequest, GoalLiteral
+from task_learning.world.backend import WorldBackend
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ class StoppableOperator:
 
 def run_robot_day(cfg: AnticipationConfig, experience: Experience, day: dict[str, Any], *, client: Completer,
                   operator: Operator, kb: KnowledgeBase, goals: RobotGoals | None = None, seed: int = 0,
-                  max_actions: int = 100, question_suffix: str = "", world: Any = None,
+                  max_actions: int = 100, question_suffix: str = "", world: WorldBackend | None = None,
                   perform: Perform | None = None, stop: StopToken | None = None) -> RobotDayResult:
     """`world`: the world the human acts in and tasks are checked in (default: the symbolic world
     of the goals' scene); `perform`: how the robot performs a confirmed task (default: the planner's

@@ -16,9 +16,9 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from task_learning.bcr.agent import MODES, DecisionContext, Selection
+from task_learning.bcr.agent import MODES, DecisionContext, Selection, SelectionEngine
 from task_learning.bcr.domain import GroundAction
 from task_learning.bcr.literals import holds
 from task_learning.bcr.prompt import build_request, match_candidate, parse_answer
@@ -26,6 +26,9 @@ from task_learning.bcr.tree import Candidate
 from task_learning.errors import ConfigError
 from task_learning.llm.answer_bounds import bound_for
 from task_learning.types import GoalLiteral, Truth
+
+if TYPE_CHECKING:
+    from task_learning.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +99,7 @@ class LLMEngine:
 
     name = "llm"
 
-    def __init__(self, client: Any, max_reasks: int = MAX_REASKS, scope: str = "bcr",
+    def __init__(self, client: LLMClient, max_reasks: int = MAX_REASKS, scope: str = "bcr",
                  fallback: HeuristicEngine | None = None, mode: str = "guarded",
                  state_notes: Callable[[], str] | None = None, answers: str = "paper",
                  decoding: str = "free") -> None:
@@ -169,7 +172,7 @@ def _no_choice(context: DecisionContext, requests: int, reasks: int, kind: str, 
                      prompt=prompt, failure=kind)
 
 
-def make_engine(name: str, client: Any = None, **options: Any) -> Any:
+def make_engine(name: str, client: LLMClient | None = None, **options: Any) -> SelectionEngine:
     """'heuristic' or 'llm' (needs an LLMClient; option mode='guarded'|'paper')."""
     if name == "heuristic":
         return HeuristicEngine()

@@ -107,7 +107,7 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
 def parse_answer(text: str, answers: str = "paper") -> str | None:
     """The action between the last pair of $$ markers, or None. Bounded answers: without $$
     markers, the answer's line after the cue's "-" ("- PutObject(Mug|1, Sink|1)")."""
-    found = ANSWER.findall(text or "")
+    found: list[str] = ANSWER.findall(text or "")
     if found:
         return found[-1].strip()
     if answers == "bounded":

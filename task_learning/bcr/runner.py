@@ -7,9 +7,9 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent
+from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent, SelectionEngine
 from task_learning.bcr.domain import Domain, load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.bcr.tasks import check_goals, load_tasks
@@ -17,7 +17,11 @@ from task_learning.bcr.testbed import FailurePointWorld
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 from task_learning.world.outcome import run_action
 from task_learning.world.scene import Scene, load_scene
+from task_learning.world.backend import WorldBackend
 from task_learning.world.symbolic import SymbolicWorld
+
+if TYPE_CHECKING:
+    from task_learning.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +96,9 @@ def make_world(scene: Scene, seed: int | None) -> FailurePointWorld:
 
 
 def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
-              engine: Any = "heuristic", client: Any = None, seed: int | None = 0, *,
+              engine: str | SelectionEngine = "heuristic", client: LLMClient | None = None, seed: int | None = 0, *,
               domain: Domain | None = None, max_actions: int = MAX_ACTIONS,
-              world: Any = None, mode: str = "guarded", answers: str = "paper",
+              world: WorldBackend | None = None, mode: str = "guarded", answers: str = "paper",
               decoding: str = "free") -> TrialResult:
     """Run one task to success or failure. `engine` is a name ('llm', 'heuristic') or an engine
     object; `client` an LLMClient for the llm engine; `world` overrides the seeded testbed;
@@ -119,7 +123,7 @@ def run_trial(scene: str | Scene = "bcr_kitchen", task: str = "make_coffee",
     return result
 
 
-def run_goals(world: Any, goals: list[GoalLiteral], engine: Any, domain: Domain | None = None,
+def run_goals(world: WorldBackend, goals: list[GoalLiteral], engine: SelectionEngine, domain: Domain | None = None,
               *, max_actions: int = MAX_ACTIONS, seed: int | None = None, task: str = "",
               started: float | None = None,
               on_outcome: Callable[[ActionOutcome], None] | None = None,

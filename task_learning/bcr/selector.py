@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent
+from task_learning.bcr.agent import MAX_ACTIONS, BCRAgent, SelectionEngine
 from task_learning.bcr.domain import Domain
 from task_learning.bcr.engines import LLMEngine
 from task_learning.bcr.prompt import build_request, match_candidate, parse_answer
 from task_learning.bcr.tasks import check_goals
 from task_learning.errors import TaskLearningError
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral, LLMUsage
+
+if TYPE_CHECKING:
+    from task_learning.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +39,7 @@ class SelectorAnswer:
 class ActionSelector:
     """Keeps the current BCR session and answers select-next-action requests."""
 
-    def __init__(self, domain: Domain, engine: Any, client: Any = None,
+    def __init__(self, domain: Domain, engine: SelectionEngine, client: LLMClient | None = None,
                  max_actions: int = MAX_ACTIONS, search_action: str = "VisualSearch") -> None:
         self.domain = domain
         self.engine = engine
@@ -128,11 +131,12 @@ class ActionSelector:
                                   rationale="only candidate" if len(candidates) == 1 else
                                   "first candidate (heuristic)")
         notes = list(errors)
+        client = self.client if self.client is not None else self.engine.client  # the llm engine's own
         for _ in range(self.engine.max_reasks + 1):
             request = build_request(list(goals), [], texts,
                                     [f"{o.call} -> {'ok' if o.success else 'failed'}"
                                      for o in history][-5:], notes, scope=self.engine.scope)
-            response = self.client.complete(request)
+            response = client.complete(request)
             if not response.ok:
                 return SelectorAnswer(False, f"LLM call failed: {response.error}",
                                       usage=self._usage_since(before))

@@ -195,7 +195,7 @@ class CandidateTree:
         return list(self._goal_nodes)
 
     def __len__(self) -> int:
-        return self.graph.number_of_nodes()
+        return int(self.graph.number_of_nodes())
 
     # ---- export ------------------------------------------------------------------------------
     def to_dot(self, title: str = "bcr") -> str:

@@ -15,16 +15,31 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, runtime_checkable
 
 from task_learning.episode import messages as msgs
 from task_learning.episode.bus import EpisodeBus
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.replay import cassette_entry
 from task_learning.types import ActionCall, ConfirmationAnswer, ConfirmationRequest
+from task_learning.world.backend import WorldBackend
 from task_learning.world.outcome import action_outcome
 
+if TYPE_CHECKING:
+    from task_learning.world.camera_model import CameraModel
+    from task_learning.oversight.operator import Operator
+    from task_learning.world.thor.camera import CameraPose
+
 log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class PosedCamera(Protocol):
+    """A world that knows its camera (the AI2-THOR backend): where objects fall in its image."""
+
+    def intrinsics(self) -> CameraModel: ...
+
+    def camera_pose(self) -> CameraPose: ...
 
 HIGHLIGHTED = "/camera/highlighted"  # live view only: the camera with the current object boxed
 
@@ -32,7 +47,7 @@ HIGHLIGHTED = "/camera/highlighted"  # live view only: the camera with the curre
 class ObservedWorld:
     """A WorldBackend whose actions and states are published; everything else passes through."""
 
-    def __init__(self, world: Any, bus: EpisodeBus, *, backend: str = "", scene: str = "") -> None:
+    def __init__(self, world: WorldBackend, bus: EpisodeBus, *, backend: str = "", scene: str = "") -> None:
         self._world = world
         self._bus = bus
         self._backend = backend
@@ -83,10 +98,10 @@ class ObservedWorld:
         return getattr(self._world, name)
 
 
-def object_box(world: Any, metadata: Mapping[str, Any], object_id: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+def object_box(world: WorldBackend, metadata: Mapping[str, Any], object_id: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """Pixel corners of a box around `object_id` in the world's camera image (a backend with
     `intrinsics()` and `camera_pose()`, the AI2-THOR one), or None when it is not in view."""
-    if not object_id or not callable(getattr(world, "intrinsics", None)) or not callable(getattr(world, "camera_pose", None)):
+    if not object_id or not isinstance(world, PosedCamera):
         return None
     record = next((o for o in metadata.get("objects") or () if o.get("objectId") == object_id), None)
     if record is None or not record.get("position"):
@@ -112,9 +127,9 @@ def object_box(world: Any, metadata: Mapping[str, Any], object_id: str) -> tuple
 class ObservedOperator:
     """An Operator whose questions and answers are published (the person is asked as before)."""
 
-    def __init__(self, inner: Any, bus: EpisodeBus) -> None:
+    def __init__(self, inner: Operator, bus: EpisodeBus) -> None:
         self.inner = inner
-        self.name = getattr(inner, "name", "operator")
+        self.name = inner.name
         self._bus = bus
 
     def ask(self, request: ConfirmationRequest, **kwargs: Any) -> ConfirmationAnswer:

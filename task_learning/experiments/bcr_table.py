@@ -7,10 +7,13 @@ project's extension, not a row of the paper). Trials are seeded worlds 0..n-1 of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from task_learning.bcr.runner import TrialResult, run_trial, summarize
 from task_learning.experiments.machine import LoadSampler, describe_load
+
+if TYPE_CHECKING:
+    from task_learning.llm.client import LLMClient
 
 TASKS = ("make_coffee", "apple_in_fridge", "wash_mug", "make_toast")
 PAPER_TRIALS = 50
@@ -54,14 +57,14 @@ def check_tasks(tasks: Sequence[str] | None) -> list[str]:
     return [t for t in TASKS if t in tasks]
 
 
-def run_table(client: Any, tasks: Sequence[str], trials: int, *, answers: str = "paper",
+def run_table(client: LLMClient, tasks: Sequence[str], trials: int, *, answers: str = "paper",
               sample_load: bool = False, report: Callable[[str], None] | None = None,
               decoding: str = "free") -> list[TaskRow]:
     """Every task, `trials` seeded trials each, paper mode; `sample_load`: each task's wall time
     with the machine's load and the client's usage (a real model's rows)."""
     rows = []
     for task in tasks:
-        before = client.usage_snapshot() if sample_load else None
+        before = client.usage_snapshot()
         with LoadSampler() as load:
             results = [run_trial("bcr_kitchen", task, "llm", client, seed, mode="paper", answers=answers,
                                  decoding=decoding)

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from task_learning.types import WorldState
 from task_learning.world import SymbolicWorld, load_scene
-from task_learning.world import resolve_object as _resolve_object
+from task_learning.world.resolve import resolve_object as _resolve_object
 from task_learning.world.state import world_state_from_metadata
 
 

@@ -9,7 +9,10 @@ soon as it is learned, before the next action starts.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from task_learning.world.backend import WorldBackend
 
 
 class RunStopped(Exception):
@@ -48,7 +51,7 @@ class StopToken:
 class StoppableWorld:
     """A WorldBackend that refuses the next primitive action once its token is set."""
 
-    def __init__(self, world: Any, token: StopToken) -> None:
+    def __init__(self, world: WorldBackend, token: StopToken) -> None:
         self._world = world
         self._token = token
         self.name = getattr(world, "name", "world")

@@ -462,7 +462,8 @@ def _offline_provider(options: dict[str, Any]) -> LLMProvider:
 
     OfflineProvider = provider_class("offline")
     try:
-        return OfflineProvider(**options)
+        provider: LLMProvider = OfflineProvider(**options)
+        return provider
     except TypeError as exc:
         raise ConfigError(None, "offline", f"bad option for the offline provider: {exc}") from None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from task_learning.llm.base import LLMProvider, LLMRequest, LLMResponse
+from task_learning.llm.base import BatchProvider, LLMProvider, LLMRequest, LLMResponse
 
 
 class FixedLatencyProvider:
@@ -60,7 +60,8 @@ class FixedLatencyProvider:
         self._enter(len(requests))
         try:
             time.sleep(self.latency_s)
-            return self.inner.complete_batch(requests, timeout_s)  # type: ignore[attr-defined]
+            assert isinstance(self.inner, BatchProvider)  # only set up for an inner provider that batches
+            return self.inner.complete_batch(requests, timeout_s)
         finally:
             with self._lock:
                 self.in_flight -= 1

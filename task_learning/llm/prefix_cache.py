@@ -15,7 +15,7 @@ import bisect
 import os
 import threading
 
-from task_learning.llm.base import LLMRequest, LLMResponse
+from task_learning.llm.base import BatchProvider, LLMProvider, LLMRequest, LLMResponse
 
 
 class PrefixShare:
@@ -57,7 +57,7 @@ class PrefixCacheMeter:
     """A provider wrapper feeding every prompt it forwards (batches in their order) to a
     `PrefixShare`; answers are the inner provider's, unchanged."""
 
-    def __init__(self, inner) -> None:  # inner: LLMProvider
+    def __init__(self, inner: LLMProvider) -> None:
         self.inner = inner
         self.name = inner.name
         self.model = getattr(inner, "model", "")
@@ -65,7 +65,7 @@ class PrefixCacheMeter:
         if callable(getattr(inner, "complete_batch", None)):
             self.complete_batch = self._complete_batch
         if callable(getattr(inner, "batch_key", None)):
-            self.batch_key = inner.batch_key
+            self.batch_key = inner.batch_key  # type: ignore[attr-defined]
 
     def model_for(self, request: LLMRequest) -> str:
         pick = getattr(self.inner, "model_for", None)
@@ -78,6 +78,7 @@ class PrefixCacheMeter:
     def _complete_batch(self, requests: list[LLMRequest], timeout_s: float) -> list[LLMResponse]:
         for request in requests:
             self.meter.add(request_text(request))
+        assert isinstance(self.inner, BatchProvider)  # only set up for an inner provider that batches
         return self.inner.complete_batch(requests, timeout_s)
 
     def close(self) -> None:

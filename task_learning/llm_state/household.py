@@ -451,7 +451,7 @@ class HouseholdWorld:
         """Run one primitive; a failed one changes nothing."""
         if call.name not in PLAN_FUNCTIONS or len(call.args) != PLAN_FUNCTIONS[call.name]:
             return StepResult(False, f"not a primitive: {call.render()}")
-        result = getattr(self, "_do_" + call.name)(*call.args)
+        result: StepResult = getattr(self, "_do_" + call.name)(*call.args)
         if result.success:
             self._look()
         return result

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Protocol, Sequence
 
+from task_learning.kb import KnowledgeBase
 from task_learning.oversight.answers import goal_sentence_from_words, object_noun
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator, OperatorGone
 from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped
@@ -178,7 +179,7 @@ class OversightLimits:
 class _Dialogue:
     """State of one oversight dialogue; `run_oversight` is the public face."""
 
-    def __init__(self, *, operator: Operator, subject: OversightSubject, analyze: Callable[[str], Any], kb: Any,
+    def __init__(self, *, operator: Operator, subject: OversightSubject, analyze: Callable[[str], Any], kb: KnowledgeBase | None,
                  limits: OversightLimits, new_request_id: Callable[[], str]) -> None:
         self.operator = operator
         self.object_description = subject.object_description
@@ -376,7 +377,7 @@ def run_oversight(
     subject: OversightSubject,
     analyze: Callable[[str], Analysis],
     selected: GoalCandidate | None = None,
-    kb: Any = None,
+    kb: KnowledgeBase | None = None,
     limits: OversightLimits = OversightLimits(),
     new_request_id: Callable[[], str] = _new_request_id,
 ) -> OversightOutcome:

@@ -22,6 +22,16 @@ class Operator(Protocol):
     def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer: ...
 
 
+class RelayOperator(Protocol):
+    """An operator asked on another node's behalf (the oversight node's queue and what wraps it):
+    the asker's name and request id travel with the question, for the record and the reply."""
+
+    name: str
+
+    def ask(self, request: ConfirmationRequest, *, asker: str = "",
+            asker_request_id: str = "") -> ConfirmationAnswer: ...
+
+
 class OperatorGone(TaskLearningError):
     """The operator can no longer answer at all (a terminal's input closed): this question and
     every later one end with no goal, and nobody is asked again (never consent). A

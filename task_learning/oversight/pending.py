@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from task_learning.errors import ConfigError
+from task_learning.kb import KnowledgeBase
 from task_learning.oversight.answers import expected, interpret_reply
 from task_learning.oversight.confirmations import ConfirmationLedger
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, timeout_answer
@@ -85,7 +86,7 @@ class QueueOperator:
     name = "queue"
 
     def __init__(self, *, timeout_s: float = 120.0, safe_default: str | AnswerKind = "no",
-                 kb: Any = None, task: str = "",
+                 kb: KnowledgeBase | None = None, task: str = "",
                  max_description_chars: int = DEFAULT_MAX_DESCRIPTION_CHARS,
                  on_change: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,

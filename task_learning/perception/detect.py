@@ -207,4 +207,5 @@ def align_normal(R: np.ndarray, normal: np.ndarray) -> np.ndarray:
     if s < 1e-12:
         return R
     rot, _ = cv2.Rodrigues(axis / s * np.arctan2(s, float(z @ normal)))
-    return rot @ R
+    rotated: np.ndarray = rot @ R
+    return rotated

@@ -35,7 +35,8 @@ def invert(T: np.ndarray) -> np.ndarray:
 def apply(T: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Transform an (N, 3) array (or one 3-vector) of points."""
     pts = np.asarray(points, dtype=float)
-    return pts @ T[:3, :3].T + T[:3, 3]
+    moved: np.ndarray = pts @ T[:3, :3].T + T[:3, 3]
+    return moved
 
 
 def rot_x(a: float) -> np.ndarray:

@@ -134,7 +134,8 @@ class SyntheticLayout:
         fid, slot = self.slots[item]
         col, row = slot % COLUMNS, slot // COLUMNS
         local = ((col - (COLUMNS - 1) / 2) * SLOT_M, VOLUME_BOTTOM_M + 0.02 + (row + 0.5) * SLOT_M, -ITEM_INSET_M)
-        return self.T_body[fid] @ g.make(None, local)
+        pose: np.ndarray = self.T_body[fid] @ g.make(None, local)
+        return pose
 
     def true_position(self, object_id: str) -> np.ndarray:
         if object_id in self.T_body:
@@ -321,7 +322,7 @@ class SimulatedRobot:
 
     def true_parent(self, object_id: str) -> str:
         record = next(o for o in self.world.metadata["objects"] if o["objectId"] == object_id)
-        return (record.get("parentReceptacles") or [""])[0]
+        return str((record.get("parentReceptacles") or [""])[0])
 
     def move_object(self, object_id: str, receptacle: str) -> None:
         """Someone else moved an object (a test of the belief's update)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
 from task_learning.oversight.flow import (
@@ -33,15 +33,22 @@ from task_learning.types import AnswerKind, CandidateSource, GoalCandidate, Goal
 log = logging.getLogger(__name__)
 
 
+class Confirmed(Protocol):
+    """An oversight outcome, as far as confirmation goes (planning.loop.OversightReport)."""
+
+    @property
+    def confirmed(self) -> bool: ...
+
+
 def requires_confirmation(condition: str, require_confirmation: bool = False) -> bool:
     """Any +O condition, or the graph's `require_confirmation` parameter."""
     return condition.upper().endswith("+O") or require_confirmation
 
 
-def confirmation_of(oversight: Any, source: CandidateSource) -> Confirmation:
+def confirmation_of(oversight: Confirmed | None, source: CandidateSource) -> Confirmation:
     """How an elicited goal was confirmed: by the oversight dialogue (yes, or the operator's own
     description), or not at all."""
-    if oversight is None or not getattr(oversight, "confirmed", False):
+    if oversight is None or not oversight.confirmed:
         return Confirmation.NONE
     return Confirmation.OPERATOR_DESCRIPTION if source is CandidateSource.USER else Confirmation.OPERATOR_YES
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from task_learning.errors import TaskLearningError
 from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, ground_lifted, lift_literals
@@ -22,7 +22,9 @@ from task_learning.planning.dialogue import count_words, teaching_dialogue
 from task_learning.lifecycle.cancellation import StopToken
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.metrics import RunMetrics
-from task_learning.types import CandidateSource, GoalLiteral, LLMUsage
+from task_learning.oversight.flow import OversightCounts, OversightStatus
+from task_learning.types import CandidateSource, GoalCandidate, GoalLiteral, LLMUsage
+from task_learning.world.backend import WorldBackend
 from task_learning.world.completion import completion
 from task_learning.world.resolve import describe_object
 from task_learning.world.scene import Scene
@@ -30,11 +32,43 @@ from task_learning.world.scene import Scene
 log = logging.getLogger(__name__)
 
 
-class Elicitor(Protocol):
-    """Elicits a goal for one object; returns task_learning.stars.elicit.ElicitationResult (or an
-    object with the same fields: chosen, candidates, usage, oversight, outcome, errors)."""
+class OversightReport(Protocol):
+    """What the loop reads of an oversight dialogue's outcome: task_learning.oversight.flow's
+    OversightOutcome in-process, a result rebuilt from LearnGoal over ROS."""
 
-    def __call__(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
+    @property
+    def counts(self) -> OversightCounts: ...
+    @property
+    def confirmed(self) -> bool: ...
+    @property
+    def confirmed_by(self) -> str: ...
+    @property
+    def provenance(self) -> dict[str, Any]: ...
+    @property
+    def status(self) -> OversightStatus | None: ...
+
+
+class Elicitation(Protocol):
+    """What the loop reads of one object's elicitation: task_learning.stars.elicit's
+    ElicitationResult in-process, a LearnGoal result over ROS."""
+
+    @property
+    def chosen(self) -> GoalCandidate | None: ...
+    @property
+    def candidates(self) -> Sequence[GoalCandidate]: ...
+    @property
+    def oversight(self) -> OversightReport | None: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def errors(self) -> list[str]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class Elicitor(Protocol):
+    """Elicits a goal for one object."""
+
+    def __call__(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> Elicitation:
         ...
 
 
@@ -91,7 +125,7 @@ def confirmed_by_of(goal: LearnedGoal) -> str:
 @dataclass
 class TaskLearner:
     scene: Scene
-    world: Any  # WorldBackend
+    world: WorldBackend
     kb: KnowledgeBase
     elicit: Elicitor
     executor: GoalExecutor
@@ -198,7 +232,7 @@ class TaskLearner:
 
         result = self.elicit(task=task, object_id=object_id, metadata=metadata)
         metrics.retrieved += len(result.candidates)
-        oversight = getattr(result, "oversight", None)
+        oversight = result.oversight
         if oversight is not None:
             counts = oversight.counts
             metrics.proposed += counts.proposed
@@ -209,20 +243,21 @@ class TaskLearner:
         chosen = result.chosen
         if chosen is None or not chosen.literals:
             reason = result.outcome if chosen is None else "the chosen goal has no grounded literals"
-            why = str(getattr(getattr(oversight, "status", None), "reason", "") or "")
+            why = oversight.status.reason if oversight is not None and oversight.status is not None else ""
             if chosen is None and why:
                 reason = f"{reason}: {why}"  # a timeout, a refusal: say which
-            errors = "; ".join(getattr(result, "errors", []) or [])
+            errors = "; ".join(result.errors)
             return ObjectReport(object_id, context, "no_goal", message=f"{reason}{': ' + errors if errors else ''}")
         source = "described" if chosen.source is CandidateSource.USER else "elicited"
         if source == "elicited":
             metrics.sourced += 1
         confirmation = confirmation_of(oversight, chosen.source)
-        provenance = result.to_dict() if hasattr(result, "to_dict") else {}
+        provenance = result.to_dict()
         who = ""
         if confirmation.counts_as_confirmed:
-            who = str(getattr(oversight, "confirmed_by", "") or "")
-            provenance["confirmed_by"] = dict(getattr(oversight, "provenance", {}) or {})
+            assert oversight is not None  # confirmation_of counts nothing as confirmed without it
+            who = oversight.confirmed_by
+            provenance["confirmed_by"] = dict(oversight.provenance)
         if self.needs_confirmation and not confirmation.counts_as_confirmed:
             verdict = self._ask(object_id, spoken, chosen.text, list(chosen.literals), metrics)
             if not verdict.confirmed:

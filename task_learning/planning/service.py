@@ -11,17 +11,19 @@ state for progress, the verdict in words — is here, once, and has no ROS in it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
 from task_learning.planning.executor import GoalExecutor
-from task_learning.planning.loop import Confirmer, Elicitor, ObjectReport, ProgressCallback, TaskLearner
+from task_learning.planning.confirmation import ConfirmationVerdict
+from task_learning.planning.loop import Confirmer, Elicitation, Elicitor, ObjectReport, ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.planning.progress import REPORT_STATES, ObjectState, ObjectStates
 from task_learning.planning.summary import TaskSummary, summarize
 from task_learning.lifecycle.cancellation import StopToken
 from task_learning.types import LLMUsage
+from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene
 
 
@@ -41,7 +43,7 @@ def keep_subtasks(scene: Scene, wanted: Iterable[str]) -> None:
 class TaskPorts:
     """What one task run talks to, and who watches it (see the module's docstring)."""
 
-    world: Any  # WorldBackend
+    world: WorldBackend
     kb: KnowledgeBase
     elicit: Elicitor
     executor: GoalExecutor
@@ -98,7 +100,7 @@ class ObjectTracker:
         (a goal the operator still has to confirm stays as it is until the confirm port)."""
         states = self.states
 
-        def elicit(*, task: str, object_id: str, metadata: Any) -> Any:
+        def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Elicitation:
             states.set(object_id, ObjectState.ELICITING, only_from=(ObjectState.QUEUED, ObjectState.FAILED))
             result = inner(task=task, object_id=object_id, metadata=metadata)
             chosen, oversight = result.chosen, result.oversight
@@ -114,7 +116,7 @@ class ObjectTracker:
         """`inner`, with the object asking the operator while it runs, then confirmed or no_goal."""
         states = self.states
 
-        def confirm(*, object_id: str, object_description: str, text: str, literals: Any) -> Any:
+        def confirm(*, object_id: str, object_description: str, text: str, literals: Any) -> ConfirmationVerdict:
             states.set(object_id, ObjectState.ASKING, text)
             verdict = inner(object_id=object_id, object_description=object_description, text=text,
                             literals=literals)

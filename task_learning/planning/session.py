@@ -8,7 +8,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
@@ -24,13 +24,17 @@ from task_learning.oversight.operator import Operator
 from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.policy_review import PolicyReviewer
-from task_learning.planning.loop import ObjectReport, ProgressCallback, TaskLearner
+from task_learning.planning.loop import Elicitation, ObjectReport, ProgressCallback, TaskLearner
 from task_learning.planning.service import TaskPorts, run_task, task_learner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.lifecycle.cancellation import StopToken, StoppableWorld
 from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
+from task_learning.world.backend import WorldBackend
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
+
+if TYPE_CHECKING:
+    from task_learning.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +87,9 @@ def check_run_config() -> None:
     load_templates()
 
 
-def _stop_if_unavailable(client: Any) -> None:
+def _stop_if_unavailable(client: LLMClient) -> None:
     """End the run (LLMUnavailableError) once the client's circuit breaker has opened."""
-    check = getattr(client, "raise_if_unavailable", None)
-    if callable(check):
-        check()
+    client.raise_if_unavailable()
 
 
 @dataclass
@@ -119,7 +121,7 @@ def task_order(scene: Scene, metadata: Mapping[str, Any]) -> list[str]:
 
 
 def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
-                   client: Any = None, operator: Operator | None = None,
+                   client: LLMClient | None = None, operator: Operator | None = None,
                    stop: StopToken | None = None, bus: EpisodeBus | None = None) -> tuple[RunMetrics, TaskLearner]:
     """One trial of one condition. Running it again on the same db is Trial #2. `operator`, when
     given, answers the +O conditions' questions instead of the one `spec.operator` names (the
@@ -151,14 +153,15 @@ def run_in_process(spec: RunSpec, progress: ProgressCallback | None = None,
             close()
 
 
-def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
-         client: Any, operator: Operator | None, stop: StopToken | None, bus: EpisodeBus | None,
+def _run(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, progress: ProgressCallback | None,
+         client: LLMClient | None, operator: Operator | None, stop: StopToken | None, bus: EpisodeBus | None,
          observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     """The trial on a world that run_in_process owns (and closes)."""
     from task_learning.llm.client import make_client
 
     owned = client is None  # made here: closed here (a local server it started stops with it)
-    client = client or make_client(spec.llm, **spec.llm_options)
+    if client is None:
+        client = make_client(spec.llm, **spec.llm_options)
     try:
         kb = KnowledgeBase(spec.db)
         try:
@@ -170,13 +173,13 @@ def _run(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Prog
             client.close()
 
 
-def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: ProgressCallback | None,
-           client: Any, operator: Operator | None, stop: StopToken | None, kb: KnowledgeBase,
+def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, progress: ProgressCallback | None,
+           client: LLMClient, operator: Operator | None, stop: StopToken | None, kb: KnowledgeBase,
            bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     from task_learning.stars.elicit import ElicitationSetup, elicit_goal
     from task_learning.stars.prompts import load_templates
 
-    recorder = getattr(client, "recorder", None)
+    recorder = client.recorder
     decoding, notice = effective_decoding(client.provider, parse_decoding(spec.decoding, spec.llm))
     if notice:
         log.warning("%s", notice)
@@ -219,7 +222,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: Any, progress: Pr
     batched = spec.elicitation == "batched"
     distributions: dict[str, list[dict[str, Any]]] = {}  # grounded: each elicited object's places
 
-    def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Any:
+    def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Elicitation:
         _stop_if_unavailable(client)
         if together is not None:
             result = together(task=task, object_id=object_id, metadata=metadata)

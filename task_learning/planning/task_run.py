@@ -20,7 +20,7 @@ from task_learning.kb import KnowledgeBase, resolve_db_path
 from task_learning.oversight.operator import Operator
 from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
-from task_learning.planning.loop import ObjectReport, TaskLearner
+from task_learning.planning.loop import Elicitation, ObjectReport, TaskLearner
 from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.progress import ObjectStates, Snapshot
 from task_learning.planning.service import ObjectTracker, TaskOutcome, TaskPorts, run_task, task_learner
@@ -45,12 +45,14 @@ class OpenBatch(Protocol):
         ...
 
 
-class RemoteResult(Protocol):
+class RemoteResult(Elicitation, Protocol):
     """What the run reads of an object's remote elicitation beside what the loop reads (chosen,
     candidates, oversight, outcome): its usage, and the batch whose result counts it ("" = none)."""
 
-    usage: LLMUsage
-    batch_id: str
+    @property
+    def usage(self) -> LLMUsage: ...
+    @property
+    def batch_id(self) -> str: ...
 
 
 class RemoteGoals(Protocol):

@@ -54,6 +54,8 @@ from task_learning.world.state import metadata_from_world_state, world_state_fro
 
 if TYPE_CHECKING:
     from task_learning.kb.store import KnowledgeBase
+    from task_learning.llm.base import LLMRequest
+    from task_learning.oversight.flow import OversightOutcome
     from task_learning.oversight.operator import Operator
 
 log = logging.getLogger(__name__)
@@ -91,7 +93,7 @@ class ElicitationResult:
     counts: dict[str, int]
     stages: list[Stage]
     selection: SelectionOutcome | None = None
-    oversight: Any = None  # task_learning.oversight.flow.OversightOutcome for +O conditions
+    oversight: OversightOutcome | None = None  # for +O conditions
     outcome: str = "ok"
     errors: list[str] = field(default_factory=list)
     decoding: Decoding = Decoding.FREE
@@ -373,7 +375,7 @@ def _paths(tree: TreeState, space: GoalSpace) -> dict[int, tuple[float, int]]:
 
 
 def _outcome(chosen: GoalCandidate | None, candidates: list[GoalCandidate], tree: TreeState,
-             needs_viable: bool, oversight: Any) -> str:
+             needs_viable: bool, oversight: OversightOutcome | None) -> str:
     if oversight is not None and chosen is None:
         return "not_confirmed"
     if chosen is not None:
@@ -432,7 +434,7 @@ def _repair_roots(prep: PreparedElicitation, round_no: int) -> list[TreeRoot]:
 
 
 def _repair_request(templates: PromptTemplates, ctx: GoalContext, object_id: str, repair_of: str,
-                    feedback: str, kind: MismatchKind, prompt_type: str, prefix: str):
+                    feedback: str, kind: MismatchKind, prompt_type: str, prefix: str) -> LLMRequest:
     return templates.goal_request(ctx, prompt_type, prefix, repair_of=repair_of, feedback=feedback,
                                   repair_kind=kind, scope=object_id)
 

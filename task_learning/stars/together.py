@@ -26,7 +26,7 @@ import threading
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.usage import copy_usage, usage_diff
@@ -46,11 +46,16 @@ from task_learning.stars.elicit import (
 from task_learning.stars.prompts import PromptTemplates, load_templates
 from task_learning.stars.tree import CompletionClient, Sender, Steps, TreeSettings, batched_sender
 from task_learning.types import LLMUsage
+from task_learning.world.scene import Scene
+
+if TYPE_CHECKING:
+    from task_learning.kb.store import KnowledgeBase
+    from task_learning.oversight.operator import Operator
 
 log = logging.getLogger(__name__)
 
 
-def objects_to_elicit(task: str, object_ids: Sequence[str], metadata: Mapping[str, Any], kb: Any,
+def objects_to_elicit(task: str, object_ids: Sequence[str], metadata: Mapping[str, Any], kb: KnowledgeBase | None,
                       condition: str | Condition) -> list[str]:
     """The objects worth eliciting ahead, in the given (task) order: the first object of each
     context, unless the knowledge base holds a goal the loop will reuse for that context (learned,
@@ -59,7 +64,6 @@ def objects_to_elicit(task: str, object_ids: Sequence[str], metadata: Mapping[st
     from task_learning.world.resolve import describe_object
 
     oversight = flags(parse_condition(condition)).oversight
-    goal_for = getattr(kb, "goal_for", None)
     seen: set[tuple[str, ...]] = set()
     chosen = []
     for object_id in object_ids:
@@ -67,8 +71,8 @@ def objects_to_elicit(task: str, object_ids: Sequence[str], metadata: Mapping[st
         if context in seen:
             continue
         seen.add(context)
-        goal = goal_for(task, " ".join(context)) if callable(goal_for) else None
-        if goal is not None and (not oversight or bool(getattr(goal, "confirmed", False))):
+        goal = kb.goal_for(task, " ".join(context)) if kb is not None else None
+        if goal is not None and (not oversight or goal.confirmed):
             continue
         chosen.append(object_id)
     return chosen
@@ -91,8 +95,8 @@ class CrossObjectElicitor:
     driver (pending objects are then elicited on their own if the loop still asks for them).
     """
 
-    def __init__(self, client: CompletionClient, scene: Any, condition: str | Condition, *,
-                 operator: Any = None, kb: Any = None, templates: PromptTemplates | None = None,
+    def __init__(self, client: CompletionClient, scene: Scene | None, condition: str | Condition, *,
+                 operator: Operator | None = None, kb: KnowledgeBase | None = None, templates: PromptTemplates | None = None,
                  settings: TreeSettings | None = None, sender: Sender | None = None,
                  location: str | None = None, system_context: Sequence[str] | None = None,
                  on_tree: TreeCallback | None = None, decoding: str = "free") -> None:

@@ -62,7 +62,8 @@ def drive(steps: Steps[T], send: Sender) -> T:
         while True:
             requests = steps.send(send(requests))
     except StopIteration as done:
-        return done.value
+        result: T = done.value  # the generator's return value
+        return result
 
 
 def concurrent_sender(client: CompletionClient, executor: ThreadPoolExecutor | None = None) -> Sender:

@@ -56,7 +56,7 @@ def resolve_object(metadata: Mapping[str, Any], name: str) -> str:
     if not isinstance(name, str) or not name.strip():
         raise UnknownObjectError("empty object name")
     objects = _objects(metadata)
-    ids = {o["objectId"] for o in objects}
+    ids: set[str] = {o["objectId"] for o in objects}
     text = name.strip()
     if text in ids:
         return text

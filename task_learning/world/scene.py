@@ -273,8 +273,9 @@ def _metadata_groups(data: Any, path: Path) -> dict[str, Any]:
 def _scene_name(path: Path, key: str, data: Any) -> str:
     if key:
         return f"FloorPlan{key}" if key.isdigit() else key
-    if isinstance(data, Mapping) and isinstance(data.get("sceneName"), str):
-        return data["sceneName"]
+    name = data.get("sceneName") if isinstance(data, Mapping) else None
+    if isinstance(name, str):
+        return name
     stem = path.name.split(".")[0]
     return stem[: -len("_objects")] if stem.endswith("_objects") else stem
 

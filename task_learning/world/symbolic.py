@@ -152,7 +152,7 @@ class SymbolicWorld:
         current = self._objects[object_id]
         seen = {object_id}
         while current["parentReceptacles"]:
-            parent_id = current["parentReceptacles"][0]
+            parent_id: str = current["parentReceptacles"][0]
             if parent_id in seen:
                 break
             seen.add(parent_id)

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from task_learning.apps.cli.options import MAX_REQUESTS, MAX_WORKERS, add_llm_arguments, bounded_int, decoding_of, llm_options
-from task_learning.errors import TaskLearningError, UnknownObjectError
+from task_learning.errors import TaskLearningError
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.tree import TreeSettings
 
@@ -41,23 +41,9 @@ def register(subparsers: Any) -> None:
 
 
 def _resolve(scene: Any, metadata: dict[str, Any], name: str) -> str:
-    try:
-        from task_learning.world import resolve_object
-    except ImportError:
-        resolve_object = None
-    if resolve_object is not None:
-        return resolve_object(metadata, name)
-    ids = [o["objectId"] for o in metadata["objects"]]
-    if name in ids:
-        return name
-    from task_learning.inputs.names import normalize_name
+    from task_learning.world.resolve import resolve_object
 
-    wanted = normalize_name(name)
-    matches = [i for i in ids if normalize_name(i.split("|")[0]) == wanted]
-    if len(matches) == 1:
-        return matches[0]
-    raise UnknownObjectError(f"{name!r} names {'no' if not matches else 'more than one'} object in "
-                             f"scene {scene.name} ({'use an id: ' + ', '.join(matches) if matches else ''})")
+    return resolve_object(metadata, name)
 
 
 def run(args: argparse.Namespace) -> int:

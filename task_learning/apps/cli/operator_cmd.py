@@ -32,10 +32,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from task_learning.apps.cli.options import MAX_WAIT_S, bounded_float
 from task_learning.errors import TaskLearningError
+
+if TYPE_CHECKING:
+    from task_learning_nodes.clients.oversight_client import OversightClient
 
 
 def register(subparsers: Any) -> None:
@@ -92,7 +95,7 @@ def _credentials(args: argparse.Namespace, default_name: str, *, quiet: bool = F
     return creds
 
 
-def _client(args: argparse.Namespace, default_name: str, *, answering: bool = True) -> Any:
+def _client(args: argparse.Namespace, default_name: str, *, answering: bool = True) -> OversightClient:
     try:
         from task_learning_nodes.clients.oversight_client import OversightClient
     except ImportError as exc:
@@ -184,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         client.close()
 
 
-def _await_oversight(client: Any) -> bool:
+def _await_oversight(client: OversightClient) -> bool:
     """Wait until the oversight node is there (True), saying so once; False if stopped first."""
     said = False
     while client.ok():
@@ -196,7 +199,7 @@ def _await_oversight(client: Any) -> bool:
     return False
 
 
-def _list(client: Any, as_json: bool) -> int:
+def _list(client: OversightClient, as_json: bool) -> int:
     pending = client.pending(fresh=True)
     if as_json:
         from task_learning.oversight.answers import remaining_s
@@ -218,7 +221,7 @@ def _list(client: Any, as_json: bool) -> int:
     return 0
 
 
-def _answer(client: Any, request_id: str, text: str, as_json: bool) -> int:
+def _answer(client: OversightClient, request_id: str, text: str, as_json: bool) -> int:
     # The oversight node reads the words as every front end does (yes, no, a number, the goal in
     # words) and refuses what is no answer with a hint; yes and no go as they are.
     word = text.strip().lower().rstrip(".!")
@@ -232,7 +235,7 @@ def _answer(client: Any, request_id: str, text: str, as_json: bool) -> int:
     return 0 if reply.accepted else 1
 
 
-def _simulated_loop(client: Any, scene_name: str, *, once: bool) -> int:
+def _simulated_loop(client: OversightClient, scene_name: str, *, once: bool) -> int:
     """Answer pending questions from the scene's preferred destinations until stopped."""
     from task_learning.grounding import analyze_goal
     from task_learning.grounding.scene_state import scene_world_state
@@ -282,7 +285,7 @@ def _simulated_loop(client: Any, scene_name: str, *, once: bool) -> int:
     return 0
 
 
-def _prompt_loop(client: Any, *, once: bool) -> int:
+def _prompt_loop(client: OversightClient, *, once: bool) -> int:
     from task_learning.oversight.terminal import prompt_answer
 
     print("Waiting for questions (Ctrl-D to quit).", flush=True)
@@ -294,7 +297,7 @@ def _prompt_loop(client: Any, *, once: bool) -> int:
         raise
 
 
-def _prompt_until_done(client: Any, *, once: bool, prompt_answer: Any) -> int:
+def _prompt_until_done(client: OversightClient, *, once: bool, prompt_answer: Any) -> int:
     answered: set[str] = set()
     away = False
     while True:

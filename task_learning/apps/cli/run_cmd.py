@@ -144,7 +144,7 @@ def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> t
         raise KeyboardInterrupt  # the CLI's exit 130; what was learned is in the knowledge base
     if "error" in box:
         raise box["error"]
-    return box["result"]
+    return tuple(box["result"])
 
 
 def _run_with_web(spec: RunSpec, progress, args: argparse.Namespace, bus: EpisodeBus | None = None) -> tuple:

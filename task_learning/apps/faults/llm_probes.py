@@ -7,7 +7,7 @@ import shutil
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from task_learning.inputs.config import config_dir
 from task_learning.apps.faults.base import (
@@ -18,6 +18,9 @@ from task_learning.apps.faults.base import (
     run_command,
 )
 from task_learning.llm.base import LLMRequest, LLMResponse
+
+if TYPE_CHECKING:
+    from task_learning.llm.client import LLMClient
 from task_learning.testing.fake_server import (
     CHAT,
     COMPLETIONS,
@@ -40,7 +43,7 @@ def _request(prefix: str = "") -> LLMRequest:
                       stop=("\n",), context={"object": "mug", "prefix": prefix}, scope="Mug|1")
 
 
-def _client(base_url: str, **options: Any) -> Any:
+def _client(base_url: str, **options: Any) -> LLMClient:
     from task_learning.llm.client import make_client
 
     options.setdefault("cache", False)
@@ -49,7 +52,7 @@ def _client(base_url: str, **options: Any) -> Any:
     return make_client("openai", env={"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": SECRET}, **options)
 
 
-def _call(client: Any, request: LLMRequest) -> LLMResponse | None:
+def _call(client: LLMClient, request: LLMRequest) -> LLMResponse | None:
     """The call in a thread; None if it is still running at the deadline (a hang)."""
     box: dict[str, LLMResponse] = {}
     worker = threading.Thread(target=lambda: box.setdefault("r", client.complete(request)), daemon=True)
@@ -83,7 +86,7 @@ def _served(name: str, reply: ScriptedReply | list[ScriptedReply], judge: Callab
 
 
 def _error_naming(*needles: str) -> Callable[[LLMResponse, Any, FakeOpenAIServer], tuple[bool, str]]:
-    def judge(response: LLMResponse, _client: Any, _server: FakeOpenAIServer) -> tuple[bool, str]:
+    def judge(response: LLMResponse, _client: LLMClient, _server: FakeOpenAIServer) -> tuple[bool, str]:
         if response.ok:
             return False, "accepted as a valid answer"
         missing = [n for n in needles if n not in response.error]
@@ -93,19 +96,19 @@ def _error_naming(*needles: str) -> Callable[[LLMResponse, Any, FakeOpenAIServer
 
 
 def _recovered(retries: int) -> Callable[[LLMResponse, Any, FakeOpenAIServer], tuple[bool, str]]:
-    def judge(response: LLMResponse, client: Any, _server: FakeOpenAIServer) -> tuple[bool, str]:
+    def judge(response: LLMResponse, client: LLMClient, _server: FakeOpenAIServer) -> tuple[bool, str]:
         ok = response.ok and client.retries == retries and not client.unavailable
         return ok, f"answered after {client.retries} retries" if ok else f"not recovered: {response.error or client.unavailable}"
 
     return judge
 
 
-def _huge(response: LLMResponse, _client: Any, server: FakeOpenAIServer) -> tuple[bool, str]:
+def _huge(response: LLMResponse, _client: LLMClient, server: FakeOpenAIServer) -> tuple[bool, str]:
     ok = not response.ok and "larger than the cap" in response.error and server.huge_bytes_sent < 40_000_000
     return ok, f"{response.error} (server pushed {server.huge_bytes_sent / 1e6:.1f} MB of 150 MB)"
 
 
-def _unauthorized(response: LLMResponse, client: Any, server: FakeOpenAIServer) -> tuple[bool, str]:
+def _unauthorized(response: LLMResponse, client: LLMClient, server: FakeOpenAIServer) -> tuple[bool, str]:
     second = _call(client, _request(" again"))
     calls = len(server.requests_to(COMPLETIONS))
     ok = "401" in response.error and bool(client.unavailable) and second is not None and not second.ok and calls == 1

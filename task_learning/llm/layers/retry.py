@@ -127,7 +127,7 @@ class Retrier:
 
     def backoff(self, attempt: int, retry_after_s: object = None) -> float:
         policy = self.policy
-        base = min(policy.max_backoff_s, policy.backoff_s * (2 ** attempt))
+        base = min(policy.max_backoff_s, policy.backoff_s * (2.0 ** attempt))
         with self._rng_lock:
             factor = 1.0 + policy.jitter * self._rng.random()
         delay = min(policy.max_backoff_s, base * factor)

@@ -33,7 +33,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
 from fastapi import Cookie, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -66,6 +66,11 @@ from task_learning.oversight.web.limits import (
 from task_learning.oversight.web.view import question_view
 from task_learning.inputs.safe_text import printable
 from task_learning.types import AnswerKind, ConfirmationRequest
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from task_learning.kb.store import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +178,7 @@ class _Answered:
 class WebPanel:
     """The panel's state and checks; `app()` builds the FastAPI application over it."""
 
-    def __init__(self, backend: WebBackend, kb: Any, settings: WebSettings | None = None, *,
+    def __init__(self, backend: WebBackend, kb: KnowledgeBase, settings: WebSettings | None = None, *,
                  registry: OperatorRegistry | None = None, refresh_s: float = 10.0) -> None:
         self.backend = backend
         self.kb = kb
@@ -513,7 +518,7 @@ class WebServer:
     def __init__(self, panel: WebPanel) -> None:
         panel.settings.check()
         self.panel = panel
-        self._server: Any = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._unquiet: Callable[[], None] | None = None
         self.guard = ConnectionGuard(panel.settings.limits, panel.flood)

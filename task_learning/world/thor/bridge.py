@@ -214,7 +214,7 @@ class Ai2ThorWorld:
         if process is None:
             return None
         try:
-            return process.wait(timeout=2.0)
+            return int(process.wait(timeout=2.0))
         except Exception:  # still running (or not a process we can wait for)
             return None
 

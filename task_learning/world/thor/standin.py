@@ -29,7 +29,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from task_learning.errors import TaskLearningError
 from task_learning.world.thor import geometry, render, wire
 from task_learning.world.camera_model import CameraModel
 from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose
+
+if TYPE_CHECKING:
+    from task_learning.world.symbolic import SymbolicWorld
 
 log = logging.getLogger("task_learning.thor_standin")
 
@@ -55,7 +58,7 @@ class StandIn:
     def __init__(self, width: int = 300, height: int = 300, recordings: dict[str, str] | None = None) -> None:
         self.width, self.height = width, height
         self.recordings = dict(recordings or {})
-        self.world: Any = None
+        self.world: SymbolicWorld | None = None
         self.scene_name = ""
         self.scene_error = ""
         self.settings: dict[str, Any] = dict(INIT_DEFAULTS)
