@@ -34,7 +34,6 @@ from task_learning.types import ActionOutcome  # noqa: E402
 from task_learning.world.scene import scene_from_dict  # noqa: E402
 
 
-
 class PromptOnlyEngine:
     """Builds the full prompt, then takes the OpenObject with the highest id (the apple is in the
     first drawer, so the search visits many drawers and the tree stays wide)."""

@@ -23,11 +23,11 @@ import numpy as np
 
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.world.camera_model import CameraModel
-from task_learning.perception.images import image_fields, image_to_array, to_bgr, to_metres
 from task_learning.perception.frames import RGBDFrame
+from task_learning.perception.images import image_fields, image_to_array, to_bgr, to_metres
 from task_learning.perception.registry import MarkerRegistry, MarkerSpec
 from task_learning.perception.synthetic import SYNTHETIC_DICTIONARY, Quad, Renderer
+from task_learning.world.camera_model import CameraModel
 
 
 def setup(markers: int, width: int, height: int) -> tuple[FetchWorld, list[dict], list[dict], np.ndarray, CameraModel]:

@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from task_learning.llm.base import LLMRequest, LLMResponse, TokenLogprob
 from task_learning.llm.cache import ResponseCache
 from task_learning.llm.client import LLMClient
-from task_learning.testing.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply, completion_body
 from task_learning.llm.latency import FixedLatencyProvider
 from task_learning.llm.openai_provider import OpenAIProvider
+from task_learning.testing.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply, completion_body
 
 
 class Constant:

@@ -32,8 +32,8 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import replace
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

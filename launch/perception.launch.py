@@ -10,11 +10,11 @@ and exit code 1.
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from launch import LaunchDescription
 from task_learning.apps.dds_profile import profile_env
 from task_learning.world.factory import BACKENDS
 from task_learning_nodes.plumbing.launch_support import PACKAGE, on_node_exit

@@ -24,10 +24,10 @@ import os
 import sys
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 
+from launch import LaunchDescription
 from task_learning.apps.bringup import launch_node_actions, llm_wiring, load_bringup_config
 from task_learning.errors import TaskLearningError
 from task_learning.robot.profile import known_profiles, load_profile

@@ -8,11 +8,11 @@ It serves what a real Fetch with Nav2 serves (navigate_to_pose, the controllers'
 with use_sim_time. A scene the simulator cannot build ends the launch with one line naming the
 object, and exit code 1.
 """
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from launch import LaunchDescription
 from task_learning_nodes.plumbing.launch_support import on_node_exit
 
 

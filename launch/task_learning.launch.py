@@ -29,10 +29,10 @@ chose one (task_learning/apps/dds_profile.py), as under `task-learning bringup`.
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 
+from launch import LaunchDescription
 from task_learning.apps.bringup import check_selected, launch_node_actions, llm_wiring, load_bringup_config
 from task_learning.errors import TaskLearningError
 from task_learning.world.factory import BACKENDS

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-
 ROOT = Path(__file__).resolve().parent.parent
 INTERFACES_PAGE = "reference/interfaces.md"
 PARAMETERS_PAGE = "reference/parameters.md"

@@ -14,8 +14,7 @@ import mujoco
 import numpy as np
 
 from task_learning_sim.base_controller import BaseController, BaseGoal
-from task_learning_sim.fetch_model import (ARM_JOINTS, BASE_JOINTS, FINGER_JOINTS, HEAD_JOINTS, ROOT_LINK,
-                                           TORSO_JOINT)
+from task_learning_sim.fetch_model import ARM_JOINTS, BASE_JOINTS, FINGER_JOINTS, HEAD_JOINTS, ROOT_LINK, TORSO_JOINT
 from task_learning_sim.gripper_controller import DEFAULT_EFFORT_N, GripperRun
 from task_learning_sim.head import pan_tilt_toward
 from task_learning_sim.scene_world import SceneWorld

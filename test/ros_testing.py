@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from task_learning.inputs.config import config_path
 from task_learning.apps.dds_profile import PROFILE_FILE
+from task_learning.inputs.config import config_path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent

@@ -19,13 +19,13 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
-
 from sensor_msgs.msg import CameraInfo, Image
+from tf2_msgs.msg import TFMessage
+
 from task_learning.errors import TaskLearningError
 from task_learning.inputs.files import OutputError
 from task_learning.perception.bag import BagWriter, read_messages
 from task_learning_nodes.plumbing.tf_listener import TF_STATIC_TOPIC, tf_static_qos
-from tf2_msgs.msg import TFMessage
 
 TYPES = {
     "sensor_msgs/msg/Image": Image,

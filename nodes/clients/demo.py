@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from action_msgs.msg import GoalStatus
-from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node
 
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.table import OFFLINE_NOTE, format_table, plot_rows
@@ -36,6 +35,7 @@ from task_learning.kb import remove_knowledge_base
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import PerformTask
+from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node
 
 BIN = Path(sys.executable).parent
 

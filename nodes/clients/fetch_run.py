@@ -23,8 +23,8 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-
 from sensor_msgs.msg import Image
+
 from task_learning.errors import TaskLearningError
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.msg import WorldState

@@ -15,11 +15,11 @@ from rclpy.action.client import ClientGoalHandle
 from rclpy.node import Node
 
 from task_learning.errors import LLM_UNAVAILABLE
+from task_learning.inputs.safe_text import printable
+from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StopToken
 from task_learning.oversight.flow import OversightCounts, OversightStatus
 from task_learning.planning.confirmation import confirmation_mismatch
 from task_learning.planning.progress import LEARNING, ObjectState, ObjectStates
-from task_learning.inputs.safe_text import printable
-from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StopToken
 from task_learning.types import LLMUsage
 from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_nodes.clients.oversight_client import OversightClient

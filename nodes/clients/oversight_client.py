@@ -31,8 +31,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
-from task_learning.oversight import pairing
 from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped
+from task_learning.oversight import pairing
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest, GoalCandidate
 from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
 from task_learning_interfaces.srv import (

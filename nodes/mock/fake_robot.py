@@ -27,17 +27,17 @@ import threading
 import time
 from typing import Any, Callable
 
+from geometry_msgs.msg import TransformStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-
-from geometry_msgs.msg import TransformStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.robot.goals import GripperGoal, MoveGroupGoal, NavigateGoal, PointHeadGoal, TrajectoryGoal
 from task_learning.robot.profile import RobotProfile, load_profile
-from task_learning.lifecycle.signals import StopSignals
 from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
 from task_learning_nodes.robot.messages import action_type, goal_from_msg
@@ -97,7 +97,8 @@ class FakeRobot(Node):
             self._wall0 = time.monotonic()
             # on the steady clock: a timer on the node's clock would wait, under use_sim_time, for
             # the /clock it is to publish
-            from rclpy.clock import Clock as RclClock, ClockType
+            from rclpy.clock import Clock as RclClock
+            from rclpy.clock import ClockType
 
             self.create_timer(0.01, self._publish_clock, callback_group=MutuallyExclusiveCallbackGroup(),
                               clock=RclClock(clock_type=ClockType.STEADY_TIME))

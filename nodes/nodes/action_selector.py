@@ -23,11 +23,11 @@ from rclpy.node import Node
 
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import ENGINES, make_engine
-from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.bcr.selector import ActionSelector
 from task_learning.errors import TaskLearningError
 from task_learning.inputs.safe_text import printable
 from task_learning.lifecycle.signals import StopSignals
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning_interfaces.msg import CandidateTree
 from task_learning_interfaces.srv import SelectNextAction
 from task_learning_nodes.plumbing import convert

@@ -37,19 +37,26 @@ from rclpy.node import Node
 
 from task_learning.anticipation.proposals import KB_TASK
 from task_learning.errors import TaskLearningError
-from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, resolve_db_path
 from task_learning.inputs.safe_text import printable
-from task_learning.types import GoalLiteral
+from task_learning.kb.store import DEFAULT_DB, Confirmation, KnowledgeBase, resolve_db_path
 from task_learning.lifecycle.signals import StopSignals
+from task_learning.types import GoalLiteral
 from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
+from task_learning_nodes.clients.ros_world import RosWorld
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
-from task_learning_nodes.clients.ros_world import RosWorld
 from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
-from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyPolicy, Finish, Refusal,
-                                                               SingleGoalServer, Status)
+from task_learning_nodes.plumbing.simple_action_server import (
+    ActiveGoal,
+    BusyPolicy,
+    Finish,
+    Refusal,
+    SingleGoalServer,
+    Status,
+)
+
 
 class Parameters(LLMEndpointParameters):
     """The anticipation node's parameters (config/nodes/anticipation.yaml)."""
@@ -108,9 +115,8 @@ class AnticipationNode(Node):
         # planner's goal in flight.
         self._actions = SingleGoalServer(self, policy=BusyPolicy.REJECT, callback_group=self.group,
                                          on_stop=lambda _day: self._cancel_reach())
-        from task_learning_nodes.clients.oversight_client import OversightClient
-
         from task_learning.oversight.pairing import StackKey
+        from task_learning_nodes.clients.oversight_client import OversightClient
 
         self.oversight = OversightClient(self, name="anticipation", service_wait_s=self.wait_s,
                                          should_stop=self.stopping, asker="anticipation",

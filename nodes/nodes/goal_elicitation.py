@@ -23,31 +23,30 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
-from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.planning.progress import Snapshot
-from task_learning.planning.batches import (Batch, BatchBook, BatchRefused, check_object_ids, check_request,
-                                            start_batch)
-from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped
 from task_learning.inputs.safe_text import printable
+from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped
+from task_learning.lifecycle.signals import StopSignals
+from task_learning.llm.constraints import effective_decoding, parse_decoding
+from task_learning.llm.usage import copy_usage, usage_diff
+from task_learning.planning.batches import Batch, BatchBook, BatchRefused, check_object_ids, check_request, start_batch
+from task_learning.planning.progress import Snapshot
 from task_learning.stars.conditions import Condition, flags, parse_condition, user_context
 from task_learning.stars.elicit import ElicitationResult, ElicitationSetup, as_state_and_metadata, elicit_goal
 from task_learning.stars.prompts import load_templates
 from task_learning.stars.report import FEEDBACK_STAGES, paper_counts, verdict_line
 from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import TreeSettings
-from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_nodes.plumbing import convert
-from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
-from task_learning.llm.constraints import effective_decoding, parse_decoding
 from task_learning_nodes.plumbing.goal_elicitation_params import Parameters
+from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node, shutdown_requested
 from task_learning_nodes.plumbing.params import declare_parameters, llm_client_options
 
 if TYPE_CHECKING:
-    from task_learning_nodes.plumbing.diagnostics import Check
-    from task_learning.world.scene import Scene
     from task_learning.types import WorldState
+    from task_learning.world.scene import Scene
     from task_learning_nodes.clients.oversight_client import OversightClient
+    from task_learning_nodes.plumbing.diagnostics import Check
 
 # A LearnGoal or LearnGoals goal as the action server hands it over (the generated messages are untyped).
 GoalHandle = ServerGoalHandle[Any, Any, Any]

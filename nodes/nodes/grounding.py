@@ -22,11 +22,11 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
-from task_learning.inputs.safe_text import printable
 from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.scene_state import resolve_object, scene_world_state
-from task_learning.types import WorldState
+from task_learning.inputs.safe_text import printable
 from task_learning.lifecycle.signals import StopSignals
+from task_learning.types import WorldState
 from task_learning_interfaces.srv import AnalyzeGoal
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import LatestWorldState, run_node

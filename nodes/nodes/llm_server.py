@@ -23,9 +23,9 @@ import time
 from rclpy.node import Node
 
 from task_learning.lifecycle.child_process import describe_exit
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.llm.local_server import LocalServer, LocalServerError
 from task_learning.llm.settings import load_llm_settings
-from task_learning.lifecycle.signals import StopSignals
 from task_learning_nodes.plumbing.node_base import request_shutdown, run_node
 from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
 

@@ -35,13 +35,13 @@ from rclpy.node import Node
 
 from task_learning.episode.bus import EpisodeBus
 from task_learning.episode.observe import ObservedOperator
+from task_learning.inputs.safe_text import printable
 from task_learning.kb.store import DEFAULT_DB, resolve_db_path
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.oversight import pairing
 from task_learning.oversight.confirmations import ConfirmationLedger
 from task_learning.oversight.operator import RelayOperator, timeout_answer
 from task_learning.oversight.pending import QueueOperator, parse_safe_default, refused_answer
-from task_learning.inputs.safe_text import printable
-from task_learning.lifecycle.signals import StopSignals
 from task_learning.types import ConfirmationRequest
 from task_learning_interfaces.srv import (
     AnswerConfirmation,

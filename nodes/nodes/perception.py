@@ -29,21 +29,21 @@ import difflib
 import threading
 from typing import Any
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from pydantic import Field
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from task_learning.errors import TaskLearningError
 from task_learning.inputs.names import normalize_name
 from task_learning.inputs.safe_text import printable
-from task_learning.world.action_check import action_call_problem
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.types import ActionCall, ActionOutcome
+from task_learning.world.action_check import action_call_problem
 from task_learning.world.backend import WORLD_UNAVAILABLE, WorldBackend, WorldUnavailableError
 from task_learning.world.factory import BACKENDS
 from task_learning.world.thor.settings import PLATFORMS as THOR_PLATFORMS
 from task_learning.world.thor.settings import RANGES as THOR_RANGES
 from task_learning.world.thor.settings import ThorSettings
-from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion, QueryWorld
 from task_learning_nodes.plumbing import convert

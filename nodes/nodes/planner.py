@@ -26,25 +26,25 @@ from task_learning.bcr.domain import load_domain
 from task_learning.episode.bus import EpisodeBus
 from task_learning.episode.observe import ObservedWorld
 from task_learning.errors import TaskLearningError
+from task_learning.inputs.safe_text import printable
 from task_learning.kb import KnowledgeBase, resolve_db_path
+from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StoppableWorld, StopToken
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.planning.confirmation import goal_covered, literals_confirmed, requires_confirmation
 from task_learning.planning.executor import GoalExecutor, PolicyReview, type_index
 from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.reaching import ProductionApproval, ReachSettings, goal_executor
 from task_learning.planning.requests import BadRequest, check_text, literals_of, scene_of, task_request
 from task_learning.planning.task_run import TaskFeedback, TaskRun, TaskRunPorts, TaskRunSettings
-from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StopToken, StoppableWorld
-from task_learning.inputs.safe_text import printable
 from task_learning.types import ActionOutcome, LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene
-from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import LLMState
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
-from task_learning_nodes.plumbing import convert
 from task_learning_nodes.clients.goal_elicitation_client import GoalElicitationClient
 from task_learning_nodes.clients.ros_world import RosWorld
+from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.episode_topics import TaskEpisode
 from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.params import (
@@ -54,13 +54,19 @@ from task_learning_nodes.plumbing.params import (
 )
 from task_learning_nodes.plumbing.planner_params import Parameters
 from task_learning_nodes.plumbing.qos import latched, service_qos
-from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyPolicy, Finish, Refusal,
-                                                               SingleGoalServer, Status)
+from task_learning_nodes.plumbing.simple_action_server import (
+    ActiveGoal,
+    BusyPolicy,
+    Finish,
+    Refusal,
+    SingleGoalServer,
+    Status,
+)
 
 if TYPE_CHECKING:
-    from task_learning_nodes.plumbing.diagnostics import Check
     from task_learning.llm.client import LLMClient
     from task_learning.llm_state.state import OpenState
+    from task_learning_nodes.plumbing.diagnostics import Check
 
 class PlannerNode(Node):
     def __init__(self, **kwargs: Any) -> None:

@@ -20,29 +20,29 @@ import threading
 import time
 from typing import Any
 
+import cv2
+import numpy as np
+from geometry_msgs.msg import TransformStamped
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-
-import cv2
-import numpy as np
-from geometry_msgs.msg import TransformStamped
 from sensor_msgs.msg import CameraInfo, Image
+from tf2_msgs.msg import TFMessage
+
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.perception import geometry as g
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.skills import SKILLS, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.scene import load_scene
-from task_learning.lifecycle.signals import StopSignals
 from task_learning_interfaces.action import Skill
 from task_learning_nodes.plumbing.camera_topics import camera_info_msg, image_msg
 from task_learning_nodes.plumbing.fetch_params import FetchRobotEndParameters
-from task_learning_nodes.plumbing.params import declare_parameters, param
 from task_learning_nodes.plumbing.node_base import run_node
+from task_learning_nodes.plumbing.params import declare_parameters, param
 from task_learning_nodes.plumbing.tf_listener import TF_STATIC_TOPIC, TF_TOPIC, tf_qos, tf_static_qos
-from tf2_msgs.msg import TFMessage
 
 FAULTS = ("", "no_camera_info", "depth_half_size", "stale", "unregistered_marker", "tf_stops")
 TF_STOPS_AFTER = 10  # frames

@@ -26,19 +26,19 @@ from typing import Any, Callable
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-
 from sensor_msgs.msg import Image
+
 from task_learning.errors import TaskLearningError
 from task_learning.kb.store import DEFAULT_DB, KnowledgeBase, resolve_db_path
+from task_learning.lifecycle.signals import StopSignals
 from task_learning.oversight.pairing import OperatorCredentials
 from task_learning.oversight.web.limits import WebLimits
 from task_learning.oversight.web.server import WebPanel, WebServer, WebSettings, panel_url
-from task_learning.lifecycle.signals import StopSignals
 from task_learning.types import AnswerKind, ConfirmationRequest
+from task_learning_nodes.clients.oversight_client import OversightClient, OversightUnavailable, SubmitReply
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.oversight_names import PENDING_TOPIC, PendingMsg
-from task_learning_nodes.clients.oversight_client import OversightClient, OversightUnavailable, SubmitReply
 from task_learning_nodes.plumbing.params import NodeParameters, declare_parameters, param
 from task_learning_nodes.plumbing.qos import latched
 

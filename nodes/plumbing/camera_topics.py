@@ -22,8 +22,8 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, Image
 
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.images import image_fields
+from task_learning.world.camera_model import CameraModel
 
 COLOR_TOPIC = "camera/color/image_raw"
 DEPTH_TOPIC = "camera/depth/image_raw"

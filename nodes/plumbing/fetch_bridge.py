@@ -20,28 +20,27 @@ import threading
 import time
 from typing import Any
 
-from task_learning_nodes.plumbing.node_base import ActionClient
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-
 from sensor_msgs.msg import CameraInfo, Image
+
 from task_learning.errors import TaskLearningError
 from task_learning.perception.bridge import FetchWorld
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.images import image_to_array, to_bgr, to_metres
 from task_learning.perception.registry import MarkerRegistry, load_registry
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.perception.sync import ApproximateSync
-from task_learning.world.catalog import load_object_types
 from task_learning.transforms import TransformUnavailable
+from task_learning.world.camera_model import CameraModel
+from task_learning.world.catalog import load_object_types
 from task_learning.world.scene import Scene
 from task_learning_interfaces.action import Skill
-from task_learning_nodes.plumbing.tf_listener import TfListener, stamp_ns
-
 from task_learning_nodes.plumbing.fetch_params import FetchParameters
+from task_learning_nodes.plumbing.node_base import ActionClient
 from task_learning_nodes.plumbing.params import declare_parameters
+from task_learning_nodes.plumbing.tf_listener import TfListener, stamp_ns
 
 
 def stamp_of(header: Any) -> float:

@@ -42,17 +42,17 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
 import rclpy
-from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.context import Context
+from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from task_learning.errors import TaskLearningError
+from task_learning.lifecycle.signals import StopSignals
+from task_learning.lifecycle.stop_deadline import StopDeadline
 from task_learning_nodes.plumbing.rclpy_compat import ActionClient as ActionClient  # the nodes' action client
 from task_learning_nodes.plumbing.rclpy_compat import DrainingExecutor, RCLError
-from task_learning.lifecycle.stop_deadline import StopDeadline
-from task_learning.lifecycle.signals import StopSignals
 
 EXIT_OK = 0
 EXIT_FAILED = 1

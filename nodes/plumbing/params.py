@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence, TypeVar
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic.fields import FieldInfo
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.node import Node
 
-from task_learning.inputs.config import load_yaml
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.inputs.config import load_yaml
 from task_learning.inputs.numbers import number_problem
 from task_learning.inputs.schema import Schema, invalid, validate
 

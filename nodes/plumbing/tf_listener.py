@@ -13,9 +13,9 @@ from typing import Any
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from tf2_msgs.msg import TFMessage
 
 from task_learning.transforms import TransformBuffer
-from tf2_msgs.msg import TFMessage
 
 TF_TOPIC = "/tf"
 TF_STATIC_TOPIC = "/tf_static"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rclpy.executors import MultiThreadedExecutor
-from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node, stop_process_groups
+
 from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import (
     ActionCall,
@@ -39,6 +39,7 @@ from task_learning_interfaces.srv import (
     ListPendingConfirmations,
     QueryWorld,
 )
+from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node, stop_process_groups
 
 CATEGORY = "ros"
 SCENE = "tidy_kitchen"

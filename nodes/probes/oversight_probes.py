@@ -21,9 +21,9 @@ from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
 from task_learning_interfaces.msg import ConfirmationRequest, GoalLiteral
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations, QueryWorld
-from task_learning_nodes.probes.fault_probes import SCENE, Client, _child_with, _executed, _refused_or_hung, result
 from task_learning_nodes.plumbing.node_base import ActionClient
 from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.probes.fault_probes import SCENE, Client, _child_with, _executed, _refused_or_hung, result
 
 CANCELED = 5  # action_msgs/GoalStatus.STATUS_CANCELED
 

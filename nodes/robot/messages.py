@@ -12,8 +12,15 @@ from typing import Any
 
 from builtin_interfaces.msg import Duration
 
-from task_learning.robot.goals import (GoalOutcome, GripperGoal, MoveGroupGoal, NavigateGoal, PointHeadGoal,
-                                       RobotGoal, TrajectoryGoal)
+from task_learning.robot.goals import (
+    GoalOutcome,
+    GripperGoal,
+    MoveGroupGoal,
+    NavigateGoal,
+    PointHeadGoal,
+    RobotGoal,
+    TrajectoryGoal,
+)
 
 
 def action_type(goal: RobotGoal) -> Any:

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator
 
 from task_learning.anticipation.context import Fact, parse_context
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
-from task_learning.kb.store import StoredRoutine
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.names import normalize_name
 from task_learning.inputs.schema import Schema, bounded, invalid, load_model
+from task_learning.kb.store import StoredRoutine
 
 DAYS = ("weekday", "weekend")
 

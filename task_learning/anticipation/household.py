@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.schema import Schema, load_model
 
 ACTIONS = ("move", "grab", "put", "open", "close", "switchon", "switchoff")

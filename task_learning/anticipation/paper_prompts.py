@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Sequence
 
 from task_learning.inputs.config import config_path
-from task_learning.llm.prompt_templates import fill, slots
 from task_learning.inputs.schema import Schema, load_model
+from task_learning.llm.prompt_templates import fill, slots
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig

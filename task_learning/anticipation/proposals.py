@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from task_learning.kb.store import TIMEOUT_OPERATOR, KnowledgeBase
-from task_learning.oversight.operator import Operator
 from task_learning.lifecycle.cancellation import RunStopped
+from task_learning.oversight.operator import Operator
 from task_learning.types import (
     AnswerKind,
     CandidateSource,

@@ -26,12 +26,12 @@ from task_learning.anticipation.context import parse_context
 from task_learning.anticipation.experience import Experience
 from task_learning.anticipation.proposals import Proposals
 from task_learning.bcr.literals import LiteralSyntaxError, StateView, holds, parse_literal
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
-from task_learning.kb.store import KnowledgeBase
-from task_learning.oversight.operator import Operator
-from task_learning.lifecycle.cancellation import RunStopped, StopToken, StoppableWorld
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.schema import Schema, load_model
+from task_learning.kb.store import KnowledgeBase
+from task_learning.lifecycle.cancellation import RunStopped, StoppableWorld, StopToken
+from task_learning.oversight.operator import Operator
 from task_learning.types import ConfirmationAnswer, ConfirmationRequest, GoalLiteral
 from task_learning.world.backend import WorldBackend
 

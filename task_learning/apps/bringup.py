@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Mapping, Sequence
 
-from task_learning.lifecycle.child_process import describe_exit, die_with_parent
-from task_learning.inputs.config import config_path, join_key, load_yaml
 from task_learning.apps.dds_profile import profile_env
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.inputs.config import config_path, join_key, load_yaml
 from task_learning.inputs.schema import Schema, bounded, load_model
+from task_learning.lifecycle.child_process import describe_exit, die_with_parent
 from task_learning.lifecycle.signals import StopSignals
 from task_learning_nodes.plumbing import registry
 

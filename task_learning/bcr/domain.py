@@ -11,7 +11,6 @@ receptacle of any scene.
 from __future__ import annotations
 
 import itertools
-
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +19,16 @@ from typing import Annotated, Any, Iterable, Mapping
 from pydantic import AfterValidator, BeforeValidator
 
 from task_learning.bcr.literals import (
-    KNOWN_PREDICATES, LiteralSyntaxError, StateView, evaluate, literal_text, parse_literal,
+    KNOWN_PREDICATES,
+    LiteralSyntaxError,
+    StateView,
+    evaluate,
+    literal_text,
+    parse_literal,
     positive,
 )
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.schema import Schema, bounded, invalid, load_model
 from task_learning.types import ActionCall, GoalLiteral, Truth
 

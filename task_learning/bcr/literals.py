@@ -11,7 +11,6 @@ stated, so ``cooked(BreadSliced)`` holds once any slice is toasted.
 from __future__ import annotations
 
 import itertools
-
 import re
 from typing import Any, Callable, Iterable, Mapping
 

@@ -15,9 +15,9 @@ from task_learning.bcr.engines import make_engine
 from task_learning.bcr.tasks import check_goals, load_tasks
 from task_learning.bcr.testbed import FailurePointWorld
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
+from task_learning.world.backend import WorldBackend
 from task_learning.world.outcome import run_action
 from task_learning.world.scene import Scene, load_scene
-from task_learning.world.backend import WorldBackend
 from task_learning.world.symbolic import SymbolicWorld
 
 if TYPE_CHECKING:

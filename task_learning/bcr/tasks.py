@@ -7,8 +7,8 @@ from typing import Any, Mapping
 
 from task_learning.bcr.domain import Domain
 from task_learning.bcr.literals import LiteralSyntaxError, is_type_placeholder, parse_literal
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.schema import Schema, load_model
 from task_learning.types import GoalLiteral
 

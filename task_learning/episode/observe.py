@@ -26,8 +26,8 @@ from task_learning.world.backend import WorldBackend
 from task_learning.world.outcome import action_outcome
 
 if TYPE_CHECKING:
-    from task_learning.world.camera_model import CameraModel
     from task_learning.oversight.operator import Operator
+    from task_learning.world.camera_model import CameraModel
     from task_learning.world.thor.camera import CameraPose
 
 log = logging.getLogger(__name__)

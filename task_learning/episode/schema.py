@@ -34,7 +34,7 @@ def _msg_dirs() -> list[Path]:
 @functools.lru_cache(maxsize=1)
 def typestore() -> Any:
     """rosbags' type store (ROS 2 kilted) with this project's messages registered."""
-    from rosbags.typesys import Stores, get_typestore, get_types_from_msg
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.ROS2_KILTED if hasattr(Stores, "ROS2_KILTED") else Stores.LATEST)
     dirs = _msg_dirs()

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.schema import Schema, load_model
 from task_learning.types import WorldObject
 

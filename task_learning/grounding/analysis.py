@@ -33,8 +33,15 @@ from typing import Any, Sequence
 from task_learning.errors import UnknownObjectError
 from task_learning.grounding.knowledge import GroundingKnowledge
 from task_learning.grounding.lexicon import NounEntry
-from task_learning.grounding.parser import (NounPhrase, ParseError, ParsedClause, clean_text,
-                                            parse, tokenize, unknown_words)
+from task_learning.grounding.parser import (
+    NounPhrase,
+    ParsedClause,
+    ParseError,
+    clean_text,
+    parse,
+    tokenize,
+    unknown_words,
+)
 from task_learning.grounding.world_index import StateIndex, object_order
 from task_learning.types import GoalLiteral, Mismatch, MismatchKind, Truth, WorldObject, WorldState
 

@@ -16,8 +16,8 @@ from typing import Any
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding.analysis import analyze_goal
 from task_learning.grounding.knowledge import GroundingKnowledge
-from task_learning.kb import LearnedGoal, lift_literals
 from task_learning.inputs.names import normalize_name
+from task_learning.kb import LearnedGoal, lift_literals
 from task_learning.world import SymbolicWorld, load_scene, resolve_object
 from task_learning.world.scene import Scene, available_scenes
 from task_learning.world.state import world_state_from_metadata

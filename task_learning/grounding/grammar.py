@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
 from task_learning.grounding.lexicon import split_words
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.schema import Schema, invalid, load_model
 
 CLAUSE_KINDS = ("location", "state")

@@ -5,12 +5,12 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
 from task_learning.grounding.affordances import AffordanceKB, load_affordances
 from task_learning.grounding.grammar import Grammar, load_grammar
 from task_learning.grounding.lexicon import Lexicon, load_lexicon
 from task_learning.grounding.world_index import StateIndex
+from task_learning.inputs.config import config_path
 from task_learning.types import WorldState
 
 

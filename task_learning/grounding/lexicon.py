@@ -13,8 +13,8 @@ from typing import Annotated, Any, Iterable, Literal
 
 from pydantic import AfterValidator, BeforeValidator
 
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.names import normalize_name
 from task_learning.inputs.schema import Schema, invalid, load_model
 

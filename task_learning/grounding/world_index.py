@@ -9,8 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from task_learning.grounding.affordances import AffordanceKB
-from task_learning.grounding.lexicon import (Lexicon, NounForm, head_index, index_forms,
-                                             noun_forms_for_type, split_words)
+from task_learning.grounding.lexicon import Lexicon, NounForm, head_index, index_forms, noun_forms_for_type, split_words
 from task_learning.inputs.names import normalize_name
 from task_learning.types import WorldObject, WorldState
 

@@ -24,8 +24,8 @@ from typing import Annotated, Any, Mapping, Sequence, TypeVar
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from task_learning.inputs.config import join_key, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import join_key, load_yaml
 from task_learning.inputs.numbers import number_problem
 from task_learning.inputs.safe_text import has_control_characters
 

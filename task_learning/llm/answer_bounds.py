@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Annotated, Mapping
 
 from task_learning.inputs.config import config_path
-from task_learning.llm.prompt_templates import fill, slots
 from task_learning.inputs.schema import Schema, bounded, load_model
+from task_learning.llm.prompt_templates import fill, slots
 
 ANSWER_PROTOCOLS = ("auto", "paper", "bounded")
 

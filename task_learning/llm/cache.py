@@ -14,7 +14,6 @@ from pathlib import Path
 
 from task_learning.errors import ConfigError
 from task_learning.inputs.files import LineAppender, OutputError, read_input_bytes
-
 from task_learning.llm.base import LLMResponse
 from task_learning.llm.codec import copy_response, response_from_dict, response_to_dict
 

@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from task_learning.errors import TaskLearningError
-from task_learning.llm.constraints import ConstraintStyle
 from task_learning.llm.base import ConnectionProviderError, FatalProviderError, LLMRequest, LLMResponse
+from task_learning.llm.constraints import ConstraintStyle
 from task_learning.llm.local_server import LocalServer, probe_health, root_of
 from task_learning.llm.openai_provider import OpenAIProvider
 from task_learning.llm.settings import LocalSettings

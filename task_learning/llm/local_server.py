@@ -27,8 +27,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from task_learning.lifecycle.child_process import describe_exit, die_with_parent
 from task_learning.errors import TaskLearningError
+from task_learning.lifecycle.child_process import describe_exit, die_with_parent
 from task_learning.llm.local_install import local_paths, model_problem, server_problem
 from task_learning.llm.settings import LocalSettings
 

@@ -55,8 +55,8 @@ from task_learning.llm.base import (
     LLMResponse,
     ProviderError,
     TokenLogprob,
-    flatten_conversation,
     TransientProviderError,
+    flatten_conversation,
 )
 from task_learning.llm.constraints import ConstraintStyle, request_body
 from task_learning.llm.http_guard import CallGuard, guarded_http_client, is_too_large, redact_url, split_credentials

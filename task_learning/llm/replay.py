@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Protocol
 from task_learning.errors import ConfigError
 from task_learning.inputs.files import LineAppender, read_input_bytes, write_text_atomic
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
-from task_learning.llm.codec import jsonable, copy_response, request_to_dict, response_from_dict, response_to_dict
+from task_learning.llm.codec import copy_response, jsonable, request_to_dict, response_from_dict, response_to_dict
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ values changed (command-line options over the file) is `settings.model_copy(upda
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, PrivateAttr, model_validator
 
-from task_learning.inputs.config import config_path, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, load_yaml
 from task_learning.inputs.schema import Schema, bounded, invalid, validate
 
 SELECTION_APIS = ("chat", "completions")

@@ -30,11 +30,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from task_learning.llm.answer_bounds import bound_for
-from task_learning.llm.constraints import Constraint
-from task_learning.llm_state import grounded
 from task_learning.llm.base import LLMRequest, LLMResponse
+from task_learning.llm.constraints import Constraint
+from task_learning.llm.prompt_templates import check_wording
+from task_learning.llm_state import grounded
 from task_learning.llm_state.calls import Call, ParsedAnswer, parse_attention, parse_estimator, parse_plan
-from task_learning.llm_state.household import Household, HouseholdWorld, Observation, StepResult, TaskSpec, load_household
+from task_learning.llm_state.household import (
+    Household,
+    HouseholdWorld,
+    Observation,
+    StepResult,
+    TaskSpec,
+    load_household,
+)
 from task_learning.llm_state.prompts import (
     ATTENTION,
     ESTIMATOR,
@@ -47,7 +55,6 @@ from task_learning.llm_state.prompts import (
     progprompt_prompt,
 )
 from task_learning.llm_state.state import OpenState
-from task_learning.llm.prompt_templates import check_wording
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BeforeValidator, Field
 
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.schema import Schema, bounded, invalid, load_model
 from task_learning.llm_state.calls import PLAN_FUNCTIONS, Call
 

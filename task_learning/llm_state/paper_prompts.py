@@ -23,12 +23,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator
 
-from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path
+from task_learning.inputs.schema import Schema, invalid, load_model
+from task_learning.llm.prompt_templates import drop_block, fill, slots
 from task_learning.llm_state.household import Observation
 from task_learning.llm_state.state import OpenState
-from task_learning.llm.prompt_templates import drop_block, fill, slots
-from task_learning.inputs.schema import Schema, invalid, load_model
 
 # The estimator's observation as Listing 4 prints it: these lines of the observation only.
 ESTIMATOR_OBSERVATION = ("Room List:", "Current Holding:", "You are closed to:", "Current Room:")

@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from task_learning.llm.prompt_templates import check_wording
 from task_learning.llm_state import paper_prompts
 from task_learning.llm_state.calls import Call, format_action
 from task_learning.llm_state.household import Observation
 from task_learning.llm_state.state import OpenState
-from task_learning.llm.prompt_templates import check_wording
 
 PLAN_LIMIT = 20  # "Make the plan concise and short, less than 20 steps."
 # The prompt types of the three calls (config/llm.yaml routes them: openai.selection_prompt_types).

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from task_learning.bcr.literals import LiteralSyntaxError, StateView, holds, parse_literal
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError, TaskLearningError
+from task_learning.inputs.config import config_path, join_key
+from task_learning.inputs.schema import Schema, load_model
 from task_learning.llm_state.agent import Completer, LLMStateAgent, TrialResult
 from task_learning.llm_state.household import TaskSpec
 from task_learning.llm_state.thor_world import ThorWorld
-from task_learning.inputs.schema import Schema, load_model
 from task_learning.types import GoalLiteral
 from task_learning.world.factory import make_backend
 from task_learning.world.thor.settings import ThorSettings

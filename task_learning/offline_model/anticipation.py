@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
-from task_learning.offline_model.hashing import unit_hash
 from task_learning.llm.tokens import count_tokens
+from task_learning.offline_model.hashing import unit_hash
 
 if TYPE_CHECKING:
     from task_learning.anticipation.household import Household

@@ -22,8 +22,8 @@ import re
 from typing import Any, Mapping, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
-from task_learning.offline_model.hashing import unit_hash
 from task_learning.llm.tokens import count_tokens
+from task_learning.offline_model.hashing import unit_hash
 
 SIBLING_RATE = 0.12
 OFF_LIST_RATE = 0.04

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from task_learning.inputs.config import config_path, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, load_yaml
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError
 from task_learning.llm.tokens import count_tokens
 from task_learning.productions.knowledge import EnvKnowledge, UnknownStatement, WorldKnowledge, name_equal

@@ -26,9 +26,9 @@ from enum import Enum
 from typing import Any, Callable, Protocol, Sequence
 
 from task_learning.kb import KnowledgeBase
+from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped
 from task_learning.oversight.answers import goal_sentence_from_words, object_noun
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator, OperatorGone
-from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped
 from task_learning.oversight.phrasing import (
     count_words,
     description_question,

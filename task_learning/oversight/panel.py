@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from task_learning.oversight.answers import interpret_reply, remaining_text
 from task_learning.oversight.qt_compat import (
     QAbstractItemView,
     QFont,
@@ -24,14 +25,13 @@ from task_learning.oversight.qt_compat import (
     QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
+    Qt,
     QTimer,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
-    Qt,
 )
-from task_learning.oversight.answers import interpret_reply, remaining_text
 from task_learning.types import ConfirmationRequest, GoalCandidate
 
 log = logging.getLogger(__name__)

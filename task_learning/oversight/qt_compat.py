@@ -23,9 +23,22 @@ if _use_python_qt_binding():
     from python_qt_binding.QtGui import QFont  # type: ignore[import-not-found]
     from python_qt_binding.QtTest import QTest  # type: ignore[import-not-found]
     from python_qt_binding.QtWidgets import (  # type: ignore[import-not-found]
-        QAbstractItemView, QApplication, QFrame, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-        QListWidget, QListWidgetItem, QPlainTextEdit, QPushButton, QSplitter, QTreeWidget,
-        QTreeWidgetItem, QVBoxLayout, QWidget,
+        QAbstractItemView,
+        QApplication,
+        QFrame,
+        QGroupBox,
+        QHBoxLayout,
+        QHeaderView,
+        QLabel,
+        QListWidget,
+        QListWidgetItem,
+        QPlainTextEdit,
+        QPushButton,
+        QSplitter,
+        QTreeWidget,
+        QTreeWidgetItem,
+        QVBoxLayout,
+        QWidget,
     )
     BINDING = "python_qt_binding"
 
@@ -46,9 +59,22 @@ else:
     from PySide6.QtGui import QFont
     from PySide6.QtTest import QTest
     from PySide6.QtWidgets import (
-        QAbstractItemView, QApplication, QFrame, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-        QListWidget, QListWidgetItem, QPlainTextEdit, QPushButton, QSplitter, QTreeWidget,
-        QTreeWidgetItem, QVBoxLayout, QWidget,
+        QAbstractItemView,
+        QApplication,
+        QFrame,
+        QGroupBox,
+        QHBoxLayout,
+        QHeaderView,
+        QLabel,
+        QListWidget,
+        QListWidgetItem,
+        QPlainTextEdit,
+        QPushButton,
+        QSplitter,
+        QTreeWidget,
+        QTreeWidgetItem,
+        QVBoxLayout,
+        QWidget,
     )
     BINDING = "PySide6"
 

@@ -15,15 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-
 from task_learning.errors import TaskLearningError
 from task_learning.inputs.files import AtomicOutput, OutputError, require_regular_file
 from task_learning.perception.bridge import FetchWorld
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.images import image_to_array, to_bgr, to_metres
 from task_learning.perception.sync import ApproximateSync
 from task_learning.transforms import NS_PER_S, TransformBuffer, TransformUnavailable
+from task_learning.world.camera_model import CameraModel
 
 MSGTYPES = {"sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo", "tf2_msgs/msg/TFMessage"}
 TF_TOPICS = ("/tf", "/tf_static")

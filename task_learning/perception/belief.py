@@ -28,10 +28,10 @@ from typing import Any, Mapping
 import numpy as np
 
 from task_learning.perception import geometry as g
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.detect import Detections
 from task_learning.perception.registry import MarkerRegistry, MarkerSpec
 from task_learning.world import layout
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.catalog import ObjectType
 from task_learning.world.scene import make_object_record
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.registry import MarkerRegistry, aruco_dictionary
+from task_learning.world.camera_model import CameraModel
 
 
 @dataclass

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from task_learning.errors import TaskLearningError
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.perception.synthetic import SimulatedRobot
-from task_learning.errors import TaskLearningError
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.scene import Scene
 
 
@@ -82,9 +82,9 @@ def look_around(world: FetchWorld, robot: SimulatedRobot, clock: SyntheticClock,
         tally.rejected.extend(world.last_detections.rejected)
     robot.T_world_base = robot.look_around_poses(steps)[0]
     if image and best[1] is not None:
-        import cv2
-
         from pathlib import Path
+
+        import cv2
 
         from task_learning.inputs.files import write_bytes_atomic
 

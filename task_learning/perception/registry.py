@@ -31,8 +31,8 @@ from typing import Annotated, Any, Mapping
 import numpy as np
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from task_learning.inputs.config import join_key, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import join_key, load_yaml
 from task_learning.inputs.numbers import number_problem
 from task_learning.inputs.schema import Schema, bounded, invalid, no_control_characters, validate
 from task_learning.world.scene import ObjectState

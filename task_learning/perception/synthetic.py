@@ -22,12 +22,11 @@ import cv2
 import numpy as np
 
 from task_learning.perception import geometry as g
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.frames import RGBDFrame
-from task_learning.perception.registry import (Door, MarkerRegistry, MarkerSpec, Volume,
-                                               aruco_dictionary)
+from task_learning.perception.registry import Door, MarkerRegistry, MarkerSpec, Volume, aruco_dictionary
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.world import layout
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.scene import Scene
 from task_learning.world.symbolic import SymbolicWorld
 

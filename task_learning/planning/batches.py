@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from task_learning.errors import TaskLearningError
-from task_learning.planning.progress import ObjectState, ObjectStates, Snapshot
 from task_learning.inputs.safe_text import printable
+from task_learning.lifecycle.cancellation import RunStopped
+from task_learning.planning.progress import ObjectState, ObjectStates, Snapshot
 from task_learning.stars.conditions import Condition
 from task_learning.stars.elicit import ElicitationResult, StageCallback
 from task_learning.stars.together import CrossObjectElicitor
-from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.types import LLMUsage
 
 MAX_BATCH_OBJECTS = 1000  # objects of one batch (the largest generated scene has 350)

@@ -16,13 +16,12 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from task_learning.errors import TaskLearningError
 from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, ground_lifted, lift_literals
-from task_learning.planning.confirmation import (ConfirmationVerdict, confirmation_of,
-                                                 requires_confirmation)
-from task_learning.planning.dialogue import count_words, teaching_dialogue
 from task_learning.lifecycle.cancellation import StopToken
+from task_learning.oversight.flow import OversightCounts, OversightStatus
+from task_learning.planning.confirmation import ConfirmationVerdict, confirmation_of, requires_confirmation
+from task_learning.planning.dialogue import count_words, teaching_dialogue
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.planning.metrics import RunMetrics
-from task_learning.oversight.flow import OversightCounts, OversightStatus
 from task_learning.types import CandidateSource, GoalCandidate, GoalLiteral, LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.completion import completion

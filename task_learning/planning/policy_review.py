@@ -25,9 +25,9 @@ from typing import Any, Mapping, Sequence
 
 from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy
 from task_learning.kb.store import parse_goal_key, policy_approved_by
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.oversight.flow import OversightCounts
 from task_learning.oversight.operator import TIMEOUT_OPERATOR, Operator
-from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.types import (
     ActionCall,
     AnswerKind,

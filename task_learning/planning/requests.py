@@ -9,9 +9,9 @@ from typing import Callable, Iterable, Protocol, Sequence
 
 from task_learning.bcr.literals import KNOWN_PREDICATES
 from task_learning.errors import TaskLearningError
+from task_learning.inputs.safe_text import printable
 from task_learning.planning.service import keep_subtasks
 from task_learning.planning.session import CONDITIONS, check_task
-from task_learning.inputs.safe_text import printable
 from task_learning.types import GoalLiteral
 from task_learning.world.scene import Scene, available_scenes, load_scene
 

@@ -15,13 +15,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
-from task_learning.planning.executor import GoalExecutor
+from task_learning.lifecycle.cancellation import StopToken
 from task_learning.planning.confirmation import ConfirmationVerdict
+from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.loop import Confirmer, Elicitation, Elicitor, ObjectReport, ProgressCallback, TaskLearner
 from task_learning.planning.metrics import RunMetrics
 from task_learning.planning.progress import REPORT_STATES, ObjectState, ObjectStates
 from task_learning.planning.summary import TaskSummary, summarize
-from task_learning.lifecycle.cancellation import StopToken
 from task_learning.types import LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene

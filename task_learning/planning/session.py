@@ -14,20 +14,26 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.episode.bus import EpisodeBus
 from task_learning.episode.messages import LEARNED_GOAL, object_outcome
-from task_learning.episode.observe import (BcrTreePublisher, LLMCallPublisher, ObservedOperator, ObservedWorld,
-                                           StarsTreePublisher, kb_observer)
+from task_learning.episode.observe import (
+    BcrTreePublisher,
+    LLMCallPublisher,
+    ObservedOperator,
+    ObservedWorld,
+    StarsTreePublisher,
+    kb_observer,
+)
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
+from task_learning.lifecycle.cancellation import StoppableWorld, StopToken
 from task_learning.llm.constraints import effective_decoding, parse_decoding
 from task_learning.oversight.memory import RememberingOperator
 from task_learning.oversight.operator import Operator
 from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
-from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.loop import Elicitation, ObjectReport, ProgressCallback, TaskLearner
-from task_learning.planning.service import TaskPorts, run_task, task_learner
 from task_learning.planning.metrics import RunMetrics
-from task_learning.lifecycle.cancellation import StopToken, StoppableWorld
+from task_learning.planning.policy_review import PolicyReviewer
+from task_learning.planning.service import TaskPorts, run_task, task_learner
 from task_learning.stars.conditions import Condition, paper_selection_context, parse_condition
 from task_learning.world.backend import WorldBackend
 from task_learning.world.factory import make_backend

@@ -16,7 +16,9 @@ from typing import Any, Callable, Mapping, Protocol
 
 from task_learning.episode.bus import EpisodeBus
 from task_learning.errors import TaskLearningError
+from task_learning.inputs.safe_text import printable
 from task_learning.kb import KnowledgeBase, resolve_db_path
+from task_learning.lifecycle.cancellation import StopToken
 from task_learning.oversight.operator import Operator
 from task_learning.planning.confirmation import GoalConfirmer
 from task_learning.planning.executor import GoalExecutor
@@ -25,9 +27,7 @@ from task_learning.planning.policy_review import PolicyReviewer
 from task_learning.planning.progress import ObjectStates, Snapshot
 from task_learning.planning.service import ObjectTracker, TaskOutcome, TaskPorts, run_task, task_learner
 from task_learning.planning.session import task_order
-from task_learning.inputs.safe_text import printable
 from task_learning.stars.together import objects_to_elicit
-from task_learning.lifecycle.cancellation import StopToken
 from task_learning.types import LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene

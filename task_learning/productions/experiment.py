@@ -22,12 +22,11 @@ paper's rows, from the same bootstrapped productions.
 from __future__ import annotations
 
 import random
-import time
 import textwrap
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from task_learning.productions.significance import PairedTest, paired_t_test
 from task_learning.kb.store import KnowledgeBase
 from task_learning.llm.client import LLMClient
 from task_learning.productions.agent import Episode, ProductionAgent, ProductionSet
@@ -38,8 +37,8 @@ from task_learning.productions.families import (
     SLICE_TYPES,
     TEST_FAMILIES,
     Instance,
-    load_kitchen,
     instance_world,
+    load_kitchen,
     make_instance,
     readable_task,
     successes,
@@ -54,6 +53,7 @@ from task_learning.productions.prefetch import (
     prefetch,
     world_knowledge_mode,
 )
+from task_learning.productions.significance import PairedTest, paired_t_test
 from task_learning.productions.world import IGNORED_RECEPTACLES, WorldAdapter
 from task_learning.world.backend import WorldBackend
 from task_learning.world.factory import SYMBOLIC, WorldChoice

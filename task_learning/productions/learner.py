@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from task_learning.llm.answer_bounds import AnswerBound, bound_for
-from task_learning.llm.constraints import Constraint
-from task_learning.productions import grounded
 from task_learning.llm.base import NEXT_TURN, LLMRequest, flatten_conversation
 from task_learning.llm.client import LLMClient
-from task_learning.productions import prompts
+from task_learning.llm.constraints import Constraint
+from task_learning.productions import grounded, prompts
 from task_learning.productions.agent import Advice, Decision, ProductionSet
 from task_learning.productions.knowledge import EnvKnowledge, WorldKnowledge, name_equal
 from task_learning.productions.language import (
@@ -29,8 +28,8 @@ from task_learning.productions.language import (
     Production,
     RuleError,
     check_replay,
-    same_option,
     parse_rule_text,
+    same_option,
     task_binding,
 )
 

@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 from task_learning.productions.knowledge import GRIPPER, EnvKnowledge, Receptacle, Thing, name_equal
 from task_learning.productions.language import motor_form
-from task_learning.world import layout
 from task_learning.types import ActionCall, ActionOutcome
+from task_learning.world import layout
 from task_learning.world.backend import WorldBackend
 from task_learning.world.outcome import run_action
 

@@ -16,8 +16,16 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from task_learning.perception.skills import SkillRequest, SkillResult
-from task_learning.robot.failures import (HAND_FULL, NOT_HOLDING, NOT_NEAR, NOT_VISIBLE, RECEPTACLE_CLOSED,
-                                          ROBOT_FAULT, WORDS, failure_of)
+from task_learning.robot.failures import (
+    HAND_FULL,
+    NOT_HOLDING,
+    NOT_NEAR,
+    NOT_VISIBLE,
+    RECEPTACLE_CLOSED,
+    ROBOT_FAULT,
+    WORDS,
+    failure_of,
+)
 from task_learning.robot.gate import MotionGate
 from task_learning.robot.goals import GoalOutcome, RobotGoal, Step, Vec3
 from task_learning.robot.sequences import MANIPULATIONS, BasePose, SkillSequencer, Unreachable

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, model_validator
 
-from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path
 from task_learning.inputs.schema import PlainText, Schema, bounded, invalid, load_model
 
 Seconds = Annotated[float, bounded(low=0.0, high=3600.0, low_open=True)]

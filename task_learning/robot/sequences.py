@@ -18,8 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from task_learning.robot.goals import (GripperGoal, MoveGroupGoal, NavigateGoal, PointHeadGoal, Step,
-                                       TrajectoryGoal, Vec3)
+from task_learning.robot.goals import (
+    GripperGoal,
+    MoveGroupGoal,
+    NavigateGoal,
+    PointHeadGoal,
+    Step,
+    TrajectoryGoal,
+    Vec3,
+)
 from task_learning.robot.ik import ArmKinematics
 from task_learning.robot.profile import RobotProfile
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning.grounding import analyze_goal
-from task_learning.llm.usage import copy_usage, usage_diff
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.llm.constraints import Decoding, parse_decoding
+from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
 from task_learning.stars.grounded import GoalSpace, PlaceShare, decisive, one_per_goal, score_candidates
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates

@@ -25,9 +25,8 @@ from typing import Any, Callable, Sequence
 from task_learning.grounding.goal_space import GroundedGoal, grounded_goals
 from task_learning.llm.base import LLMRequest
 from task_learning.llm.constraints import Constraint
-from task_learning.stars.tree import TreeRoot, TreeSettings, TreeState
+from task_learning.stars.tree import TreeRoot, TreeSettings, TreeState, normalize_response
 from task_learning.types import GoalCandidate, WorldState
-from task_learning.stars.tree import normalize_response
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from typing import Annotated, Any, Literal, Sequence
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, join_key
+from task_learning.inputs.schema import Schema, bounded, invalid, known_key, load_model
 from task_learning.llm.base import LLMRequest
 from task_learning.llm.constraints import Constraint
 from task_learning.stars.grounded import GroundedSettings
-from task_learning.inputs.schema import Schema, bounded, invalid, known_key, load_model
 from task_learning.types import MismatchKind
 
 GOAL_FILE = "goal.yaml"

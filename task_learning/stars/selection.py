@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from task_learning.stars.prompts import GoalContext, PromptTemplates
 from task_learning.llm.base import LLMResponse
+from task_learning.stars.prompts import GoalContext, PromptTemplates
 from task_learning.stars.tree import CompletionClient, Steps, drive
 from task_learning.types import GoalCandidate
 

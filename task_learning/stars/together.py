@@ -28,9 +28,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.usage import copy_usage, usage_diff
-from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.stars.conditions import Condition, flags, parse_condition
 from task_learning.stars.elicit import (
     ElicitationResult,

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import AfterValidator, Field
 
-from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path
 from task_learning.inputs.names import normalize_name
 from task_learning.inputs.schema import Schema, bounded, invalid, load_model
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from task_learning.inputs.config import MAX_NESTING, join_key
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import MAX_NESTING, join_key
 from task_learning.inputs.numbers import non_finite_path, number_problem
 from task_learning.inputs.safe_text import has_control_characters
 

@@ -32,17 +32,22 @@ from typing import Annotated, Any, Iterable, Literal, Mapping
 
 from pydantic import BeforeValidator
 
-from task_learning.inputs.config import MAX_NESTING, MAX_YAML_BYTES, config_path, join_key, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import MAX_NESTING, MAX_YAML_BYTES, config_path, join_key, load_yaml
 from task_learning.inputs.files import read_input_bytes
 from task_learning.inputs.names import normalize_name
-from task_learning.world import layout
-from task_learning.inputs.schema import PlainText, Schema, bounded, invalid, validate
-from task_learning.world.catalog import FLAG_KEYS, ObjectType, TypesDoc, load_object_types, object_types
 from task_learning.inputs.safe_text import has_control_characters
-from task_learning.world.recorded import MAX_CONTAINMENT_DEPTH, MAX_COORDINATE_M
+from task_learning.inputs.schema import PlainText, Schema, bounded, invalid, validate
+from task_learning.world import layout
+from task_learning.world.catalog import FLAG_KEYS, ObjectType, TypesDoc, load_object_types, object_types
+from task_learning.world.recorded import (
+    MAX_CONTAINMENT_DEPTH,
+    MAX_COORDINATE_M,
+    check_containment,
+    check_record,
+    drop_fixed_in_movable,
+)
 from task_learning.world.recorded import MAX_OBJECTS as MAX_RECORDED_OBJECTS
-from task_learning.world.recorded import check_containment, check_record, drop_fixed_in_movable
 
 # AI2-THOR's 42 object keys, in its order (ai2thor 5.x).
 AI2THOR_OBJECT_KEYS = (

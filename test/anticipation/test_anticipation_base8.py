@@ -6,7 +6,6 @@ import pytest
 
 from task_learning.anticipation.base8 import Base8Agent, parse_action
 from task_learning.anticipation.household import Action, Household, load_household, log_line
-
 from test.anticipation.test_anticipation_core import Scripted  # the scripted completer these tests share
 
 CALL_5 = ("In the current state, the human is holding both cereal and bananas, which means they cannot handle "

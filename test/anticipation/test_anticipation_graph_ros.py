@@ -84,9 +84,8 @@ def test_confirmed_tasks_are_performed_by_the_planner(ros_graph, tmp_path):
 def test_a_no_and_an_unanswered_question_confirm_nothing(ros_graph, tmp_path):
     from task_learning_interfaces.action import ReachGoal
     from task_learning_interfaces.srv import ListPendingConfirmations
-    from task_learning_nodes.plumbing import convert
-
     from task_learning_nodes.clients.oversight_client import OversightClient
+    from task_learning_nodes.plumbing import convert
     from test.oversight_identity import paired
 
     goals = load_robot_goals(tasks=load_anticipation_config().tasks)

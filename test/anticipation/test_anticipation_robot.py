@@ -11,9 +11,9 @@ from task_learning.anticipation.experience import Experience
 from task_learning.anticipation.household import load_household
 from task_learning.anticipation.proposals import RoutineOperator
 from task_learning.anticipation.robot_day import load_robot_goals, run_robot_day
+from task_learning.apps.cli import main
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import HeuristicEngine
-from task_learning.apps.cli import main
 from task_learning.kb.store import KnowledgeBase
 from task_learning.llm.client import make_client
 from task_learning.oversight.operator import ScriptedOperator

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from task_learning.apps.cli import main
-from task_learning.inputs.config import config_dir, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_dir, load_yaml
 from task_learning.kb import KnowledgeBase, LearnedGoal
 from task_learning.kb.store import Confirmation, KnowledgeBaseError
 from task_learning.planning.session import RunSpec, run_in_process

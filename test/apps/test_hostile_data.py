@@ -25,9 +25,9 @@ from task_learning.apps.faults.hostile_files import (
     crowded_episode,
     huge_grid,
 )
-from task_learning.inputs.config import MAX_ALIAS_EXPANSION, config_path, load_yaml, parse_yaml
 from task_learning.episode.file_names import topic_file_names
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import MAX_ALIAS_EXPANSION, config_path, load_yaml, parse_yaml
 from task_learning.kb import KnowledgeBase, LearnedGoal
 from task_learning.kb.store import Confirmation
 from test.apps.test_cli_safety import cli, one_line_error

@@ -25,14 +25,13 @@ from pathlib import Path
 
 import pytest
 
-from task_learning.inputs.config import MAX_NESTING, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import MAX_NESTING, load_yaml
 from task_learning.inputs.files import OutputError, write_text_atomic
+from task_learning.inputs.numbers import number_problem
 from task_learning.kb import KnowledgeBase, LearnedGoal
 from task_learning.kb.store import Confirmation, KnowledgeBaseError
-from task_learning.inputs.numbers import number_problem
 from task_learning.perception.bag import BagWriter, _typestore
-
 from test.apps.test_cli_safety import cli, config_copy, one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from task_learning.apps.cli import main
-from task_learning.inputs.config import config_path
-from task_learning.errors import ConfigError
 from task_learning.apps.sweeps.grid import expand
 from task_learning.apps.sweeps.results import ResultsError, ResultsStore
 from task_learning.apps.sweeps.spec import load_sweep, parse_sweep
 from task_learning.apps.sweeps.summary import build_tables, estimate, format_table
 from task_learning.apps.sweeps.trial import run_trial
+from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path
 
 STARS = {"kind": "stars", "scenes": ["tidy_kitchen"], "conditions": ["STARS"], "seeds": 2}
 

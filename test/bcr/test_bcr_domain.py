@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from task_learning.bcr.domain import GroundAction, load_domain
+from task_learning.bcr.engines import HeuristicEngine
 from task_learning.bcr.literals import StateView, parse_literal
 from task_learning.bcr.runner import make_world, run_goals
-from task_learning.bcr.engines import HeuristicEngine
 from task_learning.errors import ConfigError
 from task_learning.world.scene import load_scene
 

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
+from task_learning.apps.cli import main
 from task_learning.bcr.agent import BCRAgent
 from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import HeuristicEngine, LLMEngine
 from task_learning.bcr.literals import parse_literal
 from task_learning.bcr.runner import make_world, run_trial
-from task_learning.apps.cli import main
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.client import LLMClient
 from task_learning.offline_model.bcr import choose

@@ -13,8 +13,8 @@ import pytest
 from task_learning.apps.cli import main
 from task_learning.experiments.table import STANDIN_LABEL, format_table, format_trials
 from task_learning.llm.base import LLMRequest, LLMResponse
-from task_learning.testing.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply, batch_completion_body
 from task_learning.llm.shared_answers import SharedAnswers, SharingProvider
+from task_learning.testing.fake_server import COMPLETIONS, FakeOpenAIServer, ScriptedReply, batch_completion_body
 
 # Every goal request gets the same confident sentence: no branch (every token above 0.9).
 _ANSWER = [(" The", -0.01, {}), (" goal", -0.01, {}), (" is", -0.01, {}), (" that", -0.01, {}),

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from task_learning.productions.significance import PairedTest, paired_t_test
 from task_learning.productions.experiment import PAPER_T_TEST_P, TrialResult, format_t_tests, steps_t_tests
+from task_learning.productions.significance import PairedTest, paired_t_test
 
 
 def test_numbers_on_a_fixed_input() -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError, UnknownObjectError
 from task_learning.grounding import GroundingKnowledge, analyze_goal
 from task_learning.grounding.affordances import load_affordances
 from task_learning.grounding.grammar import load_grammar
 from task_learning.grounding.lexicon import load_lexicon, pluralize
+from task_learning.inputs.config import config_path
 from task_learning.types import MismatchKind, WorldObject, WorldState
 from test.shared_paths import FLOORPLAN1
 

@@ -2,7 +2,6 @@
 tidy_kitchen with the mug in the dish rack in context (core, in process)."""
 from __future__ import annotations
 
-
 import pytest
 import yaml
 

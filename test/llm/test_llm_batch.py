@@ -12,6 +12,9 @@ import pytest
 from task_learning.llm.base import BatchNotSupported, LLMRequest, LLMResponse, ProviderError, TransientProviderError
 from task_learning.llm.cache import ResponseCache
 from task_learning.llm.client import LLMClient, make_client
+from task_learning.llm.latency import FixedLatencyProvider
+from task_learning.llm.openai_provider import OpenAIProvider
+from task_learning.llm.replay import ReplayProvider, cassette_entry, write_cassette
 from task_learning.testing.fake_server import (
     COMPLETIONS,
     FakeOpenAIServer,
@@ -20,9 +23,6 @@ from task_learning.testing.fake_server import (
     completion_body,
     error_body,
 )
-from task_learning.llm.latency import FixedLatencyProvider
-from task_learning.llm.openai_provider import OpenAIProvider
-from task_learning.llm.replay import ReplayProvider, cassette_entry, write_cassette
 
 
 def req(i: int, scope: str = "A", kind: str = "initial", **kw) -> LLMRequest:

@@ -15,6 +15,8 @@ import pytest
 from task_learning.errors import LLMUnavailableError
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm.client import LLMClient, make_client
+from task_learning.llm.http_guard import split_credentials
+from task_learning.llm.openai_provider import OpenAIProvider
 from task_learning.testing.fake_server import (
     COMPLETIONS,
     FakeOpenAIServer,
@@ -22,8 +24,6 @@ from task_learning.testing.fake_server import (
     completion_body,
     error_body,
 )
-from task_learning.llm.http_guard import split_credentials
-from task_learning.llm.openai_provider import OpenAIProvider
 
 SECRET = "sk-fault-KEY-0123456789"
 URL_PASSWORD = "pw-in-url-98765"

@@ -10,6 +10,7 @@ import pytest
 
 from task_learning.llm.base import LLMRequest
 from task_learning.llm.client import LLMClient, make_client
+from task_learning.llm.openai_provider import OpenAIProvider
 from task_learning.testing.fake_server import (
     CHAT,
     COMPLETIONS,
@@ -19,7 +20,6 @@ from task_learning.testing.fake_server import (
     completion_body,
     error_body,
 )
-from task_learning.llm.openai_provider import OpenAIProvider
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 

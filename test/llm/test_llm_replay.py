@@ -10,8 +10,16 @@ import pytest
 from task_learning.errors import ConfigError
 from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, TokenLogprob
 from task_learning.llm.client import make_client
-from task_learning.testing.fake_server import CHAT, COMPLETIONS, FakeOpenAIServer, ScriptedReply, chat_body, completion_body, error_body
 from task_learning.llm.replay import ReplayProvider, cassette_entry, match_entry, write_cassette
+from task_learning.testing.fake_server import (
+    CHAT,
+    COMPLETIONS,
+    FakeOpenAIServer,
+    ScriptedReply,
+    chat_body,
+    completion_body,
+    error_body,
+)
 
 
 def goal(prefix: str, prompt_type: str = "initial") -> LLMRequest:

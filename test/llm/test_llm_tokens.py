@@ -8,13 +8,13 @@ import sys
 import pytest
 
 from task_learning.llm.base import LLMRequest
-from task_learning.offline_model import OfflineProvider, count_prompt_tokens
 from task_learning.llm.tokens import (
     TOKENIZER,
     count_chat_tokens,
     count_tokens,
     split_tokens,
 )
+from task_learning.offline_model import OfflineProvider, count_prompt_tokens
 
 
 def test_counts_are_cl100k_base_counts():

@@ -22,10 +22,10 @@ from task_learning.kb.store import StoredRoutine
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.llm_state.agent import LLMStateAgent
 from task_learning.llm_state.calls import Call
-from task_learning.llm_state.household import HouseholdWorld, load_household as load_llm_state_household
+from task_learning.llm_state.household import HouseholdWorld
+from task_learning.llm_state.household import load_household as load_llm_state_household
 from task_learning.llm_state.prompts import HistoryEntry, estimator_prompt, policy_prompt
 from task_learning.llm_state.state import OpenState
-
 from test.llm_state.test_llm_state_golden import GOAL, OBS
 
 # ---------------------------------------------------------------- the LLM-State paper, Appendix VI-A
@@ -363,8 +363,8 @@ def test_the_day_context_reads_as_the_paper_says_it() -> None:
 
 def test_a_template_with_an_unknown_slot_names_file_and_key(tmp_path) -> None:
     from task_learning.errors import ConfigError
-    from task_learning.llm_state.paper_prompts import default_path, load_paper_prompts
     from task_learning.llm.prompt_templates import fill
+    from task_learning.llm_state.paper_prompts import default_path, load_paper_prompts
 
     text = tmp_path / "p.yaml"
     text.write_text(default_path().read_text(encoding="utf-8").replace("Task goal: {goal}", "Task goal: {gaol}", 1),

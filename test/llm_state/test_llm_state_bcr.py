@@ -11,7 +11,6 @@ from task_learning.llm.client import LLMClient, make_client
 from task_learning.llm_state.agent import LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
 from task_learning.llm_state.state import LatestState
-
 from test.bcr.test_bcr_engines import first_context  # the apple task's first real choice
 
 GOAL = [parse_literal("inside(Apple|1, Fridge|1)")]

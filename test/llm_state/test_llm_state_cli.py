@@ -90,10 +90,10 @@ def test_the_loop_runs_against_an_openai_compatible_endpoint():
     each prompt one user message, nothing to completions; its answers are parsed like the offline
     model's."""
     from task_learning.llm.client import make_client
-    from task_learning.testing.fake_server import CHAT, COMPLETIONS, FakeOpenAIServer, ScriptedReply, chat_body
     from task_learning.llm.settings import load_llm_settings
     from task_learning.llm_state.agent import LLMStateAgent
     from task_learning.llm_state.household import HouseholdWorld, load_household
+    from task_learning.testing.fake_server import CHAT, COMPLETIONS, FakeOpenAIServer, ScriptedReply, chat_body
 
     house = load_household()
     task = house.task("open_fridge")

@@ -3,7 +3,6 @@ parser and state code, and the offline model's answers to the same prompts."""
 from __future__ import annotations
 
 from task_learning.llm.base import LLMRequest
-from task_learning.offline_model.llm_state import respond
 from task_learning.llm_state.calls import Call, parse_attention, parse_estimator, parse_plan
 from task_learning.llm_state.household import Observation
 from task_learning.llm_state.prompts import (
@@ -14,6 +13,7 @@ from task_learning.llm_state.prompts import (
     render_history,
 )
 from task_learning.llm_state.state import OpenState
+from task_learning.offline_model.llm_state import respond
 
 GOAL = "switch off all the lights in the house"
 

@@ -15,6 +15,7 @@ from ..ros_testing import VENV_BIN
 
 pytest.importorskip("rclpy")
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+
 from task_learning_interfaces.action import PerformTask  # noqa: E402
 from task_learning_interfaces.msg import LLMState, WorldState  # noqa: E402
 from task_learning_nodes.plumbing import convert  # noqa: E402

@@ -9,10 +9,10 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.kb import ground_lifted
 from task_learning.llm.client import make_client
-from task_learning.offline_model.llm_state import plan_for, read_goal
 from task_learning.llm_state.calls import Call
 from task_learning.llm_state.strategy import LLMStateStrategy
 from task_learning.llm_state.thor_world import ThorWorld, goal_text
+from task_learning.offline_model.llm_state import plan_for, read_goal
 from task_learning.planning.executor import GoalExecutor, type_index
 from task_learning.types import GoalLiteral, Truth
 from task_learning.world.factory import make_backend

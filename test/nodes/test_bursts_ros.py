@@ -34,8 +34,8 @@ from task_learning_interfaces.srv import (  # noqa: E402
     ListPendingConfirmations,
     QueryWorld,
 )
-from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future  # noqa: E402
 from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
+from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future  # noqa: E402
 from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)

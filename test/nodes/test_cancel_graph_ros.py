@@ -29,17 +29,18 @@ from task_learning.kb.store import Confirmation
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.types import Truth
 from test.oversight_identity import paired
-from test.ros_testing import ROOT, RosGraph, wait_until, wait_future
+from test.ros_testing import ROOT, RosGraph, wait_future, wait_until
 
 pytest.importorskip("rclpy")
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+
 from task_learning_interfaces.action import AnticipateDay, ReachGoal  # noqa: E402
 from task_learning_interfaces.msg import ConfirmationAnswer, LLMState  # noqa: E402
 from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
 from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
 from task_learning_nodes.nodes.perception import PerceptionNode  # noqa: E402
+from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

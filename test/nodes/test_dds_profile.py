@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 from task_learning.apps import bringup
-from task_learning.apps.dds_profile import (LEGACY_PROFILE_VARIABLE, PROFILE_VARIABLE,
-                                       WORKING_FOLDER_PROFILES, profile_env)
+from task_learning.apps.dds_profile import (
+    LEGACY_PROFILE_VARIABLE,
+    PROFILE_VARIABLE,
+    WORKING_FOLDER_PROFILES,
+    profile_env,
+)
 
 NS = {"dds": "http://www.eprosima.com"}
 

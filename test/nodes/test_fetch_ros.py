@@ -13,14 +13,13 @@ import time
 import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
+from task_learning.apps.cli.bag_cmd import summarize
 from task_learning.types import ActionCall
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.msg import WorldState
 from task_learning_interfaces.srv import ExecuteAction, GetCompletion
-from task_learning_nodes.plumbing import convert
-
-from task_learning.apps.cli.bag_cmd import summarize
 from task_learning_nodes.clients import bag_tools  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
+from task_learning_nodes.plumbing import convert
 from test.ros_testing import RosGraph
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)

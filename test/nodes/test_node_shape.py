@@ -11,7 +11,6 @@ import pytest
 
 from task_learning.apps.bringup import load_bringup_config
 from task_learning.errors import ConfigError
-
 from task_learning_nodes.nodes import synthetic_robot  # imports cv2 now: its loader amends LD_LIBRARY_PATH once
 from task_learning_nodes.plumbing.fetch_params import FetchParameters
 from task_learning_nodes.plumbing.params import check_params_file

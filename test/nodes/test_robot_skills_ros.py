@@ -74,7 +74,8 @@ class Rig:
         return [d for d in (json.loads(m.data) for m in list(self.events.messages)) if d["event"] == event]
 
     def set_failures(self, text: str) -> None:
-        from rcl_interfaces.msg import Parameter as P, ParameterValue, ParameterType
+        from rcl_interfaces.msg import Parameter as P
+        from rcl_interfaces.msg import ParameterType, ParameterValue
         from rcl_interfaces.srv import SetParameters
 
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=text)

@@ -16,9 +16,9 @@ from task_learning.apps import bringup
 from task_learning.errors import ConfigError, TaskLearningError
 from task_learning_interfaces.msg import WorldState
 from task_learning_nodes.plumbing import entry
+from test.nodes.test_ros_perception import LATCHED
 
 from ..ros_testing import CLI, ROOT, NodeProcess, RosGraph, wait_until
-from test.nodes.test_ros_perception import LATCHED
 
 
 def write(tmp_path: Path, text: str, name: str = "bringup.yaml") -> Path:

@@ -8,8 +8,19 @@ import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from task_learning.types import (
-    ActionCall, ActionOutcome, AnswerKind, CandidateSource, ConfirmationAnswer, ConfirmationRequest,
-    GoalCandidate, GoalLiteral, LLMUsage, Mismatch, MismatchKind, PromptTypeUsage, Truth,
+    ActionCall,
+    ActionOutcome,
+    AnswerKind,
+    CandidateSource,
+    ConfirmationAnswer,
+    ConfirmationRequest,
+    GoalCandidate,
+    GoalLiteral,
+    LLMUsage,
+    Mismatch,
+    MismatchKind,
+    PromptTypeUsage,
+    Truth,
 )
 from task_learning_interfaces import action as a
 from task_learning_interfaces import msg as m
@@ -17,6 +28,7 @@ from task_learning_interfaces import srv as s
 from task_learning_nodes.plumbing import convert
 
 from ..ros_testing import ROOT, is_ordered_subsequence
+
 ECHO_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 

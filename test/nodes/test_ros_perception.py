@@ -149,7 +149,8 @@ def test_sigterm_stops_the_node_cleanly(ros_graph):
 def test_malformed_requests_are_refused_not_executed_nor_echoed(ros):
     """Issue 10: `forceAction: "{not json"` executed and reported success; a 50 MB query was
     echoed back; control characters came back raw."""
-    from task_learning_interfaces.msg import ActionCall as ActionCallMsg, KeyValue
+    from task_learning_interfaces.msg import ActionCall as ActionCallMsg
+    from task_learning_interfaces.msg import KeyValue
 
     before = ros.call(QueryWorld, "query_world", QueryWorld.Request(query="Mug|2")).objects[0]
     call = ActionCallMsg(action="PickupObject", object_id="Mug|2",

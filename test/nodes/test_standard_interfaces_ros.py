@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from rclpy.action import ActionServer
-
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from moveit_msgs.action import MoveGroup
 from moveit_msgs.msg import MoveItErrorCodes
 from nav2_msgs.action import NavigateToPose
+from rclpy.action import ActionServer
+
 from task_learning.ros_interfaces import load_ros_interfaces
 
 

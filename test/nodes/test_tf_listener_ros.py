@@ -8,10 +8,10 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
+from tf2_msgs.msg import TFMessage
 
 from task_learning.transforms import NS_PER_S, TransformUnavailable
 from task_learning_nodes.plumbing.tf_listener import TF_STATIC_TOPIC, TF_TOPIC, TfListener, tf_qos, tf_static_qos
-from tf2_msgs.msg import TFMessage
 
 from ..ros_testing import wait_until
 

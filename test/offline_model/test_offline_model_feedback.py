@@ -2,7 +2,6 @@
 (STARS*) shifts its beliefs; neither needs the scene."""
 from __future__ import annotations
 
-
 import pytest
 
 from task_learning.llm.base import LLMRequest

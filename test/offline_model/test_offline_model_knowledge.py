@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from task_learning.inputs.config import config_path
 from task_learning import offline_model
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path
 from task_learning.offline_model.stars.knowledge import load_knowledge
 
 PAPER_OBJECTS = [  # the STARS paper Tables 4, 5 and 7, spoken names

@@ -6,8 +6,8 @@ import math
 import pytest
 
 from task_learning.llm.base import LLMProvider, LLMRequest, ProviderError
-from task_learning.offline_model import LABEL, OfflineProvider, count_prompt_tokens
 from task_learning.llm.tokens import count_tokens, split_tokens
+from task_learning.offline_model import LABEL, OfflineProvider, count_prompt_tokens
 
 STOPS = ("(END RESULT)", ".", "Steps:", "\n")
 

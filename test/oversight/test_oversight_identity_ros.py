@@ -27,8 +27,8 @@ from task_learning_interfaces.srv import (  # noqa: E402
     Confirm,
     ListPendingConfirmations,
 )
-from task_learning_nodes.plumbing import convert  # noqa: E402
 from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
+from task_learning_nodes.plumbing import convert  # noqa: E402
 
 GARBAGE = GoalCandidate("the goal is that the eggs are in the garbage can", 1.0,
                         literals=[GoalLiteral("inside", ("Egg|1", "GarbageCan|1"))])

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from task_learning.oversight.pending import QueueOperator
-from test.ros_testing import wait_until
 from task_learning.types import (
     AnswerKind,
     CandidateSource,
@@ -20,6 +19,7 @@ from task_learning.types import (
     MismatchKind,
     Truth,
 )
+from test.ros_testing import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 

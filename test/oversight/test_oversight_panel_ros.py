@@ -144,7 +144,7 @@ def _answer_of(proc):
 
 def test_panel_answers_reach_a_client_in_another_process(ros_module_graph, node, client, qt_app, db_path):
     from task_learning.oversight.panel import OperatorPanel
-    from task_learning.oversight.qt_compat import QTest, Qt
+    from task_learning.oversight.qt_compat import Qt, QTest
 
     panel = OperatorPanel(client, poll_ms=0)
     panel.resize(960, 620)

@@ -19,8 +19,8 @@ from test.web_panel_helpers import PageClient, mug_request
 pytest.importorskip("rclpy")
 from sensor_msgs.msg import Image  # noqa: E402
 
-from task_learning_nodes.plumbing.camera_topics import image_msg  # noqa: E402
 from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
+from task_learning_nodes.plumbing.camera_topics import image_msg  # noqa: E402
 
 
 def free_port() -> int:

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from task_learning.errors import TaskLearningError
+from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.llm.client import make_client
 from task_learning.llm.usage import copy_usage
 from task_learning.planning.batches import (
@@ -25,7 +26,6 @@ from task_learning.planning.session import task_order
 from task_learning.stars.conditions import Condition
 from task_learning.stars.together import CrossObjectElicitor
 from task_learning.stars.tree import batched_sender
-from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.world.scene import load_scene
 from test.ros_testing import wait_until
 

@@ -18,8 +18,14 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 
 from task_learning_interfaces.action import ReachGoal
 from task_learning_nodes.plumbing.node_base import ActionClient
-from task_learning_nodes.plumbing.simple_action_server import (ActiveGoal, BusyPolicy, Finish, Refusal,
-                                                               SingleGoalServer, Status)
+from task_learning_nodes.plumbing.simple_action_server import (
+    ActiveGoal,
+    BusyPolicy,
+    Finish,
+    Refusal,
+    SingleGoalServer,
+    Status,
+)
 
 from ..ros_testing import wait_future, wait_until
 

@@ -11,12 +11,12 @@ from task_learning.bcr.domain import load_domain
 from task_learning.bcr.engines import make_engine
 from task_learning.episode.bus import EpisodeBus
 from task_learning.errors import TaskLearningError
+from task_learning.lifecycle.cancellation import StopToken
 from task_learning.llm.client import make_client
 from task_learning.oversight.operator import ScriptedOperator
 from task_learning.planning.executor import GoalExecutor
 from task_learning.planning.task_run import TaskFeedback, TaskRun, TaskRunPorts, TaskRunSettings
 from task_learning.stars.elicit import elicit_goal
-from task_learning.lifecycle.cancellation import StopToken
 from task_learning.types import LLMUsage, PromptTypeUsage
 from task_learning.world.factory import make_backend
 from task_learning.world.scene import load_scene

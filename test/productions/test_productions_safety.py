@@ -19,8 +19,8 @@ from task_learning.productions import prompts
 from task_learning.productions.agent import ProductionSet
 from task_learning.productions.language import RuleError, parse_rule_text, production_from_dict
 from task_learning.productions.learner import LLMAdvisor
-from test.productions_helpers import ScriptedProvider, scripted_client
 from test.productions.test_productions_golden import ENGLISH_ANSWER, SELECTION_ANSWER, lettuce_decision
+from test.productions_helpers import ScriptedProvider, scripted_client
 
 
 def python_answer(sentinel: Path) -> str:

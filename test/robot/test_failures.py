@@ -6,7 +6,14 @@ import pytest
 from task_learning.bcr.domain import GroundAction, load_domain
 from task_learning.bcr.literals import StateView
 from task_learning.robot import failures as f
-from task_learning.robot.goals import GoalOutcome, GripperGoal, MoveGroupGoal, NavigateGoal, PointHeadGoal, TrajectoryGoal
+from task_learning.robot.goals import (
+    GoalOutcome,
+    GripperGoal,
+    MoveGroupGoal,
+    NavigateGoal,
+    PointHeadGoal,
+    TrajectoryGoal,
+)
 from task_learning.world.backend import WORLD_UNAVAILABLE
 
 NAV = NavigateGoal("navigate_to_pose", "map", (1.0, 0.0, 0.0), 0.0, 60.0)

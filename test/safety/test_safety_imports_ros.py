@@ -15,7 +15,6 @@ import pytest
 from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import POLICY_UNREVIEWED, Policy
 from task_learning.planning.session import RunSpec, run_in_process
-
 from test.safety.test_safety_imports import _hostile_policy
 
 pytest.importorskip("rclpy")

@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from task_learning.kb import Confirmation, LearnedGoal
-from task_learning.planning.confirmation import goal_covered, requires_confirmation
-from task_learning.lifecycle.cancellation import RunStopped, StoppableWorld, StopToken
 from task_learning.inputs.safe_text import printable
+from task_learning.kb import Confirmation, LearnedGoal
+from task_learning.lifecycle.cancellation import RunStopped, StoppableWorld, StopToken
+from task_learning.planning.confirmation import goal_covered, requires_confirmation
 from task_learning.types import ActionCall, GoalLiteral, Truth
 from task_learning.world.action_check import action_call_problem
 
@@ -95,8 +95,8 @@ def test_a_dead_world_ends_the_whole_run_not_one_object(tmp_path, monkeypatch):
     """The fault the faults table left: perception killed mid-task, and the planner went on with
     12 more objects (each action failing after its timeout) because BCR took the error for one
     object's. A DependencyFailed from the world now ends the run at once."""
-    from task_learning.planning.session import RunSpec, run_in_process
     from task_learning.lifecycle.cancellation import DependencyFailed
+    from task_learning.planning.session import RunSpec, run_in_process
     from task_learning.world import symbolic
 
     calls = {"n": 0}

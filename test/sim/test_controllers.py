@@ -14,8 +14,7 @@ from task_learning_sim.base_controller import MAX_SPEED_M_S, NavOutcome  # noqa:
 from task_learning_sim.fetch_model import ARM_JOINTS, TORSO_JOINT  # noqa: E402
 from task_learning_sim.scene_world import build_world  # noqa: E402
 from task_learning_sim.simulator import Simulator  # noqa: E402
-from task_learning_sim.trajectory_controller import (  # noqa: E402
-    Trajectory, TrajectoryCode, TrajectoryRefused, TrajectoryRun, check)
+from task_learning_sim.trajectory_controller import Trajectory, TrajectoryCode, TrajectoryRefused, TrajectoryRun, check  # noqa: E402
 
 ARM = [TORSO_JOINT, *ARM_JOINTS]
 

@@ -26,9 +26,8 @@ def node(ros_module_graph, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def action_client(ros_module_graph, node):
-    from task_learning_nodes.plumbing.node_base import ActionClient
-
     from task_learning_interfaces.action import LearnGoal
+    from task_learning_nodes.plumbing.node_base import ActionClient
 
     ros = ros_module_graph.client("stars_node_test")
     client = ActionClient(ros.node, LearnGoal, "learn_goal")

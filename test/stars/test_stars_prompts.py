@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from task_learning.inputs.config import config_path
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path
 from task_learning.stars.prompts import GoalContext, load_templates
 from task_learning.types import MismatchKind
 

@@ -9,9 +9,9 @@ import pytest
 from task_learning.errors import TaskLearningError
 from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.stars import ElicitationSetup, elicit_goal
-from task_learning.testing.mug_example import PaperAnalysis, _response, _t, mug_metadata
 from task_learning.stars.prompts import GoalContext, load_templates
 from task_learning.stars.selection import parse_answer, presentation_order, select_goal
+from task_learning.testing.mug_example import PaperAnalysis, _response, _t, mug_metadata
 from task_learning.types import CandidateSource, GoalCandidate, Mismatch, MismatchKind
 
 TEMPLATES = load_templates()

@@ -128,13 +128,13 @@ def test_tbp_plus_o_can_propose_several_goals_before_asking_for_words():
 def test_openai_provider_sends_each_sample_with_its_temperature_and_keeps_server_usage():
     import math
 
+    from task_learning.llm.openai_provider import OpenAIProvider
     from task_learning.testing.fake_server import (
         COMPLETIONS,
         FakeOpenAIServer,
         ScriptedReply,
         completion_body,
     )
-    from task_learning.llm.openai_provider import OpenAIProvider
 
     scene = load_scene("tidy_kitchen")
     state = world_state_from_metadata({"sceneName": scene.name, "objects": scene.objects})

@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from task_learning.llm.base import LLMRequest, LLMResponse
-from task_learning.testing.mug_example import _response, _t
 from task_learning.stars.prompts import GoalContext, load_templates
 from task_learning.stars.tree import (
     TreeRoot,
@@ -19,6 +18,7 @@ from task_learning.stars.tree import (
     expand,
     normalize_response,
 )
+from task_learning.testing.mug_example import _response, _t
 from task_learning.types import CandidateSource
 
 CTX = GoalContext("tidy kitchen", "kitchen", "cup", "on", "table")

@@ -3,26 +3,23 @@ frames (issue 14's numbers), the belief world state, bad input, sync, image conv
 the whole loop camera -> world state -> STARS+O/BCR -> skills -> new images in-process."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 from task_learning.errors import ConfigError
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
-from task_learning.world.camera_model import CameraModel
 from task_learning.perception.detect import MarkerDetector
-from task_learning.perception.evaluate import (SyntheticClock, look_around, perceive,
-                                               synthetic_world)
+from task_learning.perception.evaluate import SyntheticClock, look_around, perceive, synthetic_world
 from task_learning.perception.frames import check_frame
 from task_learning.perception.images import image_fields, image_to_array, to_bgr, to_metres
 from task_learning.perception.registry import MarkerRegistry, MarkerSpec, registry_from_dict
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.perception.sync import ApproximateSync
 from task_learning.perception.synthetic import Quad, Renderer, SimulatedRobot
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.catalog import load_object_types
 from task_learning.world.scene import load_scene
-
 
 # -- registry -----------------------------------------------------------------------------------
 
@@ -329,8 +326,7 @@ def tf_message(ts, stamp, parent: str, child: str, T: np.ndarray):
 
 def test_a_bag_replays_into_the_bridge_with_the_same_world_state(tmp_path):
     from task_learning.apps.cli.bag_cmd import CAMERA_DEFAULTS, summarize
-    from task_learning.perception.bag import BagWriter, bag_info, replay_into_bridge
-    from task_learning.perception.bag import _typestore
+    from task_learning.perception.bag import BagWriter, _typestore, bag_info, replay_into_bridge
 
     scene = load_scene("tidy_kitchen")
     robot = SimulatedRobot(scene)

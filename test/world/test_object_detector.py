@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from task_learning.world.camera_model import CameraModel
 from task_learning.errors import TaskLearningError
 from task_learning.perception import geometry as g
 from task_learning.perception.bridge import FetchWorld
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.objects import Detection2D, ObjectDetector, load_onnx_detector, locate
 from task_learning.perception.synthetic import SimulatedRobot
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.scene import load_scene
 
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.look import look_around_plan
 from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
-from task_learning.world.camera_model import CameraModel
 from task_learning.world.thor.camera import CameraPose, back_project, project
 
 

@@ -8,9 +8,9 @@ from task_learning.world.backend import WorldBackend
 from task_learning.world.factory import BackendUnavailableError, make_backend
 from task_learning.world.scene import load_scene, scene_from_dict
 from task_learning.world.symbolic import SymbolicWorld
+from test.shared_paths import FLOORPLAN1
 
 from ..world_helpers import fails, objects_by_id, ok, world_part
-from test.shared_paths import FLOORPLAN1
 
 LAB = {
     "task": "make breakfast",

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from test.shared_paths import SIX_SCENES
 
 pytestmark = pytest.mark.slow  # every test runs the CLI in a subprocess

@@ -7,9 +7,9 @@ from task_learning.errors import UnknownObjectError
 from task_learning.world.resolve import describe_object, resolve_object
 from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
+from test.shared_paths import FLOORPLAN1
 
 from ..world_helpers import ok
-from test.shared_paths import FLOORPLAN1
 
 
 @pytest.fixture(scope="module")

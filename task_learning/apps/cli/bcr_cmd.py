@@ -21,15 +21,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from task_learning.apps.cli.options import (
+    MAX_ACTIONS,
+    MAX_TRIALS,
+    SEED,
+    add_llm_arguments,
+    bounded_int,
+    grounded_or_free,
+    llm_options,
+)
 from task_learning.bcr.agent import MODES
 from task_learning.bcr.engines import ENGINES
 from task_learning.bcr.runner import run_trial, summarize
 from task_learning.bcr.tasks import load_tasks
 from task_learning.bcr.tree import render_png
-from task_learning.apps.cli.options import MAX_ACTIONS, MAX_TRIALS, SEED, add_llm_arguments, bounded_int, grounded_or_free, llm_options
 from task_learning.errors import TaskLearningError
-from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 from task_learning.inputs.files import AtomicOutput, write_text_atomic
+from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
 
 
 def register(subparsers: Any) -> None:

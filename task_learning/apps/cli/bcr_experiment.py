@@ -25,9 +25,8 @@ from task_learning.experiments.table import describe_model
 
 
 def run(args: argparse.Namespace) -> int:
-    from task_learning.apps.cli.options import llm_options
+    from task_learning.apps.cli.options import grounded_or_free, llm_options
     from task_learning.experiments.machine import LoadSampler
-    from task_learning.apps.cli.options import grounded_or_free
     from task_learning.llm.answer_bounds import resolve
     from task_learning.llm.client import make_client
     from task_learning.llm.local_provider import shared_server

@@ -54,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
     from task_learning.llm.client import make_client
     from task_learning.productions.experiment import OFFLINE_NOTE, BootstrapSettings, bootstrap_into, load_kitchen
     from task_learning.productions.families import parse_families
-
     from task_learning.productions.prefetch import world_knowledge_mode
 
     families = parse_families(args.families)
@@ -96,17 +95,17 @@ def run_paper_table(args: argparse.Namespace) -> int:
     stand-in's and the paper's; both runs print their trials, wall time, calls, tokens and load."""
     import textwrap
 
-    from task_learning.productions.significance import PairedTest
     from task_learning.productions.experiment import (
         EXTENSION_AGENT,
         OFFLINE_NOTE,
-        PAPER_TABLE1,
         PAPER_T_TEST_P,
+        PAPER_TABLE1,
         Row,
         format_t_tests,
         format_table,
     )
     from task_learning.productions.families import TEST_FAMILIES, parse_families
+    from task_learning.productions.significance import PairedTest
 
     tests = [s.strip() for s in args.test_scenes.split(",") if s.strip()]
     families = parse_families(args.families, TEST_FAMILIES)

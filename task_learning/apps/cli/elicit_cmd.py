@@ -14,7 +14,14 @@ import json
 import sys
 from typing import Any
 
-from task_learning.apps.cli.options import MAX_REQUESTS, MAX_WORKERS, add_llm_arguments, bounded_int, decoding_of, llm_options
+from task_learning.apps.cli.options import (
+    MAX_REQUESTS,
+    MAX_WORKERS,
+    add_llm_arguments,
+    bounded_int,
+    decoding_of,
+    llm_options,
+)
 from task_learning.errors import TaskLearningError
 from task_learning.stars.conditions import flags, parse_condition
 from task_learning.stars.tree import TreeSettings

@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 from task_learning.apps.cli.options import SEED, add_llm_arguments, bounded_float, bounded_int, decoding_of, llm_options
-from task_learning.experiments.machine import LoadSampler
 from task_learning.errors import TaskLearningError
+from task_learning.experiments.machine import LoadSampler
 from task_learning.experiments.runner import run_conditions
 from task_learning.experiments.table import (
     OFFLINE_NOTE,
@@ -26,9 +26,9 @@ from task_learning.experiments.table import (
     tokenizer_for,
 )
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS
+from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 from task_learning.llm.shared_answers import SharedAnswers
 from task_learning.planning.session import CONDITIONS
-from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 
 # --paper NAME -> the module whose run(args) prints that seed's tables; "stars" (the STARS paper) is
 # `run` below. Imported only when chosen, so `experiment` for one seed never loads the others.

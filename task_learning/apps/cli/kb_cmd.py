@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from task_learning.inputs.config import load_yaml
 from task_learning.errors import TaskLearningError
+from task_learning.inputs.config import load_yaml
 from task_learning.inputs.files import write_text_atomic
+from task_learning.inputs.safe_text import printable
 from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import Policy, StoredRoutine, imported_free_text
 from task_learning.productions.memory import parse_production_import
-from task_learning.inputs.safe_text import printable
 
 if TYPE_CHECKING:
     from task_learning.anticipation.config import AnticipationConfig

@@ -110,8 +110,8 @@ def _serve_settings(args: argparse.Namespace):  # -> LocalSettings
 
 def run_serve(args: argparse.Namespace) -> int:
     from task_learning.lifecycle.child_process import describe_exit
-    from task_learning.llm.local_server import LocalServer
     from task_learning.lifecycle.signals import StopSignals
+    from task_learning.llm.local_server import LocalServer
 
     settings = _serve_settings(args)
     server = LocalServer(settings, model=args.model, port=args.port)

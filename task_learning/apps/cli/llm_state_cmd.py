@@ -22,10 +22,10 @@ from task_learning.apps.cli.options import add_llm_arguments, bounded_float, bou
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.llm_state_tables import OFFLINE_NOTE
 from task_learning.llm.answer_bounds import ANSWER_PROTOCOLS, resolve
+from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 from task_learning.llm_state.agent import METHODS, LLMStateAgent
 from task_learning.llm_state.household import HouseholdWorld, load_household
 from task_learning.llm_state.thor_tasks import THOR_BACKENDS, load_thor_tasks, run_thor_trial
-from task_learning.llm.prompt_templates import PROMPT_WORDINGS
 
 MAX_CAP = 1000
 

@@ -21,6 +21,7 @@ from task_learning.experiments.llm_state_tables import (
     OFFLINE_NOTE,
     STANDIN_NOTE,
     TABLE_II_METHODS,
+    TableRun,
     check_subset,
     format_heldout,
     format_table_i,
@@ -32,7 +33,6 @@ from task_learning.experiments.llm_state_tables import (
     run_tables,
 )
 from task_learning.experiments.table import describe_model
-from task_learning.experiments.llm_state_tables import TableRun
 from task_learning.llm_state.household import load_household
 
 NO_TABLE_III = ("Table III (the real Fetch robot, \"heat some food from the fridge and bring it to the sofa\", 3 trials) "

@@ -341,8 +341,8 @@ def _run_panel(args: argparse.Namespace) -> int:
     from task_learning.lifecycle.signals import StopSignals
 
     try:
-        from task_learning.oversight.qt_compat import QApplication, QTimer, delete_widget
         from task_learning.oversight.panel import OperatorPanel
+        from task_learning.oversight.qt_compat import QApplication, QTimer, delete_widget
     except ImportError as exc:
         raise TaskLearningError(f"Qt is not available for the panel ({exc}); "
                                 f"install PySide6-Essentials") from None

@@ -11,8 +11,8 @@ import sys
 
 from task_learning.apps.cli.options import MAX_WORKERS, SEED, add_llm_arguments, bounded_int, decoding_of, llm_options
 from task_learning.episode.bus import EpisodeBus
-from task_learning.experiments.grounded import grounded_report
 from task_learning.errors import TaskLearningError
+from task_learning.experiments.grounded import grounded_report
 from task_learning.planning.loop import ObjectReport
 from task_learning.planning.session import CONDITIONS, ELICITATION_MODES, OPERATORS, RunSpec, run_in_process
 from task_learning.planning.summary import summarize
@@ -93,12 +93,12 @@ def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> t
     window; the command then ends as an interrupted one (exit 130)."""
     import threading
 
+    from task_learning.lifecycle.cancellation import StopToken
+    from task_learning.lifecycle.signals import StopSignals
     from task_learning.oversight.panel import OperatorPanel
     from task_learning.oversight.pending import QueueOperator
     from task_learning.oversight.qt_compat import QApplication, QTimer
     from task_learning.oversight.qt_platform import drop_opencv_qt_from_environ
-    from task_learning.lifecycle.signals import StopSignals
-    from task_learning.lifecycle.cancellation import StopToken
 
     queue = QueueOperator(timeout_s=600.0)
     drop_opencv_qt_from_environ()

@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 from task_learning.apps.cli.options import SEED
 from task_learning.world.completion import completion
+from task_learning.world.factory import BACKENDS, make_backend
 from task_learning.world.resolve import describe, resolve_object
 from task_learning.world.scene import available_scenes, load_scene
-from task_learning.world.factory import BACKENDS, make_backend
 
 
 def register(subparsers: Any) -> None:

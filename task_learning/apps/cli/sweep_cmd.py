@@ -75,13 +75,13 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from task_learning.experiments.table import OFFLINE_NOTE
-    from task_learning.lifecycle.signals import StopSignals
     from task_learning.apps.sweeps.grid import expand
     from task_learning.apps.sweeps.ray_runner import RaySession, run_sweep
     from task_learning.apps.sweeps.results import ResultsStore
     from task_learning.apps.sweeps.spec import load_sweep
     from task_learning.apps.sweeps.summary import CI_METHOD, build_tables, format_table, plot_tables
+    from task_learning.experiments.table import OFFLINE_NOTE
+    from task_learning.lifecycle.signals import StopSignals
 
     sweep = load_sweep(args.file)
     trials = expand(sweep)

@@ -7,7 +7,6 @@ import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from task_learning.inputs.config import config_dir
 from task_learning.apps.faults.base import (
     Probe,
     ProbeContext,
@@ -15,6 +14,7 @@ from task_learning.apps.faults.base import (
     expect_one_line_error,
     run_command,
 )
+from task_learning.inputs.config import config_dir
 
 ESC = "\x1b"
 

@@ -9,7 +9,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from task_learning.inputs.config import config_dir
 from task_learning.apps.faults.base import (
     Probe,
     ProbeContext,
@@ -17,6 +16,7 @@ from task_learning.apps.faults.base import (
     expect_one_line_error,
     run_command,
 )
+from task_learning.inputs.config import config_dir
 from task_learning.llm.base import LLMRequest, LLMResponse
 
 if TYPE_CHECKING:

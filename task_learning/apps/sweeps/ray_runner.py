@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from task_learning.errors import TaskLearningError
 from task_learning.apps.sweeps.grid import Trial
 from task_learning.apps.sweeps.reaper import Reaper
 from task_learning.apps.sweeps.results import ResultsStore
 from task_learning.apps.sweeps.trial import one_line, run_trial
+from task_learning.errors import TaskLearningError
 
 LOOPBACK = "127.0.0.1"  # a local Ray listens on loopback only: nothing of it is reachable from the network
 OBJECT_STORE_BYTES = 80 * 1024 * 1024  # Ray's minimum is 75 MiB

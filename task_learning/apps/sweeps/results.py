@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from task_learning.apps.sweeps.grid import Trial
 from task_learning.errors import TaskLearningError
 from task_learning.kb.database import enter_wal
 from task_learning.kb.store import describe_db_error
-from task_learning.apps.sweeps.grid import Trial
 
 BUSY_TIMEOUT_S = 10.0
 _SCHEMA = """

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from task_learning.inputs.files import save_figure
 from task_learning.apps.sweeps.results import StoredTrial
 from task_learning.apps.sweeps.trial import MEASURES, PRIMARY
+from task_learning.inputs.files import save_figure
 
 CI_METHOD = "Student's t, two-sided 95 %, n-1 degrees of freedom, over seeds"
 KIND_TITLES = {"stars": "STARS", "bcr": "BCR", "llm_state": "LLM-State"}

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from task_learning.offline_model.stars.goals import ParsedGoal, parse_goal
 from task_learning.inputs.names import normalize_name
+from task_learning.offline_model.stars.goals import ParsedGoal, parse_goal
 
 _FILLABLE_STATES = {"empty", "full", "full of water", "filled", "emptied"}
 _OPENABLE_STATES = {"closed", "open", "shut", "opened", "locked"}

@@ -16,11 +16,11 @@ from typing import Annotated, Any, Literal, Mapping
 
 from pydantic import BeforeValidator, Field
 
-from task_learning.inputs.config import config_path, join_key
 from task_learning.errors import ConfigError
-from task_learning.offline_model.hashing import unit_hash
+from task_learning.inputs.config import config_path, join_key
 from task_learning.inputs.names import normalize_name
 from task_learning.inputs.schema import Schema, bounded, invalid, known_key, load_model
+from task_learning.offline_model.hashing import unit_hash
 
 PLACE_KINDS = ("openable", "receptacle", "surface")
 CLAUSE_KINDS = ("dest_state", "start_state", "start_moved")

@@ -22,9 +22,9 @@ from task_learning.llm.base import LLMRequest, LLMResponse, ProviderError, Token
 from task_learning.offline_model.counting import count_prompt_tokens
 from task_learning.offline_model.stars.decoder import decode
 from task_learning.offline_model.stars.feedback import parse_feedback
+from task_learning.offline_model.stars.goals import ParsedGoal
 from task_learning.offline_model.stars.knowledge import Knowledge
 from task_learning.offline_model.stars.selection import answer_tokens, rate_options
-from task_learning.offline_model.stars.goals import ParsedGoal
 from task_learning.offline_model.stars.sentences import GoalQuery, Sentence, build_sentences, tokenize
 
 log = logging.getLogger(__name__)

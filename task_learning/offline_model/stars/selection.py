@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from task_learning.llm.base import TokenLogprob
-from task_learning.offline_model.stars.knowledge import Knowledge
-from task_learning.offline_model.stars.goals import parse_goal
 from task_learning.inputs.names import normalize_name
+from task_learning.llm.base import TokenLogprob
+from task_learning.offline_model.stars.goals import parse_goal
+from task_learning.offline_model.stars.knowledge import Knowledge
 
 UNKNOWN_RATING = 0.05
 COMPLETE_BONUS = 1.15

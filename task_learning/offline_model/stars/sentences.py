@@ -12,11 +12,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
+from task_learning.inputs.names import normalize_name
+from task_learning.llm.tokens import split_tokens
 from task_learning.offline_model.hashing import unit_hash
 from task_learning.offline_model.stars.goals import ParsedGoal
 from task_learning.offline_model.stars.knowledge import Knowledge, ObjectProfile
-from task_learning.llm.tokens import split_tokens
-from task_learning.inputs.names import normalize_name
 
 if TYPE_CHECKING:
     from task_learning.offline_model.stars.feedback import Avoidance

@@ -44,6 +44,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from task_learning.errors import TaskLearningError
+from task_learning.inputs.safe_text import printable
 from task_learning.oversight.answers import interpret_reply
 from task_learning.oversight.pairing import (
     OperatorCredentials,
@@ -64,7 +65,6 @@ from task_learning.oversight.web.limits import (
     quiet_noisy_loggers,
 )
 from task_learning.oversight.web.view import question_view
-from task_learning.inputs.safe_text import printable
 from task_learning.types import AnswerKind, ConfirmationRequest
 
 if TYPE_CHECKING:

@@ -25,10 +25,10 @@ from typing import Any, Mapping
 from task_learning.types import ActionCall
 from task_learning.world.action_check import NOT_A_ROBOT_ACTION, action_call_problem
 from task_learning.world.backend import WorldUnavailableError
+from task_learning.world.camera_model import CameraModel
 from task_learning.world.layout import CAMERA_HEIGHT_M, MAX_HORIZON, MIN_HORIZON, horizontal_distance
 from task_learning.world.look import SEARCH_ACTION, look_around_plan
 from task_learning.world.scene import Scene
-from task_learning.world.camera_model import CameraModel
 from task_learning.world.thor.camera import CameraPose
 from task_learning.world.thor.display import Display, acquire_display
 from task_learning.world.thor.geometry import bounds, free_spot

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Mapping
 
 from pydantic import AfterValidator
 
-from task_learning.inputs.config import config_path, load_yaml
 from task_learning.errors import ConfigError
+from task_learning.inputs.config import config_path, load_yaml
 from task_learning.inputs.schema import Schema, bounded, invalid, validate
 
 PLATFORMS = ("", "Linux64", "OSXIntel64", "CloudRendering")

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from task_learning.errors import TaskLearningError
-from task_learning.world.thor import geometry, render, wire
 from task_learning.world.camera_model import CameraModel
+from task_learning.world.thor import geometry, render, wire
 from task_learning.world.thor.camera import FAR_PLANE_M, NEAR_PLANE_M, CameraPose
 
 if TYPE_CHECKING:
