@@ -27,14 +27,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from task_learning.llm.cache import ResponseCache  # noqa: E402
-from task_learning.llm.client import LLMClient, make_client  # noqa: E402
-from task_learning.llm.latency import FixedLatencyProvider  # noqa: E402
-from task_learning.llm.prefix_cache import PrefixCacheMeter  # noqa: E402
-from task_learning.llm.settings import load_llm_settings  # noqa: E402
-from task_learning.planning.session import RunSpec, run_in_process  # noqa: E402
-from task_learning.stars.elicit import REPAIR_ROUNDS  # noqa: E402
-from task_learning.stars.tree import TreeSettings  # noqa: E402
+from task_learning.llm.cache import ResponseCache
+from task_learning.llm.client import LLMClient, make_client
+from task_learning.llm.latency import FixedLatencyProvider
+from task_learning.llm.prefix_cache import PrefixCacheMeter
+from task_learning.llm.settings import load_llm_settings
+from task_learning.planning.session import RunSpec, run_in_process
+from task_learning.stars.elicit import REPAIR_ROUNDS
+from task_learning.stars.tree import TreeSettings
 
 MODES = {"a": "concurrent", "b": "batched", "c": "across-objects"}
 FEW = 3  # "a few": selection, its one retry, and one spare

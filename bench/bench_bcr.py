@@ -23,15 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from task_learning.bcr.agent import BCRAgent, Selection  # noqa: E402
-from task_learning.bcr.domain import load_domain  # noqa: E402
-from task_learning.bcr.literals import parse_literal  # noqa: E402
-from task_learning.bcr.prompt import build_request  # noqa: E402
-from task_learning.bcr.runner import make_world, run_trial, summarize  # noqa: E402
-from task_learning.experiments.bcr_table import PAPER_TABLE_1, TASKS  # noqa: E402
-from task_learning.llm.client import make_client  # noqa: E402
-from task_learning.types import ActionOutcome  # noqa: E402
-from task_learning.world.scene import scene_from_dict  # noqa: E402
+from task_learning.bcr.agent import BCRAgent, Selection
+from task_learning.bcr.domain import load_domain
+from task_learning.bcr.literals import parse_literal
+from task_learning.bcr.prompt import build_request
+from task_learning.bcr.runner import make_world, run_trial, summarize
+from task_learning.experiments.bcr_table import PAPER_TABLE_1, TASKS
+from task_learning.llm.client import make_client
+from task_learning.types import ActionOutcome
+from task_learning.world.scene import scene_from_dict
 
 
 class PromptOnlyEngine:
@@ -102,7 +102,7 @@ def measure(drawers: int, clutter: int) -> dict[str, float]:
     }
 
 
-print = functools.partial(print, flush=True)  # noqa: A001 (progress shows while it runs)
+print = functools.partial(print, flush=True)
 
 
 def main() -> int:

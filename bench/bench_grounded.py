@@ -33,15 +33,15 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_local_llm import COUNTERS, cpu_seconds, first_objects, server_metrics  # noqa: E402
+from bench_local_llm import COUNTERS, cpu_seconds, first_objects, server_metrics
 
-from task_learning.experiments.grounded import grounded_report, preferred_rank  # noqa: E402
-from task_learning.llm.client import make_client  # noqa: E402
-from task_learning.llm.local_server import LocalServer  # noqa: E402
-from task_learning.llm.settings import load_llm_settings  # noqa: E402
-from task_learning.planning.session import RunSpec, run_in_process  # noqa: E402
-from task_learning.stars.elicit import ElicitationSetup, elicit_goal  # noqa: E402
-from task_learning.world.scene import Scene  # noqa: E402
+from task_learning.experiments.grounded import grounded_report, preferred_rank
+from task_learning.llm.client import make_client
+from task_learning.llm.local_server import LocalServer
+from task_learning.llm.settings import load_llm_settings
+from task_learning.planning.session import RunSpec, run_in_process
+from task_learning.stars.elicit import ElicitationSetup, elicit_goal
+from task_learning.world.scene import Scene
 
 
 def _cpu(pid: int) -> float:

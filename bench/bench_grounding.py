@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from task_learning.grounding import GroundingKnowledge, analyze_goal  # noqa: E402
-from task_learning.grounding.scene_state import scene_metadata  # noqa: E402
-from task_learning.world import SymbolicWorld, generate_scene  # noqa: E402
-from task_learning.world.state import world_state_from_metadata  # noqa: E402
+from task_learning.grounding import GroundingKnowledge, analyze_goal
+from task_learning.grounding.scene_state import scene_metadata
+from task_learning.world import SymbolicWorld, generate_scene
+from task_learning.world.state import world_state_from_metadata
 
 G = "the goal is that "
 MUG_RESPONSES = [G + s for s in (

@@ -37,12 +37,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from task_learning.errors import TaskLearningError  # noqa: E402
-from task_learning.llm.local_install import local_paths  # noqa: E402
-from task_learning.llm.local_server import LocalServer  # noqa: E402
-from task_learning.llm.settings import load_llm_settings  # noqa: E402
-from task_learning.planning.session import ELICITATION_MODES, RunSpec, run_in_process  # noqa: E402
-from task_learning.world.scene import Scene, load_scene  # noqa: E402
+from task_learning.errors import TaskLearningError
+from task_learning.llm.local_install import local_paths
+from task_learning.llm.local_server import LocalServer
+from task_learning.llm.settings import load_llm_settings
+from task_learning.planning.session import ELICITATION_MODES, RunSpec, run_in_process
+from task_learning.world.scene import Scene, load_scene
 
 COUNTERS = ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predicted_total", "prompt_seconds_total",
             "tokens_predicted_seconds_total", "n_decode_total", "n_busy_slots_per_decode")

@@ -22,14 +22,14 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
-from PIL import Image  # noqa: E402
+import mujoco
+import numpy as np
+from PIL import Image
 
-from task_learning.world.scene import load_scene  # noqa: E402
-from task_learning_sim.base_controller import NavOutcome  # noqa: E402
-from task_learning_sim.scene_world import build_world  # noqa: E402
-from task_learning_sim.simulator import Simulator  # noqa: E402
+from task_learning.world.scene import load_scene
+from task_learning_sim.base_controller import NavOutcome
+from task_learning_sim.scene_world import build_world
+from task_learning_sim.simulator import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from task_learning.llm.client import make_client  # noqa: E402
-from task_learning.stars.elicit import elicit_goal  # noqa: E402
-from task_learning.world.scene import load_scene  # noqa: E402
-from task_learning.world.state import world_state_from_metadata  # noqa: E402
+from task_learning.llm.client import make_client
+from task_learning.stars.elicit import elicit_goal
+from task_learning.world.scene import load_scene
+from task_learning.world.state import world_state_from_metadata
 
 CALIBRATED = ("tidy_kitchen", "store_groceries", "organize_office")  # written against these
 HELD_OUT = ("heldout_kitchen", "heldout_bedroom")

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from task_learning.llm.client import make_client  # noqa: E402
-from task_learning.stars import ElicitationSetup, TreeSettings, elicit_goal  # noqa: E402
-from task_learning.testing import mug_example as mug  # noqa: E402
-from task_learning.world.scene import load_scene  # noqa: E402
+from task_learning.llm.client import make_client
+from task_learning.stars import ElicitationSetup, TreeSettings, elicit_goal
+from task_learning.testing import mug_example as mug
+from task_learning.world.scene import load_scene
 
 
 def one(spec, latency, workers, condition, task, object_id, world, scene, analyzer=None, client=None):

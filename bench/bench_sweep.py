@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from task_learning.apps.sweeps.grid import expand  # noqa: E402
-from task_learning.apps.sweeps.ray_runner import RaySession, run_sweep  # noqa: E402
-from task_learning.apps.sweeps.reaper import descendants  # noqa: E402
-from task_learning.apps.sweeps.results import ResultsStore  # noqa: E402
-from task_learning.apps.sweeps.spec import parse_sweep  # noqa: E402
-from task_learning.apps.sweeps.trial import run_trial  # noqa: E402
+from task_learning.apps.sweeps.grid import expand
+from task_learning.apps.sweeps.ray_runner import RaySession, run_sweep
+from task_learning.apps.sweeps.reaper import descendants
+from task_learning.apps.sweeps.results import ResultsStore
+from task_learning.apps.sweeps.spec import parse_sweep
+from task_learning.apps.sweeps.trial import run_trial
 
 
 def noop() -> None:

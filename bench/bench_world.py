@@ -49,7 +49,7 @@ def bench_scene(scene: Scene, repeat: int) -> dict[str, float]:
     build = _time(lambda: world_state_from_metadata(metadata), repeat)
 
     def fresh_metadata() -> None:
-        world._cache = None  # noqa: SLF001 - measure the build alone
+        world._cache = None
         _ = world.metadata  # the property builds it
 
     metadata_build = _time(fresh_metadata, repeat)

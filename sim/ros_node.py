@@ -128,7 +128,7 @@ class SimNode(Node):
             if self.params.camera_rate_hz > 0:
                 renderer = mujoco.Renderer(self.sim.model, self.params.camera_height, self.params.camera_width)
             self._loop(renderer)
-        except Exception as exc:  # said once, then the node stops serving motion
+        except Exception as exc:  # noqa: BLE001 - said once, then the node stops serving motion
             self.get_logger().error(f"physics stopped: {exc!r}")
             self.stopping.set()
         finally:

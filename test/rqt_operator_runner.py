@@ -26,7 +26,7 @@ PANEL_NAME = "TaskLearningOperatorPanel"
 class Driver:
     """Polls rqt's widgets from its own event loop (every 100 ms) and drives the panel."""
 
-    def __init__(self, app) -> None:  # noqa: ANN001 (a python_qt_binding QApplication)
+    def __init__(self, app) -> None:
         from python_qt_binding.QtCore import QTimer
 
         self.app = app
@@ -37,7 +37,7 @@ class Driver:
         self.timer.timeout.connect(self.tick)
         self.timer.start(100)
 
-    def panel(self):  # noqa: ANN201
+    def panel(self):
         from python_qt_binding.QtWidgets import QWidget
 
         for window in self.app.topLevelWidgets():
@@ -56,7 +56,7 @@ class Driver:
     def tick(self) -> None:
         try:
             self._tick()
-        except Exception as exc:  # reported, never a hang
+        except Exception as exc:  # noqa: BLE001 - reported, never a hang
             self.finish(f"error: {exc!r}")
 
     def _tick(self) -> None:
@@ -98,7 +98,7 @@ class Driver:
 class ScreenshotMain(Main):
     """rqt's Main, with the driver attached to the application rqt creates."""
 
-    def create_application(self, argv):  # noqa: ANN001, ANN201
+    def create_application(self, argv):
         app = super().create_application(argv)
         self.driver = Driver(app)
         return app

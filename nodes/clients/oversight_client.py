@@ -327,7 +327,7 @@ class OversightClient:
                 return False
             result = future.result() if future.done() else None
             return bool(result is not None and result.withdrawn)
-        except Exception:  # a withdrawal is a courtesy; the question's own timeout still ends it
+        except Exception:  # noqa: BLE001 - a withdrawal is a courtesy; the question's own timeout still ends it
             return False
 
     def check(self, confirmation_id: str, *, consume: bool, timeout_s: float = 10.0) -> CheckedConfirmation:
@@ -362,7 +362,7 @@ class OversightClient:
                 self._executor.shutdown()
             try:
                 self.node.destroy_node()
-            except Exception:  # the context may already be shut down by a signal
+            except Exception:  # noqa: BLE001 - the context may already be shut down by a signal
                 pass
 
 

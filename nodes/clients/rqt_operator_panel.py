@@ -13,7 +13,7 @@ from task_learning_nodes.clients.oversight_client import OversightClient
 
 
 class OperatorPanelPlugin(Plugin):
-    def __init__(self, context):  # noqa: ANN001 (rqt's PluginContext)
+    def __init__(self, context):
         super().__init__(context)
         self.setObjectName("TaskLearningOperatorPanel")
         from task_learning.oversight.pairing import PairingError, operator_credentials
@@ -34,8 +34,8 @@ class OperatorPanelPlugin(Plugin):
         self._widget.stop()
         self._client.close()
 
-    def save_settings(self, plugin_settings, instance_settings) -> None:  # noqa: ANN001
+    def save_settings(self, plugin_settings, instance_settings) -> None:
         pass
 
-    def restore_settings(self, plugin_settings, instance_settings) -> None:  # noqa: ANN001
+    def restore_settings(self, plugin_settings, instance_settings) -> None:
         pass

@@ -320,7 +320,7 @@ def request_day(day: str, question_tag: str, seed: int, wait_s: float) -> dict[s
         spinner.join(timeout=5.0)
         try:
             node.destroy_node()
-        except Exception:  # the context may already be shut down by a signal
+        except Exception:  # noqa: BLE001 - the context may already be shut down by a signal
             pass
 
 

@@ -162,7 +162,7 @@ class GoalElicitationNode(Node):
             self.client.reset_breaker()
             try:
                 outcome, batch_id = self._elicit(goal, goal_handle)
-            except Exception as exc:  # every failure is a result; a bug must not take the server down
+            except Exception as exc:  # noqa: BLE001 - every failure is a result; a bug must not take the server down
                 return self._failed(goal_handle, result, exc, f"LearnGoal {goal.object_id!r}")
             finally:
                 self._current = None
@@ -265,7 +265,7 @@ class GoalElicitationNode(Node):
                     self.batches.release(batch_id)
             reason = self.batches.wait_end(batch, cancel_requested=lambda: goal_handle.is_cancel_requested,
                                            shutting_down=shutdown_requested)
-        except Exception as exc:  # every failure is a result; a bug must not take the server down
+        except Exception as exc:  # noqa: BLE001 - every failure is a result; a bug must not take the server down
             return self._failed(goal_handle, result, exc, "batch")
         finally:
             if batch is not None:

@@ -320,7 +320,7 @@ class PerceptionNode(Node):
         except (TaskLearningError, TypeError, ValueError, KeyError) as exc:  # bad parameters
             return ActionOutcome(call, False, f"{call.action} failed in the {self.backend_name} backend: {exc}",
                                  "BackendError")
-        except Exception as exc:  # a backend bug: keep serving, say what happened
+        except Exception as exc:  # noqa: BLE001 - a backend bug: keep serving, say what happened
             self.get_logger().error(f"backend error on {call}: {exc!r}")
             return ActionOutcome(call, False, f"{call.action}: internal error in the {self.backend_name} "
                                  f"backend: {exc!r}", "BackendError")

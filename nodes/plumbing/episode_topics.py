@@ -130,7 +130,7 @@ class GraphRecorder:
                 self._last_message = time.monotonic()
                 try:
                     self.sink.write_raw(topic, msgtype, raw, time.time_ns())
-                except Exception as exc:  # a full disk: the episode is lost, the run goes on
+                except Exception as exc:  # noqa: BLE001 - a full disk: the episode is lost, the run goes on
                     self._failure = exc
                     self._node.get_logger().error(f"episode recording stopped: {exc}")
                     return

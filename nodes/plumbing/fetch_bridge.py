@@ -75,7 +75,7 @@ class RosSkillClient:
         def on_goal(future: Any) -> None:
             try:
                 handle = future.result()
-            except Exception as exc:  # transport failure
+            except Exception as exc:  # noqa: BLE001 - transport failure
                 box["error"] = repr(exc)
                 done.set()
                 return

@@ -217,7 +217,7 @@ class _Spinner:
                 self.executor.spin_once(timeout_sec=SPIN_SLICE_S)
         except ExternalShutdownException:
             pass
-        except BaseException as exc:  # reported by the main thread, then we stop
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread, then we stop
             self.failure.append(exc)
         finally:
             _stop_event.set()
@@ -276,7 +276,7 @@ class DiagnosticsPublisher:
         name = self._node.get_name()
         try:
             checks = list(self._checks())
-        except Exception as exc:  # a broken check is itself a diagnosis
+        except Exception as exc:  # noqa: BLE001 - a broken check is itself a diagnosis
             checks = [Check("diagnostics", Level.ERROR, f"checks failed: {type(exc).__name__}: {exc}")]
         array = self._array()
         array.header.stamp = self._node.get_clock().now().to_msg()

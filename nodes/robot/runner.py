@@ -89,7 +89,7 @@ class RosGoalRunner:
         def on_goal(future: Any) -> None:
             try:
                 handle = future.result()
-            except Exception as exc:  # transport failure
+            except Exception as exc:  # noqa: BLE001 - transport failure
                 flight.error = repr(exc)
                 flight.done.set()
                 return

@@ -77,7 +77,7 @@ class Proposals:
             answer = self.operator.ask(request)
         except RunStopped:
             raise  # the day was stopped: this question confirms nothing and no other is asked
-        except Exception as exc:  # a dead operator is no consent
+        except Exception as exc:  # noqa: BLE001 - a dead operator is no consent
             log.error("operator %s failed on %r: %s", getattr(self.operator, "name", "?"), request.question, exc)
             return False
         if not isinstance(answer, ConfirmationAnswer) or answer.request_id != request.request_id:

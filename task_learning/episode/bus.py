@@ -55,7 +55,7 @@ class EpisodeBus:
                     continue
                 try:
                     sink.write(topic, message, now)
-                except Exception as exc:  # kept for close(); the run goes on
+                except Exception as exc:  # noqa: BLE001 - kept for close(); the run goes on
                     log.error("episode sink %s failed on %s: %s", type(sink).__name__, topic, exc)
                     self._failed[index] = exc
 
@@ -67,7 +67,7 @@ class EpisodeBus:
         for index, sink in enumerate(sinks):
             try:
                 sink.close()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - every sink is closed; the first failure is reported after
                 failed.setdefault(index, exc)
         if failed:
             first = failed[min(failed)]

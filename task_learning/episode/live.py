@@ -71,7 +71,7 @@ class LiveView:
         self.topics = set(self._channels)
         try:
             self.server = foxglove.start_server(name=name, host=host, port=port, context=self._context)
-        except Exception as exc:  # the port is taken, the host is not ours: foxglove raises its own
+        except Exception as exc:  # noqa: BLE001 - the port is taken, the host is not ours: foxglove raises its own
             raise TaskLearningError(f"live view: cannot listen on {host}:{port}: {exc}") from None
         self.host = host
 
@@ -93,5 +93,5 @@ class LiveView:
     def close(self) -> None:
         try:
             self.server.stop()
-        except Exception as exc:  # stopping twice, or a server that already failed
+        except Exception as exc:  # noqa: BLE001 - stopping twice, or a server that already failed
             log.debug("live view stop: %s", exc)

@@ -58,7 +58,7 @@ class Episode:
             raise EpisodeError(f"{self.path}: cannot read its messages: {exc}") from None
         except (OSError, ValueError, EOFError, KeyError) as exc:
             raise EpisodeError(f"{self.path}: cannot read its messages: {exc}") from None
-        except Exception as exc:  # the mcap library's own errors (a damaged chunk, a bad CRC)
+        except Exception as exc:  # noqa: BLE001 - the mcap library's own errors (a damaged chunk, a bad CRC)
             raise EpisodeError(f"{self.path}: cannot read its messages: {type(exc).__name__}: {exc}") from None
 
     def llm_entries(self) -> list[dict[str, Any]]:
@@ -105,7 +105,7 @@ def open_episode(path: str | Path) -> Episode:
                 if record.name == METADATA_NAME:
                     metadata = dict(record.metadata)
             kb_start = next((a.data for a in reader.iter_attachments() if a.name == KB_ATTACHMENT), None)
-    except Exception as exc:  # not MCAP, cut short, damaged: the library raises its own errors
+    except Exception as exc:  # noqa: BLE001 - not MCAP, cut short, damaged: the library raises its own errors
         raise EpisodeError(f"{path}: not a readable MCAP file ({type(exc).__name__}: {exc})") from None
     if summary is None:
         raise EpisodeError(f"{path}: the MCAP file has no summary (was its recording cut short?)")

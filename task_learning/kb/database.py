@@ -525,5 +525,5 @@ class Database:
         if self.on_change is not None:
             try:
                 self.on_change(kind, data)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - an observer (the episode) must not undo a committed write
                 log.warning("knowledge-base change observer failed: %s", exc)

@@ -56,8 +56,8 @@ from task_learning.kb.repositories.policies import PolicyRepository
 from task_learning.kb.repositories.productions import ProductionRepository
 from task_learning.kb.repositories.questions import QuestionRepository
 from task_learning.kb.repositories.routines import RoutineRepository
-from task_learning.kb.repositories.transfer import Transfer, check_export_keys, imported_free_text  # noqa: F401
-from task_learning.types import ConfirmationAnswer, ConfirmationRequest, Truth  # noqa: F401
+from task_learning.kb.repositories.transfer import Transfer, check_export_keys, imported_free_text
+from task_learning.types import ConfirmationAnswer, ConfirmationRequest, Truth
 
 
 class KnowledgeBase:

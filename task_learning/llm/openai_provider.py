@@ -173,7 +173,7 @@ class OpenAIProvider:
                 raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {message}"),
                                         permanent=not _about_context(message)) from None
             raise self._status_error(exc) from None
-        except Exception as exc:  # malformed JSON, unexpected shapes: the answer is unusable
+        except Exception as exc:  # noqa: BLE001 - malformed JSON, unexpected shapes: the answer is unusable
             too_large = is_too_large(exc)
             if too_large is not None:
                 raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None

@@ -211,7 +211,7 @@ class _Dialogue:
             self.transcript.append(Turn("system", f"operator gone: {exc}", request.request_id))
             self.gone = True
             return None
-        except Exception as exc:  # a dead operator must not become a confirmed goal
+        except Exception as exc:  # noqa: BLE001 - a dead operator must not become a confirmed goal
             log.error("operator %s failed on %s: %s", getattr(self.operator, "name", "?"),
                       request.request_id, exc)
             self.transcript.append(Turn("system", f"operator failed: {exc}", request.request_id))
@@ -265,7 +265,7 @@ class _Dialogue:
             return
         try:
             analysis = self.analyze(goal_sentence(cand.text))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed analysis drops that candidate, never confirms it
             log.warning("analysis of %r failed: %s", cand.text, exc)
             return
         cand.viable = bool(getattr(analysis, "viable", False))
@@ -284,7 +284,7 @@ class _Dialogue:
         sentence = goal_sentence_from_words(text, object_noun(self.object_description))
         try:
             analysis = self.analyze(sentence)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the operator is told the sentence was not analysed
             log.error("analysis of %r failed: %s", sentence, exc)
             return None, "I could not analyse that sentence."
         mismatches = list(getattr(analysis, "mismatches", []) or [])
@@ -354,7 +354,7 @@ def _pick(reselect: Callable[[list[GoalCandidate]], GoalCandidate | None],
     remaining option (the list is ordered best first)."""
     try:
         choice = reselect(list(remaining))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - falls back to the best-ranked option, still asked
         log.warning("reselection failed (%s); proposing the best-ranked remaining option", exc)
         choice = None
     if choice is not None:

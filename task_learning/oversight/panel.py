@@ -168,7 +168,7 @@ class OperatorPanel(QWidget):
         """Poll the backend; redraw only when the set of pending questions changed."""
         try:
             pending = list(self.backend.pending())
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - shown in the window; the panel keeps polling
             self._read_error = f"Cannot read pending questions: {exc}"
             self.status_label.setText(self._read_error)
             return
@@ -250,7 +250,7 @@ class OperatorPanel(QWidget):
             return False
         try:
             result = self.backend.submit(request.request_id, answer, description, self.operator)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - shown in the window; nothing is sent as a yes
             self.status_label.setText(f"Answer not delivered: {exc}")
             return False
         accepted = bool(getattr(result, "accepted", False))

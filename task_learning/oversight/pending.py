@@ -290,7 +290,7 @@ class QueueOperator:
         if self.on_change is not None:
             try:
                 self.on_change()
-            except Exception as exc:  # a failing publisher must not lose an answer
+            except Exception as exc:  # noqa: BLE001 - a failing publisher must not lose an answer
                 log.error("pending-question listener failed: %s", exc)
 
     def _record_question(self, request: ConfirmationRequest, asker: str = "") -> None:
@@ -299,7 +299,7 @@ class QueueOperator:
         try:
             self.kb.record_question(request, task=self.task, context=request.object_description,
                                     asked_by=asker)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the question is still asked; its record is logged lost
             log.error("could not persist question %s: %s", request.request_id, exc)
 
     def _persisted(self, request: ConfirmationRequest, answer: ConfirmationAnswer, *,
@@ -310,6 +310,6 @@ class QueueOperator:
             try:
                 self.kb.record_answer(answer, client=answer.client, verified=verified,
                                       confirmation_id=answer.confirmation_id)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the answer still reaches the run; its record is logged lost
                 log.error("could not persist answer to %s: %s", request.request_id, exc)
         return answer

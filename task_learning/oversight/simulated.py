@@ -91,7 +91,7 @@ class SimulatedOperator:
         if candidate.viable is None and self.analyze is not None:
             try:
                 analysis = self.analyze(candidate.text)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - an unreadable candidate gets no yes
                 log.warning("simulated operator could not read %r: %s", candidate.text, exc)
                 return []
             if getattr(analysis, "viable", False):

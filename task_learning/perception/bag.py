@@ -106,7 +106,7 @@ def _open(path: str | Path) -> Any:
     try:
         reader = Reader(bag)
         reader.open()
-    except Exception as exc:  # rosbags raises its own errors for unreadable bags
+    except Exception as exc:  # noqa: BLE001 - rosbags raises its own errors for unreadable bags
         raise TaskLearningError(f"{bag}: cannot read the bag: {exc}") from None
     return reader
 

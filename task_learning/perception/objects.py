@@ -128,5 +128,5 @@ def load_onnx_detector(weights: str | Path, labels: str | Path) -> OnnxDetector:
         raise TaskLearningError(f"{labels}: no labels (one per line, the class id is the line number)")
     try:
         return OnnxDetector(weights, names)
-    except Exception as exc:  # cv2.error for a file that is not an ONNX model
+    except Exception as exc:  # noqa: BLE001 - cv2.error for a file that is not an ONNX model
         raise TaskLearningError(f"{weights}: cannot load the ONNX model: {str(exc).strip().splitlines()[-1]}") from None

@@ -147,7 +147,7 @@ def confirmation_mismatch(*, answer: str, description: str, candidate: GoalCandi
         if analyze is not None:
             try:
                 analysis = analyze(sentence)
-            except Exception as exc:  # no verdict is no confirmation
+            except Exception as exc:  # noqa: BLE001 - no verdict is no confirmation
                 return f"the operator's description could not be analysed here ({exc})"
             if not getattr(analysis, "viable", False) or set(getattr(analysis, "literals", []) or []) != wanted:
                 return "the goal's literals are not what the operator's description means here"

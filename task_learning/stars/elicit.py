@@ -170,7 +170,7 @@ class PreparedElicitation:
                 self.on_stage(name, counts)
             except RunStopped:
                 raise  # the caller's goal was cancelled: elicitation stops here
-            except Exception as exc:  # a feedback publisher must not break elicitation
+            except Exception as exc:  # noqa: BLE001 - a feedback publisher must not break elicitation
                 log.warning("stage callback failed: %s", exc)
         self.show_tree(name)
 
@@ -178,7 +178,7 @@ class PreparedElicitation:
         if self.on_tree is not None:
             try:
                 self.on_tree(self, stage)
-            except Exception as exc:  # an observer must not break elicitation
+            except Exception as exc:  # noqa: BLE001 - an observer must not break elicitation
                 log.warning("tree callback failed: %s", exc)
 
 
@@ -396,7 +396,7 @@ def _analyze(analyzer: Analyzer, candidates: Sequence[GoalCandidate]) -> None:
             cand.literals = list(result.literals)
         except ConfigError:  # a broken lexicon/grammar fails every candidate alike: stop the run
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed analysis makes that candidate not viable
             log.error("analysis of %r failed: %s", cand.text, exc)
             cand.viable = False
             cand.mismatches = [Mismatch(MismatchKind.UNINTERPRETABLE, f"analysis failed: {exc}",

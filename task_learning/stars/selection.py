@@ -76,7 +76,7 @@ def select_goal(client: CompletionClient, templates: PromptTemplates, ctx: GoalC
         for request in requests:
             try:
                 out.append(client.complete(request))
-            except Exception as exc:  # the client should not raise; never let selection crash
+            except Exception as exc:  # noqa: BLE001 - the client should not raise; never let selection crash
                 out.append(LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}"))
         return out
 

@@ -168,7 +168,7 @@ class CrossObjectElicitor:
                 if self._stop.is_set():
                     raise RunStopped("cross-object elicitation was closed") from None
                 return
-            except Exception:  # failed: the call elicits it on its own
+            except Exception:  # noqa: BLE001 - failed: the call elicits it on its own
                 return
             if should_stop():
                 raise RunStopped("canceled while the model stages ran")
@@ -179,7 +179,7 @@ class CrossObjectElicitor:
         futures = {object_id: self._prefetched[object_id].future for object_id, _ in steps}
         try:
             self._lockstep(steps, futures)
-        except Exception as exc:  # a bug here must not leave the loop waiting
+        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the loop waiting
             log.error("cross-object elicitation stopped: %s", exc)
         finally:
             for future in futures.values():
@@ -214,7 +214,7 @@ class CrossObjectElicitor:
         except StopIteration as done:
             waiting.pop(object_id, None)
             future.set_result(done.value)
-        except Exception as exc:  # one object's failure must not stop the others
+        except Exception as exc:  # noqa: BLE001 - one object's failure must not stop the others
             log.error("elicitation of %s failed: %s", object_id, exc)
             waiting.pop(object_id, None)
             future.set_exception(exc)
@@ -239,7 +239,7 @@ class CrossObjectElicitor:
         if entry is not None:
             try:
                 prep = entry.future.result()
-            except Exception as exc:  # cancelled (closed) or failed: elicit it on its own
+            except Exception as exc:  # noqa: BLE001 - cancelled (closed) or failed: elicit it on its own
                 log.info("prefetched elicitation of %s unusable (%s): eliciting it again", object_id,
                          type(exc).__name__)
         if prep is None or entry is None:

@@ -80,7 +80,7 @@ def batched_sender(client: CompletionClient) -> Sender:
     def send(requests: list[LLMRequest]) -> list[LLMResponse]:
         try:
             return list(many(requests))
-        except Exception as exc:  # a bug below us becomes failed requests, counted and reported
+        except Exception as exc:  # noqa: BLE001 - a bug below us becomes failed requests, counted and reported
             log.error("LLM batch failed unexpectedly: %s", exc)
             return [LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}") for _ in requests]
 
@@ -265,7 +265,7 @@ def expand_steps(roots: Sequence[TreeRoot], state: TreeState) -> Steps[list[Goal
         if batch and state.on_level is not None:
             try:
                 state.on_level()
-            except Exception as exc:  # an observer must not break the search
+            except Exception as exc:  # noqa: BLE001 - an observer must not break the search
                 log.warning("tree level callback failed: %s", exc)
     return state.candidates[first_new:]
 
@@ -283,7 +283,7 @@ def _send(client: CompletionClient, request: LLMRequest) -> LLMResponse:
     """The client never raises for provider failures; anything else still must not kill the tree."""
     try:
         return client.complete(request)
-    except Exception as exc:  # a bug below us becomes a failed request, counted and reported
+    except Exception as exc:  # noqa: BLE001 - a bug below us becomes a failed request, counted and reported
         log.error("LLM request failed unexpectedly: %s", exc)
         return LLMResponse(text="", error=f"client raised {type(exc).__name__}: {exc}")
 

@@ -14,11 +14,11 @@ from ..readme_commands import printed, readme_ros2_commands, shell
 from ..ros_testing import VENV_BIN
 
 pytest.importorskip("rclpy")
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from task_learning_interfaces.action import PerformTask  # noqa: E402
-from task_learning_interfaces.msg import LLMState, WorldState  # noqa: E402
-from task_learning_nodes.plumbing import convert  # noqa: E402
+from task_learning_interfaces.action import PerformTask
+from task_learning_interfaces.msg import LLMState, WorldState
+from task_learning_nodes.plumbing import convert
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

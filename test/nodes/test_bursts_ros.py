@@ -25,18 +25,18 @@ from test.oversight_identity import paired
 from test.ros_testing import wait_until
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.action import PerformTask  # noqa: E402
-from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg  # noqa: E402
-from task_learning_interfaces.msg import ConfirmationRequest as RequestMsg  # noqa: E402
-from task_learning_interfaces.srv import (  # noqa: E402
+from task_learning_interfaces.action import PerformTask
+from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
+from task_learning_interfaces.msg import ConfirmationRequest as RequestMsg
+from task_learning_interfaces.srv import (
     AnswerConfirmation,
     Confirm,
     ListPendingConfirmations,
     QueryWorld,
 )
-from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
-from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future  # noqa: E402
-from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos  # noqa: E402
+from task_learning_nodes.clients.oversight_client import OversightClient
+from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
+from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
 
 pytestmark = pytest.mark.timeout(600)
 PER_CLIENT = 10

@@ -32,15 +32,15 @@ from test.oversight_identity import paired
 from test.ros_testing import ROOT, RosGraph, wait_future, wait_until
 
 pytest.importorskip("rclpy")
-from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-from task_learning_interfaces.action import AnticipateDay, ReachGoal  # noqa: E402
-from task_learning_interfaces.msg import ConfirmationAnswer, LLMState  # noqa: E402
-from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
-from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.nodes.perception import PerceptionNode  # noqa: E402
-from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
+from task_learning_interfaces.action import AnticipateDay, ReachGoal
+from task_learning_interfaces.msg import ConfirmationAnswer, LLMState
+from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg
+from task_learning_interfaces.srv import AnswerConfirmation, ListPendingConfirmations
+from task_learning_nodes.nodes.perception import PerceptionNode
+from task_learning_nodes.plumbing.node_base import ActionClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("rclpy")
-from task_learning_nodes.clients.demo import nodes_on_domain  # noqa: E402
+from task_learning_nodes.clients.demo import nodes_on_domain
 
 
 def test_the_nodes_of_a_graph_up_on_the_domain_are_seen(ros_graph):

@@ -18,9 +18,9 @@ from task_learning.world.scene import load_scene
 from test.ros_testing import RosGraph, wait_until
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.action import LearnGoals, PerformTask  # noqa: E402
-from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
+from task_learning_interfaces.action import LearnGoals, PerformTask
+from task_learning_interfaces.srv import ListPendingConfirmations
+from task_learning_nodes.plumbing.node_base import ActionClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

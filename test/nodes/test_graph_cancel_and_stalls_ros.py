@@ -16,11 +16,11 @@ from test.oversight_identity import paired
 from test.ros_testing import CLI, VENV_BIN, wait_until
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.action import PerformTask  # noqa: E402
-from task_learning_interfaces.msg import GoalCandidate as CandidateMsg  # noqa: E402
-from task_learning_interfaces.srv import AnalyzeGoal, ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
-from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
+from task_learning_interfaces.action import PerformTask
+from task_learning_interfaces.msg import GoalCandidate as CandidateMsg
+from task_learning_interfaces.srv import AnalyzeGoal, ListPendingConfirmations
+from task_learning_nodes.clients.oversight_client import OversightClient
+from task_learning_nodes.plumbing.node_base import ActionClient
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 SCENE = "tidy_kitchen"

@@ -23,7 +23,7 @@ from ..ros_testing import ROOT
 HELPER = ROOT / "test" / "ros_shutdown_helper.py"
 
 
-def start_probe(ros_graph, mode: str):  # noqa: ANN201 (a NodeProcess)
+def start_probe(ros_graph, mode: str):
     probe = ros_graph.start([sys.executable, str(HELPER), mode], name=f"probe {mode}")
     probe.wait_for_line("probe busy", timeout=60)  # its callbacks are running
     return probe
@@ -56,7 +56,7 @@ def test_an_action_client_has_its_lock_before_its_node_can_spin_it(ros_graph):
     seen: list[bool] = []
     add_waitable = client.node.add_waitable
 
-    def checking_add(waitable):  # noqa: ANN001, ANN202
+    def checking_add(waitable):
         seen.append(hasattr(waitable, "_lock"))
         return add_waitable(waitable)
 
@@ -74,7 +74,7 @@ class AnsweringLock:
     registered by then are answered (accepted) at once, the way an executor thread that waited
     for the lock takes a fast server's response. The worst moment for a race, made certain."""
 
-    def __init__(self, client) -> None:  # noqa: ANN001 (an ActionClient)
+    def __init__(self, client) -> None:
         import threading
 
         self.inner = threading.Lock()

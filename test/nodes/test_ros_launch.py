@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(not ROS2.exists(), reason="the ROS 2 tools are n
                                 "../shared/ros2-tools when `make setup` ran)")
 
 
-def ros2(graph: RosGraph, *args: str, timeout: float = 60.0):  # noqa: ANN201 (a NodeProcess)
+def ros2(graph: RosGraph, *args: str, timeout: float = 60.0):
     """`ros2 <args>` in the graph, to its end."""
     return graph.run([str(ROS2), *args], timeout=timeout, name=f"ros2 {args[0]}")
 
@@ -65,7 +65,7 @@ def test_ros2_pkg_finds_the_package_and_its_executables(ros_graph):
 VENV_BLOCK = readme_block(ACTIVATE, "ros2 launch ")
 
 
-def run_printed(graph: RosGraph, command: str, timeout: float = 120.0):  # noqa: ANN201
+def run_printed(graph: RosGraph, command: str, timeout: float = 120.0):
     return graph.run(shell(command), timeout=timeout, name=command.split("  #")[0][:60])
 
 

@@ -100,10 +100,10 @@ def question(ros_graph, tmp_path):
     return ros_graph
 
 
-def _ask(client, request) -> None:  # noqa: ANN001
+def _ask(client, request) -> None:
     try:
         client.ask(request)
-    except Exception:  # the node stops at teardown while the question waits
+    except Exception:  # noqa: BLE001 - the node stops at teardown while the question waits
         pass
 
 
@@ -117,7 +117,7 @@ def _opencv_qt_plugins() -> str:
     return str(Path(spec.origin).parent / "qt" / "plugins")
 
 
-def _panel(graph, display: str | None):  # noqa: ANN001, ANN202
+def _panel(graph, display: str | None):
     extra = {"DISPLAY": display, "QT_QPA_PLATFORM": "xcb"} if display else {"QT_QPA_PLATFORM": "offscreen"}
     extra["QT_QPA_PLATFORM_PLUGIN_PATH"] = _opencv_qt_plugins()
     return graph.start([CLI, "operator", "--panel", "--wait", "60"], name="panel", **extra)

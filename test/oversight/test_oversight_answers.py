@@ -185,7 +185,7 @@ def test_the_panel_text_box_reads_replies_like_every_front_end(qapp_offscreen):
         def pending(self) -> list[ConfirmationRequest]:
             return [] if self.sent else [WORDS]
 
-        def submit(self, request_id, answer, description="", operator="panel"):  # noqa: ANN001, ANN201
+        def submit(self, request_id, answer, description="", operator="panel"):
             self.sent.append((request_id, answer, description))
             return type("R", (), {"accepted": True, "message": "ok"})()
 

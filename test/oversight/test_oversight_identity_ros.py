@@ -20,15 +20,15 @@ from test.oversight_identity import paired
 from test.ros_testing import CLI, wait_until
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg  # noqa: E402
-from task_learning_interfaces.srv import (  # noqa: E402
+from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
+from task_learning_interfaces.srv import (
     AnswerConfirmation,
     CheckConfirmation,
     Confirm,
     ListPendingConfirmations,
 )
-from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
-from task_learning_nodes.plumbing import convert  # noqa: E402
+from task_learning_nodes.clients.oversight_client import OversightClient
+from task_learning_nodes.plumbing import convert
 
 GARBAGE = GoalCandidate("the goal is that the eggs are in the garbage can", 1.0,
                         literals=[GoalLiteral("inside", ("Egg|1", "GarbageCan|1"))])

@@ -17,10 +17,10 @@ from test.ros_testing import CLI
 from test.web_panel_helpers import PageClient, mug_request
 
 pytest.importorskip("rclpy")
-from sensor_msgs.msg import Image  # noqa: E402
+from sensor_msgs.msg import Image
 
-from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
-from task_learning_nodes.plumbing.camera_topics import image_msg  # noqa: E402
+from task_learning_nodes.clients.oversight_client import OversightClient
+from task_learning_nodes.plumbing.camera_topics import image_msg
 
 
 def free_port() -> int:

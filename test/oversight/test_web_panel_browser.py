@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-import cv2  # noqa: F401  (imported now: its loader amends LD_LIBRARY_PATH once, at first import)
+import cv2
 import pytest
 
 from task_learning.kb.store import KnowledgeBase
@@ -95,7 +95,7 @@ def test_store_groceries_answered_by_clicks_on_a_phone(playwright, tmp_path) -> 
             card = open_card(page)
             try:
                 card.wait_for(state="visible", timeout=1000)
-            except Exception:
+            except Exception:  # noqa: BLE001 - Playwright's timeouts: no card right now
                 continue  # no question right now (the robot is acting, or the run is ending)
             request_id = card.get_attribute("data-id")
             if request_id in clicked:
@@ -103,7 +103,7 @@ def test_store_groceries_answered_by_clicks_on_a_phone(playwright, tmp_path) -> 
             clicked[request_id] = answer_like_the_scene(page, card, user)
             try:
                 page.wait_for_selector(f"article.card[data-id='{request_id}'].closed", timeout=10000)
-            except Exception:
+            except Exception:  # noqa: BLE001 - Playwright's timeout, turned into the test's failure
                 raise AssertionError(f"{clicked[request_id]} to {request_id} not taken: "
                                      f"{card.locator('.hint').inner_text()!r}") from None
         out = run.stdout.read()

@@ -31,12 +31,12 @@ def test_the_tracker_follows_an_object_from_queued_to_reached():
     tracker = ObjectTracker(ObjectStates(on_change=seen.append))
     tracker.queue(["Mug|1", "Apple|1"])
 
-    def elicit(*, task, object_id, metadata):  # noqa: ANN001, ANN202
+    def elicit(*, task, object_id, metadata):
         assert tracker.states.get(object_id).value == "eliciting"  # while goal elicitation works
         chosen = SimpleNamespace(text="the mug in the cabinet") if object_id == "Mug|1" else None
         return SimpleNamespace(chosen=chosen, oversight=SimpleNamespace(confirmed=False), outcome="no goal")
 
-    def confirm(*, object_id, object_description, text, literals):  # noqa: ANN001, ANN202
+    def confirm(*, object_id, object_description, text, literals):
         assert tracker.states.get(object_id).value == "asking_operator"
         return SimpleNamespace(confirmed=True, message="")
 

@@ -55,7 +55,7 @@ def refuse(refusal: Refusal) -> ReachGoal.Result:
 
 
 @pytest.fixture
-def graph(ros_graph):  # noqa: ANN001, ANN201
+def graph(ros_graph):
     server, client = ros_graph.client("one_goal_server"), ros_graph.client("one_goal_client")
     yield server, client
     client.close()

@@ -37,18 +37,18 @@ class FakeBatch:
 class FakeGoals:
     """Goal elicitation as the planner reaches it: a batch, then each object elicited in process."""
 
-    def __init__(self, scene) -> None:  # noqa: ANN001
+    def __init__(self, scene) -> None:
         self.scene = scene
         self.client = make_client("offline")
         self.batches: list[tuple[list[str], FakeBatch]] = []
         self.asked: list[tuple[str, str]] = []
 
-    def open_batch(self, task, object_ids, condition, context, states, stop):  # noqa: ANN001, ANN201
+    def open_batch(self, task, object_ids, condition, context, states, stop):
         batch = FakeBatch()
         self.batches.append((list(object_ids), batch))
         return batch
 
-    def learn_goal(self, task, object_id, condition, context, stop, metadata=None, *, batch_id="",  # noqa: ANN001, ANN201
+    def learn_goal(self, task, object_id, condition, context, stop, metadata=None, *, batch_id="",
                    states=None):
         self.asked.append((object_id, batch_id))
         result = elicit_goal(task, object_id, metadata, self.scene, condition, self.client)
@@ -68,11 +68,11 @@ class FakeRecording:
     def __exit__(self, *exc_info: object) -> None:
         return None
 
-    def observe(self, learner) -> None:  # noqa: ANN001
+    def observe(self, learner) -> None:
         self.observed += 1
 
 
-def _run(tmp_path, scene, world_scene=None):  # noqa: ANN001, ANN202
+def _run(tmp_path, scene, world_scene=None):
     goals, recording, feedback = FakeGoals(scene), FakeRecording(), []
     world = make_backend("symbolic", world_scene or scene, None)
     domain = load_domain("household")

@@ -27,13 +27,13 @@ from task_learning.world.scene import load_scene
 from task_learning.world.symbolic import SymbolicWorld
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
-from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
-from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
-from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
-from test.oversight_identity import paired  # noqa: E402
-from test.ros_testing import wait_until  # noqa: E402
+from task_learning_interfaces.action import PerformTask, ReachGoal
+from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg
+from task_learning_interfaces.srv import ListPendingConfirmations
+from task_learning_nodes.clients.oversight_client import OversightClient
+from task_learning_nodes.plumbing.node_base import ActionClient
+from test.oversight_identity import paired
+from test.ros_testing import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

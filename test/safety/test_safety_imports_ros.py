@@ -18,8 +18,8 @@ from task_learning.planning.session import RunSpec, run_in_process
 from test.safety.test_safety_imports import _hostile_policy
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.action import PerformTask  # noqa: E402
-from task_learning_interfaces.srv import QueryWorld  # noqa: E402
+from task_learning_interfaces.action import PerformTask
+from task_learning_interfaces.srv import QueryWorld
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

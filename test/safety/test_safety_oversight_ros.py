@@ -13,10 +13,10 @@ from task_learning.kb import KnowledgeBase
 from task_learning.types import AnswerKind, ConfirmationAnswer, ConfirmationRequest
 
 pytest.importorskip("rclpy")
-from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.clients.oversight_client import OversightClient  # noqa: E402
-from test.oversight_identity import paired  # noqa: E402
-from test.ros_testing import wait_until as _wait  # noqa: E402
+from task_learning_interfaces.srv import ListPendingConfirmations
+from task_learning_nodes.clients.oversight_client import OversightClient
+from test.oversight_identity import paired
+from test.ros_testing import wait_until as _wait
 
 
 def test_oversight_bounds_timeouts_and_capacity_and_stores_timeouts_as_timeouts(ros_graph, tmp_path):

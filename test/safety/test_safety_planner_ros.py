@@ -19,15 +19,15 @@ import pytest
 from task_learning.kb import Confirmation, KnowledgeBase
 
 pytest.importorskip("rclpy")
-from action_msgs.msg import GoalStatus  # noqa: E402
+from action_msgs.msg import GoalStatus
 
-from task_learning_interfaces.action import PerformTask, ReachGoal  # noqa: E402
-from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg  # noqa: E402
-from task_learning_interfaces.srv import ListPendingConfirmations  # noqa: E402
-from task_learning_nodes.plumbing.node_base import ActionClient  # noqa: E402
-from task_learning_nodes.probes.fault_probes import children  # noqa: E402
-from test.ros_testing import RosClient, RosGraph  # noqa: E402
-from test.ros_testing import wait_until as _wait  # noqa: E402
+from task_learning_interfaces.action import PerformTask, ReachGoal
+from task_learning_interfaces.msg import GoalLiteral as GoalLiteralMsg
+from task_learning_interfaces.srv import ListPendingConfirmations
+from task_learning_nodes.plumbing.node_base import ActionClient
+from task_learning_nodes.probes.fault_probes import children
+from test.ros_testing import RosClient, RosGraph
+from test.ros_testing import wait_until as _wait
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # whole tasks through a ROS graph
 

@@ -13,14 +13,14 @@ import pytest
 from ..thor_helpers import thor_env  # noqa: F401  (a fixture)
 
 pytest.importorskip("ai2thor")
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image
 
-from task_learning_interfaces.action import PerformTask  # noqa: E402
-from task_learning_interfaces.msg import ActionCall as ActionCallMsg  # noqa: E402
-from task_learning_interfaces.msg import WorldState  # noqa: E402
-from task_learning_interfaces.srv import ExecuteAction  # noqa: E402
-from test.ros_testing import CLI, RosGraph  # noqa: E402
+from task_learning_interfaces.action import PerformTask
+from task_learning_interfaces.msg import ActionCall as ActionCallMsg
+from task_learning_interfaces.msg import WorldState
+from task_learning_interfaces.srv import ExecuteAction
+from test.ros_testing import CLI, RosGraph
 
 pytestmark = [pytest.mark.usefixtures("thor_env"), pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -112,7 +112,7 @@ def _run_with_panel(spec: RunSpec, progress, bus: EpisodeBus | None = None) -> t
     def work() -> None:
         try:
             box["result"] = run_in_process(spec, progress=progress, operator=queue, bus=bus, stop=token)
-        except BaseException as exc:  # re-raised in the main thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
             box["error"] = exc
 
     def tick() -> None:

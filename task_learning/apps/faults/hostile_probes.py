@@ -258,7 +258,7 @@ def _export_full_disk(ctx: ProbeContext) -> ProbeResult:
     try:
         proc = subprocess.run([ctx.python, "-m", "task_learning.apps.cli", "kb", "export", "--db", str(db), "--out",
                                str(out)], capture_output=True, text=True, timeout=120, env=dict(ctx.env),
-                              preexec_fn=_limited(2048))  # noqa: PLW1509 - a resource limit only
+                              preexec_fn=_limited(2048))
     except subprocess.TimeoutExpired:
         return ProbeResult("persistence", "kb export onto a full disk", False, "hang")
     outcome = CommandOutcome(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)

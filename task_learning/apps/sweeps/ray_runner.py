@@ -148,7 +148,7 @@ class RaySession:
         except (SweepError, KeyboardInterrupt):  # a Ctrl-C in ray.init, before the stop handlers
             self.__exit__()
             raise
-        except Exception as exc:  # ConnectionError, RuntimeError, ValueError...: one line, no traceback
+        except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError...: one line, no traceback
             self.__exit__()
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
             raise SweepError(f"could not start {where}: {one_line(exc)}") from None
@@ -250,7 +250,7 @@ def run_sweep(trials: list[Trial], store: ResultsStore, *, kb_dir: Path, session
                 result: Mapping[str, Any] = ray.get(ref)
             except RayTaskError as exc:  # run_trial raised (it catches Exception: a BaseException)
                 result = {"status": "failed", "error": one_line(exc.cause if exc.cause else exc)}
-            except Exception as exc:  # the worker died (killed, out of memory), the node went away
+            except Exception as exc:  # noqa: BLE001 - the worker died (killed, out of memory), the node went away
                 result = {"status": "killed", "error": f"{type(exc).__name__}: {one_line(exc)}"}
             seconds = result.get("seconds", time.monotonic() - began)
             if result["status"] == "done":

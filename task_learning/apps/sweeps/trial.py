@@ -135,7 +135,7 @@ def run_trial(kind: str, params: Mapping[str, Any], kb_dir: str, key: str) -> di
     except TaskLearningError as exc:
         return {"status": "failed", "error": one_line(exc), "seconds": time.perf_counter() - started,
                 "worker": where}
-    except Exception as exc:  # a bug in a trial fails that trial, reported, not the sweep
+    except Exception as exc:  # noqa: BLE001 - a bug in a trial fails that trial, reported, not the sweep
         return {"status": "failed", "error": f"{type(exc).__name__}: {one_line(exc)}",
                 "seconds": time.perf_counter() - started, "worker": where}
     return {"status": "done", "measures": measures, "seconds": time.perf_counter() - started, "worker": where}

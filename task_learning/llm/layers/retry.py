@@ -93,7 +93,7 @@ class Retrier:
                 self.breaker.note_reached()
                 log.warning("LLM %s failed: %s", what, message)
                 return Failed(f"{self.endpoint.name}: {message}")
-            except Exception as exc:  # a provider bug must not take the caller down
+            except Exception as exc:  # noqa: BLE001 - a provider bug must not take the caller down
                 message = self.endpoint.redact(f"{type(exc).__name__}: {exc}")
                 log.warning("LLM %s: unexpected provider error: %s", what, message)
                 return Failed(f"{self.endpoint.name}: unexpected error: {message}")

@@ -276,7 +276,7 @@ class WebPanel:
             try:
                 if self.backend.image(request.request_id) is not None:
                     found.add(request.request_id)
-            except Exception:
+            except Exception:  # noqa: BLE001 - history is optional on the page
                 pass
         return found
 
@@ -286,7 +286,7 @@ class WebPanel:
         answer reaches it)."""
         try:
             return list(self.kb.answer_history(operator, HISTORY))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - history is optional on the page
             log.warning("answer history unavailable: %s", exc)
             return []
 
@@ -553,7 +553,7 @@ class WebServer:
             ssl_certfile=settings.tls_certfile or None, ssl_keyfile=settings.tls_keyfile or None)
         try:
             self._server = uvicorn.Server(config)
-        except Exception as exc:  # a TLS file that is no certificate or key
+        except Exception as exc:  # noqa: BLE001 - a TLS file that is no certificate or key
             sock.close()
             raise WebPanelError(f"web panel: {exc}") from None
         self._unquiet = quiet_noisy_loggers()

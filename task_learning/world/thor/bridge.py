@@ -113,7 +113,7 @@ class Ai2ThorWorld:
         if controller is not None:
             try:
                 controller.stop()
-            except Exception as exc:  # already dead: nothing left to stop
+            except Exception as exc:  # noqa: BLE001 - already dead: nothing left to stop
                 log.debug("stopping the controller: %r", exc)
             self._controller = None
         if self._display is not None:
@@ -155,7 +155,7 @@ class Ai2ThorWorld:
         def construct() -> None:
             try:
                 box["controller"] = Controller(**kwargs)
-            except BaseException as exc:
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 box["error"] = exc
                 _stop_half_built(exc, Controller)
 
@@ -192,7 +192,7 @@ class Ai2ThorWorld:
             event = self._controller.step(action=action, renderImage=self.settings.render_image, **params)
         except ValueError:  # an invalid call: AI2-THOR's own message, unchanged
             event = self._controller.last_event
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the simulator's exit code says what happened
             code = self._exit_code()
             if code is not None and code != -9:  # -9: ai2thor itself killed a silent simulator
                 why = f"the AI2-THOR simulator process exited (exit code {code}) during {action}"
@@ -215,7 +215,7 @@ class Ai2ThorWorld:
             return None
         try:
             return int(process.wait(timeout=2.0))
-        except Exception:  # still running (or not a process we can wait for)
+        except Exception:  # noqa: BLE001 - still running (or not a process we can wait for)
             return None
 
     def _keep_frames(self, event: Any) -> None:
@@ -351,7 +351,7 @@ def _stop_half_built(exc: BaseException, controller_class: Any) -> None:
         if isinstance(candidate, controller_class):
             try:
                 candidate.stop()
-            except Exception as stop_error:  # half-built: nothing more to stop
+            except Exception as stop_error:  # noqa: BLE001 - half-built: nothing more to stop
                 log.debug("stopping a half-built controller: %r", stop_error)
             return
         tb = tb.tb_next
