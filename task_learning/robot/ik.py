@@ -76,10 +76,18 @@ class ArmKinematics:
             with warnings.catch_warnings():  # ikpy warns about every fixed link it keeps inactive
                 warnings.simplefilter("ignore")
                 probe = Chain.from_urdf_file(name, base_elements=path, symbolic=False)
-                mask = [link.name in joints for link in probe.links]
-                chain = Chain.from_urdf_file(name, base_elements=path, active_links_mask=mask, symbolic=False)
         finally:
             os.unlink(name)
+        # ikpy goes on past the last element it is given, down the first child of each link to a
+        # leaf (on a Fetch: past gripper_link into the gripper camera's frames, 6.27 cm off):
+        # the chain ends at the joint into `tip` (ikpy names its links after the joints).
+        names = [link.name for link in probe.links]
+        if path[-2] not in names:
+            raise KinematicsError(f"ikpy's chain {root} -> {tip} lacks the joint {path[-2]!r}")
+        links = probe.links[: names.index(path[-2]) + 1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            chain = Chain(links, active_links_mask=[link.name in joints for link in links], name=f"{root}->{tip}")
         return cls(chain, tuple(joints), tolerance_m)
 
     def _links(self) -> list[str]:

@@ -58,3 +58,30 @@ def test_fetch_pick_from_its_urdf():
     assert len(arm) == 3 and arm[0].joints == profile.arm.joints
     assert np.linalg.norm(kin.forward(arm[1].final) - np.array([0.7, 0.0, 0.8])) < profile.arm.tolerance_m
     assert 0.0 <= arm[1].final[0] <= 0.386  # the torso within its limits
+
+
+def test_the_chain_ends_at_the_tip_link_not_at_a_leaf_beyond_it():
+    """ikpy walks on past the last element it is given (on the Fetch: past gripper_link into the
+    gripper camera's frames, 6.27 cm off); the chain must end at the tip. At zero joint positions
+    the tip's position is the composition of the URDF's joint origins from root to tip."""
+    import xml.etree.ElementTree as ET
+
+    from scipy.spatial.transform import Rotation
+
+    from task_learning.robot.profile import load_profile
+    from test.robot.helpers import DATA
+
+    urdf = (DATA / "fetch.urdf").read_text()
+    profile = load_profile("fetch")
+    kin = ArmKinematics.from_urdf(urdf, profile.arm.root_link, profile.arm.tip_link, profile.arm.joints,
+                                  profile.arm.tolerance_m)
+    joints = {j.get("name"): j for j in ET.fromstring(urdf).iter("joint")}
+    pose = np.eye(4)
+    for name in chain_path(urdf, profile.arm.root_link, profile.arm.tip_link)[1::2]:
+        origin = joints[name].find("origin")
+        step = np.eye(4)
+        if origin is not None:
+            step[:3, :3] = Rotation.from_euler("xyz", [float(v) for v in origin.get("rpy", "0 0 0").split()]).as_matrix()
+            step[:3, 3] = [float(v) for v in origin.get("xyz", "0 0 0").split()]
+        pose = pose @ step
+    assert np.linalg.norm(kin.forward([0.0] * len(profile.arm.joints)) - pose[:3, 3]) < 1e-6
