@@ -110,6 +110,7 @@ class ServedPanel:
 
 
 def serve_panel(tmp_path: Path, backend: Any = None, **settings: Any) -> ServedPanel:
+    tmp_path.mkdir(parents=True, exist_ok=True)  # a knowledge base is never made in a missing folder
     kb = KnowledgeBase(tmp_path / "kb.sqlite")
     backend = backend or QueueBackend(timeout_s=60.0)
     panel = WebPanel(backend, kb, WebSettings(port=0, **settings))

@@ -230,7 +230,7 @@ def test_every_numeric_node_parameter_has_a_range_and_refuses_nan():
     from task_learning_nodes.nodes import perception
 
     declared = {p.name: p for p in perception.Parameters.rows()}
-    assert declared["backend"].choices == ("symbolic", "ai2thor", "fetch")
+    assert declared["backend"].choices == ("symbolic", "ai2thor", "fetch", "robot_stand_in")
     assert "finite" in declared["ai2thor.server_timeout_s"].problem(float("nan"))
 
 

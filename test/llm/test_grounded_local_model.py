@@ -47,6 +47,13 @@ class Recording:
         self.responses.append(response)
         return response
 
+    def complete_many(self, requests):
+        """Batched elicitation sends a tree level's requests together: record them as well."""
+        responses = self.client.complete_many(requests)
+        self.requests.extend(requests)
+        self.responses.extend(responses)
+        return responses
+
     def __getattr__(self, name: str):
         return getattr(self.client, name)
 

@@ -55,7 +55,7 @@ def test_ros2_pkg_finds_the_package_and_its_executables(ros_graph):
     share = Path(prefix.stdout.strip()) / "share" / "task_learning"
     assert (share / "package.xml").is_file() and (share / "config" / "bringup.yaml").is_file()
     assert sorted(p.name for p in (share / "launch").iterdir()) == ["perception.launch.py", "robot.launch.py",
-                                                                     "task_learning.launch.py"]
+                                                                     "sim.launch.py", "task_learning.launch.py"]
     executables = ros2(ros_graph, "pkg", "executables", "task_learning")
     assert set(EXECUTABLES) <= {line.split()[-1] for line in executables.stdout.splitlines()}
 
@@ -77,6 +77,8 @@ ELSEWHERE = {
         "run as printed by test_llm_state_ros.py",
     "ros2 launch task_learning task_learning.launch.py ": "this module: every launch argument and the default db",
     "ros2 launch task_learning perception.launch.py ": "test_perception_launch_file_starts_and_stops_one_node",
+    "ros2 launch task_learning robot.launch.py ": "test_robot_launch_ros.py (the fake standard servers, robot:=fetch)",
+    "ros2 launch task_learning sim.launch.py ": "test/sim/test_sim_launch.py",
     "ros2 run task_learning perception_node --ros-args --params-file install/": "test_colcon_build.py (a colcon install)",
 }
 # ros2cli verbs that refuse --no-daemon (issue 32: the README put it on every example).

@@ -56,8 +56,11 @@ def run_measured(ctx: ProbeContext, args: Sequence[str], *, limit_bytes: int | N
 
 def wait_measured(proc: subprocess.Popen, timeout_s: float) -> tuple[int | None, str, str, float]:
     """(exit status or None after a kill at the deadline, stdout, stderr, peak RSS in KB) of a
-    child: its pipes read by threads, the child reaped here with wait4 (its own rusage, not the
-    maximum over every child this process ever had)."""
+    child: its pipes read by threads, the child reaped here with wait4. The peak is the child's own
+    VmHWM (/proc/PID/status), read every 10 ms while it runs: wait4's ru_maxrss also counts the
+    resident size this process had when it forked the child (Linux keeps the pre-exec memory's
+    high-water mark), so a large runner (the faults command after its ROS probes: 589 MB) made
+    every child look that large."""
     chunks: dict[str, list[bytes]] = {"out": [], "err": []}
 
     def drain(key: str, pipe: Any) -> None:
@@ -68,8 +71,10 @@ def wait_measured(proc: subprocess.Popen, timeout_s: float) -> tuple[int | None,
     readers = [threading.Thread(target=drain, args=(k, pipe), daemon=True)
                for k, pipe in (("out", proc.stdout), ("err", proc.stderr))]
     reaped: list[tuple[int, int, Any]] = []
+    peak_kb = [0.0]
     waiter = threading.Thread(target=lambda: reaped.append(os.wait4(proc.pid, 0)), daemon=True)
-    for thread in (*readers, waiter):
+    sampler = threading.Thread(target=_sample_hwm, args=(proc.pid, reaped, peak_kb), daemon=True)
+    for thread in (*readers, waiter, sampler):
         thread.start()
     waiter.join(timeout_s)
     killed = not reaped
@@ -78,10 +83,24 @@ def wait_measured(proc: subprocess.Popen, timeout_s: float) -> tuple[int | None,
         waiter.join(30)
     for reader in readers:
         reader.join(30)
-    _pid, status, usage = reaped[0] if reaped else (0, 0, None)
+    _pid, status, _usage = reaped[0] if reaped else (0, 0, None)  # not ru_maxrss: see above
     proc.returncode = os.waitstatus_to_exitcode(status) if reaped else -9  # reaped here, not by Popen
     text = {k: b"".join(v).decode(errors="replace") for k, v in chunks.items()}
-    return (None if killed else proc.returncode), text["out"], text["err"], float(usage.ru_maxrss if usage else 0)
+    sampler.join(5)
+    return (None if killed else proc.returncode), text["out"], text["err"], peak_kb[0]
+
+
+def _sample_hwm(pid: int, reaped: list[Any], peak_kb: list[float]) -> None:
+    """The child's VmHWM (its own peak resident set, in KB) into peak_kb[0] until it is reaped."""
+    status = Path(f"/proc/{pid}/status")
+    while not reaped:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak_kb[0] = max(peak_kb[0], float(line.split()[1]))
+        except (OSError, ValueError):  # gone (a zombie has no VmHWM line), or cut mid-read
+            pass
+        time.sleep(0.01)
 
 
 def _judged(category: str, name: str, outcome: CommandOutcome, peak_mb: float, *needles: str) -> ProbeResult:
