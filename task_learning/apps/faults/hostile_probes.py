@@ -29,8 +29,6 @@ from task_learning.apps.faults.base import (
 )
 from task_learning.apps.faults.input_probes import _config, _replace
 
-NAN_POSE = ["nan", "0", "1", "0", "0", "0", "1"]
-
 
 def _cli(name: str, args: Sequence[str], *needles: str, fast: bool = False) -> Probe:
     def probe(ctx: ProbeContext) -> ProbeResult:
@@ -63,9 +61,6 @@ def cli_probes() -> list[Probe]:
         _cli("bag play --rate nan", ["bag", "play", "--bag", "{workdir}/none", "--rate", "nan"], "--rate", "finite",
              fast=True),
         _cli("bag play --rate 1e-9", ["bag", "play", "--bag", "{workdir}/none", "--rate", "1e-9"], "--rate"),
-        _cli("bag perceive --camera-to-base nan", ["bag", "perceive", "--bag", "{workdir}/none", "--scene",
-                                                   "tidy_kitchen", "--synthetic", "--camera-to-base", *NAN_POSE],
-             "--camera-to-base", "finite"),
         _cli("perceive --depth-noise nan", ["perceive", "--backend", "fetch", "--scene", "tidy_kitchen", "--synthetic",
                                             "--depth-noise", "nan"], "--depth-noise", "finite"),
         _cli("anticipate --graph without --robot", ["anticipate", "--day", "trace_01", "--graph"],
@@ -139,7 +134,8 @@ def config_probes() -> list[Probe]:
         _config("scene contained 40 levels deep", _contained, ["scene", "--scene", "nested"], "nested.yaml",
                 "levels deep", fast=False),
         _config("bringup entry naming http.server",
-                _replace("bringup.yaml", "module: task_learning_nodes.nodes.perception", "module: http.server"),
+                _replace("bringup.yaml", "  perception:\n    params: nodes/perception.yaml",
+                         "  perception:\n    module: http.server\n    params: nodes/perception.yaml"),
                 ["bringup"], "bringup.yaml", "http.server", "not a node of this project", fast=False),
     ]
     probes += [_registry_probe(name, text, key, words) for name, (text, key, words) in REGISTRIES.items()]
