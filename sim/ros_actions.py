@@ -20,7 +20,7 @@ from nav2_msgs.action import NavigateToPose
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 
-from task_learning_nodes.plumbing.qos import action_qos_kwargs
+from task_learning_nodes.plumbing.qos import action_server_qos
 from task_learning_sim.base_controller import NavOutcome
 from task_learning_sim.fetch_model import ROOT_LINK
 from task_learning_sim.ros_convert import duration, seconds_of, trajectory_of, yaw_of
@@ -56,7 +56,7 @@ class ActionServers:
 
     def _server(self, kind: Any, name: str, execute: Callable[[Any], Any]) -> ActionServer:
         return ActionServer(self.node, kind, name, execute, callback_group=self.group,
-                            cancel_callback=lambda _request: CancelResponse.ACCEPT, **action_qos_kwargs())
+                            cancel_callback=lambda _request: CancelResponse.ACCEPT, **action_server_qos())
 
     def _wait(self, handle: Any, done: Callable[[], bool], cancel: Callable[[], None],
               feedback: Callable[[], Any] | None = None) -> bool:

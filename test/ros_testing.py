@@ -411,6 +411,7 @@ class RosClient:
         order feedback against the result: the last feedback messages may arrive after the result,
         so assert on feedback only what holds for any prefix of it."""
         from task_learning_nodes.plumbing.node_base import ActionClient
+        from task_learning_nodes.plumbing.qos import action_client_qos
 
         feedback: list = []
         # One client per action, kept for the test: destroying one while the executor adds it to
@@ -418,7 +419,7 @@ class RosClient:
         key = (action_type, name)
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = ActionClient(self.node, action_type, name)
+            client = self._clients[key] = ActionClient(self.node, action_type, name, **action_client_qos())
         if not client.wait_for_server(timeout_sec=timeout):
             raise AssertionError(f"action server {name} not available within {timeout} s")
         handle = wait_future(client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(f.feedback)),

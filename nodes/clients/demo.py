@@ -36,6 +36,7 @@ from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import PerformTask
 from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node
+from task_learning_nodes.plumbing.qos import action_client_qos
 
 BIN = Path(sys.executable).parent
 
@@ -82,7 +83,7 @@ def nodes_on_domain(domain_id: int, wait_s: float = 2.0) -> list[str]:
 def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dict[str, Any]:
     """Send one PerformTask goal and wait for its result, printing a line per object."""
     with spinning_node("demo_client") as node:
-        client = ActionClient(node, PerformTask, "perform_task")
+        client = ActionClient(node, PerformTask, "perform_task", **action_client_qos())
         if not client.wait_for_server(timeout_sec=60.0):
             raise TaskLearningError("the planner node did not come up (see the bringup log)")
         done = threading.Event()

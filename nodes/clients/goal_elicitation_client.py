@@ -26,7 +26,7 @@ from task_learning_nodes.clients.oversight_client import OversightClient
 from task_learning_nodes.clients.ros_world import RosCallError, wait_future
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
-from task_learning_nodes.plumbing.qos import action_qos_kwargs
+from task_learning_nodes.plumbing.qos import action_client_qos
 
 
 @dataclass
@@ -103,9 +103,9 @@ class GoalElicitationClient:
         self._oversight = oversight
         self._settings = settings
         self.learn = ActionClient(node, LearnGoal, learn_goal_action, callback_group=callback_group,
-                                  **action_qos_kwargs())
+                                  **action_client_qos())
         self.learn_batch = ActionClient(node, LearnGoals, learn_goals_action, callback_group=callback_group,
-                                        **action_qos_kwargs())
+                                        **action_client_qos())
 
     def open_batch(self, task: str, object_ids: list[str], condition: str, context: list[str],
                     states: ObjectStates, stop: StopToken) -> GoalBatch:

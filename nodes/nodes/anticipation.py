@@ -47,7 +47,7 @@ from task_learning_nodes.clients.ros_world import RosWorld
 from task_learning_nodes.plumbing import convert
 from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
-from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.plumbing.qos import action_client_qos, service_qos
 from task_learning_nodes.plumbing.simple_action_server import (
     ActiveGoal,
     BusyPolicy,
@@ -108,7 +108,7 @@ class AnticipationNode(Node):
         execute: Client = self.create_client(ExecuteAction, self.params.execute_action_service, qos_profile=qos,
                                      callback_group=self.group)
         self.reach = ActionClient(self, ReachGoal, self.params.reach_goal_action, callback_group=self.group,
-                                  **action_qos_kwargs())
+                                  **action_client_qos())
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
         self._reaching: Any = None  # the planner's ReachGoal goal handle while it performs a task
         # One day at a time (a second one is rejected); a cancel or a stop also cancels the
@@ -288,7 +288,7 @@ def request_day(day: str, question_tag: str, seed: int, wait_s: float) -> dict[s
     executor.add_node(node)
     spinner = threading.Thread(target=executor.spin, name="anticipation-client", daemon=True)
     spinner.start()
-    client = ActionClient(node, AnticipateDay, "anticipate_day")
+    client = ActionClient(node, AnticipateDay, "anticipate_day", **action_client_qos())
     handle = None
     try:
         if not client.wait_for_server(timeout_sec=wait_s):

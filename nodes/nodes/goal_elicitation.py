@@ -105,17 +105,17 @@ class GoalElicitationNode(Node):
                                       transient_local=params.world_state_transient_local,
                                       initial=initial, initial_source=f"scene {scene}" if scene else "none",
                                       callback_group=MutuallyExclusiveCallbackGroup())
-        from task_learning_nodes.plumbing.qos import action_qos_kwargs
+        from task_learning_nodes.plumbing.qos import action_server_qos
 
         self._server = ActionServer(self, LearnGoal, params.action_name, self._execute,
                                     goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                     cancel_callback=self._on_cancel,
-                                    callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
+                                    callback_group=ReentrantCallbackGroup(), **action_server_qos())
         self._batch_server = ActionServer(self, LearnGoals, params.learn_goals_action, self._execute_batch,
                                           goal_callback=lambda _goal: GoalResponse.ACCEPT,
                                           handle_accepted_callback=self._batch_accepted,
                                           cancel_callback=self._on_batch_cancel,
-                                          callback_group=ReentrantCallbackGroup(), **action_qos_kwargs())
+                                          callback_group=ReentrantCallbackGroup(), **action_server_qos())
         self.get_logger().info(
             f"serving {params.action_name} and {params.learn_goals_action}: llm {params.llm}, default condition "
             f"{self.default_condition.value}, world from {params.world_state_topic} "

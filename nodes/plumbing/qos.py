@@ -14,6 +14,12 @@ profiles here means the node that publishes and the code that listens import the
   default keeps 10 requests, and 10 responses on the server's side: a burst of 200 calls lost
   190 of them, silently. A node sizes the depth for the load it promises and refuses what it
   cannot take with an answer (busy, queue full); clients of the stack use the same profile.
+- `action_server_qos()` / `action_client_qos()`: the stack's actions, those services plus
+  `feedback_qos()`. PerformTask's and LearnGoals' feedback carries every object's state after
+  each change, and a change comes between two messages: with rclpy's default (keep the last 10),
+  a follower that fell 10 messages behind (a busy machine, a burst of state changes while a batch
+  elicits) lost the ones in between, e.g. an object's `confirmed` before its `reached`. Keeping
+  100 on both sides leaves a follower that margin.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ DURABILITY = {"transient_local": DurabilityPolicy.TRANSIENT_LOCAL, "volatile": D
 
 
 SERVICE_DEPTH = 1000  # requests (and responses) a service keeps: above every burst the nodes promise
+FEEDBACK_DEPTH = 100  # feedback messages an action keeps on each side (a lagging follower's margin)
 
 
 def service_qos(depth: int = SERVICE_DEPTH) -> QoSProfile:
@@ -34,19 +41,43 @@ def service_qos(depth: int = SERVICE_DEPTH) -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
-class ActionQos(TypedDict):
-    """The keyword arguments of ActionServer/ActionClient that action_qos_kwargs sets."""
-
+class _ActionServiceQos(TypedDict):
     goal_service_qos_profile: QoSProfile
     result_service_qos_profile: QoSProfile
     cancel_service_qos_profile: QoSProfile
 
 
-def action_qos_kwargs(depth: int = SERVICE_DEPTH) -> ActionQos:
-    """The service profiles of an ActionServer/ActionClient (goal, result, cancel) sized alike."""
+class ActionServerQos(_ActionServiceQos):
+    """The keyword arguments of ActionServer that action_server_qos sets."""
+
+    feedback_pub_qos_profile: QoSProfile
+
+
+class ActionClientQos(_ActionServiceQos):
+    """The keyword arguments of ActionClient that action_client_qos sets."""
+
+    feedback_sub_qos_profile: QoSProfile
+
+
+def feedback_qos(depth: int = FEEDBACK_DEPTH) -> QoSProfile:
+    """Reliable, volatile, keeping `depth` feedback messages on each side (see the module docstring)."""
+    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def action_server_qos(depth: int = SERVICE_DEPTH) -> ActionServerQos:
+    """An ActionServer's profiles: its services sized as `service_qos(depth)`, its feedback as
+    `feedback_qos()`."""
     profile = service_qos(depth)
-    return ActionQos(goal_service_qos_profile=profile, result_service_qos_profile=profile,
-                     cancel_service_qos_profile=profile)
+    return ActionServerQos(goal_service_qos_profile=profile, result_service_qos_profile=profile,
+                           cancel_service_qos_profile=profile, feedback_pub_qos_profile=feedback_qos())
+
+
+def action_client_qos(depth: int = SERVICE_DEPTH) -> ActionClientQos:
+    """An ActionClient's profiles, matching `action_server_qos`."""
+    profile = service_qos(depth)
+    return ActionClientQos(goal_service_qos_profile=profile, result_service_qos_profile=profile,
+                           cancel_service_qos_profile=profile, feedback_sub_qos_profile=feedback_qos())
 
 
 def latched(depth: int = 1) -> QoSProfile:

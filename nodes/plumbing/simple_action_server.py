@@ -41,7 +41,7 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.node import Node
 
 from task_learning.lifecycle.cancellation import StopToken
-from task_learning_nodes.plumbing.qos import action_qos_kwargs
+from task_learning_nodes.plumbing.qos import action_server_qos
 
 CANCELED_BY_CLIENT = "canceled by the client"
 STOP_GRACE_S = 4.0  # how long a stop waits for the running goal, and again for its result's delivery
@@ -119,7 +119,7 @@ class SingleGoalServer:
         `refuse` builds the result of a goal refused because the slot is taken (or the node stops)."""
         return ActionServer(self._node, action_type, name, lambda handle: self._execute(name, handle, work, refuse),
                             goal_callback=self._accept, cancel_callback=self._cancel,
-                            callback_group=self._group, **action_qos_kwargs())
+                            callback_group=self._group, **action_server_qos())
 
     @property
     def busy_with(self) -> str:

@@ -22,7 +22,7 @@ from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
 from task_learning_interfaces.msg import ConfirmationRequest, GoalLiteral
 from task_learning_interfaces.srv import AnswerConfirmation, Confirm, ListPendingConfirmations, QueryWorld
 from task_learning_nodes.plumbing.node_base import ActionClient
-from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.plumbing.qos import action_client_qos, service_qos
 from task_learning_nodes.probes.fault_probes import SCENE, Client, _child_with, _executed, _refused_or_hung, result
 
 CANCELED = 5  # action_msgs/GoalStatus.STATUS_CANCELED
@@ -86,7 +86,7 @@ def probe_spoofed_answers_and_cancel(c: Client, db: Path) -> list[dict[str, Any]
     cancel = "perform_task canceled: its question withdrawn"
     forger = OperatorCredentials.from_token(make_token("alice")[0])
     operator = OversightClient(c.node, name="alice", credentials=_paired(db, "alice"), service_wait_s=30)
-    client: Any = ActionClient(c.node, PerformTask, "perform_task", **action_qos_kwargs())
+    client: Any = ActionClient(c.node, PerformTask, "perform_task", **action_client_qos())
     try:
         if not client.wait_for_server(timeout_sec=60):
             return [result(spoof, False, "planner not available"), result(cancel, False, "planner not available")]
@@ -191,7 +191,7 @@ def probe_perform_burst(c: Client) -> dict[str, Any]:
     """20 simultaneous PerformTask: one body; every client gets a result (busy, or the one that
     runs, canceled here), none is left without one."""
     name = "perform_task: 20 at once"
-    clients = [ActionClient(c.node, PerformTask, "perform_task", **action_qos_kwargs()) for _ in range(20)]
+    clients = [ActionClient(c.node, PerformTask, "perform_task", **action_client_qos()) for _ in range(20)]
     try:
         for client in clients:
             if not client.wait_for_server(timeout_sec=60):
@@ -254,7 +254,7 @@ def probe_oversight_stopped(c: Client, bringup: subprocess.Popen) -> dict[str, A
     """A SIGSTOPped oversight node during a +O task: the task ends naming it (once DDS drops the
     stopped node after its lease) instead of eliciting every other object."""
     name = "oversight SIGSTOPped during perform_task"
-    client: Any = ActionClient(c.node, PerformTask, "perform_task", **action_qos_kwargs())
+    client: Any = ActionClient(c.node, PerformTask, "perform_task", **action_client_qos())
     victim = None
     try:
         if not client.wait_for_server(timeout_sec=60):

@@ -9,6 +9,7 @@ is: every object has a state of its own.
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from enum import Enum
 from typing import Callable, Collection, Iterable
 
@@ -43,11 +44,15 @@ Snapshot = list[tuple[str, str, str]]  # (object_id, state, detail) in the task'
 
 class ObjectStates:
     """The state of every object of a task, thread-safe; `on_change` gets a snapshot after every
-    change (called outside the lock, in the thread that made the change)."""
+    change, in the thread that made the change, in the order the changes were made: two threads
+    changing states at once never hand over their snapshots the other way round (a follower
+    would see an object go back from reached to asking). `on_change` may read the states but
+    must not block on another thread that changes them."""
 
     def __init__(self, object_ids: Iterable[str] = (), *,
                  on_change: Callable[[Snapshot], None] | None = None) -> None:
         self._lock = threading.Lock()
+        self._ordered = threading.RLock()  # held from a change until its snapshot is handed over
         self._states: dict[str, tuple[ObjectState, str]] = {
             object_id: (ObjectState.QUEUED, "") for object_id in object_ids}
         self.on_change = on_change
@@ -59,15 +64,22 @@ class ObjectStates:
         `LEARNING` for goal elicitation's reports once the client has the object's result).
         Returns whether anything changed."""
         entry = (state, printable(detail, MAX_DETAIL_CHARS))
-        with self._lock:
-            current = self._states.get(object_id)
-            if current == entry or (only_from is not None and current is not None and current[0] not in only_from):
-                return False
-            self._states[object_id] = entry
-            snapshot = self._snapshot()
-        if self.on_change is not None:
-            self.on_change(snapshot)
+        with self._ordered:
+            with self._lock:
+                current = self._states.get(object_id)
+                if current == entry or (only_from is not None and current is not None
+                                        and current[0] not in only_from):
+                    return False
+                self._states[object_id] = entry
+                snapshot = self._snapshot()
+            if self.on_change is not None:
+                self.on_change(snapshot)
         return True
+
+    def ordered(self) -> AbstractContextManager[bool]:
+        """Held while handing over a snapshot taken outside `set` (e.g. with other feedback), so
+        that it cannot overtake a change made meanwhile."""
+        return self._ordered
 
     def get(self, object_id: str) -> ObjectState | None:
         with self._lock:

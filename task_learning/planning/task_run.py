@@ -155,8 +155,9 @@ class TaskRun:
             self.ports.feedback(replace(self._feedback))
 
     def progress(self, done: int, total: int, message: str) -> None:
-        self.publish(self.states.snapshot(), current_object=message, stage="done", objects_done=done,
-                     objects_total=total, progress=float(done) / max(total, 1))
+        with self.states.ordered():
+            self.publish(self.states.snapshot(), current_object=message, stage="done", objects_done=done,
+                         objects_total=total, progress=float(done) / max(total, 1))
 
     def elicit(self, *, task: str, object_id: str, metadata: Mapping[str, Any]) -> RemoteResult:
         remote = self.ports.goals.learn_goal(task, object_id, self.condition, list(self.scene.context), self.stop,

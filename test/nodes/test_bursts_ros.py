@@ -36,7 +36,7 @@ from task_learning_interfaces.srv import (
 )
 from task_learning_nodes.clients.oversight_client import OversightClient
 from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
-from task_learning_nodes.plumbing.qos import action_qos_kwargs, service_qos
+from task_learning_nodes.plumbing.qos import action_client_qos, service_qos
 
 pytestmark = pytest.mark.timeout(600)
 PER_CLIENT = 10
@@ -148,7 +148,7 @@ def test_twenty_simultaneous_perform_task_all_get_a_result(ros_graph, tmp_path):
     nodes[2].wait_for_line("planner ready", timeout=60)
     client = ros_graph.client("perform_burst")
     try:
-        actions = [ActionClient(client.node, PerformTask, "perform_task", **action_qos_kwargs()) for _ in range(20)]
+        actions = [ActionClient(client.node, PerformTask, "perform_task", **action_client_qos()) for _ in range(20)]
         for action in actions:
             assert action.wait_for_server(timeout_sec=60)
         goal = PerformTask.Goal(task="tidy kitchen", scene="tidy_kitchen", condition="STARS")
