@@ -39,14 +39,16 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import rclpy
+from rclpy.callback_groups import CallbackGroup
 from rclpy.context import Context
 from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
 from task_learning.lifecycle.signals import StopSignals
@@ -66,6 +68,9 @@ SHUTDOWN_LIMIT_S = 9.0  # above the planner's stop_work grace (4 + 4 s), below t
 #                         launch sends SIGTERM (config/bringup.yaml)
 
 _stop_event = threading.Event()
+
+
+T = TypeVar("T")
 
 
 def request_shutdown() -> None:
@@ -101,7 +106,7 @@ def spinning_node(name: str, executor: Callable[..., Executor] = SingleThreadedE
         rclpy.shutdown(context=context)
 
 
-def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,
+def wait_for_future(future: Future, timeout_s: float, *, alive: Callable[[], bool] | None = None,
                     stop: Callable[[], bool] | None = None, poll_s: float = 0.25) -> str:
     """Block a worker thread until `future` completes while the executor spins elsewhere.
 
@@ -120,6 +125,15 @@ def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] 
         if time.monotonic() >= deadline:
             return "timeout"
     return "done"
+
+
+def result_of(future: Future[T]) -> T:
+    """A completed future's result. rclpy types it Optional (a cancelled future holds none); a
+    done callback or a finished wait that finds none is a failed call, said as one."""
+    value = future.result()
+    if value is None:
+        raise RuntimeError("the call completed without a result (its future was cancelled)")
+    return value
 
 
 def init_problem(exc: BaseException) -> str:
@@ -295,7 +309,7 @@ class LatestWorldState:
 
     def __init__(self, node: Node, topic: str, convert: Callable[[Any], Any], *,
                  transient_local: bool = False, initial: Any = None, initial_source: str = "none",
-                 callback_group: Any = None) -> None:
+                 callback_group: CallbackGroup | None = None) -> None:
         from task_learning_interfaces.msg import WorldState as WorldStateMsg
         from task_learning_nodes.plumbing.qos import world_state_subscription
 
