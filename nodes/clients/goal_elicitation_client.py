@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from rclpy.action.client import ClientGoalHandle
+from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 
 from task_learning.errors import LLM_UNAVAILABLE
 from task_learning.inputs.safe_text import printable
@@ -25,7 +27,7 @@ from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_nodes.clients.oversight_client import OversightClient
 from task_learning_nodes.clients.ros_world import RosCallError, wait_future
 from task_learning_nodes.plumbing import convert
-from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
+from task_learning_nodes.plumbing.node_base import ActionClient, result_of, wait_for_future
 from task_learning_nodes.plumbing.qos import action_qos_kwargs
 
 
@@ -98,7 +100,7 @@ class GoalElicitationClient:
     learn_goal_timeout_s: writable, read at each call); `oversight` checks confirmation ids."""
 
     def __init__(self, node: Node, *, learn_goal_action: str, learn_goals_action: str, oversight: OversightClient,
-                 settings: Callable[[], Any], callback_group: Any) -> None:
+                 settings: Callable[[], Any], callback_group: CallbackGroup) -> None:
         self._node = node
         self._oversight = oversight
         self._settings = settings
@@ -126,12 +128,12 @@ class GoalElicitationClient:
         result.add_done_callback(self._said_refused)
         return GoalBatch(handle, result, object_ids, self.learn_batch.server_is_ready)
 
-    def _said_refused(self, future: Any) -> None:
+    def _said_refused(self, future: Future) -> None:
         """Another client's batch held goal elicitation (planning.batches): this task's objects are
         elicited one by one (the same goals, more round trips); the log says why."""
         if future.cancelled() or future.exception() is not None:
             return
-        message = future.result().result.message
+        message = result_of(future).result.message
         if message.startswith("refused"):
             self._node.get_logger().warning(f"learn_goals {printable(message, 300)}: eliciting each object on its own")
 
