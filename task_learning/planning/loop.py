@@ -277,7 +277,7 @@ class TaskLearner:
         ))
         return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics, who)
 
-    def _ask(self, object_id: str, spoken: str, text: str, literals: list,
+    def _ask(self, object_id: str, spoken: str, text: str, literals: list[GoalLiteral],
              metrics: RunMetrics) -> ConfirmationVerdict:
         assert self.confirm is not None  # run() refuses to start without one
         verdict = self.confirm(object_id=object_id, object_description=spoken, text=text,
@@ -290,7 +290,7 @@ class TaskLearner:
         metrics.questions += counts.instructions
         return verdict
 
-    def _reach(self, object_id: str, context: str, literals: list, text: str, source: str,
+    def _reach(self, object_id: str, context: str, literals: list[GoalLiteral], text: str, source: str,
                metrics: RunMetrics, confirmed_by: str = "") -> ObjectReport:
         reached = self.executor.reach(self.world, literals, task=self.scene.task, object_id=object_id)
         metrics.policies_reused += int(reached.policy_reused)
