@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from task_learning.errors import TaskLearningError
 from task_learning.lifecycle.child_process import describe_exit, die_with_parent
@@ -132,7 +133,7 @@ class LocalServer:
             self.binary, self.model = binary, Path(model or self.settings.model)
         self.requested_port = int(port)
         self.port = 0
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
         self._log_handle: int | None = None
         self._release: threading.Event | None = None  # ends the thread that started the process
@@ -311,7 +312,7 @@ class LocalServer:
         errors = [line for line in lines if "error" in line.lower()]
         return (errors or lines or ["(no output)"])[-1][:300]
 
-    def props(self) -> dict:
+    def props(self) -> dict[str, Any]:
         """The server's /props (its settings as it runs them); {} if it does not answer."""
         try:
             with urllib.request.urlopen(f"{self.root_url}/props", timeout=5.0) as answer:
