@@ -13,7 +13,7 @@ config/anticipation/household.yaml with task_learning.anticipation.robot_day, wi
   operator's yes to that question, whose candidate goal carried those literals. A task nobody
   confirmed is never sent.
 
-Confirmations carry their question (issue 31): the planner checks the id with the oversight node
+Confirmations carry their question: the planner checks the id with the oversight node
 and uses it up (one yes, one execution; it expires with its question). This node writes no
 confirmation anywhere, so a kill of it (or of the planner) at any moment leaves nothing that a
 later ReachGoal could use. (Earlier versions wrote the yes into the planner's knowledge base for

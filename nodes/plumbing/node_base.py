@@ -10,8 +10,8 @@
   when the executor wakes up. The signal handler only records the signal: one that set the
   Event the main thread waits on could deadlock inside Event.wait (task_learning.lifecycle.signals).
 - Shutdown order matters: an executor thread still inside rcl_wait while the executor, the node
-  or the interpreter is torn down can hang the process for good (seen once in CI: a node idle
-  for seconds ignored SIGINT and SIGTERM until launch killed it). So: long callbacks end first
+  or the interpreter is torn down can hang the process for good (docs/ros.md, "History"). So:
+  long callbacks end first
   while the executor still spins (a node's `stop_work()`: the oversight node's waiting questions
   get the safe default, the planner's running goal sends its result); then the worker, which
   spins in short slices, leaves its loop by itself and is joined; then the executor is shut

@@ -125,8 +125,8 @@ def probe_force_action_json(c: Client) -> dict[str, Any]:
 
 
 def probe_simulator_commands(c: Client) -> dict[str, Any]:
-    """Issue 34: `Reset {sceneName: FloorPlan306}` swapped the AI2-THOR kitchen for a bedroom;
-    only robot actions may reach a backend (world.action_check.ROBOT_ACTIONS)."""
+    """Only robot actions may reach a backend (world.action_check.ROBOT_ACTIONS): a simulator
+    command such as `Reset {sceneName: FloorPlan306}` would swap the AI2-THOR kitchen for a bedroom."""
     name = "execute_action Reset / ChangeResolution / TeleportFull"
     sent = [ActionCall(action="Reset", params=[KeyValue(key="sceneName", value='"FloorPlan306"')]),
             ActionCall(action="ChangeResolution", params=[KeyValue(key="x", value="64"), KeyValue(key="y", value="64")]),
@@ -248,7 +248,7 @@ def probe_node_kill(c: Client, bringup: subprocess.Popen) -> dict[str, Any]:
 
 
 def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[str, Any]:
-    """Issue 10's first defect through the graph: PerformTask with STARS learns goals nobody
+    """Reuse without confirmation, through the graph: PerformTask with STARS learns goals nobody
     confirmed; the graph restarts on the same knowledge base (the world as it was) and PerformTask
     with STARS+O must ask before executing any of them."""
     from task_learning.oversight.audit import operator_confirmations

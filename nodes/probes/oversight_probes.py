@@ -1,4 +1,4 @@
-"""Fault probes of who answers, who asks, bursts and stalls (issues 31, 32, 34), for `task-learning
+"""Fault probes of who answers, who asks, bursts and stalls, for `task-learning
 faults` (its `ros` category): run by task_learning_nodes.probes.fault_probes on its graph, with its client.
 
 Each probe acts as the hostile battery did — answers from a client nobody paired, a Confirm from

@@ -7,7 +7,7 @@ committed before the call returns (WAL journal, synchronous=FULL), so a node kil
 nothing it had confirmed. The tables' contents are the repositories' (kb/repositories/); this
 module knows none of their meaning.
 
-Opening a new file from several processes at once (issue 45): switching a new file into WAL makes
+Opening a new file from several processes at once: switching a new file into WAL makes
 SQLite read its header under a shared lock and then upgrade to the write lock; when two
 connections do that at once, the one that finds the other's write lock while holding its own read
 lock gets SQLITE_BUSY at once, without its busy handler (waiting would deadlock), so under load 2

@@ -39,8 +39,8 @@ HOST = "127.0.0.1"
 PORT_ATTEMPTS = 3  # a free port can be taken between the probe and the server's bind
 # A CPU can advertise instructions that its virtual machine does not let a process run: on a Xeon
 # with AMX tiles (cpuinfo flags amx_tile, amx_int8) the server built for it (GGML_NATIVE) died at
-# its warm-up with a general protection fault on `ldtilecfg` in ggml's AMX matrix kernel, measured
-# 2026-11-27. The AMX kernels come with ggml's repacked weight buffers; `--no-repack` keeps the
+# its warm-up with a general protection fault on `ldtilecfg` in ggml's AMX matrix kernel
+# (docs/llm.md, "Serve"). The AMX kernels come with ggml's repacked weight buffers; `--no-repack` keeps the
 # server on the plain CPU kernels. A server that dies of one of these signals while starting is
 # started once more with it (the log says so), instead of failing every command on such a machine.
 FAULT_SIGNALS = (signal.SIGSEGV, signal.SIGILL, signal.SIGBUS)

@@ -398,7 +398,7 @@ class _OneChoice:
 
 def _api_path_hint(shown_url: str) -> str:
     """A hint for a base URL without a path: OpenAI-compatible servers (llama.cpp, vLLM,
-    Ollama) serve the API under /v1, and their root answers something else (issue 40)."""
+    Ollama) serve the API under /v1, and their root answers something else."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(shown_url)
