@@ -4,7 +4,7 @@ reads of an elicitation (planning.loop.Elicitor), their feedback into the task's
 
 A goal that goal elicitation returns as confirmed counts as confirmed only when the oversight node
 vouches for its confirmation id (signed reply, used up once, for exactly that goal): who confirmed
-it is the oversight node's word, never the name goal elicitation put in its result (issue 31).
+it is the oversight node's word, never the name goal elicitation put in its result.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""LearnGoals from another client (issue 40): a hostile or careless client's batch sent while a task
+"""LearnGoals from another client: a hostile or careless client's batch sent while a task
 runs must be refused and must not spoil the task.
 
 Two probes: the batch rules themselves (`planning.batches`, no graph: fast), and the same attack on
