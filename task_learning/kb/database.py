@@ -322,25 +322,26 @@ class Database:
         except sqlite3.Error as exc:
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
         if read_only:
-            try:
+            with self._closed_on_error():
                 self._wait_for_writer()
                 self._check_schema()
                 self._shadow_missing()
                 self._check_version()
-            except sqlite3.Error as exc:
-                self.conn.close()
-                raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
-            except KnowledgeBaseError:
-                self.conn.close()
-                raise
             return
-        try:
+        with self._closed_on_error():
             self._check_schema()  # before changing anything in a file that may be another program's
             enter_wal(self.conn, self.busy_timeout_s)
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self._create_missing()
             self._check_version()
+
+    @contextmanager
+    def _closed_on_error(self) -> Iterator[None]:
+        """A file that cannot be opened as a knowledge base is closed again, and said so in one
+        line (KnowledgeBaseError)."""
+        try:
+            yield
         except sqlite3.Error as exc:
             self.conn.close()
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
