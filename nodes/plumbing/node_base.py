@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
 
 import rclpy
 from rclpy.callback_groups import CallbackGroup
@@ -301,14 +301,14 @@ class DiagnosticsPublisher:
         self.publisher.publish(array)
 
 
-class LatestWorldState:
+class LatestWorldState(Generic[T]):
     """The most recent world state from perception's `world_state` topic, converted once on
     arrival (to whatever form the node works with), or an initial value (a scene's start) until
     the first message. A malformed message is logged and ignored: the node keeps its last state.
     """
 
-    def __init__(self, node: Node, topic: str, convert: Callable[[Any], Any], *,
-                 transient_local: bool = False, initial: Any = None, initial_source: str = "none",
+    def __init__(self, node: Node, topic: str, convert: Callable[[Any], T], *,
+                 transient_local: bool = False, initial: T | None = None, initial_source: str = "none",
                  callback_group: CallbackGroup | None = None) -> None:
         from task_learning_interfaces.msg import WorldState as WorldStateMsg
         from task_learning_nodes.plumbing.qos import world_state_subscription
@@ -316,7 +316,7 @@ class LatestWorldState:
         self._node = node
         self._convert = convert
         self._lock = threading.Lock()
-        self._value = initial
+        self._value: T | None = initial
         self.source = initial_source
         self.received_at: float | None = None  # time.monotonic() of the last message (diagnostics)
         node.create_subscription(WorldStateMsg, topic, self._on_message,
@@ -334,7 +334,7 @@ class LatestWorldState:
             self.source = "world_state topic"
             self.received_at = time.monotonic()
 
-    def get(self) -> Any:
+    def get(self) -> T | None:
         with self._lock:
             return self._value
 
