@@ -78,7 +78,7 @@ class Confirmer(Protocol):
     """Puts a goal to the operator (planning.confirmation.GoalConfirmer)."""
 
     def __call__(self, *, object_id: str, object_description: str, text: str,
-                 literals: Any) -> ConfirmationVerdict:
+                 literals: Sequence[GoalLiteral]) -> ConfirmationVerdict:
         ...
 
 
