@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from control_msgs.action import FollowJointTrajectory, GripperCommand, PointHead
 from nav2_msgs.action import NavigateToPose
 from rclpy.action import ActionServer, CancelResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 
 from task_learning_nodes.plumbing.qos import action_server_qos
@@ -26,6 +27,9 @@ from task_learning_sim.fetch_model import ROOT_LINK
 from task_learning_sim.ros_convert import duration, seconds_of, trajectory_of, yaw_of
 from task_learning_sim.simulator import CONTROLLERS, occupied_by
 from task_learning_sim.trajectory_controller import TrajectoryCode, TrajectoryRefused
+
+if TYPE_CHECKING:
+    from task_learning_sim.ros_node import SimNode
 
 POLL_S = 0.02
 NAV_CODES = {NavOutcome.COLLISION: 106, NavOutcome.STUCK: 105, NavOutcome.TIMEOUT: 9003}
@@ -44,7 +48,7 @@ def _set(message: Any, **fields: Any) -> None:
 class ActionServers:
     """The servers on `node` (a SimNode: its `sim`, `lock` and `stopping`)."""
 
-    def __init__(self, node: Any) -> None:
+    def __init__(self, node: SimNode) -> None:
         self.node = node
         self.group = ReentrantCallbackGroup()  # goals of different servers run at once
         self.servers = [self._server(NavigateToPose, "navigate_to_pose", self.navigate)]
@@ -54,11 +58,11 @@ class ActionServers:
         self.servers.append(self._server(PointHead, "head_controller/point_head", self.point_head))
         self.servers.append(self._server(GripperCommand, "gripper_controller/gripper_action", self.grip))
 
-    def _server(self, kind: Any, name: str, execute: Callable[[Any], Any]) -> ActionServer:
+    def _server(self, kind: Any, name: str, execute: Callable[[ServerGoalHandle], Any]) -> ActionServer:
         return ActionServer(self.node, kind, name, execute, callback_group=self.group,
                             cancel_callback=lambda _request: CancelResponse.ACCEPT, **action_server_qos())
 
-    def _wait(self, handle: Any, done: Callable[[], bool], cancel: Callable[[], None],
+    def _wait(self, handle: ServerGoalHandle, done: Callable[[], bool], cancel: Callable[[], None],
               feedback: Callable[[], Any] | None = None) -> bool:
         """Until `done()` (under the lock); a cancel request or the node's stop calls `cancel()`
         once. True when the goal was cancelled."""
@@ -88,7 +92,7 @@ class ActionServers:
             return x + c * p.x - s * p.y, y + s * p.x + c * p.y, yaw + yaw_of(q)
         return None
 
-    def navigate(self, handle: Any) -> Any:
+    def navigate(self, handle: ServerGoalHandle) -> Any:
         result = NavigateToPose.Result()
         with self.node.lock:
             target = self._goal_in_odom(handle.request.pose)
@@ -124,12 +128,12 @@ class ActionServers:
         return result
 
     # ---- follow_joint_trajectory -----------------------------------------------------------------
-    def _trajectory_server(self, controller: str) -> Callable[[Any], Any]:
-        def execute(handle: Any) -> Any:
+    def _trajectory_server(self, controller: str) -> Callable[[ServerGoalHandle], Any]:
+        def execute(handle: ServerGoalHandle) -> Any:
             return self.follow(controller, handle)
         return execute
 
-    def follow(self, controller: str, handle: Any) -> Any:
+    def follow(self, controller: str, handle: ServerGoalHandle) -> Any:
         result = FollowJointTrajectory.Result()
         with self.node.lock:
             try:
@@ -159,7 +163,7 @@ class ActionServers:
         return result
 
     # ---- point_head ------------------------------------------------------------------------------
-    def point_head(self, handle: Any) -> Any:
+    def point_head(self, handle: ServerGoalHandle) -> Any:
         goal = handle.request
         with self.node.lock:
             target = self._goal_in_odom_point(goal.target)
@@ -193,7 +197,7 @@ class ActionServers:
         return None
 
     # ---- gripper_action --------------------------------------------------------------------------
-    def grip(self, handle: Any) -> Any:
+    def grip(self, handle: ServerGoalHandle) -> Any:
         command = handle.request.command
         with self.node.lock:
             run = self.node.sim.grip(float(command.position), float(command.max_effort))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -42,6 +42,9 @@ from task_learning_sim.ros_actions import ActionServers
 from task_learning_sim.ros_convert import joint_state, stamp, transform, yaw_quaternion
 from task_learning_sim.simulator import Simulator
 from task_learning_sim.urdf import fetch_urdf
+
+if TYPE_CHECKING:
+    from task_learning_sim.scene_world import SceneWorld
 
 CAMERA = "head_camera_rgb"
 CAMERA_FRAME = "head_camera_rgb_optical_frame"
@@ -66,7 +69,7 @@ class SimNode(Node):
 
     executor_threads = 8  # one per action that may run at once, and the topics
 
-    def __init__(self, world: Any = None) -> None:
+    def __init__(self, world: SceneWorld | None = None) -> None:
         super().__init__("fetch_sim")
         self.params = declare_parameters(self, SimParameters)
         if world is None:

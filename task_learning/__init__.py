@@ -8,7 +8,7 @@ layer and users import from it (the API reference, docs/reference/python-api.md,
 from these). Most packages serve their names lazily (`lazy_exports`), so importing one module of
 a package never loads the rest of it: a node or a command starts in a fraction of the time an
 eager package import would take (measured with the oversight package: 0.05 s against 10 s on a
-loaded 2-core machine, 2026-12-01).
+loaded 2-core machine).
 """
 from __future__ import annotations
 

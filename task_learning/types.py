@@ -58,7 +58,7 @@ class MismatchKind(str, Enum):
     UNGROUNDED_OBJECT = "ungrounded_object"
     AFFORDANCE_MISMATCH = "affordance_mismatch"
     # Not one of the paper's four: a goal asked for object X that says nothing about X ("the
-    # cheese is in the fridge" when asked about the plastic cups). Issue 10.
+    # cheese is in the fridge" when asked about the plastic cups).
     WRONG_OBJECT = "wrong_object"
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from action_msgs.msg import GoalStatus
+from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.table import OFFLINE_NOTE, format_table, plot_rows
@@ -35,7 +36,7 @@ from task_learning.kb import remove_knowledge_base
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import PerformTask
-from task_learning_nodes.plumbing.node_base import ActionClient, spinning_node
+from task_learning_nodes.plumbing.node_base import ActionClient, result_of, spinning_node
 from task_learning_nodes.plumbing.qos import action_client_qos
 
 BIN = Path(sys.executable).parent
@@ -95,13 +96,14 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
                 print(f"\r  [{f.objects_done:>2}/{f.objects_total}] {f.current_object[:70]:<70}",
                       end="", flush=True)
 
-        def on_result(future: Any) -> None:
-            box["result"] = future.result().result
-            box["status"] = future.result().status
+        def on_result(future: Future) -> None:
+            wrapped = result_of(future)
+            box["result"] = wrapped.result
+            box["status"] = wrapped.status
             done.set()
 
-        def on_goal(future: Any) -> None:
-            handle = future.result()
+        def on_goal(future: Future) -> None:
+            handle = result_of(future)
             if not handle.accepted:
                 box["error"] = "the planner rejected the goal"
                 done.set()

@@ -4,15 +4,17 @@ reads of an elicitation (planning.loop.Elicitor), their feedback into the task's
 
 A goal that goal elicitation returns as confirmed counts as confirmed only when the oversight node
 vouches for its confirmation id (signed reply, used up once, for exactly that goal): who confirmed
-it is the oversight node's word, never the name goal elicitation put in its result (issue 31).
+it is the oversight node's word, never the name goal elicitation put in its result.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from rclpy.action.client import ClientGoalHandle
+from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 
 from task_learning.errors import LLM_UNAVAILABLE
 from task_learning.inputs.safe_text import printable
@@ -20,13 +22,16 @@ from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, S
 from task_learning.oversight.flow import OversightCounts, OversightStatus
 from task_learning.planning.confirmation import confirmation_mismatch
 from task_learning.planning.progress import LEARNING, ObjectState, ObjectStates
-from task_learning.types import LLMUsage
+from task_learning.types import GoalCandidate, LLMUsage
 from task_learning_interfaces.action import LearnGoal, LearnGoals
 from task_learning_nodes.clients.oversight_client import OversightClient
 from task_learning_nodes.clients.ros_world import RosCallError, wait_future
 from task_learning_nodes.plumbing import convert
-from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
+from task_learning_nodes.plumbing.node_base import ActionClient, result_of, wait_for_future
 from task_learning_nodes.plumbing.qos import action_client_qos
+
+if TYPE_CHECKING:
+    from task_learning.grounding.analysis import GoalAnalysis
 
 
 @dataclass
@@ -41,12 +46,19 @@ class RemoteOversight:
     status: OversightStatus | None = None
 
 
+class CallTimeouts(Protocol):
+    """The planner's parameters the client reads at each call (writable while the node runs)."""
+
+    service_timeout_s: float
+    learn_goal_timeout_s: float
+
+
 @dataclass
 class RemoteElicitation:
     """A LearnGoal result in the shape the loop reads from ElicitationResult."""
 
-    chosen: Any
-    candidates: list
+    chosen: GoalCandidate | None
+    candidates: list[GoalCandidate]
     usage: LLMUsage
     oversight: RemoteOversight | None
     outcome: str
@@ -66,7 +78,7 @@ class GoalBatch:
     elicit, its feedback copied into the task's object states while they are still being learned,
     closed (cancelled) when the loop is done; its result carries the batch's LLM usage."""
 
-    def __init__(self, handle: ClientGoalHandle, result: Any, object_ids: list[str], alive: Callable[[], bool]) -> None:
+    def __init__(self, handle: ClientGoalHandle, result: Future, object_ids: list[str], alive: Callable[[], bool]) -> None:
         self.handle = handle
         self.alive = alive  # the goal elicitation node still serves (else its result will not come)
         self.result = result  # the future of the batch's result, asked for at once (no stray result later)
@@ -89,7 +101,7 @@ class GoalBatch:
             self.handle.cancel_goal_async()
         if wait_for_future(self.result, wait_s, alive=self.alive) != "done":
             return None
-        return convert.llm_usage_from_msg(self.result.result().result.usage)
+        return convert.llm_usage_from_msg(result_of(self.result).result.usage)
 
 
 class GoalElicitationClient:
@@ -98,7 +110,7 @@ class GoalElicitationClient:
     learn_goal_timeout_s: writable, read at each call); `oversight` checks confirmation ids."""
 
     def __init__(self, node: Node, *, learn_goal_action: str, learn_goals_action: str, oversight: OversightClient,
-                 settings: Callable[[], Any], callback_group: Any) -> None:
+                 settings: Callable[[], CallTimeouts], callback_group: CallbackGroup) -> None:
         self._node = node
         self._oversight = oversight
         self._settings = settings
@@ -126,12 +138,12 @@ class GoalElicitationClient:
         result.add_done_callback(self._said_refused)
         return GoalBatch(handle, result, object_ids, self.learn_batch.server_is_ready)
 
-    def _said_refused(self, future: Any) -> None:
+    def _said_refused(self, future: Future) -> None:
         """Another client's batch held goal elicitation (planning.batches): this task's objects are
         elicited one by one (the same goals, more round trips); the log says why."""
         if future.cancelled() or future.exception() is not None:
             return
-        message = future.result().result.message
+        message = result_of(future).result.message
         if message.startswith("refused"):
             self._node.get_logger().warning(f"learn_goals {printable(message, 300)}: eliciting each object on its own")
 
@@ -206,7 +218,7 @@ class GoalElicitationClient:
             batch_id=res.batch_id if batch_id and res.batch_id == batch_id else "",
         )
 
-    def _confirmed_by(self, confirmation_id: str, chosen: Any, object_id: str,
+    def _confirmed_by(self, confirmation_id: str, chosen: GoalCandidate, object_id: str,
                       metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
         """The provenance of the operator's confirmation of `chosen`, when the oversight node
         vouches for `confirmation_id` and it covers exactly this goal (used up here); else None:
@@ -225,7 +237,7 @@ class GoalElicitationClient:
         return checked.provenance()
 
     @staticmethod
-    def _analyzer(object_id: str, metadata: Mapping[str, Any] | None) -> Any:
+    def _analyzer(object_id: str, metadata: Mapping[str, Any] | None) -> Callable[[str], GoalAnalysis] | None:
         """The planner's own reading of a goal sentence in its world (a described goal's check)."""
         if metadata is None:
             return None

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
+from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
@@ -104,7 +105,7 @@ class OversightClient:
 
     def __init__(self, node: Node | None = None, *, name: str = "operator",
                  service_wait_s: float = 5.0, confirm_margin_s: float = 10.0,
-                 default_timeout_s: float = 120.0, context: Any = None,
+                 default_timeout_s: float = 120.0, context: Context | None = None,
                  namespace: str = "", should_stop: Callable[[], bool] | None = None,
                  asker: str = "", stack_key: pairing.StackKey | None = None,
                  credentials: pairing.OperatorCredentials | None = None) -> None:
@@ -189,7 +190,7 @@ class OversightClient:
                     return True
         return False
 
-    def _call(self, client: Any, request: Any, timeout_s: float, what: str) -> Any:
+    def _call(self, client: Client, request: Any, timeout_s: float, what: str) -> Any:
         if not client.wait_for_service(timeout_sec=self.service_wait_s):
             raise OversightUnavailable(f"the oversight node is not running (no service "
                                        f"{client.srv_name} after {self.service_wait_s:g} s)")

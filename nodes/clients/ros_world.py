@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from rclpy.client import Client
 from rclpy.node import Node
+from rclpy.task import Future
 
 from task_learning.lifecycle.cancellation import DependencyFailed, RunStopped, StopToken
 from task_learning.types import ActionCall
@@ -27,7 +29,7 @@ class RosCallError(DependencyFailed):
     """A service or action of another node did not answer in time, or went away."""
 
 
-def wait_future(future: Any, timeout_s: float, what: str, *, alive: Any = None,
+def wait_future(future: Future, timeout_s: float, what: str, *, alive: Callable[[], bool] | None = None,
                 stop: StopToken | None = None) -> Any:
     """The future's result; RunStopped when `stop` is set meanwhile; RosCallError naming the
     node when it leaves the graph (`alive()` false) or does not answer within `timeout_s`."""
@@ -52,7 +54,7 @@ class RosWorld:
 
     name = "ros"
 
-    def __init__(self, node: Node, query: Any, execute: Any, timeout_s: float,
+    def __init__(self, node: Node, query: Client, execute: Client, timeout_s: float,
                  stop: StopToken | None = None, *, action_timeout_s: float | None = None,
                  cancel_motion: Callable[[], None] | None = None) -> None:
         self._node = node
@@ -98,7 +100,7 @@ class RosWorld:
         self._metadata = metadata
         return metadata
 
-    def _require(self, client: Any, what: str) -> None:
+    def _require(self, client: Client, what: str) -> None:
         if not client.wait_for_service(timeout_sec=self._timeout_s):
             raise RosCallError(f"the perception node is not running (no {what} service after "
                                f"{self._timeout_s:g} s)")

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from geometry_msgs.msg import TransformStamped
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -139,7 +140,7 @@ class FakeRobot(Node):
 
     def _serve(self, example: Any, part: str) -> None:
         kind = example.kind
-        execute: dict[str, Callable[[Any, str], Any]] = {
+        execute: dict[str, Callable[[ServerGoalHandle, str], Any]] = {
             "navigate": self._navigate, "trajectory": self._trajectory, "gripper": self._gripper,
             "point_head": self._point_head, "move_group": self._move_group}
 
@@ -151,7 +152,7 @@ class FakeRobot(Node):
                 return GoalResponse.REJECT
             return GoalResponse.ACCEPT
 
-        def on_cancel(_handle: Any) -> CancelResponse:
+        def on_cancel(_handle: ServerGoalHandle) -> CancelResponse:
             self._event({"event": "cancel_requested", "server": example.server})
             return CancelResponse.ACCEPT
 
@@ -185,7 +186,7 @@ class FakeRobot(Node):
         """The failure injected for `part` now (`fail` may be set while the node runs)."""
         return parse_failures(str(self.get_parameter("fail").value)).get(part, "")
 
-    def _run_for(self, handle: Any, part: str, duration_s: float, step: Callable[[float], None] | None = None) -> bool:
+    def _run_for(self, handle: ServerGoalHandle, part: str, duration_s: float, step: Callable[[float], None] | None = None) -> bool:
         """Run `step(fraction)` every tick for `duration_s`; False when cancelled (then the goal
         is marked cancelled and the motion stops where it is)."""
         start = time.monotonic()
@@ -201,7 +202,7 @@ class FakeRobot(Node):
                 return True
             time.sleep(self.params.tick_s)
 
-    def _finish(self, handle: Any, part: str, result: Any, code_field: str | None) -> Any:
+    def _finish(self, handle: ServerGoalHandle, part: str, result: Any, code_field: str | None) -> Any:
         """Succeed, or fail as injected (a code in `code_field`, or an abort without one)."""
         injected = self._injected(part)
         if injected and injected not in ("reject", "miss", "stall"):
@@ -214,7 +215,7 @@ class FakeRobot(Node):
         self._event({"event": "succeeded", "part": part})
         return result
 
-    def _navigate(self, handle: Any, part: str) -> Any:
+    def _navigate(self, handle: ServerGoalHandle, part: str) -> Any:
         goal = goal_from_msg("navigate", handle.request)
         with self.lock:
             x0, y0, yaw0 = self.base
@@ -237,7 +238,7 @@ class FakeRobot(Node):
             return result
         return self._finish(handle, part, result, "error_code")
 
-    def _trajectory(self, handle: Any, part: str) -> Any:
+    def _trajectory(self, handle: ServerGoalHandle, part: str) -> Any:
         request = handle.request
         names = list(request.trajectory.joint_names)
         final = list(request.trajectory.points[-1].positions) if request.trajectory.points else []
@@ -255,7 +256,7 @@ class FakeRobot(Node):
             return result
         return self._finish(handle, which, result, "error_code")
 
-    def _gripper(self, handle: Any, part: str) -> Any:
+    def _gripper(self, handle: ServerGoalHandle, part: str) -> Any:
         target = float(handle.request.command.position)
         g = self.profile.gripper
         with self.lock:
@@ -277,13 +278,13 @@ class FakeRobot(Node):
         result.reached_goal = bool(stop_at == target)
         return self._finish(handle, part, result, None)
 
-    def _point_head(self, handle: Any, part: str) -> Any:
+    def _point_head(self, handle: ServerGoalHandle, part: str) -> Any:
         result = action_type(PointHeadGoal("", "", (0, 0, 0), "", (0, 0, 1), 0, 1)).Result()
         if not self._run_for(handle, part, self.params.goal_duration_s):
             return result
         return self._finish(handle, part, result, None)
 
-    def _move_group(self, handle: Any, part: str) -> Any:
+    def _move_group(self, handle: ServerGoalHandle, part: str) -> Any:
         result = action_type(MoveGroupGoal("", "", "", "", (0, 0, 0), (0, 0, 0, 1), 0, 0, 1)).Result()
         result.error_code.val = 1
         if not self._run_for(handle, part, self.params.goal_duration_s):

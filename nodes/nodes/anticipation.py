@@ -13,7 +13,7 @@ config/anticipation/household.yaml with task_learning.anticipation.robot_day, wi
   operator's yes to that question, whose candidate goal carried those literals. A task nobody
   confirmed is never sent.
 
-Confirmations carry their question (issue 31): the planner checks the id with the oversight node
+Confirmations carry their question: the planner checks the id with the oversight node
 and uses it up (one yes, one execution; it expires with its question). This node writes no
 confirmation anywhere, so a kill of it (or of the planner) at any moment leaves nothing that a
 later ReachGoal could use. (Earlier versions wrote the yes into the planner's knowledge base for
@@ -31,6 +31,7 @@ import json
 import threading
 from typing import Any
 
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -45,7 +46,7 @@ from task_learning_interfaces.action import AnticipateDay, ReachGoal
 from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes.clients.ros_world import RosWorld
 from task_learning_nodes.plumbing import convert
-from task_learning_nodes.plumbing.node_base import ActionClient, run_node, wait_for_future
+from task_learning_nodes.plumbing.node_base import ActionClient, result_of, run_node, wait_for_future
 from task_learning_nodes.plumbing.params import LLMEndpointParameters, declare_parameters, llm_client_options, param
 from task_learning_nodes.plumbing.qos import action_client_qos, service_qos
 from task_learning_nodes.plumbing.simple_action_server import (
@@ -110,7 +111,7 @@ class AnticipationNode(Node):
         self.reach = ActionClient(self, ReachGoal, self.params.reach_goal_action, callback_group=self.group,
                                   **action_client_qos())
         self.world = GraphWorld(self, self.query, execute, self.wait_s)
-        self._reaching: Any = None  # the planner's ReachGoal goal handle while it performs a task
+        self._reaching: ClientGoalHandle | None = None  # the planner's ReachGoal goal handle while it performs a task
         # One day at a time (a second one is rejected); a cancel or a stop also cancels the
         # planner's goal in flight.
         self._actions = SingleGoalServer(self, policy=BusyPolicy.REJECT, callback_group=self.group,
@@ -251,7 +252,7 @@ class PlannerPerformer:
         finally:
             self.node._reaching = None
 
-    def _result(self, handle: Any) -> tuple[bool, int, str]:
+    def _result(self, handle: ClientGoalHandle) -> tuple[bool, int, str]:
         client = self.node.reach
         if self.node.stopping():  # cancelled while the goal was being sent
             handle.cancel_goal_async()
@@ -265,7 +266,7 @@ class PlannerPerformer:
         elif how != "done":
             handle.cancel_goal_async()
             return False, 0, f"the planner did not finish within {self.node.reach_timeout_s:g} s"
-        result = waited.result().result
+        result = result_of(waited).result
         return bool(result.success), len(result.outcomes), str(result.message)
 
 
@@ -307,7 +308,7 @@ def request_day(day: str, question_tag: str, seed: int, wait_s: float) -> dict[s
             raise TaskLearningError(f"the anticipation node {'went away' if how == 'gone' else 'did not finish'} "
                                     f"before the day ended")
         handle = None
-        result = waited.result().result
+        result = result_of(waited).result
         if not result.result_json:
             raise TaskLearningError(f"the anticipation node: {result.message}")
         data: dict[str, Any] = json.loads(result.result_json)

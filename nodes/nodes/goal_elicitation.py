@@ -101,10 +101,12 @@ class GoalElicitationNode(Node):
         self._run_lock = threading.Lock()
         self._operator: OversightClient | None = None
 
-        self.world = LatestWorldState(self, params.world_state_topic, convert.world_state_from_msg,
-                                      transient_local=params.world_state_transient_local,
-                                      initial=initial, initial_source=f"scene {scene}" if scene else "none",
-                                      callback_group=MutuallyExclusiveCallbackGroup())
+        # Until the first message: the scene's start as metadata (the topic's messages are converted).
+        self.world: LatestWorldState[WorldState | dict[str, Any]] = LatestWorldState(
+            self, params.world_state_topic, convert.world_state_from_msg,
+            transient_local=params.world_state_transient_local,
+            initial=initial, initial_source=f"scene {scene}" if scene else "none",
+            callback_group=MutuallyExclusiveCallbackGroup())
         from task_learning_nodes.plumbing.qos import action_server_qos
 
         self._server = ActionServer(self, LearnGoal, params.action_name, self._execute,

@@ -235,11 +235,12 @@ def running_panel(wait_s: float, node_name: str = "/web_operator") -> tuple[str,
     import rclpy
     import rclpy.executors
     from rcl_interfaces.srv import GetParameters
+    from rclpy.client import Client
 
     rclpy.init()
     node = rclpy.create_node("web_operator_query")
     try:
-        client: Any = node.create_client(GetParameters, f"{node_name}/get_parameters")
+        client: Client = node.create_client(GetParameters, f"{node_name}/get_parameters")
         if not client.wait_for_service(timeout_sec=wait_s):
             raise TaskLearningError(f"no web_operator node answers (waited {wait_s:g} s): start it with "
                                     f"`task-learning bringup --nodes ...,web_operator` or `ros2 launch task_learning "

@@ -22,7 +22,9 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import CameraInfo, Image
 
+from task_learning.episode.observe import PosedCamera
 from task_learning.perception.images import image_fields
+from task_learning.world.backend import WorldBackend
 from task_learning.world.camera_model import CameraModel
 
 COLOR_TOPIC = "camera/color/image_raw"
@@ -70,9 +72,10 @@ class CameraTopics:
         self._last: Any = None
         self.published = 0
 
-    def publish(self, backend: Any, stamp: Time) -> None:
+    def publish(self, backend: WorldBackend, stamp: Time) -> None:
+        """The backend's latest camera frame, once; a backend without a posed camera has none."""
         frame = getattr(backend, "frame", None)
-        if frame is None or frame is self._last:
+        if frame is None or frame is self._last or not isinstance(backend, PosedCamera):
             return
         self._last = frame
         self.color.publish(image_msg(frame, "rgb8", stamp, self.frame_id))

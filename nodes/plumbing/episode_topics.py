@@ -15,12 +15,14 @@ import importlib
 import threading
 import time
 from pathlib import Path
-from typing import Any, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping
 
+from rclpy.callback_groups import CallbackGroup
 from rclpy.duration import Duration
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.subscription import Subscription
 from rosidl_runtime_py import set_message_fields
 
 from task_learning.episode.bus import EpisodeBus
@@ -29,6 +31,9 @@ from task_learning.episode.observe import BcrTreePublisher, kb_observer
 from task_learning.episode.recorder import McapSink, snapshot_kb
 from task_learning.errors import TaskLearningError
 from task_learning.inputs.safe_text import printable
+
+if TYPE_CHECKING:
+    from task_learning.planning.loop import TaskLearner
 
 # Deep enough that a tree level's burst is not dropped; reliable so a recorder loses nothing.
 QOS = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
@@ -87,7 +92,7 @@ class GraphRecorder:
     unsubscribes and finishes the file (OutputError when it could not be written)."""
 
     def __init__(self, node: Node, path: str | Path, metadata: Mapping[str, str], *, kb_start: bytes | None = None,
-                 callback_group: Any = None) -> None:
+                 callback_group: CallbackGroup | None = None) -> None:
         self._node = node
         self._metadata = dict(metadata)
         self.sink = McapSink(path, self._metadata, kb_start=kb_start)
@@ -97,7 +102,7 @@ class GraphRecorder:
         self._matched: dict[str, int] = {c.topic: 0 for c in CHANNELS}
         # Open before the first subscription exists: a message (world_state at 10 Hz) may arrive on
         # one while the next are made, and its callback reads this.
-        self._subscriptions: list[Any] | None = []
+        self._subscriptions: list[Subscription] | None = []
         self._subscriptions = [
             node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype),
                                      qos_for(c.topic),
@@ -167,7 +172,7 @@ class TaskEpisode:
     of the recording, for the task's result ("" when none was asked for)."""
 
     def __init__(self, node: Node, sink: RosSink, path: Path | None, metadata: Mapping[str, str], *,
-                 db_path: str, callback_group: Any = None) -> None:
+                 db_path: str, callback_group: CallbackGroup | None = None) -> None:
         self._node = node
         self._path = path
         self._metadata = dict(metadata)
@@ -187,7 +192,7 @@ class TaskEpisode:
                                                 "their first messages may be missing from the episode")
         return self
 
-    def observe(self, learner: Any) -> None:
+    def observe(self, learner: TaskLearner) -> None:
         """Publish what a TaskLearner writes, decides and learns (its world is observed by whoever
         made it: `ObservedWorld` on this `bus`)."""
         learner.kb.on_change = kb_observer(self.bus)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, Image
 
 from task_learning.errors import TaskLearningError
@@ -30,7 +31,7 @@ from task_learning.perception.bridge import FetchWorld
 from task_learning.perception.frames import RGBDFrame
 from task_learning.perception.images import image_to_array, to_bgr, to_metres
 from task_learning.perception.registry import MarkerRegistry, load_registry
-from task_learning.perception.skills import SkillRequest, SkillResult
+from task_learning.perception.skills import SkillClient, SkillRequest, SkillResult
 from task_learning.perception.sync import ApproximateSync
 from task_learning.transforms import TransformUnavailable
 from task_learning.world.camera_model import CameraModel
@@ -38,9 +39,12 @@ from task_learning.world.catalog import load_object_types
 from task_learning.world.scene import Scene
 from task_learning_interfaces.action import Skill
 from task_learning_nodes.plumbing.fetch_params import FetchParameters
-from task_learning_nodes.plumbing.node_base import ActionClient
+from task_learning_nodes.plumbing.node_base import ActionClient, result_of
 from task_learning_nodes.plumbing.params import declare_parameters
 from task_learning_nodes.plumbing.tf_listener import TfListener, stamp_ns
+
+if TYPE_CHECKING:
+    from task_learning_nodes.robot.frontend import RobotSkillsFrontend
 
 
 def stamp_of(header: Any) -> float:
@@ -68,13 +72,13 @@ class RosSkillClient:
         done = threading.Event()
         box: dict[str, Any] = {}
 
-        def on_result(future: Any) -> None:
-            box["result"] = future.result()
+        def on_result(future: Future) -> None:
+            box["result"] = result_of(future)
             done.set()
 
-        def on_goal(future: Any) -> None:
+        def on_goal(future: Future) -> None:
             try:
-                handle = future.result()
+                handle = result_of(future)
             except Exception as exc:  # noqa: BLE001 - transport failure
                 box["error"] = repr(exc)
                 done.set()
@@ -108,7 +112,7 @@ class RosSkillClient:
 class FetchFrontend:
     """Declares the fetch parameters on `node`, builds the FetchWorld, feeds it camera frames."""
 
-    def __init__(self, node: Node, scene: Scene | None, robot: Any = None) -> None:
+    def __init__(self, node: Node, scene: Scene | None, robot: RobotSkillsFrontend | None = None) -> None:
         """`robot`: a RobotSkillsFrontend (nodes/robot/frontend.py) to act through the robot's
         standard interfaces; None: the Skill action adapter (the synthetic robot serves it)."""
         self.node = node
@@ -125,7 +129,7 @@ class FetchFrontend:
         self.tf = TfListener(node)
         self._pending: tuple[Image, Image, CameraInfo, float] | None = None
         self._pending_lock = threading.Lock()
-        self.skills: Any = None if robot is not None else RosSkillClient(
+        self.skills: SkillClient | None = None if robot is not None else RosSkillClient(
             node, params.skill_action, server_wait_s=params.skill_server_wait_s, timeout_s=params.skill_timeout_s)
         object_detector = None
         if params.detector_weights.strip():

@@ -10,8 +10,8 @@
   when the executor wakes up. The signal handler only records the signal: one that set the
   Event the main thread waits on could deadlock inside Event.wait (task_learning.lifecycle.signals).
 - Shutdown order matters: an executor thread still inside rcl_wait while the executor, the node
-  or the interpreter is torn down can hang the process for good (seen once in CI: a node idle
-  for seconds ignored SIGINT and SIGTERM until launch killed it). So: long callbacks end first
+  or the interpreter is torn down can hang the process for good (docs/ros.md, "History"). So:
+  long callbacks end first
   while the executor still spins (a node's `stop_work()`: the oversight node's waiting questions
   get the safe default, the planner's running goal sends its result); then the worker, which
   spins in short slices, leaves its loop by itself and is joined; then the executor is shut
@@ -39,14 +39,16 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generic, Iterator, Sequence, TypeVar
 
 import rclpy
+from rclpy.callback_groups import CallbackGroup
 from rclpy.context import Context
 from rclpy.exceptions import NameValidationException, ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
 from task_learning.lifecycle.signals import StopSignals
@@ -66,6 +68,9 @@ SHUTDOWN_LIMIT_S = 9.0  # above the planner's stop_work grace (4 + 4 s), below t
 #                         launch sends SIGTERM (config/bringup.yaml)
 
 _stop_event = threading.Event()
+
+
+T = TypeVar("T")
 
 
 def request_shutdown() -> None:
@@ -101,7 +106,7 @@ def spinning_node(name: str, executor: Callable[..., Executor] = SingleThreadedE
         rclpy.shutdown(context=context)
 
 
-def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] | None = None,
+def wait_for_future(future: Future, timeout_s: float, *, alive: Callable[[], bool] | None = None,
                     stop: Callable[[], bool] | None = None, poll_s: float = 0.25) -> str:
     """Block a worker thread until `future` completes while the executor spins elsewhere.
 
@@ -120,6 +125,15 @@ def wait_for_future(future: Any, timeout_s: float, *, alive: Callable[[], bool] 
         if time.monotonic() >= deadline:
             return "timeout"
     return "done"
+
+
+def result_of(future: Future[T]) -> T:
+    """A completed future's result. rclpy types it Optional (a cancelled future holds none); a
+    done callback or a finished wait that finds none is a failed call, said as one."""
+    value = future.result()
+    if value is None:
+        raise RuntimeError("the call completed without a result (its future was cancelled)")
+    return value
 
 
 def init_problem(exc: BaseException) -> str:
@@ -287,22 +301,22 @@ class DiagnosticsPublisher:
         self.publisher.publish(array)
 
 
-class LatestWorldState:
+class LatestWorldState(Generic[T]):
     """The most recent world state from perception's `world_state` topic, converted once on
     arrival (to whatever form the node works with), or an initial value (a scene's start) until
     the first message. A malformed message is logged and ignored: the node keeps its last state.
     """
 
-    def __init__(self, node: Node, topic: str, convert: Callable[[Any], Any], *,
-                 transient_local: bool = False, initial: Any = None, initial_source: str = "none",
-                 callback_group: Any = None) -> None:
+    def __init__(self, node: Node, topic: str, convert: Callable[[Any], T], *,
+                 transient_local: bool = False, initial: T | None = None, initial_source: str = "none",
+                 callback_group: CallbackGroup | None = None) -> None:
         from task_learning_interfaces.msg import WorldState as WorldStateMsg
         from task_learning_nodes.plumbing.qos import world_state_subscription
 
         self._node = node
         self._convert = convert
         self._lock = threading.Lock()
-        self._value = initial
+        self._value: T | None = initial
         self.source = initial_source
         self.received_at: float | None = None  # time.monotonic() of the last message (diagnostics)
         node.create_subscription(WorldStateMsg, topic, self._on_message,
@@ -320,7 +334,7 @@ class LatestWorldState:
             self.source = "world_state topic"
             self.received_at = time.monotonic()
 
-    def get(self) -> Any:
+    def get(self) -> T | None:
         with self._lock:
             return self._value
 

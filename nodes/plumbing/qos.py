@@ -10,7 +10,7 @@ profiles here means the node that publishes and the code that listens import the
 - `world_state_qos(...)`: perception's `world_state` from its qos_* parameters.
 - `world_state_subscription(transient_local)`: what a node following `world_state` subscribes
   with (volatile matches any publisher; transient local also gets the latest state on start).
-- `service_qos(depth)`: services and actions that promise to answer bursts (issue 34). rclpy's
+- `service_qos(depth)`: services and actions that promise to answer bursts. rclpy's
   default keeps 10 requests, and 10 responses on the server's side: a burst of 200 calls lost
   190 of them, silently. A node sizes the depth for the load it promises and refuses what it
   cannot take with an answer (busy, queue full); clients of the stack use the same profile.

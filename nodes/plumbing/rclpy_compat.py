@@ -138,8 +138,7 @@ class DrainingExecutor(MultiThreadedExecutor):
     `_is_shutdown` is set just before it is tested) and joins the threads after, so a callback
     still starting on a thread then triggers the destroyed guard, and the task's InvalidHandle
     is printed at exit as "The following exception was never retrieved: cannot use Destroyable
-    because destruction was requested" (issue 32: goal_elicitation and action_selector after a
-    demo run). The spin loop has ended when run_node calls this, so nothing new is handed out."""
+    because destruction was requested". The spin loop has ended when run_node calls this, so nothing new is handed out."""
 
     def shutdown(self, timeout_sec: float | None = None, *, wait_for_threads: bool = True) -> bool:
         pool = getattr(self, "_executor", None)  # rclpy's thread pool (a concurrent.futures one)

@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
 
 from task_learning.lifecycle.cancellation import StopToken
@@ -102,7 +103,7 @@ Work = Callable[[ActiveGoal], Finish]
 class SingleGoalServer:
     """Serves one or more actions of `node` with at most one goal running among them."""
 
-    def __init__(self, node: Node, *, policy: BusyPolicy, callback_group: Any,
+    def __init__(self, node: Node, *, policy: BusyPolicy, callback_group: CallbackGroup,
                  on_stop: Callable[[ActiveGoal], None] | None = None, stop_grace_s: float = STOP_GRACE_S) -> None:
         self._node = node
         self._policy = policy

@@ -24,7 +24,10 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from rclpy.action.client import ClientGoalHandle
+from rclpy.client import Client as ServiceClient
 from rclpy.executors import MultiThreadedExecutor
+from rclpy.task import Future
 
 from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import (
@@ -62,7 +65,7 @@ class Client:
         self._spinning.close()
 
     @staticmethod
-    def wait(future: Any, timeout: float) -> Any:
+    def wait(future: Future, timeout: float) -> Any:
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         if not done.wait(timeout):
@@ -70,7 +73,7 @@ class Client:
         return future.result()
 
     def call(self, srv: Any, name: str, request: Any, timeout: float = 30.0) -> Any:
-        client: Any = self.node.create_client(srv, name)
+        client: ServiceClient = self.node.create_client(srv, name)
         try:
             if not client.wait_for_service(timeout_sec=timeout):
                 raise TimeoutError(f"service {name} not available")
@@ -79,9 +82,9 @@ class Client:
             self.node.destroy_client(client)
 
     def goal(self, action: Any, name: str, goal: Any, timeout: float = 60.0,
-             on_accepted: Callable[[Any], None] | None = None) -> tuple[str, Any]:
+             on_accepted: Callable[[ClientGoalHandle], None] | None = None) -> tuple[str, Any]:
         """("rejected", None) | ("timeout", None) | ("done", result)."""
-        client: Any = ActionClient(self.node, action, name)
+        client = ActionClient(self.node, action, name)
         try:
             if not client.wait_for_server(timeout_sec=timeout):
                 raise TimeoutError(f"action {name} not available")
@@ -122,8 +125,8 @@ def probe_force_action_json(c: Client) -> dict[str, Any]:
 
 
 def probe_simulator_commands(c: Client) -> dict[str, Any]:
-    """Issue 34: `Reset {sceneName: FloorPlan306}` swapped the AI2-THOR kitchen for a bedroom;
-    only robot actions may reach a backend (world.action_check.ROBOT_ACTIONS)."""
+    """Only robot actions may reach a backend (world.action_check.ROBOT_ACTIONS): a simulator
+    command such as `Reset {sceneName: FloorPlan306}` would swap the AI2-THOR kitchen for a bedroom."""
     name = "execute_action Reset / ChangeResolution / TeleportFull"
     sent = [ActionCall(action="Reset", params=[KeyValue(key="sceneName", value='"FloorPlan306"')]),
             ActionCall(action="ChangeResolution", params=[KeyValue(key="x", value="64"), KeyValue(key="y", value="64")]),
@@ -185,7 +188,7 @@ def probe_unconfirmed_reach(c: Client) -> dict[str, Any]:
 
 def probe_oversight_exhaustion(c: Client) -> dict[str, Any]:
     name = "oversight: 12 questions with timeout inf"
-    client: Any = c.node.create_client(Confirm, "oversight/confirm")
+    client: ServiceClient = c.node.create_client(Confirm, "oversight/confirm")
     try:
         if not client.wait_for_service(timeout_sec=30):
             return result(name, False, "oversight node not available")
@@ -224,7 +227,7 @@ def probe_node_kill(c: Client, bringup: subprocess.Popen) -> dict[str, Any]:
     name = "perception killed during perform_task"
     killed: list[int] = []
 
-    def kill(_handle: Any) -> None:
+    def kill(_handle: ClientGoalHandle) -> None:
         time.sleep(1.0)  # let the task start working before the kill
         victim = _child_with(bringup.pid, "task_learning_nodes.nodes.perception")
         if victim is not None:
@@ -245,7 +248,7 @@ def probe_node_kill(c: Client, bringup: subprocess.Popen) -> dict[str, Any]:
 
 
 def probe_reuse_over_ros(c: Client, workdir: Path, env: dict[str, str]) -> dict[str, Any]:
-    """Issue 10's first defect through the graph: PerformTask with STARS learns goals nobody
+    """Reuse without confirmation, through the graph: PerformTask with STARS learns goals nobody
     confirmed; the graph restarts on the same knowledge base (the world as it was) and PerformTask
     with STARS+O must ask before executing any of them."""
     from task_learning.oversight.audit import operator_confirmations
@@ -300,11 +303,11 @@ def probe_cancel(c: Client) -> dict[str, Any]:
     name = "perform_task canceled"
     box: dict[str, Any] = {}
 
-    def cancel(handle: Any) -> None:
+    def cancel(handle: ClientGoalHandle) -> None:
         time.sleep(1.0)  # let it start moving
         box["cancel"] = handle.cancel_goal_async()
 
-    client: Any = ActionClient(c.node, PerformTask, "perform_task")
+    client = ActionClient(c.node, PerformTask, "perform_task")
     try:
         if not client.wait_for_server(timeout_sec=60):
             return result(name, False, "planner not available")

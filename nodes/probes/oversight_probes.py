@@ -1,4 +1,4 @@
-"""Fault probes of who answers, who asks, bursts and stalls (issues 31, 32, 34), for `task-learning
+"""Fault probes of who answers, who asks, bursts and stalls, for `task-learning
 faults` (its `ros` category): run by task_learning_nodes.probes.fault_probes on its graph, with its client.
 
 Each probe acts as the hostile battery did — answers from a client nobody paired, a Confirm from
@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from task_learning_interfaces.action import PerformTask, ReachGoal
 from task_learning_interfaces.msg import ConfirmationAnswer as AnswerMsg
@@ -25,13 +25,18 @@ from task_learning_nodes.plumbing.node_base import ActionClient
 from task_learning_nodes.plumbing.qos import action_client_qos, service_qos
 from task_learning_nodes.probes.fault_probes import SCENE, Client, _child_with, _executed, _refused_or_hung, result
 
+if TYPE_CHECKING:
+    from rclpy.client import Client as ServiceClient
+
+    from task_learning.oversight.pairing import OperatorCredentials
+
 CANCELED = 5  # action_msgs/GoalStatus.STATUS_CANCELED
 
 
 def _burst(c: Client, srv: Any, name: str, requests: list, per_client: int = 10, deadline_s: float = 120.0) -> list:
     """Every request at once, `per_client` per client (the stack's client profile); the replies,
     None for a request never answered."""
-    clients: list[Any] = [c.node.create_client(srv, name, qos_profile=service_qos()) for _ in range(0, len(requests), per_client)]
+    clients: list[ServiceClient] = [c.node.create_client(srv, name, qos_profile=service_qos()) for _ in range(0, len(requests), per_client)]
     try:
         for client in clients:
             if not client.wait_for_service(timeout_sec=60):
@@ -61,7 +66,7 @@ def _wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.
     return None
 
 
-def _paired(db: Path, name: str) -> Any:
+def _paired(db: Path, name: str) -> OperatorCredentials:
     from task_learning.kb import KnowledgeBase
     from task_learning.oversight.pairing import OperatorCredentials, OperatorRegistry
 
@@ -86,7 +91,7 @@ def probe_spoofed_answers_and_cancel(c: Client, db: Path) -> list[dict[str, Any]
     cancel = "perform_task canceled: its question withdrawn"
     forger = OperatorCredentials.from_token(make_token("alice")[0])
     operator = OversightClient(c.node, name="alice", credentials=_paired(db, "alice"), service_wait_s=30)
-    client: Any = ActionClient(c.node, PerformTask, "perform_task", **action_client_qos())
+    client = ActionClient(c.node, PerformTask, "perform_task", **action_client_qos())
     try:
         if not client.wait_for_server(timeout_sec=60):
             return [result(spoof, False, "planner not available"), result(cancel, False, "planner not available")]
@@ -254,7 +259,7 @@ def probe_oversight_stopped(c: Client, bringup: subprocess.Popen) -> dict[str, A
     """A SIGSTOPped oversight node during a +O task: the task ends naming it (once DDS drops the
     stopped node after its lease) instead of eliciting every other object."""
     name = "oversight SIGSTOPped during perform_task"
-    client: Any = ActionClient(c.node, PerformTask, "perform_task", **action_client_qos())
+    client = ActionClient(c.node, PerformTask, "perform_task", **action_client_qos())
     victim = None
     try:
         if not client.wait_for_server(timeout_sec=60):

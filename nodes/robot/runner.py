@@ -16,13 +16,15 @@ import threading
 import time
 from typing import Any
 
+from rclpy.action.client import ClientGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 
 from task_learning.robot.gate import MotionGate
 from task_learning.robot.goals import GoalOutcome, RobotGoal
 from task_learning.robot.profile import RobotProfile
-from task_learning_nodes.plumbing.node_base import ActionClient
+from task_learning_nodes.plumbing.node_base import ActionClient, result_of
 from task_learning_nodes.robot.messages import action_type, outcome_from_result, to_msg
 
 POLL_S = 0.05
@@ -31,7 +33,7 @@ POLL_S = 0.05
 class _InFlight:
     def __init__(self) -> None:
         self.done = threading.Event()
-        self.handle: Any = None
+        self.handle: ClientGoalHandle | None = None
         self.result: Any = None
         self.error = ""
 
@@ -82,13 +84,13 @@ class RosGoalRunner:
                 self._in_flight.remove(flight)
 
     def _send(self, client: ActionClient, goal: RobotGoal, flight: _InFlight, generation: int) -> GoalOutcome:
-        def on_result(future: Any) -> None:
-            flight.result = future.result()
+        def on_result(future: Future) -> None:
+            flight.result = result_of(future)
             flight.done.set()
 
-        def on_goal(future: Any) -> None:
+        def on_goal(future: Future) -> None:
             try:
-                handle = future.result()
+                handle = result_of(future)
             except Exception as exc:  # noqa: BLE001 - transport failure
                 flight.error = repr(exc)
                 flight.done.set()

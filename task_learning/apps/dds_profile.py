@@ -7,7 +7,7 @@ why, value by value). `task-learning bringup` and both launch files add the vari
 returns to every node's environment: the profile under the name Fast DDS 3 reads (Kilted and
 later), and under Fast DDS 2's name too where ROS_DISTRO names a distribution of Fast DDS 2
 (Humble, Iron, Jazzy; their setup scripts set ROS_DISTRO). Not under both everywhere: Fast DDS 3
-reads the old name as well and warns once per node that it is deprecated (issue 32). A choice
+reads the old name as well and warns once per node that it is deprecated. A choice
 the user made always wins: a profile file named in either variable, a default profile file in the
 working folder (Fast DDS loads it too, after the variable's), or another middleware in
 RMW_IMPLEMENTATION.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
 from task_learning.bcr.domain import Domain, GroundAction
-from task_learning.bcr.literals import StateView, holds, literal_text
+from task_learning.bcr.literals import StateSignature, StateView, holds, literal_text
 from task_learning.bcr.tree import Candidate, CandidateTree
 from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
 
@@ -129,11 +129,11 @@ class BCRAgent:
         self.status = "running"  # running | success | failure
         self.failure = ""
         self.failure_kind = ""  # loop | max_actions | no_candidates | llm_error | invalid_answer
-        self._repeats: dict[tuple[tuple, GroundAction], int] = {}
+        self._repeats: dict[tuple[StateSignature, GroundAction], int] = {}
         # state signature -> {action: outcome kind}; a repeat in the same state is a loop
-        self._tried: dict[tuple, dict[GroundAction, str]] = {}
-        self._pending: tuple[GroundAction, tuple, int] | None = None  # proposed, not reported
-        self._last_condition: dict[tuple[tuple, GroundAction], list[GroundAction]] = {}
+        self._tried: dict[StateSignature, dict[GroundAction, str]] = {}
+        self._pending: tuple[GroundAction, StateSignature, int] | None = None  # proposed, not reported
+        self._last_condition: dict[tuple[StateSignature, GroundAction], list[GroundAction]] = {}
 
     # ---- public ------------------------------------------------------------------------------
     def remaining(self, state: StateView) -> list[GoalLiteral]:
@@ -253,7 +253,7 @@ class BCRAgent:
         if not added:
             self.tree.prune(node, f"{condition}: no untried resolution")
 
-    def _dead(self, signature: tuple, tried: dict[GroundAction, str]) -> set[GroundAction]:
+    def _dead(self, signature: StateSignature, tried: dict[GroundAction, str]) -> set[GroundAction]:
         """Actions whose retry in this state is a pure loop: they succeeded or failed here
         already, or were blocked here with every resolution already tried here."""
         dead = set()
@@ -266,7 +266,7 @@ class BCRAgent:
                 dead.add(action)
         return dead
 
-    def _break_loop(self, cand: Candidate, signature: tuple, tried: dict[GroundAction, str],
+    def _break_loop(self, cand: Candidate, signature: StateSignature, tried: dict[GroundAction, str],
                     state: StateView, n_candidates: int) -> None:
         """The chosen action was already tried in this exact state: its result is known. Offer
         its untried resolutions again, or drop it."""
@@ -287,7 +287,7 @@ class BCRAgent:
         self._record(cand.action, "loop", note, n_candidates)
 
     def _sync_goals(self, remaining: list[GoalLiteral], state: StateView,
-                    signature: tuple) -> None:
+                    signature: StateSignature) -> None:
         for goal in list(self.tree.goals):
             if goal not in remaining:
                 self.tree.remove_goal(goal)
@@ -298,7 +298,7 @@ class BCRAgent:
                 roots = [a for a in self.domain.achievers(goal, state) if a not in tried]
                 self.tree.add_children(node, roots)
 
-    def _signature(self, state: StateView) -> tuple:
+    def _signature(self, state: StateView) -> StateSignature:
         """State summary over the objects the task talks about (tree and goal objects), so the
         cost does not grow with the size of the scene."""
         ids: set[str] = set(state.held)

@@ -43,7 +43,6 @@ KNOWN_FLAGS = frozenset({
     "isCooked", "isFilledWithLiquid", "isPickedUp", "visible",
 })
 _CYCLE_DEPTH = 8
-_STATE_KEY = "\x00state"  # marks the state the kind cache belongs to
 
 
 @dataclass(frozen=True)
@@ -130,14 +129,16 @@ class Domain:
     predicates: dict[str, int]
     kinds: dict[str, Kind]
     actions: dict[str, ActionSchema]
-    _kind_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    # objects_of_kind's answers for one state at a time (`_cache_state`)
+    _kind_cache: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _cache_state: StateView | None = field(default=None, repr=False, compare=False)
 
     # ---- grounding -------------------------------------------------------------------------
     def objects_of_kind(self, kind: str, state: StateView) -> list[str]:
         """Ids of the objects of a kind in this state (cached per state view)."""
-        if self._kind_cache.get(_STATE_KEY) is not state:  # one state at a time
+        if self._cache_state is not state:  # one state at a time
             self._kind_cache.clear()
-            self._kind_cache[_STATE_KEY] = state
+            self._cache_state = state
         cached = self._kind_cache.get(kind)
         if cached is None:
             spec = self.kinds[kind]

@@ -52,7 +52,7 @@ class HeuristicEngine:
                         key=lambda item: self._score(item[1], item[0], context), reverse=True)
         return [c for _, c in scored]
 
-    def _score(self, cand: Candidate, index: int, context: DecisionContext) -> tuple:
+    def _score(self, cand: Candidate, index: int, context: DecisionContext) -> tuple[bool, int, float, int, bool, int]:
         untried = cand.action not in context.dead_here
         worth = _usefulness(cand.action, context) + _relevance(cand, context)
         free = context.domain.check_blocking(cand.action, context.state) is None

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping
 
 from task_learning.types import GoalLiteral, Truth
+
+# A hashable summary of a state (StateView.signature): the same action in the same signature is a loop.
+StateSignature = tuple[Hashable, ...]
 
 # "Close" in the reference evaluation: within 1.75 m.
 NEAR_DISTANCE_M = 1.75
@@ -116,7 +119,7 @@ class StateView:
             return list(self.by_type.get(arg, []))
         return [arg]
 
-    def signature(self, ids: Iterable[str] | None = None) -> tuple:
+    def signature(self, ids: Iterable[str] | None = None) -> StateSignature:
         """A hashable summary of the state relevant to action selection, used to detect loops
         (the same action tried again in the same state)."""
         objects = self.objects

@@ -16,9 +16,12 @@ import itertools
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 from task_learning.errors import TaskLearningError
+
+if TYPE_CHECKING:
+    from mcap.records import Channel, Chunk, ChunkIndex, McapRecord, Message, Schema
 
 # A chunk holds whole messages: a camera frame of 1920x1080 RGB (6.2 MB) fits, as do the
 # recorder's 1 MB chunks; what decompresses past this is refused, not allocated. A chunk's
@@ -32,7 +35,7 @@ class ChunkError(TaskLearningError):
     """A chunk (or record) that cannot be read within the bounds; the message says why."""
 
 
-def decompress(chunk: Any) -> bytes:
+def decompress(chunk: Chunk) -> bytes:
     """The chunk's records, decompressed as a stream and refused past MAX_CHUNK_BYTES (its
     header's size is checked first, then what the data really gives)."""
     limit = MAX_CHUNK_BYTES
@@ -63,14 +66,14 @@ def decompress(chunk: Any) -> bytes:
     raise ChunkError(f"a chunk compressed with {chunk.compression[:40]!r} (zstd, lz4 or none are read)")
 
 
-def chunk_records(chunk: Any) -> list[Any]:
+def chunk_records(chunk: Chunk) -> list[McapRecord]:
     """The records inside a chunk, decompressed within the bound."""
     from mcap.stream_reader import breakup_chunk
 
     return list(breakup_chunk(dataclasses.replace(chunk, compression="", data=decompress(chunk))))
 
 
-def _read_chunk_at(handle: Any, offset: int, file_size: int) -> Any:
+def _read_chunk_at(handle: IO[bytes], offset: int, file_size: int) -> Chunk:
     """The chunk record at `offset`, its length checked against the file before it is read."""
     from mcap.data_stream import ReadDataStream
     from mcap.records import Chunk
@@ -82,7 +85,8 @@ def _read_chunk_at(handle: Any, offset: int, file_size: int) -> Any:
     _opcode, length = struct.unpack("<BQ", head)
     if length > file_size:
         raise ChunkError(f"a chunk of {length:,} bytes in a file of {file_size:,}")
-    return Chunk.read(ReadDataStream(io.BytesIO(handle.read(length))))
+    chunk: Chunk = Chunk.read(ReadDataStream(io.BytesIO(handle.read(length))))
+    return chunk
 
 
 Decoded = tuple[str, int, Any]
@@ -109,8 +113,8 @@ class MessageSource:
         self.file_size = path.stat().st_size
         self._factory = DecoderFactory()
         self._decoders: dict[int, Callable[[bytes], Any]] = {}
-        self.channels: dict[int, Any] = {}
-        self.schemas: dict[int, Any] = {}
+        self.channels: dict[int, Channel] = {}
+        self.schemas: dict[int, Schema] = {}
 
     def __iter__(self) -> Iterator[Decoded]:
         from mcap.reader import make_reader
@@ -127,24 +131,24 @@ class MessageSource:
                 return
             yield from self._indexed(handle, summary.chunk_indexes)
 
-    def _indexed(self, handle: Any, indexes: list[Any]) -> Iterator[Decoded]:
+    def _indexed(self, handle: IO[bytes], indexes: list[ChunkIndex]) -> Iterator[Decoded]:
         """Log-time order: a chunk is opened when its first message time comes up."""
         from mcap.records import Message
 
         order = itertools.count()
-        queue: list[tuple[int, int, int, Any]] = [(index.message_start_time, 0, next(order), index)
+        queue: list[tuple[int, int, int, ChunkIndex | Message]] = [(index.message_start_time, 0, next(order), index)
                                                   for index in indexes]
         heapq.heapify(queue)
         while queue:
-            _time, kind, _n, item = heapq.heappop(queue)
-            if kind == 1:
+            _time, _kind, _n, item = heapq.heappop(queue)
+            if isinstance(item, Message):  # kind 1: a message comes after a chunk opening at its time
                 yield self._decode(item)
                 continue
             for record in chunk_records(_read_chunk_at(handle, item.chunk_start_offset, self.file_size)):
                 if isinstance(record, Message) and self._wanted(record):
                     heapq.heappush(queue, (record.log_time, 1, next(order), record))
 
-    def _linear(self, handle: Any) -> Iterator[Decoded]:
+    def _linear(self, handle: IO[bytes]) -> Iterator[Decoded]:
         """A file without chunk indexes: its records in file order."""
         from mcap.records import Channel, Chunk, Message, Schema
         from mcap.stream_reader import StreamReader
@@ -158,19 +162,19 @@ class MessageSource:
                 elif isinstance(inner, Message) and self._wanted(inner):
                     yield self._decode(inner)
 
-    def _add_channel(self, channel: Any) -> None:
+    def _add_channel(self, channel: Channel) -> None:
         problem = topic_problem(channel.topic)
         if problem:
             raise ChunkError(problem)
         self.channels[channel.id] = channel
 
-    def _wanted(self, message: Any) -> bool:
+    def _wanted(self, message: Message) -> bool:
         channel = self.channels.get(message.channel_id)
         if channel is None:
             raise ChunkError(f"a message on channel {message.channel_id}, which the file does not define")
         return self.topics is None or channel.topic in self.topics
 
-    def _decode(self, message: Any) -> Decoded:
+    def _decode(self, message: Message) -> Decoded:
         channel = self.channels[message.channel_id]
         decoder = self._decoders.get(message.channel_id)
         if decoder is None:

@@ -26,6 +26,8 @@ from task_learning.world.backend import WorldBackend
 from task_learning.world.outcome import action_outcome
 
 if TYPE_CHECKING:
+    from task_learning.bcr.agent import BCRAgent
+    from task_learning.llm.replay import CallRecorder
     from task_learning.oversight.operator import Operator
     from task_learning.world.camera_model import CameraModel
     from task_learning.world.thor.camera import CameraPose
@@ -166,7 +168,7 @@ class BcrTreePublisher:
     def __init__(self, bus: EpisodeBus) -> None:
         self._bus = bus
 
-    def __call__(self, agent: Any, call: ActionCall) -> None:
+    def __call__(self, agent: BCRAgent, call: ActionCall) -> None:
         from task_learning.bcr.literals import literal_text
 
         nodes, edges = agent.tree.to_records()
@@ -178,7 +180,7 @@ class LLMCallPublisher:
     """A cassette recorder for `LLMClient.recorder` that publishes each entry on `/llm/calls`;
     `then` is a recorder that was already there (record:FILE), which keeps recording too."""
 
-    def __init__(self, bus: EpisodeBus, then: Any = None) -> None:
+    def __init__(self, bus: EpisodeBus, then: CallRecorder | None = None) -> None:
         self._bus = bus
         self._then = then
         self.recorded = 0

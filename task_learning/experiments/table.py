@@ -28,7 +28,7 @@ COLUMNS = (
 # The STARS paper, Table 2 and Tables 11-13: (completion, retrieved, proposed, sourced, prompt, completion
 # tokens, total, instructions, yes/no, words). Only figures the paper prints; None where it prints
 # none (shown as "-"). test/experiments/test_experiments_table.py checks every row against Table 2 and the sums.
-PAPER: dict[str, dict[str, tuple]] = {
+PAPER: dict[str, dict[str, tuple[float | int | None, ...]]] = {
     "tidy_kitchen": {
         "TBP": (52.5, 93, 0, 25, 35622, 5785, 41407, 14, 0, 76),
         "TBP+O": (100.0, 89, 64, 21, 36606, 5863, 42469, 92, 64, 403),

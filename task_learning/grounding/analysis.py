@@ -132,7 +132,8 @@ class _Grounder:
     def __init__(self, index: StateIndex, context: WorldObject | None) -> None:
         self.index = index
         self.context = context
-        self.bindings: dict[tuple, tuple[NounEntry, list[WorldObject]]] = {}
+        # (phrase, plural, (preposition, modifier's entry) or None) -> its entry and the objects chosen
+        self.bindings: dict[tuple[str, bool, tuple[str, str] | None], tuple[NounEntry, list[WorldObject]]] = {}
         self.ungrounded: list[Mismatch] = []
         self.groundings: dict[str, list[str]] = {}
         self.entries: dict[int, NounEntry] = {}  # id(phrase) -> the reading that grounded it
@@ -242,7 +243,7 @@ def _head_for(obj: WorldObject, phrases: list[NounPhrase], grounder: "_Grounder"
 
 def _contradictions(literals: list[GoalLiteral]) -> str:
     """A reason the literals cannot all hold at once, or ''."""
-    truth: dict[tuple, Truth] = {}
+    truth: dict[tuple[str, tuple[str, ...]], Truth] = {}
     place: dict[str, str] = {}
     for lit in literals:
         key = (lit.predicate, lit.args)
@@ -273,7 +274,8 @@ def analyze_goal(sentence: str, state: WorldState, context_object_id: str | None
             raise UnknownObjectError(f"context object {context_object_id!r} is not in the world "
                                      f"state of scene {state.scene!r}")
     if not isinstance(sentence, str):
-        return uninterpretable(str(sentence), f"not a sentence: {type(sentence).__name__}")
+        # A goal parsed from generated text may carry a non-string: checked, not trusted.
+        return uninterpretable(str(sentence), f"not a sentence: {type(sentence).__name__}")  # type: ignore[unreachable]
     lexicon, grammar = knowledge.lexicon, knowledge.grammar
 
     # 1. words

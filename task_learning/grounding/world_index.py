@@ -16,7 +16,7 @@ from task_learning.types import WorldObject, WorldState
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
 
 
-def object_order(obj: WorldObject) -> tuple:
+def object_order(obj: WorldObject) -> tuple[bool, float, str, int, str]:
     """Deterministic preference among equals: visible first, then nearest, then id ('Mug|2' before
     'Mug|10')."""
     match = _TRAILING_NUMBER.search(obj.object_id)

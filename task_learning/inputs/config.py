@@ -83,7 +83,7 @@ class StrictLoader(yaml.SafeLoader):
         try:
             if self._depth > MAX_NESTING:
                 raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_NESTING} levels deep",
-                                                  self.peek_event().start_mark)
+                                                  self.peek_event().start_mark)  # type: ignore[no-untyped-call]
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1

@@ -7,7 +7,7 @@ committed before the call returns (WAL journal, synchronous=FULL), so a node kil
 nothing it had confirmed. The tables' contents are the repositories' (kb/repositories/); this
 module knows none of their meaning.
 
-Opening a new file from several processes at once (issue 45): switching a new file into WAL makes
+Opening a new file from several processes at once: switching a new file into WAL makes
 SQLite read its header under a shared lock and then upgrade to the write lock; when two
 connections do that at once, the one that finds the other's write lock while holding its own read
 lock gets SQLITE_BUSY at once, without its busy handler (waiting would deadlock), so under load 2
@@ -322,25 +322,26 @@ class Database:
         except sqlite3.Error as exc:
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
         if read_only:
-            try:
+            with self._closed_on_error():
                 self._wait_for_writer()
                 self._check_schema()
                 self._shadow_missing()
                 self._check_version()
-            except sqlite3.Error as exc:
-                self.conn.close()
-                raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None
-            except KnowledgeBaseError:
-                self.conn.close()
-                raise
             return
-        try:
+        with self._closed_on_error():
             self._check_schema()  # before changing anything in a file that may be another program's
             enter_wal(self.conn, self.busy_timeout_s)
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self._create_missing()
             self._check_version()
+
+    @contextmanager
+    def _closed_on_error(self) -> Iterator[None]:
+        """A file that cannot be opened as a knowledge base is closed again, and said so in one
+        line (KnowledgeBaseError)."""
+        try:
+            yield
         except sqlite3.Error as exc:
             self.conn.close()
             raise KnowledgeBaseError(describe_db_error(self.path, exc, self.busy_timeout_s)) from None

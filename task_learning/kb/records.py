@@ -202,7 +202,7 @@ class StoredRoutine:
     def same_day(self, other: "StoredRoutine") -> bool:
         """The same remembered day (what an import of an export already imported would repeat).
         The config's seeded days are the same days whenever they were seeded."""
-        def key(r: StoredRoutine) -> tuple:
+        def key(r: StoredRoutine) -> tuple[str, tuple[str, ...], tuple[str, ...], str, str, float | None]:
             return (r.day, tuple(sorted(r.facts)), r.tasks, r.explanation, r.source,
                     None if r.source == "config" else r.created_at)
         return key(self) == key(other)

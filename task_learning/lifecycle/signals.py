@@ -3,8 +3,7 @@
 A Python signal handler runs in the main thread between two bytecodes, wherever that thread is,
 including inside `threading.Event.wait` while it holds the Event's internal lock. A handler that
 calls `Event.set()` then waits on that lock forever, and the process ignores SIGINT and SIGTERM
-until something SIGKILLs it. Measured here: 1 hang in 200 SIGINTs to a loop waiting on an Event;
-in CI, a perception node that neither stopped within 20 s of SIGINT nor printed anything. So the
+until something SIGKILLs it (the hangs measured: docs/ros.md, "History"). So the
 handler only appends to a list (no lock taken), and the loop that waits looks at `received`
 between its waits and sets its own Event.
 """

@@ -4,8 +4,8 @@ and the process exits with code 1, so a hang names itself instead of waiting for
 Why not `faulthandler.dump_traceback_later` alone: its watchdog is a C thread that walks the
 other threads' frames without holding the GIL. When another thread is still running Python (a
 node's executor keeps spinning while `stop_work()` ends the long callbacks), those frames change
-under the walk. In a CI run that crashed the process with SIGSEGV in the middle of the dump, so
-a hang was reported as a crash. Here a Python timer thread does the dump while it holds the GIL
+under the walk, which can crash the process with SIGSEGV in the middle of the dump (docs/ros.md,
+"History"): a hang reported as a crash. Here a Python timer thread does the dump while it holds the GIL
 (faulthandler.dump_traceback writes without releasing it), so no Python frame changes meanwhile,
 then ends the process with os._exit. The C watchdog stays armed BACKSTOP_S later for the one hang
 the timer cannot see: a thread that holds the GIL and never lets it go.

@@ -9,7 +9,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Hashable, Iterable, Mapping, Protocol, runtime_checkable
 
 from task_learning.llm.constraints import Constraint
 
@@ -168,7 +168,7 @@ class BatchProvider(LLMProvider, Protocol):
         ...
 
 
-def batch_signature(request: LLMRequest) -> tuple | None:
+def batch_signature(request: LLMRequest) -> tuple[Hashable, ...] | None:
     """Requests with equal signatures may share one round trip: a list-prompt completions request
     carries its sampling parameters once for all its prompts. Chat requests (one conversation per
     request) are never batched: None."""

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import importlib
 import re
+import ssl
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol, Union
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 
@@ -64,10 +65,41 @@ def _http_modules() -> tuple[ModuleType, ModuleType]:
     raise ImportError("cannot tell which HTTP library the openai client uses")
 
 
+# A socket option as httpcore takes it: (level, option, value) or (level, option, None, length).
+SocketOption = Union[tuple[int, int, int], tuple[int, int, Union[bytes, bytearray]], tuple[int, int, None, int]]
+
+
+class NetworkStream(Protocol):
+    """httpcore's synchronous network stream (httpx2's core has the same): what the guard wraps."""
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes: ...
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> NetworkStream: ...
+
+    def get_extra_info(self, info: str) -> Any: ...  # httpcore's own: the socket, the SSL object, ...
+
+
+class NetworkBackend(Protocol):
+    """httpcore's synchronous network backend: how a connection pool opens its connections."""
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[SocketOption] | None = None) -> NetworkStream: ...
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[SocketOption] | None = None) -> NetworkStream: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
 class _GuardedStream:
     """A network stream whose reads and writes stop at the call's deadline and byte cap."""
 
-    def __init__(self, inner: Any, guard: CallGuard, core: ModuleType) -> None:
+    def __init__(self, inner: NetworkStream, guard: CallGuard, core: ModuleType) -> None:
         self._inner = inner
         self._guard = guard
         self._core = core
@@ -82,7 +114,7 @@ class _GuardedStream:
         return remaining if timeout is None else min(timeout, remaining)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        data: bytes = self._inner.read(max_bytes, self._timeout(timeout, self._core.ReadTimeout))
+        data = self._inner.read(max_bytes, self._timeout(timeout, self._core.ReadTimeout))
         call = self._guard.current()
         if call is not None:
             call.received += len(data)
@@ -98,7 +130,8 @@ class _GuardedStream:
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> _GuardedStream:
         inner = self._inner.start_tls(ssl_context, server_hostname, self._timeout(timeout, self._core.ConnectTimeout))
         return _GuardedStream(inner, self._guard, self._core)
 
@@ -109,7 +142,7 @@ class _GuardedStream:
 class _GuardedBackend:
     """The HTTP core's network backend, with every connection made and used under the guard."""
 
-    def __init__(self, inner: Any, guard: CallGuard, core: ModuleType) -> None:
+    def __init__(self, inner: NetworkBackend, guard: CallGuard, core: ModuleType) -> None:
         self._inner = inner
         self._guard = guard
         self._core = core
@@ -124,12 +157,12 @@ class _GuardedBackend:
         return remaining if timeout is None else min(timeout, remaining)
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> _GuardedStream:
+                    socket_options: Iterable[SocketOption] | None = None) -> _GuardedStream:
         stream = self._inner.connect_tcp(host, port, self._connect_timeout(timeout), local_address, socket_options)
         return _GuardedStream(stream, self._guard, self._core)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> _GuardedStream:
+                            socket_options: Iterable[SocketOption] | None = None) -> _GuardedStream:
         stream = self._inner.connect_unix_socket(path, self._connect_timeout(timeout), socket_options)
         return _GuardedStream(stream, self._guard, self._core)
 

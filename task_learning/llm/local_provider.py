@@ -132,8 +132,8 @@ class LocalProvider(OpenAIProvider):
 
 def with_api_path(base_url: str) -> str:
     """llama-server prints its root URL (http://127.0.0.1:PORT); its OpenAI-compatible API is
-    under /v1. A root URL given to `local` is that server's: /v1 is added (issue 40: a root URL
-    got "has no choices" and silent retries)."""
+    under /v1. A root URL given to `local` is that server's: /v1 is added (a root URL gets "has
+    no choices" and retries)."""
     from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(base_url)

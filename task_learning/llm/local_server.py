@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from task_learning.errors import TaskLearningError
 from task_learning.lifecycle.child_process import describe_exit, die_with_parent
@@ -38,8 +39,8 @@ HOST = "127.0.0.1"
 PORT_ATTEMPTS = 3  # a free port can be taken between the probe and the server's bind
 # A CPU can advertise instructions that its virtual machine does not let a process run: on a Xeon
 # with AMX tiles (cpuinfo flags amx_tile, amx_int8) the server built for it (GGML_NATIVE) died at
-# its warm-up with a general protection fault on `ldtilecfg` in ggml's AMX matrix kernel, measured
-# 2026-11-27. The AMX kernels come with ggml's repacked weight buffers; `--no-repack` keeps the
+# its warm-up with a general protection fault on `ldtilecfg` in ggml's AMX matrix kernel
+# (docs/llm.md, "Serve"). The AMX kernels come with ggml's repacked weight buffers; `--no-repack` keeps the
 # server on the plain CPU kernels. A server that dies of one of these signals while starting is
 # started once more with it (the log says so), instead of failing every command on such a machine.
 FAULT_SIGNALS = (signal.SIGSEGV, signal.SIGILL, signal.SIGBUS)
@@ -132,7 +133,7 @@ class LocalServer:
             self.binary, self.model = binary, Path(model or self.settings.model)
         self.requested_port = int(port)
         self.port = 0
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.log_path: Path | None = None
         self._log_handle: int | None = None
         self._release: threading.Event | None = None  # ends the thread that started the process
@@ -311,7 +312,7 @@ class LocalServer:
         errors = [line for line in lines if "error" in line.lower()]
         return (errors or lines or ["(no output)"])[-1][:300]
 
-    def props(self) -> dict:
+    def props(self) -> dict[str, Any]:
         """The server's /props (its settings as it runs them); {} if it does not answer."""
         try:
             with urllib.request.urlopen(f"{self.root_url}/props", timeout=5.0) as answer:

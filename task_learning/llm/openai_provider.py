@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Hashable, Iterable, TypeVar
 
 import openai
 
@@ -180,7 +180,7 @@ class OpenAIProvider:
             raise ProviderError(self.redact(f"malformed response from {self.base_url}: {type(exc).__name__}: {_printable(str(exc))}")) from None
 
     # -------------------------------------------------------------------------------- batches
-    def batch_key(self, request: LLMRequest) -> tuple | None:
+    def batch_key(self, request: LLMRequest) -> tuple[Hashable, ...] | None:
         """Requests with equal keys can share one list-prompt request; None: never batched."""
         if self.uses_chat(request):
             return None
@@ -398,7 +398,7 @@ class _OneChoice:
 
 def _api_path_hint(shown_url: str) -> str:
     """A hint for a base URL without a path: OpenAI-compatible servers (llama.cpp, vLLM,
-    Ollama) serve the API under /v1, and their root answers something else (issue 40)."""
+    Ollama) serve the API under /v1, and their root answers something else."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(shown_url)

@@ -102,7 +102,7 @@ class TrialResult:
     tokens: int = 0
     replans: int = 0
     dropped_calls: int = 0
-    dropped: Counter = field(default_factory=Counter)  # by kind
+    dropped: Counter[str] = field(default_factory=Counter)  # by kind
     unknown_object_calls: int = 0
     end_reason: str = ""
     llm_errors: int = 0

@@ -1,5 +1,5 @@
-"""The LLM-State paper's Table I tasks on an AI2-THOR-speaking world (issue 17, item 3: "also runnable on
-the AI2-THOR bridge").
+"""The LLM-State paper's Table I tasks on an AI2-THOR-speaking world (also runnable on the AI2-THOR
+bridge).
 
 config/llm_state/thor_tasks.yaml names, for each task a FloorPlan supports, the project scene it
 runs in and its goal check as literals on the world's metadata; the goal text and the step cap

@@ -1,4 +1,4 @@
-"""Confirmations that carry their question (issue 31 point 4): the oversight node's ledger.
+"""Confirmations that carry their question: the oversight node's ledger.
 
 When a paired operator says yes to (or describes the goal for) a question from one of the stack's
 askers, the oversight node issues a confirmation id: 128 random bits, bound to that question, its

@@ -53,11 +53,16 @@ ROBOT = "robot"
 
 
 class Analysis(Protocol):
-    """What `analyze` returns (grounding's analysis result has these fields)."""
+    """What `analyze` returns (grounding's GoalAnalysis has these fields), read only."""
 
-    viable: bool
-    mismatches: Sequence[Mismatch]
-    literals: Sequence[GoalLiteral]
+    @property
+    def viable(self) -> bool: ...
+
+    @property
+    def mismatches(self) -> Sequence[Mismatch]: ...
+
+    @property
+    def literals(self) -> Sequence[GoalLiteral]: ...
 
 
 OPERATOR_GONE_REASON = "the operator's input closed (nobody is left to answer)"
@@ -179,7 +184,7 @@ class OversightLimits:
 class _Dialogue:
     """State of one oversight dialogue; `run_oversight` is the public face."""
 
-    def __init__(self, *, operator: Operator, subject: OversightSubject, analyze: Callable[[str], Any], kb: KnowledgeBase | None,
+    def __init__(self, *, operator: Operator, subject: OversightSubject, analyze: Callable[[str], Analysis], kb: KnowledgeBase | None,
                  limits: OversightLimits, new_request_id: Callable[[], str]) -> None:
         self.operator = operator
         self.object_description = subject.object_description

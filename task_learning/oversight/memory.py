@@ -5,7 +5,7 @@ Both paths use it: `task-learning run` wraps its operator, and the oversight nod
 queue, so a robot restarted mid-task never asks its user the same thing twice. Timeouts (and
 withdrawn questions) are not remembered: a question nobody answered is asked again.
 
-Remembered answers are keyed by provenance, not by words alone (issue 34): behind the oversight
+Remembered answers are keyed by provenance, not by words alone: behind the oversight
 node a question matches only an earlier question of the same verified asker, about the same
 object and candidate goal, answered by a paired operator whose signature the node checked. A
 question put by anyone else, or an answer nobody verified, can never answer the planner's. A

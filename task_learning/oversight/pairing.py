@@ -1,7 +1,7 @@
 """Who may answer the robot's questions, and who may ask them: the oversight node's identities.
 
-Pure Python (no ROS): the oversight node, the `task-learning operator` clients and (issue 27) a web
-panel all use this module.
+Pure Python (no ROS): the oversight node, the `task-learning operator` clients and the web panel
+all use this module.
 
 Operators (the people who say yes): each paired operator holds a *token*; the knowledge base holds
 only its verifier, sha256 of the token's secret, never the token. A token is made in one of two

@@ -163,7 +163,7 @@ class QueueOperator:
                     break
                 self._cond.wait(min(remaining, 0.5))
             answer = slot.answer
-            closed = self._closed
+            closed = bool(self._closed)  # bool: another thread may have closed it meanwhile
             self._slots.pop(request.request_id, None)
         if answer is None and closed:
             log.warning("question %s: not answered, the questions were closed (stopping); safe default %s",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from task_learning.inputs.names import normalize_name
 from task_learning.types import (
@@ -22,6 +22,9 @@ from task_learning.types import (
     GoalLiteral,
     Truth,
 )
+
+if TYPE_CHECKING:
+    from task_learning.oversight.flow import Analysis
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ class SimulatedOperator:
 
     def __init__(self, preferences: Mapping[str, Iterable[str]], *,
                  closable: Iterable[str] = (), names: Mapping[str, str] | None = None,
-                 analyze: Callable[[str], Any] | None = None) -> None:
+                 analyze: Callable[[str], Analysis] | None = None) -> None:
         self.preferences = {obj: list(dests) for obj, dests in preferences.items()}
         self.closable = set(closable)
         self.names = dict(names or {})
@@ -68,7 +71,7 @@ class SimulatedOperator:
         self.asked: list[ConfirmationRequest] = []
 
     @classmethod
-    def from_scene(cls, scene: Any, *, analyze: Callable[[str], Any] | None = None) -> "SimulatedOperator":
+    def from_scene(cls, scene: Any, *, analyze: Callable[[str], Analysis] | None = None) -> "SimulatedOperator":
         """From a world `Scene` (preferences, closable, objects as AI2-THOR dicts)."""
         names = {}
         for obj in getattr(scene, "objects", []) or []:

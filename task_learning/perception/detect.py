@@ -79,8 +79,8 @@ class MarkerDetector:
             return out
         gray = cv2.cvtColor(frame.color, cv2.COLOR_BGR2GRAY)
         corners, ids, _ = self._detector.detectMarkers(gray)
-        if ids is None:
-            return out
+        if ids is None:  # no marker seen (cv2's stubs say ids is always an array; it is None here)
+            return out  # type: ignore[unreachable]
         flat = [int(i) for i in np.asarray(ids).ravel()]
         counts = {i: flat.count(i) for i in flat}
         for marker_id, quad in zip(flat, corners):

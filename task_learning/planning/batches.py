@@ -37,7 +37,7 @@ from task_learning.inputs.safe_text import printable
 from task_learning.lifecycle.cancellation import RunStopped
 from task_learning.planning.progress import ObjectState, ObjectStates, Snapshot
 from task_learning.stars.conditions import Condition
-from task_learning.stars.elicit import ElicitationResult, StageCallback
+from task_learning.stars.elicit import ElicitationResult, PreparedElicitation, StageCallback
 from task_learning.stars.together import CrossObjectElicitor
 from task_learning.types import LLMUsage
 
@@ -120,7 +120,7 @@ def start_batch(batch_id: str, task: str, condition: Condition, object_ids: list
     return batch
 
 
-def _stages_ended(states: ObjectStates, object_id: str, future: Future) -> None:
+def _stages_ended(states: ObjectStates, object_id: str, future: Future[PreparedElicitation]) -> None:
     """A prefetched object's model stages ended: elicited, or failed (its LearnGoal then elicits it
     on its own); a cancelled one (the batch closed) keeps its state."""
     if future.cancelled():

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, NoReturn, Protocol, Sequence
 
 from task_learning.kb import Confirmation, KnowledgeBase, LearnedGoal, lift_literals
 from task_learning.oversight.flow import (
+    Analysis,
     OversightCounts,
     OversightLimits,
     OversightStatus,
@@ -82,7 +83,7 @@ class GoalConfirmer:
         candidate = GoalCandidate(text=text, score=1.0, source=CandidateSource.INITIAL,
                                   candidate_id=1, viable=True, literals=list(literals))
 
-        def no_analysis(_sentence: str) -> Any:
+        def no_analysis(_sentence: str) -> NoReturn:
             raise RuntimeError("a stored goal is confirmed as it is, not re-described")
 
         outcome = run_oversight(ranked=[candidate], reselect=lambda _r: None, operator=self.operator,
@@ -121,7 +122,7 @@ def goal_covered(requested: Iterable[GoalLiteral], goals: Iterable[LearnedGoal],
 
 
 def confirmation_mismatch(*, answer: str, description: str, candidate: GoalCandidate | None,
-                          chosen: GoalCandidate, analyze: Callable[[str], Any] | None = None) -> str:
+                          chosen: GoalCandidate, analyze: Callable[[str], Analysis] | None = None) -> str:
     """Does an operator's confirmation (as the oversight node issued it) cover exactly the goal a
     node asks the planner to execute? "" when it does; else why not.
 

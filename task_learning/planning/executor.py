@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
-from task_learning.bcr.agent import SelectionEngine
+from task_learning.bcr.agent import BCRAgent, SelectionEngine
 from task_learning.bcr.domain import Domain
 from task_learning.bcr.literals import StateView, holds
 from task_learning.bcr.runner import run_goals
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OutcomeCallback = Callable[[ActionOutcome], None]
-DecisionCallback = Callable[[Any, ActionCall], None]  # (bcr.agent.BCRAgent, the action chosen)
+DecisionCallback = Callable[[BCRAgent, ActionCall], None]  # (the agent, the action it chose)
 
 
 class PolicyReview(Protocol):

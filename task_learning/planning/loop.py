@@ -78,7 +78,7 @@ class Confirmer(Protocol):
     """Puts a goal to the operator (planning.confirmation.GoalConfirmer)."""
 
     def __call__(self, *, object_id: str, object_description: str, text: str,
-                 literals: Any) -> ConfirmationVerdict:
+                 literals: Sequence[GoalLiteral]) -> ConfirmationVerdict:
         ...
 
 
@@ -233,12 +233,7 @@ class TaskLearner:
         metrics.retrieved += len(result.candidates)
         oversight = result.oversight
         if oversight is not None:
-            counts = oversight.counts
-            metrics.proposed += counts.proposed
-            metrics.yes_no += counts.yes_no
-            metrics.instructions += counts.instructions
-            metrics.words += counts.words
-            metrics.questions += counts.instructions
+            metrics.count_dialogue(oversight.counts)
         chosen = result.chosen
         if chosen is None or not chosen.literals:
             reason = result.outcome if chosen is None else "the chosen goal has no grounded literals"
@@ -277,28 +272,19 @@ class TaskLearner:
         ))
         return self._reach(object_id, context, list(chosen.literals), chosen.text, source, metrics, who)
 
-    def _ask(self, object_id: str, spoken: str, text: str, literals: list,
+    def _ask(self, object_id: str, spoken: str, text: str, literals: list[GoalLiteral],
              metrics: RunMetrics) -> ConfirmationVerdict:
         assert self.confirm is not None  # run() refuses to start without one
         verdict = self.confirm(object_id=object_id, object_description=spoken, text=text,
                                literals=literals)
-        counts = verdict.counts
-        metrics.proposed += counts.proposed
-        metrics.yes_no += counts.yes_no
-        metrics.instructions += counts.instructions
-        metrics.words += counts.words
-        metrics.questions += counts.instructions
+        metrics.count_dialogue(verdict.counts)
         return verdict
 
-    def _reach(self, object_id: str, context: str, literals: list, text: str, source: str,
+    def _reach(self, object_id: str, context: str, literals: list[GoalLiteral], text: str, source: str,
                metrics: RunMetrics, confirmed_by: str = "") -> ObjectReport:
         reached = self.executor.reach(self.world, literals, task=self.scene.task, object_id=object_id)
         metrics.policies_reused += int(reached.policy_reused)
-        asked = reached.questions  # an operator reviewing a stored policy it did not learn
-        metrics.yes_no += asked.yes_no
-        metrics.instructions += asked.instructions
-        metrics.words += asked.words
-        metrics.questions += asked.instructions
+        metrics.count_dialogue(reached.questions)  # an operator reviewing a stored policy it did not learn
         outcome = "done" if reached.success else "unreachable"
         return ObjectReport(object_id, context, outcome, text, source, len(reached.outcomes),
                             reached.policy_reused, reached.message,

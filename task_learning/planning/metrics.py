@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from task_learning.types import LLMUsage
+
+if TYPE_CHECKING:
+    from task_learning.oversight.flow import OversightCounts
 
 
 @dataclass
@@ -30,6 +33,15 @@ class RunMetrics:
     policies_reused: int = 0
     usage: LLMUsage = field(default_factory=LLMUsage)
     per_object: list[dict[str, Any]] = field(default_factory=list)
+
+    def count_dialogue(self, counts: OversightCounts) -> None:
+        """Add what an operator was asked and said (goals proposed, yes/no answers, instructions
+        and their words; every instruction answered one question)."""
+        self.proposed += counts.proposed
+        self.yes_no += counts.yes_no
+        self.instructions += counts.instructions
+        self.words += counts.words
+        self.questions += counts.instructions
 
     @property
     def completion(self) -> float:

@@ -1,4 +1,4 @@
-"""Stored policies are reviewed as what they do, before they are replayed (issue 34).
+"""Stored policies are reviewed as what they do, before they are replayed.
 
 A policy (executor.py) is a lifted action sequence replayed, with no planning and no question,
 whenever its goal comes up again. A knowledge-base export is just a file: a "policy for the

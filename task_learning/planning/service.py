@@ -11,7 +11,7 @@ state for progress, the verdict in words — is here, once, and has no ROS in it
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from task_learning.errors import TaskLearningError
 from task_learning.kb import KnowledgeBase
@@ -22,7 +22,7 @@ from task_learning.planning.loop import Confirmer, Elicitation, Elicitor, Object
 from task_learning.planning.metrics import RunMetrics
 from task_learning.planning.progress import REPORT_STATES, ObjectState, ObjectStates
 from task_learning.planning.summary import TaskSummary, summarize
-from task_learning.types import LLMUsage
+from task_learning.types import GoalLiteral, LLMUsage
 from task_learning.world.backend import WorldBackend
 from task_learning.world.scene import Scene
 
@@ -116,7 +116,8 @@ class ObjectTracker:
         """`inner`, with the object asking the operator while it runs, then confirmed or no_goal."""
         states = self.states
 
-        def confirm(*, object_id: str, object_description: str, text: str, literals: Any) -> ConfirmationVerdict:
+        def confirm(*, object_id: str, object_description: str, text: str,
+                    literals: Sequence[GoalLiteral]) -> ConfirmationVerdict:
             states.set(object_id, ObjectState.ASKING, text)
             verdict = inner(object_id=object_id, object_description=object_description, text=text,
                             literals=literals)

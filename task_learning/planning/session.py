@@ -40,7 +40,9 @@ from task_learning.world.factory import make_backend
 from task_learning.world.scene import Scene, load_scene
 
 if TYPE_CHECKING:
+    from task_learning.grounding.analysis import GoalAnalysis
     from task_learning.llm.client import LLMClient
+    from task_learning.oversight.flow import Analysis
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +64,7 @@ def check_task(scene: Scene, task: str | None) -> None:
         raise TaskLearningError(f"scene {scene.name!r} defines the task {scene.task!r}, not {task!r}")
 
 
-def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Any] | None = None) -> Operator | None:
+def make_operator(kind: str, scene: Scene, analyze: Callable[[str], Analysis] | None = None) -> Operator | None:
     if kind == "simulated":
         from task_learning.oversight.simulated import SimulatedOperator
 
@@ -197,7 +199,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
     if condition.endswith("+O"):
         from task_learning.grounding import analyze_goal
 
-        def analyze(sentence: str) -> Any:
+        def analyze(sentence: str) -> GoalAnalysis:
             from task_learning.world.state import world_state_from_metadata
 
             return analyze_goal(sentence, world_state_from_metadata(world.metadata))

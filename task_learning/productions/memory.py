@@ -3,7 +3,7 @@ every load (a row that does not validate is refused by name, never run), and the
 statements the LLM answered."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from task_learning.errors import ConfigError
 from task_learning.kb.store import KnowledgeBase
@@ -12,13 +12,13 @@ from task_learning.productions.language import Production, RuleError, production
 from task_learning.productions.utility import utility_problem
 
 
-def production_record(production: Production, approval: str = "none") -> dict:
+def production_record(production: Production, approval: str = "none") -> dict[str, Any]:
     return {"name": production.name, "task": production.task, "rule": production.to_dict(),
             "english": production.english, "utility": production.utility, "count": production.count,
             "provenance": production.provenance, "approval": approval}
 
 
-def unreviewed_import(row: dict) -> bool:
+def unreviewed_import(row: Mapping[str, Any]) -> bool:
     """A production `kb import` brought in that no operator approved yet: never used (not by
     the planner, not by bootstrapping, whose prompts would carry its text), until approved."""
     provenance = row.get("provenance")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from task_learning.llm.base import LLMResponse
+from task_learning.llm.base import LLMRequest, LLMResponse
 from task_learning.stars.prompts import GoalContext, PromptTemplates
 from task_learning.stars.tree import CompletionClient, Steps, drive
 from task_learning.types import GoalCandidate
@@ -71,7 +71,7 @@ def select_goal(client: CompletionClient, templates: PromptTemplates, ctx: GoalC
                 candidates: Sequence[GoalCandidate], *, scope: str = "",
                 ask_single: bool = False, constrained: bool = False) -> SelectionOutcome:
     """Ask the model which candidate is the most reasonable goal."""
-    def send(requests: list) -> list[LLMResponse]:
+    def send(requests: list[LLMRequest]) -> list[LLMResponse]:
         out = []
         for request in requests:
             try:

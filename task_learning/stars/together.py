@@ -83,7 +83,7 @@ class _Prefetch:
     prep: PreparedElicitation
     context: tuple[str, ...]
     usage_before: LLMUsage
-    future: Future
+    future: Future[PreparedElicitation]
     used: bool = False
 
 
@@ -145,7 +145,7 @@ class CrossObjectElicitor:
         self._thread.start()
         return len(steps)
 
-    def prefetched(self) -> dict[str, Future]:
+    def prefetched(self) -> dict[str, Future[PreparedElicitation]]:
         """The prefetched objects in the task's order, each with the future of its model stages
         (done when they ended: a result, an exception, or cancelled by `close`)."""
         return {object_id: entry.future for object_id, entry in self._prefetched.items()}
@@ -185,7 +185,7 @@ class CrossObjectElicitor:
             for future in futures.values():
                 future.cancel()  # no effect on a future that has ended
 
-    def _lockstep(self, steps: list[tuple[str, Steps[PreparedElicitation]]], futures: dict[str, Future]) -> None:
+    def _lockstep(self, steps: list[tuple[str, Steps[PreparedElicitation]]], futures: dict[str, Future[PreparedElicitation]]) -> None:
         waiting: dict[str, list[LLMRequest]] = {}
         generators = dict(steps)
         for object_id, gen in steps:
@@ -206,7 +206,7 @@ class CrossObjectElicitor:
             generators[object_id].close()
 
     @staticmethod
-    def _advance(future: Future, gen: Steps[PreparedElicitation], answers: list[LLMResponse] | None,
+    def _advance(future: Future[PreparedElicitation], gen: Steps[PreparedElicitation], answers: list[LLMResponse] | None,
                  waiting: dict[str, list[LLMRequest]], object_id: str) -> None:
         try:
             requests = next(gen) if answers is None else gen.send(answers)

@@ -14,6 +14,7 @@ It binds 127.0.0.1 on an ephemeral port and stops promptly: delays wait on the s
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: tuple[str, int]) -> None:
         """A client that gave up mid-reply (a timeout test) is expected here, not an error."""
 
 

@@ -54,7 +54,7 @@ SELECTION_PROMPT_TOKENS = 180
 HEAD = [(" The", 0.999), (" goal", 0.998), (" is", 0.999), (" that", 0.990), (" the", 0.995),
         (" mug", 0.990), (" is", 0.995), (" in", 0.990), (" the", 0.9956)]
 
-Tok = tuple  # (token, probability, {alternative: probability})
+Tok = tuple[str, float, dict[str, float]]  # (token, probability, {alternative: probability})
 
 
 def _t(token: str, p: float, alts: dict[str, float] | None = None) -> Tok:

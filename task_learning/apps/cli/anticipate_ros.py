@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from task_learning.anticipation.proposals import RoutineOperator
 from task_learning.errors import TaskLearningError
 
+if TYPE_CHECKING:
+    from task_learning.oversight.pairing import OperatorCredentials
+    from task_learning_nodes.clients.oversight_client import OversightClient
+
 log = logging.getLogger(__name__)
 
 
-def oversight_client(name: str, wait_s: float, *, asker: str = "", credentials: Any = None) -> Any:
+def oversight_client(name: str, wait_s: float, *, asker: str = "",
+                     credentials: OperatorCredentials | None = None) -> OversightClient:
     """An OversightClient whose node is up, or a clear error: an Operator that asks as the stack
     node `asker` (signed with the stack key), or an answering client of a paired operator."""
     try:

@@ -1,4 +1,4 @@
-"""`task-learning faults`: inject every category of fault issue 10 lists and print a table of
+"""`task-learning faults`: inject every category of fault (docs/safety.md) and print a table of
 tried / handled / not handled, with the goals executed without confirmation and the confirmed
 goals lost (both must be 0).
 

@@ -1,4 +1,4 @@
-"""Fault injection for `task-learning faults`: every category of fault issue 10 names, each
+"""Fault injection for `task-learning faults`: every category of fault (docs/safety.md), each
 provoked for real and judged by its outcome (see base.py for what "handled" means)."""
 from __future__ import annotations
 

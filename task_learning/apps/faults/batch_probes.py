@@ -1,4 +1,4 @@
-"""LearnGoals from another client (issue 40): a hostile or careless client's batch sent while a task
+"""LearnGoals from another client: a hostile or careless client's batch sent while a task
 runs must be refused and must not spoil the task.
 
 Two probes: the batch rules themselves (`planning.batches`, no graph: fast), and the same attack on
@@ -19,9 +19,13 @@ import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from task_learning.apps.faults.base import Probe, ProbeContext, ProbeResult
+
+if TYPE_CHECKING:
+    from rclpy.node import Node
+    from rclpy.task import Future
 
 CATEGORY = "ros"
 SCENE = "tidy_kitchen"
@@ -93,7 +97,7 @@ def probes() -> list[Probe]:
 
 
 # ------------------------------------------------------------------ the graph probe's own process
-def _attack(node: Any) -> ProbeResult:
+def _attack(node: Node) -> ProbeResult:
     """PerformTask; while its batch elicits, another client's LearnGoals; both results judged."""
     from task_learning.planning.session import task_order
     from task_learning.world.factory import make_backend
@@ -101,7 +105,7 @@ def _attack(node: Any) -> ProbeResult:
     from task_learning_interfaces.action import LearnGoals, PerformTask
     from task_learning_nodes.plumbing.node_base import ActionClient, wait_for_future
 
-    def wait(future: Any, seconds: float, what: str) -> Any:
+    def wait(future: Future, seconds: float, what: str) -> Any:
         if wait_for_future(future, seconds) != "done":
             raise TimeoutError(f"no {what} within {seconds:g} s")
         return future.result()

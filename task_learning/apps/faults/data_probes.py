@@ -1,4 +1,4 @@
-"""The hostile data of issue 40, so `task-learning faults` keeps trying it: standard output cut
+"""Hostile data, so `task-learning faults` keeps trying it: standard output cut
 short by a disk that fills part-way, YAML alias bombs in every loader, a sweep grid of millions of
 trials, episodes whose chunk decompresses to a gigabyte and episodes with malformed channels and
 metadata, `--db` in a folder that does not exist, foreign files to import, exports through a

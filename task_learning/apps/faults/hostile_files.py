@@ -8,7 +8,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from task_learning.episode.recorder import McapSink
 
 GIB = 1024**3
 _MESSAGE = 0x05  # MCAP opcodes
@@ -97,7 +100,7 @@ def crowded_episode(path: Path, *, chunk_bytes: int = 8 * 1024**2 - 4096) -> Pat
     return path
 
 
-def _episode(path: Path, meta: dict[str, str], write: Callable[[Any], None]) -> Path:
+def _episode(path: Path, meta: dict[str, str], write: Callable[[McapSink], None]) -> Path:
     from task_learning.episode.recorder import McapSink
 
     sink = McapSink(path, meta, topics=None)
@@ -106,21 +109,21 @@ def _episode(path: Path, meta: dict[str, str], write: Callable[[Any], None]) -> 
     return path
 
 
-def _string(topic: str, data: str) -> Callable[[Any], None]:
+def _string(topic: str, data: str) -> Callable[[McapSink], None]:
     return lambda sink: sink.write(topic, {"data": data}, 1_000)
 
 
-def _raw_topic(topic: str) -> Callable[[Any], None]:
+def _raw_topic(topic: str) -> Callable[[McapSink], None]:
     from task_learning.episode.recorder import _encoder
     from task_learning.episode.schema import msgdef
 
-    def write(sink: Any) -> None:
+    def write(sink: McapSink) -> None:
         encode = _encoder("std_msgs/msg/String", msgdef("std_msgs/msg/String"))
         sink.write_raw(topic, "std_msgs/msg/String", encode({"data": "{}"}), 1_000)
     return write
 
 
-def _nothing(_sink: Any) -> None:
+def _nothing(_sink: McapSink) -> None:
     return None
 
 

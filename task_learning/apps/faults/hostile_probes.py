@@ -1,4 +1,4 @@
-"""The hostile cases of issues 31 and 33, so `task-learning faults` keeps trying them: NaN and
+"""Hostile inputs, so `task-learning faults` keeps trying them: NaN and
 absurd numbers, flag combinations that cannot work, special files, deep nesting, marker
 registries, prompts, LLM-State task files, bring-up entries, malformed recorded AI2-THOR
 metadata, exports that cannot be written, locked and foreign databases, and read-only commands
@@ -155,7 +155,7 @@ def _registry_probe(name: str, text: str, *needles: str) -> Probe:
     return Probe("config", name, probe, fast=False)
 
 
-# -- recorded AI2-THOR metadata (issue 31, point 2) ---------------------------------------------------
+# -- recorded AI2-THOR metadata ------------------------------------------------------------------------
 
 
 def _object(kind: str, oid: str, x: float, **extra: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Hostile imports (issue 34): knowledge-base files written to make the robot do what nobody
+"""Hostile imports: knowledge-base files written to make the robot do what nobody
 confirmed, or to put words in front of its operator and its language model.
 
 Each probe imports through a real `task-learning kb import` process. Handled means: a file that

@@ -1,6 +1,6 @@
 """Hostile clients of the web operator panel, against a real `task-learning run --operator web`.
 
-One run serves the panel on a free loopback port; the probes then do what issue 40 measured: a
+One run serves the panel on a free loopback port; the probes then do what was measured by hand before: a
 flood of wrong pairing codes from another local client (the real operator must still pair), a
 flood of connections that never send a request (the paired operator must still answer, and the
 answer's latency is measured), headers and a body sent a byte at a time, and unauthenticated

@@ -69,7 +69,7 @@ class GoalRepository:
         return [self._goal_from_row(r) for r in rows]
 
     @staticmethod
-    def _goal_from_row(row: tuple) -> LearnedGoal:
+    def _goal_from_row(row: tuple[Any, ...]) -> LearnedGoal:  # an SQLite row
         return LearnedGoal(
             task=row[0], context=row[1], object_type=row[2], text=row[3],
             literals=[GoalLiteral.from_dict(d) for d in json.loads(row[4])],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from task_learning.kb.database import Database
 from task_learning.kb.records import Policy, action_from_dict, action_to_dict
@@ -30,7 +31,7 @@ class PolicyRepository:
     _POLICY_COLUMNS = "task, object_type, location, goal_key, actions_json, successes, failures, approval"
 
     @staticmethod
-    def _policy_from_row(row: tuple) -> Policy:
+    def _policy_from_row(row: tuple[Any, ...]) -> Policy:  # an SQLite row: columns of _POLICY_COLUMNS
         return Policy(row[0], row[1], row[2], row[3], [action_from_dict(a) for a in json.loads(row[4])],
                       row[5], row[6], row[7])
 

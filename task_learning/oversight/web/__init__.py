@@ -1,4 +1,4 @@
-"""The web operator panel (issue 27): a paired operator answers from a phone or a laptop.
+"""The web operator panel: a paired operator answers from a phone or a laptop.
 
 server.py: the FastAPI application, its checks and the uvicorn thread; view.py: what a page sees
 of a question; backend.py: the in-process backend (`task-learning run --operator web`); link.py:

@@ -31,6 +31,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
@@ -229,7 +230,7 @@ class WebPanel:
     def csrf_token(self, token: str) -> str:
         return sign(self._key, "csrf-v1", OperatorCredentials.from_token(token).key.hex())
 
-    def check_origin(self, request: Any) -> None:
+    def check_origin(self, request: Request) -> None:
         """A state-changing request must come from this page: same Origin (and, where the browser
         says, a same-origin fetch)."""
         scheme = "https" if self.settings.tls else "http"
@@ -240,7 +241,7 @@ class WebPanel:
         if site is not None and site != "same-origin":
             raise HTTPException(403, "refused: the request did not come from this page (Sec-Fetch-Site)")
 
-    def check_csrf(self, request: Any, token: str) -> None:
+    def check_csrf(self, request: Request, token: str) -> None:
         self.check_origin(request)
         given = request.headers.get(CSRF_HEADER, "")
         if not given or not hmac.compare_digest(given, self.csrf_token(token)):
@@ -356,7 +357,7 @@ class WebPanel:
         hosts = {*LOOPBACK, "[::1]", self.settings.host, *self.settings.allowed_hosts}
         return sorted(h for h in hosts if h and h not in ("0.0.0.0", "::"))
 
-    def app(self) -> Any:
+    def app(self) -> FastAPI:
         return _build_app(self)
 
 
@@ -377,7 +378,7 @@ def _build_app(panel: WebPanel) -> FastAPI:
     _add_guards(app, panel)
 
     @app.get("/")
-    async def index() -> Any:
+    async def index() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -395,7 +396,7 @@ def _add_guards(app: FastAPI, panel: WebPanel) -> None:
     settings = panel.settings
 
     @app.middleware("http")
-    async def security_headers(request: Request, call_next: Any) -> Any:
+    async def security_headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if panel._loop is None:
             panel._loop = asyncio.get_running_loop()
         response = await call_next(request)
@@ -413,7 +414,7 @@ def _add_guards(app: FastAPI, panel: WebPanel) -> None:
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=panel.allowed_hosts())
 
     @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> Any:
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
         return JSONResponse({"accepted": False, "message": str(exc.detail)}, status_code=exc.status_code)
 
 
@@ -422,7 +423,7 @@ def _add_session_routes(app: FastAPI, panel: WebPanel) -> None:
     settings = panel.settings
 
     @app.post("/api/pair")
-    async def pair(body: PairBody, request: Request) -> Any:
+    async def pair(body: PairBody, request: Request) -> JSONResponse:
         panel.check_origin(request)
         try:
             token = await run_in_threadpool(panel.registry.redeem, body.code, _peer_of(request))
@@ -438,13 +439,13 @@ def _add_session_routes(app: FastAPI, panel: WebPanel) -> None:
         return response
 
     @app.get("/api/session")
-    async def session(tl_operator: str | None = Cookie(default=None)) -> Any:
+    async def session(tl_operator: str | None = Cookie(default=None)) -> dict[str, Any]:
         name = await run_in_threadpool(panel.operator_of, tl_operator)
         assert tl_operator is not None
         return {"operator": name, "csrf": panel.csrf_token(tl_operator), "server_time": time.time()}
 
     @app.post("/api/logout")
-    async def logout(request: Request) -> Any:
+    async def logout(request: Request) -> JSONResponse:
         panel.check_origin(request)
         response = JSONResponse({"accepted": True})
         response.delete_cookie(COOKIE, path="/", samesite="strict", secure=settings.tls, httponly=True)
@@ -455,12 +456,12 @@ def _add_question_routes(app: FastAPI, panel: WebPanel) -> None:
     """The questions: a live stream of the pending ones, their camera images, and answers."""
 
     @app.get("/api/events")
-    async def events(request: Request, tl_operator: str | None = Cookie(default=None)) -> Any:
+    async def events(request: Request, tl_operator: str | None = Cookie(default=None)) -> EventSourceResponse:
         operator = await run_in_threadpool(panel.operator_of, tl_operator)
         viewer = _Viewer(operator)
         panel._viewers.add(viewer)
 
-        async def stream() -> Any:
+        async def stream() -> AsyncIterator[dict[str, str]]:
             try:
                 while not panel._closing:
                     viewer.wake.clear()
@@ -485,7 +486,7 @@ def _add_question_routes(app: FastAPI, panel: WebPanel) -> None:
         return EventSourceResponse(stream(), ping=15, headers={"Cache-Control": "no-store"})
 
     @app.get("/api/questions/{request_id}/image")
-    async def image(request_id: str, tl_operator: str | None = Cookie(default=None)) -> Any:
+    async def image(request_id: str, tl_operator: str | None = Cookie(default=None)) -> Response:
         await run_in_threadpool(panel.operator_of, tl_operator)
         data = await run_in_threadpool(panel.backend.image, request_id[:64])
         if data is None:
@@ -493,7 +494,7 @@ def _add_question_routes(app: FastAPI, panel: WebPanel) -> None:
         return Response(data, media_type="image/jpeg", headers={"Cache-Control": "private, no-store"})
 
     @app.post("/api/answer")
-    async def answer(body: AnswerBody, request: Request, tl_operator: str | None = Cookie(default=None)) -> Any:
+    async def answer(body: AnswerBody, request: Request, tl_operator: str | None = Cookie(default=None)) -> JSONResponse:
         operator = await run_in_threadpool(panel.operator_of, tl_operator)
         assert tl_operator is not None
         panel.check_csrf(request, tl_operator)

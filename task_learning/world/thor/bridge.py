@@ -20,7 +20,7 @@ import logging
 import math
 import shlex
 import threading
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from task_learning.types import ActionCall
 from task_learning.world.action_check import NOT_A_ROBOT_ACTION, action_call_problem
@@ -33,6 +33,10 @@ from task_learning.world.thor.camera import CameraPose
 from task_learning.world.thor.display import Display, acquire_display
 from task_learning.world.thor.geometry import bounds, free_spot
 from task_learning.world.thor.settings import ThorSettings, load_thor_settings
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +58,8 @@ class Ai2ThorWorld:
         self._failure = ""
         self._location = scene.location
         self._reachable: list[dict[str, float]] | None = None
-        self.frame: Any = None
-        self.depth_frame: Any = None
+        self.frame: NDArray[np.uint8] | None = None  # the last RGB image (height x width x 3)
+        self.depth_frame: NDArray[np.float32] | None = None  # its depth in metres
         self.steps = 0
         self._display: Display | None = acquire_display(self.settings.x_display, self.settings.platform)
         try:

@@ -24,7 +24,7 @@ _SOCKETS = Path("/tmp/.X11-unix")
 class Display:
     """A display name, and the Xvfb process behind it if this object started one."""
 
-    def __init__(self, name: str, process: subprocess.Popen | None = None) -> None:
+    def __init__(self, name: str, process: subprocess.Popen[bytes] | None = None) -> None:
         self.name = name
         self.process = process
 
