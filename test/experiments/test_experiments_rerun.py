@@ -9,7 +9,7 @@ import pytest
 
 from task_learning.apps.cli import main
 
-pytestmark = pytest.mark.slow  # whole experiments in-process
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # whole experiments in-process
 
 
 # What a run measures of the machine, not of the experiment: differs from run to run by nature.

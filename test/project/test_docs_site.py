@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HREF = re.compile(r'(?:href|src)="([^"]*)"')
 
 
+@pytest.mark.timeout(600)  # mkdocs builds the whole site first (up to 300 s under load)
 def test_every_link_of_the_built_site_names_a_file_it_has(tmp_path: Path) -> None:
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "--site-dir", str(site)], cwd=ROOT,

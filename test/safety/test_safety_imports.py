@@ -237,6 +237,7 @@ def test_the_deceptive_production_is_shown_as_what_it_does_and_nothing_unapprove
         assert len(persistent_set(kb)) == 0
 
 
+@pytest.mark.timeout(600)  # five CLI runs: each starts the stack's CLI, seconds apiece under load
 def test_production_numbers_and_patterns_are_bounded_on_import(tmp_path):
     db = tmp_path / "kb.sqlite"
     cases = [

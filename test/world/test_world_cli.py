@@ -16,7 +16,7 @@ CLI = ROOT / ".venv" / "bin" / "task-learning"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CLI), "scene", *args], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    return subprocess.run([str(CLI), "scene", *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
 @pytest.mark.parametrize("name, task_objects, assertions", [
