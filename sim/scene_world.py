@@ -17,7 +17,7 @@ import mujoco
 
 from task_learning.world.scene import Scene
 from task_learning_sim.fetch_model import fetch_spec
-from task_learning_sim.furniture import PlaceVolume, Receptacle, build_piece, yaw_quat
+from task_learning_sim.furniture import OBJECT_AFFINITY, PlaceVolume, Receptacle, build_piece, yaw_quat
 from task_learning_sim.shapes import ObjectShape, ShapesDoc, load_shapes
 
 GAP_M = 0.8  # free floor between neighbouring pieces on the ring
@@ -164,7 +164,7 @@ def _add_item(world: mujoco.MjsBody, item: Item, pose: tuple[float, float, float
     body.add_freejoint(name=f"{item.id}/free")
     kind = mujoco.mjtGeom.mjGEOM_BOX if item.shape.shape == "box" else mujoco.mjtGeom.mjGEOM_CYLINDER
     size = [s / 2 for s in item.shape.size] if item.shape.shape == "box" else [item.shape.size[0], item.shape.size[1] / 2, 0]
-    body.add_geom(name=item.id, type=kind, size=size, mass=item.mass, condim=4,
+    body.add_geom(name=item.id, type=kind, size=size, mass=item.mass, condim=4, conaffinity=OBJECT_AFFINITY,
                   friction=[1.0, 0.02, 0.002], rgba=[0.85, 0.35, 0.2, 1.0])
 
 

@@ -13,6 +13,7 @@ from collections import Counter
 import mujoco
 import numpy as np
 
+from task_learning_sim.assists import Assists, add_grasp_welds
 from task_learning_sim.base_controller import BaseController, BaseGoal
 from task_learning_sim.fetch_model import ARM_JOINTS, BASE_JOINTS, FINGER_JOINTS, HEAD_JOINTS, ROOT_LINK, TORSO_JOINT
 from task_learning_sim.gripper_controller import DEFAULT_EFFORT_N, GripperRun
@@ -39,8 +40,12 @@ STATE_JOINTS = (TORSO_JOINT, *HEAD_JOINTS, *ARM_JOINTS, *FINGER_JOINTS)
 class Simulator:
     """One world in physics and the robot's controllers."""
 
-    def __init__(self, world: SceneWorld):
+    def __init__(self, world: SceneWorld, *, grasp_weld: bool = False):
+        """`grasp_weld`: weld what the fingers pinch to the gripper (an assist, sim/assists.py);
+        the door handle assist is always on."""
         self.world = world
+        if grasp_weld:
+            add_grasp_welds(world.spec, list(world.items))
         self.model = world.spec.compile()
         self.data = mujoco.MjData(self.model)
         self.robot = set(robot_bodies(self.model))
@@ -56,7 +61,9 @@ class Simulator:
         self.runs: dict[str, TrajectoryRun] = {}
         self.gripper_run: GripperRun | None = None
         self.goal_counts: Counter[str] = Counter()
+        self.assists = Assists(self.model, self.data, world.receptacles, list(world.items), grasp_weld=grasp_weld)
         self._steps = 0
+        self._closing = False
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -160,6 +167,9 @@ class Simulator:
             self.gripper_run.done = self.gripper_run.canceled = True
         effort = max_effort if max_effort > 0 else DEFAULT_EFFORT_N
         run = GripperRun(gap, effort, self.time)
+        self._closing = gap < float(sum(self.data.joint(j).qpos[0] for j in FINGER_JOINTS))
+        if not self._closing:
+            self.assists.gripper_opening()
         for joint in FINGER_JOINTS:
             actuator = self.model.actuator(joint)
             actuator.forcerange[:] = [-effort, effort]
@@ -195,6 +205,10 @@ class Simulator:
             speed = float(sum(self.data.joint(j).qvel[0] for j in FINGER_JOINTS))
             force = float(np.mean([abs(self.data.actuator(j).force[0]) for j in FINGER_JOINTS]))
             self.gripper_run.tick(gap, speed, force, self.finger_touches(), now)
+            if self.gripper_run.done and self._closing:
+                self._closing = False
+                self.assists.gripper_closed()
+        self.assists.tick(dt)
 
 
 def _conjugate(quat: np.ndarray) -> np.ndarray:
