@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from task_learning.perception.skills import SkillRequest, SkillResult  # noqa: E402
 from task_learning.robot.sequences import TOP_DOWN_BELOW_M, BasePose  # noqa: E402
@@ -40,7 +39,10 @@ Vec3 = tuple[float, float, float]
 GRASP_BELOW_TOP_M = 0.035  # the finger pads' centre below an object's top, grasped from above
 PADS_ABOVE_BOTTOM_M = 0.04  # ... and no lower above its bottom (the pads' tips stay off the floor)
 RELEASE_CLEARANCE_M = 0.03  # between a released object's lowest point and what it falls onto
-FRONT_POINT_M = 1.5  # the point in front of a piece the base goes to first
+FRONT_POINT_M = 1.5
+SPOT_BEHIND_FRONT_M = 0.13
+SPOT_ROW_M = 0.12
+SPOT_ABREAST_M = 0.15  # the point in front of a piece the base goes to first
 FRESH_TIMEOUT_S = 30.0
 
 
@@ -92,10 +94,24 @@ class GroundTruthView:
         floor = piece["place"]["floor"]
         clear = {"bin": piece["rim"], "drawer": piece["place"]["top"]}.get(piece["form"], floor)
         z = max(floor, clear) + hang + RELEASE_CLEARANCE_M - self.place_above
+        if piece["form"] == "cabinet":  # mid-compartment: the forearm clears the compartment's floor
+            z = max(z, (floor + piece["place"]["top"]) / 2 - self.place_above)
         if z >= TOP_DOWN_BELOW_M and piece["form"] in ("bin", "drawer"):  # level: the object lies on its side
             z = max(floor, clear) + 0.06 + RELEASE_CLEARANCE_M - self.place_above
+        return (*self._spot(piece_id, piece), z)
+
+    def _spot(self, piece_id: str, piece: dict[str, Any]) -> tuple[float, float]:
+        """Where the next object goes in the piece (the k-th one it gets): near its front, three
+        abreast, then a row further back; an object released at the back of a deep cabinet
+        would need the base closer than its front allows."""
+        import math
+        k = self.placed.get(piece_id, 0)
+        hx, hy = piece["place"]["half"]
+        dx = max(hx - SPOT_BEHIND_FRONT_M - SPOT_ROW_M * (k // 3), -hx + 0.05)
+        dy = max(-hy + 0.06, min(hy - 0.06, (0.0, -SPOT_ABREAST_M, SPOT_ABREAST_M)[k % 3]))
         cx, cy = piece["place"]["centre"]
-        return (cx, cy, z)
+        c, s = math.cos(piece["yaw"]), math.sin(piece["yaw"])
+        return (cx + c * dx - s * dy, cy + s * dx + c * dy)
 
     def is_closed(self, object_id: str) -> bool:
         piece = self.snapshot()["receptacles"].get(object_id, {})
@@ -169,6 +185,7 @@ def _move(executor: Executor, view: GroundTruthView, report: ObjectReport, settl
             view.holding = report.object
         if name == "place" and result.success:
             view.holding = ""
+            view.placed[report.destination] = view.placed.get(report.destination, 0) + 1
         if not result.success:
             report.failed_step, report.why = name, result.error_message
             return
@@ -207,7 +224,8 @@ def run_plan(executor: Executor, view: GroundTruthView, preferences: dict[str, l
 
 
 # ---- in process (no ROS) -----------------------------------------------------------------------
-def run_direct(scene: str, grasp_weld: bool, say: Callable[[str], None] = print) -> tuple[PlanReport, dict[str, Any]]:
+def run_direct(scene: str, grasp_weld: bool, say: Callable[[str], None] = print,
+               only: set[str] | None = None) -> tuple[PlanReport, dict[str, Any]]:
     """The plan on a Simulator in this process, goals run by test/sim/direct_runner.py."""
     from task_learning.robot.executor import RobotSkillExecutor
     from task_learning.robot.gate import MotionGate
@@ -230,7 +248,7 @@ def run_direct(scene: str, grasp_weld: bool, say: Callable[[str], None] = print)
                                          profile.arm.joints, profile.arm.tolerance_m)
     view = GroundTruthView(lambda: ground_truth(sim), profile.arm.place_above_m)
     executor = RobotSkillExecutor(SkillSequencer(profile, kinematics), DirectGoalRunner(sim), view, MotionGate())
-    report = run_plan(executor, view, world.scene.preferences, list(world.scene.closable),
+    report = run_plan(executor, view, _only(world.scene.preferences, only), list(world.scene.closable),
                       lambda: sim.run_for(0.5), say)
     wall = time.monotonic() - started
     status = {"sim_time_s": round(sim.time, 3), "wall_time_s": round(wall, 3),
@@ -238,6 +256,13 @@ def run_direct(scene: str, grasp_weld: bool, say: Callable[[str], None] = print)
               "assists": dict(sim.assists.counts),
               "completion": physics_completion(world, sim.model, sim.data).to_dict()}
     return report, status
+
+
+def _only(preferences: dict[str, list[str]], only: set[str] | None) -> dict[str, list[str]]:
+    """The objects named in `only` (or going to a place named there); all without it."""
+    if not only:
+        return preferences
+    return {item: places for item, places in preferences.items() if item in only or places[0] in only}
 
 
 def summary(scene: str, report: PlanReport, status: dict[str, Any]) -> dict[str, Any]:
@@ -254,12 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--direct", action="store_true", help="in this process, no ROS")
     p.add_argument("--domain", type=int, default=int(os.environ.get("ROS_DOMAIN_ID", "0") or 0))
     p.add_argument("--json", type=Path, help="write the report here too")
+    p.add_argument("--verbose", action="store_true", help="say every goal and its result (ROS mode)")
+    p.add_argument("--only", nargs="*", help="these objects, or the objects going to these places (default: all)")
     args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT))  # test.sim.direct_runner, for --direct
     if args.direct:
-        report, status = run_direct(args.scene, args.grasp_weld)
+        report, status = run_direct(args.scene, args.grasp_weld, only=set(args.only or ()))
     else:
         from sim_skills_ros import run_ros  # scripts/sim_skills_ros.py
-        report, status = run_ros(args.scene, args.grasp_weld, args.domain)
+        report, status = run_ros(args.scene, args.grasp_weld, args.domain, set(args.only or ()), args.verbose)
     out = summary(args.scene, report, status)
     text = json.dumps(out, indent=2)
     print(text)

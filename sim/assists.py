@@ -7,9 +7,11 @@ robot where a real robot's gripper would do it, each counted by name (`counts`, 
   gripper is commanded to open. A friction grasp is what runs without it.
 - `door_handle`: when a gripper close ends with gripper_link within HANDLE_REACH_M of a door's or
   drawer's handle, the gripper holds it: while held, a closed door turns (a drawer slides) so that
-  the handle follows the gripper's pull; when the gripper opens after moving MOVED_M or more, the
-  door or drawer is driven the rest of the way, fully open if it was closed, closed if it was open.
-  The joint is set kinematically (its panel does not collide with the robot: sim/furniture.py).
+  the handle follows the gripper's pull; when the gripper opens after moving MOVED_M or more, a
+  closed door is driven fully open (a drawer stays as far out as it was pulled), an open door or
+  drawer fully closed.
+  The joint is set kinematically (its panel does not collide with the robot: sim/furniture.py);
+  the handle does not collide while held or driven, nor until the hand is HANDLE_CLEAR_M away.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from task_learning_sim.fetch_model import FINGER_JOINTS
 from task_learning_sim.furniture import Receptacle
 
 HANDLE_REACH_M = 0.05
+HANDLE_CLEAR_M = 0.25
 MOVED_M = 0.03
 DOOR_OPEN_RAD = 1.75
 DRIVE_RAD_S = 1.0
@@ -58,6 +61,7 @@ class Assists:
         self.hold: HandleHold | None = None
         self.welded = ""
         self.drives: dict[str, float] = {}  # joint -> target
+        self.untouchable: set[str] = set()  # pieces whose handle stays soft until the hand is away
         self._fingers = {model.joint(j).bodyid[0] for j in FINGER_JOINTS}
 
     def gripper_closed(self) -> None:
@@ -85,11 +89,13 @@ class Assists:
         moved = float(np.linalg.norm(self.data.body(GRIPPER).xpos - hold.grip_start))
         receptacle = hold.receptacle
         if moved < MOVED_M:
-            self._handle_collides(receptacle, True)
+            self.untouchable.add(receptacle.id)
         else:
             was_closed = hold.joint_start < receptacle.closed_below
-            travel = DOOR_OPEN_RAD if receptacle.form == "cabinet" else float(self.model.joint(receptacle.joint).range[1])
-            self.drives[receptacle.joint] = travel if was_closed else 0.0
+            # a door swings on fully open (away from the hand); a drawer stays as far out as the
+            # hand pulled it (driven further, it would push its handle into the hand)
+            opened = DOOR_OPEN_RAD if receptacle.form == "cabinet" else float(self.data.joint(receptacle.joint).qpos[0])
+            self.drives[receptacle.joint] = opened if was_closed else 0.0
 
     def tick(self, dt: float) -> None:
         if self.hold is not None and self.hold.joint_start < self.hold.receptacle.closed_below:
@@ -101,7 +107,12 @@ class Assists:
             self._set(joint, value + step)
             if abs(target - value - step) < 1e-6:
                 del self.drives[joint]
-                self._handle_collides(next(r for r in self.closable if r.joint == joint), True)
+                self.untouchable.add(next(r.id for r in self.closable if r.joint == joint))
+        grip = self.data.body(GRIPPER).xpos
+        for receptacle in [r for r in self.closable if r.id in self.untouchable]:
+            if float(np.linalg.norm(self.data.geom(f"{receptacle.id}/handle").xpos - grip)) > HANDLE_CLEAR_M:
+                self.untouchable.discard(receptacle.id)  # the hand is away: the handle is solid again
+                self._handle_collides(receptacle, True)
 
     # ---- internals -----------------------------------------------------------------------------
     def _handle_collides(self, receptacle: Receptacle, collides: bool) -> None:

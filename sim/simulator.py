@@ -49,6 +49,7 @@ class Simulator:
         self.model = world.spec.compile()
         self.data = mujoco.MjData(self.model)
         self.robot = set(robot_bodies(self.model))
+        self._loose = {self.model.body(item).id for item in world.items}
         self.hand = {self.model.body(name).id for name in
                      ("gripper_link", "l_gripper_finger_link", "r_gripper_finger_link")}
         self.limits = {name: tuple(self.model.joint(name).range) for name in STATE_JOINTS
@@ -101,13 +102,16 @@ class Simulator:
         return out
 
     def robot_touches(self) -> list[str]:
-        """Names of the bodies (not the floor, not the robot) a robot link touches, outside what the
-        hand holds."""
+        """Names of the bodies (not the floor, not the robot, not a loose object) a robot link
+        touches, outside what the hand holds: what stops the base. A loose object (one the
+        scene's items, dropped on the floor or carried) is pushed, as a real base's bumper would
+        not notice a can; furniture stops it."""
         touched = []
         for contact in self.data.contact[:self.data.ncon]:
             a, b = int(self.model.geom_bodyid[contact.geom1]), int(self.model.geom_bodyid[contact.geom2])
             for mine, other in ((a, b), (b, a)):
-                if mine in self.robot and other not in self.robot and other != 0 and mine not in self.hand:
+                if mine in self.robot and other not in self.robot and other != 0 and mine not in self.hand \
+                        and other not in self._loose:
                     touched.append(self.model.body(other).name)
         return touched
 

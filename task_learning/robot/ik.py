@@ -132,13 +132,16 @@ class ArmKinematics:
 
     def _starts(self) -> list[Sequence[float]]:
         """Starting poses for a solve without a seed: all joints at 0, then the middle of their
-        limits, then a few fixed spreads between (the optimiser is local: a turned target found
-        from one start may be missed from another)."""
+        limits, a few fixed spreads between, then poses scattered (with a fixed seed) over the
+        limits: the optimiser is local, a turned target found from one start is missed from another."""
         bounds = [self._bounds(j) for j in self.joints]
         middle = [(lo + hi) / 2 if np.isfinite(lo) and np.isfinite(hi) else 0.0 for lo, hi in bounds]
         spreads = [[m + f * ((hi - lo) / 2 if np.isfinite(hi - lo) else 1.0) for m, (lo, hi) in zip(middle, bounds)]
                    for f in (-0.4, 0.4)]
-        return [[0.0] * len(self.joints), middle, *spreads]
+        rng = np.random.default_rng(0)  # fixed: the same target always gets the same answer
+        spans = [(lo, hi) if np.isfinite(hi - lo) else (-np.pi, np.pi) for lo, hi in bounds]
+        scattered = [[float(rng.uniform(lo, hi)) for lo, hi in spans] for _ in range(4)]
+        return [[0.0] * len(self.joints), middle, *spreads, *scattered]
 
     def _bounds(self, joint: str) -> tuple[float, float]:
         low, high = self.chain.links[self._links().index(joint)].bounds  # type: ignore[attr-defined]

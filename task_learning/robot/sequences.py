@@ -38,6 +38,7 @@ TOP_DOWN_BELOW_M = 0.6
 # Where the gripper is carried while the base drives (base frame, m; level, pointing ahead): over
 # the base, above counter height, so that neither the arm nor what it holds sweeps into furniture.
 CARRY_POINT = (0.3, 0.0, 1.1)
+STRAIGHT_STEP_M = 0.04
 
 
 def tip_frame(approach: np.ndarray, toward: np.ndarray) -> np.ndarray:
@@ -78,6 +79,7 @@ class SkillSequencer:
     def __init__(self, profile: RobotProfile, kinematics: ArmKinematics | None = None) -> None:
         self.profile = profile
         self.kinematics = kinematics
+        self._carry: tuple[float, ...] | None = None
 
     # -- base and head --------------------------------------------------------------------------
 
@@ -97,6 +99,17 @@ class SkillSequencer:
         goal = NavigateGoal(self.profile.base.navigate_action, self.profile.base.map_frame, position, yaw,
                             self.profile.timeouts.navigate_s)
         return self.carry() + [Step(goal, "drive to the stand-off pose")]
+
+    def _carry_joints(self) -> tuple[float, ...] | None:
+        """The arm's joints in the carry pose (solved once): the seed of a manipulation's first
+        waypoint, so that its solution stays close to the pose the arm starts from (elbow up,
+        not swung down through the furniture in front)."""
+        if self.kinematics is None:
+            return None
+        if self._carry is None:
+            frame = tip_frame(np.array([1.0, 0.0, 0.0]), np.array([1.0, 0.0, 0.0]))
+            self._carry = self.kinematics.solve(CARRY_POINT, None, orientation=frame) or ()
+        return self._carry or None
 
     def carry(self) -> list[Step]:
         """The arm to CARRY_POINT (none without a kinematic model or with MoveIt)."""
@@ -170,15 +183,24 @@ class SkillSequencer:
         if self.kinematics is None:
             raise Unreachable("no kinematic model of the arm (no robot description received)")
         steps: list[Step] = []
-        seed: tuple[float, ...] | None = None
+        seed = self._carry_joints()  # where a manipulation starts: the arm in its carry pose
         frame = tip_frame(approach, approach if toward is None else toward)
+        previous: np.ndarray | None = None
         for point, why in waypoints:
-            solution = self._solve(point, seed, frame)
-            if solution is None:
-                raise Unreachable(f"no inverse kinematics solution for {why} at "
-                                  f"({point[0]:.2f}, {point[1]:.2f}, {point[2]:.2f}) in {arm.root_link}")
-            seed = solution
-            steps.append(Step(TrajectoryGoal(arm.trajectory_action, arm.joints, ((solution, arm.move_s),),
+            # the first waypoint as the joints go; each later one along a straight line from the
+            # one before (IK every STRAIGHT_STEP_M), so that a descent into a bag stays a descent
+            count = 1 if previous is None else max(1, int(math.ceil(np.linalg.norm(point - previous) / STRAIGHT_STEP_M)))
+            points: list[tuple[tuple[float, ...], float]] = []
+            for i in range(1, count + 1):
+                along = point if previous is None else previous + (point - previous) * i / count
+                solution = self._solve(along, seed, frame)
+                if solution is None:
+                    raise Unreachable(f"no inverse kinematics solution for {why} at "
+                                      f"({along[0]:.2f}, {along[1]:.2f}, {along[2]:.2f}) in {arm.root_link}")
+                seed = solution
+                points.append((solution, arm.move_s * i / count))
+            previous = point
+            steps.append(Step(TrajectoryGoal(arm.trajectory_action, arm.joints, tuple(points),
                                              self.profile.timeouts.arm_s, "arm"), why))
         return steps
 
@@ -196,6 +218,14 @@ class SkillSequencer:
                 if solution is not None:
                     return solution
         return None
+
+    def _reachable(self, candidates: list[np.ndarray], approach: np.ndarray, toward: np.ndarray) -> np.ndarray:
+        """The first of `candidates` the arm reaches turned for `approach` (the first one when
+        there is no kinematic model to ask: MoveIt plans it)."""
+        if self.kinematics is None or self.profile.arm.mode != "ik":
+            return candidates[0]
+        frame = tip_frame(approach, toward)
+        return next((c for c in candidates if self._solve(c, None, frame) is not None), candidates[0])
 
     def manipulate(self, skill: str, target: Vec3, base: BasePose) -> list[Step]:
         """The goals of a manipulation of the object at `target` (map); Unreachable when the
@@ -223,15 +253,19 @@ class SkillSequencer:
         if skill == "place":
             release = p + up
             above = [(release + np.array([0.0, 0.0, arm.pregrasp_m]), "above the receptacle")] if from_above \
-                else [(back + up, "above the receptacle, back")]
+                else [(self._reachable([back + up + np.array([0.0, 0.0, dz]) for dz in (0.0, 0.06, 0.12, -0.06)],
+                                       approach, toward), "above the receptacle, back")]
             return look + self.arm_path(above + [(release, "release pose")], approach, toward) + \
                 [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward)
         if skill in ("open", "close"):
-            swing = back - approach * arm.pregrasp_m if skill == "open" else p + approach * arm.pregrasp_m / 2
+            # open: pull the handle back to where the hand came from; close: push it in half the
+            # approach further; then let go and back off
+            swing = back if skill == "open" else p + approach * arm.pregrasp_m / 2
+            away = self._reachable([back - approach * arm.pregrasp_m / 2, back + up / 2, back], approach, toward)
             return look + [self.gripper(True)] + self.arm_path([(back, "before the handle"), (p, "the handle")],
                                                                approach) + \
                 [self.gripper(False, grasp=True)] + self.arm_path([(swing, f"{skill} the door")], approach) + \
-                [self.gripper(True)] + self.arm_path([(swing - approach * arm.pregrasp_m / 2, "retreat")], approach)
+                [self.gripper(True)] + self.arm_path([(away, "retreat")], approach)
         if skill in ("toggle_on", "toggle_off"):
             return look + [self.gripper(False)] + self.arm_path([(back, "before the switch"), (p, "press the switch"),
                                                                  (back, "retreat")], approach)
