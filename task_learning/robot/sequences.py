@@ -259,9 +259,9 @@ class SkillSequencer:
                 [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward)
         if skill in ("open", "close"):
             # open: pull the handle back to where the hand came from; close: push it in half the
-            # approach further; then let go and back off
+            # approach further; then let go and back off to where the hand came from
             swing = back if skill == "open" else p + approach * arm.pregrasp_m / 2
-            away = self._reachable([back - approach * arm.pregrasp_m / 2, back + up / 2, back], approach, toward)
+            away = back  # reached before: a solution near the one the hand comes from
             return look + [self.gripper(True)] + self.arm_path([(back, "before the handle"), (p, "the handle")],
                                                                approach) + \
                 [self.gripper(False, grasp=True)] + self.arm_path([(swing, f"{skill} the door")], approach) + \
