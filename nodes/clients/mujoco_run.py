@@ -42,7 +42,10 @@ from task_learning_nodes.robot.runner import RosGoalRunner
 
 SIM = "task-learning-sim"
 NODES_WITH_TIME = ("perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner")
-TIMEOUT_MARGIN = 1.2  # the planner's wait for one action: the profile's longest action plus a fifth
+TIMEOUT_MARGIN = 1.2
+# where the survey looks at a piece from: its centre to the base; the deepest piece is 0.8 m deep
+# and the base's radius 0.3 m, so the camera sees its front from 0.4-0.8 m
+SURVEY_DISTANCE_M = 1.1  # the planner's wait for one action: the profile's longest action plus a fifth
 
 
 class SimWatch(GraphWatch):
@@ -130,23 +133,35 @@ def look_around(watch: SimWatch, runner: RosGoalRunner, profile: RobotProfile, f
     return goals
 
 
+def front_view(pose: Any, distance: float) -> tuple[tuple[float, float, float], float]:
+    """A base pose `distance` m out of a piece's front, facing it: the piece's pose in the world
+    state is its marker's frame at its centre, z out of its front (REP-103 `map`)."""
+    q = pose.orientation
+    # the marker frame's z axis in map, from the quaternion (x, y, z, w)
+    zx, zy = 2 * (q.x * q.z + q.w * q.y), 2 * (q.y * q.z - q.w * q.x)
+    norm = math.hypot(zx, zy) or 1.0
+    zx, zy = zx / norm, zy / norm
+    c = pose.position
+    return (c.x + distance * zx, c.y + distance * zy, 0.0), math.atan2(-zy, -zx)
+
+
 def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -> dict[str, Any]:
-    """Look around, then visit every piece of furniture perception knows: drive to its stand-off
-    pose, point the head at it, let perception look. Returns what it did (goals, failures)."""
+    """Look around, then visit every piece of furniture perception knows: drive before its front
+    (`SURVEY_DISTANCE_M` from its centre), point the head at it, let perception look. Returns
+    what it did (goals, failures)."""
     runner = RosGoalRunner(watch.node, profile, MotionGate())
     sequencer = SkillSequencer(profile)
     failures: list[str] = []
     goals = look_around(watch, runner, profile, failures, settle_updates)
     with watch.lock:
         world = watch.world
-    pieces = [(o.object_id, o.pose_map.pose.position) for o in (world.objects if world else []) if o.receptacle]
-    for object_id, position in pieces:
-        target = (position.x, position.y, position.z)
-        with watch.lock:
-            base = _base(watch.world) if watch.world is not None else None
-        steps = sequencer.navigate(target, base)
-        standoff, yaw = sequencer.standoff(target, base)
-        steps += sequencer.look_at(target, BasePose(standoff[0], standoff[1], yaw))
+    pieces = [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if o.receptacle]
+    for object_id, pose in pieces:
+        target = (pose.position.x, pose.position.y, pose.position.z)
+        spot, yaw = front_view(pose, SURVEY_DISTANCE_M)
+        steps = [Step(NavigateGoal(profile.base.navigate_action, profile.base.map_frame, spot, yaw,
+                                   profile.timeouts.navigate_s), "drive before its front")]
+        steps += sequencer.look_at(target, BasePose(spot[0], spot[1], yaw))
         goals += _run_steps(runner, watch, steps, object_id, failures, settle_updates)
     with watch.lock:
         known = len(watch.world.objects) if watch.world is not None else 0
