@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -43,6 +44,7 @@ from task_learning_nodes.robot.runner import RosGoalRunner
 SIM = "task-learning-sim"
 NODES_WITH_TIME = ("perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner")
 TIMEOUT_MARGIN = 1.2
+MAX_BAG_S = 86_400.0
 # where the survey looks at a piece from: its centre to the base; the deepest piece is 0.8 m deep
 # and the base's radius 0.3 m, so the camera sees its front from 0.4-0.8 m
 SURVEY_DISTANCE_M = 1.1  # the planner's wait for one action: the profile's longest action plus a fifth
@@ -183,9 +185,37 @@ def _bringup(scene: str, db: str, llm: str, registry: Path, profile: RobotProfil
     return cmd
 
 
+class BagRecording:
+    """The head camera, depth, camera info, /tf and /tf_static recorded into a rosbag2 (MCAP) in a
+    thread, from when the robot is up until `stop` (task-learning bag record's recorder)."""
+
+    def __init__(self, out: str) -> None:
+        from task_learning_nodes.clients.bag_tools import record
+
+        self.out, self.error = out, ""
+        self.counts: dict[str, int] = {}
+        self._stop = threading.Event()
+        topics = ["/head_camera/rgb/image_raw", "/head_camera/depth_registered/image_raw",
+                  "/head_camera/rgb/camera_info", "/tf", "/tf_static"]
+
+        def work() -> None:
+            try:
+                self.counts = record(out, topics, duration_s=MAX_BAG_S, stop=self._stop)
+            except TaskLearningError as exc:
+                self.error = str(exc)
+
+        self._thread = threading.Thread(target=work, name="bag", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join(timeout=60.0)
+        return {"bag": self.out, "messages": self.counts, **({"error": self.error} if self.error else {})}
+
+
 def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline", operator: str = "simulated",
                logs: str | None = None, timeout_s: float = 3600.0, real_time_factor: float = 1.0,
-               camera_rate: float = 2.0) -> dict[str, Any]:
+               camera_rate: float = 2.0, bag: str | None = None) -> dict[str, Any]:
     scene = load_scene(scene_name)
     profile = load_profile("fetch")
     logdir = Path(logs) if logs else Path(tempfile.mkdtemp(prefix="mujoco_run_"))
@@ -203,7 +233,7 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
     try:
         return _trial(watch, scene, condition, profile, timeout_s, logdir, wall_started,
                       dict(scene=scene_name, db=str(db), llm=llm, real_time_factor_limit=real_time_factor,
-                           camera_rate=camera_rate))
+                           camera_rate=camera_rate), bag)
     finally:
         watch.close()
         _stop(procs)
@@ -214,21 +244,35 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
 
 
 def _trial(watch: SimWatch, scene: Any, condition: str, profile: RobotProfile, timeout_s: float, logdir: Path,
-           wall_started: float, extra: dict[str, Any]) -> dict[str, Any]:
-    pieces = sum(1 for o in scene.objects if not o.get("parentReceptacles"))
+           wall_started: float, extra: dict[str, Any], bag: str | None) -> dict[str, Any]:
     if not watch.wait_for(lambda: watch.world is not None and watch.world.backend == "fetch"
                           and watch.world.robot_pose_map.header.frame_id != "", timeout_s=180.0):
         status = watch.world.status if watch.world is not None else "no world_state"
         raise TaskLearningError(f"perception used no camera frame within 180 s ({status or 'no status'}); "
                                 f"logs in {logdir}")
-    surveyed = survey(watch, profile)
-    if not surveyed["objects_known_after"]:
-        raise TaskLearningError(f"perception saw nothing in the look-around and survey ({surveyed['failures']}); "
-                                f"logs in {logdir}")
+    recording = BagRecording(bag) if bag else None
+    try:
+        surveyed = survey(watch, profile)
+        if not surveyed["objects_known_after"]:
+            raise TaskLearningError(f"perception saw nothing in the look-around and survey ({surveyed['failures']}); "
+                                    f"logs in {logdir}")
+        result = _perform(watch, scene, condition, timeout_s, extra)
+    finally:
+        if recording is not None:
+            extra["recording"] = recording.stop()
+    return _report(watch, scene, condition, result, surveyed, logdir, wall_started, extra)
+
+
+def _perform(watch: SimWatch, scene: Any, condition: str, timeout_s: float, extra: dict[str, Any]) -> dict[str, Any]:
     with watch.lock:
-        goals_before = dict(watch.status.get("robot_goals", {}))
+        extra["robot_goals_before_task"] = dict(watch.status.get("robot_goals", {}))
     with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout stays for the result
-        result = perform_task(extra["scene"], scene.task, condition, timeout_s=timeout_s)
+        return perform_task(extra["scene"], scene.task, condition, timeout_s=timeout_s)
+
+
+def _report(watch: SimWatch, scene: Any, condition: str, result: dict[str, Any], surveyed: dict[str, Any],
+            logdir: Path, wall_started: float, extra: dict[str, Any]) -> dict[str, Any]:
+    pieces = sum(1 for o in scene.objects if not o.get("parentReceptacles"))
     # the simulator publishes its status every simulated second: take one from after the task
     with watch.lock:
         seen_sim_time = float(watch.status.get("sim_time_s", 0.0))
@@ -242,7 +286,6 @@ def _trial(watch: SimWatch, scene: Any, condition: str, profile: RobotProfile, t
         satisfied=physics.get("satisfied"), assertions=physics.get("total"),
         completion_failures=physics.get("failures", []), completion_source=physics.get("completion_source", ""),
         robot_goals=status.get("robot_goals", {}),
-        robot_goals_before_task=goals_before,
         assists=status.get("assists", {}), sim_time_s=status.get("sim_time_s"),
         real_time_factor=status.get("real_time_factor"), camera_frames=status.get("camera_frames"),
         wall_time_s=round(time.monotonic() - wall_started, 1), survey=surveyed, furniture=pieces,

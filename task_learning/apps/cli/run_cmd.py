@@ -44,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         " still asked one question at a time in the task's order")
     p.add_argument("--synthetic", action="store_true",
                    help="with --backend fetch: the simulated robot (camera topics + skill server), through ROS")
+    p.add_argument("--bag", metavar="DIR", default=None,
+                   help="with --backend mujoco: record the head camera (colour, depth, info), /tf and /tf_static "
+                        "into a rosbag2 (MCAP) directory, from the look-around to the end (Foxglove opens it)")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.add_argument("--record", metavar="EPISODE.mcap", default=None,
                    help="record the run as one MCAP episode: world, trees, questions and answers, actions, "
@@ -60,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     web.add_argument("--web-tls-cert", default="", help="TLS certificate (PEM) of the panel")
     web.add_argument("--web-tls-key", default="", help="TLS private key (PEM) of the panel")
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
+    p.requires("--bag", "--backend=mujoco", why="the bag records the simulated Fetch's camera and tf")
     p.requires("--backend=fetch", "--synthetic",
                why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
                    "perception.marker_registry:=<file>` and send perform_task")
@@ -201,7 +205,7 @@ def _run_mujoco(args: argparse.Namespace) -> int:
     """The trial through the ROS graph with the MuJoCo-simulated Fetch (nodes/clients/mujoco_run.py)."""
     from task_learning_nodes.clients.mujoco_run import run_mujoco
 
-    data = run_mujoco(args.scene, args.condition, str(args.db), llm=args.llm, operator=args.operator)
+    data = run_mujoco(args.scene, args.condition, str(args.db), llm=args.llm, operator=args.operator, bag=args.bag)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
