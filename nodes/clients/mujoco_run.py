@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -213,6 +214,46 @@ class BagRecording:
         return {"bag": self.out, "messages": self.counts, **({"error": self.error} if self.error else {})}
 
 
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of one process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for task in Path(f"/proc/{todo.pop()}/task").glob("*/children"):
+            kids = [int(k) for k in task.read_text().split()]
+            found += kids
+            todo += kids
+    return found
+
+
+def _node_name(pid: int) -> str:
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    return next((arg.rsplit(".", 1)[-1] for arg in args if "task_learning_nodes.nodes." in arg), Path(args[0]).name)
+
+
+def cpu_split(procs: list[subprocess.Popen]) -> dict[str, float]:
+    """CPU seconds (user + system) so far of the simulator (physics, rendering and its ROS
+    publishing: one process), each node of the graph, the operator and this process (the
+    runner: survey, bag recording, watching). Processes gone are left out."""
+    out: dict[str, float] = {}
+    for proc in procs:
+        args = cast(list[str], proc.args)
+        name = "operator" if "operator" in args else Path(args[0]).name
+        try:
+            out[name] = _proc_cpu(proc.pid)
+            for child in _descendants(proc.pid):
+                node = _node_name(child)
+                out[node] = out.get(node, 0.0) + _proc_cpu(child)
+        except (OSError, ValueError, IndexError):
+            continue
+    out["runner"] = _proc_cpu(os.getpid())
+    return {name: round(value, 1) for name, value in out.items()}
+
+
 def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline", operator: str = "simulated",
                logs: str | None = None, timeout_s: float = 3600.0, real_time_factor: float = 1.0,
                camera_rate: float = 2.0, bag: str | None = None) -> dict[str, Any]:
@@ -231,9 +272,11 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
                              "--db", str(db)], logdir / "operator.log"))
     watch = SimWatch()
     try:
-        return _trial(watch, scene, condition, profile, timeout_s, logdir, wall_started,
+        result = _trial(watch, scene, condition, profile, timeout_s, logdir, wall_started,
                       dict(scene=scene_name, db=str(db), llm=llm, real_time_factor_limit=real_time_factor,
                            camera_rate=camera_rate), bag)
+        result["cpu_s"] = cpu_split(procs)
+        return result
     finally:
         watch.close()
         _stop(procs)
