@@ -14,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from task_learning.apps.cli.options import bounded_float
+from task_learning.apps.cli.options import bounded_float, bounded_int
 
 MAX_RECORD_S = 86_400.0  # one day of camera topics in one bag
 MIN_RATE, MAX_RATE = 0.01, 100.0  # --rate 1e-9 would play for decades
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     strip = verbs.add_parser("strip", help="a PNG strip of a bag's colour frames")
     strip.add_argument("--bag", required=True)
     strip.add_argument("--out", required=True, help="PNG file to write")
-    strip.add_argument("--count", type=int, choices=range(1, 25), default=6, metavar="N",
+    strip.add_argument("--count", type=bounded_int(1, 24), default=6, metavar="N",
                        help="frames in the strip (1-24, default 6), evenly spaced from first to last")
     strip.add_argument("--topic", default=CAMERA_DEFAULTS["color"])
     for sub in (rec, play, perceive, info, strip):
