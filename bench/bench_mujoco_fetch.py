@@ -15,11 +15,18 @@ render time, and where the CPU goes.
   image, its face turns toward the camera and the depth there is its own (not hidden); the
   rate is detected / in view, by distance.
 
+- a run (--run): `task-learning run --backend mujoco` of a scene (default the short test scene)
+  through the whole graph: simulated time, real-time factor, wall time per object of the scene,
+  and the CPU split from the run's `cpu_s` (simulator, perception, the other nodes, operator,
+  runner). The simulator's share is split into rendering and the rest with the render time per
+  frame measured here times the frames it rendered (an estimate: both ran on the same loaded
+  machine, at different moments).
+
 It also writes a picture (--picture, default artifacts/sim/<scene>.png): the world from above beside
 the head camera's colour and depth (0-5 m, grey) with the head turned toward the bags.
 
 Run: .venv/bin/python bench/bench_mujoco_fetch.py [--scene store_groceries] [--seconds 10] [--frames 20]
-         [--markers]
+         [--markers] [--run [--run-scene SCENE]]
 """
 from __future__ import annotations
 
@@ -207,6 +214,31 @@ def _render_both(renderer: mujoco.Renderer, sim: Simulator) -> tuple[np.ndarray,
     return rgb, depth
 
 
+def run_split(scene: str, frames: int) -> None:
+    """One run through the graph (see the docstring) and where its CPU went."""
+    import tempfile
+
+    from task_learning_nodes.clients.mujoco_run import run_mujoco
+
+    objects = len([o for o in load_scene(scene).objects if o.get("parentReceptacles")])
+    with tempfile.TemporaryDirectory() as folder:
+        data = run_mujoco(scene, "STARS+O", str(Path(folder) / "kb.sqlite"), timeout_s=3600.0)
+    sim = Simulator(build_world(load_scene(scene)))
+    render_s = render_ms(sim, frames, True) / 1000.0
+    cpu = data["cpu_s"]
+    simulator = cpu.get("task-learning-sim", 0.0)
+    rendering = min(simulator, render_s * (data["camera_frames"] or 0))
+    nodes = {k: v for k, v in cpu.items() if k not in ("task-learning-sim", "task-learning", "operator", "runner")}
+    total = sum(cpu.values())
+    print(f"run {scene} (offline stand-in model, not a language model): completion {data['completion']} % from "
+          f"physics, {data['sim_time_s']} s simulated in {data['wall_time_s']} s wall, real-time factor "
+          f"{data['real_time_factor']}, {data['wall_time_s'] / max(objects, 1):.0f} s wall per object ({objects})")
+    print(f"CPU {total:.0f} s: simulator {simulator:.0f} s (rendering ~{rendering:.0f} s: {data['camera_frames']} frames "
+          f"x {1000 * render_s:.0f} ms; physics and publishing ~{simulator - rendering:.0f} s), perception "
+          f"{nodes.get('perception', 0.0):.0f} s, other nodes {sum(nodes.values()) - nodes.get('perception', 0.0):.0f} s, "
+          f"operator {cpu.get('operator', 0.0):.0f} s, runner {cpu.get('runner', 0.0):.0f} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scene", default="store_groceries")
@@ -214,7 +246,12 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=20)
     parser.add_argument("--picture", type=Path, default=None, help="default artifacts/sim/<scene>.png")
     parser.add_argument("--markers", action="store_true", help="only the markers' detection rate")
+    parser.add_argument("--run", action="store_true", help="only a run through the graph and its CPU split")
+    parser.add_argument("--run-scene", default=str(ROOT / "test" / "data" / "scenes" / "sim_short.yaml"))
     args = parser.parse_args()
+    if args.run:
+        run_split(args.run_scene, args.frames)
+        return 0
     if args.markers:
         markers(args.scene)
         return 0

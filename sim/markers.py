@@ -9,8 +9,9 @@ onto a thin sticker geom on every object and every piece of furniture, and retur
 Where the stickers go:
 - an object: on its top face, as large as the top allows (side clamped to `OBJECT_MARKER_M`; a
   fork's or knife's tag overhangs it, as a card tied to it would);
-- a piece of furniture: on its front, in the band beside its opening (below or above a door,
-  below a drawer, on a bin's front wall, hanging under a table's front edge);
+- a piece of furniture: on its front, in the band beside its opening (below its door where a
+  10 cm marker fits, else above; below a drawer, on a bin's front wall, hanging under a table's
+  front edge);
 - a door: on its outside, in the middle; a drawer: on its front, beside the handle. The
   registry's `door.closed_at` is that marker's centre, closed, in the piece's marker frame.
 
@@ -36,6 +37,7 @@ PX_PER_MODULE = 8
 OBJECT_MARKER_M = (0.05, 0.08)  # an object's marker side: at least, at most
 FURNITURE_MARKER_M = 0.15
 DOOR_MARKER_M = 0.12
+MIN_FRONT_MARKER_M = 0.1
 STICKER_THICKNESS_M = 0.001
 
 
@@ -108,9 +110,11 @@ def _furniture_spot(receptacle: Receptacle, height: float, floor: float, ceiling
     side_below = min(FURNITURE_MARKER_M, (below - 2 * margin) * MODULES / (MODULES + 2 * QUIET))
     side_above = min(FURNITURE_MARKER_M, (above - 2 * margin) * MODULES / (MODULES + 2 * QUIET))
     sticker = lambda side: side * (MODULES + 2 * QUIET) / MODULES  # noqa: E731
-    if side_above >= side_below:
-        return ceiling + margin + sticker(side_above) / 2, side_above
-    return floor - margin - sticker(side_below) / 2, side_below
+    # below the door where a 10 cm marker fits: a tall piece's band above its door is over the
+    # head camera's view from across the room (the camera looks down, its top ray ~10 degrees down)
+    if side_below >= MIN_FRONT_MARKER_M or side_below >= side_above:
+        return floor - margin - sticker(side_below) / 2, side_below
+    return ceiling + margin + sticker(side_above) / 2, side_above
 
 
 def add_markers(world: SceneWorld) -> MarkerPlan:

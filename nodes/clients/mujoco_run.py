@@ -48,7 +48,11 @@ TIMEOUT_MARGIN = 1.2
 MAX_BAG_S = 86_400.0
 # where the survey looks at a piece from: its centre to the base; the deepest piece is 0.8 m deep
 # and the base's radius 0.3 m, so the camera sees its front from 0.4-0.8 m
-SURVEY_DISTANCE_M = 1.1  # the planner's wait for one action: the profile's longest action plus a fifth
+SURVEY_DISTANCE_M = 1.1
+LEVEL_TILT_RAD = 0.1  # the second sweep's tilt (the profile's first looks down at the floor)
+# a low piece (bag, bin) is looked into from nearer: its front 0.4 m from the base's centre
+LOW_PIECE_M = 0.4
+SURVEY_NEAR_M = 0.65  # the planner's wait for one action: the profile's longest action plus a fifth
 
 
 class SimWatch(GraphWatch):
@@ -132,7 +136,12 @@ def look_around(watch: SimWatch, runner: RosGoalRunner, profile: RobotProfile, f
             goal = NavigateGoal(profile.base.navigate_action, profile.base.map_frame, (x, y, 0.0), heading,
                                 profile.timeouts.navigate_s)
             goals += _run_steps(runner, watch, [Step(goal, "turn about")], "look around", failures, settle_updates)
-        goals += _run_steps(runner, watch, sequencer.look_around(), "look around", failures, settle_updates)
+        sweep = sequencer.look_around()
+        # and once more with the head level: what stands tall across the room is above the sweep
+        level = LEVEL_TILT_RAD if profile.head.tilt_down_positive else -LEVEL_TILT_RAD
+        sweep += [sequencer.head_to(float(pan), level, f"look around, head level ({i + 1})")
+                  for i, pan in enumerate(profile.head.look_around_pans)]
+        goals += _run_steps(runner, watch, sweep, "look around", failures, settle_updates)
     return goals
 
 
@@ -148,27 +157,41 @@ def front_view(pose: Any, distance: float) -> tuple[tuple[float, float, float], 
     return (c.x + distance * zx, c.y + distance * zy, 0.0), math.atan2(-zy, -zx)
 
 
+def _known_pieces(watch: SimWatch) -> list[tuple[str, Any]]:
+    with watch.lock:
+        world = watch.world
+    return [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if o.receptacle]
+
+
+def _piece_view(profile: RobotProfile, sequencer: SkillSequencer, pose: Any) -> list[Step]:
+    """Drive before the piece's front and point the head at it; a low piece (a bag, a bin: its
+    centre under `LOW_PIECE_M`) from nearer, looking at its floor, to see over its walls."""
+    low = pose.position.z < LOW_PIECE_M
+    spot, yaw = front_view(pose, SURVEY_NEAR_M if low else SURVEY_DISTANCE_M)
+    target = (pose.position.x, pose.position.y, 0.05 if low else pose.position.z)
+    steps = [Step(NavigateGoal(profile.base.navigate_action, profile.base.map_frame, spot, yaw,
+                               profile.timeouts.navigate_s), "drive before its front")]
+    return steps + sequencer.look_at(target, BasePose(spot[0], spot[1], yaw))
+
+
 def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -> dict[str, Any]:
-    """Look around, then visit every piece of furniture perception knows: drive before its front
-    (`SURVEY_DISTANCE_M` from its centre), point the head at it, let perception look. Returns
-    what it did (goals, failures)."""
+    """Look around, then visit every piece of furniture perception knows (`_piece_view`), and
+    the pieces first seen on the way, until none is left. Returns what it did (goals, failures)."""
     runner = RosGoalRunner(watch.node, profile, MotionGate())
     sequencer = SkillSequencer(profile)
     failures: list[str] = []
     goals = look_around(watch, runner, profile, failures, settle_updates)
-    with watch.lock:
-        world = watch.world
-    pieces = [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if o.receptacle]
-    for object_id, pose in pieces:
-        target = (pose.position.x, pose.position.y, pose.position.z)
-        spot, yaw = front_view(pose, SURVEY_DISTANCE_M)
-        steps = [Step(NavigateGoal(profile.base.navigate_action, profile.base.map_frame, spot, yaw,
-                                   profile.timeouts.navigate_s), "drive before its front")]
-        steps += sequencer.look_at(target, BasePose(spot[0], spot[1], yaw))
-        goals += _run_steps(runner, watch, steps, object_id, failures, settle_updates)
+    visited: list[str] = []
+    while True:
+        left = [(object_id, pose) for object_id, pose in _known_pieces(watch) if object_id not in visited]
+        if not left:
+            break
+        object_id, pose = left[0]
+        visited.append(object_id)
+        goals += _run_steps(runner, watch, _piece_view(profile, sequencer, pose), object_id, failures, settle_updates)
     with watch.lock:
         known = len(watch.world.objects) if watch.world is not None else 0
-    return {"pieces_visited": len(pieces), "goals": goals, "failures": failures, "objects_known_after": known}
+    return {"pieces_visited": len(visited), "goals": goals, "failures": failures, "objects_known_after": known}
 
 
 def _bringup(scene: str, db: str, llm: str, registry: Path, profile: RobotProfile) -> list[str]:
