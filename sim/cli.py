@@ -33,6 +33,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--real-time-factor", type=float, default=1.0,
                    help="simulated seconds per wall second at most (0: as fast as it goes)")
     p.add_argument("--camera-rate", type=float, default=2.0, help="head camera frames per simulated second (0: none)")
+    p.add_argument("--grasp-weld", action="store_true",
+                   help="assist grasps: weld what both fingers pinch to the gripper until it opens (counted)")
     p.add_argument("--check", action="store_true", help="build the scene, say whether it can be simulated, exit")
     p.add_argument("--write-marker-registry", metavar="FILE", default="",
                    help="write the registry of the markers textured on the world (YAML, task_learning's format) "
@@ -83,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from task_learning_nodes.plumbing.node_base import run_node
     from task_learning_sim.ros_node import SimNode
     params = ["-p", f"scene:={args.scene}", "-p", f"robot:={args.robot}",
-              "-p", f"real_time_factor:={float(args.real_time_factor)}", "-p", f"camera_rate_hz:={float(args.camera_rate)}"]
+              "-p", f"real_time_factor:={float(args.real_time_factor)}", "-p", f"camera_rate_hz:={float(args.camera_rate)}",
+              "-p", f"grasp_weld:={'true' if args.grasp_weld else 'false'}"]
     ros = (ros_args or ["--ros-args"]) + params
     return run_node(lambda: SimNode(world), ["task-learning-sim", *ros], name="fetch_sim", signals=signals)
 

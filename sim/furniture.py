@@ -16,6 +16,12 @@ from task_learning_sim.fetch_model import scalar_like
 from task_learning_sim.shapes import FurnitureShape
 
 WALL_M = 0.02
+# Collision bits. Doors' panels and drawers' trays are of their own kind (MOVING_PART): they touch
+# the objects (whose conaffinity, OBJECT_AFFINITY, has that bit) but not the robot, so a door
+# driven open by the door assist (sim/assists.py) never sweeps through the Fetch. Handles are
+# ordinary geoms: the gripper closes on them.
+MOVING_PART = 2
+OBJECT_AFFINITY = 1 | MOVING_PART
 DOOR_OPEN_MAX_RAD = 1.9
 DRAWER_TRAVEL = 0.8  # of the chest's depth
 # how far above a surface (a table, a bin's floor) the place volume reaches
@@ -59,8 +65,12 @@ def yaw_quat(yaw: float) -> list[float]:
 
 
 def _box(body: mujoco.MjsBody, centre: tuple[float, float, float], half: tuple[float, float, float],
-         rgba: tuple[float, float, float, float], name: str = "") -> None:
-    body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(centre), size=list(half), rgba=list(rgba))
+         rgba: tuple[float, float, float, float], name: str = "", moving: bool = False) -> None:
+    """A box geom; a `moving` one (a door's panel, a drawer's tray) collides with the objects
+    but not with the robot (contype MOVING_PART, conaffinity 0: see OBJECT_AFFINITY)."""
+    geom = body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(centre), size=list(half), rgba=list(rgba))
+    if moving:
+        geom.contype, geom.conaffinity = MOVING_PART, 0
 
 
 def _table(body: mujoco.MjsBody, shape: FurnitureShape) -> None:
@@ -73,14 +83,14 @@ def _table(body: mujoco.MjsBody, shape: FurnitureShape) -> None:
 
 
 def _walls(body: mujoco.MjsBody, depth: float, width: float, low: float, high: float,
-           rgba: tuple[float, float, float, float], front: bool) -> None:
+           rgba: tuple[float, float, float, float], front: bool, moving: bool = False) -> None:
     """Back, sides (and front) of an open-top box between heights `low` and `high`."""
     mid, half_z = (low + high) / 2, (high - low) / 2
-    _box(body, (-depth / 2 + WALL_M / 2, 0, mid), (WALL_M / 2, width / 2, half_z), rgba)
+    _box(body, (-depth / 2 + WALL_M / 2, 0, mid), (WALL_M / 2, width / 2, half_z), rgba, moving=moving)
     if front:
-        _box(body, (depth / 2 - WALL_M / 2, 0, mid), (WALL_M / 2, width / 2, half_z), rgba)
+        _box(body, (depth / 2 - WALL_M / 2, 0, mid), (WALL_M / 2, width / 2, half_z), rgba, moving=moving)
     for sy in (-1, 1):
-        _box(body, (0, sy * (width / 2 - WALL_M / 2), mid), (depth / 2, WALL_M / 2, half_z), rgba)
+        _box(body, (0, sy * (width / 2 - WALL_M / 2), mid), (depth / 2, WALL_M / 2, half_z), rgba, moving=moving)
 
 
 def _bin(body: mujoco.MjsBody, shape: FurnitureShape) -> PlaceVolume:
@@ -111,7 +121,7 @@ def _cabinet(spec_body: mujoco.MjsBody, shape: FurnitureShape, door_joint: str) 
     door = spec_body.add_body(name=f"{spec_body.name}/door", pos=[depth / 2, width / 2, 0.0])
     _hinge_or_slide(door, door_joint, mujoco.mjtJoint.mjJNT_HINGE, DOOR_OPEN_MAX_RAD, damping=2.0, friction=0.5)
     mid, half_z = (shape.floor + shape.ceiling) / 2, (shape.ceiling - shape.floor) / 2
-    _box(door, (WALL_M / 2, -width / 2, mid), (WALL_M / 2, width / 2, half_z), WOOD)
+    _box(door, (WALL_M / 2, -width / 2, mid), (WALL_M / 2, width / 2, half_z), WOOD, moving=True)
     _box(door, (WALL_M + 0.02, -width + 0.06, mid), (0.02, 0.01, min(0.08, half_z * 0.6)), HANDLE,
          name=f"{spec_body.name}/handle")
     inner = (depth / 2 - WALL_M, width / 2 - WALL_M)
@@ -131,9 +141,11 @@ def _drawer(spec_body: mujoco.MjsBody, shape: FurnitureShape, slide_joint: str) 
     _hinge_or_slide(tray, slide_joint, mujoco.mjtJoint.mjJNT_SLIDE, DRAWER_TRAVEL * depth, damping=5.0, friction=1.0)
     inner_w = width / 2 - WALL_M - gap
     tray_h = shape.ceiling - shape.floor
-    _box(tray, (0, 0, WALL_M / 2), (depth / 2, inner_w, WALL_M / 2), WOOD)
-    _walls(tray, depth, 2 * inner_w, WALL_M, tray_h, WOOD, front=True)
-    _box(tray, (depth / 2 + 0.02, 0, tray_h / 2), (0.02, 0.08, 0.01), HANDLE, name=f"{spec_body.name}/handle")
+    _box(tray, (0, 0, WALL_M / 2), (depth / 2, inner_w, WALL_M / 2), WOOD, moving=True)
+    _walls(tray, depth, 2 * inner_w, WALL_M, tray_h, WOOD, front=True, moving=True)
+    # a bar upright, as the door's: the Fetch's level fingers close across its 2 cm
+    _box(tray, (depth / 2 + 0.02, 0, tray_h / 2), (0.02, 0.01, min(0.08, tray_h * 0.4)), HANDLE,
+         name=f"{spec_body.name}/handle")
     return PlaceVolume(tray.name, (-depth / 2 + WALL_M, -inner_w + WALL_M, WALL_M),
                        (depth / 2 - WALL_M, inner_w - WALL_M, tray_h))
 

@@ -12,6 +12,9 @@
 - `sim/status` (std_msgs/String, JSON, latched): simulated time, real-time factor, goals per
   interface, assists, and the completion measure from the physics. For scoring a run only; the
   stack's perception never reads it.
+- `sim/ground_truth` (std_msgs/String, JSON, latched, every GROUND_TRUTH_EVERY_S simulated):
+  where every object, place volume, handle and door is (sim/ground_truth.py). For tests and the
+  skills check only; a robot has no such topic.
 
 One thread steps the physics (paced to `real_time_factor` times the wall clock; 0: as fast as it
 goes) and publishes; the action callbacks start and watch goals under the same lock.
@@ -38,6 +41,7 @@ from task_learning_nodes.plumbing.params import NodeParameters, declare_paramete
 from task_learning_nodes.plumbing.qos import latched
 from task_learning_sim.completion import physics_completion
 from task_learning_sim.fetch_model import ROOT_LINK
+from task_learning_sim.ground_truth import ground_truth
 from task_learning_sim.ros_actions import ActionServers
 from task_learning_sim.ros_convert import joint_state, stamp, transform, yaw_quaternion
 from task_learning_sim.simulator import Simulator
@@ -48,6 +52,7 @@ CAMERA_FRAME = "head_camera_rgb_optical_frame"
 CAMERA_FOV_DEG = 50.0  # the model's head camera (fovy)
 CLOCK_EVERY_S = 0.01
 STATUS_EVERY_S = 1.0
+GROUND_TRUTH_EVERY_S = 0.25
 
 
 class SimParameters(NodeParameters):
@@ -59,6 +64,7 @@ class SimParameters(NodeParameters):
     camera_rate_hz: float = param(2.0, "head camera frames per simulated second (0: no camera)", min=0.0, max=30.0)
     camera_width: int = param(640, "head camera image width (px)", min=16, max=1920)
     camera_height: int = param(480, "head camera image height (px)", min=16, max=1080)
+    grasp_weld: bool = param(False, "the grasp weld assist: what both fingers pinch is welded to the gripper")
 
 
 class SimNode(Node):
@@ -73,7 +79,7 @@ class SimNode(Node):
             from task_learning.world.scene import load_scene
             from task_learning_sim.scene_world import build_world
             world = build_world(load_scene(self.params.scene))
-        self.sim = Simulator(world)
+        self.sim = Simulator(world, grasp_weld=self.params.grasp_weld)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.wall_started = time.monotonic()
@@ -98,6 +104,7 @@ class SimNode(Node):
         self.joint_pub = self.create_publisher(JointState, "joint_states", 10)
         self.robot_description = self.create_publisher(String, "robot_description", latched())
         self.status_pub = self.create_publisher(String, "sim/status", latched())
+        self.truth_pub = self.create_publisher(String, "sim/ground_truth", latched())
         self.rgb_pub = self.create_publisher(Image, "head_camera/rgb/image_raw", images)
         self.depth_pub = self.create_publisher(Image, "head_camera/depth_registered/image_raw", images)
         self.rgb_info_pub = self.create_publisher(CameraInfo, "head_camera/rgb/camera_info", images)
@@ -136,7 +143,7 @@ class SimNode(Node):
                 renderer.close()  # before the interpreter's exit tears EGL down
 
     def _loop(self, renderer: mujoco.Renderer | None) -> None:
-        next_state = next_camera = next_status = 0.0
+        next_state = next_camera = next_status = next_truth = 0.0
         sim_started = self.sim.time
         steps = max(1, int(round(CLOCK_EVERY_S / self.sim.model.opt.timestep)))
         while not self.stopping.is_set():
@@ -154,6 +161,9 @@ class SimNode(Node):
                 if now >= next_status:
                     next_status = now + STATUS_EVERY_S
                     self.status_pub.publish(String(data=json.dumps(self.status())))
+                if now >= next_truth:
+                    next_truth = now + GROUND_TRUTH_EVERY_S
+                    self.truth_pub.publish(String(data=json.dumps(ground_truth(self.sim))))
             self._pace(now - sim_started)
 
     def _pace(self, simulated: float) -> None:
@@ -183,7 +193,7 @@ class SimNode(Node):
         wall = time.monotonic() - self.wall_started
         return {"sim_time_s": round(self.sim.time, 3), "wall_time_s": round(wall, 3),
                 "real_time_factor": round(self.sim.time / wall, 3) if wall > 0 else 0.0,
-                "robot_goals": dict(self.sim.goal_counts), "assists": {},
+                "robot_goals": dict(self.sim.goal_counts), "assists": dict(self.sim.assists.counts),
                 "camera_frames": self.frames,
                 "completion": physics_completion(self.sim.world, self.sim.model, self.sim.data).to_dict()}
 

@@ -17,12 +17,15 @@ import mujoco
 
 from task_learning.world.scene import Scene
 from task_learning_sim.fetch_model import fetch_spec
-from task_learning_sim.furniture import PlaceVolume, Receptacle, build_piece, yaw_quat
+from task_learning_sim.furniture import OBJECT_AFFINITY, PlaceVolume, Receptacle, build_piece, yaw_quat
 from task_learning_sim.shapes import ObjectShape, ShapesDoc, load_shapes
 
 GAP_M = 0.8  # free floor between neighbouring pieces on the ring
 MIN_RING_RADIUS_M = 2.2
 PACK_GAP_M = 0.02
+# room left between a row's ends and the side walls: the Fetch's open fingers straddle an object
+# across the row (5 cm each side of its centre, 1.4 cm thick)
+FINGER_ROOM_M = 0.03
 MAX_GRIPPER_OPENING_M = 0.1  # the Fetch's two fingers, 5 cm each
 GRASP_MARGIN_M = 0.01
 # Where the arm reaches: from the shoulder-lift axis to gripper_link's origin (between the finger
@@ -104,7 +107,8 @@ def pack(items: list[Item], place: PlaceVolume, receptacle: str) -> dict[str, tu
     when one does not fit."""
     positions: dict[str, tuple[float, float, float, float]] = {}
     items = sorted(items, key=lambda item: item.shape.height())  # short ones in front: reachable over
-    row_front, row_depth, y = place.high[0], 0.0, place.low[1]
+    low_y, high_y = place.low[1] + FINGER_ROOM_M, place.high[1] - FINGER_ROOM_M
+    row_front, row_depth, y = place.high[0], 0.0, low_y
     height = place.high[2] - place.low[2]
     for item in items:
         depth, width = item.shape.footprint()
@@ -113,9 +117,9 @@ def pack(items: list[Item], place: PlaceVolume, receptacle: str) -> dict[str, tu
         if item.shape.height() > height:
             raise SceneBuildError(f"{item.id} ({item.type}, {item.shape.height():.2f} m tall) is too big for "
                                   f"{receptacle} ({height:.2f} m inside)")
-        if y + width + PACK_GAP_M > place.high[1]:  # next row, further back
-            row_front, row_depth, y = row_front - row_depth - PACK_GAP_M, 0.0, place.low[1]
-        if row_front - depth - PACK_GAP_M < place.low[0] or y + width + PACK_GAP_M > place.high[1]:
+        if y + width + PACK_GAP_M > high_y:  # next row, further back
+            row_front, row_depth, y = row_front - row_depth - PACK_GAP_M, 0.0, low_y
+        if row_front - depth - PACK_GAP_M < place.low[0] or y + width + PACK_GAP_M > high_y:
             raise SceneBuildError(f"{item.id} ({item.type}) does not fit in {receptacle} with the "
                                   f"{len(positions)} objects before it")
         positions[item.id] = (row_front - PACK_GAP_M - depth / 2, y + PACK_GAP_M + width / 2,
@@ -164,7 +168,7 @@ def _add_item(world: mujoco.MjsBody, item: Item, pose: tuple[float, float, float
     body.add_freejoint(name=f"{item.id}/free")
     kind = mujoco.mjtGeom.mjGEOM_BOX if item.shape.shape == "box" else mujoco.mjtGeom.mjGEOM_CYLINDER
     size = [s / 2 for s in item.shape.size] if item.shape.shape == "box" else [item.shape.size[0], item.shape.size[1] / 2, 0]
-    body.add_geom(name=item.id, type=kind, size=size, mass=item.mass, condim=4,
+    body.add_geom(name=item.id, type=kind, size=size, mass=item.mass, condim=4, conaffinity=OBJECT_AFFINITY,
                   friction=[1.0, 0.02, 0.002], rgba=[0.85, 0.35, 0.2, 1.0])
 
 

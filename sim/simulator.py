@@ -13,6 +13,7 @@ from collections import Counter
 import mujoco
 import numpy as np
 
+from task_learning_sim.assists import Assists, add_grasp_welds
 from task_learning_sim.base_controller import BaseController, BaseGoal
 from task_learning_sim.fetch_model import ARM_JOINTS, BASE_JOINTS, FINGER_JOINTS, HEAD_JOINTS, ROOT_LINK, TORSO_JOINT
 from task_learning_sim.gripper_controller import DEFAULT_EFFORT_N, GripperRun
@@ -39,11 +40,16 @@ STATE_JOINTS = (TORSO_JOINT, *HEAD_JOINTS, *ARM_JOINTS, *FINGER_JOINTS)
 class Simulator:
     """One world in physics and the robot's controllers."""
 
-    def __init__(self, world: SceneWorld):
+    def __init__(self, world: SceneWorld, *, grasp_weld: bool = False):
+        """`grasp_weld`: weld what the fingers pinch to the gripper (an assist, sim/assists.py);
+        the door handle assist is always on."""
         self.world = world
+        if grasp_weld:
+            add_grasp_welds(world.spec, list(world.items))
         self.model = world.spec.compile()
         self.data = mujoco.MjData(self.model)
         self.robot = set(robot_bodies(self.model))
+        self._loose = {self.model.body(item).id for item in world.items}
         self.hand = {self.model.body(name).id for name in
                      ("gripper_link", "l_gripper_finger_link", "r_gripper_finger_link")}
         self.limits = {name: tuple(self.model.joint(name).range) for name in STATE_JOINTS
@@ -56,7 +62,9 @@ class Simulator:
         self.runs: dict[str, TrajectoryRun] = {}
         self.gripper_run: GripperRun | None = None
         self.goal_counts: Counter[str] = Counter()
+        self.assists = Assists(self.model, self.data, world.receptacles, list(world.items), grasp_weld=grasp_weld)
         self._steps = 0
+        self._closing = False
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -94,13 +102,16 @@ class Simulator:
         return out
 
     def robot_touches(self) -> list[str]:
-        """Names of the bodies (not the floor, not the robot) a robot link touches, outside what the
-        hand holds."""
+        """Names of the bodies (not the floor, not the robot, not a loose object) a robot link
+        touches, outside what the hand holds: what stops the base. A loose object (one the
+        scene's items, dropped on the floor or carried) is pushed, as a real base's bumper would
+        not notice a can; furniture stops it."""
         touched = []
         for contact in self.data.contact[:self.data.ncon]:
             a, b = int(self.model.geom_bodyid[contact.geom1]), int(self.model.geom_bodyid[contact.geom2])
             for mine, other in ((a, b), (b, a)):
-                if mine in self.robot and other not in self.robot and other != 0 and mine not in self.hand:
+                if mine in self.robot and other not in self.robot and other != 0 and mine not in self.hand \
+                        and other not in self._loose:
                     touched.append(self.model.body(other).name)
         return touched
 
@@ -160,6 +171,9 @@ class Simulator:
             self.gripper_run.done = self.gripper_run.canceled = True
         effort = max_effort if max_effort > 0 else DEFAULT_EFFORT_N
         run = GripperRun(gap, effort, self.time)
+        self._closing = gap < float(sum(self.data.joint(j).qpos[0] for j in FINGER_JOINTS))
+        if not self._closing:
+            self.assists.gripper_opening()
         for joint in FINGER_JOINTS:
             actuator = self.model.actuator(joint)
             actuator.forcerange[:] = [-effort, effort]
@@ -195,6 +209,10 @@ class Simulator:
             speed = float(sum(self.data.joint(j).qvel[0] for j in FINGER_JOINTS))
             force = float(np.mean([abs(self.data.actuator(j).force[0]) for j in FINGER_JOINTS]))
             self.gripper_run.tick(gap, speed, force, self.finger_touches(), now)
+            if self.gripper_run.done and self._closing:
+                self._closing = False
+                self.assists.gripper_closed()
+        self.assists.tick(dt)
 
 
 def _conjugate(quat: np.ndarray) -> np.ndarray:

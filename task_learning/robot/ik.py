@@ -21,6 +21,16 @@ import numpy as np
 
 from task_learning.errors import TaskLearningError
 
+# how far a solution's tip frame may be turned from the one asked for (a grasp still closes
+# across the object at that angle)
+ORIENTATION_TOLERANCE_RAD = 0.2
+
+
+def _angle_between(a: np.ndarray, b: np.ndarray) -> float:
+    """The angle (rad) of the rotation taking frame `b` to frame `a` (3x3 matrices)."""
+    cosine = (float(np.trace(b.T @ a)) - 1.0) / 2.0
+    return float(np.arccos(min(max(cosine, -1.0), 1.0)))
+
 
 class KinematicsError(TaskLearningError):
     """The URDF cannot give the profile's chain (a link or joint it names is missing)."""
@@ -95,29 +105,65 @@ class ArmKinematics:
 
     def forward(self, positions: Sequence[float]) -> np.ndarray:
         """The tip's position in the root link for the `joints` at `positions`."""
-        frame = self.chain.forward_kinematics(self._full(positions))  # type: ignore[attr-defined]
-        return np.asarray(frame[:3, 3])
+        return self.forward_frame(positions)[:3, 3]
+
+    def forward_frame(self, positions: Sequence[float]) -> np.ndarray:
+        """The tip's 4x4 pose in the root link for the `joints` at `positions`."""
+        return np.asarray(self.chain.forward_kinematics(self._full(positions)))  # type: ignore[attr-defined]
 
     def _full(self, positions: Sequence[float]) -> list[float]:
         by_name = dict(zip(self.joints, positions))
         return [float(by_name.get(name, 0.0)) for name in self._links()]
 
     def solve(self, target: Sequence[float], seed: Sequence[float] | None = None,
-              axis: Sequence[float] | None = None) -> tuple[float, ...] | None:
+              axis: Sequence[float] | None = None, orientation: np.ndarray | None = None
+              ) -> tuple[float, ...] | None:
         """Joint positions (in `joints` order) putting the tip at `target` (root-link frame, m),
-        its x axis along `axis` when given; None when the best solution misses by more than the
-        tolerance (the target is out of reach)."""
-        initial = self._full(seed if seed is not None else [0.0] * len(self.joints))
-        initial = [self._clamp(i, v) for i, v in enumerate(initial)]
+        its x axis along `axis` when given, or its whole frame turned as the 3x3 `orientation`
+        (columns: the tip's x, y, z axes in the root link); None when the best solution misses
+        the position by more than the tolerance or the orientation by more than
+        ORIENTATION_TOLERANCE_RAD (the target is out of reach that way)."""
+        starts = [seed] if seed is not None else self._starts()
+        for start in starts:
+            solution = self._solve_from(target, start, axis, orientation)
+            if solution is not None:
+                return solution
+        return None
+
+    def _starts(self) -> list[Sequence[float]]:
+        """Starting poses for a solve without a seed: all joints at 0, then the middle of their
+        limits, a few fixed spreads between, then poses scattered (with a fixed seed) over the
+        limits: the optimiser is local, a turned target found from one start is missed from another."""
+        bounds = [self._bounds(j) for j in self.joints]
+        middle = [(lo + hi) / 2 if np.isfinite(lo) and np.isfinite(hi) else 0.0 for lo, hi in bounds]
+        spreads = [[m + f * ((hi - lo) / 2 if np.isfinite(hi - lo) else 1.0) for m, (lo, hi) in zip(middle, bounds)]
+                   for f in (-0.4, 0.4)]
+        rng = np.random.default_rng(0)  # fixed: the same target always gets the same answer
+        spans = [(lo, hi) if np.isfinite(hi - lo) else (-np.pi, np.pi) for lo, hi in bounds]
+        scattered = [[float(rng.uniform(lo, hi)) for lo, hi in spans] for _ in range(4)]
+        return [[0.0] * len(self.joints), middle, *spreads, *scattered]
+
+    def _bounds(self, joint: str) -> tuple[float, float]:
+        low, high = self.chain.links[self._links().index(joint)].bounds  # type: ignore[attr-defined]
+        return (-np.inf if low is None else float(low), np.inf if high is None else float(high))
+
+    def _solve_from(self, target: Sequence[float], start: Sequence[float], axis: Sequence[float] | None,
+                    orientation: np.ndarray | None) -> tuple[float, ...] | None:
+        initial = [self._clamp(i, v) for i, v in enumerate(self._full(start))]
         kwargs: dict[str, object] = {"initial_position": initial}
-        if axis is not None:
+        if orientation is not None:
+            kwargs.update(target_orientation=np.asarray(orientation), orientation_mode="all")
+        elif axis is not None:
             kwargs.update(target_orientation=list(axis), orientation_mode="X")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             full = self.chain.inverse_kinematics(list(target), **kwargs)  # type: ignore[attr-defined]
         names = self._links()
         solution = tuple(float(full[names.index(j)]) for j in self.joints)
-        if float(np.linalg.norm(self.forward(solution) - np.asarray(target))) > self.tolerance_m:
+        frame = self.forward_frame(solution)
+        if float(np.linalg.norm(frame[:3, 3] - np.asarray(target))) > self.tolerance_m:
+            return None
+        if orientation is not None and _angle_between(frame[:3, :3], np.asarray(orientation)) > ORIENTATION_TOLERANCE_RAD:
             return None
         return solution
 

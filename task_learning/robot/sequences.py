@@ -31,6 +31,24 @@ from task_learning.robot.ik import ArmKinematics
 from task_learning.robot.profile import RobotProfile
 
 MANIPULATIONS = ("pick", "place", "open", "close", "toggle_on", "toggle_off")
+# Below this height (m above the floor) a pick or place comes from above, the gripper pointing
+# down (into a bag or a low bin, whose walls a side approach would hit); above it, level, from
+# the side (tables, shelves, cabinets' compartments, which a top approach cannot enter).
+TOP_DOWN_BELOW_M = 0.6
+# Where the gripper is carried while the base drives (base frame, m; level, pointing ahead): over
+# the base, above counter height, so that neither the arm nor what it holds sweeps into furniture.
+CARRY_POINT = (0.3, 0.0, 1.1)
+STRAIGHT_STEP_M = 0.04
+
+
+def tip_frame(approach: np.ndarray, toward: np.ndarray) -> np.ndarray:
+    """The gripper's frame (columns x, y, z in the base frame) for an approach along `approach`,
+    the object lying along the horizontal unit vector `toward` from the base: x (the fingers'
+    direction) along the approach, y (the fingers' closing axis) level, across `toward`."""
+    x = approach / float(np.linalg.norm(approach))
+    y = np.cross([0.0, 0.0, 1.0], toward)
+    y = y / float(np.linalg.norm(y))
+    return np.column_stack([x, y, np.cross(x, y)])
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,7 @@ class SkillSequencer:
     def __init__(self, profile: RobotProfile, kinematics: ArmKinematics | None = None) -> None:
         self.profile = profile
         self.kinematics = kinematics
+        self._carry: tuple[float, ...] | None = None
 
     # -- base and head --------------------------------------------------------------------------
 
@@ -74,10 +93,30 @@ class SkillSequencer:
         return (ox - d * math.cos(bearing), oy - d * math.sin(bearing), 0.0), math.atan2(math.sin(yaw), math.cos(yaw))
 
     def navigate(self, target: Vec3, base: BasePose | None) -> list[Step]:
+        """The arm to its carry pose first (IK mode, with a kinematic model: a manipulation
+        leaves it out in front, where driving would sweep it into furniture), then the base."""
         position, yaw = self.standoff(target, base)
         goal = NavigateGoal(self.profile.base.navigate_action, self.profile.base.map_frame, position, yaw,
                             self.profile.timeouts.navigate_s)
-        return [Step(goal, "drive to the stand-off pose")]
+        return self.carry() + [Step(goal, "drive to the stand-off pose")]
+
+    def _carry_joints(self) -> tuple[float, ...] | None:
+        """The arm's joints in the carry pose (solved once): the seed of a manipulation's first
+        waypoint, so that its solution stays close to the pose the arm starts from (elbow up,
+        not swung down through the furniture in front)."""
+        if self.kinematics is None:
+            return None
+        if self._carry is None:
+            frame = tip_frame(np.array([1.0, 0.0, 0.0]), np.array([1.0, 0.0, 0.0]))
+            self._carry = self.kinematics.solve(CARRY_POINT, None, orientation=frame) or ()
+        return self._carry or None
+
+    def carry(self) -> list[Step]:
+        """The arm to CARRY_POINT (none without a kinematic model or with MoveIt)."""
+        if self.profile.arm.mode != "ik" or self.kinematics is None:
+            return []
+        ahead = np.array([1.0, 0.0, 0.0])
+        return self.arm_path([(np.array(CARRY_POINT), "carry pose")], ahead)
 
     def head_angles(self, target: Vec3, base: BasePose) -> tuple[float, float]:
         """Pan and tilt (joint positions) that point the head at `target` (map)."""
@@ -125,8 +164,10 @@ class SkillSequencer:
                               self.profile.timeouts.gripper_s, "gripper")
         return Step(goal, why)
 
-    def arm_path(self, waypoints: list[tuple[np.ndarray, str]], approach: np.ndarray) -> list[Step]:
-        """Arm goals through `waypoints` (base frame) with the gripper along `approach`."""
+    def arm_path(self, waypoints: list[tuple[np.ndarray, str]], approach: np.ndarray,
+                 toward: np.ndarray | None = None) -> list[Step]:
+        """Arm goals through `waypoints` (base frame) with the gripper along `approach` (level
+        fingers across `toward`, the horizontal direction to the object; default: the approach)."""
         arm = self.profile.arm
         for point, _ in waypoints:
             if float(np.linalg.norm(point[:2])) > arm.reach_m + arm.pregrasp_m:
@@ -142,40 +183,89 @@ class SkillSequencer:
         if self.kinematics is None:
             raise Unreachable("no kinematic model of the arm (no robot description received)")
         steps: list[Step] = []
-        seed: tuple[float, ...] | None = None
+        seed = self._carry_joints()  # where a manipulation starts: the arm in its carry pose
+        frame = tip_frame(approach, approach if toward is None else toward)
+        previous: np.ndarray | None = None
         for point, why in waypoints:
-            solution = self.kinematics.solve(_vec(point), seed)
-            if solution is None:
-                raise Unreachable(f"no inverse kinematics solution for {why} at "
-                                  f"({point[0]:.2f}, {point[1]:.2f}, {point[2]:.2f}) in {arm.root_link}")
-            seed = solution
-            steps.append(Step(TrajectoryGoal(arm.trajectory_action, arm.joints, ((solution, arm.move_s),),
+            # the first waypoint as the joints go; each later one along a straight line from the
+            # one before (IK every STRAIGHT_STEP_M), so that a descent into a bag stays a descent
+            count = 1 if previous is None else max(1, int(math.ceil(np.linalg.norm(point - previous) / STRAIGHT_STEP_M)))
+            points: list[tuple[tuple[float, ...], float]] = []
+            for i in range(1, count + 1):
+                along = point if previous is None else previous + (point - previous) * i / count
+                solution = self._solve(along, seed, frame)
+                if solution is None:
+                    raise Unreachable(f"no inverse kinematics solution for {why} at "
+                                      f"({along[0]:.2f}, {along[1]:.2f}, {along[2]:.2f}) in {arm.root_link}")
+                seed = solution
+                points.append((solution, arm.move_s * i / count))
+            previous = point
+            steps.append(Step(TrajectoryGoal(arm.trajectory_action, arm.joints, tuple(points),
                                              self.profile.timeouts.arm_s, "arm"), why))
         return steps
 
+    def _solve(self, point: np.ndarray, seed: tuple[float, ...] | None, frame: np.ndarray) -> tuple[float, ...] | None:
+        """IK for the tip at `point` turned as `frame`, from the previous waypoint's solution (a
+        short, continuous motion), else from the kinematics' own starting poses."""
+        assert self.kinematics is not None
+        # the whole frame; an arm of fewer than six joints cannot turn its tip at will: the
+        # fingers' direction, else the position only
+        ways: list[dict[str, object]] = [{"orientation": frame}] if len(self.kinematics.joints) >= 6 else \
+            [{"axis": frame[:, 0]}, {}]
+        for turned in ways:
+            for start in ([seed, None] if seed is not None else [None]):
+                solution = self.kinematics.solve(_vec(point), start, **turned)  # type: ignore[arg-type]
+                if solution is not None:
+                    return solution
+        return None
+
+    def _reachable(self, candidates: list[np.ndarray], approach: np.ndarray, toward: np.ndarray) -> np.ndarray:
+        """The first of `candidates` the arm reaches turned for `approach` (the first one when
+        there is no kinematic model to ask: MoveIt plans it)."""
+        if self.kinematics is None or self.profile.arm.mode != "ik":
+            return candidates[0]
+        frame = tip_frame(approach, toward)
+        return next((c for c in candidates if self._solve(c, None, frame) is not None), candidates[0])
+
     def manipulate(self, skill: str, target: Vec3, base: BasePose) -> list[Step]:
         """The goals of a manipulation of the object at `target` (map); Unreachable when the
-        arm cannot get there from `base`."""
+        arm cannot get there from `base`. Picks and places below TOP_DOWN_BELOW_M come from
+        above; the rest, and doors and switches, level from the side."""
         arm = self.profile.arm
         p = base.to_base(target)
-        approach = np.array([p[0], p[1], 0.0])
-        norm = float(np.linalg.norm(approach))
-        approach = approach / norm if norm > 1e-6 else np.array([1.0, 0.0, 0.0])
+        toward = np.array([p[0], p[1], 0.0])
+        norm = float(np.linalg.norm(toward))
+        toward = toward / norm if norm > 1e-6 else np.array([1.0, 0.0, 0.0])
+        from_above = skill in ("pick", "place") and target[2] < TOP_DOWN_BELOW_M
+        approach = np.array([0.0, 0.0, -1.0]) if from_above else toward
         back = p - approach * arm.pregrasp_m
         up = np.array([0.0, 0.0, arm.place_above_m])
         look = self.look_at(target, base)
+        if from_above:  # down from twice the approach distance above, through once: over a bag's rim
+            clear = p - 2 * approach * arm.pregrasp_m
+            ways = [(clear, "above, clear of the walls"), (back, "pre-grasp")]
+        else:
+            ways = [(back, "pre-grasp")]
         if skill == "pick":
-            return look + [self.gripper(True)] + self.arm_path([(back, "pre-grasp"), (p, "grasp")], approach) + \
-                [self.gripper(False, grasp=True)] + self.arm_path([(back + up, "lift and retreat")], approach)
+            lift = [(back, "lift"), (clear, "lift clear")] if from_above else [(back + up, "lift and retreat")]
+            return look + [self.gripper(True)] + self.arm_path(ways + [(p, "grasp")], approach, toward) + \
+                [self.gripper(False, grasp=True)] + self.arm_path(lift, approach, toward)
         if skill == "place":
-            return look + self.arm_path([(back + up, "above the receptacle, back"), (p + up, "release pose")],
-                                        approach) + [self.gripper(True)] + self.arm_path([(back + up, "retreat")], approach)
+            release = p + up
+            above = [(release + np.array([0.0, 0.0, arm.pregrasp_m]), "above the receptacle")] if from_above \
+                else [(self._reachable([back + up + np.array([0.0, 0.0, dz]) for dz in (0.0, 0.06, 0.12, -0.06)],
+                                       approach, toward), "above the receptacle, back")]
+            return look + self.arm_path(above + [(release, "release pose")], approach, toward) + \
+                [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward)
         if skill in ("open", "close"):
-            swing = back - approach * arm.pregrasp_m if skill == "open" else p + approach * arm.pregrasp_m / 2
+            # open: pull the handle back to where the hand came from; close: push it in half the
+            # approach further; then let go and back off
+            swing = back if skill == "open" else p + approach * arm.pregrasp_m / 2
+            away = self._reachable([back - approach * arm.pregrasp_m / 2, back + up / 2, back], approach, toward)
             return look + [self.gripper(True)] + self.arm_path([(back, "before the handle"), (p, "the handle")],
                                                                approach) + \
                 [self.gripper(False, grasp=True)] + self.arm_path([(swing, f"{skill} the door")], approach) + \
-                [self.gripper(True)] + self.arm_path([(swing - approach * arm.pregrasp_m / 2, "retreat")], approach)
+                [self.gripper(True)] + self.arm_path([(away, "retreat")], approach)
         if skill in ("toggle_on", "toggle_off"):
             return look + [self.gripper(False)] + self.arm_path([(back, "before the switch"), (p, "press the switch"),
                                                                  (back, "retreat")], approach)

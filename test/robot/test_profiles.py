@@ -32,7 +32,7 @@ def test_unknown_profile_lists_the_known_ones():
 def test_a_bad_profile_names_file_and_key(tmp_path):
     text = (load_profile.__globals__["profiles_dir"]() / "fetch.yaml").read_text()
     bad = tmp_path / "bad.yaml"
-    bad.write_text(text.replace("standoff_m: 0.75", "standof_m: 0.75"))
+    bad.write_text(text.replace("standoff_m:", "standof_m:"))
     with pytest.raises(ConfigError) as err:
         load_profile(str(bad))
     assert "bad.yaml: base.standof_m: unknown key (did you mean 'standoff_m'?)" in str(err.value)

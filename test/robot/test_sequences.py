@@ -20,7 +20,7 @@ def test_navigate_stops_short_of_the_object_facing_it():
     (step,) = seq.navigate((3.0, 4.0, 0.8), ORIGIN)
     goal = step.goal
     assert isinstance(goal, NavigateGoal) and goal.server == "navigate_to_pose" and goal.frame == "map"
-    assert math.hypot(3.0 - goal.position[0], 4.0 - goal.position[1]) == pytest.approx(0.75)
+    assert math.hypot(3.0 - goal.position[0], 4.0 - goal.position[1]) == pytest.approx(0.65)
     assert goal.yaw == pytest.approx(math.atan2(4.0, 3.0))
 
 

@@ -36,14 +36,15 @@ def test_an_action_runs_on_the_robot_then_in_the_scene(fetch_kinematics):
     world = stand_in(runner, fetch_kinematics)
     item = next(o["objectId"] for o in world.metadata["objects"] if o.get("pickupable") and o.get("visible"))
     assert world.step("NavigateToObject", objectId=item)["lastActionSuccess"]
-    assert [g.kind for g in runner.goals] == ["navigate"]
+    assert [g.kind for g in runner.goals] == ["trajectory", "navigate"]  # the arm to its carry pose, then the base
     after = world.step("PickupObject", objectId=item)
     assert after["lastActionSuccess"], after["errorMessage"]
     assert world.held() == item and any(g.kind == "gripper" for g in runner.goals)
 
 
 def test_a_robot_failure_leaves_the_scene_unchanged(fetch_kinematics):
-    runner = ScriptedRunner(lambda goal: GoalOutcome("aborted", code=206))
+    runner = ScriptedRunner(lambda goal: GoalOutcome("aborted", code=206) if goal.kind == "navigate"
+                            else GoalOutcome("succeeded", code=0))
     world = stand_in(runner, fetch_kinematics)
     item = next(o["objectId"] for o in world.metadata["objects"] if o.get("pickupable"))
     after = world.step("NavigateToObject", objectId=item)
