@@ -279,7 +279,8 @@ def cpu_split(procs: list[subprocess.Popen]) -> dict[str, float]:
 
 def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline", operator: str = "simulated",
                logs: str | None = None, timeout_s: float = 3600.0, real_time_factor: float = 1.0,
-               camera_rate: float = 2.0, bag: str | None = None) -> dict[str, Any]:
+               camera_rate: float = 2.0, bag: str | None = None, grasp_weld: bool = False) -> dict[str, Any]:
+    """`grasp_weld`: the simulator's grasp assist (docs/sim.md; counted in `assists`)."""
     scene = load_scene(scene_name)
     profile = load_profile("fetch")
     logdir = Path(logs) if logs else Path(tempfile.mkdtemp(prefix="mujoco_run_"))
@@ -288,7 +289,8 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
     write_registry(scene_name, registry)
     wall_started = time.monotonic()
     procs = [_start([str(BIN / SIM), "--robot", "fetch", "--scene", scene_name, "--real-time-factor",
-                     str(real_time_factor), "--camera-rate", str(camera_rate)], logdir / "sim.log"),
+                     str(real_time_factor), "--camera-rate", str(camera_rate), *(["--grasp-weld"] if grasp_weld else [])],
+                    logdir / "sim.log"),
              _start(_bringup(scene_name, str(db), llm, registry, profile), logdir / "bringup.log")]
     if condition.endswith("+O") and operator == "simulated":
         procs.append(_start([str(BIN / "task-learning"), "operator", "--simulated", scene_name, "--wait", "60",
@@ -297,7 +299,7 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
     try:
         result = _trial(watch, scene, condition, profile, timeout_s, logdir, wall_started,
                       dict(scene=scene_name, db=str(db), llm=llm, real_time_factor_limit=real_time_factor,
-                           camera_rate=camera_rate), bag)
+                           camera_rate=camera_rate, grasp_weld=grasp_weld), bag)
         result["cpu_s"] = cpu_split(procs)
         return result
     finally:

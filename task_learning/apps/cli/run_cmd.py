@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bag", metavar="DIR", default=None,
                    help="with --backend mujoco: record the head camera (colour, depth, info), /tf and /tf_static "
                         "into a rosbag2 (MCAP) directory, from the look-around to the end (Foxglove opens it)")
+    p.add_argument("--grasp-weld", action="store_true",
+                   help="with --backend mujoco: the simulator's grasp assist (what both fingers pinch is welded to "
+                        "the gripper until it opens; counted in the result's assists)")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.add_argument("--record", metavar="EPISODE.mcap", default=None,
                    help="record the run as one MCAP episode: world, trees, questions and answers, actions, "
@@ -64,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     web.add_argument("--web-tls-key", default="", help="TLS private key (PEM) of the panel")
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
     p.requires("--bag", "--backend=mujoco", why="the bag records the simulated Fetch's camera and tf")
+    p.requires("--grasp-weld", "--backend=mujoco", why="it is the simulator's assist")
     p.requires("--backend=fetch", "--synthetic",
                why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
                    "perception.marker_registry:=<file>` and send perform_task")
@@ -205,7 +209,8 @@ def _run_mujoco(args: argparse.Namespace) -> int:
     """The trial through the ROS graph with the MuJoCo-simulated Fetch (nodes/clients/mujoco_run.py)."""
     from task_learning_nodes.clients.mujoco_run import run_mujoco
 
-    data = run_mujoco(args.scene, args.condition, str(args.db), llm=args.llm, operator=args.operator, bag=args.bag)
+    data = run_mujoco(args.scene, args.condition, str(args.db), llm=args.llm, operator=args.operator, bag=args.bag,
+                      grasp_weld=args.grasp_weld)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
