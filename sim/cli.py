@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from task_learning.lifecycle.signals import StopSignals
+
+if TYPE_CHECKING:
+    from task_learning_sim.scene_world import SceneWorld
 
 EXIT_BAD_INPUT = 2
 
@@ -33,7 +36,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grasp-weld", action="store_true",
                    help="assist grasps: weld what both fingers pinch to the gripper until it opens (counted)")
     p.add_argument("--check", action="store_true", help="build the scene, say whether it can be simulated, exit")
+    p.add_argument("--write-marker-registry", metavar="FILE", default="",
+                   help="write the registry of the markers textured on the world (YAML, task_learning's format) "
+                        "before serving (with --check: and exit)")
     return p
+
+
+def _markers(world: "SceneWorld", path: str) -> None:
+    """Texture the world's fiducial markers (sim/markers.py); write their registry to `path`."""
+    from pathlib import Path
+
+    from task_learning_sim.markers import add_markers, registry_yaml
+
+    plan = add_markers(world)
+    if path:
+        target = Path(path)
+        partial = target.with_name(f".{target.name}.partial")
+        partial.write_text(registry_yaml(plan), encoding="utf-8")
+        partial.replace(target)  # whole or not at all: a reader never sees half a registry
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,6 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from task_learning_sim.scene_world import SceneBuildError, build_world
     try:
         world = build_world(load_scene(args.scene))
+        _markers(world, args.write_marker_registry)
+    except OSError as exc:
+        signals.restore()
+        print(f"task-learning-sim: --write-marker-registry {args.write_marker_registry}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return EXIT_BAD_INPUT
     except (SceneBuildError, TaskLearningError) as exc:
         signals.restore()
         print(f"task-learning-sim: cannot simulate scene {args.scene}: {exc}", file=sys.stderr)

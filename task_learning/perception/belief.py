@@ -38,6 +38,7 @@ from task_learning.world.scene import make_object_record
 log = logging.getLogger(__name__)
 
 DOOR_OPEN_ANGLE_DEG = 30.0
+DOOR_MOVED_M = 0.06  # a drawer front this far from where it closes is open (a centimetre-level pose is far inside)
 DOOR_DEPTH_GAP_M = 0.05
 HAND_IN_BASE = (0.45, 0.0, 0.9)
 
@@ -118,8 +119,7 @@ class BeliefWorld:
         for object_id, T_door in doors_seen.items():
             track = self.tracks.get(object_id)
             if track is not None:
-                angle = g.angle_between(T_door[:3, 2], track.T_world_marker[:3, 2])
-                track.is_open, track.open_known = angle > DOOR_OPEN_ANGLE_DEG, True
+                track.is_open, track.open_known = door_is_open(track, T_door), True
         if depth is not None and camera is not None:
             for object_id in seen - set(doors_seen):
                 self._door_from_depth(self.tracks[object_id], T_world_camera, depth, camera)
@@ -262,3 +262,15 @@ class BeliefWorld:
             "lastActionSuccess": self.last_success, "errorMessage": message, "errorCode": code,
             "actionReturn": None, "perceptionStatus": self.status, "stamp": self.stamp,
         }
+
+
+def door_is_open(track: "Track", T_world_door: np.ndarray) -> bool:
+    """A door marker turned away from its piece's marker (a hinged door swung open), or away from
+    where the closed door puts it (a drawer's front, pulled out square to the piece)."""
+    if g.angle_between(T_world_door[:3, 2], track.T_world_marker[:3, 2]) > DOOR_OPEN_ANGLE_DEG:
+        return True
+    door = track.spec.door
+    if door is None:
+        return False
+    closed = g.apply(track.T_world_marker, np.asarray(door.closed_at))
+    return bool(np.linalg.norm(T_world_door[:3, 3] - closed) > DOOR_MOVED_M)

@@ -60,3 +60,40 @@ def test_fetch_with_sim_time_learns_store_groceries_against_the_fakes(ros_graph)
     kinds = {json.loads(m.data).get("kind") for m in events.messages}
     assert {"navigate", "point_head", "trajectory", "gripper"} <= kinds
     assert "process has died" not in launch.output and operator.poll() is None
+
+
+SHORT_SCENE = Path(__file__).resolve().parents[1] / "data" / "scenes" / "sim_short.yaml"
+
+
+@pytest.mark.timeout(600)
+def test_sim_mujoco_starts_the_simulated_fetch_and_the_stack_reads_its_camera(ros_graph):
+    """sim:=mujoco: the simulator writes its marker registry, serves the Fetch, and perception
+    builds its world from the rendered head camera and /tf (robot pose from tf, on /clock): a
+    look at the table from where the robot starts is not needed, the pose is what tf says."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    from task_learning_interfaces.msg import WorldState
+
+    db = ros_graph.tmp / "kb.sqlite"
+    launch = ros_graph.start(robot_launch("robot:=fetch", "sim:=mujoco", f"scene:={SHORT_SCENE}", "llm:=offline",
+                                          f"db:={db}"), name="ros2 launch")
+    launch.wait_for_line(r"fetch bridge: 5 registered objects \(DICT_4X4_100\)", timeout=300)
+    registry = ros_graph.tmp / "markers_sim_short.yaml"
+    assert registry.is_file() and "CanOfBeans|1" in registry.read_text()
+    client = ros_graph.client()
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    status = client.subscribe_collect(String, "sim/status", latched)
+    worlds = client.subscribe_collect(WorldState, "world_state", latched)
+    first = json.loads(status.wait_for(timeout=120).data)
+    assert first["completion"]["completion_source"] == "mujoco" and first["completion"]["total"] == 3
+    # perception used a frame of the simulator: the base's pose from its tf, at the start pose
+    world = worlds.wait_for(lambda m: m.backend == "fetch" and m.robot_pose_map.header.frame_id == "map", timeout=240)
+    assert abs(world.robot_pose_map.pose.position.x) < 0.05 and abs(world.robot_pose_map.pose.position.y) < 0.05
+    assert "process has died" not in launch.output
+
+
+def test_sim_mujoco_with_a_scene_it_cannot_build_is_one_line(ros_graph):
+    result = ros_graph.run(robot_launch("robot:=fetch", "sim:=mujoco", "scene:=bcr_kitchen",
+                                        f"db:={ros_graph.tmp / 'kb.sqlite'}"), timeout=200)
+    assert result.returncode == 1 and "Cup|1 starts in CoffeeMachine|1" in result.output, result.output
+    assert "process started" not in result.output

@@ -6,6 +6,7 @@ robot's head camera, to debug a session offline.
   bag perceive --bag DIR --scene S      replay them through the bridge offline (no ROS) and print
                                         the world state it yields
   bag info --bag DIR                    topics, types, counts, duration
+  bag strip --bag DIR --out PNG         a strip of the bag's colour frames, evenly spaced in time
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import argparse
 import json
 from typing import Any
 
-from task_learning.apps.cli.options import bounded_float
+from task_learning.apps.cli.options import bounded_float, bounded_int
 
 MAX_RECORD_S = 86_400.0  # one day of camera topics in one bag
 MIN_RATE, MAX_RATE = 0.01, 100.0  # --rate 1e-9 would play for decades
@@ -53,7 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     perceive.add_argument("--json", action="store_true")
     info = verbs.add_parser("info", help="what a bag holds")
     info.add_argument("--bag", required=True)
-    for sub in (rec, play, perceive, info):
+    strip = verbs.add_parser("strip", help="a PNG strip of a bag's colour frames")
+    strip.add_argument("--bag", required=True)
+    strip.add_argument("--out", required=True, help="PNG file to write")
+    strip.add_argument("--count", type=bounded_int(1, 24), default=6, metavar="N",
+                       help="frames in the strip (1-24, default 6), evenly spaced from first to last")
+    strip.add_argument("--topic", default=CAMERA_DEFAULTS["color"])
+    for sub in (rec, play, perceive, info, strip):
         sub.set_defaults(func=run)
 
 
@@ -65,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.verb == "perceive":
         return _perceive(args)
+    if args.verb == "strip":
+        return _strip(args)
     from task_learning_nodes.clients import bag_tools  # rclpy: only for the live verbs
 
     if args.verb == "record":
@@ -117,4 +126,36 @@ def _perceive(args: argparse.Namespace) -> int:
               f"{len(out['objects'])} objects known")
         for oid, row in out["objects"].items():
             print(f"  {oid:<24} in {row['parent'] or '-':<16} {'open' if row['is_open'] else ''}")
+    return 0
+
+
+def _strip(args: argparse.Namespace) -> int:
+    """Frames of the colour topic, `count` of them evenly spaced, side by side in rows of three
+    (each 320x240, the frame's stamp written on it)."""
+    import cv2
+    import numpy as np
+
+    from task_learning.errors import TaskLearningError
+    from task_learning.inputs.files import OutputError
+    from task_learning.perception.bag import read_messages
+    from task_learning.perception.images import image_to_array, to_bgr
+
+    images = [(float(m.header.stamp.sec) + m.header.stamp.nanosec * 1e-9, m)
+              for _t, _type, _ns, m, _raw in read_messages(args.bag, [args.topic])]
+    if not images:
+        raise TaskLearningError(f"{args.bag}: no images on {args.topic}")
+    picks = [images[round(i * (len(images) - 1) / max(args.count - 1, 1))] for i in range(args.count)]
+    tiles = []
+    for stamp, msg in picks:
+        bgr = to_bgr(image_to_array(msg.encoding, msg.height, msg.width, msg.step, bytes(msg.data),
+                                    msg.is_bigendian), msg.encoding)
+        tile = cv2.resize(bgr, (320, 240), interpolation=cv2.INTER_AREA)
+        cv2.putText(tile, f"t = {stamp:.1f} s", (8, 22), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 2)
+        tiles.append(tile)
+    while len(tiles) % 3:
+        tiles.append(np.zeros_like(tiles[0]))
+    grid = np.vstack([np.hstack(tiles[i:i + 3]) for i in range(0, len(tiles), 3)])
+    if not cv2.imwrite(args.out, grid):
+        raise OutputError(f"{args.out}: cannot write the PNG")
+    print(f"{args.out}: {args.count} of {len(images)} frames ({picks[0][0]:.1f}-{picks[-1][0]:.1f} s)")
     return 0

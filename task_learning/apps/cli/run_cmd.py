@@ -30,9 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", default="heuristic", choices=("heuristic", "llm"),
                    help="BCR action selection engine used to reach goals")
     p.add_argument("--seed", type=SEED, default=None, help="placement variation of the world")
-    p.add_argument("--backend", default="symbolic", choices=("symbolic", "ai2thor", "fetch"),
-                   help="world backend: the symbolic world (default) or AI2-THOR through its Controller "
-                   "(settings: config/nodes/perception.yaml, ai2thor section)")
+    p.add_argument("--backend", default="symbolic", choices=("symbolic", "ai2thor", "fetch", "mujoco"),
+                   help="world backend: the symbolic world (default), AI2-THOR through its Controller "
+                   "(settings: config/nodes/perception.yaml, ai2thor section), fetch --synthetic, or mujoco: "
+                   "the MuJoCo-simulated Fetch (task-learning-sim) through ROS, perception from its camera "
+                   "(docs/sim.md)")
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=4,
                    help=f"concurrent LLM requests per tree level with --elicitation concurrent (1-{MAX_WORKERS})")
     p.add_argument("--elicitation", default="batched", choices=ELICITATION_MODES,
@@ -42,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         " still asked one question at a time in the task's order")
     p.add_argument("--synthetic", action="store_true",
                    help="with --backend fetch: the simulated robot (camera topics + skill server), through ROS")
+    p.add_argument("--bag", metavar="DIR", default=None,
+                   help="with --backend mujoco: record the head camera (colour, depth, info), /tf and /tf_static "
+                        "into a rosbag2 (MCAP) directory, from the look-around to the end (Foxglove opens it)")
+    p.add_argument("--grasp-weld", action="store_true",
+                   help="with --backend mujoco: the simulator's grasp assist (what both fingers pinch is welded to "
+                        "the gripper until it opens; counted in the result's assists)")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.add_argument("--record", metavar="EPISODE.mcap", default=None,
                    help="record the run as one MCAP episode: world, trees, questions and answers, actions, "
@@ -58,16 +66,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     web.add_argument("--web-tls-cert", default="", help="TLS certificate (PEM) of the panel")
     web.add_argument("--web-tls-key", default="", help="TLS private key (PEM) of the panel")
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
+    p.requires("--bag", "--backend=mujoco", why="the bag records the simulated Fetch's camera and tf")
+    p.requires("--grasp-weld", "--backend=mujoco", why="it is the simulator's assist")
     p.requires("--backend=fetch", "--synthetic",
                why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
                    "perception.marker_registry:=<file>` and send perform_task")
-    p.excludes("--backend=fetch", "--operator=panel", "--operator=web",
-               why="use --operator simulated, or run `task-learning operator --panel` (or the web_operator "
-                   "node) beside `task-learning bringup`")
-    p.excludes("--backend=fetch", "--seed", "--task", "--engine", "--elicitation",
-               why="the simulated robot takes the scene as written and the nodes' own settings")
-    p.excludes("--backend=fetch", "--record", "--live-view",
-               why="through ROS the planner records (its episode_dir parameter) and `live_view_node` serves the graph")
+    for backend in ("fetch", "mujoco"):
+        p.excludes(f"--backend={backend}", "--operator=panel", "--operator=web",
+                   why="use --operator simulated, or run `task-learning operator --panel` (or the web_operator "
+                       "node) beside `task-learning bringup`")
+        p.excludes(f"--backend={backend}", "--seed", "--task", "--engine", "--elicitation",
+                   why="the simulated robot takes the scene as written and the nodes' own settings")
+        p.excludes(f"--backend={backend}", "--record", "--live-view",
+                   why="through ROS the planner records (its episode_dir parameter) and `live_view_node` serves "
+                       "the graph")
     p.set_defaults(func=run)
 
 
@@ -193,9 +205,29 @@ def _run_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_mujoco(args: argparse.Namespace) -> int:
+    """The trial through the ROS graph with the MuJoCo-simulated Fetch (nodes/clients/mujoco_run.py)."""
+    from task_learning_nodes.clients.mujoco_run import run_mujoco
+
+    data = run_mujoco(args.scene, args.condition, str(args.db), llm=args.llm, operator=args.operator, bag=args.bag,
+                      grasp_weld=args.grasp_weld)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"{args.scene} {args.condition} (MuJoCo Fetch, through ROS): completion {data['completion']}% from "
+          f"physics ({data['satisfied']}/{data['assertions']} assertions; the stack believed "
+          f"{data['completion_believed']}%); goals {data['robot_goals']}; assists {data['assists'] or 'none'}; "
+          f"{data['sim_time_s']} s simulated, real-time factor {data['real_time_factor']}, {data['wall_time_s']} s wall")
+    for key in ("retrieved", "proposed", "sourced", "instructions", "yes_no", "words", "calls"):
+        print(f"  {key:<22}{data[key]}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.backend == "fetch":
         return _run_fetch(args)
+    if args.backend == "mujoco":
+        return _run_mujoco(args)
     spec = RunSpec(scene=args.scene, condition=args.condition, llm=args.llm, operator=args.operator,
                    db=args.db, seed=args.seed, engine=args.engine, max_workers=args.workers,
                    task=args.task, backend=args.backend, elicitation=args.elicitation,
