@@ -38,6 +38,7 @@ from task_learning.robot.goals import NavigateGoal, Step
 from task_learning.robot.profile import RobotProfile, load_profile
 from task_learning.robot.sequences import BasePose, SkillSequencer
 from task_learning.world.scene import load_scene
+from task_learning_interfaces.msg import WorldState
 from task_learning_nodes.clients.demo import _start, _stop, perform_task
 from task_learning_nodes.clients.fetch_run import BIN, GraphWatch
 from task_learning_nodes.robot.runner import RosGoalRunner
@@ -95,7 +96,7 @@ def write_registry(scene: str, path: Path) -> None:
         raise TaskLearningError(lines[-1] if lines else f"{SIM} exited with {done.returncode}")
 
 
-def _base(world: Any) -> BasePose | None:
+def _base(world: WorldState) -> BasePose | None:
     pose = world.robot_pose_map
     if not pose.header.frame_id:
         return None
