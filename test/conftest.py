@@ -32,6 +32,11 @@ import pytest
 
 from test.ros_testing import RosGraph, domain_ids
 
+# MuJoCo picks its GL backend when it is first imported, by whichever test module imports it first
+# in a worker: offscreen (Mesa's EGL) for all of them, as sim/ sets it for its own processes
+# (a module importing mujoco before sim/ did got GLFW, and a later renderer 'gladLoadGL error').
+os.environ.setdefault("MUJOCO_GL", "egl")
+
 # Variables that decide which ROS graph, interpreter path or temp folder a process uses: a test
 # must not change them for the tests after it.
 GUARDED_PREFIXES = ("ROS_", "RMW_", "FASTDDS_", "FASTRTPS_", "AMENT_")
