@@ -125,14 +125,16 @@ def run(scene: Scene, condition: str, server: Target, workdir: Path) -> dict[str
                                               operator="simulated" if condition.endswith("+O") else "none",
                                               db=db, decoding="grounded", llm_options=dict(server.options)))
     data = metrics.to_dict()
-    report = grounded_report(getattr(learner, "distributions", {}), scene)
+    report = grounded_report(getattr(learner, "distributions", {}), scene, getattr(learner, "distributions_mean", {}))
     usage = data.get("usage", {})
     return {"part": "run", "scene": scene.name, "condition": condition, "completion": data.get("completion"),
             "words": data.get("words"), "yes_no": data.get("yes_no"), "instructions": data.get("instructions"),
             "proposed": data.get("proposed"), "sourced": data.get("sourced"), "calls": usage.get("calls"),
             "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-            "preferred_first": report["first"], "elicited": report["elicited"],
-            "ranks": {k: v["rank"] for k, v in report["objects"].items()}}
+            "preferred_first": report["first"], "preferred_first_mean": report.get("first_mean"),
+            "elicited": report["elicited"], "ranks": {k: v["rank"] for k, v in report["objects"].items()},
+            "ranks_mean": {k: v.get("rank_mean") for k, v in report["objects"].items()},
+            "top": {k: v["distribution"][:3] for k, v in report["objects"].items()}}
 
 
 def main() -> int:

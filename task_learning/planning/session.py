@@ -183,6 +183,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
            client: LLMClient, operator: Operator | None, stop: StopToken | None, kb: KnowledgeBase,
            bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     from task_learning.stars.elicit import ElicitationSetup, elicit_goal
+    from task_learning.stars.grounded import place_order
     from task_learning.stars.prompts import load_templates
 
     recorder = client.recorder
@@ -227,6 +228,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
         together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
     batched = spec.elicitation == "batched"
     distributions: dict[str, list[dict[str, Any]]] = {}  # grounded: each elicited object's places
+    by_mean: dict[str, list[dict[str, Any]]] = {}  # ... ranked length-normalised instead
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Elicitation:
         _stop_if_unavailable(client)
@@ -239,6 +241,8 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
         _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
         if getattr(result, "distribution", None):
             distributions[object_id] = [share.to_dict() for share in result.distribution]
+            # the same tree's goals ranked by their tokens' geometric mean: reported beside it
+            by_mean[object_id] = place_order(result.candidates, result.paths, "mean")
         return result
 
     elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
@@ -249,6 +253,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
         world=world, kb=kb, elicit=elicit, executor=executor, confirm=confirm, stop=stop,
         usage_source=lambda: client.usage, progress=progress, on_object=on_object, on_report=on_report))
     learner.distributions = distributions  # type: ignore[attr-defined]  # run --json reports them
+    learner.distributions_mean = by_mean  # type: ignore[attr-defined]
     try:
         metrics = run_task(learner).metrics
     finally:

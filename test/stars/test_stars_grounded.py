@@ -86,7 +86,8 @@ class Scripted:
         if after == self.space.start:
             alternatives = ((" fridge", math.log(0.5)), (" kitchen", math.log(0.3)), (" pantry", math.log(0.15)))
             return LLMResponse(text=" in the fridge and the fridge is closed", tokens=[
-                TokenLogprob(" in", 0.0, ()), TokenLogprob(" the", 0.0, ()),
+                TokenLogprob(" in", 0.0, ()),
+                TokenLogprob(" the", math.log(0.8), ((" the", math.log(0.8)), (" th", math.log(0.2)))),
                 TokenLogprob(" fridge", math.log(0.5), alternatives),
                 TokenLogprob(" and the fridge is closed", 0.0, ())])
         rest = next(c for c in self.space.choices if c.startswith(after))[len(after):]
@@ -100,7 +101,10 @@ def test_the_tree_follows_only_alternatives_some_grounded_goal_continues(groceri
     client = Scripted(space)
     result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client, setup=ElicitationSetup(decoding="grounded"))
     assert result.counts["outside_constraint"] >= 1  # " kitchen": the robot sees no kitchen to put it in
-    assert [r.constraint.after[len(space.start):] for r in client.requests] == ["", " in the pantry"]
+    # " in the pantry" leaves one goal: recorded without a request (the rest is forced); " th" at
+    # the forced " the" is another spelling of the same goals: not followed
+    assert [r.constraint.after[len(space.start):] for r in client.requests] == [""]
+    assert result.counts["settled"] == 1 and result.counts["forced_positions"] >= 1
     shares = {s.place_id: round(s.probability, 3) for s in result.distribution}
     assert shares == {"Fridge|1": round(0.5 / 0.65, 3), "Pantry|1": round(0.15 / 0.65, 3)}
     assert result.chosen is not None and "fridge" in result.chosen.text
@@ -130,3 +134,27 @@ def test_only_the_tokens_that_chose_among_the_goals_count():
     counter = decisive([0.1, 0.8, 0.7, 0.6], [" on", " the", " counter", ""], space)
     assert counter == [0.1, 0.6]  # " on", then the end against " top"
     assert decisive([0.5, 0.5], [], space) == [0.5, 0.5]  # no token texts: every token counts
+
+
+def test_both_rankings_come_from_the_same_paths():
+    """A long goal of likely tokens against a short one of one less likely token: the product
+    ranks the short one first, the geometric mean the long one (both reported by run --json)."""
+    from types import SimpleNamespace
+
+    from task_learning.experiments.grounded import grounded_report
+    from task_learning.stars.grounded import place_order
+    from task_learning.types import GoalCandidate, GoalLiteral
+
+    def cand(i, place):
+        c = GoalCandidate(text=f"g{i}", score=0.0, candidate_id=i)
+        c.viable, c.literals = True, [GoalLiteral("inside", ("X|1", place))]
+        return c
+
+    cands = [cand(1, "Fridge|1"), cand(2, "Pantry|1")]
+    paths = {1: (math.log(0.3), 1), 2: (2 * math.log(0.5), 2)}  # 0.3 vs 0.25 (product), 0.3 vs 0.5 (mean)
+    assert [p["place"] for p in place_order(cands, paths, "sum")] == ["Fridge|1", "Pantry|1"]
+    assert [p["place"] for p in place_order(cands, paths, "mean")] == ["Pantry|1", "Fridge|1"]
+    scene = SimpleNamespace(preferences={"X|1": ["Pantry|1"]})
+    report = grounded_report({"X|1": place_order(cands, paths, "sum")}, scene, {"X|1": place_order(cands, paths, "mean")})
+    assert report["objects"]["X|1"]["rank"] == 2 and report["objects"]["X|1"]["rank_mean"] == 1
+    assert report["first"] == 0 and report["first_mean"] == 1
