@@ -123,7 +123,8 @@ def run(scene: Scene, condition: str, server: Target, workdir: Path) -> dict[str
     db = workdir / f"{scene.name}_{condition.replace('+', 'plus')}.sqlite"
     metrics, learner = run_in_process(RunSpec(scene=scene, condition=condition, llm="local",
                                               operator="simulated" if condition.endswith("+O") else "none",
-                                              db=db, decoding="grounded", llm_options=dict(server.options)))
+                                              db=db, decoding="grounded", llm_options=dict(server.options)),
+                                      progress=partial(_progress, scene.name, condition))
     data = metrics.to_dict()
     report = grounded_report(getattr(learner, "distributions", {}), scene, getattr(learner, "distributions_mean", {}))
     usage = data.get("usage", {})
@@ -135,6 +136,14 @@ def run(scene: Scene, condition: str, server: Target, workdir: Path) -> dict[str
             "elicited": report["elicited"], "ranks": {k: v["rank"] for k, v in report["objects"].items()},
             "ranks_mean": {k: v.get("rank_mean") for k, v in report["objects"].items()},
             "top": {k: v["distribution"][:3] for k, v in report["objects"].items()}}
+
+
+def _progress(scene: str, condition: str, done: int, total: int, message: str) -> None:
+    """Each step of a run as it happens (stderr), with the time and the load: a run cut short
+    still says how far it got and how fast."""
+    print(json.dumps({"scene": scene, "condition": condition, "utc": time.strftime("%H:%M:%S", time.gmtime()),
+                      "done": done, "total": total, "message": message, "load": round(os.getloadavg()[0], 1)}),
+          file=sys.stderr, flush=True)
 
 
 def main() -> int:

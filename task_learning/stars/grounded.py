@@ -37,6 +37,9 @@ class GroundedSettings:
     alternative_above: float = 0.001  # an alternative this likely or less is not followed
     max_depth: int = 12  # tree levels (the grammar ends every branch well before)
     normalise: str = "sum"  # sum: product of token probabilities; mean: their geometric mean
+    # decisive: one token per request, asked only where the goals part (`decisive_steps`);
+    # paths: the Search Tree's requests, each written on until one goal is left (stars/tree.py)
+    search: str = "decisive"
 
     def tree(self, base: TreeSettings) -> TreeSettings:
         """The tree's settings under the constraint: branch at every token (a grounded goal's
@@ -77,6 +80,17 @@ class GoalSpace:
         grammar forces it, so an alternative there is only another spelling of the same goals."""
         found = [c for c in self.choices if c.startswith(head)]
         return bool(found) and bool(token) and all(c.startswith(head + token) for c in found)
+
+    def forced_end(self, text: str) -> str:
+        """`text` and the whole words every goal continuing it continues with (" in" -> " in the"):
+        the model need not be asked for what the grammar forces (it never counts in a score)."""
+        found = [c for c in self.choices if c.startswith(text)]
+        if not found:
+            return text
+        shared = shared_start(found) if len(found) > 1 else found[0]
+        if len(found) == 1 or len(shared) <= len(text) or not shared.startswith(text):
+            return text
+        return shared
 
     def constraint(self, prefix: str) -> Constraint:
         return Constraint(choices=self.choices, after=prefix, stop_when_unique=True)

@@ -5,6 +5,7 @@ under free decoding."""
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
 
@@ -99,7 +100,8 @@ def test_the_tree_follows_only_alternatives_some_grounded_goal_continues(groceri
     yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
     space = GoalSpace.build(*_state(metadata), yogurt, "yogurt")
     client = Scripted(space)
-    result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client, setup=ElicitationSetup(decoding="grounded"))
+    result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client,
+                         setup=ElicitationSetup(decoding="grounded", templates=_search("paths")))
     assert result.counts["outside_constraint"] >= 1  # " kitchen": the robot sees no kitchen to put it in
     # " in the pantry" leaves one goal: recorded without a request (the rest is forced); " th" at
     # the forced " the" is another spelling of the same goals: not followed
@@ -107,6 +109,58 @@ def test_the_tree_follows_only_alternatives_some_grounded_goal_continues(groceri
     assert result.counts["settled"] == 1 and result.counts["forced_positions"] >= 1
     shares = {s.place_id: round(s.probability, 3) for s in result.distribution}
     assert shares == {"Fridge|1": round(0.5 / 0.65, 3), "Pantry|1": round(0.15 / 0.65, 3)}
+    assert result.chosen is not None and "fridge" in result.chosen.text
+
+
+def _search(how: str):
+    from dataclasses import replace
+
+    from task_learning.stars.prompts import load_templates
+
+    templates = load_templates()
+    return replace(templates, grounded=replace(templates.grounded, search=how))
+
+
+class OneToken:
+    """A model asked for one token where the goals part: per prefix (after the shared start) the
+    token it writes and the alternatives, as llama.cpp reports them (before the grammar)."""
+
+    usage = None
+    ANSWERS: ClassVar[dict[str, tuple[str, dict[str, float]]]] = {
+        "": (" in", {" in": 0.7, " on": 0.2, " at": 0.05}),
+        " in the": (" fridge", {" fridge": 0.5, " kitchen": 0.3, " pantry": 0.15, " garbage": 0.0005}),
+        " on the": (" counter", {" counter": 0.6, " table": 0.3}),
+        " on the counter": (" top", {".": 0.5, " top": 0.4}),
+    }
+
+    def __init__(self, space: GoalSpace) -> None:
+        self.space = space
+        self.requests: list[LLMRequest] = []
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        chosen, top = self.ANSWERS[request.constraint.after[len(self.space.start):]]
+        alternatives = tuple((t, math.log(p)) for t, p in top.items())
+        return LLMResponse(text=chosen, tokens=[TokenLogprob(chosen, math.log(top[chosen]), alternatives)])
+
+
+def test_the_decisive_search_asks_one_token_where_the_goals_part(groceries):
+    scene, metadata = groceries
+    yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
+    space = GoalSpace.build(*_state(metadata), yogurt, "yogurt")
+    client = OneToken(space)
+    result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client,
+                         setup=ElicitationSetup(decoding="grounded", templates=_search("decisive")))
+    asked = [r.constraint.after[len(space.start):] for r in client.requests if r.prompt_type != "selection"]
+    # " the" after " in" / " on" is forced: asked with the prompt, never decoded
+    assert asked == ["", " in the", " on the", " on the counter"]
+    assert all(r.max_tokens == 1 for r in client.requests)
+    assert result.counts["outside_constraint"] == 2  # " at", " kitchen": no grounded goal goes on so
+    weights = {"Fridge|1": 0.7 * 0.5, "Pantry|1": 0.7 * 0.15, "DiningTable|1": 0.2 * 0.3,
+               "CounterTop|1": 0.2 * 0.6 * 0.5 + 0.2 * 0.6 * 0.4}  # "counter" ends vs " top": one place
+    total = sum(weights.values())
+    shares = {s.place_id: round(s.probability, 4) for s in result.distribution}
+    assert shares == {k: round(v / total, 4) for k, v in weights.items()}
     assert result.chosen is not None and "fridge" in result.chosen.text
 
 
