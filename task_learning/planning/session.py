@@ -243,6 +243,9 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
             distributions[object_id] = [share.to_dict() for share in result.distribution]
             # the same tree's goals ranked by their tokens' geometric mean: reported beside it
             by_mean[object_id] = place_order(result.candidates, result.paths, "mean")
+            log.info("grounded distribution of %s", object_id, extra={"grounded": {
+                "object": object_id, "distribution": distributions[object_id],
+                "by_mean": by_mean[object_id], "calls": result.usage.calls}})
         return result
 
     elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
