@@ -183,7 +183,6 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
            client: LLMClient, operator: Operator | None, stop: StopToken | None, kb: KnowledgeBase,
            bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[RunMetrics, TaskLearner]:
     from task_learning.stars.elicit import ElicitationSetup, elicit_goal
-    from task_learning.stars.grounded import place_order
     from task_learning.stars.prompts import load_templates
 
     recorder = client.recorder
@@ -240,12 +239,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
                                                         on_tree=on_tree, batched=batched, decoding=decoding))
         _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
         if getattr(result, "distribution", None):
-            distributions[object_id] = [share.to_dict() for share in result.distribution]
-            # the same tree's goals ranked by their tokens' geometric mean: reported beside it
-            by_mean[object_id] = place_order(result.candidates, result.paths, "mean")
-            log.info("grounded distribution of %s", object_id, extra={"grounded": {
-                "object": object_id, "distribution": distributions[object_id],
-                "by_mean": by_mean[object_id], "calls": result.usage.calls}})
+            _keep_distribution(result, object_id, distributions, by_mean)
         return result
 
     elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
@@ -255,8 +249,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
     learner = task_learner(scene, condition, TaskPorts(
         world=world, kb=kb, elicit=elicit, executor=executor, confirm=confirm, stop=stop,
         usage_source=lambda: client.usage, progress=progress, on_object=on_object, on_report=on_report))
-    learner.distributions = distributions  # type: ignore[attr-defined]  # run --json reports them
-    learner.distributions_mean = by_mean  # type: ignore[attr-defined]
+    learner.distributions, learner.distributions_mean = distributions, by_mean  # type: ignore[attr-defined]  # run --json
     try:
         metrics = run_task(learner).metrics
     finally:
@@ -283,3 +276,17 @@ def _observers(bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[
         bus.publish(LEARNED_GOAL, object_outcome(report))
 
     return (on_object if observed is not None else None), on_report
+
+
+def _keep_distribution(result: Any, object_id: str, distributions: dict[str, list[dict[str, Any]]],
+                       by_mean: dict[str, list[dict[str, Any]]]) -> None:
+    """Keep an elicited object's grounded distribution for run --json, the same tree's goals
+    ranked by their tokens' geometric mean beside it, and log both (a bench prints them as the
+    run goes)."""
+    from task_learning.stars.grounded import place_order
+
+    distributions[object_id] = [share.to_dict() for share in result.distribution]
+    by_mean[object_id] = place_order(result.candidates, result.paths, "mean")
+    log.info("grounded distribution of %s", object_id, extra={"grounded": {
+        "object": object_id, "distribution": distributions[object_id],
+        "by_mean": by_mean[object_id], "calls": result.usage.calls}})
