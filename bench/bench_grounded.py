@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import logging
 import os
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
@@ -41,6 +41,8 @@ from task_learning.llm.local_server import LocalServer
 from task_learning.llm.settings import load_llm_settings
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.stars.elicit import ElicitationSetup, elicit_goal
+from task_learning.stars.grounded import place_order
+from task_learning.stars.prompts import load_templates
 from task_learning.world.scene import Scene
 
 
@@ -81,64 +83,94 @@ def measured(server: Target, work: Callable[[], dict[str, Any]]) -> dict[str, An
     return figures
 
 
-def probe(scene: Scene, server: Target) -> dict[str, Any]:
-    """Each task object's grounded tree and scoring alone: the preferred place's rank (sum, mean)."""
+def probe(scene: Scene, server: Target, search: str) -> dict[str, Any]:
+    """Each task object's grounded tree and scoring alone: the preferred place's rank (sum, mean),
+    its calls and wall time, with the grounded search `search` (decisive | paths)."""
     client = make_client("local", **server.options)
     metadata = {"sceneName": scene.name, "objects": scene.objects}
+    templates = load_templates()
+    templates = replace(templates, grounded=replace(templates.grounded, search=search))
     objects = {}
     try:
         for object_id in scene.task_objects:
+            started, load = time.perf_counter(), os.getloadavg()[0]
             result = elicit_goal(scene.task, object_id, metadata, scene, "ST", client,
-                                 setup=ElicitationSetup(decoding="grounded", batched=True))
+                                 setup=ElicitationSetup(decoding="grounded", batched=True, templates=templates))
             preferred = scene.preferences.get(object_id, [])
             ranks = {}
             for how in ("sum", "mean"):
-                ranks[how] = preferred_rank(_distribution(result, how), preferred)
+                ranks[how] = preferred_rank(place_order(result.candidates, result.paths, how), preferred)
             objects[object_id] = {"ranks": ranks, "top": [s.to_dict() for s in result.distribution[:3]],
-                                  "calls": result.usage.calls, "candidates": len(result.candidates)}
+                                  "calls": result.usage.calls, "candidates": len(result.candidates),
+                                  "wall_s": round(time.perf_counter() - started, 1),
+                                  "load": round((load + os.getloadavg()[0]) / 2, 1)}
             print(json.dumps({"object": object_id, **objects[object_id]}), file=sys.stderr, flush=True)
         usage = client.usage
     finally:
         client.close()
     first = {how: sum(1 for o in objects.values() if o["ranks"][how] == 1) for how in ("sum", "mean")}
-    return {"part": "probe", "scene": scene.name, "objects": len(objects), "preferred_first": first,
+    return {"part": "probe", "scene": scene.name, "search": search, "objects": len(objects), "preferred_first": first,
             "calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "per_object": objects}
 
 
-def _distribution(result: Any, how: str) -> list[dict[str, Any]]:
-    """The result's distribution by place, with each goal's probability normalised `how`."""
-    weights: dict[str, float] = {}
-    by_text = {c.candidate_id: c for c in result.candidates}
-    for cid, (logprob, tokens) in result.paths.items():
-        cand = by_text.get(cid)
-        if cand is None or not cand.viable or not tokens:
-            continue
-        place = next((lit.args[1] for lit in cand.literals if lit.predicate in ("inside", "on")), "")
-        weights[place] = weights.get(place, 0.0) + math.exp(logprob / tokens if how == "mean" else logprob)
-    return [{"place": p} for p, _ in sorted(weights.items(), key=lambda item: -item[1])]
+class _ObjectLines(logging.Handler):
+    """Each object's grounded distribution as the run finds it (stderr): a run cut short still
+    says where the user's place ranked for the objects it reached."""
+
+    def __init__(self, scene: Scene, condition: str) -> None:
+        super().__init__(logging.INFO)
+        self.scene, self.condition = scene, condition
+
+    def emit(self, record: logging.LogRecord) -> None:
+        data = getattr(record, "grounded", None)
+        if not isinstance(data, dict):
+            return
+        preferred = self.scene.preferences.get(data["object"], [])
+        print(json.dumps({"scene": self.scene.name, "condition": self.condition,
+                          "utc": time.strftime("%H:%M:%S", time.gmtime()), **data,
+                          "rank": preferred_rank(data["distribution"], preferred),
+                          "rank_mean": preferred_rank(data["by_mean"], preferred)}), file=sys.stderr, flush=True)
 
 
 def run(scene: Scene, condition: str, server: Target, workdir: Path) -> dict[str, Any]:
     db = workdir / f"{scene.name}_{condition.replace('+', 'plus')}.sqlite"
+    lines = _ObjectLines(scene, condition)
+    session_log = logging.getLogger("task_learning.planning.session")
+    session_log.addHandler(lines)
+    session_log.setLevel(logging.INFO)
     metrics, learner = run_in_process(RunSpec(scene=scene, condition=condition, llm="local",
                                               operator="simulated" if condition.endswith("+O") else "none",
-                                              db=db, decoding="grounded", llm_options=dict(server.options)))
+                                              db=db, decoding="grounded", llm_options=dict(server.options)),
+                                      progress=partial(_progress, scene.name, condition))
+    session_log.removeHandler(lines)
     data = metrics.to_dict()
-    report = grounded_report(getattr(learner, "distributions", {}), scene)
+    report = grounded_report(getattr(learner, "distributions", {}), scene, getattr(learner, "distributions_mean", {}))
     usage = data.get("usage", {})
     return {"part": "run", "scene": scene.name, "condition": condition, "completion": data.get("completion"),
             "words": data.get("words"), "yes_no": data.get("yes_no"), "instructions": data.get("instructions"),
             "proposed": data.get("proposed"), "sourced": data.get("sourced"), "calls": usage.get("calls"),
             "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-            "preferred_first": report["first"], "elicited": report["elicited"],
-            "ranks": {k: v["rank"] for k, v in report["objects"].items()}}
+            "preferred_first": report["first"], "preferred_first_mean": report.get("first_mean"),
+            "elicited": report["elicited"], "ranks": {k: v["rank"] for k, v in report["objects"].items()},
+            "ranks_mean": {k: v.get("rank_mean") for k, v in report["objects"].items()},
+            "top": {k: v["distribution"][:3] for k, v in report["objects"].items()}}
+
+
+def _progress(scene: str, condition: str, done: int, total: int, message: str) -> None:
+    """Each step of a run as it happens (stderr), with the time and the load: a run cut short
+    still says how far it got and how fast."""
+    print(json.dumps({"scene": scene, "condition": condition, "utc": time.strftime("%H:%M:%S", time.gmtime()),
+                      "done": done, "total": total, "message": message, "load": round(os.getloadavg()[0], 1)}),
+          file=sys.stderr, flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenes", nargs="+", default=["store_groceries"])
     parser.add_argument("--probe", action="store_true", help="the trees and scoring alone, per object")
+    parser.add_argument("--search", choices=("decisive", "paths"), default="decisive",
+                        help="the probe's grounded search (config/prompts/goal.yaml grounded.search)")
     parser.add_argument("--conditions", nargs="*", default=["STARS+O", "STARS"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--objects", type=int, default=None, help="only the first N task objects of each scene")
@@ -159,7 +191,7 @@ def main() -> int:
         for name in args.scenes:
             scene = first_objects(name, args.objects)
             if args.probe:
-                print(json.dumps(measured(server, partial(probe, scene, server))), flush=True)
+                print(json.dumps(measured(server, partial(probe, scene, server, args.search))), flush=True)
             for condition in args.conditions:
                 print(json.dumps(measured(server, partial(run, scene, condition, server, Path(tmp)))), flush=True)
     return 0

@@ -229,6 +229,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
         together.prefetch(scene.task, task_order(scene, world.metadata), world.metadata)
     batched = spec.elicitation == "batched"
     distributions: dict[str, list[dict[str, Any]]] = {}  # grounded: each elicited object's places
+    by_mean: dict[str, list[dict[str, Any]]] = {}  # ... ranked length-normalised instead
 
     def elicit(*, task: str, object_id: str, metadata: Mapping[str, Any]) -> Elicitation:
         _stop_if_unavailable(client)
@@ -240,7 +241,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
                                                         on_tree=on_tree, batched=batched, decoding=decoding))
         _stop_if_unavailable(client)  # before a goal from a half-dead endpoint is acted on
         if getattr(result, "distribution", None):
-            distributions[object_id] = [share.to_dict() for share in result.distribution]
+            _keep_distribution(result, object_id, distributions, by_mean)
         return result
 
     elicit.elicitor = together  # type: ignore[attr-defined]  # benches read its merged levels
@@ -250,7 +251,7 @@ def _learn(spec: RunSpec, condition: str, scene: Scene, world: WorldBackend, pro
     learner = task_learner(scene, condition, TaskPorts(
         world=world, kb=kb, elicit=elicit, executor=executor, confirm=confirm, stop=stop,
         usage_source=lambda: client.usage, progress=progress, on_object=on_object, on_report=on_report))
-    learner.distributions = distributions  # type: ignore[attr-defined]  # run --json reports them
+    learner.distributions, learner.distributions_mean = distributions, by_mean  # type: ignore[attr-defined]  # run --json
     try:
         metrics = run_task(learner).metrics
     finally:
@@ -277,3 +278,17 @@ def _observers(bus: EpisodeBus | None, observed: ObservedWorld | None) -> tuple[
         bus.publish(LEARNED_GOAL, object_outcome(report))
 
     return (on_object if observed is not None else None), on_report
+
+
+def _keep_distribution(result: Any, object_id: str, distributions: dict[str, list[dict[str, Any]]],
+                       by_mean: dict[str, list[dict[str, Any]]]) -> None:
+    """Keep an elicited object's grounded distribution for run --json, the same tree's goals
+    ranked by their tokens' geometric mean beside it, and log both (a bench prints them as the
+    run goes)."""
+    from task_learning.stars.grounded import place_order
+
+    distributions[object_id] = [share.to_dict() for share in result.distribution]
+    by_mean[object_id] = place_order(result.candidates, result.paths, "mean")
+    log.info("grounded distribution of %s", object_id, extra={"grounded": {
+        "object": object_id, "distribution": distributions[object_id],
+        "by_mean": by_mean[object_id], "calls": result.usage.calls}})

@@ -27,6 +27,7 @@ from task_learning.llm.constraints import Decoding, parse_decoding
 from task_learning.llm.usage import copy_usage, usage_diff
 from task_learning.stars.conditions import Condition, flags, paper_selection_context, parse_condition
 from task_learning.stars.grounded import GoalSpace, PlaceShare, decisive, one_per_goal, score_candidates
+from task_learning.stars.grounded_search import decisive_steps
 from task_learning.stars.prompts import GoalContext, PromptTemplates, load_templates
 from task_learning.stars.sampling import sample_steps
 from task_learning.stars.selection import SelectionOutcome, highest_score, select_goal, select_goal_steps
@@ -258,7 +259,9 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
     object_id = prep.object_id
     started = time.perf_counter()
     root = _root(prep, lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id), key="goal")
-    if switch.search_tree:
+    if switch.search_tree and prep.space is not None and templates.grounded.search == "decisive":
+        yield from decisive_steps(prep.space, root, tree, templates.grounded.alternative_above)
+    elif switch.search_tree:
         yield from expand_steps([root], tree)
     else:  # TBP: several samples at the configured temperatures (stars/sampling.py)
         yield from sample_steps(root, templates.tbp_sampling, tree)

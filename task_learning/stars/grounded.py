@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from task_learning.grounding.goal_space import GroundedGoal, grounded_goals
 from task_learning.llm.base import LLMRequest
@@ -37,6 +37,9 @@ class GroundedSettings:
     alternative_above: float = 0.001  # an alternative this likely or less is not followed
     max_depth: int = 12  # tree levels (the grammar ends every branch well before)
     normalise: str = "sum"  # sum: product of token probabilities; mean: their geometric mean
+    # decisive: one token per request, asked only where the goals part (`decisive_steps`);
+    # paths: the Search Tree's requests, each written on until one goal is left (stars/tree.py)
+    search: str = "decisive"
 
     def tree(self, base: TreeSettings) -> TreeSettings:
         """The tree's settings under the constraint: branch at every token (a grounded goal's
@@ -67,6 +70,28 @@ class GoalSpace:
     def complete(self, text: str) -> bool:
         return text in self.choices
 
+    def settled(self, text: str) -> str | None:
+        """The one goal `text` leaves (None: none or several)."""
+        found = [c for c in self.choices if c.startswith(text)]
+        return found[0] if len(found) == 1 else None
+
+    def forced(self, head: str, token: str) -> bool:
+        """Every goal that continues `head` continues with `token` (" the" after " in"): the
+        grammar forces it, so an alternative there is only another spelling of the same goals."""
+        found = [c for c in self.choices if c.startswith(head)]
+        return bool(found) and bool(token) and all(c.startswith(head + token) for c in found)
+
+    def forced_end(self, text: str) -> str:
+        """`text` and the whole words every goal continuing it continues with (" in" -> " in the"):
+        the model need not be asked for what the grammar forces (it never counts in a score)."""
+        found = [c for c in self.choices if c.startswith(text)]
+        if not found:
+            return text
+        shared = shared_start(found) if len(found) > 1 else found[0]
+        if len(found) == 1 or len(shared) <= len(text) or not shared.startswith(text):
+            return text
+        return shared
+
     def constraint(self, prefix: str) -> Constraint:
         return Constraint(choices=self.choices, after=prefix, stop_when_unique=True)
 
@@ -85,7 +110,8 @@ class GoalSpace:
             return replace(build(prompt_type, prefix), constraint=self.constraint(prefix), logprobs=logprobs)
 
         return TreeRoot(build_request=constrained, key=key, start=self.start, allows=self.allows,
-                        complete=self.complete, expand=self.expand, **fields)
+                        complete=self.complete, expand=self.expand, settled=self.settled, forced=self.forced,
+                        **fields)
 
 
 def shared_start(choices: Sequence[str]) -> str:
@@ -174,6 +200,22 @@ def _probability(probs: Sequence[float], normalise: str) -> float:
     logs = [math.log(max(p, 1e-300)) for p in probs]
     total = sum(logs)
     return math.exp(total / len(logs) if normalise == "mean" else total)
+
+
+def place_order(candidates: Sequence[GoalCandidate], paths: Mapping[int, tuple[float, int]],
+                normalise: str) -> list[dict[str, Any]]:
+    """The places ranked by the viable goals' probabilities normalised `normalise` (sum: the product
+    of the decisive tokens' probabilities; mean: their geometric mean), from one tree's `paths`
+    (candidate id -> summed log probability, token count): both rankings from the same answers."""
+    weights: dict[str, float] = {}
+    for cand in candidates:
+        logprob, tokens = paths.get(cand.candidate_id, (0.0, 0))
+        if not cand.viable or not tokens:
+            continue
+        place = next((lit.args[1] for lit in cand.literals if lit.predicate in ("inside", "on")), "")
+        weights[place] = weights.get(place, 0.0) + math.exp(logprob / tokens if normalise == "mean" else logprob)
+    total = sum(weights.values()) or 1.0
+    return [{"place": p, "p": round(w / total, 4)} for p, w in sorted(weights.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def describe_distribution(shares: Sequence[PlaceShare], limit: int = 5) -> str:

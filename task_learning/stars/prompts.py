@@ -271,9 +271,10 @@ class GroundedDoc(Schema):
     alternative_above: Annotated[float, bounded(low=0.0, high=1.0)] = 0.001
     max_depth: Annotated[int, bounded(low=1, high=64, integer=True)] = 12
     normalise: Literal["sum", "mean"] = "sum"
+    search: Literal["decisive", "paths"] = "decisive"
 
     def settings(self) -> GroundedSettings:
-        return GroundedSettings(self.logprobs, self.alternative_above, self.max_depth, self.normalise)
+        return GroundedSettings(self.logprobs, self.alternative_above, self.max_depth, self.normalise, self.search)
 
 
 class GoalDoc(Schema):

@@ -138,6 +138,12 @@ class TreeRoot:
     allows: Callable[[str], bool] | None = None
     complete: Callable[[str], bool] | None = None  # a finished allowed answer (None: any)
     expand: Callable[[str], str] | None = None  # an answer the server stopped early, completed
+    # the one allowed answer a branch's text leaves (None: more than one): such a branch is that
+    # answer, recorded without a request (the rest is forced: it cannot change the scores)
+    settled: Callable[[str], str | None] | None = None
+    # whether a token every allowed answer continuing a text continues with (a forced token):
+    # its alternatives are other spellings of the same answers, not followed
+    forced: Callable[[str, str], bool] | None = None
 
 
 @dataclass
@@ -175,7 +181,7 @@ class TreeState:
     counts: dict[str, int] = field(default_factory=lambda: {
         "requests": 0, "responses": 0, "duplicates": 0, "failed_requests": 0, "capped": 0,
         "pruned_low_mean": 0, "pruned_depth": 0, "repeated_prefix": 0, "no_logprobs": 0,
-        "sentence_ends": 0, "outside_constraint": 0,
+        "sentence_ends": 0, "outside_constraint": 0, "settled": 0, "forced_positions": 0,
     })
     # candidate id -> the probabilities of the tokens its text was found with, and those tokens'
     # texts ("" for a sentence end): grounded scoring
@@ -324,7 +330,9 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
     head_pieces = list(item.pieces)
     for token in tokens:
         p_token = token.prob
-        if p_token < settings.branch_below - _EPS:
+        if root.forced is not None and root.forced(head, token.token):
+            state.counts["forced_positions"] += 1
+        elif p_token < settings.branch_below - _EPS:
             chosen = token.token.strip().lower()
             for alt, logprob in token.top:
                 p_alt = math.exp(logprob)
@@ -344,9 +352,27 @@ def _process(item: _Pending, response: LLMResponse, state: TreeState) -> list[_P
                 if item.level >= 1 and _mean(head_probs + [p_alt]) < settings.continue_at_least - _EPS:
                     state.counts["pruned_low_mean"] += 1
                     continue
+                if _settle(root, state, head + alt, head_probs + [p_alt], (*head_pieces, alt),
+                           parent_for_branches, item.level + 1):
+                    continue
                 branches.append(_Pending(root, head + alt, tuple(head_probs) + (p_alt,),
                                          item.level + 1, parent_for_branches, (*head_pieces, alt)))
         head += token.token
         head_probs.append(p_token)
         head_pieces.append(token.token)
     return branches
+
+
+def _settle(root: TreeRoot, state: TreeState, text: str, probs: list[float], pieces: tuple[str, ...],
+            parent_id: int, level: int) -> bool:
+    """A branch whose text leaves one allowed answer is that answer, recorded without a request:
+    the model would only write the forced rest, whose tokens no grounded score counts
+    (stars/grounded.py `decisive`). False when the branch must be asked."""
+    answer = root.settled(text) if root.settled is not None else None
+    if answer is None:
+        return False
+    state.counts["settled"] += 1
+    rest = answer[len(text):]
+    state.add_response(answer, probs + [1.0] if rest else probs, root, root.recurse_source, parent_id, level,
+                       False, (*pieces, rest) if rest else pieces)
+    return True

@@ -5,6 +5,7 @@ under free decoding."""
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import pytest
 
@@ -86,7 +87,8 @@ class Scripted:
         if after == self.space.start:
             alternatives = ((" fridge", math.log(0.5)), (" kitchen", math.log(0.3)), (" pantry", math.log(0.15)))
             return LLMResponse(text=" in the fridge and the fridge is closed", tokens=[
-                TokenLogprob(" in", 0.0, ()), TokenLogprob(" the", 0.0, ()),
+                TokenLogprob(" in", 0.0, ()),
+                TokenLogprob(" the", math.log(0.8), ((" the", math.log(0.8)), (" th", math.log(0.2)))),
                 TokenLogprob(" fridge", math.log(0.5), alternatives),
                 TokenLogprob(" and the fridge is closed", 0.0, ())])
         rest = next(c for c in self.space.choices if c.startswith(after))[len(after):]
@@ -98,11 +100,67 @@ def test_the_tree_follows_only_alternatives_some_grounded_goal_continues(groceri
     yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
     space = GoalSpace.build(*_state(metadata), yogurt, "yogurt")
     client = Scripted(space)
-    result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client, setup=ElicitationSetup(decoding="grounded"))
+    result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client,
+                         setup=ElicitationSetup(decoding="grounded", templates=_search("paths")))
     assert result.counts["outside_constraint"] >= 1  # " kitchen": the robot sees no kitchen to put it in
-    assert [r.constraint.after[len(space.start):] for r in client.requests] == ["", " in the pantry"]
+    # " in the pantry" leaves one goal: recorded without a request (the rest is forced); " th" at
+    # the forced " the" is another spelling of the same goals: not followed
+    assert [r.constraint.after[len(space.start):] for r in client.requests] == [""]
+    assert result.counts["settled"] == 1 and result.counts["forced_positions"] >= 1
     shares = {s.place_id: round(s.probability, 3) for s in result.distribution}
     assert shares == {"Fridge|1": round(0.5 / 0.65, 3), "Pantry|1": round(0.15 / 0.65, 3)}
+    assert result.chosen is not None and "fridge" in result.chosen.text
+
+
+def _search(how: str):
+    from dataclasses import replace
+
+    from task_learning.stars.prompts import load_templates
+
+    templates = load_templates()
+    return replace(templates, grounded=replace(templates.grounded, search=how))
+
+
+class OneToken:
+    """A model asked for one token where the goals part: per prefix (after the shared start) the
+    token it writes and the alternatives, as llama.cpp reports them (before the grammar)."""
+
+    usage = None
+    ANSWERS: ClassVar[dict[str, tuple[str, dict[str, float]]]] = {
+        "": (" in", {" in": 0.7, " on": 0.2, " at": 0.05}),
+        " in the": (" fridge", {" fridge": 0.5, " kitchen": 0.3, " pantry": 0.15, " garbage": 0.0005}),
+        " on the": (" counter", {" counter": 0.6, " table": 0.3}),
+        " on the counter": (" top", {".": 0.5, " top": 0.4}),
+    }
+
+    def __init__(self, space: GoalSpace) -> None:
+        self.space = space
+        self.requests: list[LLMRequest] = []
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        chosen, top = self.ANSWERS[request.constraint.after[len(self.space.start):]]
+        alternatives = tuple((t, math.log(p)) for t, p in top.items())
+        return LLMResponse(text=chosen, tokens=[TokenLogprob(chosen, math.log(top[chosen]), alternatives)])
+
+
+def test_the_decisive_search_asks_one_token_where_the_goals_part(groceries):
+    scene, metadata = groceries
+    yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
+    space = GoalSpace.build(*_state(metadata), yogurt, "yogurt")
+    client = OneToken(space)
+    result = elicit_goal(scene.task, yogurt, metadata, scene, "STAR", client,
+                         setup=ElicitationSetup(decoding="grounded", templates=_search("decisive")))
+    asked = [r.constraint.after[len(space.start):] for r in client.requests if r.prompt_type != "selection"]
+    # " the" after " in" / " on" is forced: asked with the prompt, never decoded
+    assert asked == ["", " in the", " on the", " on the counter"]
+    assert all(r.max_tokens == 1 for r in client.requests)
+    assert result.counts["outside_constraint"] == 2  # " at", " kitchen": no grounded goal goes on so
+    weights = {"Fridge|1": 0.7 * 0.5, "Pantry|1": 0.7 * 0.15, "DiningTable|1": 0.2 * 0.3,
+               "CounterTop|1": 0.2 * 0.6 * 0.5 + 0.2 * 0.6 * 0.4}  # "counter" ends vs " top": one place
+    total = sum(weights.values())
+    shares = {s.place_id: round(s.probability, 4) for s in result.distribution}
+    assert shares == {k: round(v / total, 4) for k, v in weights.items()}
     assert result.chosen is not None and "fridge" in result.chosen.text
 
 
@@ -130,3 +188,27 @@ def test_only_the_tokens_that_chose_among_the_goals_count():
     counter = decisive([0.1, 0.8, 0.7, 0.6], [" on", " the", " counter", ""], space)
     assert counter == [0.1, 0.6]  # " on", then the end against " top"
     assert decisive([0.5, 0.5], [], space) == [0.5, 0.5]  # no token texts: every token counts
+
+
+def test_both_rankings_come_from_the_same_paths():
+    """A long goal of likely tokens against a short one of one less likely token: the product
+    ranks the short one first, the geometric mean the long one (both reported by run --json)."""
+    from types import SimpleNamespace
+
+    from task_learning.experiments.grounded import grounded_report
+    from task_learning.stars.grounded import place_order
+    from task_learning.types import GoalCandidate, GoalLiteral
+
+    def cand(i, place):
+        c = GoalCandidate(text=f"g{i}", score=0.0, candidate_id=i)
+        c.viable, c.literals = True, [GoalLiteral("inside", ("X|1", place))]
+        return c
+
+    cands = [cand(1, "Fridge|1"), cand(2, "Pantry|1")]
+    paths = {1: (math.log(0.3), 1), 2: (2 * math.log(0.5), 2)}  # 0.3 vs 0.25 (product), 0.3 vs 0.5 (mean)
+    assert [p["place"] for p in place_order(cands, paths, "sum")] == ["Fridge|1", "Pantry|1"]
+    assert [p["place"] for p in place_order(cands, paths, "mean")] == ["Pantry|1", "Fridge|1"]
+    scene = SimpleNamespace(preferences={"X|1": ["Pantry|1"]})
+    report = grounded_report({"X|1": place_order(cands, paths, "sum")}, scene, {"X|1": place_order(cands, paths, "mean")})
+    assert report["objects"]["X|1"]["rank"] == 2 and report["objects"]["X|1"]["rank_mean"] == 1
+    assert report["first"] == 0 and report["first_mean"] == 1

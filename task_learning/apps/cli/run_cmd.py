@@ -251,7 +251,8 @@ def run(args: argparse.Namespace) -> int:
     data.update(scene=args.scene, condition=args.condition, llm=args.llm, db=str(args.db), backend=args.backend,
                 elicitation=args.elicitation, decoding=spec.decoding)
     if getattr(learner, "distributions", None):
-        data["grounded"] = grounded_report(learner.distributions, learner.scene)
+        data["grounded"] = grounded_report(learner.distributions, learner.scene,
+                                           getattr(learner, "distributions_mean", None))
     summary = summarize(learner.reports, metrics.satisfied, metrics.assertions)
     data.update(success=summary.success, message=summary.message, incomplete=summary.reasons)
     if args.record:
