@@ -121,7 +121,7 @@ class ActionServers:
         if goal.outcome is NavOutcome.SUCCEEDED:
             handle.succeed()
         elif goal.outcome is NavOutcome.CANCELED:
-            handle.canceled()
+            _end_stopped(handle)
         else:
             _set(result, error_code=NAV_CODES[goal.outcome], error_msg=f"the base stopped: {goal.outcome.value}")
             handle.abort()
@@ -153,7 +153,7 @@ class ActionServers:
 
         self._wait(handle, lambda: run.done, lambda: self.node.sim.cancel_trajectory(run), feedback)
         if run.canceled:
-            handle.canceled()
+            _end_stopped(handle)
         elif run.code is TrajectoryCode.SUCCESSFUL:
             handle.succeed()
         else:
@@ -178,7 +178,7 @@ class ActionServers:
 
         self._wait(handle, lambda: run.done, lambda: self.node.sim.cancel_trajectory(run), feedback)
         if run.canceled:
-            handle.canceled()
+            _end_stopped(handle)
         elif run.code is TrajectoryCode.SUCCESSFUL:
             handle.succeed()
         else:
@@ -213,9 +213,20 @@ class ActionServers:
         result = GripperCommand.Result(position=run.position, effort=run.force, stalled=run.stalled,
                                        reached_goal=run.reached_goal)
         if run.canceled:
-            handle.canceled()
+            _end_stopped(handle)
         elif run.reached_goal or run.stalled:
             handle.succeed()
         else:
             handle.abort()
         return result
+
+
+def _end_stopped(handle: ServerGoalHandle) -> None:
+    """A goal stopped before its end: canceled when its client asked to cancel it; otherwise (a
+    newer goal on the same joints or base preempted it, or the simulator is shutting down) aborted,
+    as the action protocol allows no CANCELED without a cancel request (rclpy refuses the
+    transition EXECUTING -> CANCELED)."""
+    if handle.is_cancel_requested:
+        handle.canceled()
+    else:
+        handle.abort()
