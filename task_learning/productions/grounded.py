@@ -4,21 +4,46 @@ use, as grammars for the text after each cue (config/prompts/bounded_answers.yam
 - Selection (after "[Possible Options: the one suggested]\\n*"): one of the decision's options
   that is not blacklisted, or 'done' / 'quit', as [Possible Options] lists them.
 - Generalized rule (after "IF the current task is"): " <a family's task pattern> [AND <words>]
-  THEN choose <words>": the form the instructions ask for, with a task pattern the agent knows and
-  no room for the instructions' dots (the words are letters, digits, <, >, /, ', _, |, : and -).
-- Rule implementation and its revisions (after '{"name": "'): the rule language's JSON object,
-  its four fields in order, the task one of the families' patterns, at most five conditions.
-What the model writes inside them is still parsed, replayed and revised as before.
+  THEN choose <effect>": the form the instructions ask for, the effect one of the rule language's
+  effects, with no room for the instructions' dots.
+- Rule implementation and its revisions (after '{"name": "'): a production of the rule language as
+  the JSON object it is parsed from, **generated from the language's own definition**
+  (`language.PREDICATES` with their arities, `language.MOTOR_FORMS`, the effect kinds) and from
+  what the robot knows: the task one of the families' patterns, each condition a predicate of the
+  table with its arity, every argument a variable or a kind the robot has perceived (a statement
+  or a task, quoted, for the two predicates that take one), at most `MAX_CONDITIONS` conditions,
+  the effect a motor action of the robot's verbs, a subtask of a family, done or quit.
+A grammar bounds the form only: what the model writes inside it is still parsed as data, replayed
+on the state it was made for and revised as before (docs/llm.md); nothing of it is executed.
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 from task_learning.llm.constraints import Constraint, gbnf_literal
+from task_learning.productions.knowledge import EnvKnowledge
+from task_learning.productions.language import (
+    DONE,
+    MOTOR,
+    MOTOR_FORMS,
+    PREDICATES,
+    QUIT,
+    SUBTASK,
+    Predicate,
+)
 
 SPECIAL = ("special action: 'done'", "special action: 'quit'")
-WORD = "[a-zA-Z0-9<>/'_|:-]+"
-TEXT = '[^"\\\\\\n]'  # a JSON string's characters without escapes or new lines
+# An English word or a <variable>: letters only (measured: with digits allowed the model wrote
+# "AND <object> 111111111111111111111111 1111…" to its 96 tokens), bounded in length and number.
+WORD = "([a-zA-Z'/-]{1,16} | variable)"
+MAX_CONDITIONS = 5  # the families' rules have 2-6; a 270M model's longer lists were copies
+# The predicates whose argument is quoted text, not a variable or a kind: a statement the world
+# knowledge is asked about ("<object> is commonly stored in a/an <kind>"), a task done earlier.
+QUOTED = {"knows": "statement", "previous": "subtask"}
+_VARIABLE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
+_SLOT = re.compile(r"\(\?P<\w+>([^()]*)\)")
+_PLAIN_ALTERNATIVES = re.compile(r"^[a-z]+(\|[a-z]+)+$")
 
 
 def selection(options: Sequence[str], blacklist: Sequence[str]) -> Constraint:
@@ -27,20 +52,104 @@ def selection(options: Sequence[str], blacklist: Sequence[str]) -> Constraint:
     return Constraint(choices=tuple(f" {line}" for line in (*allowed, *SPECIAL)))
 
 
+def _alternatives(texts: Sequence[str], empty: str) -> str:
+    names = sorted(dict.fromkeys(t for t in texts if t))
+    return " | ".join(gbnf_literal(n) for n in names) or gbnf_literal(empty)
+
+
+def kinds(env: EnvKnowledge | None) -> list[str]:
+    """The kinds a rule may name as constants: the types of what the robot knows (never an
+    instance's id: a production is about kinds)."""
+    if env is None:
+        return []
+    return sorted(({r.type for r in env.receptacles.values()} | {t.type for t in env.objects.values()}) - {""})
+
+
+def motor_rule() -> str:
+    """`motor`: the robot's verbs as language.MOTOR_FORMS defines them, each slot an `arg` (a
+    slot of plain alternatives, "in|on", stays those words)."""
+    forms = []
+    for _, pattern in MOTOR_FORMS:
+        parts = _SLOT.split(pattern.pattern.strip("^$"))
+        pieces = []
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                if part:
+                    pieces.append(gbnf_literal(part))
+            elif _PLAIN_ALTERNATIVES.match(part):
+                pieces.append("(" + " | ".join(gbnf_literal(w) for w in part.split("|")) + ")")
+            else:
+                pieces.append("arg")
+        forms.append(" ".join(pieces))
+    return "motor ::= " + " | ".join(forms)
+
+
+def subtask_rule(patterns: Sequence[str]) -> str:
+    """`subtask`: a family's task pattern, each of its variables an `arg` or a kind as a task
+    names it ("find a/an knife": `named`, defined with the kinds)."""
+    forms = []
+    for pattern in patterns:
+        parts = _VARIABLE.split(pattern)
+        pieces = [gbnf_literal(p) if i % 2 == 0 else "named" for i, p in enumerate(parts) if p or i % 2]
+        forms.append("(" + " ".join(pieces) + ")")
+    return "subtask ::= " + (" | ".join(forms) or gbnf_literal("<task>"))
+
+
+def effect_rules(patterns: Sequence[str]) -> list[str]:
+    """`effect` and what it uses: language.py's four kinds of effect."""
+    return [f"effect ::= {gbnf_literal(MOTOR)} motor | {gbnf_literal(SUBTASK)} subtask | "
+            f"{gbnf_literal(DONE)} | {gbnf_literal(QUIT)}",
+            motor_rule(), subtask_rule(patterns)]
+
+
+def predicate_form(predicate: Predicate) -> str:
+    """One predicate as the JSON string's text the model writes: `name(arg, ...)`; a quoted
+    argument is `\\"...\\"` inside the JSON string."""
+    if predicate.arity == 0:
+        return gbnf_literal(f"{predicate.name}()")
+    if predicate.name in QUOTED:
+        return f'{gbnf_literal(predicate.name + "(" + chr(92) + chr(34))} {QUOTED[predicate.name]} ' \
+               f'{gbnf_literal(chr(92) + chr(34) + ")")}'
+    args = ' ", " '.join(["arg"] * predicate.arity)
+    return f'{gbnf_literal(predicate.name + "(")} {args} {gbnf_literal(")")}'
+
+
+def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None) -> str:
+    """The GBNF of a production's JSON object after its cue ('{"name": "'), generated from the
+    rule language's definition and the robot's knowledge (module docstring)."""
+    q = '\\"'  # a quote inside the JSON text, as GBNF reads it
+    return "\n".join([
+        f'root ::= name "{q}, {q}task{q}: {q}" task "{q}, {q}conditions{q}: [" conditions '
+        f'"], {q}effect{q}: {q}" effect "{q}}}"',
+        "name ::= [a-z0-9] [a-z0-9-]{0,39}",
+        f"task ::= {_alternatives(patterns, '<task>')}",
+        f'conditions ::= (condition (", " condition){{0,{MAX_CONDITIONS - 1}}})?',
+        f'condition ::= "{q}" ("not ")? predicate "{q}"',
+        "predicate ::= " + " | ".join(predicate_form(p) for p in PREDICATES.values()),
+        "arg ::= variable | kind",
+        'variable ::= "<" [a-z] [a-z_]{0,15} ">"',
+        f"kind ::= {_alternatives(kinds(env), 'Object')}",
+        f"named ::= arg | {_alternatives([k.lower() for k in kinds(env)], 'object')}",
+        'statement ::= ([a-zA-Z/ ] | variable){1,80}',
+        *effect_rules(patterns),
+    ]) + "\n"
+
+
 def english_rule(patterns: Sequence[str]) -> Constraint:
-    tasks = " | ".join(gbnf_literal(p) for p in patterns) or gbnf_literal("<task>")
-    grammar = (f'root ::= " " task (" AND " words)? " THEN choose " words\n'
-               f"task ::= {tasks}\n"
-               f'words ::= {WORD} (" " {WORD}){{0,14}}\n')
+    """The generalized rule's one line after "IF the current task is": a family's pattern, its
+    conditions in words, and one of the rule language's effects (its arguments a variable or a
+    word: an id's dots are the instructions' dots' room)."""
+    grammar = "\n".join([
+        'root ::= " " task (" AND " words){0,3} " THEN choose " effect',
+        f"task ::= {_alternatives(patterns, '<task>')}",
+        f'words ::= {WORD} (" " {WORD}){{0,7}}',
+        f"arg ::= {WORD}",
+        "named ::= arg",
+        'variable ::= "<" [a-z] [a-z_]{0,15} ">"',
+        *effect_rules(patterns),
+    ]) + "\n"
     return Constraint(grammar=grammar)
 
 
-def structured_rule(patterns: Sequence[str]) -> Constraint:
-    tasks = " | ".join(gbnf_literal(p) for p in patterns) or gbnf_literal("<task>")
-    grammar = ('root ::= name "\\", \\"task\\": \\"" task "\\", \\"conditions\\": [" conditions '
-               '"], \\"effect\\": " string "}"\n'
-               "name ::= [a-zA-Z0-9_.-]{1,40}\n"
-               f"task ::= {tasks}\n"
-               'conditions ::= (string (", " string){0,4})?\n'
-               f'string ::= "\\"" {TEXT}{{1,80}} "\\""\n')
-    return Constraint(grammar=grammar)
+def structured_rule(patterns: Sequence[str], env: EnvKnowledge | None = None) -> Constraint:
+    return Constraint(grammar=rule_language(patterns, env))

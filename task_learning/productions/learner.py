@@ -161,7 +161,7 @@ class LLMAdvisor:
         rule_messages = [("system", prompts.rule_system_prompt()),
                          ("user", english_text + "\n\n" + prompts.RULE_INSTRUCTIONS)]
         rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english},
-                              grounded.structured_rule([f.pattern for f in self.families]))
+                              grounded.structured_rule([f.pattern for f in self.families], decision.env))
         ctx = MatchContext(decision.task, decision.env, decision.world)
         production = self.check_and_revise(rule_text, ctx, answer.option, messages[1][1], base | {"english": english})
         if production is None:
@@ -201,7 +201,7 @@ class LLMAdvisor:
                     + prompts.REVISION_INSTRUCTIONS)
             rule_text = self._ask(prompts.REVISION, [("system", prompts.rule_system_prompt()), ("user", user)],
                                   context | {"error": error, "round": round_ + 1},
-                                  grounded.structured_rule([f.pattern for f in self.families]))
+                                  grounded.structured_rule([f.pattern for f in self.families], ctx.env))
         self.stats.rejected += 1
         log.info("rule rejected after %d revision(s): %s", self.max_revisions, errors[-1] if errors else "")
         return None
@@ -233,7 +233,8 @@ class LLMAdvisor:
                 rule_text = self._ask(prompts.RULE, [("system", prompts.rule_system_prompt()),
                                                      ("user", f"[Generalized Rule]\n{english}\n\n" + prompts.RULE_INSTRUCTIONS)],
                                       {"english": english, "task": ctx.task, "env": p.provenance["state"],
-                                       "option": p.provenance.get("option", "")})
+                                       "option": p.provenance.get("option", "")},
+                                      grounded.structured_rule([f.pattern for f in self.families], state))
                 new = self.check_and_revise(rule_text, ctx, str(p.provenance.get("option", "")), "", {"english": english})
                 if new is None:
                     verdict = "keep (modification failed its replay check)"
