@@ -57,6 +57,21 @@ def _alternatives(texts: Sequence[str], empty: str) -> str:
     return " | ".join(gbnf_literal(n) for n in names) or gbnf_literal(empty)
 
 
+def variables(patterns: Sequence[str]) -> list[str]:
+    """The variable names a rule may use: the families' task variables (`<object>`,
+    `<receptacle>`) and the names the predicate table gives its parameters (`<x>`, `<r>`, `<t>`,
+    `<k>`). Measured: with any name allowed the model wrote `<strong>`, `<em>` (HTML's)."""
+    names = {v for p in patterns for v in _VARIABLE.findall(p)}
+    names |= {n for p in PREDICATES.values() if p.name not in QUOTED for n in p.params or ("x", "y", "z")[:p.arity]}
+    return sorted(names)
+
+
+def variable_rule(patterns: Sequence[str]) -> str:
+    """`variable`: one of `variables(patterns)` or a single letter (`<h>`, `<c>`)."""
+    return "variable ::= " + " | ".join(gbnf_literal(f"<{n}>") for n in variables(patterns)) + ' | "<" [a-z] ">"'
+
+
+
 def kinds(env: EnvKnowledge | None) -> list[str]:
     """The kinds a rule may name as constants: the types of what the robot knows (never an
     instance's id: a production is about kinds)."""
@@ -127,7 +142,7 @@ def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None) -> s
         f'condition ::= "{q}" ("not ")? predicate "{q}"',
         "predicate ::= " + " | ".join(predicate_form(p) for p in PREDICATES.values()),
         "arg ::= variable | kind",
-        'variable ::= "<" [a-z] [a-z_]{0,15} ">"',
+        variable_rule(patterns),
         f"kind ::= {_alternatives(kinds(env), 'Object')}",
         f"named ::= arg | {_alternatives([k.lower() for k in kinds(env)], 'object')}",
         'statement ::= ([a-zA-Z/ ] | variable){1,80}',
@@ -145,7 +160,7 @@ def english_rule(patterns: Sequence[str]) -> Constraint:
         f'words ::= {WORD} (" " {WORD}){{0,7}}',
         f"arg ::= {WORD}",
         "named ::= arg",
-        'variable ::= "<" [a-z] [a-z_]{0,15} ">"',
+        variable_rule(patterns),
         *effect_rules(patterns),
     ]) + "\n"
     return Constraint(grammar=grammar)

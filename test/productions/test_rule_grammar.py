@@ -119,15 +119,19 @@ def test_the_grammar_is_generated_from_the_predicate_table_the_motor_verbs_and_t
     assert 'kind ::= "Apple" | "CounterTop" | "Fridge"\n' in text  # kinds, never an instance's id
     assert "|+00" not in text
     assert 'task ::= "explore <receptacle>" | "find a/an <object>" | "pick and place' in text
+    variable = text.split("variable ::= ", 1)[1].splitlines()[0]
+    assert variable == '"<k>" | "<object>" | "<r>" | "<receptacle>" | "<t>" | "<x>" | "<" [a-z] ">"'  # no <strong>
 
 
 def test_the_rules_the_language_is_written_in_are_inside_the_grammar():
     """The offline stand-in's rules (config/offline_model/productions.yaml) of at most five plain
-    conditions, with the kinds they name perceived."""
+    conditions and the grammar's variable names, with the kinds they name perceived."""
     data = yaml.safe_load(Path("config/offline_model/productions.yaml").read_text())
+    names = set(grounded.variables(PATTERNS)) | set(string.ascii_lowercase)
     rules = [s["rule"] for s in data["strategies"]
              if len(s["rule"]["conditions"]) <= grounded.MAX_CONDITIONS
-             and all(isinstance(c, str) and "none(" not in c for c in s["rule"]["conditions"])]
+             and all(isinstance(c, str) and "none(" not in c for c in s["rule"]["conditions"])
+             and set(re.findall(r"<(\w+)>", json.dumps(s["rule"]))) <= names]
     assert len(rules) >= 8
     env = _env()
     for kind in ("Knife", "Cabinet", "SinkBasin", "StoveBurner", "Drawer", "Lettuce"):
@@ -165,7 +169,8 @@ def test_the_english_rule_is_the_asked_form_with_an_effect_of_the_language_and_n
     grammar = Grammar(grounded.english_rule(PATTERNS).grammar)
     language = re.compile(grammar.regex())
     assert language.fullmatch(" explore <receptacle> AND <receptacle> is explored THEN choose special action: done")
-    assert language.fullmatch(" find a/an <object> AND holding <x> THEN choose motor action: put <x> on <counter>")
+    assert language.fullmatch(" find a/an <object> AND holding <x> THEN choose motor action: put <x> on <r>")
+    assert not language.fullmatch(" find a/an <object> AND holding <strong> THEN choose special action: done")
     assert not language.fullmatch(" ... AND ... THEN choose ...")
     assert not language.fullmatch(" explore <receptacle> THEN choose move to the sink")
     rng = random.Random(0)
