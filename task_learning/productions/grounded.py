@@ -129,9 +129,13 @@ def predicate_form(predicate: Predicate) -> str:
     return f'{gbnf_literal(predicate.name + "(")} {args} {gbnf_literal(")")}'
 
 
-def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None) -> str:
+def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
+                  subtasks: Sequence[str] | None = None) -> str:
     """The GBNF of a production's JSON object after its cue ('{"name": "'), generated from the
-    rule language's definition and the robot's knowledge (module docstring)."""
+    rule language's definition and the robot's knowledge (module docstring): the rule's task one
+    of `patterns` (the decision's family), a subtask effect one of `subtasks` (every family;
+    `patterns` when not given)."""
+    subtasks = list(patterns if subtasks is None else subtasks)
     q = '\\"'  # a quote inside the JSON text, as GBNF reads it
     return "\n".join([
         f'root ::= name "{q}, {q}task{q}: {q}" task "{q}, {q}conditions{q}: [" conditions '
@@ -142,15 +146,15 @@ def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None) -> s
         f'condition ::= "{q}" ("not ")? predicate "{q}"',
         "predicate ::= " + " | ".join(predicate_form(p) for p in PREDICATES.values()),
         "arg ::= variable | kind",
-        variable_rule(patterns),
+        variable_rule([*patterns, *subtasks]),
         f"kind ::= {_alternatives(kinds(env), 'Object')}",
         f"named ::= arg | {_alternatives([k.lower() for k in kinds(env)], 'object')}",
         'statement ::= ([a-zA-Z/ ] | variable){1,80}',
-        *effect_rules(patterns),
+        *effect_rules(subtasks),
     ]) + "\n"
 
 
-def english_rule(patterns: Sequence[str]) -> Constraint:
+def english_rule(patterns: Sequence[str], subtasks: Sequence[str] | None = None) -> Constraint:
     """The generalized rule's one line after "IF the current task is": a family's pattern, its
     conditions in words, and one of the rule language's effects (its arguments a variable or a
     word: an id's dots are the instructions' dots' room)."""
@@ -160,11 +164,12 @@ def english_rule(patterns: Sequence[str]) -> Constraint:
         f'words ::= {WORD} (" " {WORD}){{0,7}}',
         f"arg ::= {WORD}",
         "named ::= arg",
-        variable_rule(patterns),
-        *effect_rules(patterns),
+        variable_rule([*patterns, *(subtasks or ())]),
+        *effect_rules(patterns if subtasks is None else subtasks),
     ]) + "\n"
     return Constraint(grammar=grammar)
 
 
-def structured_rule(patterns: Sequence[str], env: EnvKnowledge | None = None) -> Constraint:
-    return Constraint(grammar=rule_language(patterns, env))
+def structured_rule(patterns: Sequence[str], env: EnvKnowledge | None = None,
+                    subtasks: Sequence[str] | None = None) -> Constraint:
+    return Constraint(grammar=rule_language(patterns, env, subtasks))

@@ -178,3 +178,14 @@ def test_the_english_rule_is_the_asked_form_with_an_effect_of_the_language_and_n
         sentence = grammar.sample(rng)
         assert "..." not in sentence and " THEN choose " in sentence
         validate_effect(sentence.split(" THEN choose ", 1)[1], "effect")
+
+
+def test_a_rule_is_for_the_family_of_its_decision_and_may_attend_to_any_family():
+    from task_learning.productions.learner import Family, LLMAdvisor
+
+    advisor = LLMAdvisor(None, [Family(p) for p in PATTERNS])  # type: ignore[arg-type]  # no call is made
+    assert advisor.patterns_for("explore Fridge|-02.10|+00.00|+01.07") == ["explore <receptacle>"]
+    assert advisor.patterns_for("wash a/an plate") == PATTERNS  # no family binds it: every pattern
+    text = grounded.rule_language(advisor.patterns_for("find a/an apple"), _env(), PATTERNS)
+    assert 'task ::= "find a/an <object>"\n' in text
+    assert text.split("subtask ::= ", 1)[1].count("(") == len(PATTERNS)
