@@ -31,6 +31,7 @@ from task_learning.productions.language import (
     QUIT,
     SUBTASK,
     Predicate,
+    normalize_effect,
 )
 
 SPECIAL = ("special action: 'done'", "special action: 'quit'")
@@ -41,6 +42,10 @@ MAX_CONDITIONS = 5  # the families' rules have 2-6; a 270M model's longer lists 
 # The predicates whose argument is quoted text, not a variable or a kind: a statement the world
 # knowledge is asked about ("<object> is commonly stored in a/an <kind>"), a task done earlier.
 QUOTED = {"knows": "statement", "previous": "subtask"}
+# The arguments language.py refuses unbound ("the kind must be bound before it is used": is's and
+# nearest's kind): a kind the robot perceived or a variable the task binds, never a fresh variable
+# (measured: the model wrote "is(<x>, <k>)" with <k> bound by nothing, refused at once).
+BOUND_KIND = {"is": 1, "nearest": 1}
 _VARIABLE = re.compile(r"<([A-Za-z_][A-Za-z0-9_]*)>")
 _SLOT = re.compile(r"\(\?P<\w+>([^()]*)\)")
 _PLAIN_ALTERNATIVES = re.compile(r"^[a-z]+(\|[a-z]+)+$")
@@ -67,8 +72,9 @@ def variables(patterns: Sequence[str]) -> list[str]:
 
 
 def variable_rule(patterns: Sequence[str]) -> str:
-    """`variable`: one of `variables(patterns)` or a single letter (`<h>`, `<c>`)."""
-    return "variable ::= " + " | ".join(gbnf_literal(f"<{n}>") for n in variables(patterns)) + ' | "<" [a-z] ">"'
+    """`variable`: one of `variables(patterns)` (measured: allowed any single letter too, the
+    model wrote "<b> <i> <i> …", HTML's again)."""
+    return "variable ::= " + " | ".join(gbnf_literal(f"<{n}>") for n in variables(patterns))
 
 
 
@@ -80,11 +86,14 @@ def kinds(env: EnvKnowledge | None) -> list[str]:
     return sorted(({r.type for r in env.receptacles.values()} | {t.type for t in env.objects.values()}) - {""})
 
 
-def motor_rule() -> str:
-    """`motor`: the robot's verbs as language.MOTOR_FORMS defines them, each slot an `arg` (a
-    slot of plain alternatives, "in|on", stays those words)."""
+def motor_rule(only: str = "") -> str:
+    """`motor`: the robot's verbs as language.MOTOR_FORMS defines them (`only`: the form of that
+    motor action's text), each slot an `arg` (a slot of plain alternatives, "in|on", stays those
+    words)."""
     forms = []
     for _, pattern in MOTOR_FORMS:
+        if only and not pattern.match(only):
+            continue
         parts = _SLOT.split(pattern.pattern.strip("^$"))
         pieces = []
         for i, part in enumerate(parts):
@@ -110,8 +119,19 @@ def subtask_rule(patterns: Sequence[str]) -> str:
     return "subtask ::= " + (" | ".join(forms) or gbnf_literal("<task>"))
 
 
-def effect_rules(patterns: Sequence[str]) -> list[str]:
-    """`effect` and what it uses: language.py's four kinds of effect."""
+def effect_rules(patterns: Sequence[str], option: str = "") -> list[str]:
+    """`effect` and what it uses: language.py's four kinds of effect; with `option` (the choice
+    the rule is made for: its replay must give it), that option's kind and verb only, its
+    arguments still variables (measured: free to choose, the model wrote "put <x> in
+    <receptacle>" for a decision whose choice was "move to StoveBurner|…")."""
+    chosen = normalize_effect(option) if option else ""
+    motor = chosen[len(MOTOR):] if chosen.startswith(MOTOR) else ""
+    if chosen in (DONE, QUIT):
+        return [f"effect ::= {gbnf_literal(chosen)}"]
+    if chosen.startswith(SUBTASK):
+        return [f"effect ::= {gbnf_literal(SUBTASK)} subtask", subtask_rule(patterns)]
+    if motor and motor_rule(motor) != "motor ::= ":
+        return [f"effect ::= {gbnf_literal(MOTOR)} motor", motor_rule(motor)]
     return [f"effect ::= {gbnf_literal(MOTOR)} motor | {gbnf_literal(SUBTASK)} subtask | "
             f"{gbnf_literal(DONE)} | {gbnf_literal(QUIT)}",
             motor_rule(), subtask_rule(patterns)]
@@ -125,17 +145,19 @@ def predicate_form(predicate: Predicate) -> str:
     if predicate.name in QUOTED:
         return f'{gbnf_literal(predicate.name + "(" + chr(92) + chr(34))} {QUOTED[predicate.name]} ' \
                f'{gbnf_literal(chr(92) + chr(34) + ")")}'
-    args = ' ", " '.join(["arg"] * predicate.arity)
+    args = ' ", " '.join("bound_kind" if BOUND_KIND.get(predicate.name) == i else "arg"
+                         for i in range(predicate.arity))
     return f'{gbnf_literal(predicate.name + "(")} {args} {gbnf_literal(")")}'
 
 
 def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
-                  subtasks: Sequence[str] | None = None) -> str:
+                  subtasks: Sequence[str] | None = None, option: str = "") -> str:
     """The GBNF of a production's JSON object after its cue ('{"name": "'), generated from the
     rule language's definition and the robot's knowledge (module docstring): the rule's task one
     of `patterns` (the decision's family), a subtask effect one of `subtasks` (every family;
-    `patterns` when not given)."""
+    `patterns` when not given), the effect of `option`'s kind and verb when given."""
     subtasks = list(patterns if subtasks is None else subtasks)
+    task_variables = sorted({v for p in patterns for v in _VARIABLE.findall(p)})
     q = '\\"'  # a quote inside the JSON text, as GBNF reads it
     return "\n".join([
         f'root ::= name "{q}, {q}task{q}: {q}" task "{q}, {q}conditions{q}: [" conditions '
@@ -146,15 +168,16 @@ def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
         f'condition ::= "{q}" ("not ")? predicate "{q}"',
         "predicate ::= " + " | ".join(predicate_form(p) for p in PREDICATES.values()),
         "arg ::= variable | kind",
+        "bound_kind ::= kind" + "".join(f" | {gbnf_literal(f'<{v}>')}" for v in task_variables),
         variable_rule([*patterns, *subtasks]),
         f"kind ::= {_alternatives(kinds(env), 'Object')}",
         f"named ::= arg | {_alternatives([k.lower() for k in kinds(env)], 'object')}",
         'statement ::= ([a-zA-Z/ ] | variable){1,80}',
-        *effect_rules(subtasks),
+        *effect_rules(subtasks, option),
     ]) + "\n"
 
 
-def english_rule(patterns: Sequence[str], subtasks: Sequence[str] | None = None) -> Constraint:
+def english_rule(patterns: Sequence[str], subtasks: Sequence[str] | None = None, option: str = "") -> Constraint:
     """The generalized rule's one line after "IF the current task is": a family's pattern, its
     conditions in words, and one of the rule language's effects (its arguments a variable or a
     word: an id's dots are the instructions' dots' room)."""
@@ -165,11 +188,11 @@ def english_rule(patterns: Sequence[str], subtasks: Sequence[str] | None = None)
         f"arg ::= {WORD}",
         "named ::= arg",
         variable_rule([*patterns, *(subtasks or ())]),
-        *effect_rules(patterns if subtasks is None else subtasks),
+        *effect_rules(patterns if subtasks is None else subtasks, option),
     ]) + "\n"
     return Constraint(grammar=grammar)
 
 
 def structured_rule(patterns: Sequence[str], env: EnvKnowledge | None = None,
-                    subtasks: Sequence[str] | None = None) -> Constraint:
-    return Constraint(grammar=rule_language(patterns, env, subtasks))
+                    subtasks: Sequence[str] | None = None, option: str = "") -> Constraint:
+    return Constraint(grammar=rule_language(patterns, env, subtasks, option))

@@ -161,7 +161,8 @@ class LLMAdvisor:
         conversation = messages + [("assistant", selection_text), ("user", prompts.ENGLISH_INSTRUCTIONS)]
         base = {"task": decision.task, "env": decision.env.to_dict(), "option": answer.option}
         english_text = self._ask(prompts.ENGLISH, conversation, base,
-                                 grounded.english_rule(self.patterns_for(decision.task), [f.pattern for f in self.families]))
+                                 grounded.english_rule(self.patterns_for(decision.task), [f.pattern for f in self.families],
+                                                       answer.option))
         english = prompts.parse_generalized_rule(english_text)
         if not english:
             return None
@@ -169,7 +170,7 @@ class LLMAdvisor:
                          ("user", english_text + "\n\n" + prompts.RULE_INSTRUCTIONS)]
         rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english},
                               grounded.structured_rule(self.patterns_for(decision.task), decision.env,
-                                                       [f.pattern for f in self.families]))
+                                                       [f.pattern for f in self.families], answer.option))
         ctx = MatchContext(decision.task, decision.env, decision.world)
         production = self.check_and_revise(rule_text, ctx, answer.option, messages[1][1], base | {"english": english})
         if production is None:
@@ -210,7 +211,7 @@ class LLMAdvisor:
             rule_text = self._ask(prompts.REVISION, [("system", prompts.rule_system_prompt()), ("user", user)],
                                   context | {"error": error, "round": round_ + 1},
                                   grounded.structured_rule(self.patterns_for(ctx.task), ctx.env,
-                                                           [f.pattern for f in self.families]))
+                                                           [f.pattern for f in self.families], option))
         self.stats.rejected += 1
         log.info("rule rejected after %d revision(s): %s", self.max_revisions, errors[-1] if errors else "")
         return None
@@ -244,7 +245,8 @@ class LLMAdvisor:
                                       {"english": english, "task": ctx.task, "env": p.provenance["state"],
                                        "option": p.provenance.get("option", "")},
                                       grounded.structured_rule(self.patterns_for(ctx.task), state,
-                                                               [f.pattern for f in self.families]))
+                                                               [f.pattern for f in self.families],
+                                                               str(p.provenance.get("option", ""))))
                 new = self.check_and_revise(rule_text, ctx, str(p.provenance.get("option", "")), "", {"english": english})
                 if new is None:
                     verdict = "keep (modification failed its replay check)"

@@ -110,7 +110,7 @@ def test_the_grammar_is_generated_from_the_predicate_table_the_motor_verbs_and_t
     predicates = text.split("predicate ::= ", 1)[1].splitlines()[0]
     for predicate in PREDICATES.values():
         assert f'"{predicate.name}(' in predicates
-    assert '"is(" arg ", " arg ")"' in predicates and '"gripper_empty()"' in predicates
+    assert '"located(" arg ", " arg ")"' in predicates and '"gripper_empty()"' in predicates
     assert 'knows(\\\\\\"" statement' in predicates  # the statement quoted inside the JSON string
     motor = text.split("motor ::= ", 1)[1].splitlines()[0]
     verbs = [m.split('"')[1].strip() for m in re.sub(r"\([^)]*\)", "", motor).split(" | ")]
@@ -120,14 +120,15 @@ def test_the_grammar_is_generated_from_the_predicate_table_the_motor_verbs_and_t
     assert "|+00" not in text
     assert 'task ::= "explore <receptacle>" | "find a/an <object>" | "pick and place' in text
     variable = text.split("variable ::= ", 1)[1].splitlines()[0]
-    assert variable == '"<k>" | "<object>" | "<r>" | "<receptacle>" | "<t>" | "<x>" | "<" [a-z] ">"'  # no <strong>
+    assert variable == '"<k>" | "<object>" | "<r>" | "<receptacle>" | "<t>" | "<x>"'  # no <strong>, no <b>
+    assert '"is(" arg ", " bound_kind ")"' in predicates and 'bound_kind ::= kind | "<object>" | "<receptacle>"' in text
 
 
 def test_the_rules_the_language_is_written_in_are_inside_the_grammar():
     """The offline stand-in's rules (config/offline_model/productions.yaml) of at most five plain
     conditions and the grammar's variable names, with the kinds they name perceived."""
     data = yaml.safe_load(Path("config/offline_model/productions.yaml").read_text())
-    names = set(grounded.variables(PATTERNS)) | set(string.ascii_lowercase)
+    names = set(grounded.variables(PATTERNS + ["slice a/an <object>", "clear the countertops"]))
     rules = [s["rule"] for s in data["strategies"]
              if len(s["rule"]["conditions"]) <= grounded.MAX_CONDITIONS
              and all(isinstance(c, str) and "none(" not in c for c in s["rule"]["conditions"])
@@ -189,3 +190,13 @@ def test_a_rule_is_for_the_family_of_its_decision_and_may_attend_to_any_family()
     text = grounded.rule_language(advisor.patterns_for("find a/an apple"), _env(), PATTERNS)
     assert 'task ::= "find a/an <object>"\n' in text
     assert text.split("subtask ::= ", 1)[1].count("(") == len(PATTERNS)
+
+
+def test_the_effect_is_of_the_kind_and_verb_of_the_choice_the_rule_is_made_for():
+    def effect(option: str) -> str:
+        return grounded.rule_language(PATTERNS[:1], _env(), PATTERNS, option).split("effect ::= ", 1)[1]
+    assert effect("motor action: move to Fridge|-02.10|+00.00|+01.07").startswith('"motor action: " motor\nmotor ::= "move to " arg\n')
+    assert effect("motor action: put Apple|1 in Fridge|2").startswith('"motor action: " motor\nmotor ::= "put " arg " " ("in" | "on") " " arg\n')
+    assert effect("special action: 'done'").startswith('"special action: done"\n')
+    assert effect("attend to subtask: find a/an apple").startswith('"attend to subtask: " subtask\n')
+    assert '"special action: quit"' in effect("")  # no choice given: every effect of the language
