@@ -36,8 +36,9 @@ from task_learning.productions.language import (
 
 SPECIAL = ("special action: 'done'", "special action: 'quit'")
 # An English word or a <variable>: letters only (measured: with digits allowed the model wrote
-# "AND <object> 111111111111111111111111 1111…" to its 96 tokens), bounded in length and number.
-WORD = "([a-zA-Z'/-]{1,16} | variable)"
+# "AND <object> 111111111111111111111111 1111…" to its 96 tokens, with '-' "---------------- …"),
+# bounded in length and number.
+WORD = "([a-zA-Z]{1,16} | variable)"
 MAX_CONDITIONS = 5  # the families' rules have 2-6; a 270M model's longer lists were copies
 # The predicates whose argument is quoted text, not a variable or a kind: a statement the world
 # knowledge is asked about ("<object> is commonly stored in a/an <kind>"), a task done earlier.
@@ -126,15 +127,16 @@ def effect_rules(patterns: Sequence[str], option: str = "") -> list[str]:
     <receptacle>" for a decision whose choice was "move to StoveBurner|…")."""
     chosen = normalize_effect(option) if option else ""
     motor = chosen[len(MOTOR):] if chosen.startswith(MOTOR) else ""
+    subtask = subtask_rule(patterns)  # also what previous("…") names
     if chosen in (DONE, QUIT):
-        return [f"effect ::= {gbnf_literal(chosen)}"]
+        return [f"effect ::= {gbnf_literal(chosen)}", subtask]
     if chosen.startswith(SUBTASK):
-        return [f"effect ::= {gbnf_literal(SUBTASK)} subtask", subtask_rule(patterns)]
+        return [f"effect ::= {gbnf_literal(SUBTASK)} subtask", subtask]
     if motor and motor_rule(motor) != "motor ::= ":
-        return [f"effect ::= {gbnf_literal(MOTOR)} motor", motor_rule(motor)]
+        return [f"effect ::= {gbnf_literal(MOTOR)} motor", motor_rule(motor), subtask]
     return [f"effect ::= {gbnf_literal(MOTOR)} motor | {gbnf_literal(SUBTASK)} subtask | "
             f"{gbnf_literal(DONE)} | {gbnf_literal(QUIT)}",
-            motor_rule(), subtask_rule(patterns)]
+            motor_rule(), subtask]
 
 
 def predicate_form(predicate: Predicate) -> str:
@@ -145,7 +147,7 @@ def predicate_form(predicate: Predicate) -> str:
     if predicate.name in QUOTED:
         return f'{gbnf_literal(predicate.name + "(" + chr(92) + chr(34))} {QUOTED[predicate.name]} ' \
                f'{gbnf_literal(chr(92) + chr(34) + ")")}'
-    args = ' ", " '.join("bound_kind" if BOUND_KIND.get(predicate.name) == i else "arg"
+    args = ' ", " '.join("boundkind" if BOUND_KIND.get(predicate.name) == i else "arg"
                          for i in range(predicate.arity))
     return f'{gbnf_literal(predicate.name + "(")} {args} {gbnf_literal(")")}'
 
@@ -168,7 +170,7 @@ def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
         f'condition ::= "{q}" ("not ")? predicate "{q}"',
         "predicate ::= " + " | ".join(predicate_form(p) for p in PREDICATES.values()),
         "arg ::= variable | kind",
-        "bound_kind ::= kind" + "".join(f" | {gbnf_literal(f'<{v}>')}" for v in task_variables),
+        "boundkind ::= kind" + "".join(f" | {gbnf_literal(f'<{v}>')}" for v in task_variables),
         variable_rule([*patterns, *subtasks]),
         f"kind ::= {_alternatives(kinds(env), 'Object')}",
         f"named ::= arg | {_alternatives([k.lower() for k in kinds(env)], 'object')}",

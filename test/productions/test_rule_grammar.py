@@ -121,7 +121,7 @@ def test_the_grammar_is_generated_from_the_predicate_table_the_motor_verbs_and_t
     assert 'task ::= "explore <receptacle>" | "find a/an <object>" | "pick and place' in text
     variable = text.split("variable ::= ", 1)[1].splitlines()[0]
     assert variable == '"<k>" | "<object>" | "<r>" | "<receptacle>" | "<t>" | "<x>"'  # no <strong>, no <b>
-    assert '"is(" arg ", " bound_kind ")"' in predicates and 'bound_kind ::= kind | "<object>" | "<receptacle>"' in text
+    assert '"is(" arg ", " boundkind ")"' in predicates and 'boundkind ::= kind | "<object>" | "<receptacle>"' in text
 
 
 def test_the_rules_the_language_is_written_in_are_inside_the_grammar():
@@ -200,3 +200,17 @@ def test_the_effect_is_of_the_kind_and_verb_of_the_choice_the_rule_is_made_for()
     assert effect("special action: 'done'").startswith('"special action: done"\n')
     assert effect("attend to subtask: find a/an apple").startswith('"attend to subtask: " subtask\n')
     assert '"special action: quit"' in effect("")  # no choice given: every effect of the language
+
+
+@pytest.mark.parametrize("option", ["", "motor action: move to Fridge|-02.10|+00.00|+01.07", "special action: done",
+                                    "attend to subtask: find a/an apple", "motor action: put Apple|1 on CounterTop|2"])
+def test_every_rule_a_grammar_names_is_defined(option):
+    """llama.cpp refuses a grammar that names an undefined rule or a rule whose name has an '_'
+    (measured: HTTP 400 "failed to parse grammar")."""
+    for text in (grounded.rule_language(PATTERNS[:1], _env(), PATTERNS, option),
+                 grounded.english_rule(PATTERNS[:1], PATTERNS, option).grammar):
+        grammar = Grammar(text)
+        named = {t for tokens in grammar.rules.values() for t in tokens if re.fullmatch(r"[a-z][a-z0-9_]*", t)}
+        assert named <= set(grammar.rules), named - set(grammar.rules)
+        assert all(re.fullmatch(r"[a-zA-Z0-9-]+", name) for name in grammar.rules)  # GBNF's names: no '_'
+
