@@ -87,7 +87,7 @@ def kinds(env: EnvKnowledge | None) -> list[str]:
     return sorted(({r.type for r in env.receptacles.values()} | {t.type for t in env.objects.values()}) - {""})
 
 
-def motor_rule(only: str = "") -> str:
+def motor_rule(only: str = "", slot: str = "arg") -> str:
     """`motor`: the robot's verbs as language.MOTOR_FORMS defines them (`only`: the form of that
     motor action's text), each slot an `arg` (a slot of plain alternatives, "in|on", stays those
     words)."""
@@ -104,7 +104,7 @@ def motor_rule(only: str = "") -> str:
             elif _PLAIN_ALTERNATIVES.match(part):
                 pieces.append("(" + " | ".join(gbnf_literal(w) for w in part.split("|")) + ")")
             else:
-                pieces.append("arg")
+                pieces.append(slot)
         forms.append(" ".join(pieces))
     return "motor ::= " + " | ".join(forms)
 
@@ -120,11 +120,13 @@ def subtask_rule(patterns: Sequence[str]) -> str:
     return "subtask ::= " + (" | ".join(forms) or gbnf_literal("<task>"))
 
 
-def effect_rules(patterns: Sequence[str], option: str = "") -> list[str]:
+def effect_rules(patterns: Sequence[str], option: str = "", slot: str = "arg") -> list[str]:
     """`effect` and what it uses: language.py's four kinds of effect; with `option` (the choice
     the rule is made for: its replay must give it), that option's kind and verb only, its
     arguments still variables (measured: free to choose, the model wrote "put <x> in
-    <receptacle>" for a decision whose choice was "move to StoveBurner|…")."""
+    <receptacle>" for a decision whose choice was "move to StoveBurner|…"). `slot`: what a motor
+    action's argument may be (a rule's: a variable, as the choice names an instance a kind never
+    replays to; measured: "move to StoveBurner" for "move to StoveBurner|-00.47|…")."""
     chosen = normalize_effect(option) if option else ""
     motor = chosen[len(MOTOR):] if chosen.startswith(MOTOR) else ""
     subtask = subtask_rule(patterns)  # also what previous("…") names
@@ -133,10 +135,10 @@ def effect_rules(patterns: Sequence[str], option: str = "") -> list[str]:
     if chosen.startswith(SUBTASK):
         return [f"effect ::= {gbnf_literal(SUBTASK)} subtask", subtask]
     if motor and motor_rule(motor) != "motor ::= ":
-        return [f"effect ::= {gbnf_literal(MOTOR)} motor", motor_rule(motor), subtask]
+        return [f"effect ::= {gbnf_literal(MOTOR)} motor", motor_rule(motor, slot), subtask]
     return [f"effect ::= {gbnf_literal(MOTOR)} motor | {gbnf_literal(SUBTASK)} subtask | "
             f"{gbnf_literal(DONE)} | {gbnf_literal(QUIT)}",
-            motor_rule(), subtask]
+            motor_rule("", slot), subtask]
 
 
 def predicate_form(predicate: Predicate) -> str:
@@ -175,7 +177,7 @@ def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
         f"kind ::= {_alternatives(kinds(env), 'Object')}",
         f"named ::= arg | {_alternatives([k.lower() for k in kinds(env)], 'object')}",
         'statement ::= ([a-zA-Z/ ] | variable){1,80}',
-        *effect_rules(subtasks, option),
+        *effect_rules(subtasks, option, "variable"),
     ]) + "\n"
 
 

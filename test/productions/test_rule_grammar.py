@@ -115,7 +115,7 @@ def test_the_grammar_is_generated_from_the_predicate_table_the_motor_verbs_and_t
     motor = text.split("motor ::= ", 1)[1].splitlines()[0]
     verbs = [m.split('"')[1].strip() for m in re.sub(r"\([^)]*\)", "", motor).split(" | ")]
     assert verbs == [v for v, _ in MOTOR_FORMS]
-    assert '"put " arg " " ("in" | "on") " " arg' in motor
+    assert '"put " variable " " ("in" | "on") " " variable' in motor
     assert 'kind ::= "Apple" | "CounterTop" | "Fridge"\n' in text  # kinds, never an instance's id
     assert "|+00" not in text
     assert 'task ::= "explore <receptacle>" | "find a/an <object>" | "pick and place' in text
@@ -195,8 +195,10 @@ def test_a_rule_is_for_the_family_of_its_decision_and_may_attend_to_any_family()
 def test_the_effect_is_of_the_kind_and_verb_of_the_choice_the_rule_is_made_for():
     def effect(option: str) -> str:
         return grounded.rule_language(PATTERNS[:1], _env(), PATTERNS, option).split("effect ::= ", 1)[1]
-    assert effect("motor action: move to Fridge|-02.10|+00.00|+01.07").startswith('"motor action: " motor\nmotor ::= "move to " arg\n')
-    assert effect("motor action: put Apple|1 in Fridge|2").startswith('"motor action: " motor\nmotor ::= "put " arg " " ("in" | "on") " " arg\n')
+    assert effect("motor action: move to Fridge|-02.10|+00.00|+01.07").startswith(
+        '"motor action: " motor\nmotor ::= "move to " variable\n')  # a kind never replays to an instance
+    assert effect("motor action: put Apple|1 in Fridge|2").startswith(
+        '"motor action: " motor\nmotor ::= "put " variable " " ("in" | "on") " " variable\n')
     assert effect("special action: 'done'").startswith('"special action: done"\n')
     assert effect("attend to subtask: find a/an apple").startswith('"attend to subtask: " subtask\n')
     assert '"special action: quit"' in effect("")  # no choice given: every effect of the language
