@@ -9,10 +9,11 @@ use, as grammars for the text after each cue (config/prompts/bounded_answers.yam
 - Rule implementation and its revisions (after '{"name": "'): a production of the rule language as
   the JSON object it is parsed from, **generated from the language's own definition**
   (`language.PREDICATES` with their arities, `language.MOTOR_FORMS`, the effect kinds) and from
-  what the robot knows: the task one of the families' patterns, each condition a predicate of the
-  table with its arity, every argument a variable or a kind the robot has perceived (a statement
-  or a task, quoted, for the two predicates that take one), at most `MAX_CONDITIONS` conditions,
-  the effect a motor action of the robot's verbs, a subtask of a family, done or quit.
+  what the robot knows: the task the pattern of the decision's family, each condition a predicate
+  of the table with its arity, every argument a variable of `variables()` or a kind the robot has
+  perceived (a statement or a task, quoted, for the two predicates that take one; a bound kind
+  where the language needs one), at most `MAX_CONDITIONS` conditions, the effect of the kind and
+  verb of the option chosen (a motor action's arguments variables), as its replay must give it.
 A grammar bounds the form only: what the model writes inside it is still parsed as data, replayed
 on the state it was made for and revised as before (docs/llm.md); nothing of it is executed.
 """
