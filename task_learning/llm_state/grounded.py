@@ -3,7 +3,7 @@ objects it knows, as grammars for the text after each cue (config/prompts/bounde
 
 - Policy (after "Low-level Action Plan:"): numbered lines "N. <primitive>(<object>[, <object>])",
   one of the paper's nine primitives with its arity, every argument a name the robot has observed
-  (an object or a room); at most 20 lines.
+  (an object or a room); at most 12 lines (`MAX_PLAN_STEPS`).
 - Attention: lines `add_related_objects("<observed object>")`, at most 8.
 - State estimator (after "update_"): `state("<observed object>", "<attributes>")` or
   `reasoning("<text>")`, further lines starting `update_`; at most 12.
@@ -17,6 +17,10 @@ from task_learning.llm.constraints import Constraint, gbnf_literal
 from task_learning.llm_state.calls import PLAN_FUNCTIONS
 
 TEXT = '[^"\\\\\\n]'
+# A plan's lines: the grammar ends the plan before the bounded answer's 160 tokens do (measured:
+# allowed 20 lines, the model wrote 11 and a cut twelfth, "12. open(comp", dropped by the parser;
+# a line is 8-12 tokens).
+MAX_PLAN_STEPS = 12
 
 
 def _names(known: Iterable[str]) -> str:
@@ -29,7 +33,7 @@ def policy(known: Iterable[str]) -> Constraint:
     for name, arity in PLAN_FUNCTIONS.items():
         args = ' ", " '.join(["obj"] * arity)
         calls.append(f'"{name}(" {args} ")"' if arity else f'"{name}()"')
-    grammar = ('root ::= step ("\\n" step){0,19}\n'
+    grammar = (f'root ::= step ("\\n" step){{0,{MAX_PLAN_STEPS - 1}}}\n'
                'step ::= [1-9] [0-9]? ". " call\n'
                f"call ::= {' | '.join(calls)}\n"
                f"obj ::= {_names(known)}\n")

@@ -107,6 +107,13 @@ class LLMAdvisor:
             return ""
         return response.text if bound is None else _bounded_text(bound, response.text)
 
+    def patterns_for(self, task: str) -> list[str]:
+        """The task patterns a rule made for `task` may have (grounded decoding): the families'
+        that bind it (measured: offered every family's, the model wrote an explore decision's
+        rule for 'slice a/an <object>'); every family's when none does."""
+        own = [f.pattern for f in self.families if task_binding(f.pattern, task) is not None]
+        return own or [f.pattern for f in self.families]
+
     def subtask_options(self, task: str) -> list[tuple[str, str]]:
         return [(f.pattern, f.end_condition) for f in self.families
                 if f.end_condition and task_binding(f.pattern, task) is None]
@@ -154,14 +161,16 @@ class LLMAdvisor:
         conversation = messages + [("assistant", selection_text), ("user", prompts.ENGLISH_INSTRUCTIONS)]
         base = {"task": decision.task, "env": decision.env.to_dict(), "option": answer.option}
         english_text = self._ask(prompts.ENGLISH, conversation, base,
-                                 grounded.english_rule([f.pattern for f in self.families]))
+                                 grounded.english_rule(self.patterns_for(decision.task), [f.pattern for f in self.families],
+                                                       answer.option))
         english = prompts.parse_generalized_rule(english_text)
         if not english:
             return None
         rule_messages = [("system", prompts.rule_system_prompt()),
                          ("user", english_text + "\n\n" + prompts.RULE_INSTRUCTIONS)]
         rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english},
-                              grounded.structured_rule([f.pattern for f in self.families]))
+                              grounded.structured_rule(self.patterns_for(decision.task), decision.env,
+                                                       [f.pattern for f in self.families], answer.option))
         ctx = MatchContext(decision.task, decision.env, decision.world)
         production = self.check_and_revise(rule_text, ctx, answer.option, messages[1][1], base | {"english": english})
         if production is None:
@@ -201,7 +210,8 @@ class LLMAdvisor:
                     + prompts.REVISION_INSTRUCTIONS)
             rule_text = self._ask(prompts.REVISION, [("system", prompts.rule_system_prompt()), ("user", user)],
                                   context | {"error": error, "round": round_ + 1},
-                                  grounded.structured_rule([f.pattern for f in self.families]))
+                                  grounded.structured_rule(self.patterns_for(ctx.task), ctx.env,
+                                                           [f.pattern for f in self.families], option))
         self.stats.rejected += 1
         log.info("rule rejected after %d revision(s): %s", self.max_revisions, errors[-1] if errors else "")
         return None
@@ -233,7 +243,10 @@ class LLMAdvisor:
                 rule_text = self._ask(prompts.RULE, [("system", prompts.rule_system_prompt()),
                                                      ("user", f"[Generalized Rule]\n{english}\n\n" + prompts.RULE_INSTRUCTIONS)],
                                       {"english": english, "task": ctx.task, "env": p.provenance["state"],
-                                       "option": p.provenance.get("option", "")})
+                                       "option": p.provenance.get("option", "")},
+                                      grounded.structured_rule(self.patterns_for(ctx.task), state,
+                                                               [f.pattern for f in self.families],
+                                                               str(p.provenance.get("option", ""))))
                 new = self.check_and_revise(rule_text, ctx, str(p.provenance.get("option", "")), "", {"english": english})
                 if new is None:
                     verdict = "keep (modification failed its replay check)"

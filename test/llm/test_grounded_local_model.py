@@ -18,6 +18,7 @@ import pytest
 from task_learning.grounding import analyze_goal
 from task_learning.llm.client import make_client
 from task_learning.llm.local_install import local_paths
+from task_learning.llm.local_provider import ENV_LOCAL_URL
 from task_learning.llm.local_server import LocalServer
 from task_learning.stars.elicit import ElicitationSetup, elicit_goal
 from task_learning.stars.grounded import GoalSpace
@@ -31,9 +32,9 @@ pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.timeout(900)]
 @pytest.fixture(scope="module")
 def server() -> Iterator[dict[str, Any]]:
     """The client options of the model server: one started here, or a running llama-server at
-    $TASK_LEARNING_TEST_LLM_URL (its root URL: a machine whose cores already serve the model
+    $TASK_LEARNING_LOCAL_LLM_URL (the variable every command reads; its root URL: a machine whose cores already serve the model
     should not start a second one)."""
-    url = os.environ.get("TASK_LEARNING_TEST_LLM_URL", "").strip().rstrip("/")
+    url = os.environ.get(ENV_LOCAL_URL, "").strip().rstrip("/")
     if url:
         yield {"base_url": url if url.endswith("/v1") else f"{url}/v1"}
         return
