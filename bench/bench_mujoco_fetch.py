@@ -151,8 +151,7 @@ def _set_view(sim: Simulator, joints: dict[str, float]) -> None:
 
 def markers(scene: str) -> None:
     """Detection rate of the simulated world's markers by the stack's detector (see the docstring)."""
-    import yaml
-
+    from task_learning.inputs.config import parse_yaml
     from task_learning.perception.detect import MarkerDetector
     from task_learning.perception.frames import RGBDFrame
     from task_learning.perception.registry import registry_from_dict
@@ -161,7 +160,7 @@ def markers(scene: str) -> None:
 
     world = build_world(load_scene(scene))
     plan = add_markers(world)
-    detector = MarkerDetector(registry_from_dict(yaml.safe_load(registry_yaml(plan)), source="sim"))
+    detector = MarkerDetector(registry_from_dict(parse_yaml(registry_yaml(plan)), source="sim"))
     sim = Simulator(world)
     camera = CameraModel.from_fov(640, 480, 50.0)
     renderer = mujoco.Renderer(sim.model, 480, 640)

@@ -112,8 +112,10 @@ class SkillSequencer:
         return self._carry or None
 
     def carry(self) -> list[Step]:
-        """The arm to CARRY_POINT (none without a kinematic model or with MoveIt)."""
-        if self.profile.arm.mode != "ik" or self.kinematics is None:
+        """The arm to CARRY_POINT (none without a kinematic model, with MoveIt, or when the robot's
+        model has no solution for that point: the robot then drives with its arm as it is, as it
+        did before the carry step existed)."""
+        if self.profile.arm.mode != "ik" or self.kinematics is None or self._carry_joints() is None:
             return []
         ahead = np.array([1.0, 0.0, 0.0])
         return self.arm_path([(np.array(CARRY_POINT), "carry pose")], ahead)

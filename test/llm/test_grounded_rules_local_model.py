@@ -46,6 +46,10 @@ def _recorded(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.skipif(os.environ.get("TASK_LEARNING_LONG_LLM_TESTS", "") != "1",
+                    reason="one bootstrap instance with the 270M model on 2 cores took over 30 min in the "
+                           "merged suite (a rule answer takes 3-8 min at load): beyond make test's budget; "
+                           "TASK_LEARNING_LONG_LLM_TESTS=1 runs it")
 def test_every_grounded_production_answer_is_read_by_its_parser(base_url, tmp_path):
     record = tmp_path / "boot.jsonl"
     argv = ["bootstrap", "--families", "explore", "--max-instances", "1", "--llm", "local", "--base-url", base_url,
