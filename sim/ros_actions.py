@@ -118,13 +118,9 @@ class ActionServers:
             return message
 
         self._wait(handle, lambda: goal.outcome is not NavOutcome.RUNNING, self.node.sim.base.cancel, feedback)
-        if goal.outcome is NavOutcome.SUCCEEDED:
-            handle.succeed()
-        elif goal.outcome is NavOutcome.CANCELED:
-            _end_stopped(handle)
-        else:
+        if goal.outcome not in (NavOutcome.SUCCEEDED, NavOutcome.CANCELED):
             _set(result, error_code=NAV_CODES[goal.outcome], error_msg=f"the base stopped: {goal.outcome.value}")
-            handle.abort()
+        _end(handle, stopped=goal.outcome is NavOutcome.CANCELED, succeeded=goal.outcome is NavOutcome.SUCCEEDED)
         return result
 
     # ---- follow_joint_trajectory -----------------------------------------------------------------
@@ -152,12 +148,7 @@ class ActionServers:
             return message
 
         self._wait(handle, lambda: run.done, lambda: self.node.sim.cancel_trajectory(run), feedback)
-        if run.canceled:
-            _end_stopped(handle)
-        elif run.code is TrajectoryCode.SUCCESSFUL:
-            handle.succeed()
-        else:
-            handle.abort()
+        _end(handle, stopped=run.canceled, succeeded=run.code is TrajectoryCode.SUCCESSFUL)
         result.error_code = int(run.code) if run.code is not None else 0
         result.error_string = run.message
         return result
@@ -177,12 +168,7 @@ class ActionServers:
             return PointHead.Feedback(pointing_angle_error=float(np.max(np.abs(run.error))) if run.error.size else 0.0)
 
         self._wait(handle, lambda: run.done, lambda: self.node.sim.cancel_trajectory(run), feedback)
-        if run.canceled:
-            _end_stopped(handle)
-        elif run.code is TrajectoryCode.SUCCESSFUL:
-            handle.succeed()
-        else:
-            handle.abort()
+        _end(handle, stopped=run.canceled, succeeded=run.code is TrajectoryCode.SUCCESSFUL)
         return PointHead.Result()
 
     def _goal_in_odom_point(self, point_stamped: Any) -> tuple[float, float, float] | None:
@@ -212,21 +198,18 @@ class ActionServers:
         self._wait(handle, lambda: run.done, cancel, feedback)
         result = GripperCommand.Result(position=run.position, effort=run.force, stalled=run.stalled,
                                        reached_goal=run.reached_goal)
-        if run.canceled:
-            _end_stopped(handle)
-        elif run.reached_goal or run.stalled:
-            handle.succeed()
-        else:
-            handle.abort()
+        _end(handle, stopped=run.canceled, succeeded=run.reached_goal or run.stalled)
         return result
 
 
-def _end_stopped(handle: ServerGoalHandle) -> None:
-    """A goal stopped before its end: canceled when its client asked to cancel it; otherwise (a
-    newer goal on the same joints or base preempted it, or the simulator is shutting down) aborted,
-    as the action protocol allows no CANCELED without a cancel request (rclpy refuses the
-    transition EXECUTING -> CANCELED)."""
-    if handle.is_cancel_requested:
+def _end(handle: ServerGoalHandle, *, stopped: bool, succeeded: bool) -> None:
+    """End a goal: succeeded, aborted, or (stopped before its end) canceled when its client asked
+    to cancel it; otherwise (a newer goal on the same joints or base preempted it, or the
+    simulator is shutting down) aborted, as the action protocol allows no CANCELED without a
+    cancel request (rclpy refuses the transition EXECUTING -> CANCELED)."""
+    if stopped and handle.is_cancel_requested:
         handle.canceled()
+    elif succeeded and not stopped:
+        handle.succeed()
     else:
         handle.abort()
