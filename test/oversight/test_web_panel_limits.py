@@ -35,13 +35,17 @@ def connect(served: ServedPanel) -> socket.socket:
 
 
 def closed_by_server(sock: socket.socket) -> bool:
-    readable, _, _ = select.select([sock], [], [], 0)
-    if not readable:
-        return False
-    try:
-        return sock.recv(4096, socket.MSG_PEEK) == b""
-    except OSError:
-        return True
+    """True once the server has closed `sock`. Bytes still unread (the rest of a reply whose first
+    segment `reply_of` took) are read and dropped: peeking at them would never see the close."""
+    while True:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except OSError:
+            return True
 
 
 def reply_of(sock: socket.socket) -> bytes:
