@@ -373,8 +373,10 @@ class RosClient:
         if self._closed:
             return
         self._closed = True
-        self.executor.shutdown(timeout_sec=5.0)
-        self.thread.join(timeout=5.0)
+        # the node is destroyed only once the spin thread has ended: destroyed under a spinning
+        # executor, the thread died with "cannot use Destroyable" (seen at load: 5 s was too short)
+        self.executor.shutdown(timeout_sec=30.0)
+        self.thread.join(timeout=30.0)
         self.node.destroy_node()
         self._rclpy.shutdown(context=self.context)
 

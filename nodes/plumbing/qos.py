@@ -60,24 +60,26 @@ class ActionClientQos(_ActionServiceQos):
 
 
 def feedback_qos(depth: int = FEEDBACK_DEPTH) -> QoSProfile:
-    """Reliable, volatile, keeping `depth` feedback messages on each side (see the module docstring)."""
-    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.VOLATILE)
+    """Reliable, volatile, keeping `depth` feedback messages on each side (see the module
+    docstring): the services' policy with the feedback's depth."""
+    return service_qos(depth)
+
+
+def _action_services(depth: int) -> _ActionServiceQos:
+    profile = service_qos(depth)
+    return _ActionServiceQos(goal_service_qos_profile=profile, result_service_qos_profile=profile,
+                             cancel_service_qos_profile=profile)
 
 
 def action_server_qos(depth: int = SERVICE_DEPTH) -> ActionServerQos:
     """An ActionServer's profiles: its services sized as `service_qos(depth)`, its feedback as
     `feedback_qos()`."""
-    profile = service_qos(depth)
-    return ActionServerQos(goal_service_qos_profile=profile, result_service_qos_profile=profile,
-                           cancel_service_qos_profile=profile, feedback_pub_qos_profile=feedback_qos())
+    return ActionServerQos(**_action_services(depth), feedback_pub_qos_profile=feedback_qos())
 
 
 def action_client_qos(depth: int = SERVICE_DEPTH) -> ActionClientQos:
     """An ActionClient's profiles, matching `action_server_qos`."""
-    profile = service_qos(depth)
-    return ActionClientQos(goal_service_qos_profile=profile, result_service_qos_profile=profile,
-                           cancel_service_qos_profile=profile, feedback_sub_qos_profile=feedback_qos())
+    return ActionClientQos(**_action_services(depth), feedback_sub_qos_profile=feedback_qos())
 
 
 def latched(depth: int = 1) -> QoSProfile:
