@@ -138,7 +138,9 @@ fi
 
 # 3. The project itself, editable, with its console scripts.
 want=$(hash_of "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/nodes/plumbing/registry.py")  # the registry: the node executables
-if [ "$(cat "$STAMPS/project" 2>/dev/null)" != "$want" ]; then
+# The stamp alone is not enough: a `git clean -x` removes the editable install's metadata
+# (task_learning.egg-info) and every node then dies with PackageNotFoundError.
+if [ "$(cat "$STAMPS/project" 2>/dev/null)" != "$want" ] || [ ! -d "$ROOT/task_learning.egg-info" ]; then
   log "installing task_learning (editable)"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$ROOT" \
     2> >(grep -v "is ignored: it is neither" >&2)
