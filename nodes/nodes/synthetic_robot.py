@@ -125,7 +125,11 @@ class SyntheticRobotNode(Node):
             view = self.robot.render(stamp)
             T_base = self.robot.T_world_base.copy()
         header_stamp = _time_msg(stamp)
-        self._frames_sent += 1
+        # tf_stops counts only frames a listener could get (volatile /tf: what is published before
+        # perception's subscription matches is gone); at load 30 the first 10 all went unheard
+        # and perception never learned 'map' at all, a different fault from the one simulated
+        if self.fault != "tf_stops" or self.tf_pub.get_subscription_count() > 0:
+            self._frames_sent += 1
         if self.fault != "tf_stops" or self._frames_sent <= TF_STOPS_AFTER:
             self.tf_pub.publish(TFMessage(transforms=[_transform(self.map_frame, self.base_frame, header_stamp, T_base)]))
         frame = view.frame
