@@ -1,8 +1,11 @@
 """The loopback base controller behind `navigate_to_pose`: turn toward the goal, drive straight,
 turn to the goal's heading, with bounded speeds and accelerations; the planar base's servos track
 that path in physics. A touch between the robot and anything but the floor aborts the goal (the
-base stops where it is); so does a base that cannot follow its path (pushed against something) or
-a goal not reached in time. Cancel brakes to a stop."""
+base stops where it is) when the base's next motion would push the touching point further into
+what it touches; motion away from a contact (backing out of a piece it touched) goes on, as a
+real base's local planner drives away from an obstacle it is against. A base that cannot follow
+its path (pushed against something) or a goal not reached in time also aborts. Cancel brakes to
+a stop."""
 from __future__ import annotations
 
 import math
@@ -19,6 +22,10 @@ POSITION_TOLERANCE_M = 0.02
 YAW_TOLERANCE_RAD = 0.03
 TRACKING_LIMIT_M = 0.08  # the base this far behind its path is stuck
 TIMEOUT_MARGIN_S = 10.0
+INTO_CONTACT_M = 1e-6  # a touching point moving this far a tick toward what it touches: a collision
+# A touch: the contact point (x, y) and the horizontal normal (nx, ny) from the robot toward
+# what it touches, in odom.
+Contact = tuple[float, float, float, float]
 
 
 class NavOutcome(Enum):
@@ -79,13 +86,18 @@ class BaseController:
             if self.goal.ramp is not None:
                 self.goal.ramp.brake()
 
-    def tick(self, pose: tuple[float, float, float], touching: bool, now: float, dt: float) -> None:
-        """Advance the setpoint one tick; end the goal on arrival, contact, lag or its deadline."""
+    def tick(self, pose: tuple[float, float, float], contacts: list[Contact], now: float, dt: float) -> None:
+        """Advance the setpoint one tick; end the goal on arrival, motion into a contact, lag or
+        its deadline."""
         goal = self.goal
         if goal is None or goal.outcome is not NavOutcome.RUNNING:
             return
-        if touching:
+        before = self.setpoint
+        self._advance(goal, pose, now, dt)
+        if contacts and goal.outcome is NavOutcome.RUNNING and _into(before, self.setpoint, pose, contacts):
             return self._end(goal, NavOutcome.COLLISION, pose)
+
+    def _advance(self, goal: BaseGoal, pose: tuple[float, float, float], now: float, dt: float) -> None:
         if math.hypot(self.setpoint[0] - pose[0], self.setpoint[1] - pose[1]) > TRACKING_LIMIT_M:
             return self._end(goal, NavOutcome.STUCK, pose)
         if now > goal.deadline:
@@ -133,3 +145,15 @@ class BaseController:
         """End the goal: the base holds where it is now (no push into what it touched)."""
         goal.outcome = outcome
         self.setpoint = pose
+
+
+def _into(before: tuple[float, float, float], after: tuple[float, float, float], pose: tuple[float, float, float],
+          contacts: list[Contact]) -> bool:
+    """Whether the setpoint's step moves any touching point of the robot (a rigid body turning
+    about base_link) toward what it touches."""
+    dx, dy, dyaw = after[0] - before[0], after[1] - before[1], wrap(after[2] - before[2])
+    for px, py, nx, ny in contacts:
+        rx, ry = px - pose[0], py - pose[1]
+        if (dx - dyaw * ry) * nx + (dy + dyaw * rx) * ny > INTO_CONTACT_M:
+            return True
+    return False
