@@ -22,6 +22,9 @@ POSITION_TOLERANCE_M = 0.02
 YAW_TOLERANCE_RAD = 0.03
 TRACKING_LIMIT_M = 0.08  # the base this far behind its path is stuck
 TIMEOUT_MARGIN_S = 10.0
+# A goal behind the base and nearer than this is reached backing up, as Nav2's controllers may
+# reverse (Regulated Pure Pursuit's allow_reversing): the way out of a piece the robot drove up to.
+REVERSE_WITHIN_M = 1.0
 INTO_CONTACT_M = 1e-6  # a touching point moving this far a tick toward what it touches: a collision
 # A touch: the contact point (x, y) and the horizontal normal (nx, ny) from the robot toward
 # what it touches, in odom.
@@ -51,6 +54,7 @@ class BaseGoal:
     start: tuple[float, float, float]
     started_at: float
     phase: int = 0  # 0 turn toward the goal, 1 drive, 2 turn to the goal's heading, 3 settle
+    reverse: bool = False  # drive backwards (the goal is close behind)
     ramp: Ramp | None = None
     anchor: tuple[float, float, float] = (0.0, 0.0, 0.0)
     outcome: NavOutcome = NavOutcome.RUNNING
@@ -120,11 +124,14 @@ class BaseController:
     def _next_phase(self, goal: BaseGoal) -> None:
         x, y, yaw = self.setpoint
         goal.anchor = self.setpoint
-        if goal.phase == 0 and math.hypot(goal.x - x, goal.y - y) > POSITION_TOLERANCE_M / 2:
+        distance = math.hypot(goal.x - x, goal.y - y)
+        if goal.phase == 0 and distance > POSITION_TOLERANCE_M / 2:
             heading = math.atan2(goal.y - y, goal.x - x)
-            goal.ramp = Ramp(0.0, wrap(heading - yaw), MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
-        elif goal.phase == 1 and math.hypot(goal.x - x, goal.y - y) > POSITION_TOLERANCE_M / 2:
-            goal.ramp = Ramp(0.0, math.hypot(goal.x - x, goal.y - y), MAX_SPEED_M_S, MAX_ACCEL_M_S2)
+            goal.reverse = distance < REVERSE_WITHIN_M and abs(wrap(heading - yaw)) > math.pi / 2
+            turn = wrap(heading + math.pi - yaw) if goal.reverse else wrap(heading - yaw)
+            goal.ramp = Ramp(0.0, turn, MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
+        elif goal.phase == 1 and distance > POSITION_TOLERANCE_M / 2:
+            goal.ramp = Ramp(0.0, -distance if goal.reverse else distance, MAX_SPEED_M_S, MAX_ACCEL_M_S2)
         elif goal.phase == 2:
             goal.ramp = Ramp(0.0, wrap(goal.yaw - yaw), MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
         elif goal.phase < 3:
