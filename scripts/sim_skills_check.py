@@ -128,6 +128,10 @@ class GroundTruthView:
         record = self.snapshot()["objects"].get(object_id)
         return None if record is None or self.focus != "object" else record.get("narrow_yaw")
 
+    def grasp_width(self, object_id: str) -> float | None:
+        record = self.snapshot()["objects"].get(object_id)
+        return None if record is None or self.focus != "object" else record.get("narrow_width")
+
     def front_of(self, object_id: str) -> BasePose | None:
         truth = self.snapshot()
         record = truth["objects"].get(object_id)

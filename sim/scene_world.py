@@ -23,7 +23,9 @@ from task_learning_sim.shapes import ObjectShape, ShapesDoc, load_shapes
 
 GAP_M = 0.8  # free floor between neighbouring pieces on the ring
 MIN_RING_RADIUS_M = 2.2
-PACK_GAP_M = 0.02
+# between neighbours: room for a finger (1.4 cm) and its margin beside an object, where the
+# place has room for that (else the tighter gap)
+PACK_GAPS_M = (0.03, 0.02)
 # room left between a row's ends and the side walls: the Fetch's open fingers straddle an object
 # across the row (5 cm each side of its centre, 1.4 cm thick)
 FINGER_ROOM_M = 0.03
@@ -123,7 +125,18 @@ def _packed_size(shape: ObjectShape, room: float) -> tuple[float, float, float, 
 def pack(items: list[Item], place: PlaceVolume, receptacle: str) -> dict[str, tuple[float, float, float, float, float]]:
     """Poses (x, y, z, yaw, roll in the place's body frame) for `items` standing in rows from
     the place's front (high x) back, each turned so its narrow side runs along the row (flat ones
-    on edge: `on_edge`); SceneBuildError when one does not fit."""
+    on edge: `on_edge`), PACK_GAPS_M apart (the widest gap they fit with); SceneBuildError when
+    one does not fit."""
+    for gap in PACK_GAPS_M[:-1]:
+        try:
+            return _pack(items, place, receptacle, gap)
+        except SceneBuildError:
+            continue
+    return _pack(items, place, receptacle, PACK_GAPS_M[-1])
+
+
+def _pack(items: list[Item], place: PlaceVolume, receptacle: str, gap: float
+          ) -> dict[str, tuple[float, float, float, float, float]]:
     positions: dict[str, tuple[float, float, float, float, float]] = {}
     height = place.high[2] - place.low[2]
     items = sorted(items, key=lambda item: _packed_size(item.shape, height)[2])  # short ones in front: reachable over
@@ -136,14 +149,14 @@ def pack(items: list[Item], place: PlaceVolume, receptacle: str) -> dict[str, tu
         if tall > height:
             raise SceneBuildError(f"{item.id} ({item.type}, {tall:.2f} m tall) is too big for "
                                   f"{receptacle} ({height:.2f} m inside)")
-        if y + width + PACK_GAP_M > high_y:  # next row, further back
-            row_front, row_depth, y = row_front - row_depth - PACK_GAP_M, 0.0, low_y
-        if row_front - depth - PACK_GAP_M < place.low[0] or y + width + PACK_GAP_M > high_y:
+        if y + width + gap > high_y:  # next row, further back
+            row_front, row_depth, y = row_front - row_depth - gap, 0.0, low_y
+        if row_front - depth - gap < place.low[0] or y + width + gap > high_y:
             raise SceneBuildError(f"{item.id} ({item.type}) does not fit in {receptacle} with the "
                                   f"{len(positions)} objects before it")
-        positions[item.id] = (row_front - PACK_GAP_M - depth / 2, y + PACK_GAP_M + width / 2,
+        positions[item.id] = (row_front - gap - depth / 2, y + gap + width / 2,
                               place.low[2] + tall / 2 + 0.002, yaw, roll)
-        y += width + PACK_GAP_M
+        y += width + gap
         row_depth = max(row_depth, depth)
     return positions
 

@@ -52,6 +52,10 @@ class BeliefView:
             return None
         return math.radians(float(rotation["y"]))
 
+    def grasp_width(self, object_id: str) -> float | None:
+        """Not measured by the fetch backend's perception yet: the gripper opens fully."""
+        return None
+
     def front_of(self, object_id: str) -> BasePose | None:
         record = self._record(object_id)
         if record is None:

@@ -62,6 +62,11 @@ class RobotView(Protocol):
         way the fingers close on it; None when not known (a round object, or never measured)."""
         ...
 
+    def grasp_width(self, object_id: str) -> float | None:
+        """The object's extent (m) across that narrow side: the gripper opens only that much and
+        a margin, not into its neighbours; None when not known (it opens fully)."""
+        ...
+
     def front_of(self, object_id: str) -> BasePose | None:
         """The centre of the front face of the piece of furniture the object is in or on (of
         the piece itself when `object_id` is furniture), heading out of that face; None when
@@ -117,7 +122,8 @@ class RobotSkillExecutor:
             return SkillResult(False, f"unknown skill {request.skill!r}", "unsupported")
         try:
             steps = self.sequencer.manipulate(request.skill, position, base, front,
-                                              self.view.grasp_yaw(request.object_id))
+                                              self.view.grasp_yaw(request.object_id),
+                                              self.view.grasp_width(request.object_id))
         except Unreachable as exc:
             return _fail(NOT_NEAR, subject, str(exc))
         return self._run(steps, subject, generation)

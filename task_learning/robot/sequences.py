@@ -49,6 +49,9 @@ STRAIGHT_STEP_M = 0.04
 TRANSIT_STEP_M = 0.1  # ... on the way from where the arm is to a motion's first waypoint
 TURN_STEP_RAD = 0.3  # ... and at most this much turn of the gripper between IK points
 BACK_OUT_SPEED_RAD_S = 0.6  # the fastest joint's speed while retracing a path
+JOINT_SPEED_RAD_S = 0.8  # the fastest joint's speed between IK points (Fetch's arm: ~1.2-2.3 rad/s)
+FINGER_MARGIN_M = 0.006  # each side between an object and the open fingers that straddle it
+JUMP_RAD = 0.5  # a joint turning more than this between IK points 4 cm apart: another branch
 # The base's front edge from a piece's front (m): base_link's centre no nearer than this (the
 # Fetch's base is a 0.56 m circle) when a target deep in the piece pulls it in.
 FRONT_CLEARANCE_M = 0.4
@@ -192,9 +195,13 @@ class SkillSequencer:
 
     # -- gripper and arm ------------------------------------------------------------------------
 
-    def gripper(self, opening: bool, *, grasp: bool = False) -> Step:
+    def gripper(self, opening: bool, *, grasp: bool = False, width: float | None = None) -> Step:
+        """Open (to `width` and a margin each side when given: not into an object's
+        neighbours) or close the gripper."""
         g = self.profile.gripper
         position = g.open_position if opening else g.closed_position
+        if opening and width is not None and g.mode == "command":
+            position = min(g.open_position, width + 2 * FINGER_MARGIN_M)
         why = "open the gripper" if opening else ("close the gripper on the object" if grasp else "close the gripper")
         if g.mode == "command":
             return Step(GripperGoal(g.action, position, g.max_effort, self.profile.timeouts.gripper_s, grasp), why)
@@ -205,7 +212,7 @@ class SkillSequencer:
         return Step(goal, why)
 
     def arm_path(self, waypoints: list[tuple[np.ndarray, str]], approach: np.ndarray,
-                 toward: np.ndarray | None = None) -> list[Step]:
+                 toward: np.ndarray | None = None, *, transit: bool = True) -> list[Step]:
         """Arm goals through `waypoints` (base frame) with the gripper along `approach` (level
         fingers across `toward`, the horizontal direction to the object; default: the approach)."""
         arm = self.profile.arm
@@ -227,7 +234,7 @@ class SkillSequencer:
         at = self._at
         for point, why in waypoints:
             points: list[tuple[tuple[float, ...], float]] = []
-            if at is not None and steps:
+            if at is not None and (steps or not transit):  # `transit`: the first waypoint is reached through free space
                 points = self._straight(at, point, frame, why, STRAIGHT_STEP_M)
             else:  # the first waypoint: a straight line from where the arm is when the IK finds
                 # one (coarser: it leaves free space), else as the joints go
@@ -235,11 +242,11 @@ class SkillSequencer:
                     points = self._straight(at, point, frame, why, TRANSIT_STEP_M) if at is not None else []
                 except Unreachable:
                     points = []
-                if not points:
+                if not points or _jumps(at, points):
                     solution = self._solve(point, at[2] if at is not None else self._carry_joints(), frame)
                     if solution is None:
                         raise self._no_solution(why, point)
-                    points = [(solution, arm.move_s)]
+                    points = self.timed(at[2], [solution], arm.move_s) if at is not None else [(solution, arm.move_s)]
             at = (point, frame, points[-1][0])
             steps.append(Step(TrajectoryGoal(arm.trajectory_action, arm.joints, tuple(points),
                                              self.profile.timeouts.arm_s, "arm"), why))
@@ -257,14 +264,28 @@ class SkillSequencer:
         count = max(1, int(math.ceil(float(np.linalg.norm(point - origin)) / step_m)),
                     int(math.ceil(turn.magnitude() / TURN_STEP_RAD)))
         slerp = Slerp([0.0, 1.0], Rotation.from_matrix(np.stack([turned, frame])))
-        points: list[tuple[tuple[float, ...], float]] = []
+        solutions: list[tuple[float, ...]] = []
         joints: tuple[float, ...] | None = seed
         for i in range(1, count + 1):
             along = origin + (point - origin) * i / count
             joints = self._solve(along, joints, slerp([i / count]).as_matrix()[0])
             if joints is None:
                 raise self._no_solution(why, along)
-            points.append((joints, self.profile.arm.move_s * i / count))
+            solutions.append(joints)
+        return self.timed(seed, solutions, self.profile.arm.move_s / count)
+
+    @staticmethod
+    def timed(start: tuple[float, ...], solutions: list[tuple[float, ...]], least_s: float
+              ) -> list[tuple[tuple[float, ...], float]]:
+        """Trajectory points through `solutions` from `start`: each at least `least_s` after the
+        one before, and no joint faster than JOINT_SPEED_RAD_S (an IK solution that jumps, or a
+        long joint-space move, gets the time a real arm needs to follow it)."""
+        points: list[tuple[tuple[float, ...], float]] = []
+        t, previous = 0.0, np.array(start)
+        for joints in solutions:
+            t += max(least_s, float(np.max(np.abs(np.array(joints) - previous))) / JOINT_SPEED_RAD_S)
+            points.append((joints, round(t, 4)))
+            previous = np.array(joints)
         return points
 
     def _no_solution(self, why: str, point: np.ndarray) -> Unreachable:
@@ -328,7 +349,7 @@ class SkillSequencer:
         return next((c for c in candidates if self._solve(c, None, frame) is not None), candidates[0])
 
     def manipulate(self, skill: str, target: Vec3, base: BasePose, front: BasePose | None = None,
-                   grasp_yaw: float | None = None) -> list[Step]:
+                   grasp_yaw: float | None = None, grasp_width: float | None = None) -> list[Step]:
         """The goals of a manipulation of the object at `target` (map); Unreachable when the
         arm cannot get there from `base` (nothing is planned then). Picks and places below
         TOP_DOWN_BELOW_M come from above (the fingers closing along `grasp_yaw`, the heading of
@@ -336,13 +357,13 @@ class SkillSequencer:
         from the side, square into `front` (the holding piece's front face) when known."""
         self.begin_action()
         try:
-            return self._manipulate(skill, target, base, front, grasp_yaw)
+            return self._manipulate(skill, target, base, front, grasp_yaw, grasp_width)
         except Unreachable:
             self._at = self._action_start
             raise
 
     def _manipulate(self, skill: str, target: Vec3, base: BasePose, front: BasePose | None,
-                    grasp_yaw: float | None) -> list[Step]:
+                    grasp_yaw: float | None, grasp_width: float | None) -> list[Step]:
         arm = self.profile.arm
         p = base.to_base(target)
         toward = np.array([p[0], p[1], 0.0])
@@ -367,15 +388,16 @@ class SkillSequencer:
         if skill == "pick":
             lift = [(back, "lift"), (clear, "lift clear")] + over[:1] if from_above \
                 else [(back + up, "lift and retreat")]
-            return look + [self.gripper(True)] + self.arm_path(ways + [(p, "grasp")], approach, toward) + \
-                [self.gripper(False, grasp=True)] + self.arm_path(lift, approach, toward)
+            opening = self.gripper(True, width=grasp_width if from_above else None)
+            return look + [opening] + self.arm_path(ways + [(p, "grasp")], approach, toward) + \
+                [self.gripper(False, grasp=True)] + self.arm_path(lift, approach, toward, transit=False)
         if skill == "place":
             release = p + up
             above = over[:1] + [(release + np.array([0.0, 0.0, arm.pregrasp_m]), "above the receptacle")] if from_above \
                 else [(self._reachable([back + up + np.array([0.0, 0.0, dz]) for dz in (0.0, 0.06, 0.12, -0.06)],
                                        approach, toward), "above the receptacle, back")]
             return look + self.arm_path(above + [(release, "release pose")], approach, toward) + \
-                [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward)
+                [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward, transit=False)
         if skill in ("open", "close"):
             # open: pull the handle back to where the hand came from; close: push it in half the
             # approach further; then let go and back off to where the hand came from
@@ -383,12 +405,25 @@ class SkillSequencer:
             away = back  # reached before: a solution near the one the hand comes from
             return look + [self.gripper(True)] + self.arm_path([(back, "before the handle"), (p, "the handle")],
                                                                approach) + \
-                [self.gripper(False, grasp=True)] + self.arm_path([(swing, f"{skill} the door")], approach) + \
-                [self.gripper(True)] + self.arm_path([(away, "retreat")], approach)
+                [self.gripper(False, grasp=True)] + self.arm_path([(swing, f"{skill} the door")], approach,
+                                                                  transit=False) + \
+                [self.gripper(True)] + self.arm_path([(away, "retreat")], approach, transit=False)
         if skill in ("toggle_on", "toggle_off"):
             return look + [self.gripper(False)] + self.arm_path([(back, "before the switch"), (p, "press the switch"),
                                                                  (back, "retreat")], approach)
         raise ValueError(f"not a manipulation: {skill!r} (known: {', '.join(MANIPULATIONS)})")
+
+
+def _jumps(start: tuple[np.ndarray, np.ndarray, tuple[float, ...]] | None,
+           points: list[tuple[tuple[float, ...], float]]) -> bool:
+    """Whether consecutive IK solutions along a straight line jump (the solver found another
+    branch): such a "straight" line is not one for the elbow."""
+    previous = np.array(start[2]) if start is not None else None
+    for joints, _ in points:
+        if previous is not None and float(np.max(np.abs(np.array(joints) - previous))) > JUMP_RAD:
+            return True
+        previous = np.array(joints)
+    return False
 
 
 def _vec(point: np.ndarray) -> Vec3:

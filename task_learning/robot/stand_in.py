@@ -60,6 +60,9 @@ class StandInRobotWorld:
     def grasp_yaw(self, object_id: str) -> float | None:
         return None
 
+    def grasp_width(self, object_id: str) -> float | None:
+        return None
+
     def front_of(self, object_id: str) -> BasePose | None:
         return None
 

@@ -55,6 +55,9 @@ class FakeView:
     def grasp_yaw(self, object_id: str) -> float | None:
         return self.yaws.get(object_id)
 
+    def grasp_width(self, object_id: str) -> float | None:
+        return None
+
     def front_of(self, object_id: str) -> BasePose | None:
         return self.fronts.get(object_id)
 

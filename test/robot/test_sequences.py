@@ -144,3 +144,11 @@ def test_back_out_retraces_the_arm_path_sent_in_reverse_skipping_the_failed_goal
     assert [p[0] for p, _ in back.goal.points] == [0.2, 0.1, 0.0]
     times = [t for _, t in back.goal.points]
     assert times == sorted(times) and times[0] > 0
+
+
+def test_the_gripper_opens_only_as_wide_as_the_object_needs_when_its_width_is_known():
+    """Not into the neighbours packed beside it: the object's width and a margin each side."""
+    seq = SkillSequencer(load_profile("fetch"))
+    assert seq.gripper(True).goal.position == pytest.approx(0.10)
+    assert seq.gripper(True, width=0.04).goal.position == pytest.approx(0.052)
+    assert seq.gripper(True, width=0.09).goal.position == pytest.approx(0.10)  # no wider than it opens
