@@ -12,6 +12,8 @@ robot where a real robot's gripper would do it, each counted by name (`counts`, 
   drawer fully closed.
   The joint is set kinematically (its panel does not collide with the robot: sim/furniture.py);
   the handle does not collide while held or driven, nor until the hand is HANDLE_CLEAR_M away.
+  A driven door or drawer then stays where it was driven (a hold-open stay) until the hand holds
+  its handle again: an object carried past an open door does not push it closed.
 """
 from __future__ import annotations
 
@@ -61,6 +63,9 @@ class Assists:
         self.hold: HandleHold | None = None
         self.welded = ""
         self.drives: dict[str, float] = {}  # joint -> target
+        # joint -> where a drive left it: it stays there (a door's hold-open stay) until the hand
+        # holds its handle again, and what the robot carries does not push it closed meanwhile
+        self.stays: dict[str, float] = {}
         self.untouchable: set[str] = set()  # pieces whose handle stays soft until the hand is away
         self._fingers = {model.joint(j).bodyid[0] for j in FINGER_JOINTS}
 
@@ -107,7 +112,10 @@ class Assists:
             self._set(joint, value + step)
             if abs(target - value - step) < 1e-6:
                 del self.drives[joint]
+                self.stays[joint] = target
                 self.untouchable.add(next(r.id for r in self.closable if r.joint == joint))
+        for joint, target in self.stays.items():
+            self._set(joint, target)
         grip = self.data.body(GRIPPER).xpos
         for receptacle in [r for r in self.closable if r.id in self.untouchable]:
             if float(np.linalg.norm(self.data.geom(f"{receptacle.id}/handle").xpos - grip)) > HANDLE_CLEAR_M:
@@ -129,6 +137,7 @@ class Assists:
         handle = self.data.geom(f"{receptacle.id}/handle").xpos
         yaw = receptacle.pose[2]
         self.drives.pop(receptacle.joint, None)
+        self.stays.pop(receptacle.joint, None)
         self.hold = HandleHold(receptacle, grip.copy(), float(joint.qpos[0]),
                                float(np.linalg.norm((handle - anchor)[:2])),
                                np.array([math.cos(yaw), math.sin(yaw), 0.0]))

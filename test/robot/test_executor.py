@@ -106,3 +106,34 @@ def test_no_base_pose_is_a_fault_not_a_guess():
     result = ex.execute(SkillRequest("pick", "Mug|1"))
     assert result.error_code == f.ROBOT_FAULT and "map -> base_footprint" not in result.error_message
     assert "no transform map -> base_link" in result.error_message and runner.goals == []
+
+
+def test_a_blocked_arm_backs_out_the_way_it_came_and_the_failure_stands():
+    """The arm goal that fails (blocked in a piece) is followed by one trajectory retracing the
+    joint path sent in that action, so that the next action does not start inside the furniture."""
+    from task_learning.robot.ik import ArmKinematics
+    from test.robot.helpers import DATA
+
+    profile = load_profile("fetch")
+    kin = ArmKinematics.from_urdf((DATA / "fetch.urdf").read_text(), profile.arm.root_link, profile.arm.tip_link,
+                                  profile.arm.joints, profile.arm.tolerance_m)
+    arm_goals = []
+
+    def script(goal):
+        if goal.kind == "trajectory" and goal.purpose == "arm":
+            arm_goals.append(goal)
+            if len(arm_goals) == 3:  # the grasp: blocked
+                return GoalOutcome("aborted", code=-5, message="blocked")
+        if goal.kind == "gripper":
+            return GoalOutcome("succeeded", gripper=(0.1, False, True))
+        return GoalOutcome("succeeded", code=0)
+
+    runner = ScriptedRunner(script)
+    view = FakeView(objects={"Mug|1": (0.7, 0.0, 0.8)})
+    ex = RobotSkillExecutor(SkillSequencer(profile, kin), runner, view, MotionGate())
+    result = ex.execute(SkillRequest("pick", "Mug|1"))
+    assert not result.success and "GOAL_TOLERANCE_VIOLATED" in result.error_message
+    assert len(arm_goals) == 4 and runner.goals[-1] is arm_goals[3]
+    back = [p for p, _ in arm_goals[3].points]
+    sent = [p for g in arm_goals[:2] for p, _ in g.points]
+    assert back == sent[::-1]  # the failed goal's own points skipped: it stopped short of them
