@@ -65,6 +65,14 @@ def _http_modules() -> tuple[ModuleType, ModuleType]:
     raise ImportError("cannot tell which HTTP library the openai client uses")
 
 
+def transport_errors() -> tuple[type[Exception], type[Exception]]:
+    """The HTTP library's base class of transport failures (a connection lost, a read timed out)
+    and of timeouts: a streamed answer raises them while it is read, past the `openai` client's
+    own mapping, which covers only the request's start."""
+    httpx, _core = _http_modules()
+    return httpx.TransportError, httpx.TimeoutException
+
+
 # A socket option as httpcore takes it: (level, option, value) or (level, option, None, length).
 SocketOption = Union[tuple[int, int, int], tuple[int, int, Union[bytes, bytearray]], tuple[int, int, None, int]]
 

@@ -47,7 +47,7 @@ class LocalProvider(OpenAIProvider):
                  timeout_per_token_s: float = 0.0, **options: Any) -> None:
         super().__init__(base_url=with_api_path(base_url), completion_model=model_name, selection_model=model_name,
                          selection_api="completions", selection_prompt_types=(),
-                         constraints=ConstraintStyle.LLAMA_CPP, **options)
+                         constraints=ConstraintStyle.LLAMA_CPP, stream=True, **options)
         self.server = server
         self.owns_server = owns_server
         self.health_timeout_s = float(health_timeout_s)

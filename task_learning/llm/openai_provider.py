@@ -59,7 +59,15 @@ from task_learning.llm.base import (
     flatten_conversation,
 )
 from task_learning.llm.constraints import ConstraintStyle, request_body
-from task_learning.llm.http_guard import CallGuard, guarded_http_client, is_too_large, redact_url, split_credentials
+from task_learning.llm.http_guard import (
+    CallGuard,
+    guarded_http_client,
+    is_too_large,
+    redact_url,
+    split_credentials,
+    transport_errors,
+)
+from task_learning.llm.streamed import StreamedAnswer, assemble
 
 MISSING_LOGPROB = -9999.0  # a token the endpoint gave no logprob for: probability ~0
 LOGPROB_TOLERANCE = 1e-6  # a logprob this far above 0 is rounding noise, read as 0
@@ -85,6 +93,7 @@ class OpenAIProvider:
         default_timeout_s: float = 30.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         constraints: str | ConstraintStyle = ConstraintStyle.NONE,
+        stream: bool = False,
     ) -> None:
         if selection_api not in ("chat", "completions"):
             raise ValueError(f"selection_api must be chat or completions, got {selection_api!r}")
@@ -96,6 +105,9 @@ class OpenAIProvider:
         self.require_logprobs = require_logprobs
         # how this endpoint is told a grounded request's constraint (llm/constraints.py)
         self.constraints = ConstraintStyle(constraints)
+        # completions answers streamed (llm/streamed.py): a call cut at its deadline then stops the
+        # server's decoding (llama-server looks at a streamed request's connection every token)
+        self.stream = bool(stream)
         self._secret = api_key or ""
         self._guard = CallGuard()
         self._organization = organization
@@ -146,10 +158,20 @@ class OpenAIProvider:
             if self.uses_chat(request):
                 raw = self._client.chat.completions.create(**self._chat_args(request), timeout=timeout_s)
                 return self._parse_chat(raw, request)
-            raw = self._client.completions.create(**self._completion_args(request), timeout=timeout_s)
+            args = self._completion_args(request)
+            if self.stream:
+                return self._parse_completion(_one(self._streamed(args, timeout_s)), request)
+            raw = self._client.completions.create(**args, timeout=timeout_s)
             return self._parse_completion(raw, request)
 
         return self._round_trip(call, timeout_s, list_prompts=False)
+
+    def _streamed(self, args: dict[str, Any], timeout_s: float) -> list[StreamedAnswer]:
+        """A completions request streamed and read to its end, one answer per prompt. Leaving the
+        block closes the connection whatever happened (a deadline, a size cap): the server then
+        stops decoding at its next token."""
+        with self._client.completions.create(**args, stream=True, timeout=timeout_s) as chunks:
+            return assemble(chunks)
 
     def _round_trip(self, call: Callable[[], _T], timeout_s: float, list_prompts: bool) -> _T:
         """`call()` within the time and size guard, its failures mapped to the client's error
@@ -173,6 +195,13 @@ class OpenAIProvider:
                 raise BatchNotSupported(self.redact(f"HTTP {exc.status_code} from {self.base_url}: {message}"),
                                         permanent=not _about_context(message)) from None
             raise self._status_error(exc) from None
+        except TRANSPORT_ERRORS as exc:  # a streamed answer cut while it was read (the SDK maps only its start)
+            too_large = is_too_large(exc)
+            if too_large is not None:
+                raise ProviderError(f"refused the answer from {self.base_url}: {too_large}") from None
+            if isinstance(exc, TIMEOUT_ERRORS):
+                raise ConnectionProviderError(f"timed out after {timeout_s:g} s: no complete answer from {self.base_url} (deadline covers connect and every read)") from None
+            raise ConnectionProviderError(self.redact(f"lost {self.base_url} while reading its answer: {type(exc).__name__}: {exc}")) from None
         except Exception as exc:  # noqa: BLE001 - malformed JSON, unexpected shapes: the answer is unusable
             too_large = is_too_large(exc)
             if too_large is not None:
@@ -197,6 +226,8 @@ class OpenAIProvider:
         args["prompt"] = [self._completion_args(r)["prompt"] for r in requests]
 
         def call() -> list[LLMResponse]:
+            if self.stream:
+                return self._parse_streamed_batch(self._streamed(args, timeout_s), requests)
             raw = self._client.completions.create(**args, timeout=timeout_s)
             return self._parse_batch(raw, requests)
 
@@ -208,14 +239,24 @@ class OpenAIProvider:
         if len(choices) != len(requests) or indices != list(range(len(requests))):
             raise BatchNotSupported(f"{len(requests)} prompts answered with {len(choices)} choices")
         by_index = {c.index: c for c in choices}
+        responses = self._parse_each([_OneChoice(by_index[i]) for i in range(len(requests))], requests)
+        _split_usage(getattr(raw, "usage", None), requests, responses)
+        return responses
+
+    def _parse_streamed_batch(self, answers: list[StreamedAnswer], requests: list[LLMRequest]) -> list[LLMResponse]:
+        """A streamed list's answers: one per prompt, each with its own usage (llama.cpp sends it
+        with each prompt's last chunk), so nothing is split."""
+        if [a.choices[0].index for a in answers] != list(range(len(requests))):
+            raise BatchNotSupported(f"{len(requests)} prompts answered with {len(answers)} streamed choices")
+        return self._parse_each(answers, requests)
+
+    def _parse_each(self, answers: list[Any], requests: list[LLMRequest]) -> list[LLMResponse]:
         responses = []
-        for i, request in enumerate(requests):
-            one = _OneChoice(by_index[i])
+        for answer, request in zip(answers, requests):
             try:
-                responses.append(self._parse_completion(one, request))
+                responses.append(self._parse_completion(answer, request))
             except ProviderError as exc:  # one malformed answer does not spoil the others
                 responses.append(LLMResponse(text="", error=f"{self.name}: {exc}"))
-        _split_usage(getattr(raw, "usage", None), requests, responses)
         return responses
 
     # ------------------------------------------------------------------------------- requests
@@ -384,6 +425,12 @@ class OpenAIProvider:
 
 
 LIST_REFUSED = frozenset({400, 404, 415, 422})  # how servers say "prompt must be a string"
+TRANSPORT_ERRORS, TIMEOUT_ERRORS = transport_errors()
+
+
+def _one(answers: list[StreamedAnswer]) -> StreamedAnswer:
+    """A single prompt's streamed answer (none: an answer with no choices, reported as such)."""
+    return answers[0] if answers else StreamedAnswer([])
 
 
 class _OneChoice:

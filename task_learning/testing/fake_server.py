@@ -114,10 +114,13 @@ class FakeOpenAIServer:
                 finally:
                     server._count_in_flight(-1)
                 payload = reply.body(body) if callable(reply.body) else reply.body
+                content_type = reply.content_type
+                if isinstance(body, dict) and body.get("stream") and reply.status == 200 and isinstance(payload, dict):
+                    payload, content_type = as_event_stream(payload), "text/event-stream"
                 data = payload.encode() if isinstance(payload, str) else payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 length = reply.huge_bytes or len(data)
                 head = [f"HTTP/1.0 {reply.status} {_reason(reply.status)}",
-                        f"Content-Type: {reply.content_type}", f"Content-Length: {length}"]
+                        f"Content-Type: {content_type}", f"Content-Length: {length}"]
                 head += [f"{name}: {value}" for name, value in reply.headers.items()]
                 head_bytes = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
                 try:
@@ -302,6 +305,50 @@ def chat_body(
     if usage:
         body["usage"] = usage
     return body
+
+
+def as_event_stream(body: Mapping[str, Any]) -> str:
+    """A completions answer as llama.cpp's server streams it (`"stream": true`): `data: null`, one
+    chunk per token of each choice (its text and logprobs), then each choice's last chunk with its
+    finish_reason and its share of the usage, then `data: [DONE]`."""
+    choices = list(body.get("choices") or [])
+    usage = body.get("usage")
+    head = {k: v for k, v in body.items() if k not in ("choices", "usage")}
+    events: list[Any] = [None]
+    for choice in choices:
+        index = choice.get("index", 0)
+        logprobs = choice.get("logprobs") or {}
+        for piece in _token_pieces(choice.get("text") or "", logprobs):
+            events.append({**head, "choices": [{"index": index, "finish_reason": None, **piece}]})
+        last: dict[str, Any] = {**head, "choices": [{"text": "", "index": index, "logprobs": None,
+                                                     "finish_reason": choice.get("finish_reason")}]}
+        if usage:
+            share = {k: (v // len(choices) if isinstance(v, int) else v) for k, v in usage.items()}
+            last["usage"] = share
+        events.append(last)
+    return "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+
+
+def _token_pieces(text: str, logprobs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A choice's text and logprobs cut into one piece per token (the whole text as one piece when
+    it has no logprobs)."""
+    content = logprobs.get("content")
+    if isinstance(content, list) and content:
+        return [{"text": _entry_text(entry), "logprobs": {"content": [entry]}} for entry in content]
+    tokens = logprobs.get("tokens")
+    if isinstance(tokens, list) and tokens:
+        return [{"text": token, "logprobs": {"tokens": [token],
+                                             "token_logprobs": [logprobs.get("token_logprobs", [None] * len(tokens))[i]],
+                                             "top_logprobs": [(logprobs.get("top_logprobs") or [{}] * len(tokens))[i]]}}
+                for i, token in enumerate(tokens)]
+    return [{"text": text, "logprobs": None}] if text else []
+
+
+def _entry_text(entry: Mapping[str, Any]) -> str:
+    raw = entry.get("bytes")
+    if not entry.get("token") and isinstance(raw, list):
+        return bytes(raw).decode("utf-8", "replace")
+    return str(entry.get("token") or "")
 
 
 def error_body(message: str, kind: str = "server_error") -> dict[str, Any]:

@@ -8,6 +8,7 @@ import base64
 import logging
 import math
 import socket
+import sys
 import threading
 
 import pytest
@@ -185,3 +186,53 @@ def test_split_credentials_keeps_urls_without_user_info():
     full = split_credentials("https://me:p%40ss@example.org/v1")
     assert full.url == "https://example.org/v1" and full.shown == "https://***@example.org/v1"
     assert full.auth == ("me", "p@ss")
+
+
+CLOSE_WAIT_S = 30.0
+
+
+class _SilentServer:
+    """Reads one request and never answers; records when the client closes the connection (what
+    llama-server watches for to cancel a request's decoding, issue 43)."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+        self.request_read = threading.Event()
+        self.closed_by_client = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        connection, _ = self._listener.accept()
+        with connection:
+            connection.settimeout(60.0)
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += connection.recv(65536)
+            self.request_read.set()
+            try:
+                while connection.recv(65536):  # b"": the client closed its end
+                    pass
+                self.closed_by_client.set()
+            except OSError:  # a reset is a close too; a timeout (60 s) is not
+                if not isinstance(sys.exc_info()[1], TimeoutError):
+                    self.closed_by_client.set()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_a_call_cut_at_its_deadline_closes_its_connection():
+    # llama-server cancels a request whose connection closed (it polls the socket each second);
+    # a client that gave up but kept the socket open would leave the model decoding an answer
+    # nobody reads. Measured against the real server: test_llm_local_model.py.
+    server = _SilentServer()
+    try:
+        client = client_for(server.base_url, timeout_s=0.5)
+        response = complete_within(client, request())
+        assert not response.ok and "timed out after 0.5 s" in response.error
+        assert server.request_read.is_set()
+        assert server.closed_by_client.wait(CLOSE_WAIT_S), "the client gave up but kept the connection open"
+    finally:
+        server.close()

@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from dataclasses import replace
 from typing import Iterator
@@ -28,9 +29,11 @@ from typing import Iterator
 import pytest
 
 from task_learning.errors import LLMUnavailableError
-from task_learning.llm.base import LLMRequest
+from task_learning.llm.base import ConnectionProviderError, LLMRequest
 from task_learning.llm.client import LLMClient, make_client
+from task_learning.llm.constraints import Constraint
 from task_learning.llm.local_install import local_paths
+from task_learning.llm.local_provider import LocalProvider
 from task_learning.llm.local_server import LocalServer
 from task_learning.stars.prompts import GoalContext, load_templates
 from task_learning.types import MismatchKind
@@ -263,6 +266,30 @@ def test_an_anticipation_prompt(server):
 
 
 # ------------------------------------------------------------------------- a server that fails
+def _busy_slots(server: LocalServer) -> list[int]:
+    with urllib.request.urlopen(f"{server.root_url}/slots", timeout=10.0) as answer:
+        return [slot["id"] for slot in json.loads(answer.read()) if slot.get("is_processing")]
+
+
+def test_a_call_cut_at_its_deadline_stops_the_servers_decoding(server):
+    """A request the client gives up on must not go on decoding: llama-server cancels a request
+    whose connection closed, and the client closes it at its deadline (issue 43). The grammar
+    never lets the answer end, so only the cut can stop it before its 6,000 tokens."""
+    provider = LocalProvider(base_url=server.base_url, model_name=server.settings.model_name)
+    endless = LLMRequest(prompt_type="initial", prompt="Letters:", max_tokens=6000,
+                         constraint=Constraint(grammar="root ::= [a-z] root"))
+    try:
+        with pytest.raises(ConnectionProviderError, match="timed out after 3 s"):
+            provider.complete(endless, 3.0)
+        deadline = time.monotonic() + 60.0
+        while _busy_slots(server) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _busy_slots(server), "the server still decodes the answer the client gave up on"
+        assert "cancel task" in server._log_text()  # the server's own word: it cancelled, not finished
+    finally:
+        provider.close()
+
+
 def _owned_client() -> LLMClient:
     """A client that starts its own server. Its calls get the local default deadline (a first call
     on a cold server of a loaded machine can take many seconds); a test shortens it only for the
