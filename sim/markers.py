@@ -4,11 +4,13 @@ A robot's perception (the stack's `fetch` backend) reads ArUco markers from the 
 real kitchen an integrator sticks them on things and measures where. Here the simulator does both:
 `add_markers` textures a marker (cv2.aruco's image of its id, with a one-module white quiet zone)
 onto a thin sticker geom on every object and every piece of furniture, and returns the registry
-(`task_learning/perception/registry.py`'s YAML format) measured from the compiled model.
+(`task_learning/perception/registry.py`'s YAML format) measured from the compiled model,
+with each object's size along its marker's axes (`extent`: which way its narrow side lies).
 
 Where the stickers go:
 - an object: on its top face, as large as the top allows (side clamped to `OBJECT_MARKER_M`; a
-  fork's or knife's tag overhangs it, as a card tied to it would);
+  fork's or knife's tag overhangs it, as a card tied to it would, toward one end, the end
+  alternating, so that the tags of things lying side by side do not overlap);
 - a piece of furniture: on its front, in the band beside its opening (below its door where a
   10 cm marker fits, else above; below a drawer, on a bin's front wall, hanging under a table's
   front edge);
@@ -34,7 +36,7 @@ DICTIONARY = "DICT_4X4_100"   # 100 ids: tidy_kitchen needs 51
 MODULES = 6                    # a 4x4 marker: 4 bits and a one-module black border a side
 QUIET = 1                      # white modules around it (the sticker's margin)
 PX_PER_MODULE = 8
-OBJECT_MARKER_M = (0.05, 0.08)  # an object's marker side: at least, at most
+OBJECT_MARKER_M = (0.04, 0.08)  # an object's marker side: at least, at most
 FURNITURE_MARKER_M = 0.15
 DOOR_MARKER_M = 0.12
 MIN_FRONT_MARKER_M = 0.1
@@ -96,6 +98,19 @@ def object_marker_size(world: SceneWorld, item_id: str) -> float:
     return float(min(max(sticker, OBJECT_MARKER_M[0]), OBJECT_MARKER_M[1]))
 
 
+def _along_thin(world: SceneWorld, item_id: str, size: float, marker_id: int) -> tuple[float, float]:
+    """Where on the top face (x, y in the body's frame) an object's sticker goes: its centre,
+    or, on a thing narrower than its sticker (a fork, a knife), toward one end of its long side,
+    the end alternating with the marker id: such things lie side by side, and stickers in the
+    middle of each would overlap their neighbours' and be read by none."""
+    depth, width = world.items[item_id].shape.footprint()
+    sticker = size * (MODULES + 2 * QUIET) / MODULES
+    if min(depth, width) >= sticker:
+        return 0.0, 0.0
+    shift = max(0.0, (max(depth, width) - sticker) / 2) * (1 if marker_id % 2 else -1)
+    return (shift, 0.0) if depth > width else (0.0, shift)
+
+
 def _furniture_spot(receptacle: Receptacle, height: float, floor: float, ceiling: float) -> tuple[float, float]:
     """(z of the marker's centre on the front, its side): the larger free band of the front beside
     the opening, the marker as near the opening as it fits."""
@@ -130,7 +145,8 @@ def add_markers(world: SceneWorld) -> MarkerPlan:
             item = world.items[object_id]
             size = object_marker_size(world, object_id)
             top = item.shape.height() / 2 + STICKER_THICKNESS_M / 2
-            plan.geoms[next_id] = (_sticker(spec, spec.body(object_id), next_id, size, (0, 0, top), UP), size)
+            along = _along_thin(world, object_id, size, next_id)
+            plan.geoms[next_id] = (_sticker(spec, spec.body(object_id), next_id, size, (*along, top), UP), size)
         elif object_id in world.receptacles:
             receptacle = world.receptacles[object_id]
             shape = shapes.furniture[receptacle.type]
@@ -193,7 +209,10 @@ def _entry(world: SceneWorld, model: mujoco.MjModel, data: mujoco.MjData, marker
     entry: dict[str, Any] = {"id": marker_id, "object": object_id, "type": record["objectType"],
                              "size": round(size, 4)}
     if object_id in world.items:
+        shape = world.items[object_id].shape
         entry["offset"] = _in_marker(T, data.body(object_id).xpos)
+        # the top sticker's axes are the body's: its size along them says which side is narrow
+        entry["extent"] = [round(float(v), 4) for v in (*shape.footprint(), shape.height())]
         return entry
     receptacle = world.receptacles[object_id]
     body = data.body(object_id)
