@@ -152,7 +152,12 @@ def _front(pose: Any) -> tuple[float, float]:
 def _known_pieces(watch: SimWatch) -> list[tuple[str, Any]]:
     with watch.lock:
         world = watch.world
-    return [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if o.receptacle]
+    return [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if _is_piece(o)]
+
+
+def _is_piece(thing: Any) -> bool:
+    """Furniture: a receptacle that is not picked up (a mug or a plate is a receptacle too)."""
+    return bool(thing.receptacle and not thing.pickupable)
 
 
 def _view_steps(profile: RobotProfile, sequencer: SkillSequencer, view: View, torso: float | None) -> list[Step]:
@@ -183,7 +188,12 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -
         left = [(object_id, pose) for object_id, pose in _known_pieces(watch) if object_id not in visited]
         if not left:
             break
-        object_id, pose = left[0]
+        with watch.lock:
+            here = _base(watch.world) if watch.world is not None else None
+        # the nearest next: around the ring, not across the room and back
+        object_id, pose = min(left, key=lambda piece: math.hypot(piece[1].position.x - here.x,
+                                                                 piece[1].position.y - here.y)) \
+            if here is not None else left[0]
         visited.append(object_id)
         c = pose.position
         for view in piece_views((c.x, c.y, c.z), _front(pose), torso_max):
@@ -192,8 +202,10 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -
                                 settle_updates)
             torso = view.torso if len(failures) == failed else None  # after a failure: not known
     with watch.lock:
-        known = len(watch.world.objects) if watch.world is not None else 0
-    return {"pieces_visited": len(visited), "goals": goals, "failures": failures, "objects_known_after": known}
+        objects = list(watch.world.objects) if watch.world is not None else []
+    return {"pieces_visited": len(visited), "goals": goals, "failures": failures,
+            "objects_known_after": sum(1 for o in objects if not _is_piece(o)),
+            "pieces_known_after": sum(1 for o in objects if _is_piece(o))}
 
 
 def _bringup(scene: str, db: str, llm: str, registry: Path, profile: RobotProfile) -> list[str]:
@@ -323,7 +335,7 @@ def _trial(watch: SimWatch, scene: Any, condition: str, profile: RobotProfile, t
     recording = BagRecording(bag) if bag else None
     try:
         surveyed = survey(watch, profile)
-        if not surveyed["objects_known_after"]:
+        if not surveyed["objects_known_after"] + surveyed["pieces_known_after"]:
             raise TaskLearningError(f"perception saw nothing in the look-around and survey ({surveyed['failures']}); "
                                     f"logs in {logdir}")
         result = _perform(watch, scene, condition, timeout_s, extra)
@@ -359,6 +371,6 @@ def _report(watch: SimWatch, scene: Any, condition: str, result: dict[str, Any],
         assists=status.get("assists", {}), sim_time_s=status.get("sim_time_s"),
         real_time_factor=status.get("real_time_factor"), camera_frames=status.get("camera_frames"),
         wall_time_s=round(time.monotonic() - wall_started, 1), survey=surveyed, furniture=pieces,
-        objects_known=len(final.objects) if final is not None else 0,
+        objects_known=sum(1 for o in final.objects if not _is_piece(o)) if final is not None else 0,
         world_state_status=final.status if final is not None else "no world_state", logs=str(logdir))
     return result
