@@ -124,6 +124,22 @@ class GroundTruthView:
         x, y, yaw = self.snapshot()["base"]
         return BasePose(x, y, yaw)
 
+    def grasp_yaw(self, object_id: str) -> float | None:
+        record = self.snapshot()["objects"].get(object_id)
+        return None if record is None or self.focus != "object" else record.get("narrow_yaw")
+
+    def grasp_width(self, object_id: str) -> float | None:
+        record = self.snapshot()["objects"].get(object_id)
+        return None if record is None or self.focus != "object" else record.get("narrow_width")
+
+    def front_of(self, object_id: str) -> BasePose | None:
+        truth = self.snapshot()
+        record = truth["objects"].get(object_id)
+        piece = truth["receptacles"].get(record["in"] if record else object_id)
+        if piece is None:
+            return None
+        return BasePose(piece["front"][0], piece["front"][1], piece["yaw"])
+
     def wait_for_view(self, timeout_s: float) -> bool:
         return True
 

@@ -1,8 +1,11 @@
 """The loopback base controller behind `navigate_to_pose`: turn toward the goal, drive straight,
 turn to the goal's heading, with bounded speeds and accelerations; the planar base's servos track
 that path in physics. A touch between the robot and anything but the floor aborts the goal (the
-base stops where it is); so does a base that cannot follow its path (pushed against something) or
-a goal not reached in time. Cancel brakes to a stop."""
+base stops where it is) when the base's next motion would push the touching point further into
+what it touches; motion away from a contact (backing out of a piece it touched) goes on, as a
+real base's local planner drives away from an obstacle it is against. A base that cannot follow
+its path (pushed against something) or a goal not reached in time also aborts. Cancel brakes to
+a stop."""
 from __future__ import annotations
 
 import math
@@ -19,6 +22,13 @@ POSITION_TOLERANCE_M = 0.02
 YAW_TOLERANCE_RAD = 0.03
 TRACKING_LIMIT_M = 0.08  # the base this far behind its path is stuck
 TIMEOUT_MARGIN_S = 10.0
+# A goal behind the base and nearer than this is reached backing up, as Nav2's controllers may
+# reverse (Regulated Pure Pursuit's allow_reversing): the way out of a piece the robot drove up to.
+REVERSE_WITHIN_M = 1.0
+INTO_CONTACT_M = 1e-6  # a touching point moving this far a tick toward what it touches: a collision
+# A touch: the contact point (x, y) and the horizontal normal (nx, ny) from the robot toward
+# what it touches, in odom.
+Contact = tuple[float, float, float, float]
 
 
 class NavOutcome(Enum):
@@ -44,6 +54,7 @@ class BaseGoal:
     start: tuple[float, float, float]
     started_at: float
     phase: int = 0  # 0 turn toward the goal, 1 drive, 2 turn to the goal's heading, 3 settle
+    reverse: bool = False  # drive backwards (the goal is close behind)
     ramp: Ramp | None = None
     anchor: tuple[float, float, float] = (0.0, 0.0, 0.0)
     outcome: NavOutcome = NavOutcome.RUNNING
@@ -79,13 +90,18 @@ class BaseController:
             if self.goal.ramp is not None:
                 self.goal.ramp.brake()
 
-    def tick(self, pose: tuple[float, float, float], touching: bool, now: float, dt: float) -> None:
-        """Advance the setpoint one tick; end the goal on arrival, contact, lag or its deadline."""
+    def tick(self, pose: tuple[float, float, float], contacts: list[Contact], now: float, dt: float) -> None:
+        """Advance the setpoint one tick; end the goal on arrival, motion into a contact, lag or
+        its deadline."""
         goal = self.goal
         if goal is None or goal.outcome is not NavOutcome.RUNNING:
             return
-        if touching:
+        before = self.setpoint
+        self._advance(goal, pose, now, dt)
+        if contacts and goal.outcome is NavOutcome.RUNNING and _into(before, self.setpoint, pose, contacts):
             return self._end(goal, NavOutcome.COLLISION, pose)
+
+    def _advance(self, goal: BaseGoal, pose: tuple[float, float, float], now: float, dt: float) -> None:
         if math.hypot(self.setpoint[0] - pose[0], self.setpoint[1] - pose[1]) > TRACKING_LIMIT_M:
             return self._end(goal, NavOutcome.STUCK, pose)
         if now > goal.deadline:
@@ -108,11 +124,14 @@ class BaseController:
     def _next_phase(self, goal: BaseGoal) -> None:
         x, y, yaw = self.setpoint
         goal.anchor = self.setpoint
-        if goal.phase == 0 and math.hypot(goal.x - x, goal.y - y) > POSITION_TOLERANCE_M / 2:
+        distance = math.hypot(goal.x - x, goal.y - y)
+        if goal.phase == 0 and distance > POSITION_TOLERANCE_M / 2:
             heading = math.atan2(goal.y - y, goal.x - x)
-            goal.ramp = Ramp(0.0, wrap(heading - yaw), MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
-        elif goal.phase == 1 and math.hypot(goal.x - x, goal.y - y) > POSITION_TOLERANCE_M / 2:
-            goal.ramp = Ramp(0.0, math.hypot(goal.x - x, goal.y - y), MAX_SPEED_M_S, MAX_ACCEL_M_S2)
+            goal.reverse = distance < REVERSE_WITHIN_M and abs(wrap(heading - yaw)) > math.pi / 2
+            turn = wrap(heading + math.pi - yaw) if goal.reverse else wrap(heading - yaw)
+            goal.ramp = Ramp(0.0, turn, MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
+        elif goal.phase == 1 and distance > POSITION_TOLERANCE_M / 2:
+            goal.ramp = Ramp(0.0, -distance if goal.reverse else distance, MAX_SPEED_M_S, MAX_ACCEL_M_S2)
         elif goal.phase == 2:
             goal.ramp = Ramp(0.0, wrap(goal.yaw - yaw), MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
         elif goal.phase < 3:
@@ -133,3 +152,15 @@ class BaseController:
         """End the goal: the base holds where it is now (no push into what it touched)."""
         goal.outcome = outcome
         self.setpoint = pose
+
+
+def _into(before: tuple[float, float, float], after: tuple[float, float, float], pose: tuple[float, float, float],
+          contacts: list[Contact]) -> bool:
+    """Whether the setpoint's step moves any touching point of the robot (a rigid body turning
+    about base_link) toward what it touches."""
+    dx, dy, dyaw = after[0] - before[0], after[1] - before[1], wrap(after[2] - before[2])
+    for px, py, nx, ny in contacts:
+        rx, ry = px - pose[0], py - pose[1]
+        if (dx - dyaw * ry) * nx + (dy + dyaw * rx) * ny > INTO_CONTACT_M:
+            return True
+    return False

@@ -22,7 +22,30 @@ def _object(sim: Simulator, item_id: str) -> dict[str, Any]:
     half_z = float(np.abs(geom.xmat.reshape(3, 3)[2]) @ _half_extent(sim, item_id))
     centre = sim.data.body(item_id).xpos
     return {"position": _r(centre), "top": round(float(centre[2]) + half_z, 4),
-            "bottom": round(float(centre[2]) - half_z, 4)}
+            "bottom": round(float(centre[2]) - half_z, 4), "narrow_yaw": _narrow_yaw(sim, item_id),
+            "narrow_width": round(_narrow_width(sim, item_id), 4)}
+
+
+def _narrow_width(sim: Simulator, item_id: str) -> float:
+    """The object's extent across its narrowest level side (a cylinder's diameter)."""
+    axes = sim.data.geom(item_id).xmat.reshape(3, 3)
+    half = _half_extent(sim, item_id)
+    level = [i for i in range(3) if abs(axes[2, i]) < 0.5] or [0, 1]
+    return 2 * float(min(half[i] for i in level))
+
+
+def _narrow_yaw(sim: Simulator, item_id: str) -> float | None:
+    """The heading of the object's narrowest horizontal side (a box's local axis that lies
+    level and is shortest), None for a cylinder (round: any heading) or a box on a corner."""
+    if int(sim.model.geom(item_id).type[0]) == 5:
+        return None
+    axes = sim.data.geom(item_id).xmat.reshape(3, 3)
+    half = _half_extent(sim, item_id)
+    level = [i for i in range(3) if abs(axes[2, i]) < 0.5]
+    if not level:
+        return None
+    narrow = min(level, key=lambda i: half[i])
+    return round(float(np.arctan2(axes[1, narrow], axes[0, narrow])), 4)
 
 
 def _half_extent(sim: Simulator, item_id: str) -> np.ndarray:
@@ -44,6 +67,8 @@ def _receptacle(sim: Simulator, receptacle_id: str) -> dict[str, Any]:
         "place": {"centre": _r(centre[:2]), "floor": round(float(frame.xpos[2] + low[2]), 4),
                   "top": round(float(frame.xpos[2] + high[2]), 4), "half": _r((high - low)[:2] / 2)},
         "rim": round(_rim(sim, receptacle_id), 4),
+        "front": _r(np.array(receptacle.pose[:2]) + receptacle.depth / 2 * np.array(
+            [np.cos(receptacle.pose[2]), np.sin(receptacle.pose[2])])),
     }
     if receptacle.joint:
         out["handle"] = _r(sim.data.geom(f"{receptacle_id}/handle").xpos)

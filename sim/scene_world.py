@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import mujoco
+import numpy as np
 
 from task_learning.world.scene import Scene
 from task_learning_sim.fetch_model import fetch_spec
@@ -22,7 +23,9 @@ from task_learning_sim.shapes import ObjectShape, ShapesDoc, load_shapes
 
 GAP_M = 0.8  # free floor between neighbouring pieces on the ring
 MIN_RING_RADIUS_M = 2.2
-PACK_GAP_M = 0.02
+# between neighbours: room for a finger (1.4 cm) and its margin beside an object, where the
+# place has room for that (else the tighter gap)
+PACK_GAPS_M = (0.03, 0.02)
 # room left between a row's ends and the side walls: the Fetch's open fingers straddle an object
 # across the row (5 cm each side of its centre, 1.4 cm thick)
 FINGER_ROOM_M = 0.03
@@ -101,30 +104,59 @@ def _check_grasp(item: Item) -> None:
                               f"(opens {MAX_GRIPPER_OPENING_M:.2f} m; smallest side {min(depth, width, item.shape.height()):.2f} m)")
 
 
-def pack(items: list[Item], place: PlaceVolume, receptacle: str) -> dict[str, tuple[float, float, float, float]]:
-    """Poses (x, y, z, yaw in the place's body frame) for `items` standing in rows from the
-    place's front (high x) back, each turned so its narrow side runs along the row; SceneBuildError
-    when one does not fit."""
-    positions: dict[str, tuple[float, float, float, float]] = {}
-    items = sorted(items, key=lambda item: item.shape.height())  # short ones in front: reachable over
+def on_edge(shape: ObjectShape, room: float) -> bool:
+    """Whether an object is packed standing on its edge, as people pack plates: a flat box too
+    wide every way across for the gripper when it lies flat (it could only be slid off a floor),
+    whose edge stands in `room` (the place's height)."""
+    depth, width = shape.footprint()
+    return shape.shape == "box" and min(depth, width) > MAX_GRIPPER_OPENING_M - GRASP_MARGIN_M \
+        and shape.height() < min(depth, width) and max(depth, width) <= room
+
+
+def _packed_size(shape: ObjectShape, room: float) -> tuple[float, float, float, float]:
+    """(depth, width, height, roll) of the object as packed: on its edge (turned a quarter about
+    its depth axis, its height then across) or as it stands."""
+    depth, width = shape.footprint()
+    if on_edge(shape, room):
+        return depth, shape.height(), width, math.pi / 2
+    return depth, width, shape.height(), 0.0
+
+
+def pack(items: list[Item], place: PlaceVolume, receptacle: str) -> dict[str, tuple[float, float, float, float, float]]:
+    """Poses (x, y, z, yaw, roll in the place's body frame) for `items` standing in rows from
+    the place's front (high x) back, each turned so its narrow side runs along the row (flat ones
+    on edge: `on_edge`), PACK_GAPS_M apart (the widest gap they fit with); SceneBuildError when
+    one does not fit."""
+    for gap in PACK_GAPS_M[:-1]:
+        try:
+            return _pack(items, place, receptacle, gap)
+        except SceneBuildError:
+            continue
+    return _pack(items, place, receptacle, PACK_GAPS_M[-1])
+
+
+def _pack(items: list[Item], place: PlaceVolume, receptacle: str, gap: float
+          ) -> dict[str, tuple[float, float, float, float, float]]:
+    positions: dict[str, tuple[float, float, float, float, float]] = {}
+    height = place.high[2] - place.low[2]
+    items = sorted(items, key=lambda item: _packed_size(item.shape, height)[2])  # short ones in front: reachable over
     low_y, high_y = place.low[1] + FINGER_ROOM_M, place.high[1] - FINGER_ROOM_M
     row_front, row_depth, y = place.high[0], 0.0, low_y
-    height = place.high[2] - place.low[2]
     for item in items:
-        depth, width = item.shape.footprint()
+        depth, width, tall, roll = _packed_size(item.shape, height)
         yaw = math.pi / 2 if width > depth else 0.0
         depth, width = max(depth, width), min(depth, width)
-        if item.shape.height() > height:
-            raise SceneBuildError(f"{item.id} ({item.type}, {item.shape.height():.2f} m tall) is too big for "
+        if tall > height:
+            raise SceneBuildError(f"{item.id} ({item.type}, {tall:.2f} m tall) is too big for "
                                   f"{receptacle} ({height:.2f} m inside)")
-        if y + width + PACK_GAP_M > high_y:  # next row, further back
-            row_front, row_depth, y = row_front - row_depth - PACK_GAP_M, 0.0, low_y
-        if row_front - depth - PACK_GAP_M < place.low[0] or y + width + PACK_GAP_M > high_y:
+        if y + width + gap > high_y:  # next row, further back
+            row_front, row_depth, y = row_front - row_depth - gap, 0.0, low_y
+        if row_front - depth - gap < place.low[0] or y + width + gap > high_y:
             raise SceneBuildError(f"{item.id} ({item.type}) does not fit in {receptacle} with the "
                                   f"{len(positions)} objects before it")
-        positions[item.id] = (row_front - PACK_GAP_M - depth / 2, y + PACK_GAP_M + width / 2,
-                              place.low[2] + item.shape.height() / 2 + 0.002, yaw)
-        y += width + PACK_GAP_M
+        positions[item.id] = (row_front - gap - depth / 2, y + gap + width / 2,
+                              place.low[2] + tall / 2 + 0.002, yaw, roll)
+        y += width + gap
         row_depth = max(row_depth, depth)
     return positions
 
@@ -151,20 +183,22 @@ def _local_in_piece(receptacle: Receptacle, spec: mujoco.MjSpec, point: tuple[fl
     return (point[0] + offset[0], point[1] + offset[1], point[2] + offset[2])
 
 
-def _in_world(receptacle: Receptacle, spec: mujoco.MjSpec, pose: tuple[float, float, float, float]
-              ) -> tuple[float, float, float, float]:
+def _in_world(receptacle: Receptacle, spec: mujoco.MjSpec, pose: tuple[float, float, float, float, float]
+              ) -> tuple[float, float, float, float, float]:
     """A pose in the place volume's body frame as a pose in the world (the piece is turned by its yaw)."""
     x, y, z = _local_in_piece(receptacle, spec, pose[:3])
     px, py, yaw = receptacle.pose
     c, s = math.cos(yaw), math.sin(yaw)
-    return (px + c * x - s * y, py + s * x + c * y, z, yaw + pose[3])
+    return (px + c * x - s * y, py + s * x + c * y, z, yaw + pose[3], pose[4])
 
 
-def _add_item(world: mujoco.MjsBody, item: Item, pose: tuple[float, float, float, float]) -> None:
-    """A free rigid body (in the world, as free bodies must be) with the object's shape and mass;
-    frictional enough for a two-finger grasp."""
+def _add_item(world: mujoco.MjsBody, item: Item, pose: tuple[float, float, float, float, float]) -> None:
+    """A free rigid body (in the world, as free bodies must be) with the object's shape and mass,
+    turned by its yaw (and rolled on its edge); frictional enough for a two-finger grasp."""
     body = world.add_body(name=item.id, pos=list(pose[:3]))
-    body.quat = yaw_quat(pose[3])
+    quat = np.zeros(4)
+    mujoco.mju_mulQuat(quat, np.array(yaw_quat(pose[3])), np.array([math.cos(pose[4] / 2), math.sin(pose[4] / 2), 0, 0]))
+    body.quat = quat
     body.add_freejoint(name=f"{item.id}/free")
     kind = mujoco.mjtGeom.mjGEOM_BOX if item.shape.shape == "box" else mujoco.mjtGeom.mjGEOM_CYLINDER
     size = [s / 2 for s in item.shape.size] if item.shape.shape == "box" else [item.shape.size[0], item.shape.size[1] / 2, 0]

@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 from task_learning_sim.assists import Assists, add_grasp_welds
-from task_learning_sim.base_controller import BaseController, BaseGoal
+from task_learning_sim.base_controller import BaseController, BaseGoal, Contact
 from task_learning_sim.fetch_model import ARM_JOINTS, BASE_JOINTS, FINGER_JOINTS, HEAD_JOINTS, ROOT_LINK, TORSO_JOINT
 from task_learning_sim.gripper_controller import DEFAULT_EFFORT_N, GripperRun
 from task_learning_sim.head import pan_tilt_toward
@@ -106,13 +106,23 @@ class Simulator:
         touches, outside what the hand holds: what stops the base. A loose object (one the
         scene's items, dropped on the floor or carried) is pushed, as a real base's bumper would
         not notice a can; furniture stops it."""
+        return [name for name, _ in self._touches()]
+
+    def robot_contacts(self) -> list[Contact]:
+        """The touches of robot_touches as the base controller weighs them: each contact's point
+        and its horizontal normal from the robot toward what it touches (odom)."""
+        return [contact for _, contact in self._touches()]
+
+    def _touches(self) -> list[tuple[str, Contact]]:
         touched = []
         for contact in self.data.contact[:self.data.ncon]:
             a, b = int(self.model.geom_bodyid[contact.geom1]), int(self.model.geom_bodyid[contact.geom2])
-            for mine, other in ((a, b), (b, a)):
+            for mine, other, sign in ((a, b, 1.0), (b, a, -1.0)):  # the frame's normal points from geom1 to geom2
                 if mine in self.robot and other not in self.robot and other != 0 and mine not in self.hand \
                         and other not in self._loose:
-                    touched.append(self.model.body(other).name)
+                    normal = sign * contact.frame[:2]
+                    touched.append((self.model.body(other).name, (float(contact.pos[0]), float(contact.pos[1]),
+                                                                 float(normal[0]), float(normal[1]))))
         return touched
 
     def finger_touches(self) -> bool:
@@ -195,7 +205,7 @@ class Simulator:
 
     def _control(self, dt: float) -> None:
         now = self.time
-        self.base.tick(self.base_pose(), bool(self.robot_touches()), now, dt)
+        self.base.tick(self.base_pose(), self.robot_contacts(), now, dt)
         for joint, value in zip(BASE_JOINTS, self.base.setpoint):
             self.data.actuator(joint).ctrl[0] = value
         for run in self.runs.values():

@@ -1,9 +1,16 @@
 """The robot-skills executor's RobotView over the fetch backend's belief (perception.FetchWorld):
 objects where the camera last saw them, the base where the latest frame's transform put it, what
-the robot holds, whether a receptacle is believed closed; all in `map` (REP-103, z up)."""
+the robot holds, whether a receptacle is believed closed; all in `map` (REP-103, z up).
+
+Where to stand and how to grasp come from the world's metadata (AI2-THOR form, what the stack's
+planners read too): an object's `rotation` y (degrees; the map heading, as the belief writes it)
+is the heading of its narrow side, across which the fingers close; its `parentReceptacles[0]`
+is the piece it is in or on, whose front face is where that piece's marker sits (on its front,
+the marker's z axis out of it)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from task_learning.perception.bridge import FetchWorld
 from task_learning.robot.goals import Vec3
@@ -37,6 +44,33 @@ class BeliefView:
                 return None
             T = self.world.belief.T_world_base
         return BasePose(float(T[0, 3]), float(T[1, 3]), math.atan2(float(T[1, 0]), float(T[0, 0])))
+
+    def grasp_yaw(self, object_id: str) -> float | None:
+        record = self._record(object_id)
+        rotation = (record or {}).get("rotation")
+        if record is None or rotation is None or record.get("receptacle") or object_id == self.held():
+            return None
+        return math.radians(float(rotation["y"]))
+
+    def grasp_width(self, object_id: str) -> float | None:
+        """Not measured by the fetch backend's perception yet: the gripper opens fully."""
+        return None
+
+    def front_of(self, object_id: str) -> BasePose | None:
+        record = self._record(object_id)
+        if record is None:
+            return None
+        parents = record.get("parentReceptacles") or []
+        piece = object_id if record.get("receptacle") and not parents else (parents[0] if parents else "")
+        with self.world._cond:
+            track = self.world.belief.tracks.get(piece)
+            if track is None or track.spec.receptacle is None:
+                return None
+            T = track.T_world_marker
+        return BasePose(float(T[0, 3]), float(T[1, 3]), math.atan2(float(T[1, 2]), float(T[0, 2])))
+
+    def _record(self, object_id: str) -> dict[str, Any] | None:
+        return next((o for o in self.world.metadata["objects"] if o.get("objectId") == object_id), None)
 
     def wait_for_view(self, timeout_s: float) -> bool:
         return self.world.wait_for_frame(self.world.clock(), timeout_s) if timeout_s > 0 else False

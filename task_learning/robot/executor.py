@@ -27,7 +27,7 @@ from task_learning.robot.failures import (
     failure_of,
 )
 from task_learning.robot.gate import MotionGate
-from task_learning.robot.goals import GoalOutcome, RobotGoal, Step, Vec3
+from task_learning.robot.goals import GoalOutcome, RobotGoal, Step, TrajectoryGoal, Vec3
 from task_learning.robot.sequences import MANIPULATIONS, BasePose, SkillSequencer, Unreachable
 from task_learning.world.backend import WORLD_UNAVAILABLE
 
@@ -55,6 +55,22 @@ class RobotView(Protocol):
         ...
 
     def base_pose(self) -> BasePose | None:
+        ...
+
+    def grasp_yaw(self, object_id: str) -> float | None:
+        """The heading (rad, `map`, either sense) across the object's narrow horizontal side, the
+        way the fingers close on it; None when not known (a round object, or never measured)."""
+        ...
+
+    def grasp_width(self, object_id: str) -> float | None:
+        """The object's extent (m) across that narrow side: the gripper opens only that much and
+        a margin, not into its neighbours; None when not known (it opens fully)."""
+        ...
+
+    def front_of(self, object_id: str) -> BasePose | None:
+        """The centre of the front face of the piece of furniture the object is in or on (of
+        the piece itself when `object_id` is furniture), heading out of that face; None when
+        not known. The base stands in front of it, square to it."""
         ...
 
     def wait_for_view(self, timeout_s: float) -> bool:
@@ -96,15 +112,18 @@ class RobotSkillExecutor:
         if problem is not None:
             return problem
         base = self.view.base_pose()
+        front = self.view.front_of(request.object_id)
         if request.skill == "navigate":
-            return self._run(self.sequencer.navigate(position, base), subject, generation)
+            return self._run(self.sequencer.navigate(position, base, front), subject, generation)
         if base is None:
             return _fail(ROBOT_FAULT, subject, "the base's pose in the map is unknown (no transform map -> "
                          f"{self.profile.base.base_frame})")
         if request.skill not in MANIPULATIONS:
             return SkillResult(False, f"unknown skill {request.skill!r}", "unsupported")
         try:
-            steps = self.sequencer.manipulate(request.skill, position, base)
+            steps = self.sequencer.manipulate(request.skill, position, base, front,
+                                              self.view.grasp_yaw(request.object_id),
+                                              self.view.grasp_width(request.object_id))
         except Unreachable as exc:
             return _fail(NOT_NEAR, subject, str(exc))
         return self._run(steps, subject, generation)
@@ -137,9 +156,11 @@ class RobotSkillExecutor:
             else:
                 return _fail(NOT_VISIBLE, subject, f"not found in a look-around of "
                              f"{len(self.profile.head.look_around_pans)} headings")
-        return self._run(self.sequencer.navigate(position, self.view.base_pose()), subject, generation)
+        return self._run(self.sequencer.navigate(position, self.view.base_pose(), self.view.front_of(subject)),
+                         subject, generation)
 
     def _run(self, steps: list[Step], subject: str, generation: int) -> SkillResult:
+        sent: list[Step] = []
         for step in steps:
             if self.gate.generation != generation:
                 return _fail(WORLD_UNAVAILABLE, subject, f"stopped before '{step.why}': "
@@ -148,15 +169,43 @@ class RobotSkillExecutor:
             if self.on_step is not None:
                 self.on_step(step)
             outcome = self.runner.run(step.goal)
+            sent.append(step)
             failure = failure_of(step.goal, outcome, subject=subject, distro=self.profile.distribution,
                                  holding_min=self.profile.gripper.holding_min)
             if failure is not None:
                 log.info("%s: %s failed: %s", subject, step.why, failure.message)
+                if _moves_arm(step):
+                    self._back_out(sent, generation)
+                elif step.goal.kind == "gripper" or (step.goal.kind == "trajectory" and step.goal.purpose == "gripper"):
+                    self.sequencer.arm_lost()  # the plan's later arm goals were not run
                 return SkillResult(False, f"{failure.message} (while '{step.why}')", failure.condition)
             if self.gate.generation != generation:  # interrupted as the goal ended
                 return _fail(WORLD_UNAVAILABLE, subject, f"stopped after '{step.why}': "
                              f"{self.gate.why_interrupted()}")
         return SkillResult(True)
+
+    def _back_out(self, sent: list[Step], generation: int) -> None:
+        """An arm goal failed (blocked in a piece, most often): retrace the way the arm came in
+        this action, so that the next action does not start from inside the furniture. Best
+        effort: what it achieves is logged, the action's failure stands either way."""
+        recovery = self.sequencer.back_out(sent)
+        self.sequencer.arm_lost()
+        for step in recovery:
+            if self.gate.generation != generation:
+                return
+            self.log.steps.append(step)
+            if self.on_step is not None:
+                self.on_step(step)
+            outcome = self.runner.run(step.goal)
+            if outcome.status != "succeeded":
+                log.info("backing out failed: %s %s", outcome.status, outcome.message)
+                return
+        if recovery:
+            self.sequencer.backed_out()
+
+
+def _moves_arm(step: Step) -> bool:
+    return isinstance(step.goal, TrajectoryGoal) and step.goal.purpose == "arm"
 
 
 def _fail(condition: str, subject: str, detail: str) -> SkillResult:

@@ -1,14 +1,21 @@
 """Abstract actions as sequences of standard goals, for one robot profile.
 
 navigate to an object: NavigateToPose to a stand-off pose (`base.standoff_m` from the object's
-centre in `map`, on the line from the robot to it, turned so the object is at `base.facing_rad`);
+centre in `map`; in front of the piece of furniture that holds it, on the line through the object
+square to the piece's front, when the robot knows that front; else on the line from the robot to
+it), turned so the object is at `base.facing_rad`;
 look at: PointHead where the profile has a server, else head pan/tilt computed here and sent as a
 FollowJointTrajectory; look around: the head through `head.look_around_pans`; pick, place, open,
 close, toggle: a look, then the arm (MoveGroup pose goals, or FollowJointTrajectory goals from the
 IK on the URDF) and the gripper (GripperCommand, or a trajectory of the gripper joints).
 
 Poses are REP-103 (x forward, z up). The arm's waypoints are computed in the base frame from the
-base's pose in `map` at planning time (the base does not move during a manipulation).
+base's pose in `map` at planning time (the base does not move during a manipulation). Every arm
+motion is a chain of straight Cartesian segments (IK every STRAIGHT_STEP_M, the gripper's frame
+turned along the way) from where the last planned motion left the gripper, through safe
+waypoints: over a low piece at a clearance height first, then down; level into a compartment.
+A joint-space move sweeps the elbow and the wrist wherever the joints go, and in a kitchen that
+is into the furniture. When an arm goal fails, `back_out` retraces the joint path sent so far.
 """
 from __future__ import annotations
 
@@ -39,6 +46,23 @@ TOP_DOWN_BELOW_M = 0.6
 # the base, above counter height, so that neither the arm nor what it holds sweeps into furniture.
 CARRY_POINT = (0.3, 0.0, 1.1)
 STRAIGHT_STEP_M = 0.04
+TRANSIT_STEP_M = 0.1  # ... on the way from where the arm is to a motion's first waypoint
+TURN_STEP_RAD = 0.3  # ... and at most this much turn of the gripper between IK points
+BACK_OUT_SPEED_RAD_S = 0.6  # the fastest joint's speed while retracing a path
+JOINT_SPEED_RAD_S = 0.8  # the fastest joint's speed between IK points (Fetch's arm: ~1.2-2.3 rad/s)
+FINGER_MARGIN_M = 0.006  # each side between an object and the open fingers that straddle it
+JUMP_RAD = 0.5  # a joint turning more than this between IK points 4 cm apart: another branch
+# The base's front edge from a piece's front (m): base_link's centre no nearer than this (the
+# Fetch's base is a 0.56 m circle) when a target deep in the piece pulls it in.
+FRONT_CLEARANCE_M = 0.4
+
+
+def across(grasp_yaw: float, toward: np.ndarray) -> np.ndarray:
+    """The horizontal `toward` vector (see tip_frame) that closes the fingers along the heading
+    `grasp_yaw` (the object's narrow side, base frame; either sense), the one nearer the
+    direction to the object (less wrist roll)."""
+    t = np.array([math.sin(grasp_yaw), -math.cos(grasp_yaw), 0.0])
+    return t if float(t @ toward) >= 0 else -t
 
 
 def tip_frame(approach: np.ndarray, toward: np.ndarray) -> np.ndarray:
@@ -80,22 +104,36 @@ class SkillSequencer:
         self.profile = profile
         self.kinematics = kinematics
         self._carry: tuple[float, ...] | None = None
+        # where the planned motions leave the gripper (base frame: point, frame, joints), None
+        # while unknown (the arm tucked at the start, or after a motion that failed)
+        self._at: tuple[np.ndarray, np.ndarray, tuple[float, ...]] | None = None
+        self._action_start: tuple[np.ndarray, np.ndarray, tuple[float, ...]] | None = None  # ... as an action began
 
     # -- base and head --------------------------------------------------------------------------
 
-    def standoff(self, target: Vec3, base: BasePose | None) -> tuple[Vec3, float]:
-        """Where the base stops for an object at `target` (map) and its heading."""
+    def standoff(self, target: Vec3, base: BasePose | None, front: BasePose | None = None) -> tuple[Vec3, float]:
+        """Where the base stops for an object at `target` (map) and its heading: in front of
+        `front` (the front face's centre of the piece holding it, heading out of it) when known,
+        square to that face, at least FRONT_CLEARANCE_M out of it; else on the line from the robot."""
+        d = self.profile.base.standoff_m
+        if front is not None:
+            out = np.array([math.cos(front.yaw), math.sin(front.yaw)])
+            behind = float((np.array([front.x, front.y]) - np.array(target[:2])) @ out)
+            away = behind + max(d - behind, FRONT_CLEARANCE_M)
+            yaw = front.yaw + math.pi - self.profile.base.facing_rad
+            return ((target[0] + away * out[0], target[1] + away * out[1], 0.0),
+                    math.atan2(math.sin(yaw), math.cos(yaw)))
         ox, oy = target[0], target[1]
         fx, fy = (base.x, base.y) if base is not None else (0.0, 0.0)
         bearing = math.atan2(oy - fy, ox - fx) if (ox, oy) != (fx, fy) else 0.0
-        d = self.profile.base.standoff_m
         yaw = bearing - self.profile.base.facing_rad
         return (ox - d * math.cos(bearing), oy - d * math.sin(bearing), 0.0), math.atan2(math.sin(yaw), math.cos(yaw))
 
-    def navigate(self, target: Vec3, base: BasePose | None) -> list[Step]:
+    def navigate(self, target: Vec3, base: BasePose | None, front: BasePose | None = None) -> list[Step]:
         """The arm to its carry pose first (IK mode, with a kinematic model: a manipulation
         leaves it out in front, where driving would sweep it into furniture), then the base."""
-        position, yaw = self.standoff(target, base)
+        position, yaw = self.standoff(target, base, front)
+        self.begin_action()
         goal = NavigateGoal(self.profile.base.navigate_action, self.profile.base.map_frame, position, yaw,
                             self.profile.timeouts.navigate_s)
         return self.carry() + [Step(goal, "drive to the stand-off pose")]
@@ -118,6 +156,9 @@ class SkillSequencer:
         if self.profile.arm.mode != "ik" or self.kinematics is None or self._carry_joints() is None:
             return []
         ahead = np.array([1.0, 0.0, 0.0])
+        if self._at is not None and float(np.linalg.norm(self._at[0] - np.array(CARRY_POINT))) < 1e-6 \
+                and np.allclose(self._at[1], tip_frame(ahead, ahead)):
+            return []  # already there
         return self.arm_path([(np.array(CARRY_POINT), "carry pose")], ahead)
 
     def head_angles(self, target: Vec3, base: BasePose) -> tuple[float, float]:
@@ -154,9 +195,13 @@ class SkillSequencer:
 
     # -- gripper and arm ------------------------------------------------------------------------
 
-    def gripper(self, opening: bool, *, grasp: bool = False) -> Step:
+    def gripper(self, opening: bool, *, grasp: bool = False, width: float | None = None) -> Step:
+        """Open (to `width` and a margin each side when given: not into an object's
+        neighbours) or close the gripper."""
         g = self.profile.gripper
         position = g.open_position if opening else g.closed_position
+        if opening and width is not None and g.mode == "command":
+            position = min(g.open_position, width + 2 * FINGER_MARGIN_M)
         why = "open the gripper" if opening else ("close the gripper on the object" if grasp else "close the gripper")
         if g.mode == "command":
             return Step(GripperGoal(g.action, position, g.max_effort, self.profile.timeouts.gripper_s, grasp), why)
@@ -167,7 +212,7 @@ class SkillSequencer:
         return Step(goal, why)
 
     def arm_path(self, waypoints: list[tuple[np.ndarray, str]], approach: np.ndarray,
-                 toward: np.ndarray | None = None) -> list[Step]:
+                 toward: np.ndarray | None = None, *, transit: bool = True) -> list[Step]:
         """Arm goals through `waypoints` (base frame) with the gripper along `approach` (level
         fingers across `toward`, the horizontal direction to the object; default: the approach)."""
         arm = self.profile.arm
@@ -184,27 +229,101 @@ class SkillSequencer:
                     for point, why in waypoints]
         if self.kinematics is None:
             raise Unreachable("no kinematic model of the arm (no robot description received)")
-        steps: list[Step] = []
-        seed = self._carry_joints()  # where a manipulation starts: the arm in its carry pose
         frame = tip_frame(approach, approach if toward is None else toward)
-        previous: np.ndarray | None = None
+        steps: list[Step] = []
+        at = self._at
         for point, why in waypoints:
-            # the first waypoint as the joints go; each later one along a straight line from the
-            # one before (IK every STRAIGHT_STEP_M), so that a descent into a bag stays a descent
-            count = 1 if previous is None else max(1, int(math.ceil(np.linalg.norm(point - previous) / STRAIGHT_STEP_M)))
             points: list[tuple[tuple[float, ...], float]] = []
-            for i in range(1, count + 1):
-                along = point if previous is None else previous + (point - previous) * i / count
-                solution = self._solve(along, seed, frame)
-                if solution is None:
-                    raise Unreachable(f"no inverse kinematics solution for {why} at "
-                                      f"({along[0]:.2f}, {along[1]:.2f}, {along[2]:.2f}) in {arm.root_link}")
-                seed = solution
-                points.append((solution, arm.move_s * i / count))
-            previous = point
+            if at is not None and (steps or not transit):  # `transit`: the first waypoint is reached through free space
+                points = self._straight(at, point, frame, why, STRAIGHT_STEP_M)
+            else:  # the first waypoint: a straight line from where the arm is when the IK finds
+                # one (coarser: it leaves free space), else as the joints go
+                try:
+                    points = self._straight(at, point, frame, why, TRANSIT_STEP_M) if at is not None else []
+                except Unreachable:
+                    points = []
+                if not points or _jumps(at, points):
+                    solution = self._solve(point, at[2] if at is not None else self._carry_joints(), frame)
+                    if solution is None:
+                        raise self._no_solution(why, point)
+                    points = self.timed(at[2], [solution], arm.move_s) if at is not None else [(solution, arm.move_s)]
+            at = (point, frame, points[-1][0])
             steps.append(Step(TrajectoryGoal(arm.trajectory_action, arm.joints, tuple(points),
                                              self.profile.timeouts.arm_s, "arm"), why))
+        self._at = at
         return steps
+
+    def _straight(self, start: tuple[np.ndarray, np.ndarray, tuple[float, ...]], point: np.ndarray,
+                  frame: np.ndarray, why: str, step_m: float) -> list[tuple[tuple[float, ...], float]]:
+        """IK points along the straight line from `start` (point, frame, joints) to `point`, the
+        gripper turning evenly from the start's frame to `frame` (spherical interpolation)."""
+        from scipy.spatial.transform import Slerp
+
+        origin, turned, seed = start
+        turn = Rotation.from_matrix(frame) * Rotation.from_matrix(turned).inv()
+        count = max(1, int(math.ceil(float(np.linalg.norm(point - origin)) / step_m)),
+                    int(math.ceil(turn.magnitude() / TURN_STEP_RAD)))
+        slerp = Slerp([0.0, 1.0], Rotation.from_matrix(np.stack([turned, frame])))
+        solutions: list[tuple[float, ...]] = []
+        joints: tuple[float, ...] | None = seed
+        for i in range(1, count + 1):
+            along = origin + (point - origin) * i / count
+            joints = self._solve(along, joints, slerp([i / count]).as_matrix()[0])
+            if joints is None:
+                raise self._no_solution(why, along)
+            solutions.append(joints)
+        return self.timed(seed, solutions, self.profile.arm.move_s / count)
+
+    @staticmethod
+    def timed(start: tuple[float, ...], solutions: list[tuple[float, ...]], least_s: float
+              ) -> list[tuple[tuple[float, ...], float]]:
+        """Trajectory points through `solutions` from `start`: each at least `least_s` after the
+        one before, and no joint faster than JOINT_SPEED_RAD_S (an IK solution that jumps, or a
+        long joint-space move, gets the time a real arm needs to follow it)."""
+        points: list[tuple[tuple[float, ...], float]] = []
+        t, previous = 0.0, np.array(start)
+        for joints in solutions:
+            t += max(least_s, float(np.max(np.abs(np.array(joints) - previous))) / JOINT_SPEED_RAD_S)
+            points.append((joints, round(t, 4)))
+            previous = np.array(joints)
+        return points
+
+    def _no_solution(self, why: str, point: np.ndarray) -> Unreachable:
+        return Unreachable(f"no inverse kinematics solution for {why} at ({point[0]:.2f}, {point[1]:.2f}, "
+                           f"{point[2]:.2f}) in {self.profile.arm.root_link}")
+
+    def arm_lost(self) -> None:
+        """An arm goal failed: where the gripper is is no longer known."""
+        self._at = None
+
+    def begin_action(self) -> None:
+        """An action's goals are about to be planned: where back_out returns to."""
+        self._action_start = self._at
+
+    def back_out(self, sent: list[Step]) -> list[Step]:
+        """One trajectory retracing, in reverse, the joint path of the arm goals `sent` in the
+        current action (the last one the goal that failed) back to where the action started: the
+        way the arm came in is free. The failed goal's own points are skipped (the arm stopped
+        somewhere short of them): the retrace starts at the point that goal started from. Nothing
+        when there is no path to retrace."""
+        arm = self.profile.arm
+        start = self._action_start
+        goals = [step.goal for step in sent if isinstance(step.goal, TrajectoryGoal) and step.goal.purpose == "arm"]
+        path = ([start[2]] if start is not None else []) + [p for goal in goals[:-1] for p, _ in goal.points]
+        if not path:
+            return []
+        points: list[tuple[tuple[float, ...], float]] = []
+        t, previous = 0.0, np.array(goals[-1].points[-1][0]) if goals else np.array(path[-1])
+        for joints in path[::-1]:
+            t += max(0.05, float(np.max(np.abs(np.array(joints) - previous))) / BACK_OUT_SPEED_RAD_S)
+            points.append((joints, t))
+            previous = np.array(joints)
+        return [Step(TrajectoryGoal(arm.trajectory_action, arm.joints, tuple(points), self.profile.timeouts.arm_s,
+                                    "arm"), "back out the way the arm came")]
+
+    def backed_out(self) -> None:
+        """The back-out reached where the action started."""
+        self._at = self._action_start
 
     def _solve(self, point: np.ndarray, seed: tuple[float, ...] | None, frame: np.ndarray) -> tuple[float, ...] | None:
         """IK for the tip at `point` turned as `frame`, from the previous waypoint's solution (a
@@ -229,36 +348,56 @@ class SkillSequencer:
         frame = tip_frame(approach, toward)
         return next((c for c in candidates if self._solve(c, None, frame) is not None), candidates[0])
 
-    def manipulate(self, skill: str, target: Vec3, base: BasePose) -> list[Step]:
+    def manipulate(self, skill: str, target: Vec3, base: BasePose, front: BasePose | None = None,
+                   grasp_yaw: float | None = None, grasp_width: float | None = None) -> list[Step]:
         """The goals of a manipulation of the object at `target` (map); Unreachable when the
-        arm cannot get there from `base`. Picks and places below TOP_DOWN_BELOW_M come from
-        above; the rest, and doors and switches, level from the side."""
+        arm cannot get there from `base` (nothing is planned then). Picks and places below
+        TOP_DOWN_BELOW_M come from above (the fingers closing along `grasp_yaw`, the heading of
+        the object's narrow side in `map`, when known); the rest, and doors and switches, level
+        from the side, square into `front` (the holding piece's front face) when known."""
+        self.begin_action()
+        try:
+            return self._manipulate(skill, target, base, front, grasp_yaw, grasp_width)
+        except Unreachable:
+            self._at = self._action_start
+            raise
+
+    def _manipulate(self, skill: str, target: Vec3, base: BasePose, front: BasePose | None,
+                    grasp_yaw: float | None, grasp_width: float | None) -> list[Step]:
         arm = self.profile.arm
         p = base.to_base(target)
         toward = np.array([p[0], p[1], 0.0])
+        if front is not None:  # square into the piece's front
+            toward = -np.array([math.cos(front.yaw - base.yaw), math.sin(front.yaw - base.yaw), 0.0])
         norm = float(np.linalg.norm(toward))
         toward = toward / norm if norm > 1e-6 else np.array([1.0, 0.0, 0.0])
         from_above = skill in ("pick", "place") and target[2] < TOP_DOWN_BELOW_M
         approach = np.array([0.0, 0.0, -1.0]) if from_above else toward
+        if from_above and skill == "pick" and grasp_yaw is not None:
+            toward = across(grasp_yaw - base.yaw, toward)
         back = p - approach * arm.pregrasp_m
         up = np.array([0.0, 0.0, arm.place_above_m])
         look = self.look_at(target, base)
-        if from_above:  # down from twice the approach distance above, through once: over a bag's rim
+        if from_above:  # over at the carry height, down to twice the approach distance above, through once
             clear = p - 2 * approach * arm.pregrasp_m
-            ways = [(clear, "above, clear of the walls"), (back, "pre-grasp")]
+            over = [(np.array([clear[0], clear[1], CARRY_POINT[2]]), "over the piece")] \
+                if clear[2] < CARRY_POINT[2] - STRAIGHT_STEP_M else []
+            ways = over + [(clear, "above, clear of the walls"), (back, "pre-grasp")]
         else:
             ways = [(back, "pre-grasp")]
         if skill == "pick":
-            lift = [(back, "lift"), (clear, "lift clear")] if from_above else [(back + up, "lift and retreat")]
-            return look + [self.gripper(True)] + self.arm_path(ways + [(p, "grasp")], approach, toward) + \
-                [self.gripper(False, grasp=True)] + self.arm_path(lift, approach, toward)
+            lift = [(back, "lift"), (clear, "lift clear")] + over[:1] if from_above \
+                else [(back + up, "lift and retreat")]
+            opening = self.gripper(True, width=grasp_width if from_above else None)
+            return look + [opening] + self.arm_path(ways + [(p, "grasp")], approach, toward) + \
+                [self.gripper(False, grasp=True)] + self.arm_path(lift, approach, toward, transit=False)
         if skill == "place":
             release = p + up
-            above = [(release + np.array([0.0, 0.0, arm.pregrasp_m]), "above the receptacle")] if from_above \
+            above = over[:1] + [(release + np.array([0.0, 0.0, arm.pregrasp_m]), "above the receptacle")] if from_above \
                 else [(self._reachable([back + up + np.array([0.0, 0.0, dz]) for dz in (0.0, 0.06, 0.12, -0.06)],
                                        approach, toward), "above the receptacle, back")]
             return look + self.arm_path(above + [(release, "release pose")], approach, toward) + \
-                [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward)
+                [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward, transit=False)
         if skill in ("open", "close"):
             # open: pull the handle back to where the hand came from; close: push it in half the
             # approach further; then let go and back off to where the hand came from
@@ -266,12 +405,25 @@ class SkillSequencer:
             away = back  # reached before: a solution near the one the hand comes from
             return look + [self.gripper(True)] + self.arm_path([(back, "before the handle"), (p, "the handle")],
                                                                approach) + \
-                [self.gripper(False, grasp=True)] + self.arm_path([(swing, f"{skill} the door")], approach) + \
-                [self.gripper(True)] + self.arm_path([(away, "retreat")], approach)
+                [self.gripper(False, grasp=True)] + self.arm_path([(swing, f"{skill} the door")], approach,
+                                                                  transit=False) + \
+                [self.gripper(True)] + self.arm_path([(away, "retreat")], approach, transit=False)
         if skill in ("toggle_on", "toggle_off"):
             return look + [self.gripper(False)] + self.arm_path([(back, "before the switch"), (p, "press the switch"),
                                                                  (back, "retreat")], approach)
         raise ValueError(f"not a manipulation: {skill!r} (known: {', '.join(MANIPULATIONS)})")
+
+
+def _jumps(start: tuple[np.ndarray, np.ndarray, tuple[float, ...]] | None,
+           points: list[tuple[tuple[float, ...], float]]) -> bool:
+    """Whether consecutive IK solutions along a straight line jump (the solver found another
+    branch): such a "straight" line is not one for the elbow."""
+    previous = np.array(start[2]) if start is not None else None
+    for joints, _ in points:
+        if previous is not None and float(np.max(np.abs(np.array(joints) - previous))) > JUMP_RAD:
+            return True
+        previous = np.array(joints)
+    return False
 
 
 def _vec(point: np.ndarray) -> Vec3:

@@ -57,6 +57,15 @@ class StandInRobotWorld:
             return self._base_pose()
         return self._sent_base
 
+    def grasp_yaw(self, object_id: str) -> float | None:
+        return None
+
+    def grasp_width(self, object_id: str) -> float | None:
+        return None
+
+    def front_of(self, object_id: str) -> BasePose | None:
+        return None
+
     def wait_for_view(self, timeout_s: float) -> bool:
         return True  # the layout is always known
 

@@ -37,6 +37,8 @@ class FakeView:
     appears_after_views: dict[str, int] = field(default_factory=dict)  # object -> views until seen
     hidden: dict[str, Vec3] = field(default_factory=dict)
     views: int = 0
+    yaws: dict[str, float] = field(default_factory=dict)
+    fronts: dict[str, BasePose] = field(default_factory=dict)
 
     def object_position(self, object_id: str) -> Vec3 | None:
         return self.objects.get(object_id)
@@ -49,6 +51,15 @@ class FakeView:
 
     def base_pose(self) -> BasePose | None:
         return self.base
+
+    def grasp_yaw(self, object_id: str) -> float | None:
+        return self.yaws.get(object_id)
+
+    def grasp_width(self, object_id: str) -> float | None:
+        return None
+
+    def front_of(self, object_id: str) -> BasePose | None:
+        return self.fronts.get(object_id)
 
     def wait_for_view(self, timeout_s: float) -> bool:
         self.views += 1

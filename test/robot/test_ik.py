@@ -85,3 +85,27 @@ def test_the_chain_ends_at_the_tip_link_not_at_a_leaf_beyond_it():
             step[:3, 3] = [float(v) for v in origin.get("xyz", "0 0 0").split()]
         pose = pose @ step
     assert np.linalg.norm(kin.forward([0.0] * len(profile.arm.joints)) - pose[:3, 3]) < 1e-6
+
+
+def test_a_top_down_pick_closes_the_fingers_along_the_objects_narrow_side():
+    """grasp_yaw (the narrow side's heading in map) turns the gripper: its y axis (the
+    fingers' closing axis) lies along that heading, either sense."""
+    import math
+
+    from task_learning.robot.goals import TrajectoryGoal
+    from task_learning.robot.profile import load_profile
+    from task_learning.robot.sequences import BasePose, SkillSequencer
+    from test.robot.helpers import DATA
+
+    profile = load_profile("fetch")
+    kin = ArmKinematics.from_urdf((DATA / "fetch.urdf").read_text(), profile.arm.root_link, profile.arm.tip_link,
+                                  profile.arm.joints, profile.arm.tolerance_m)
+    base = BasePose(0.0, 0.0, 0.0)
+    for narrow in (0.0, math.pi / 2, 0.6):
+        steps = SkillSequencer(profile, kin).manipulate("pick", (0.7, 0.0, 0.3), base, None, narrow)
+        grasp = next(s.goal for s in steps if s.why == "grasp")
+        assert isinstance(grasp, TrajectoryGoal)
+        frame = kin.forward_frame(grasp.final)[:3, :3]
+        assert frame[2, 0] < -0.95  # pointing down
+        closing = frame[:, 1]
+        assert abs(abs(closing[0] * math.cos(narrow) + closing[1] * math.sin(narrow)) - 1.0) < 0.05

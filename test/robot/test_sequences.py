@@ -113,3 +113,42 @@ def test_stretch_gripper_is_a_trajectory_of_its_aperture():
     step = SkillSequencer(load_profile("stretch")).gripper(True)
     assert isinstance(step.goal, TrajectoryGoal) and step.goal.joints == ("gripper_aperture",)
     assert step.goal.server == "/stretch_controller/follow_joint_trajectory"
+
+
+def test_navigate_with_a_known_front_stands_square_in_front_of_the_piece():
+    """Not on the line from the robot: in front of the holding piece's front face (heading out
+    along +x here), on the line through the object square to it, facing the piece."""
+    seq = SkillSequencer(load_profile("fetch"))
+    front = BasePose(2.0, 0.0, 0.0)  # the piece's front face at x = 2, facing +x
+    goal = seq.navigate((1.8, 0.3, 0.2), BasePose(4.0, -3.0, 0.0), front)[0].goal
+    assert isinstance(goal, NavigateGoal)
+    assert goal.position[0] == pytest.approx(1.8 + 0.65) and goal.position[1] == pytest.approx(0.3)
+    assert abs(math.remainder(goal.yaw - math.pi, 2 * math.pi)) < 1e-9
+    deep = seq.navigate((1.5, 0.0, 0.2), ORIGIN, front)[0].goal  # 0.5 m behind the front
+    assert isinstance(deep, NavigateGoal) and deep.position[0] == pytest.approx(2.0 + 0.4)  # kept out of it
+
+
+def test_back_out_retraces_the_arm_path_sent_in_reverse_skipping_the_failed_goals_points():
+    seq = SkillSequencer(load_profile("fetch"))
+    seq._at = (np.zeros(3), np.eye(3), (0.0,) * 8)
+    seq.begin_action()
+    arm = seq.profile.arm
+
+    def goal(*values):
+        return TrajectoryGoal(arm.trajectory_action, arm.joints, tuple(((v,) * 8, 1.0) for v in values), 30.0, "arm")
+
+    from task_learning.robot.goals import Step
+    sent = [Step(goal(0.1, 0.2), "in"), Step(goal(0.3, 0.4), "further in (failed)")]
+    (back,) = seq.back_out(sent)
+    assert isinstance(back.goal, TrajectoryGoal)
+    assert [p[0] for p, _ in back.goal.points] == [0.2, 0.1, 0.0]
+    times = [t for _, t in back.goal.points]
+    assert times == sorted(times) and times[0] > 0
+
+
+def test_the_gripper_opens_only_as_wide_as_the_object_needs_when_its_width_is_known():
+    """Not into the neighbours packed beside it: the object's width and a margin each side."""
+    seq = SkillSequencer(load_profile("fetch"))
+    assert seq.gripper(True).goal.position == pytest.approx(0.10)
+    assert seq.gripper(True, width=0.04).goal.position == pytest.approx(0.052)
+    assert seq.gripper(True, width=0.09).goal.position == pytest.approx(0.10)  # no wider than it opens

@@ -54,6 +54,23 @@ def test_driving_into_furniture_aborts_with_a_collision_and_the_base_stops(sim):
     assert np.hypot(sim.base_pose()[0] - stopped[0], sim.base_pose()[1] - stopped[1]) < 0.05
 
 
+def test_a_base_against_furniture_drives_away_from_it_but_not_further_in(sim):
+    """As a base with a local planner: a goal away from the contact runs, one into it aborts."""
+    piece = sim.world.receptacles["Fridge|1"]
+    goal = sim.navigate(piece.pose[0], piece.pose[1], 0.0)
+    _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 40)
+    assert goal.outcome is NavOutcome.COLLISION and sim.robot_touches()
+    x, y, yaw = sim.base_pose()
+    away = sim.navigate(x - 0.3 * math.cos(yaw), y - 0.3 * math.sin(yaw), yaw)  # reverse out of it
+    # the base turns to face its goal first (the turn moves the touching point sideways, not in)
+    _until(sim, lambda: away.outcome is not NavOutcome.RUNNING, 40)
+    assert away.outcome is NavOutcome.SUCCEEDED, away.outcome
+    x, y, _ = sim.base_pose()
+    again = sim.navigate(piece.pose[0], piece.pose[1], 0.0)
+    _until(sim, lambda: again.outcome is not NavOutcome.RUNNING, 40)
+    assert again.outcome is NavOutcome.COLLISION
+
+
 def test_cancel_brakes_the_base_short_of_its_goal(sim):
     goal = sim.navigate(2.0, 0.0, 0.0)
     _until(sim, lambda: sim.base_pose()[0] > 0.5, 10)

@@ -30,6 +30,17 @@ def test_every_object_rests_where_the_scene_puts_it(name):
         assert np.linalg.norm(data.body(item.id).cvel) < 0.05, f"{item.id} still moving"
 
 
+def test_paper_plates_are_packed_on_edge_their_thin_side_across_the_row():
+    """A flat box too wide every way for the gripper stands on its edge, as people pack plates:
+    it stays there, 18 cm tall, and its narrow side (4 cm) lies level, graspable from above."""
+    world, model, data = _settled("store_groceries")
+    plates = data.geom("PaperPlates|1")
+    axes, half = plates.xmat.reshape(3, 3), model.geom("PaperPlates|1").size
+    assert float(np.abs(axes[2]) @ half) == pytest.approx(0.09, abs=0.005)  # half its height
+    level = [i for i in range(3) if abs(axes[2, i]) < 0.5]
+    assert min(2 * half[i] for i in level) == pytest.approx(0.04, abs=1e-6)
+
+
 def test_completion_comes_from_body_positions_and_door_angles():
     world, model, data = _settled("store_groceries")
     start = physics_completion(world, model, data)
