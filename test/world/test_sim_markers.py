@@ -112,7 +112,7 @@ def test_the_survey_views_of_a_table_give_a_turned_box_its_place_piece_and_narro
     the table) read a box of granola turned 35 degrees on it: the belief has it within 2 cm, on
     the table, and its `rotation` y is the box's narrow horizontal axis (the physics' body x,
     its 6 cm side) within 5 degrees, modulo a half turn."""
-    from task_learning.perception.belief import BeliefWorld
+    from task_learning.perception.belief import BeliefWorld, narrow_width
     from task_learning.perception.survey import piece_views
 
     path = tmp_path / "box_on_table.yaml"
@@ -144,6 +144,8 @@ def test_the_survey_views_of_a_table_give_a_turned_box_its_place_piece_and_narro
     axis = sim.data.body("Granola|1").xmat.reshape(3, 3)[:, 0]
     truth = math.degrees(math.atan2(axis[1], axis[0]))
     assert abs((granola["rotation"]["y"] - truth + 90.0) % 180.0 - 90.0) < 5.0, (granola["rotation"], truth)
+    track = belief.tracks["Granola|1"]
+    assert narrow_width(track.T_world_marker[:3, :3], track.spec) == 0.06
 
 
 def test_the_stacks_detector_finds_the_groceries_on_the_table_where_they_are(marked):
