@@ -13,7 +13,7 @@ survey, every piece from 1.1 m, a bag or bin from 0.65 m, the torso down).
 Printed per scene: objects known / total, the position error of each (believed centre against
 the body's in the physics), the yaw error (the world state's `rotation` y against the physics'
 narrow horizontal axis, modulo 180 degrees), the piece it is believed in against the one it stands
-in, and what is not known, with the piece it is in. Load beside it.
+in, the doors and drawers believed closed, and what is not known, with the piece it is in. Load beside it.
 
 Run: .venv/bin/python bench/bench_sim_perception.py [--scene store_groceries] [--survey new|old]
 """
@@ -133,13 +133,19 @@ def survey(eye: Eye, which: str) -> int:
             eye.view(view)
 
 
-def true_heading(eye: Eye, oid: str) -> float:
-    """The physics' narrow horizontal axis of an object, map yaw in degrees folded into [-90, 90)."""
-    item = eye.sim.world.items[oid]
-    depth, width = item.shape.footprint()
+def true_narrow(eye: Eye, oid: str) -> tuple[float, float]:
+    """The physics' narrow horizontal axis of an object (of its body axes lying level, the one it
+    is thinnest along): map yaw in degrees folded into [-90, 90), and how much wider its other
+    level side is (0 for a round thing)."""
+    shape = eye.sim.world.items[oid].shape
+    sizes = (*shape.footprint(), shape.height())
     R = eye.sim.data.body(oid).xmat.reshape(3, 3)
-    axis = R[:, 0] if depth <= width else R[:, 1]
-    return (math.degrees(math.atan2(axis[1], axis[0])) + 90.0) % 180.0 - 90.0
+    level = sorted((i for i in range(3) if abs(R[2, i]) < 0.5), key=lambda i: sizes[i])
+    if len(level) < 2 or shape.shape != "box":
+        return 0.0, 0.0
+    axis = R[:, level[0]]
+    yaw = (math.degrees(math.atan2(axis[1], axis[0])) + 90.0) % 180.0 - 90.0
+    return yaw, sizes[level[1]] - sizes[level[0]]
 
 
 def report(eye: Eye, scene: str, which: str, pieces: int, seconds: float) -> None:
@@ -151,9 +157,9 @@ def report(eye: Eye, scene: str, which: str, pieces: int, seconds: float) -> Non
         p = meta[oid]["position"]
         pos_err.append(float(np.linalg.norm(np.array([p["x"], p["z"], p["y"]]) - eye.sim.data.body(oid).xpos)))
         item = items[oid]
-        if item.shape.shape == "box" and abs(item.shape.size[0] - item.shape.size[1]) > 0.005:
-            diff = (meta[oid]["rotation"]["y"] - true_heading(eye, oid) + 90.0) % 180.0 - 90.0
-            yaw_err.append(abs(diff))
+        truth, wider = true_narrow(eye, oid)
+        if wider > 0.005:
+            yaw_err.append(abs((meta[oid]["rotation"]["y"] - truth + 90.0) % 180.0 - 90.0))
         parent_ok += (meta[oid]["parentReceptacles"] or [""])[0] == item.start
     load = os.getloadavg()[0]
     print(f"{scene}, survey {which}: {len(known)}/{len(items)} objects known, "
@@ -166,6 +172,10 @@ def report(eye: Eye, scene: str, which: str, pieces: int, seconds: float) -> Non
         print(f"  yaw error (boxes whose sides differ): median {statistics.median(yaw_err):.1f} deg, "
               f"max {max(yaw_err):.1f} deg ({len(yaw_err)} objects)")
     print(f"  believed in the piece it stands in: {parent_ok}/{len(known)}")
+    closable = [r.id for r in eye.sim.world.receptacles.values() if r.joint]
+    tracks = eye.belief.tracks
+    closed = [rid for rid in closable if rid in tracks and tracks[rid].open_known and not tracks[rid].is_open]
+    print(f"  doors and drawers believed closed (all are): {len(closed)}/{len(closable)}")
     for oid in known:
         if (meta[oid]["parentReceptacles"] or [""])[0] != items[oid].start:
             print(f"    {oid}: believed in {meta[oid]['parentReceptacles']}, stands in {items[oid].start}")
