@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
@@ -57,6 +58,8 @@ class SimWatch(GraphWatch):
 
     def __init__(self) -> None:
         super().__init__()
+        # the survey's goal timeouts in simulated seconds, as the stack's nodes count them (/clock)
+        self.node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, True)])
         self.status: dict[str, Any] = {}
         self.updates = 0
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
