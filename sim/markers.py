@@ -4,11 +4,14 @@ A robot's perception (the stack's `fetch` backend) reads ArUco markers from the 
 real kitchen an integrator sticks them on things and measures where. Here the simulator does both:
 `add_markers` textures a marker (cv2.aruco's image of its id, with a one-module white quiet zone)
 onto a thin sticker geom on every object and every piece of furniture, and returns the registry
-(`task_learning/perception/registry.py`'s YAML format) measured from the compiled model.
+(`task_learning/perception/registry.py`'s YAML format) measured from the compiled model,
+with each object's size along its marker's axes (`extent`: which way its narrow side lies).
 
 Where the stickers go:
-- an object: on its top face, as large as the top allows (side clamped to `OBJECT_MARKER_M`; a
-  fork's or knife's tag overhangs it, as a card tied to it would);
+- an object: on the face that looks up as it is packed (a plate packed on its edge: that edge),
+  as large as the face allows (side clamped to `OBJECT_MARKER_M`; a
+  fork's or knife's tag overhangs it, as a card tied to it would, toward one end, the end
+  alternating, so that the tags of things lying side by side do not overlap);
 - a piece of furniture: on its front, in the band beside its opening (below its door where a
   10 cm marker fits, else above; below a drawer, on a bin's front wall, hanging under a table's
   front edge);
@@ -34,7 +37,7 @@ DICTIONARY = "DICT_4X4_100"   # 100 ids: tidy_kitchen needs 51
 MODULES = 6                    # a 4x4 marker: 4 bits and a one-module black border a side
 QUIET = 1                      # white modules around it (the sticker's margin)
 PX_PER_MODULE = 8
-OBJECT_MARKER_M = (0.05, 0.08)  # an object's marker side: at least, at most
+OBJECT_MARKER_M = (0.04, 0.08)  # an object's marker side: at least, at most
 FURNITURE_MARKER_M = 0.15
 DOOR_MARKER_M = 0.12
 MIN_FRONT_MARKER_M = 0.1
@@ -87,13 +90,51 @@ def _sticker(spec: mujoco.MjSpec, body: mujoco.MjsBody, marker_id: int, size: fl
 # marker frames in a piece's frame (x out of its front, y left, z up), as rotation columns
 # a front marker: x to the right of someone facing the front (the piece's +y), y up, z out of the front
 FRONT = np.column_stack([(0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (1.0, 0.0, 0.0)])
-UP = np.eye(3)
 
 
-def object_marker_size(world: SceneWorld, item_id: str) -> float:
-    depth, width = world.items[item_id].shape.footprint()
-    sticker = min(depth, width) * MODULES / (MODULES + 2 * QUIET)
+@dataclass(frozen=True)
+class TopFace:
+    """An object's face that looks up as the world packs it (a plate on its edge: an edge), in
+    its body's frame: the sticker's frame there (rotation columns x, y, z: z out of the face),
+    its distance from the centre, and the object's size along the sticker's x, y, z."""
+
+    rotation: np.ndarray
+    height: float
+    extent: tuple[float, float, float]
+
+
+def top_face(world: SceneWorld, item_id: str) -> TopFace:
+    item = world.items[item_id]
+    depth, width = item.shape.footprint()
+    sizes = (depth, width, item.shape.height())
+    flat = np.zeros(9)
+    mujoco.mju_quat2Mat(flat, np.asarray(world.spec.body(item_id).quat, dtype=float))
+    R = flat.reshape(3, 3)
+    up = int(np.argmax(np.abs(R[2])))
+    z = np.eye(3)[up] * np.sign(R[2, up])
+    across = min(i for i in range(3) if i != up)
+    x = np.eye(3)[across]
+    y = np.cross(z, x)
+    along = int(np.argmax(np.abs(y)))
+    return TopFace(np.column_stack([x, y, z]), sizes[up] / 2, (sizes[across], sizes[along], sizes[up]))
+
+
+def object_marker_size(face: TopFace) -> float:
+    sticker = min(face.extent[0], face.extent[1]) * MODULES / (MODULES + 2 * QUIET)
     return float(min(max(sticker, OBJECT_MARKER_M[0]), OBJECT_MARKER_M[1]))
+
+
+def _along_thin(face: TopFace, size: float, marker_id: int) -> np.ndarray:
+    """Where on the top face (in the sticker's x, y) an object's sticker goes: its centre, or, on
+    a thing narrower than its sticker (a fork, a knife, a plate on its edge), toward one end of
+    its long side, the end alternating with the marker id: such things lie side by side, and
+    stickers in the middle of each would overlap their neighbours' and be read by none."""
+    a, b = face.extent[0], face.extent[1]
+    sticker = size * (MODULES + 2 * QUIET) / MODULES
+    if min(a, b) >= sticker:
+        return np.zeros(2)
+    shift = max(0.0, (max(a, b) - sticker) / 2) * (1 if marker_id % 2 else -1)
+    return np.array([shift, 0.0]) if a > b else np.array([0.0, shift])
 
 
 def _furniture_spot(receptacle: Receptacle, height: float, floor: float, ceiling: float) -> tuple[float, float]:
@@ -127,10 +168,11 @@ def add_markers(world: SceneWorld) -> MarkerPlan:
     for record in world.scene.objects:
         object_id = record["objectId"]
         if object_id in world.items:
-            item = world.items[object_id]
-            size = object_marker_size(world, object_id)
-            top = item.shape.height() / 2 + STICKER_THICKNESS_M / 2
-            plan.geoms[next_id] = (_sticker(spec, spec.body(object_id), next_id, size, (0, 0, top), UP), size)
+            face = top_face(world, object_id)
+            size = object_marker_size(face)
+            local = np.array([*_along_thin(face, size, next_id), face.height + STICKER_THICKNESS_M / 2])
+            x, y, z = (float(v) for v in face.rotation @ local)
+            plan.geoms[next_id] = (_sticker(spec, spec.body(object_id), next_id, size, (x, y, z), face.rotation), size)
         elif object_id in world.receptacles:
             receptacle = world.receptacles[object_id]
             shape = shapes.furniture[receptacle.type]
@@ -194,6 +236,8 @@ def _entry(world: SceneWorld, model: mujoco.MjModel, data: mujoco.MjData, marker
                              "size": round(size, 4)}
     if object_id in world.items:
         entry["offset"] = _in_marker(T, data.body(object_id).xpos)
+        # its size along the sticker's axes says which way its narrow side lies
+        entry["extent"] = [round(float(v), 4) for v in top_face(world, object_id).extent]
         return entry
     receptacle = world.receptacles[object_id]
     body = data.body(object_id)

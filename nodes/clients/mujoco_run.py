@@ -29,12 +29,14 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from task_learning.errors import TaskLearningError
+from task_learning.perception.survey import View, piece_views
 from task_learning.robot.gate import MotionGate
-from task_learning.robot.goals import NavigateGoal, Step
+from task_learning.robot.goals import NavigateGoal, Step, TrajectoryGoal
 from task_learning.robot.profile import RobotProfile, load_profile
 from task_learning.robot.sequences import BasePose, SkillSequencer
 from task_learning.world.scene import load_scene
@@ -47,13 +49,8 @@ SIM = "task-learning-sim"
 NODES_WITH_TIME = ("perception", "grounding", "oversight", "goal_elicitation", "action_selector", "planner")
 TIMEOUT_MARGIN = 1.2
 MAX_BAG_S = 86_400.0
-# where the survey looks at a piece from: its centre to the base; the deepest piece is 0.8 m deep
-# and the base's radius 0.3 m, so the camera sees its front from 0.4-0.8 m
-SURVEY_DISTANCE_M = 1.1
 LEVEL_TILT_RAD = 0.1  # the second sweep's tilt (the profile's first looks down at the floor)
-# a low piece (bag, bin) is looked into from nearer: its front 0.4 m from the base's centre
-LOW_PIECE_M = 0.4
-SURVEY_NEAR_M = 0.65  # the planner's wait for one action: the profile's longest action plus a fifth
+TORSO_MOVE_S = 4.0    # the Fetch's torso lifts ~0.1 m/s: its whole travel in 4 s
 
 
 class SimWatch(GraphWatch):
@@ -61,6 +58,8 @@ class SimWatch(GraphWatch):
 
     def __init__(self) -> None:
         super().__init__()
+        # the survey's goal timeouts in simulated seconds, as the stack's nodes count them (/clock)
+        self.node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, True)])
         self.status: dict[str, Any] = {}
         self.updates = 0
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
@@ -146,53 +145,70 @@ def look_around(watch: SimWatch, runner: RosGoalRunner, profile: RobotProfile, f
     return goals
 
 
-def front_view(pose: Any, distance: float) -> tuple[tuple[float, float, float], float]:
-    """A base pose `distance` m out of a piece's front, facing it: the piece's pose in the world
-    state is its marker's frame at its centre, z out of its front (REP-103 `map`)."""
+def _front(pose: Any) -> tuple[float, float]:
+    """The horizontal way a piece's front faces: its pose in the world state is its marker's frame
+    at its centre, z out of its front (REP-103 `map`); the z axis from the quaternion (x, y, z, w)."""
     q = pose.orientation
-    # the marker frame's z axis in map, from the quaternion (x, y, z, w)
-    zx, zy = 2 * (q.x * q.z + q.w * q.y), 2 * (q.y * q.z - q.w * q.x)
-    norm = math.hypot(zx, zy) or 1.0
-    zx, zy = zx / norm, zy / norm
-    c = pose.position
-    return (c.x + distance * zx, c.y + distance * zy, 0.0), math.atan2(-zy, -zx)
+    return 2 * (q.x * q.z + q.w * q.y), 2 * (q.y * q.z - q.w * q.x)
 
 
 def _known_pieces(watch: SimWatch) -> list[tuple[str, Any]]:
     with watch.lock:
         world = watch.world
-    return [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if o.receptacle]
+    return [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if _is_piece(o)]
 
 
-def _piece_view(profile: RobotProfile, sequencer: SkillSequencer, pose: Any) -> list[Step]:
-    """Drive before the piece's front and point the head at it; a low piece (a bag, a bin: its
-    centre under `LOW_PIECE_M`) from nearer, looking at its floor, to see over its walls."""
-    low = pose.position.z < LOW_PIECE_M
-    spot, yaw = front_view(pose, SURVEY_NEAR_M if low else SURVEY_DISTANCE_M)
-    target = (pose.position.x, pose.position.y, 0.05 if low else pose.position.z)
-    steps = [Step(NavigateGoal(profile.base.navigate_action, profile.base.map_frame, spot, yaw,
-                               profile.timeouts.navigate_s), "drive before its front")]
-    return steps + sequencer.look_at(target, BasePose(spot[0], spot[1], yaw))
+def _is_piece(thing: Any) -> bool:
+    """Furniture: a receptacle that is not picked up (a mug or a plate is a receptacle too)."""
+    return bool(thing.receptacle and not thing.pickupable)
+
+
+def _view_steps(profile: RobotProfile, sequencer: SkillSequencer, view: View, torso: float | None) -> list[Step]:
+    """A survey view as goals: drive there, lift the torso (when it is not where `torso` says it
+    is) and point the head at the view's target."""
+    steps = [Step(NavigateGoal(profile.base.navigate_action, profile.base.map_frame, (*view.base[:2], 0.0),
+                               view.base[2], profile.timeouts.navigate_s), f"drive before its front ({view.why})")]
+    if profile.torso is not None and torso != view.torso:
+        steps.append(Step(TrajectoryGoal(profile.torso.trajectory_action, (profile.torso.joint,),
+                                         (((view.torso,), TORSO_MOVE_S),), profile.timeouts.torso_s, "torso"),
+                          "lift the torso"))
+    return steps + sequencer.look_at(view.target, BasePose(*view.base))
 
 
 def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -> dict[str, Any]:
-    """Look around, then visit every piece of furniture perception knows (`_piece_view`), and
-    the pieces first seen on the way, until none is left. Returns what it did (goals, failures)."""
+    """Look around, then visit every piece of furniture perception knows, and the pieces first
+    seen on the way, until none is left: each from the views `piece_views` plans (close, the
+    camera as high as the torso lifts it, looking into a bag, at a table's top). Returns what it
+    did (goals, failures)."""
     runner = RosGoalRunner(watch.node, profile, MotionGate())
     sequencer = SkillSequencer(profile)
     failures: list[str] = []
     goals = look_around(watch, runner, profile, failures, settle_updates)
     visited: list[str] = []
+    torso: float | None = None
+    torso_max = profile.torso.limits[1] if profile.torso is not None else 0.0
     while True:
         left = [(object_id, pose) for object_id, pose in _known_pieces(watch) if object_id not in visited]
         if not left:
             break
-        object_id, pose = left[0]
+        with watch.lock:
+            here = _base(watch.world) if watch.world is not None else None
+        # the nearest next: around the ring, not across the room and back
+        object_id, pose = min(left, key=lambda piece: math.hypot(piece[1].position.x - here.x,
+                                                                 piece[1].position.y - here.y)) \
+            if here is not None else left[0]
         visited.append(object_id)
-        goals += _run_steps(runner, watch, _piece_view(profile, sequencer, pose), object_id, failures, settle_updates)
+        c = pose.position
+        for view in piece_views((c.x, c.y, c.z), _front(pose), torso_max):
+            failed = len(failures)
+            goals += _run_steps(runner, watch, _view_steps(profile, sequencer, view, torso), object_id, failures,
+                                settle_updates)
+            torso = view.torso if len(failures) == failed else None  # after a failure: not known
     with watch.lock:
-        known = len(watch.world.objects) if watch.world is not None else 0
-    return {"pieces_visited": len(visited), "goals": goals, "failures": failures, "objects_known_after": known}
+        objects = list(watch.world.objects) if watch.world is not None else []
+    return {"pieces_visited": len(visited), "goals": goals, "failures": failures,
+            "objects_known_after": sum(1 for o in objects if not _is_piece(o)),
+            "pieces_known_after": sum(1 for o in objects if _is_piece(o))}
 
 
 def _bringup(scene: str, db: str, llm: str, registry: Path, profile: RobotProfile) -> list[str]:
@@ -322,7 +338,7 @@ def _trial(watch: SimWatch, scene: Any, condition: str, profile: RobotProfile, t
     recording = BagRecording(bag) if bag else None
     try:
         surveyed = survey(watch, profile)
-        if not surveyed["objects_known_after"]:
+        if not surveyed["objects_known_after"] + surveyed["pieces_known_after"]:
             raise TaskLearningError(f"perception saw nothing in the look-around and survey ({surveyed['failures']}); "
                                     f"logs in {logdir}")
         result = _perform(watch, scene, condition, timeout_s, extra)
@@ -358,6 +374,6 @@ def _report(watch: SimWatch, scene: Any, condition: str, result: dict[str, Any],
         assists=status.get("assists", {}), sim_time_s=status.get("sim_time_s"),
         real_time_factor=status.get("real_time_factor"), camera_frames=status.get("camera_frames"),
         wall_time_s=round(time.monotonic() - wall_started, 1), survey=surveyed, furniture=pieces,
-        objects_known=len(final.objects) if final is not None else 0,
+        objects_known=sum(1 for o in final.objects if not _is_piece(o)) if final is not None else 0,
         world_state_status=final.status if final is not None else "no world_state", logs=str(logdir))
     return result

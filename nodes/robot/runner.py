@@ -4,7 +4,9 @@ One client per (type, server name), created on first use. `run` blocks the calli
 (the perception node's execute_action callback) while the node's executor spins elsewhere:
 - nothing is sent while the MotionGate is stopped ("stopped" with its reason);
 - a server not there within the profile's `server_wait_s` is "server_missing";
-- a goal not done within its timeout is cancelled and "timeout";
+- a goal not done within its timeout is cancelled and "timeout": seconds of the node's clock (a
+  simulator's under use_sim_time: one slower than real time gets its own seconds), or as many
+  wall seconds in which that clock did not move (a simulator that died: nothing hangs);
 - a stop or interrupt (run-stop, stop service, PerformTask cancelled) cancels every goal in
   flight at once, from the gate's listener: the cancel request leaves within milliseconds, the
   waiting `run` returns "stopped" within the profile's `cancel_s` whether or not the server
@@ -28,6 +30,22 @@ from task_learning_nodes.plumbing.node_base import ActionClient, result_of
 from task_learning_nodes.robot.messages import action_type, outcome_from_result, to_msg
 
 POLL_S = 0.05
+
+
+class Deadline:
+    """A goal's timeout on a node's clock, with a wall-clock backstop for a clock that stops."""
+
+    def __init__(self, clock: Any, timeout_s: float) -> None:
+        self._clock, self._timeout_ns = clock, int(timeout_s * 1e9)
+        self._start = self._last = clock.now().nanoseconds
+        self._moved = time.monotonic()
+        self._timeout_s = timeout_s
+
+    def passed(self) -> bool:
+        now, wall = self._clock.now().nanoseconds, time.monotonic()
+        if now != self._last:
+            self._last, self._moved = now, wall
+        return now - self._start >= self._timeout_ns or wall - self._moved >= self._timeout_s
 
 
 class _InFlight:
@@ -108,9 +126,9 @@ class RosGoalRunner:
             return GoalOutcome("stopped", message=self._gate.why_interrupted())
         stamp = self._node.get_clock().now().to_msg()
         client.send_goal_async(to_msg(goal, stamp)).add_done_callback(on_goal)
-        deadline = time.monotonic() + goal.timeout_s
+        deadline = Deadline(self._node.get_clock(), goal.timeout_s)
         while not flight.done.wait(POLL_S):
-            if time.monotonic() >= deadline:
+            if deadline.passed():
                 if flight.handle is not None:
                     flight.handle.cancel_goal_async()
                 return GoalOutcome("timeout")

@@ -41,6 +41,7 @@ DOOR_OPEN_ANGLE_DEG = 30.0
 DOOR_MOVED_M = 0.06  # a drawer front this far from where it closes is open (a centimetre-level pose is far inside)
 DOOR_DEPTH_GAP_M = 0.05
 HAND_IN_BASE = (0.45, 0.0, 0.9)
+HORIZONTAL_AXIS_SIN = 0.7  # a marker axis within ~45 degrees of level says which way the object lies
 
 
 def pose_record(T: np.ndarray, frame_id: str, stamp: float) -> dict[str, Any]:
@@ -224,7 +225,7 @@ class BeliefWorld:
             for key, value in spec.state:
                 record[key] = value
             p = positions[oid]
-            yaw = math.degrees(math.atan2(track.T_world_marker[1, 2], track.T_world_marker[0, 2]))
+            yaw = heading_deg(track.T_world_marker[:3, :3], spec)
             distance = 0.0 if oid == self.held else math.hypot(p[0] - base[0], p[1] - base[1])
             visible = oid in self.visible or oid == self.held
             record.update({
@@ -262,6 +263,38 @@ class BeliefWorld:
             "lastActionSuccess": self.last_success, "errorMessage": message, "errorCode": code,
             "actionReturn": None, "perceptionStatus": self.status, "stamp": self.stamp,
         }
+
+
+def narrow_axis(R_world_marker: np.ndarray, spec: MarkerSpec) -> int | None:
+    """Which of an object's marker axes (0, 1, 2: x, y, z) is its narrow side's: of the axes
+    within ~45 degrees of level, the one along which the registry's `extent` is smallest (the
+    marker's x without an extent); None when none lies level."""
+    level = [i for i in range(3) if abs(R_world_marker[2, i]) < HORIZONTAL_AXIS_SIN]
+    if not level:
+        return None
+    extent = spec.extent
+    return min(level, key=lambda i: extent[i]) if extent is not None else level[0]
+
+
+def narrow_width(R_world_marker: np.ndarray, spec: MarkerSpec) -> float | None:
+    """How wide the object is across its narrow side (m, from the registry's `extent`): what a
+    gripper closes across; None without an extent or a level axis."""
+    axis = narrow_axis(R_world_marker, spec)
+    return None if axis is None or spec.extent is None else float(spec.extent[axis])
+
+
+def heading_deg(R_world_marker: np.ndarray, spec: MarkerSpec) -> float:
+    """The world state's `rotation` y (map yaw, degrees, counter-clockwise from map x): for a
+    piece of furniture the way its front faces (its front marker's z axis); for an object the way
+    its narrow side lies (`narrow_axis`), folded into [-90, 90) as a box turned half round is the
+    same box. A marker on a top face gives it from its in-plane turn."""
+    if spec.receptacle is not None:
+        return math.degrees(math.atan2(R_world_marker[1, 2], R_world_marker[0, 2]))
+    axis = narrow_axis(R_world_marker, spec)
+    if axis is None:
+        return 0.0
+    yaw = math.degrees(math.atan2(R_world_marker[1, axis], R_world_marker[0, axis]))
+    return (yaw + 90.0) % 180.0 - 90.0
 
 
 def door_is_open(track: "Track", T_world_door: np.ndarray) -> bool:

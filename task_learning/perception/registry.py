@@ -10,6 +10,8 @@ YAML (validated on load; an error names the file and the key):
         type: Fridge                 # AI2-THOR type (config/scenes/object_types.yaml)
         size: 0.14                   # marker side in metres (black border to black border)
         offset: [0, 0, -0.3]         # object centre in the marker frame (x right, y up, z out), m
+        extent: [0.07, 0.1, 0.24]    # optional: the object's size along the marker's x, y, z (m);
+                                     # says which way its narrow side lies (the world state's yaw)
         receptacle:                  # furniture that holds things: its inner volume, marker frame
           center: [0, 0.34, -0.25]
           size: [0.6, 0.3, 0.4]
@@ -71,6 +73,7 @@ class MarkerSpec:
     size: float
     name: str = ""
     offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    extent: tuple[float, float, float] | None = None
     receptacle: Volume | None = None
     door: Door | None = None
     # states a camera cannot see (isDirty, isCooked, ...), as AI2-THOR keys
@@ -81,6 +84,8 @@ class MarkerSpec:
                                "size": self.size, "offset": list(self.offset)}
         if self.name:
             out["name"] = self.name
+        if self.extent is not None:
+            out["extent"] = list(self.extent)
         if self.receptacle is not None:
             out["receptacle"] = {"center": list(self.receptacle.center), "size": list(self.receptacle.size)}
         if self.door is not None:
@@ -168,6 +173,7 @@ class MarkerDoc(Schema):
     size: MarkerSize
     name: Name | None = None
     offset: Vector = Field(default_factory=lambda: [0.0, 0.0, 0.0])
+    extent: PositiveVector | None = None
     receptacle: VolumeDoc | None = None
     door: DoorDoc | None = None
     state: ObjectState | None = None
@@ -213,6 +219,7 @@ def registry_from_dict(data: Any, *, source: str = "<registry>",
         spec = MarkerSpec(
             marker_id=entry.id, object_id=entry.object, object_type=entry.type, size=entry.size,
             name=entry.name or "", offset=_vec(entry.offset),
+            extent=_vec(entry.extent) if entry.extent is not None else None,
             receptacle=Volume(_vec(entry.receptacle.center), _vec(entry.receptacle.size)) if entry.receptacle else None,
             door=door, state=tuple(entry.state.given().items()) if entry.state else ())
         for mid, what in ((entry.id, join_key(key, "id")), *(((door.marker_id, join_key(key, "door.marker")),)
