@@ -33,6 +33,7 @@ from rclpy.task import Future
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.table import OFFLINE_NOTE, format_table, plot_rows
 from task_learning.kb import remove_knowledge_base
+from task_learning.lifecycle.child_process import die_with_parent
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.world.scene import load_scene
 from task_learning_interfaces.action import PerformTask
@@ -43,8 +44,11 @@ BIN = Path(sys.executable).parent
 
 
 def _start(cmd: list[str], log_path: Path) -> subprocess.Popen:
+    """A child of the run (the simulator, bringup, the operator) that gets SIGTERM when the run
+    dies, however it dies: a run killed with SIGTERM left its simulator and graph running."""
     log = open(log_path, "w", encoding="utf-8")
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent())  # noqa: PLW1509 - only a prctl call
 
 
 def _stop(procs: list[subprocess.Popen], timeout_s: float = 20.0) -> None:

@@ -57,11 +57,12 @@ class SimWatch(GraphWatch):
     """GraphWatch plus the simulator's latched `sim/status` (for the result only)."""
 
     def __init__(self) -> None:
+        # before GraphWatch starts spinning: its world_state callback (_on_world) counts updates
+        self.status: dict[str, Any] = {}
+        self.updates = 0
         super().__init__()
         # the survey's goal timeouts in simulated seconds, as the stack's nodes count them (/clock)
         self.node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, True)])
-        self.status: dict[str, Any] = {}
-        self.updates = 0
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(String, "sim/status", self._on_status, latched)
