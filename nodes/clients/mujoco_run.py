@@ -16,6 +16,7 @@ in physics (the `task-learning-sim` program, robot-side: run, never imported).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import math
@@ -51,6 +52,7 @@ TIMEOUT_MARGIN = 1.2
 MAX_BAG_S = 86_400.0
 LEVEL_TILT_RAD = 0.1  # the second sweep's tilt (the profile's first looks down at the floor)
 TORSO_MOVE_S = 4.0    # the Fetch's torso lifts ~0.1 m/s: its whole travel in 4 s
+SETTLE_WAIT_S = 120.0  # wall seconds for a view's frames (at a real-time factor of 0.1, 2 frames take ~10 s)
 
 
 class SimWatch(GraphWatch):
@@ -60,6 +62,7 @@ class SimWatch(GraphWatch):
         # before GraphWatch starts spinning: its world_state callback (_on_world) counts updates
         self.status: dict[str, Any] = {}
         self.updates = 0
+        self.frame_stamps: collections.deque[float] = collections.deque(maxlen=64)
         super().__init__()
         # the survey's goal timeouts in simulated seconds, as the stack's nodes count them (/clock)
         self.node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, True)])
@@ -68,9 +71,24 @@ class SimWatch(GraphWatch):
         self.node.create_subscription(String, "sim/status", self._on_status, latched)
 
     def _on_world(self, msg: Any) -> None:
+        # the base's pose carries the stamp of the camera frame perception last used: a new stamp
+        # is a new frame looked at (world_state itself is republished on a timer, frame or not)
+        stamp = msg.robot_pose_map.header.stamp
+        seen = float(stamp.sec) + float(stamp.nanosec) * 1e-9
         with self.lock:
             self.world = msg
             self.updates += 1
+            if msg.robot_pose_map.header.frame_id and (not self.frame_stamps or seen > self.frame_stamps[-1]):
+                self.frame_stamps.append(seen)
+
+    def now_s(self) -> float:
+        """The watcher's clock in seconds: simulated time (it runs on /clock)."""
+        return float(self.node.get_clock().now().nanoseconds) * 1e-9
+
+    def wait_for_frames(self, after_s: float, count: int, timeout_s: float) -> bool:
+        """Wait until perception has used `count` camera frames stamped after `after_s` (the
+        watcher's clock); False at the (wall) deadline."""
+        return self.wait_for(lambda: sum(1 for s in self.frame_stamps if s > after_s) >= count, timeout_s)
 
     def _on_status(self, msg: Any) -> None:
         with self.lock:
@@ -106,9 +124,11 @@ def _base(world: WorldState) -> BasePose | None:
 
 
 def _run_steps(runner: RosGoalRunner, watch: SimWatch, steps: list[Any], label: str, failures: list[str],
-               settle_updates: int) -> int:
-    """Send `steps` one at a time (the first failure ends them); after the last, wait for
-    `settle_updates` new world states (perception has looked). Returns the goals sent."""
+               settle_frames: int) -> int:
+    """Send `steps` one at a time (the first failure ends them); after each, wait until
+    perception has used `settle_frames` camera frames taken after it ended (it has looked from
+    there: world states alone come on a timer, and a frame in flight was taken on the way).
+    Returns the goals sent."""
     sent = 0
     for step in steps:
         sent += 1
@@ -116,14 +136,12 @@ def _run_steps(runner: RosGoalRunner, watch: SimWatch, steps: list[Any], label: 
         if outcome.status != "succeeded":
             failures.append(f"{label}: {step.why}: {outcome.status} {outcome.message}".strip())
             return sent
-        with watch.lock:
-            seen = watch.updates
-        watch.wait_for(lambda seen=seen: watch.updates >= seen + settle_updates, timeout_s=30.0)
+        watch.wait_for_frames(watch.now_s(), settle_frames, timeout_s=SETTLE_WAIT_S)
     return sent
 
 
 def look_around(watch: SimWatch, runner: RosGoalRunner, profile: RobotProfile, failures: list[str],
-                settle_updates: int) -> int:
+                settle_frames: int) -> int:
     """From where the robot stands: the head through the profile's sweep, facing ahead, then
     turned about (the sweep alone covers the front half). Returns the goals sent."""
     sequencer = SkillSequencer(profile)
@@ -136,13 +154,13 @@ def look_around(watch: SimWatch, runner: RosGoalRunner, profile: RobotProfile, f
             heading = math.atan2(math.sin(yaw + turn), math.cos(yaw + turn))
             goal = NavigateGoal(profile.base.navigate_action, profile.base.map_frame, (x, y, 0.0), heading,
                                 profile.timeouts.navigate_s)
-            goals += _run_steps(runner, watch, [Step(goal, "turn about")], "look around", failures, settle_updates)
+            goals += _run_steps(runner, watch, [Step(goal, "turn about")], "look around", failures, settle_frames)
         sweep = sequencer.look_around()
         # and once more with the head level: what stands tall across the room is above the sweep
         level = LEVEL_TILT_RAD if profile.head.tilt_down_positive else -LEVEL_TILT_RAD
         sweep += [sequencer.head_to(float(pan), level, f"look around, head level ({i + 1})")
                   for i, pan in enumerate(profile.head.look_around_pans)]
-        goals += _run_steps(runner, watch, sweep, "look around", failures, settle_updates)
+        goals += _run_steps(runner, watch, sweep, "look around", failures, settle_frames)
     return goals
 
 
@@ -176,7 +194,7 @@ def _view_steps(profile: RobotProfile, sequencer: SkillSequencer, view: View, to
     return steps + sequencer.look_at(view.target, BasePose(*view.base))
 
 
-def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -> dict[str, Any]:
+def survey(watch: SimWatch, profile: RobotProfile, *, settle_frames: int = 2) -> dict[str, Any]:
     """Look around, then visit every piece of furniture perception knows, and the pieces first
     seen on the way, until none is left: each from the views `piece_views` plans (close, the
     camera as high as the torso lifts it, looking into a bag, at a table's top). Returns what it
@@ -184,7 +202,7 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -
     runner = RosGoalRunner(watch.node, profile, MotionGate())
     sequencer = SkillSequencer(profile)
     failures: list[str] = []
-    goals = look_around(watch, runner, profile, failures, settle_updates)
+    goals = look_around(watch, runner, profile, failures, settle_frames)
     visited: list[str] = []
     torso: float | None = None
     torso_max = profile.torso.limits[1] if profile.torso is not None else 0.0
@@ -203,7 +221,7 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_updates: int = 3) -
         for view in piece_views((c.x, c.y, c.z), _front(pose), torso_max):
             failed = len(failures)
             goals += _run_steps(runner, watch, _view_steps(profile, sequencer, view, torso), object_id, failures,
-                                settle_updates)
+                                settle_frames)
             torso = view.torso if len(failures) == failed else None  # after a failure: not known
     with watch.lock:
         objects = list(watch.world.objects) if watch.world is not None else []

@@ -45,7 +45,7 @@ from task_learning_interfaces.srv import ExecuteAction, QueryWorld
 from task_learning_nodes.clients.goal_elicitation_client import GoalElicitationClient
 from task_learning_nodes.clients.ros_world import RosWorld
 from task_learning_nodes.plumbing import convert
-from task_learning_nodes.plumbing.episode_topics import TaskEpisode
+from task_learning_nodes.plumbing.episode_topics import GraphTap, TaskEpisode
 from task_learning_nodes.plumbing.node_base import run_node
 from task_learning_nodes.plumbing.params import (
     declare_parameters,
@@ -114,6 +114,7 @@ class PlannerNode(Node):
 
         self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
                                               episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
+        self._tap: GraphTap | None = None  # the graph's channels, subscribed on the first recorded task
         self.get_logger().info(f"planner ready (db {resolve_db_path(self._params().db_path)}, condition {condition}, "
                                f"strategy {self._params().strategy}, "
                                f"require_confirmation {self._params().require_confirmation})")
@@ -274,7 +275,13 @@ class PlannerNode(Node):
                     "elicitation": "across-objects" if self._params().elicitation == "across-objects" else "concurrent",
                     "workers": "8", "db": db_path,
                     "recorded_by": "planner (PerformTask)", "started": now.isoformat(timespec="seconds")}
-        return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, callback_group=self.group)
+        return TaskEpisode(self, self._episode_topics, path, metadata, db_path=db_path, tap=self._graph_tap)
+
+    def _graph_tap(self) -> GraphTap:
+        """The node's GraphTap, made once (one PerformTask runs at a time: REFUSE_WITH_RESULT)."""
+        if self._tap is None:
+            self._tap = GraphTap(self, callback_group=self.group)
+        return self._tap
 
     # --- ReachGoal -----------------------------------------------------------------------------
     def _reach_goal(self, goal: ActiveGoal) -> Finish:

@@ -4,8 +4,9 @@
   topics, so what a node observes in-process (the planner's actions and BCR trees, goal
   elicitation's STARS tree and LLM calls, the oversight node's questions and answers) is on the
   graph for a recorder, the live view, `ros2 topic echo` or `ros2 bag record`.
-- `GraphRecorder`: subscribes to every channel serialized (raw CDR, as it came off the wire) and
-  writes one MCAP episode with the core's McapSink: what the planner records per PerformTask.
+- `GraphTap`: subscribes to every channel serialized (raw CDR, as it came off the wire), once for
+  the node's life; `GraphRecording` writes what it hears during one PerformTask into an MCAP
+  episode with the core's McapSink.
 - `TaskEpisode`: one PerformTask of the planner, its observers on the graph and its recording.
 - `message_class(msgtype)`: the rclpy class of a channel's type.
 """
@@ -15,7 +16,7 @@ import importlib
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
 
 from rclpy.callback_groups import CallbackGroup
 from rclpy.duration import Duration
@@ -86,24 +87,19 @@ class RosSink:
         pass
 
 
-class GraphRecorder:
-    """One episode of the graph: every channel, serialized, into an MCAP file (the core's McapSink;
-    metadata and the knowledge base's snapshot as an in-process episode has them). `close()`
-    unsubscribes and finishes the file (OutputError when it could not be written)."""
+class GraphTap:
+    """Every channel of the graph, subscribed serialized (raw CDR, as it came off the wire), once
+    for the node's life: a `GraphRecording` attaches on a task's entry and detaches on its exit.
+    The subscriptions are never destroyed while the node spins: destroying them from the task's
+    thread raced the executor's wait set (rclpy's InvalidHandle killed a planner at load 30).
+    Made on the first recorded task, so a node that never records subscribes to nothing."""
 
-    def __init__(self, node: Node, path: str | Path, metadata: Mapping[str, str], *, kb_start: bytes | None = None,
-                 callback_group: CallbackGroup | None = None) -> None:
+    def __init__(self, node: Node, *, callback_group: CallbackGroup | None = None) -> None:
         self._node = node
-        self._metadata = dict(metadata)
-        self.sink = McapSink(path, self._metadata, kb_start=kb_start)
         self._lock = threading.Lock()
-        self._failure: Exception | None = None
-        self._last_message = time.monotonic()
+        self._recording: GraphRecording | None = None
         self._matched: dict[str, int] = {c.topic: 0 for c in CHANNELS}
-        # Open before the first subscription exists: a message (world_state at 10 Hz) may arrive on
-        # one while the next are made, and its callback reads this.
-        self._subscriptions: list[Subscription] | None = []
-        self._subscriptions = [
+        self._subscriptions: list[Subscription] = [
             node.create_subscription(message_class(c.msgtype), c.topic, self._writer(c.topic, c.msgtype),
                                      qos_for(c.topic),
                                      raw=True, callback_group=callback_group,
@@ -116,7 +112,7 @@ class GraphRecorder:
         return matched
 
     def wait_matched(self, timeout_s: float = 10.0) -> list[str]:
-        """Wait until every publisher the graph has on the channels is matched with this recorder
+        """Wait until every publisher the graph has on the channels is matched with the tap
         (so the run's first messages are not lost to discovery); returns the topics still
         unmatched at the deadline."""
         deadline = time.monotonic() + timeout_s
@@ -127,35 +123,65 @@ class GraphRecorder:
                 return missing
             time.sleep(0.05)
 
+    def attach(self, recording: GraphRecording) -> None:
+        with self._lock:
+            if self._recording is not None:
+                raise TaskLearningError("an episode is already being recorded from this node")
+            self._recording = recording
+
+    def detach(self, recording: GraphRecording) -> None:
+        with self._lock:
+            if self._recording is recording:
+                self._recording = None
+
     def _writer(self, topic: str, msgtype: str) -> Any:
         def write(raw: bytes) -> None:
-            with self._lock:
-                if self._failure is not None or self._subscriptions is None:
-                    return
-                self._last_message = time.monotonic()
-                try:
-                    self.sink.write_raw(topic, msgtype, raw, time.time_ns())
-                except Exception as exc:  # noqa: BLE001 - a full disk: the episode is lost, the run goes on
-                    self._failure = exc
-                    self._node.get_logger().error(f"episode recording stopped: {exc}")
-                    return
-                if topic == WORLD_STATE and "backend" not in self._metadata:
-                    from rclpy.serialization import deserialize_message
-
-                    state = deserialize_message(raw, message_class(msgtype))
-                    self._metadata["backend"] = state.backend or "symbolic"
+            with self._lock:  # one message at a time, and none after its recording detached
+                if self._recording is not None:
+                    self._recording.write(topic, msgtype, raw)
         return write
+
+
+class GraphRecording:
+    """One episode from a GraphTap into an MCAP file (the core's McapSink; metadata and the
+    knowledge base's snapshot as an in-process episode has them). `close()` detaches and finishes
+    the file (OutputError when it could not be written)."""
+
+    def __init__(self, tap: GraphTap, path: str | Path, metadata: Mapping[str, str], *,
+                 kb_start: bytes | None = None, log: Callable[[str], object] | None = None) -> None:
+        self._tap = tap
+        self._metadata = dict(metadata)
+        self._log = log
+        self.sink = McapSink(path, self._metadata, kb_start=kb_start)
+        self._failure: Exception | None = None
+        self._last_message = time.monotonic()
+        tap.attach(self)
+
+    def write(self, topic: str, msgtype: str, raw: bytes) -> None:
+        """One message as it came (called by the tap, under its lock)."""
+        if self._failure is not None:
+            return
+        self._last_message = time.monotonic()
+        try:
+            self.sink.write_raw(topic, msgtype, raw, time.time_ns())
+        except Exception as exc:  # noqa: BLE001 - a full disk: the episode is lost, the run goes on
+            self._failure = exc
+            if self._log is not None:
+                self._log(f"episode recording stopped: {exc}")
+            return
+        if topic == WORLD_STATE and "backend" not in self._metadata:
+            from rclpy.serialization import deserialize_message
+
+            state = deserialize_message(raw, message_class(msgtype))
+            self._metadata["backend"] = state.backend or "symbolic"
 
     def close(self, settle_s: float = 0.5, limit_s: float = 5.0) -> None:
         """Wait until nothing arrived for `settle_s` (messages still on their way from the nodes,
-        at most `limit_s`), then unsubscribe and finish the file."""
+        at most `limit_s`), then detach and finish the file."""
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline and time.monotonic() - self._last_message < settle_s:
             time.sleep(0.05)
-        with self._lock:
-            subscriptions, self._subscriptions = self._subscriptions, None
-        for subscription in subscriptions or []:
-            self._node.destroy_subscription(subscription)
+        self._tap.detach(self)
         if self._failure is not None:
             self.sink.discard()
             raise self._failure
@@ -166,27 +192,29 @@ class GraphRecorder:
 class TaskEpisode:
     """One PerformTask as the graph sees it, a context manager around the task's run: `bus`
     carries the planner's own messages (actions and outcomes, BCR trees, learned goals,
-    knowledge-base changes) to their topics, and when `path` is given a GraphRecorder writes every
+    knowledge-base changes) to their topics, and when `path` is given a GraphRecording writes every
     channel of the graph into that MCAP file from entry to exit (a file that cannot be made
     refuses the task on entry: it does not run unrecorded). After exit `summary` says what became
     of the recording, for the task's result ("" when none was asked for)."""
 
     def __init__(self, node: Node, sink: RosSink, path: Path | None, metadata: Mapping[str, str], *,
-                 db_path: str, callback_group: CallbackGroup | None = None) -> None:
+                 db_path: str, tap: Callable[[], GraphTap]) -> None:
+        """`tap`: the node's GraphTap (made on the first call), used only when `path` is given."""
         self._node = node
         self._path = path
         self._metadata = dict(metadata)
         self._db_path = db_path
-        self._callback_group = callback_group
-        self._recorder: GraphRecorder | None = None
+        self._tap = tap
+        self._recorder: GraphRecording | None = None
         self.bus = EpisodeBus([sink])
         self.summary = ""
 
     def __enter__(self) -> TaskEpisode:
         if self._path is not None:
-            self._recorder = GraphRecorder(self._node, self._path, self._metadata,
-                                           kb_start=snapshot_kb(self._db_path), callback_group=self._callback_group)
-            unmatched = self._recorder.wait_matched()  # the nodes' publishers, before the task's first message
+            tap = self._tap()
+            self._recorder = GraphRecording(tap, self._path, self._metadata, kb_start=snapshot_kb(self._db_path),
+                                            log=self._node.get_logger().error)
+            unmatched = tap.wait_matched()  # the nodes' publishers, before the task's first message
             if unmatched:
                 self._node.get_logger().warning(f"episode: publishers on {', '.join(unmatched)} not matched yet; "
                                                 "their first messages may be missing from the episode")
