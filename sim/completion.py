@@ -1,37 +1,20 @@
 """The STARS completion measure computed from the physics: where the bodies are, how the doors stand.
 
-Same assertions as the symbolic measure (task_learning.world.completion): one per task object
+Same assertions and report as the symbolic measure (task_learning.world.completion): one per task object
 (its centre inside the place volume of one of the receptacles the user wants it in, and not
 held by the fingers) and one per closable receptacle (its door or drawer closed). Read from
 MuJoCo's body positions and joint values, never from anything the stack reports.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
 import mujoco
 import numpy as np
 
+from task_learning.world.completion import CompletionReport
 from task_learning_sim.fetch_model import FINGER_JOINTS
 from task_learning_sim.scene_world import SceneWorld
 
 SOURCE = "mujoco"
-
-
-@dataclass
-class PhysicsCompletion:
-    satisfied: int
-    total: int
-    failures: list[str] = field(default_factory=list)
-
-    @property
-    def percent(self) -> float:
-        return 100.0 * self.satisfied / self.total if self.total else 100.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"satisfied": self.satisfied, "total": self.total, "percent": round(self.percent, 1),
-                "failures": list(self.failures), "completion_source": SOURCE}
 
 
 def held_items(model: mujoco.MjModel, data: mujoco.MjData) -> set[str]:
@@ -59,7 +42,7 @@ def is_closed(world: SceneWorld, data: mujoco.MjData, receptacle_id: str) -> boo
     return not receptacle.joint or float(data.joint(receptacle.joint).qpos[0]) < receptacle.closed_below
 
 
-def physics_completion(world: SceneWorld, model: mujoco.MjModel, data: mujoco.MjData) -> PhysicsCompletion:
+def physics_completion(world: SceneWorld, model: mujoco.MjModel, data: mujoco.MjData) -> CompletionReport:
     held = held_items(model, data)
     satisfied, failures = 0, []
     for item_id, acceptable in world.scene.preferences.items():
@@ -78,4 +61,4 @@ def physics_completion(world: SceneWorld, model: mujoco.MjModel, data: mujoco.Mj
         else:
             failures.append(f"{receptacle_id} is open")
     total = world.scene.assertions or len(world.scene.preferences) + len(world.scene.closable)
-    return PhysicsCompletion(satisfied, total, failures)
+    return CompletionReport(satisfied, total, failures, source=SOURCE)

@@ -15,9 +15,12 @@ from task_learning.world.scene import Scene
 
 @dataclass
 class CompletionReport:
+    """`source`: what the assertions were read from when not the world's metadata (a simulator's
+    physics: "mujoco"); reported as `completion_source`."""
     satisfied: int
     total: int
     failures: list[str] = field(default_factory=list)
+    source: str = ""
 
     @property
     def percent(self) -> float:
@@ -25,7 +28,7 @@ class CompletionReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"satisfied": self.satisfied, "total": self.total, "percent": round(self.percent, 1),
-                "failures": list(self.failures)}
+                "failures": list(self.failures), **({"completion_source": self.source} if self.source else {})}
 
     def __str__(self) -> str:
         return f"{self.satisfied}/{self.total} ({self.percent:.1f} %)"
