@@ -177,9 +177,18 @@ def _known_pieces(watch: SimWatch) -> list[tuple[str, Any]]:
     return [(o.object_id, o.pose_map.pose) for o in (world.objects if world else []) if _is_piece(o)]
 
 
+def _known_things(watch: SimWatch) -> set[str]:
+    """Ids of what perception knows that is not furniture."""
+    with watch.lock:
+        world = watch.world
+    return {o.object_id for o in (world.objects if world else []) if not _is_piece(o)}
+
+
 def _is_piece(thing: Any) -> bool:
-    """Furniture: a receptacle that is not picked up (a mug or a plate is a receptacle too)."""
-    return bool(thing.receptacle and not thing.pickupable)
+    """A place to look into: furniture (a receptacle that is not picked up), or a container one
+    could carry standing on its own (a bag on the floor: where the groceries are). A mug or a plate
+    on a piece is looked at with that piece."""
+    return bool(thing.receptacle and (not thing.pickupable or not thing.parent_receptacles))
 
 
 def _view_steps(profile: RobotProfile, sequencer: SkillSequencer, view: View, torso: float | None) -> list[Step]:
@@ -203,7 +212,10 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_frames: int = 2) ->
     sequencer = SkillSequencer(profile)
     failures: list[str] = []
     goals = look_around(watch, runner, profile, failures, settle_frames)
+    print(f"survey: after the look-around: {', '.join(sorted(_known_things(watch))) or 'nothing'}",
+          file=sys.stderr, flush=True)
     visited: list[str] = []
+    views: list[dict[str, Any]] = []  # per view: what perception knew after it that it did not before
     torso: float | None = None
     torso_max = profile.torso.limits[1] if profile.torso is not None else 0.0
     while True:
@@ -219,13 +231,17 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_frames: int = 2) ->
         visited.append(object_id)
         c = pose.position
         for view in piece_views((c.x, c.y, c.z), _front(pose), torso_max):
-            failed = len(failures)
+            failed, before = len(failures), _known_things(watch)
             goals += _run_steps(runner, watch, _view_steps(profile, sequencer, view, torso), object_id, failures,
                                 settle_frames)
             torso = view.torso if len(failures) == failed else None  # after a failure: not known
+            new = sorted(_known_things(watch) - before)
+            views.append({"piece": object_id, "view": view.why, "failed": len(failures) > failed, "new": new})
+            print(f"survey: {object_id}, {view.why}: {'failed; ' if len(failures) > failed else ''}"
+                  f"new {', '.join(new) or 'nothing'}", file=sys.stderr, flush=True)
     with watch.lock:
         objects = list(watch.world.objects) if watch.world is not None else []
-    return {"pieces_visited": len(visited), "goals": goals, "failures": failures,
+    return {"pieces_visited": len(visited), "goals": goals, "failures": failures, "views": views,
             "objects_known_after": sum(1 for o in objects if not _is_piece(o)),
             "pieces_known_after": sum(1 for o in objects if _is_piece(o))}
 
