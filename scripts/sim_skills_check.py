@@ -132,6 +132,10 @@ class GroundTruthView:
         record = self.snapshot()["objects"].get(object_id)
         return None if record is None or self.focus != "object" else record.get("narrow_width")
 
+    def handle_of(self, object_id: str) -> Vec3 | None:
+        piece = self.snapshot()["receptacles"].get(object_id)
+        return tuple(piece["handle"]) if piece is not None and "handle" in piece else None  # type: ignore[return-value]
+
     def front_of(self, object_id: str) -> BasePose | None:
         truth = self.snapshot()
         record = truth["objects"].get(object_id)

@@ -16,7 +16,8 @@ Where the stickers go:
   10 cm marker fits, else above; below a drawer, on a bin's front wall, hanging under a table's
   front edge);
 - a door: on its outside, in the middle; a drawer: on its front, beside the handle. The
-  registry's `door.closed_at` is that marker's centre, closed, in the piece's marker frame.
+  registry's `door.closed_at` is that marker's centre, closed, in the piece's marker frame, and
+  `door.handle` the handle's centre in that marker's own frame (an integrator measures it once).
 
 The sticker geoms have no collision and no mass: they change nothing in the physics. A sticker's
 frame is its marker's (OpenCV's: x right, y up, z out of the face): a 2D texture on a box geom
@@ -246,7 +247,8 @@ def _entry(world: SceneWorld, model: mujoco.MjModel, data: mujoco.MjData, marker
     if object_id in doors:
         door_id, door_geom, door_size = doors[object_id]
         entry["door"] = {"marker": door_id, "size": round(door_size, 4),
-                         "closed_at": _in_marker(T, data.geom(door_geom).xpos)}
+                         "closed_at": _in_marker(T, data.geom(door_geom).xpos),
+                         "handle": _in_marker(_pose(data, door_geom), data.geom(f"{object_id}/handle").xpos)}
     return entry
 
 

@@ -65,10 +65,26 @@ class Track:
     is_open: bool = False
     open_known: bool = False
     placed_in: str = ""  # put there by the robot, not seen there yet
+    T_world_door: np.ndarray | None = None  # the door marker where it was last seen
 
     @property
     def position(self) -> np.ndarray:
         return g.apply(self.T_world_marker, np.asarray(self.spec.offset))
+
+    def handle(self) -> np.ndarray | None:
+        """Where the hand takes the door (the registry's `door.handle`): on the door as last
+        seen when it is believed open, else on the closed door (the body marker's frame moved to
+        `closed_at`: the closed door's marker faces out as the body's does); None when the
+        registry does not say."""
+        door = self.spec.door
+        if door is None or door.handle is None:
+            return None
+        if self.is_open and self.T_world_door is not None:
+            T_door = self.T_world_door
+        else:
+            T_door = self.T_world_marker.copy()
+            T_door[:3, 3] = g.apply(self.T_world_marker, np.asarray(door.closed_at))
+        return g.apply(T_door, np.asarray(door.handle))
 
 
 class BeliefWorld:
@@ -121,6 +137,7 @@ class BeliefWorld:
             track = self.tracks.get(object_id)
             if track is not None:
                 track.is_open, track.open_known = door_is_open(track, T_door), True
+                track.T_world_door = T_door
         if depth is not None and camera is not None:
             for object_id in seen - set(doors_seen):
                 self._door_from_depth(self.tracks[object_id], T_world_camera, depth, camera)

@@ -19,6 +19,7 @@ YAML (validated on load; an error names the file and the key):
           marker: 4
           size: 0.12
           closed_at: [0, 0.34, 0.02] # door marker centre in the body marker frame when closed
+          handle: [-0.2, 0, 0.03]    # optional: the handle's centre in the door marker's frame
         state: {isDirty: false}      # optional: states a camera cannot see (AI2-THOR keys)
 
 The marker frame is OpenCV's: origin at the marker centre, x to the right, y up, z out of the face.
@@ -63,6 +64,7 @@ class Door:
     marker_id: int
     size: float
     closed_at: tuple[float, float, float]
+    handle: tuple[float, float, float] | None = None  # in the door marker's frame: where the hand pulls
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ class MarkerSpec:
             out["receptacle"] = {"center": list(self.receptacle.center), "size": list(self.receptacle.size)}
         if self.door is not None:
             out["door"] = {"marker": self.door.marker_id, "size": self.door.size,
-                           "closed_at": list(self.door.closed_at)}
+                           "closed_at": list(self.door.closed_at),
+                           **({"handle": list(self.door.handle)} if self.door.handle is not None else {})}
         if self.state:
             out["state"] = dict(self.state)
         return out
@@ -164,6 +167,7 @@ class DoorDoc(Schema):
     marker: MarkerId
     size: MarkerSize
     closed_at: Vector
+    handle: Vector | None = None
 
 
 class MarkerDoc(Schema):
@@ -215,7 +219,8 @@ def registry_from_dict(data: Any, *, source: str = "<registry>",
         objects.add(entry.object)
         door = None
         if entry.door is not None:
-            door = Door(entry.door.marker, entry.door.size, _vec(entry.door.closed_at))
+            door = Door(entry.door.marker, entry.door.size, _vec(entry.door.closed_at),
+                        _vec(entry.door.handle) if entry.door.handle is not None else None)
         spec = MarkerSpec(
             marker_id=entry.id, object_id=entry.object, object_type=entry.type, size=entry.size,
             name=entry.name or "", offset=_vec(entry.offset),

@@ -56,6 +56,13 @@ class BeliefView:
         """Not measured by the fetch backend's perception yet: the gripper opens fully."""
         return None
 
+    def handle_of(self, object_id: str) -> Vec3 | None:
+        """The handle where the registry says it is on the door (perception.Track.handle)."""
+        with self.world._cond:
+            track = self.world.belief.tracks.get(object_id)
+            handle = track.handle() if track is not None else None
+        return None if handle is None else (float(handle[0]), float(handle[1]), float(handle[2]))
+
     def front_of(self, object_id: str) -> BasePose | None:
         record = self._record(object_id)
         if record is None:

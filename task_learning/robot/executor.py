@@ -67,6 +67,11 @@ class RobotView(Protocol):
         a margin, not into its neighbours; None when not known (it opens fully)."""
         ...
 
+    def handle_of(self, object_id: str) -> Vec3 | None:
+        """Where the hand takes a door or a drawer to open or close it (its handle); None when
+        not known (the hand goes to the object's position)."""
+        ...
+
     def front_of(self, object_id: str) -> BasePose | None:
         """The centre of the front face of the piece of furniture the object is in or on (of
         the piece itself when `object_id` is furniture), heading out of that face; None when
@@ -120,6 +125,8 @@ class RobotSkillExecutor:
                          f"{self.profile.base.base_frame})")
         if request.skill not in MANIPULATIONS:
             return SkillResult(False, f"unknown skill {request.skill!r}", "unsupported")
+        if request.skill in ("open", "close"):
+            position = self.view.handle_of(request.object_id) or position
         try:
             steps = self.sequencer.manipulate(request.skill, position, base, front,
                                               self.view.grasp_yaw(request.object_id),

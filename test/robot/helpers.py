@@ -58,6 +58,9 @@ class FakeView:
     def grasp_width(self, object_id: str) -> float | None:
         return None
 
+    def handle_of(self, object_id: str) -> Vec3 | None:
+        return None
+
     def front_of(self, object_id: str) -> BasePose | None:
         return self.fronts.get(object_id)
 

@@ -206,3 +206,32 @@ def test_the_simulator_writes_the_registry_the_stack_loads(tmp_path):
                           "--write-marker-registry", str(tmp_path / "missing" / "m.yaml")],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--write-marker-registry" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_registry_says_where_each_handle_is_closed_and_open(marked):
+    """`door.handle` (in the door marker's frame) puts the hand on the handle the physics has:
+    on the closed door from the body's marker alone, on an open door from the door's marker."""
+    from task_learning.perception.belief import Track
+
+    world, _, registry = marked
+    sim = Simulator(world)
+    assert registry.doors
+    for door_id, spec in registry.doors.items():
+        assert spec.door is not None and spec.door.handle is not None
+
+        def pose(geom: str) -> np.ndarray:
+            T = np.eye(4)
+            T[:3, :3] = sim.data.geom(geom).xmat.reshape(3, 3)
+            T[:3, 3] = sim.data.geom(geom).xpos
+            return T
+
+        track = Track(spec, pose(f"marker{spec.marker_id}"), 0.0)
+        handle = sim.data.geom(f"{spec.object_id}/handle").xpos.copy()
+        assert np.linalg.norm(track.handle() - handle) < 0.01, spec.object_id
+        joint = world.receptacles[spec.object_id].joint
+        sim.data.joint(joint).qpos[0] = 0.6 * float(sim.model.joint(joint).range[1])
+        mujoco.mj_forward(sim.model, sim.data)
+        track.is_open, track.T_world_door = True, pose(f"marker{door_id}")
+        moved = sim.data.geom(f"{spec.object_id}/handle").xpos
+        assert np.linalg.norm(moved - handle) > 0.05  # the handle did move with its door
+        assert np.linalg.norm(track.handle() - moved) < 0.01, spec.object_id
