@@ -83,13 +83,15 @@ def measured(server: Target, work: Callable[[], dict[str, Any]]) -> dict[str, An
     return figures
 
 
-def probe(scene: Scene, server: Target, search: str) -> dict[str, Any]:
+def probe(scene: Scene, server: Target, search: str, probabilities: str | None = None) -> dict[str, Any]:
     """Each task object's grounded tree and scoring alone: the preferred place's rank (sum, mean),
-    its calls and wall time, with the grounded search `search` (decisive | paths)."""
+    its calls and wall time, with the grounded search `search` (decisive | paths) and the
+    alternatives' `probabilities` (raw | constrained; None: goal.yaml's)."""
     client = make_client("local", **server.options)
     metadata = {"sceneName": scene.name, "objects": scene.objects}
     templates = load_templates()
-    templates = replace(templates, grounded=replace(templates.grounded, search=search))
+    templates = replace(templates, grounded=replace(templates.grounded, search=search,
+                                                    probabilities=probabilities or templates.grounded.probabilities))
     objects = {}
     try:
         for object_id in scene.task_objects:
@@ -109,7 +111,8 @@ def probe(scene: Scene, server: Target, search: str) -> dict[str, Any]:
     finally:
         client.close()
     first = {how: sum(1 for o in objects.values() if o["ranks"][how] == 1) for how in ("sum", "mean")}
-    return {"part": "probe", "scene": scene.name, "search": search, "objects": len(objects), "preferred_first": first,
+    return {"part": "probe", "scene": scene.name, "search": search,
+            "probabilities": templates.grounded.probabilities, "objects": len(objects), "preferred_first": first,
             "calls": usage.calls, "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "per_object": objects}
 
@@ -171,6 +174,8 @@ def main() -> int:
     parser.add_argument("--probe", action="store_true", help="the trees and scoring alone, per object")
     parser.add_argument("--search", choices=("decisive", "paths"), default="decisive",
                         help="the probe's grounded search (config/prompts/goal.yaml grounded.search)")
+    parser.add_argument("--probabilities", choices=("raw", "constrained"), default=None,
+                        help="the probe's alternatives: before or under the grammar (default: goal.yaml's)")
     parser.add_argument("--conditions", nargs="*", default=["STARS+O", "STARS"])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--objects", type=int, default=None, help="only the first N task objects of each scene")
@@ -191,7 +196,7 @@ def main() -> int:
         for name in args.scenes:
             scene = first_objects(name, args.objects)
             if args.probe:
-                print(json.dumps(measured(server, partial(probe, scene, server, args.search))), flush=True)
+                print(json.dumps(measured(server, partial(probe, scene, server, args.search, args.probabilities))), flush=True)
             for condition in args.conditions:
                 print(json.dumps(measured(server, partial(run, scene, condition, server, Path(tmp)))), flush=True)
     return 0

@@ -71,6 +71,12 @@ class Constraint:
     # the server may stop where only one choice is left (at the end of that word): the rest is
     # known, and a CPU server generates a grammar's forced tokens one by one (measured: seconds each)
     stop_when_unique: bool = False
+    # report the next token's alternatives under the grammar (every allowed token, renormalised)
+    # rather than the raw top alternatives of the whole vocabulary, which llama.cpp reports with a
+    # grammar (measured: an allowed token outside the raw top 20 got no share). llama.cpp only:
+    # `post_sampling_probs` with the sampler left neutral (temperature 1, no top-k/p, fixed seed),
+    # so the probabilities are the model's own under the grammar; meant for one-token requests
+    constrained_probabilities: bool = False
 
     def remaining(self) -> tuple[str, ...]:
         """What the model may still write: the choices that continue `after`, without it."""
@@ -96,7 +102,8 @@ class Constraint:
         return f"root ::= {_trie_rule(sorted(remaining))}\n"
 
     def key(self) -> tuple[Any, ...]:
-        return (self.choices, self.after, self.json_schema, self.grammar, self.stop_when_unique)
+        return (self.choices, self.after, self.json_schema, self.grammar, self.stop_when_unique,
+                self.constrained_probabilities)
 
 
 def unique_cuts(choices: tuple[str, ...]) -> tuple[str, ...]:
@@ -148,6 +155,12 @@ def gbnf_literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+# llama.cpp's server: the probabilities after its sampler chain (the grammar applied), with every
+# sampler that would reshape them left neutral; the seed makes the one token it writes repeatable
+POST_GRAMMAR_PROBABILITIES: dict[str, Any] = {"post_sampling_probs": True, "temperature": 1.0, "top_k": 0,
+                                              "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "seed": 0}
+
+
 def request_body(constraint: Constraint | None, style: ConstraintStyle) -> dict[str, Any]:
     """The request fields that carry `constraint` for an endpoint of `style` ({}: none)."""
     if constraint is None or style is ConstraintStyle.NONE:
@@ -160,6 +173,8 @@ def request_body(constraint: Constraint | None, style: ConstraintStyle) -> dict[
             return {"guided_json": schema}
         return {"format": schema}
     if style is ConstraintStyle.LLAMA_CPP:
+        if constraint.constrained_probabilities:
+            return {"grammar": constraint.gbnf(), **POST_GRAMMAR_PROBABILITIES}
         return {"grammar": constraint.gbnf()}
     if style is ConstraintStyle.VLLM:
         return {"guided_grammar": constraint.gbnf()}

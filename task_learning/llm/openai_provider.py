@@ -338,9 +338,10 @@ class OpenAIProvider:
         tokens = []
         for item in content:
             token = _token_text(_field(item, "token"), _field(item, "bytes"))
-            top = self._best_first((_token_text(_field(alt, "token"), _field(alt, "bytes")), _field(alt, "logprob"))
-                                   for alt in (_field(item, "top_logprobs") or ()))
-            tokens.append(TokenLogprob(token, self._logprob(_field(item, "logprob"), token), top))
+            alternatives = _field(item, "top_logprobs") or _field(item, "top_probs") or ()
+            top = self._best_first((_token_text(_field(alt, "token"), _field(alt, "bytes")), _log_of(alt))
+                                   for alt in alternatives)
+            tokens.append(TokenLogprob(token, self._logprob(_log_of(item), token), top))
         return tokens
 
     def _first_choice(self, raw: Any) -> Any:
@@ -592,3 +593,15 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return float(value) if value is not None else None
     except (AttributeError, TypeError, ValueError):
         return None
+
+
+def _log_of(item: Any) -> Any:
+    """An item's log probability: `logprob` as sent, or the log of `prob` (llama.cpp's
+    `post_sampling_probs` answers: probabilities under the grammar, constraints.py)."""
+    logprob = _field(item, "logprob")
+    if logprob is not None:
+        return logprob
+    prob = _field(item, "prob")
+    if isinstance(prob, (int, float)) and not isinstance(prob, bool):
+        return math.log(prob) if prob > 0 else -math.inf
+    return prob

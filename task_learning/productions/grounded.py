@@ -33,6 +33,7 @@ from task_learning.productions.language import (
     SUBTASK,
     Predicate,
     normalize_effect,
+    task_binding,
 )
 
 SPECIAL = ("special action: 'done'", "special action: 'quit'")
@@ -155,14 +156,36 @@ def predicate_form(predicate: Predicate) -> str:
     return f'{gbnf_literal(predicate.name + "(")} {args} {gbnf_literal(")")}'
 
 
+def unreplayable(patterns: Sequence[str], task: str, option: str) -> set[str]:
+    """The task's variables a motor effect cannot name and still give `option` on replay: the task
+    binds them to something the chosen action does not name (exploring the sink binds
+    `<receptacle>` to the sink; "move to <receptacle>" then replays to the sink, not to the
+    stove burner the model chose: measured, the replay's first refusal). Computed from the
+    decision's task and choice, as the replay computes them; the rule is not written for the
+    model: any other variable stays open, bound by whatever conditions it writes."""
+    chosen = normalize_effect(option) if option else ""
+    if not task or not chosen.startswith(MOTOR):
+        return set()
+    named = chosen[len(MOTOR):].split()
+    out: set[str] = set()
+    for pattern in patterns:
+        for name, value in (task_binding(pattern, task) or {}).items():
+            if value not in named:
+                out.add(name)
+    return out
+
+
 def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
-                  subtasks: Sequence[str] | None = None, option: str = "") -> str:
+                  subtasks: Sequence[str] | None = None, option: str = "", task: str = "") -> str:
     """The GBNF of a production's JSON object after its cue ('{"name": "'), generated from the
     rule language's definition and the robot's knowledge (module docstring): the rule's task one
     of `patterns` (the decision's family), a subtask effect one of `subtasks` (every family;
-    `patterns` when not given), the effect of `option`'s kind and verb when given."""
+    `patterns` when not given), the effect of `option`'s kind and verb when given, its
+    arguments no variable the decision's `task` binds to another object (`unreplayable`)."""
     subtasks = list(patterns if subtasks is None else subtasks)
     task_variables = sorted({v for p in patterns for v in _VARIABLE.findall(p)})
+    barred = unreplayable(patterns, task, option)
+    effect_variables = [n for n in variables([*patterns, *subtasks]) if n not in barred]
     q = '\\"'  # a quote inside the JSON text, as GBNF reads it
     return "\n".join([
         f'root ::= name "{q}, {q}task{q}: {q}" task "{q}, {q}conditions{q}: [" conditions '
@@ -178,7 +201,8 @@ def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
         f"kind ::= {_alternatives(kinds(env), 'Object')}",
         f"named ::= arg | {_alternatives([k.lower() for k in kinds(env)], 'object')}",
         'statement ::= ([a-zA-Z/ ] | variable){1,80}',
-        *effect_rules(subtasks, option, "variable"),
+        "effectvariable ::= " + " | ".join(gbnf_literal(f"<{n}>") for n in effect_variables),
+        *effect_rules(subtasks, option, "effectvariable"),
     ]) + "\n"
 
 
@@ -199,5 +223,5 @@ def english_rule(patterns: Sequence[str], subtasks: Sequence[str] | None = None,
 
 
 def structured_rule(patterns: Sequence[str], env: EnvKnowledge | None = None,
-                    subtasks: Sequence[str] | None = None, option: str = "") -> Constraint:
-    return Constraint(grammar=rule_language(patterns, env, subtasks, option))
+                    subtasks: Sequence[str] | None = None, option: str = "", task: str = "") -> Constraint:
+    return Constraint(grammar=rule_language(patterns, env, subtasks, option, task))

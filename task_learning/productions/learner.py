@@ -170,7 +170,8 @@ class LLMAdvisor:
                          ("user", english_text + "\n\n" + prompts.RULE_INSTRUCTIONS)]
         rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english},
                               grounded.structured_rule(self.patterns_for(decision.task), decision.env,
-                                                       [f.pattern for f in self.families], answer.option))
+                                                       [f.pattern for f in self.families], answer.option,
+                                                       decision.task))
         ctx = MatchContext(decision.task, decision.env, decision.world)
         production = self.check_and_revise(rule_text, ctx, answer.option, messages[1][1], base | {"english": english})
         if production is None:
@@ -211,7 +212,7 @@ class LLMAdvisor:
             rule_text = self._ask(prompts.REVISION, [("system", prompts.rule_system_prompt()), ("user", user)],
                                   context | {"error": error, "round": round_ + 1},
                                   grounded.structured_rule(self.patterns_for(ctx.task), ctx.env,
-                                                           [f.pattern for f in self.families], option))
+                                                           [f.pattern for f in self.families], option, ctx.task))
         self.stats.rejected += 1
         log.info("rule rejected after %d revision(s): %s", self.max_revisions, errors[-1] if errors else "")
         return None

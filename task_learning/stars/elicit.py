@@ -241,6 +241,7 @@ def prepare_elicitation(
     if parse_decoding(setup.decoding) is Decoding.GROUNDED:
         space = GoalSpace.build(state, object_id, obj)
         settings = templates.grounded.tree(settings)
+        templates = templates.for_grounded()
     tree_settings = settings if switch.search_tree else replace(settings, max_depth=0)
     prep = PreparedElicitation(cond, object_id, ctx, settings, templates, analyzer,
                                TreeState(settings=tree_settings), on_stage=setup.on_stage, on_tree=setup.on_tree,
@@ -258,8 +259,10 @@ def elicitation_steps(prep: PreparedElicitation) -> Steps[PreparedElicitation]:
     tree, ctx, templates, analyzer = prep.tree, prep.ctx, prep.templates, prep.analyzer
     object_id = prep.object_id
     started = time.perf_counter()
-    root = _root(prep, lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id), key="goal")
-    if switch.search_tree and prep.space is not None and templates.grounded.search == "decisive":
+    decisive = switch.search_tree and prep.space is not None and templates.grounded.search == "decisive"
+    root = _root(prep, lambda pt, prefix: templates.goal_request(ctx, pt, prefix, scope=object_id), key="goal",
+                 constrained_probabilities=decisive and templates.grounded.probabilities == "constrained")
+    if decisive and prep.space is not None:
         yield from decisive_steps(prep.space, root, tree, templates.grounded.alternative_above)
     elif switch.search_tree:
         yield from expand_steps([root], tree)
@@ -407,11 +410,13 @@ def _analyze(analyzer: Analyzer, candidates: Sequence[GoalCandidate]) -> None:
             cand.literals = []
 
 
-def _root(prep: PreparedElicitation, build: Callable[[str, str], Any], key: str, **fields: Any) -> TreeRoot:
-    """A tree root; under --decoding grounded its requests carry the object's constraint."""
+def _root(prep: PreparedElicitation, build: Callable[[str, str], Any], key: str,
+          constrained_probabilities: bool = False, **fields: Any) -> TreeRoot:
+    """A tree root; under --decoding grounded its requests carry the object's constraint (and ask
+    for the alternatives under it with `constrained_probabilities`: one-token requests only)."""
     if prep.space is None:
         return TreeRoot(build_request=build, key=key, **fields)
-    return prep.space.root(build, key, prep.templates.grounded.logprobs, **fields)
+    return prep.space.root(build, key, prep.templates.grounded.logprobs, constrained_probabilities, **fields)
 
 
 def _repair_roots(prep: PreparedElicitation, round_no: int) -> list[TreeRoot]:

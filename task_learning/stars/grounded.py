@@ -40,6 +40,11 @@ class GroundedSettings:
     # decisive: one token per request, asked only where the goals part (`decisive_steps`);
     # paths: the Search Tree's requests, each written on until one goal is left (stars/tree.py)
     search: str = "decisive"
+    # raw: the alternatives' probabilities before the grammar (llama.cpp's top `logprobs` of the
+    # whole vocabulary: an allowed token outside them gets no share); constrained: the
+    # distribution under the grammar, every allowed token renormalised (llm/constraints.py
+    # `constrained_probabilities`; with `search: decisive` only, one token a request)
+    probabilities: str = "raw"
 
     def tree(self, base: TreeSettings) -> TreeSettings:
         """The tree's settings under the constraint: branch at every token (a grounded goal's
@@ -60,7 +65,7 @@ class GoalSpace:
 
     @classmethod
     def build(cls, state: WorldState, object_id: str, object_name: str) -> "GoalSpace":
-        goals = grounded_goals(state, object_id, object_name)
+        goals = other_kinds(state, object_id, grounded_goals(state, object_id, object_name))
         choices = tuple(g.text for g in goals)
         return cls(goals, shared_start(choices), choices, {normalize_response(g.text): g for g in goals})
 
@@ -92,8 +97,9 @@ class GoalSpace:
             return text
         return shared
 
-    def constraint(self, prefix: str) -> Constraint:
-        return Constraint(choices=self.choices, after=prefix, stop_when_unique=True)
+    def constraint(self, prefix: str, constrained_probabilities: bool = False) -> Constraint:
+        return Constraint(choices=self.choices, after=prefix, stop_when_unique=True,
+                          constrained_probabilities=constrained_probabilities)
 
     def expand(self, text: str) -> str:
         """A text only one goal starts with, as that goal (the server stopped where the rest was
@@ -103,15 +109,28 @@ class GoalSpace:
         found = [c for c in self.choices if c.startswith(text)]
         return found[0] if len(found) == 1 else text
 
-    def root(self, build: Callable[[str, str], LLMRequest], key: str, logprobs: int, **fields: Any) -> TreeRoot:
+    def root(self, build: Callable[[str, str], LLMRequest], key: str, logprobs: int,
+             constrained_probabilities: bool = False, **fields: Any) -> TreeRoot:
         """A tree root whose requests carry the constraint for their prefix (and ask for
-        `logprobs` alternatives per token)."""
+        `logprobs` alternatives per token, under the grammar with `constrained_probabilities`)."""
         def constrained(prompt_type: str, prefix: str) -> LLMRequest:
-            return replace(build(prompt_type, prefix), constraint=self.constraint(prefix), logprobs=logprobs)
+            return replace(build(prompt_type, prefix), constraint=self.constraint(prefix, constrained_probabilities),
+                           logprobs=logprobs)
 
         return TreeRoot(build_request=constrained, key=key, start=self.start, allows=self.allows,
                         complete=self.complete, expand=self.expand, settled=self.settled, forced=self.forced,
                         **fields)
+
+
+def other_kinds(state: WorldState, object_id: str, goals: Sequence[GroundedGoal]) -> list[GroundedGoal]:
+    """The goals whose place is not of a kind the object is in or on now: putting an object away
+    moves it to another kind of place (a grocery from its bag to the fridge, not to another bag).
+    Decided 2026-12-02 on the papers' scenes only (docs/llm.md: "the bag" was the model's first
+    goal for 8 of store_groceries' 15 groceries); the place the object is in was already no goal."""
+    by_id = {o.object_id: o for o in state.objects}
+    target = by_id.get(object_id)
+    kinds = {by_id[p].object_type for p in (target.parent_receptacles if target else ()) if p in by_id}
+    return [g for g in goals if g.place_id not in by_id or by_id[g.place_id].object_type not in kinds]
 
 
 def shared_start(choices: Sequence[str]) -> str:

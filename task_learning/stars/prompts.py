@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Sequence
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from task_learning.errors import ConfigError
 from task_learning.inputs.config import config_path, join_key
@@ -102,11 +102,24 @@ class PromptTemplates:
     selection_example: str
     selection_question: string.Template
     selection_retry: string.Template
+    # --decoding grounded: goal.yaml's `grounded_examples` / `grounded_task` (the paper's without them)
+    grounded_goal_examples: str = ""
+    grounded_goal_task: string.Template | None = None
+    # --decoding grounded: the answer is an option's number, or its sentence (selection.yaml
+    # `grounded_answer`; `grounded_example` is the one-shot example answered that way)
+    selection_grounded_answer: str = "number"
+    selection_grounded_example: str = ""
     source: dict[str, str] = field(default_factory=dict)
     tbp_sampling: SamplingSettings = field(default_factory=SamplingSettings)
     grounded: GroundedSettings = field(default_factory=GroundedSettings)
 
     # ----------------------------------------------------------------- goal prompts
+    def for_grounded(self) -> "PromptTemplates":
+        """These templates with the goal prompt in its grounded framing (goal.yaml
+        `grounded_examples`, `grounded_task`; unchanged where the file gives none)."""
+        return replace(self, goal_examples=self.grounded_goal_examples or self.goal_examples,
+                       goal_task=self.grounded_goal_task or self.goal_task)
+
     def system_text(self, ctx: GoalContext) -> str:
         if not ctx.system_context:
             return ""
@@ -155,7 +168,9 @@ class PromptTemplates:
     def selection_request(self, ctx: GoalContext, options: Sequence[str], *, retry: bool = False,
                           scope: str = "", constrained: bool = False) -> LLMRequest:
         """Numbered options (already in presentation order: lowest score first). `constrained`
-        (--decoding grounded): the answer can only be " 1" ... " N"."""
+        (--decoding grounded): the answer can only be " 1" ... " N", or with `grounded_answer:
+        sentence` one of the options' sentences (the model names the goal, not its position)."""
+        by_sentence = constrained and self.selection_grounded_answer == "sentence"
         numbered = "\n".join(f"{i}. {sentence_case(text)}" for i, text in enumerate(options, 1))
         sel_context = tuple(ctx.system_context) + tuple(ctx.selection_context)
         question = self.selection_question.substitute(
@@ -165,7 +180,7 @@ class PromptTemplates:
             head, sep, tail = question.rpartition("Answer:")
             instruction = self.selection_retry.substitute(count=len(options))
             question = f"{head}{instruction}{sep}{tail}" if sep else question + "\n" + instruction
-        body = f"{self.selection_example}\n{question}"
+        body = f"{self.selection_grounded_example if by_sentence else self.selection_example}\n{question}"
         system = ""
         if sel_context:
             system = self.selection_system_prefix.substitute(system_context=" ".join(sel_context))
@@ -177,9 +192,32 @@ class PromptTemplates:
         chat = self.selection_style == "chat"
         messages = ((("system", system.strip()),) if system else ()) + (("user", body),) if chat else ()
         constraint = Constraint(choices=tuple(f" {i}" for i in range(1, len(options) + 1))) if constrained else None
+        max_tokens = s.max_tokens
+        if by_sentence:  # the server stops at the word that leaves one option (the rest is known)
+            constraint = Constraint(choices=option_sentences(options), stop_when_unique=True)
+            max_tokens = max(max_tokens, SENTENCE_ANSWER_TOKENS)
         return LLMRequest(prompt_type="selection", prompt="" if chat else f"{system}{body}", messages=messages,
-                          max_tokens=s.max_tokens, temperature=s.temperature, logprobs=s.logprobs,
+                          max_tokens=max_tokens, temperature=s.temperature, logprobs=s.logprobs,
                           stop=s.stop, context=context, scope=scope, constraint=constraint)
+
+
+SENTENCE_ANSWER_TOKENS = 48  # a goal sentence up to the word that leaves one option, with room
+
+
+def option_sentences(options: Sequence[str]) -> tuple[str, ...]:
+    """The options as a Selection answer writes them after "Answer:" (grounded_answer: sentence)."""
+    return tuple(f" {sentence_case(text)}" for text in options)
+
+
+def option_of_sentence(answer: str, options: Sequence[str]) -> int | None:
+    """The 1-based option whose sentence the answer is, or begins as only it does (the server
+    stopped where one option was left); None for any other text."""
+    text = answer.strip()
+    if not text:
+        return None
+    found = [i for i, s in enumerate(option_sentences(options), 1) if s.strip().startswith(text)]
+    exact = [i for i in found if option_sentences(options)[i - 1].strip() == text]
+    return exact[0] if exact else (found[0] if len(found) == 1 else None)
 
 
 def sentence_case(text: str) -> str:
@@ -272,9 +310,11 @@ class GroundedDoc(Schema):
     max_depth: Annotated[int, bounded(low=1, high=64, integer=True)] = 12
     normalise: Literal["sum", "mean"] = "sum"
     search: Literal["decisive", "paths"] = "decisive"
+    probabilities: Literal["raw", "constrained"] = "raw"
 
     def settings(self) -> GroundedSettings:
-        return GroundedSettings(self.logprobs, self.alternative_above, self.max_depth, self.normalise, self.search)
+        return GroundedSettings(self.logprobs, self.alternative_above, self.max_depth, self.normalise, self.search,
+                                self.probabilities)
 
 
 class GoalDoc(Schema):
@@ -286,6 +326,10 @@ class GoalDoc(Schema):
     system_prefix: SystemPrefix = "$system_context\n"
     tbp_sampling: SamplingDoc | None = None
     grounded: GroundedDoc = Field(default_factory=GroundedDoc)
+    # --decoding grounded only: the examples and task block in the grounded framing (empty: the
+    # paper's above); the papers' protocols (free decoding) always get `examples` and `task`
+    grounded_examples: str = ""
+    grounded_task: Annotated[str, placeholders(GOAL_PLACEHOLDERS), AfterValidator(_open_result)] | None = None
 
 
 class RepairExamplesDoc(Schema):
@@ -310,6 +354,14 @@ class SelectionDoc(Schema):
     question: Annotated[str, placeholders(SELECTION_PLACEHOLDERS)]
     retry_instruction: Annotated[str, placeholders({"count"})]
     system_prefix: SystemPrefix = "$system_context\n"
+    grounded_answer: Literal["number", "sentence"] = "number"
+    grounded_example: str = ""
+
+    @model_validator(mode="after")
+    def _sentence_needs_its_example(self) -> "SelectionDoc":
+        if self.grounded_answer == "sentence" and not self.grounded_example.strip():
+            raise ValueError("grounded_answer: sentence needs grounded_example (its one-shot example)")
+        return self
 
 
 def load_templates(folder: str | Path | None = None) -> PromptTemplates:
@@ -328,6 +380,8 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
         goal_request_settings=goal.request.settings(),
         goal_examples=goal.examples,
         goal_task=string.Template(goal.task),
+        grounded_goal_examples=goal.grounded_examples or goal.examples,
+        grounded_goal_task=string.Template(goal.grounded_task or goal.task),
         goal_system_prefix=string.Template(goal.system_prefix),
         repair_kinds=tuple(MismatchKind(k) for k in repair.repair_kinds),
         repair_attempt=string.Template(repair.attempt),
@@ -339,6 +393,8 @@ def load_templates(folder: str | Path | None = None) -> PromptTemplates:
         selection_example=sel.example,
         selection_question=string.Template(sel.question),
         selection_retry=string.Template(sel.retry_instruction),
+        selection_grounded_answer=sel.grounded_answer,
+        selection_grounded_example=sel.grounded_example,
         source={"goal": str(goal_file), "repair": str(repair_file), "selection": str(sel_file)},
         tbp_sampling=sampling,
         grounded=goal.grounded.settings(),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from task_learning.llm.base import LLMRequest, LLMResponse
-from task_learning.stars.prompts import GoalContext, PromptTemplates
+from task_learning.stars.prompts import GoalContext, PromptTemplates, option_of_sentence
 from task_learning.stars.tree import CompletionClient, Steps, drive
 from task_learning.types import GoalCandidate
 
@@ -106,6 +106,9 @@ def select_goal_steps(templates: PromptTemplates, ctx: GoalContext, candidates: 
         else:
             outcome.answers.append(response.text)
             number, problem = parse_answer(response.text, len(options))
+            if number is None and request.constraint is not None and request.constraint.stop_when_unique:
+                number = option_of_sentence(response.text, texts)  # grounded_answer: sentence
+                problem = problem if number is None else ""
             if number is not None:
                 outcome.chosen = options[number - 1]
                 outcome.index = number

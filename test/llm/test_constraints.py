@@ -4,6 +4,7 @@ server's root URL accepted (issue 40, item 12)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -121,3 +122,33 @@ def test_elicit_with_an_openai_endpoint_says_in_one_line_that_it_decodes_freely(
         assert all("grammar" not in r.body for r in server.requests_to(COMPLETIONS))
     err = [line for line in capsys.readouterr().err.splitlines() if "cannot constrain decoding" in line]
     assert len(err) == 1 and "falls back to free decoding" in err[0]
+
+
+def test_constrained_probabilities_ask_llama_cpp_for_the_alternatives_under_the_grammar():
+    """llama.cpp reports the raw alternatives of the whole vocabulary with a grammar (an allowed
+    token outside its top N gets no share); `constrained_probabilities` asks for them after the
+    sampler chain, every sampler neutral, and reads `prob` / `top_probs` as log probabilities."""
+    plain = request_body(Constraint(CHOICES), ConstraintStyle.LLAMA_CPP)
+    asked = request_body(Constraint(CHOICES, constrained_probabilities=True), ConstraintStyle.LLAMA_CPP)
+    assert asked["grammar"] == plain["grammar"] and asked["post_sampling_probs"] is True
+    assert (asked["temperature"], asked["top_k"], asked["top_p"], asked["min_p"]) == (1.0, 0, 1.0, 0.0)
+    assert set(request_body(Constraint(CHOICES, constrained_probabilities=True), ConstraintStyle.VLLM)) == {
+        "guided_grammar"}
+    token = {"id": 1, "token": " in", "bytes": [32, 105, 110], "prob": 0.75,
+             "top_probs": [{"id": 1, "token": " in", "bytes": [32, 105, 110], "prob": 0.75},
+                           {"id": 2, "token": " on", "bytes": [32, 111, 110], "prob": 0.25}]}
+    body = {"id": "c", "object": "text_completion", "created": 0, "model": "m",
+            "choices": [{"text": " in", "index": 0, "logprobs": {"content": [token]}, "finish_reason": "length"}]}
+    with FakeOpenAIServer() as server:
+        server.set_default(COMPLETIONS, ScriptedReply(body=body))
+        provider = LocalProvider(base_url=server.base_url, model_name="m")
+        request = LLMRequest(prompt_type="initial", prompt="(RESULT) The goal is that the eggs are", logprobs=5,
+                             max_tokens=1, constraint=Constraint(CHOICES, after=" The goal is that the eggs are",
+                                                                 constrained_probabilities=True))
+        response = provider.complete(request, 10.0)
+        sent = server.requests_to(COMPLETIONS)[0].body
+    assert sent["post_sampling_probs"] is True and sent["temperature"] == 1.0
+    assert response.ok and math.isclose(response.tokens[0].logprob, math.log(0.75))
+    assert [(t, round(math.exp(lp), 6)) for t, lp in response.tokens[0].top] == [(" in", 0.75), (" on", 0.25)]
+    assert provider.batch_key(request) != provider.batch_key(replace(request, constraint=Constraint(
+        CHOICES, after=" The goal is that the eggs are")))

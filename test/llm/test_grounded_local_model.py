@@ -1,8 +1,8 @@
 """--decoding grounded with the real model (Gemma 3 270M on llama.cpp's llama-server, `make llm`):
 every goal the model writes under the grammar parses and grounds, for objects of a paper's scene
 and of a held-out one; the Search Tree's token alternatives come back with the grammar (logprobs
-are well formed, each alternative followed is one the grammar allows); Selection's answer is an
-option's number and BCR's answer one of its candidates.
+are well formed, each alternative followed is one the grammar allows); Selection's answer is one of its
+options (its sentence: selection.yaml grounded_answer) and BCR's answer one of its candidates.
 
 No fake anywhere, temperature 0. As in test_llm_local_model.py the assertions hold for any answer
 of this model (inside the grammar, viable, a distribution summing to 1), never its wording or

@@ -115,7 +115,7 @@ def test_the_grammar_is_generated_from_the_predicate_table_the_motor_verbs_and_t
     motor = text.split("motor ::= ", 1)[1].splitlines()[0]
     verbs = [m.split('"')[1].strip() for m in re.sub(r"\([^)]*\)", "", motor).split(" | ")]
     assert verbs == [v for v, _ in MOTOR_FORMS]
-    assert '"put " variable " " ("in" | "on") " " variable' in motor
+    assert '"put " effectvariable " " ("in" | "on") " " effectvariable' in motor
     assert 'kind ::= "Apple" | "CounterTop" | "Fridge"\n' in text  # kinds, never an instance's id
     assert "|+00" not in text
     assert 'task ::= "explore <receptacle>" | "find a/an <object>" | "pick and place' in text
@@ -196,9 +196,9 @@ def test_the_effect_is_of_the_kind_and_verb_of_the_choice_the_rule_is_made_for()
     def effect(option: str) -> str:
         return grounded.rule_language(PATTERNS[:1], _env(), PATTERNS, option).split("effect ::= ", 1)[1]
     assert effect("motor action: move to Fridge|-02.10|+00.00|+01.07").startswith(
-        '"motor action: " motor\nmotor ::= "move to " variable\n')  # a kind never replays to an instance
+        '"motor action: " motor\nmotor ::= "move to " effectvariable\n')  # a kind never replays to an instance
     assert effect("motor action: put Apple|1 in Fridge|2").startswith(
-        '"motor action: " motor\nmotor ::= "put " variable " " ("in" | "on") " " variable\n')
+        '"motor action: " motor\nmotor ::= "put " effectvariable " " ("in" | "on") " " effectvariable\n')
     assert effect("special action: 'done'").startswith('"special action: done"\n')
     assert effect("attend to subtask: find a/an apple").startswith('"attend to subtask: " subtask\n')
     assert '"special action: quit"' in effect("")  # no choice given: every effect of the language
@@ -216,3 +216,21 @@ def test_every_rule_a_grammar_names_is_defined(option):
         assert named <= set(grammar.rules), named - set(grammar.rules)
         assert all(re.fullmatch(r"[a-zA-Z0-9-]+", name) for name in grammar.rules)  # GBNF's names: no '_'
 
+
+
+def test_a_motor_effect_names_no_variable_the_task_binds_to_another_object():
+    """Exploring the sink, the model chose to move to a stove burner and wrote "move to
+    <receptacle>", which the task binds to the sink: its replay gave the sink (measured, the
+    first refusal). The effect may not name a task variable bound to something the choice does not
+    name; every other variable stays open, and one bound to the chosen object stays allowed."""
+    sink, burner = "Sink|-01.90|+00.00|-00.50", "StoveBurner|-00.47|+00.92|-02.37"
+
+    def effect_variables(task: str, option: str) -> str:
+        text = grounded.rule_language(PATTERNS[:1], _env(), PATTERNS, option, task)
+        return text.split("effectvariable ::= ", 1)[1].split("\n", 1)[0]
+
+    away = effect_variables(f"explore {sink}", f"motor action: move to {burner}")
+    assert '"<receptacle>"' not in away and '"<r>"' in away and '"<x>"' in away
+    assert '"<receptacle>"' in effect_variables(f"explore {sink}", f"motor action: move to {sink}")
+    assert '"<receptacle>"' in effect_variables("", f"motor action: move to {burner}")  # no task given
+    assert grounded.unreplayable(PATTERNS[:1], f"explore {sink}", "special action: done") == set()

@@ -1,6 +1,6 @@
 """STARS under --decoding grounded (stars/grounded.py): the tree stays inside the object's grounded
 goals, every request carries the constraint for its prefix, the scores are the SayCan-style
-distribution, Selection is constrained to the option numbers; the papers' protocol is unchanged
+distribution, Selection is constrained to the options; the papers' protocol is unchanged
 under free decoding."""
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ def test_grounded_stars_with_the_stand_in_answers_only_grounded_goals(groceries)
     assert all(r.prompt.endswith(r.constraint.after) and r.constraint.after.startswith(space.start)
                for r in goal_requests)
     selection = [r for r in client.requests if r.prompt_type == "selection"]
-    assert all(r.constraint is not None and r.constraint.choices[0] == " 1" for r in selection)
+    # selection.yaml `grounded_answer: sentence`: the answer is one of the options' sentences
+    assert selection and all(r.constraint is not None and r.constraint.choices[0].startswith(" The goal is that")
+                             for r in selection)
     options = result.selection.options  # aliases of one goal are one option, with their summed share
     assert len({tuple(sorted(map(str, o.literals))) for o in options}) == len(options)
     assert math.isclose(sum(o.score for o in options), 1.0, rel_tol=1e-9)
@@ -212,3 +214,19 @@ def test_both_rankings_come_from_the_same_paths():
     report = grounded_report({"X|1": place_order(cands, paths, "sum")}, scene, {"X|1": place_order(cands, paths, "mean")})
     assert report["objects"]["X|1"]["rank"] == 2 and report["objects"]["X|1"]["rank_mean"] == 1
     assert report["first"] == 0 and report["first_mean"] == 1
+
+
+def test_no_goal_is_a_place_of_the_kind_the_object_is_in(groceries):
+    """Putting away moves an object to another kind of place: the yogurt, in one of three bags,
+    gets no goal "in the bag" (another bag), and still every other receptacle it can go in."""
+    scene, metadata = groceries
+    yogurt = next(o for o in scene.task_objects if o.startswith("Yogurt"))
+    (state,) = _state(metadata)
+    space = GoalSpace.build(state, yogurt, "yogurt")
+    kinds = {o.object_id: o.object_type for o in state.objects}
+    assert space.goals and not any(kinds[g.place_id] == "Bag" for g in space.goals)
+    assert {"Fridge|1", "Pantry|1", "Cupboard|1"} <= {g.place_id for g in space.goals}
+    from task_learning.grounding.goal_space import grounded_goals
+
+    bags = [g for g in grounded_goals(state, yogurt, "yogurt") if kinds[g.place_id] == "Bag"]
+    assert bags  # the robot's goal grammar itself still reads them: only the goal space leaves them out

@@ -71,3 +71,16 @@ def test_bad_templates_name_file_and_key(tmp_path, file, old, new, key):
     with pytest.raises(ConfigError) as info:
         load_templates(tmp_path)
     assert file in str(info.value) and key in str(info.value)
+
+
+def test_the_grounded_framing_is_for_grounded_decoding_only():
+    """goal.yaml `grounded_task` / `grounded_examples`: under --decoding grounded the goal prompt
+    asks where the object is kept; the papers' prompt (free decoding) is unchanged."""
+    from task_learning.stars.prompts import GoalContext, load_templates
+
+    templates = load_templates()
+    ctx = GoalContext("store groceries", "kitchen", "yogurt", "in", "bag")
+    paper, grounded = templates.goal_prompt(ctx), templates.for_grounded().goal_prompt(ctx)
+    assert "kept?" not in paper and paper.endswith("Aware of yogurt in bag.\n(RESULT)")
+    assert grounded.endswith("Aware of yogurt in bag.\nWhere is the yogurt kept?\n(RESULT)")
+    assert grounded.count("kept?") == 4  # the three examples and the task

@@ -164,3 +164,26 @@ def test_empty_model_output_is_no_response():
                          setup=ElicitationSetup(analyzer=lambda s: PaperAnalysis(True)))
     assert result.outcome == "no_response" and result.candidates == [] and result.chosen is None
     assert result.counts["requests"] == 1 and result.counts["failed_requests"] == 0
+
+
+def test_grounded_selection_by_sentence_names_the_goal_not_its_position():
+    """selection.yaml `grounded_answer: sentence`: the constraint is the options' sentences (the
+    server stops at the word that leaves one), the example answers that way, and an answer that
+    begins only one option's sentence chooses that option."""
+    from dataclasses import replace
+
+    templates = replace(TEMPLATES, selection_grounded_answer="sentence",
+                        selection_grounded_example="Question: which?\n1. The goal is that a is b.\nAnswer: The goal is that a is b.")
+    options = cands(0.2, 0.5, 0.3)
+    texts = [c.text for c in sorted(options, key=lambda c: c.score)]
+    model = Answers([" The goal is that the mug is in place 1"])
+    outcome = select_goal(model, templates, CTX, options, constrained=True)
+    request = model.requests[0]
+    assert request.constraint is not None and request.constraint.stop_when_unique
+    assert request.constraint.choices == tuple(f" {t[0].upper()}{t[1:]}." for t in texts)
+    assert "Answer: The goal is that a is b." in request.prompt and request.max_tokens >= 40
+    assert outcome.method == "llm" and outcome.chosen is options[1] and outcome.index == 3
+    numbered = Answers([" 2"])
+    by_number = replace(TEMPLATES, selection_grounded_answer="number")
+    assert select_goal(numbered, by_number, CTX, options, constrained=True).chosen is options[2]
+    assert numbered.requests[0].constraint.choices == (" 1", " 2", " 3")
