@@ -40,8 +40,10 @@ GRASP_BELOW_TOP_M = 0.035  # the finger pads' centre below an object's top, gras
 PADS_ABOVE_BOTTOM_M = 0.04  # ... and no lower above its bottom (the pads' tips stay off the floor)
 RELEASE_CLEARANCE_M = 0.03  # between a released object's lowest point and what it falls onto
 FRONT_POINT_M = 1.5
-SPOT_BEHIND_FRONT_M = 0.13
-SPOT_ROW_M = 0.12
+SPOT_DEEPEST_M = 0.32  # the first row of spots behind a piece's front ...
+SPOT_BACK_MARGIN_M = 0.25  # ... but this far before its back (a held object reaches past the gripper)
+SPOT_NEAREST_M = 0.12  # and no row nearer the front than this
+SPOT_ROW_M = 0.1
 SPOT_ABREAST_M = 0.15  # the point in front of a piece the base goes to first
 FRESH_TIMEOUT_S = 30.0
 
@@ -101,13 +103,14 @@ class GroundTruthView:
         return (*self._spot(piece_id, piece), z)
 
     def _spot(self, piece_id: str, piece: dict[str, Any]) -> tuple[float, float]:
-        """Where the next object goes in the piece (the k-th one it gets): near its front, three
-        abreast, then a row further back; an object released at the back of a deep cabinet
-        would need the base closer than its front allows."""
+        """Where the next object goes in the piece (the k-th one it gets): three abreast, the
+        deepest row first, then rows nearer the front: an object placed in front first stands in
+        the way of the held object (level, reaching past the gripper) on the way to a spot behind it."""
         import math
         k = self.placed.get(piece_id, 0)
         hx, hy = piece["place"]["half"]
-        dx = max(hx - SPOT_BEHIND_FRONT_M - SPOT_ROW_M * (k // 3), -hx + 0.05)
+        behind = min(SPOT_DEEPEST_M, 2 * hx - SPOT_BACK_MARGIN_M) - SPOT_ROW_M * (k // 3)
+        dx = hx - max(behind, min(SPOT_NEAREST_M, hx))
         dy = max(-hy + 0.06, min(hy - 0.06, (0.0, -SPOT_ABREAST_M, SPOT_ABREAST_M)[k % 3]))
         cx, cy = piece["place"]["centre"]
         c, s = math.cos(piece["yaw"]), math.sin(piece["yaw"])

@@ -4,7 +4,8 @@ the robot holds, whether a receptacle is believed closed; all in `map` (REP-103,
 
 Where to stand and how to grasp come from the world's metadata (AI2-THOR form, what the stack's
 planners read too): an object's `rotation` y (degrees; the map heading, as the belief writes it)
-is the heading of its narrow side, across which the fingers close; its `parentReceptacles[0]`
+is the heading of its narrow side, across which the fingers close (as wide as perception's
+`narrow_width` of the object's track says); its `parentReceptacles[0]`
 is the piece it is in or on, whose front face is where that piece's marker sits (on its front,
 the marker's z axis out of it)."""
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from task_learning.perception.belief import narrow_width
 from task_learning.perception.bridge import FetchWorld
 from task_learning.robot.goals import Vec3
 from task_learning.robot.sequences import BasePose
@@ -53,8 +55,19 @@ class BeliefView:
         return math.radians(float(rotation["y"]))
 
     def grasp_width(self, object_id: str) -> float | None:
-        """Not measured by the fetch backend's perception yet: the gripper opens fully."""
-        return None
+        """How wide the object is across its narrow side (perception's `narrow_width`: the
+        registry's extent along the marker axis that lies level and narrowest, turned as the
+        belief last saw it); None for a piece of furniture, the held object, or an object
+        without an extent (the gripper then opens fully)."""
+        if object_id == self.held():
+            return None
+        with self.world._cond:
+            track = self.world.belief.tracks.get(object_id)
+            if track is None or track.spec.receptacle is not None:
+                return None
+            R = track.T_world_marker[:3, :3].copy()
+            spec = track.spec
+        return narrow_width(R, spec)
 
     def handle_of(self, object_id: str) -> Vec3 | None:
         """The handle where the registry says it is on the door (perception.Track.handle)."""

@@ -40,6 +40,12 @@ class BaseSpec(Schema):
     map_frame: PlainText = "map"
     base_frame: PlainText = "base_link"
     standoff_m: Metres = 0.7          # base_link to the object's centre when the base stops
+    # A target inside a piece (behind its front face) reached level: base_link this far out of
+    # the face (None: standoff_m from the target, as any other), but no further from the target
+    # than level_reach_m. An arm whose shoulder is high reaches level into a compartment on one
+    # IK branch only from further out; the level approach then starts in front of the face.
+    level_front_m: Metres | None = None
+    level_reach_m: Metres = 1.0
     facing_rad: Radians = 0.0         # bearing of the object seen from base_link when stopped
                                       # (0: straight ahead; Stretch's arm reaches to its right: -pi/2)
 

@@ -42,9 +42,22 @@ MANIPULATIONS = ("pick", "place", "open", "close", "toggle_on", "toggle_off")
 # down (into a bag or a low bin, whose walls a side approach would hit); above it, level, from
 # the side (tables, shelves, cabinets' compartments, which a top approach cannot enter).
 TOP_DOWN_BELOW_M = 0.6
-# Where the gripper is carried while the base drives (base frame, m; level, pointing ahead): over
-# the base, above counter height, so that neither the arm nor what it holds sweeps into furniture.
-CARRY_POINT = (0.3, 0.0, 1.1)
+# Where the gripper is carried while the base drives (base frame, m; level, pointing ahead): just
+# ahead of the base, above counter height, so that neither the arm nor what it holds sweeps into
+# furniture. Measured on the Fetch: from a pose so folded as (0.3, 0, 1.1) the IK along straight
+# lines to level targets in front fails or jumps branches (the wrist against its limit); from this
+# one, reached by a straight line back from HUB_POINT, straight lines to level targets 0.65-0.8 m
+# ahead at 0.8-1.1 m and to points over a bag stay on one branch (test_sequences).
+CARRY_POINT = (0.45, 0.0, 1.2)
+# A level pose in front of the base whose IK solution is on the branch level manipulations use:
+# the carry pose's joints are found along the straight line from it (not from the IK's own
+# starting poses, which find the carry point on whichever branch they reach first).
+HUB_POINT = (0.65, 0.0, 1.0)
+# A target further behind its piece's front face than this is inside the piece (not a handle on
+# its face): reached level, the base stands `level_front_m` out of the face, and the level
+# approach starts FACE_MARGIN_M in front of the face (not inside the piece's frame).
+ON_FACE_M = 0.03
+FACE_MARGIN_M = 0.03
 STRAIGHT_STEP_M = 0.04
 TRANSIT_STEP_M = 0.1  # ... on the way from where the arm is to a motion's first waypoint
 TURN_STEP_RAD = 0.3  # ... and at most this much turn of the gripper between IK points
@@ -114,11 +127,15 @@ class SkillSequencer:
     def standoff(self, target: Vec3, base: BasePose | None, front: BasePose | None = None) -> tuple[Vec3, float]:
         """Where the base stops for an object at `target` (map) and its heading: in front of
         `front` (the front face's centre of the piece holding it, heading out of it) when known,
-        square to that face, at least FRONT_CLEARANCE_M out of it; else on the line from the robot."""
+        square to that face, at least FRONT_CLEARANCE_M out of it (`level_front_m` out of it for a
+        target inside the piece that the arm reaches level); else on the line from the robot."""
         d = self.profile.base.standoff_m
         if front is not None:
             out = np.array([math.cos(front.yaw), math.sin(front.yaw)])
             behind = float((np.array([front.x, front.y]) - np.array(target[:2])) @ out)
+            level = self.profile.base.level_front_m
+            if level is not None and target[2] >= TOP_DOWN_BELOW_M and behind > ON_FACE_M:
+                d = behind + min(level, self.profile.base.level_reach_m - behind)
             away = behind + max(d - behind, FRONT_CLEARANCE_M)
             yaw = front.yaw + math.pi - self.profile.base.facing_rad
             return ((target[0] + away * out[0], target[1] + away * out[1], 0.0),
@@ -146,8 +163,23 @@ class SkillSequencer:
             return None
         if self._carry is None:
             frame = tip_frame(np.array([1.0, 0.0, 0.0]), np.array([1.0, 0.0, 0.0]))
-            self._carry = self.kinematics.solve(CARRY_POINT, None, orientation=frame) or ()
+            self._carry = self._carry_from_hub(frame) or \
+                self.kinematics.solve(CARRY_POINT, None, orientation=frame) or ()
         return self._carry or None
+
+    def _carry_from_hub(self, frame: np.ndarray) -> tuple[float, ...] | None:
+        """The carry pose's joints at the end of a straight line from HUB_POINT (see there);
+        None when the line fails or jumps branches."""
+        assert self.kinematics is not None
+        hub = self._solve(np.array(HUB_POINT), None, frame)
+        if hub is None:
+            return None
+        start = (np.array(HUB_POINT), frame, hub)
+        try:
+            points = self._straight(start, np.array(CARRY_POINT), frame, "carry pose", STRAIGHT_STEP_M)
+        except Unreachable:
+            return None
+        return None if _jumps(start, points) else points[-1][0]
 
     def carry(self) -> list[Step]:
         """The arm to CARRY_POINT (none without a kinematic model, with MoveIt, or when the robot's
@@ -348,6 +380,16 @@ class SkillSequencer:
         frame = tip_frame(approach, toward)
         return next((c for c in candidates if self._solve(c, None, frame) is not None), candidates[0])
 
+    def _approach_m(self, skill: str, p: np.ndarray, approach: np.ndarray, base: BasePose,
+                    front: BasePose | None, from_above: bool) -> float:
+        """How far before the target the straight approach starts: `pregrasp_m`, or for a level
+        pick or place inside a piece (front known), from FACE_MARGIN_M in front of its face."""
+        pregrasp = self.profile.arm.pregrasp_m
+        if from_above or front is None or skill not in ("pick", "place"):
+            return pregrasp
+        face = base.to_base((front.x, front.y, 0.0))
+        return max(pregrasp, float((p[:2] - face[:2]) @ approach[:2]) + FACE_MARGIN_M)
+
     def manipulate(self, skill: str, target: Vec3, base: BasePose, front: BasePose | None = None,
                    grasp_yaw: float | None = None, grasp_width: float | None = None) -> list[Step]:
         """The goals of a manipulation of the object at `target` (map); Unreachable when the
@@ -375,7 +417,7 @@ class SkillSequencer:
         approach = np.array([0.0, 0.0, -1.0]) if from_above else toward
         if from_above and skill == "pick" and grasp_yaw is not None:
             toward = across(grasp_yaw - base.yaw, toward)
-        back = p - approach * arm.pregrasp_m
+        back = p - approach * self._approach_m(skill, p, approach, base, front, from_above)
         up = np.array([0.0, 0.0, arm.place_above_m])
         look = self.look_at(target, base)
         if from_above:  # over at the carry height, down to twice the approach distance above, through once

@@ -152,3 +152,50 @@ def test_the_gripper_opens_only_as_wide_as_the_object_needs_when_its_width_is_kn
     assert seq.gripper(True).goal.position == pytest.approx(0.10)
     assert seq.gripper(True, width=0.04).goal.position == pytest.approx(0.052)
     assert seq.gripper(True, width=0.09).goal.position == pytest.approx(0.10)  # no wider than it opens
+
+
+def test_a_target_inside_a_piece_reached_level_is_reached_from_in_front_of_its_face():
+    """Level into a compartment (above TOP_DOWN_BELOW_M, behind the piece's front face) the base
+    stands `level_front_m` out of the face, nearer when the target would be beyond
+    `level_reach_m`; at a handle on the face, `standoff_m` from it."""
+    seq = SkillSequencer(load_profile("fetch"))
+    front = BasePose(2.0, 0.0, 0.0)
+    inside = seq.navigate((1.8, 0.0, 0.9), ORIGIN, front)[0].goal
+    deep = seq.navigate((1.6, 0.0, 0.9), ORIGIN, front)[0].goal
+    handle = seq.navigate((2.02, 0.0, 0.9), ORIGIN, front)[0].goal
+    assert isinstance(inside, NavigateGoal) and inside.position[0] == pytest.approx(2.0 + 0.77)
+    assert isinstance(deep, NavigateGoal) and deep.position[0] == pytest.approx(1.6 + 1.02)
+    assert isinstance(handle, NavigateGoal) and handle.position[0] == pytest.approx(2.02 + 0.65)
+
+
+@pytest.fixture(scope="module")
+def fetch_sequencer() -> SkillSequencer:
+    from test.robot.helpers import DATA
+
+    profile = load_profile("fetch")
+    kin = ArmKinematics.from_urdf((DATA / "fetch.urdf").read_text(), profile.arm.root_link, profile.arm.tip_link,
+                                  profile.arm.joints, profile.arm.tolerance_m)
+    return SkillSequencer(profile, kin)
+
+
+@pytest.mark.parametrize("height", [0.83, 0.955])  # the pantry's and the cupboard's release heights
+@pytest.mark.parametrize("depth", [0.9, 1.02])  # 0.13 and 0.25 m behind the face 0.77 m ahead
+def test_a_place_into_a_compartment_goes_straight_out_of_the_carry_pose_on_one_ik_branch(fetch_sequencer, height,
+                                                                                      depth):
+    """From the carry pose (where a drive leaves the arm) into a compartment whose face is
+    `level_front_m` ahead, the approach starting in front of the face, every arm goal of the place is a straight line of IK points (more than one
+    point: not the joint-space fallback) on which no joint turns more than JUMP_RAD between
+    points: the elbow does not swing round through the piece on the way."""
+    from task_learning.robot.sequences import JUMP_RAD
+
+    seq = fetch_sequencer
+    seq.arm_lost()
+    seq.carry()
+    steps = seq.manipulate("place", (depth, 0.0, height), ORIGIN, BasePose(0.77, 0.0, math.pi))
+    arm = [s.goal for s in steps if isinstance(s.goal, TrajectoryGoal) and s.goal.purpose == "arm"]
+    assert [len(goal.points) > 1 for goal in arm] == [True] * 3
+    previous = np.array(seq._carry_joints())
+    for goal in arm:
+        for joints, _ in goal.points:
+            assert float(np.max(np.abs(np.array(joints) - previous))) < JUMP_RAD
+            previous = np.array(joints)
