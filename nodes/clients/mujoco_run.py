@@ -59,9 +59,8 @@ class SimWatch(GraphWatch):
     """GraphWatch plus the simulator's latched `sim/status` (for the result only)."""
 
     def __init__(self) -> None:
-        # before GraphWatch starts spinning: its world_state callback (_on_world) counts updates
+        # before GraphWatch starts spinning: its world_state callback (_on_world) records frames
         self.status: dict[str, Any] = {}
-        self.updates = 0
         self.frame_stamps: collections.deque[float] = collections.deque(maxlen=64)
         super().__init__()
         # the survey's goal timeouts in simulated seconds, as the stack's nodes count them (/clock)
@@ -77,7 +76,6 @@ class SimWatch(GraphWatch):
         seen = float(stamp.sec) + float(stamp.nanosec) * 1e-9
         with self.lock:
             self.world = msg
-            self.updates += 1
             if msg.robot_pose_map.header.frame_id and (not self.frame_stamps or seen > self.frame_stamps[-1]):
                 self.frame_stamps.append(seen)
 
