@@ -33,18 +33,11 @@ from typing import Any, Callable, Protocol
 ROOT = Path(__file__).resolve().parent.parent
 
 from task_learning.perception.skills import SkillRequest, SkillResult  # noqa: E402
-from task_learning.robot.sequences import TOP_DOWN_BELOW_M, BasePose  # noqa: E402
+from task_learning.robot.placing import Place  # noqa: E402
+from task_learning.robot.sequences import BasePose  # noqa: E402
 
 Vec3 = tuple[float, float, float]
-GRASP_BELOW_TOP_M = 0.035  # the finger pads' centre below an object's top, grasped from above
-PADS_ABOVE_BOTTOM_M = 0.04  # ... and no lower above its bottom (the pads' tips stay off the floor)
-RELEASE_CLEARANCE_M = 0.03  # between a released object's lowest point and what it falls onto
 FRONT_POINT_M = 1.5
-SPOT_DEEPEST_M = 0.32  # the first row of spots behind a piece's front ...
-SPOT_BACK_MARGIN_M = 0.25  # ... but this far before its back (a held object reaches past the gripper)
-SPOT_NEAREST_M = 0.12  # and no row nearer the front than this
-SPOT_ROW_M = 0.1
-SPOT_ABREAST_M = 0.15  # the point in front of a piece the base goes to first
 FRESH_TIMEOUT_S = 30.0
 
 
@@ -55,8 +48,10 @@ class Executor(Protocol):
 
 class GroundTruthView:
     """RobotView over the simulator's ground truth (tests only: see the module docstring).
-    `focus` says what a receptacle's position is for the next action: its handle (open, close),
-    where the held object is released (place), or the point in front of it (approach)."""
+    `focus` says what the next action is for: "approach" drives to a point in front of the
+    piece (no grasp, place or handle geometry then: the executor goes to that point as given);
+    otherwise the executor takes the grasp point, the release point and the handle from the
+    same geometry (robot.placing) as it does from the robot's belief."""
 
     def __init__(self, snapshot: Callable[[], dict[str, Any]], arm_place_above_m: float) -> None:
         self.snapshot = snapshot
@@ -69,52 +64,36 @@ class GroundTruthView:
         truth = self.snapshot()
         if object_id in truth["objects"]:
             record = truth["objects"][object_id]
-            x, y, _ = record["position"]
+            x, y, z = record["position"]
             if self.focus == "approach":
                 return self._front_of(truth["receptacles"][record["in"]]) if record["in"] else (x, y, 0.0)
-            return (x, y, max(record["top"] - GRASP_BELOW_TOP_M, record["bottom"] + PADS_ABOVE_BOTTOM_M))
+            return (x, y, (record["top"] + record["bottom"]) / 2)
         piece = truth["receptacles"].get(object_id)
         if piece is None:
             return None
         if self.focus == "approach":
             return self._front_of(piece)
-        if self.focus == "handle":
-            return tuple(piece["handle"])  # type: ignore[return-value]
-        return self._release_point(truth, object_id, piece)
+        cx, cy = piece["place"]["centre"]
+        return (cx, cy, piece["place"]["floor"])
 
     def _front_of(self, piece: dict[str, Any]) -> Vec3:
         import math
         cx, cy = piece["place"]["centre"]
         return (cx + FRONT_POINT_M * math.cos(piece["yaw"]), cy + FRONT_POINT_M * math.sin(piece["yaw"]), 0.0)
 
-    def _release_point(self, truth: dict[str, Any], piece_id: str, piece: dict[str, Any]) -> Vec3:
-        """Where the arm's target goes so that the held object, released `place_above` higher,
-        clears the floor (a cabinet, a table) or the walls (a bin, a drawer's tray)."""
-        held = truth["objects"].get(self.holding)
-        grasp = self.object_position(self.holding) if held else None
-        hang = (grasp[2] - held["bottom"]) if held and grasp else 0.1
-        floor = piece["place"]["floor"]
-        clear = {"bin": piece["rim"], "drawer": piece["place"]["top"]}.get(piece["form"], floor)
-        z = max(floor, clear) + hang + RELEASE_CLEARANCE_M - self.place_above
-        if piece["form"] == "cabinet":  # mid-compartment: the forearm clears the compartment's floor
-            z = max(z, (floor + piece["place"]["top"]) / 2 - self.place_above)
-        if z >= TOP_DOWN_BELOW_M and piece["form"] in ("bin", "drawer"):  # level: the object lies on its side
-            z = max(floor, clear) + 0.06 + RELEASE_CLEARANCE_M - self.place_above
-        return (*self._spot(piece_id, piece), z)
+    def height_of(self, object_id: str) -> float | None:
+        record = self.snapshot()["objects"].get(object_id)
+        return None if record is None or self.focus == "approach" else record["top"] - record["bottom"]
 
-    def _spot(self, piece_id: str, piece: dict[str, Any]) -> tuple[float, float]:
-        """Where the next object goes in the piece (the k-th one it gets): three abreast, the
-        deepest row first, then rows nearer the front: an object placed in front first stands in
-        the way of the held object (level, reaching past the gripper) on the way to a spot behind it."""
-        import math
-        k = self.placed.get(piece_id, 0)
-        hx, hy = piece["place"]["half"]
-        behind = min(SPOT_DEEPEST_M, 2 * hx - SPOT_BACK_MARGIN_M) - SPOT_ROW_M * (k // 3)
-        dx = hx - max(behind, min(SPOT_NEAREST_M, hx))
-        dy = max(-hy + 0.06, min(hy - 0.06, (0.0, -SPOT_ABREAST_M, SPOT_ABREAST_M)[k % 3]))
-        cx, cy = piece["place"]["centre"]
-        c, s = math.cos(piece["yaw"]), math.sin(piece["yaw"])
-        return (cx + c * dx - s * dy, cy + s * dx + c * dy)
+    def place_in(self, object_id: str) -> Place | None:
+        piece = self.snapshot()["receptacles"].get(object_id)
+        if piece is None or self.focus == "approach":
+            return None
+        (cx, cy), (hx, hy) = piece["place"]["centre"], piece["place"]["half"]
+        floor, top = piece["place"]["floor"], piece["place"]["top"]
+        rim = {"bin": piece["rim"], "drawer": top}.get(piece["form"], floor)
+        return Place(cx, cy, piece["yaw"], hx, hy, floor, top, rim, piece["form"] == "cabinet",
+                     self.placed.get(object_id, 0))
 
     def is_closed(self, object_id: str) -> bool:
         piece = self.snapshot()["receptacles"].get(object_id, {})
@@ -137,7 +116,9 @@ class GroundTruthView:
 
     def handle_of(self, object_id: str) -> Vec3 | None:
         piece = self.snapshot()["receptacles"].get(object_id)
-        return tuple(piece["handle"]) if piece is not None and "handle" in piece else None  # type: ignore[return-value]
+        if piece is None or "handle" not in piece or self.focus == "approach":
+            return None
+        return tuple(piece["handle"])  # type: ignore[return-value]
 
     def front_of(self, object_id: str) -> BasePose | None:
         truth = self.snapshot()

@@ -271,7 +271,23 @@ def _volume(receptacle: Receptacle, data: mujoco.MjData, T_world_marker: np.ndar
     corners = np.array([[x, y, z] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
     local = np.array([_in_marker(T_world_marker, p + R @ c) for c in corners])
     lo, hi = local.min(axis=0), local.max(axis=0)
-    return {"center": [round(float(v), 4) for v in (lo + hi) / 2], "size": [round(float(v), 4) for v in hi - lo]}
+    out: dict[str, Any] = {"center": [round(float(v), 4) for v in (lo + hi) / 2],
+                           "size": [round(float(v), 4) for v in hi - lo]}
+    walls = _walls_above_floor(receptacle)
+    if walls > 0:
+        out["walls"] = round(walls, 4)
+    return out
+
+
+def _walls_above_floor(receptacle: Receptacle) -> float:
+    """How high a bin's walls or a drawer tray's rise above its place volume's floor (a table's
+    top and a cabinet's compartment, entered from the front, have none)."""
+    low, high = receptacle.place.low[2], receptacle.place.high[2]
+    if receptacle.form == "bin":
+        return _height(receptacle) - low
+    if receptacle.form == "drawer":
+        return high - low
+    return 0.0
 
 
 def registry_yaml(plan: MarkerPlan) -> str:

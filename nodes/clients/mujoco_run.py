@@ -38,6 +38,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.perception.survey import View, piece_views
 from task_learning.robot.gate import MotionGate
 from task_learning.robot.goals import NavigateGoal, Step, TrajectoryGoal
+from task_learning.robot.ik import ArmKinematics
 from task_learning.robot.profile import RobotProfile, load_profile
 from task_learning.robot.sequences import BasePose, SkillSequencer
 from task_learning.world.scene import load_scene
@@ -68,6 +69,12 @@ class SimWatch(GraphWatch):
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(String, "sim/status", self._on_status, latched)
+        self.robot_description = ""
+        self.node.create_subscription(String, "/robot_description", self._on_description, latched)
+
+    def _on_description(self, msg: Any) -> None:
+        with self.lock:
+            self.robot_description = str(msg.data)
 
     def _on_world(self, msg: Any) -> None:
         # the base's pose carries the stamp of the camera frame perception last used: a new stamp
@@ -201,6 +208,22 @@ def _view_steps(profile: RobotProfile, sequencer: SkillSequencer, view: View, to
     return steps + sequencer.look_at(view.target, BasePose(*view.base))
 
 
+def _ready_steps(watch: SimWatch, profile: RobotProfile, home: BasePose | None) -> list[Step]:
+    """Back to where the survey started (open floor), and the arm from its tucked pose to the
+    carry pose there: the stack's first drive takes the arm to the carry pose from where it is,
+    and from the tucked pose beside a table that swing hits the table. Nothing without the
+    robot's description (no IK) or the start pose."""
+    with watch.lock:
+        urdf = watch.robot_description
+    if home is None or not urdf or profile.arm.mode != "ik":
+        return []
+    arm = profile.arm
+    kinematics = ArmKinematics.from_urdf(urdf, arm.root_link, arm.tip_link, arm.joints, arm.tolerance_m)
+    drive = Step(NavigateGoal(profile.base.navigate_action, profile.base.map_frame, (home.x, home.y, 0.0), home.yaw,
+                              profile.timeouts.navigate_s), "back to where the survey started")
+    return [drive] + SkillSequencer(profile, kinematics).carry()
+
+
 def survey(watch: SimWatch, profile: RobotProfile, *, settle_frames: int = 2) -> dict[str, Any]:
     """Look around, then visit every piece of furniture perception knows, and the pieces first
     seen on the way, until none is left: each from the views `piece_views` plans (close, the
@@ -209,6 +232,8 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_frames: int = 2) ->
     runner = RosGoalRunner(watch.node, profile, MotionGate())
     sequencer = SkillSequencer(profile)
     failures: list[str] = []
+    with watch.lock:
+        home = _base(watch.world) if watch.world is not None else None
     goals = look_around(watch, runner, profile, failures, settle_frames)
     print(f"survey: after the look-around: {', '.join(sorted(_known_things(watch))) or 'nothing'}",
           file=sys.stderr, flush=True)
@@ -237,6 +262,7 @@ def survey(watch: SimWatch, profile: RobotProfile, *, settle_frames: int = 2) ->
             views.append({"piece": object_id, "view": view.why, "failed": len(failures) > failed, "new": new})
             print(f"survey: {object_id}, {view.why}: {'failed; ' if len(failures) > failed else ''}"
                   f"new {', '.join(new) or 'nothing'}", file=sys.stderr, flush=True)
+    goals += _run_steps(runner, watch, _ready_steps(watch, profile, home), "get ready", failures, 0)
     with watch.lock:
         objects = list(watch.world.objects) if watch.world is not None else []
     return {"pieces_visited": len(visited), "goals": goals, "failures": failures, "views": views,

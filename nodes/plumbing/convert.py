@@ -305,6 +305,8 @@ def world_state_msg_from_metadata(
     msg.backend = backend
     agent = metadata.get("agent") or {}
     msg.robot_location = str(agent.get("location") or "")
+    reach = agent.get("reachM")
+    msg.robot_reach_m = float(reach) if isinstance(reach, (int, float)) else -1.0
     msg.robot_pose = pose_to_msg(agent.get("position"), agent.get("rotation"))
     msg.robot_pose_map = pose_stamped_to_msg(agent.get("poseMap"))
     msg.held_object_ids = [str(o["objectId"]) for o in (metadata.get("inventoryObjects") or ())]
@@ -361,6 +363,7 @@ def metadata_from_world_state_msg(msg: m.WorldState) -> dict[str, Any]:
         "objects": objects,
         "agent": {"position": _vec_dict(position), "rotation": _vec_dict(rotation),
                   "location": msg.robot_location,
+                  **({"reachM": msg.robot_reach_m} if msg.robot_reach_m >= 0 else {}),
                   **({"poseMap": pose_map} if (pose_map := pose_stamped_from_msg(msg.robot_pose_map)) else {})},
         "inventoryObjects": [{"objectId": i, "objectType": types.get(i, i.split("|", 1)[0])}
                              for i in msg.held_object_ids],
@@ -398,6 +401,7 @@ def world_state_to_msg(state: WorldState, *, frame_id: str = "world", backend: s
     msg.scene = state.scene
     msg.backend = backend
     msg.robot_location = state.robot_location
+    msg.robot_reach_m = -1.0  # AI2-THOR's
     msg.robot_pose = pose_to_msg(state.robot_position, state.robot_rotation)
     msg.held_object_ids = list(state.held_object_ids)
     msg.objects = [world_object_to_msg(o) for o in state.objects]

@@ -85,6 +85,10 @@ class StateView:
         self.held: list[str] = held
         agent = metadata.get("agent") or {}
         self.agent_location = str(agent.get("location", "") or "")
+        # a world may say how far its agent acts without moving (a robot's belief: 0, only at
+        # what it navigated to); AI2-THOR's distance otherwise
+        reach = agent.get("reachM")
+        self.near_m = NEAR_DISTANCE_M if not isinstance(reach, (int, float)) else float(reach)
 
     def get(self, object_id: str) -> Mapping[str, Any] | None:
         return self.objects.get(object_id)
@@ -111,7 +115,7 @@ class StateView:
         if obj is None:
             return False
         distance = obj.get("distance")
-        return distance is not None and float(distance) <= NEAR_DISTANCE_M
+        return distance is not None and float(distance) <= self.near_m
 
     def expand(self, arg: str) -> list[str]:
         """An id stays itself; a type placeholder becomes every object of that type."""

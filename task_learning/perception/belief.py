@@ -269,6 +269,9 @@ class BeliefWorld:
         agent = {"name": "agent", "position": layout.vec(float(base[0]), 0.9, float(base[1])),
                  "rotation": layout.vec(0.0, round(yaw, 2), 0.0), "cameraHorizon": 0.0,
                  "isStanding": True, "location": self.location,
+                 # a robot's arm reaches what it navigated to, not whatever is within AI2-THOR's
+                 # 1.75 m (the Fetch's reaches ~1 m, and only in front of the base)
+                 "reachM": 0.0,
                  "poseMap": pose_record(self.T_world_base, self.frame_id, self.stamp)}
         inventory = []
         if self.held is not None and self.held in self.tracks:

@@ -15,6 +15,8 @@ YAML (validated on load; an error names the file and the key):
         receptacle:                  # furniture that holds things: its inner volume, marker frame
           center: [0, 0.34, -0.25]
           size: [0.6, 0.3, 0.4]
+          walls: 0.25                # optional: how high its walls rise above the volume's floor
+                                     # (a bin's, a drawer tray's: what is put in clears them)
         door:                        # furniture that opens: a second marker on its door
           marker: 4
           size: 0.12
@@ -45,10 +47,12 @@ DEFAULT_DICTIONARY = "DICT_4X4_50"
 
 @dataclass(frozen=True)
 class Volume:
-    """An axis-aligned box in a marker's frame."""
+    """An axis-aligned box in a marker's frame, and how high walls rise above its floor (0: a
+    table's top, a shelf, a compartment entered from its open front)."""
 
     center: tuple[float, float, float]
     size: tuple[float, float, float]
+    walls: float = 0.0
 
     def contains(self, point: np.ndarray, margin: float = 0.0) -> bool:
         half = np.asarray(self.size) / 2.0 + margin
@@ -89,7 +93,8 @@ class MarkerSpec:
         if self.extent is not None:
             out["extent"] = list(self.extent)
         if self.receptacle is not None:
-            out["receptacle"] = {"center": list(self.receptacle.center), "size": list(self.receptacle.size)}
+            out["receptacle"] = {"center": list(self.receptacle.center), "size": list(self.receptacle.size),
+                                 **({"walls": self.receptacle.walls} if self.receptacle.walls else {})}
         if self.door is not None:
             out["door"] = {"marker": self.door.marker_id, "size": self.door.size,
                            "closed_at": list(self.door.closed_at),
@@ -161,6 +166,7 @@ Name = Annotated[str, AfterValidator(str.strip), no_control_characters]
 class VolumeDoc(Schema):
     center: Vector
     size: PositiveVector
+    walls: Annotated[float, bounded(low=0.0)] = 0.0
 
 
 class DoorDoc(Schema):
@@ -225,7 +231,8 @@ def registry_from_dict(data: Any, *, source: str = "<registry>",
             marker_id=entry.id, object_id=entry.object, object_type=entry.type, size=entry.size,
             name=entry.name or "", offset=_vec(entry.offset),
             extent=_vec(entry.extent) if entry.extent is not None else None,
-            receptacle=Volume(_vec(entry.receptacle.center), _vec(entry.receptacle.size)) if entry.receptacle else None,
+            receptacle=Volume(_vec(entry.receptacle.center), _vec(entry.receptacle.size), entry.receptacle.walls)
+            if entry.receptacle else None,
             door=door, state=tuple(entry.state.given().items()) if entry.state else ())
         for mid, what in ((entry.id, join_key(key, "id")), *(((door.marker_id, join_key(key, "door.marker")),)
                                                              if door else ())):

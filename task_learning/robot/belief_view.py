@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from task_learning.perception.belief import narrow_width
 from task_learning.perception.bridge import FetchWorld
 from task_learning.robot.goals import Vec3
+from task_learning.robot.placing import Place
 from task_learning.robot.sequences import BasePose
 
 
@@ -75,6 +78,38 @@ class BeliefView:
             track = self.world.belief.tracks.get(object_id)
             handle = track.handle() if track is not None else None
         return None if handle is None else (float(handle[0]), float(handle[1]), float(handle[2]))
+
+    def height_of(self, object_id: str) -> float | None:
+        """How tall the object stands (the registry's extent along its marker's axes, turned as
+        the belief last saw it); None for furniture or without an extent."""
+        with self.world._cond:
+            track = self.world.belief.tracks.get(object_id)
+            if track is None or track.spec.receptacle is not None or track.spec.extent is None:
+                return None
+            R = track.T_world_marker[:3, :3].copy()
+            extent = np.asarray(track.spec.extent)
+        return float(np.abs(R[2]) @ extent)
+
+    def place_in(self, object_id: str) -> Place | None:
+        """The receptacle's volume from the registry where its marker was last seen: centre,
+        floor and top in `map`, depth along its front marker's z (out of its front), width
+        along the marker's x, its walls' rim; a compartment when it has a door and no walls;
+        the objects the belief has in it."""
+        with self.world._cond:
+            track = self.world.belief.tracks.get(object_id)
+            volume = track.spec.receptacle if track is not None else None
+            if track is None or volume is None:
+                return None
+            T = track.T_world_marker.copy()
+            enclosed = track.spec.door is not None and volume.walls <= 0.0
+            holding = sum(1 for parent in self.world.belief.containment().values() if parent == object_id)
+        half = np.asarray(volume.size) / 2
+        corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half + volume.center
+        world = corners @ T[:3, :3].T + T[:3, 3]
+        centre = T[:3, :3] @ np.asarray(volume.center) + T[:3, 3]
+        floor, top = float(world[:, 2].min()), float(world[:, 2].max())
+        return Place(float(centre[0]), float(centre[1]), math.atan2(float(T[1, 2]), float(T[0, 2])),
+                     float(half[2]), float(half[0]), floor, top, floor + volume.walls, enclosed, holding)
 
     def front_of(self, object_id: str) -> BasePose | None:
         record = self._record(object_id)

@@ -28,6 +28,7 @@ from task_learning.robot.failures import (
 )
 from task_learning.robot.gate import MotionGate
 from task_learning.robot.goals import GoalOutcome, RobotGoal, Step, TrajectoryGoal, Vec3
+from task_learning.robot.placing import Place, grasp_point, release_point
 from task_learning.robot.sequences import MANIPULATIONS, BasePose, SkillSequencer, Unreachable
 from task_learning.world.backend import WORLD_UNAVAILABLE
 
@@ -70,6 +71,15 @@ class RobotView(Protocol):
     def handle_of(self, object_id: str) -> Vec3 | None:
         """Where the hand takes a door or a drawer to open or close it (its handle); None when
         not known (the hand goes to the object's position)."""
+        ...
+
+    def height_of(self, object_id: str) -> float | None:
+        """How tall the object stands (m); None when not known (the hand goes to its centre)."""
+        ...
+
+    def place_in(self, object_id: str) -> Place | None:
+        """What the robot believes of the receptacle as a place to put things (robot.placing);
+        None when not known (the hand goes to the receptacle's position)."""
         ...
 
     def front_of(self, object_id: str) -> BasePose | None:
@@ -118,6 +128,7 @@ class RobotSkillExecutor:
             return problem
         base = self.view.base_pose()
         front = self.view.front_of(request.object_id)
+        position = self._target(request.skill, request.object_id, position)
         if request.skill == "navigate":
             return self._run(self.sequencer.navigate(position, base, front), subject, generation)
         if base is None:
@@ -125,8 +136,6 @@ class RobotSkillExecutor:
                          f"{self.profile.base.base_frame})")
         if request.skill not in MANIPULATIONS:
             return SkillResult(False, f"unknown skill {request.skill!r}", "unsupported")
-        if request.skill in ("open", "close"):
-            position = self.view.handle_of(request.object_id) or position
         try:
             steps = self.sequencer.manipulate(request.skill, position, base, front,
                                               self.view.grasp_yaw(request.object_id),
@@ -135,11 +144,30 @@ class RobotSkillExecutor:
             return _fail(NOT_NEAR, subject, str(exc))
         return self._run(steps, subject, generation)
 
+    def _target(self, skill: str, object_id: str, position: Vec3) -> Vec3:
+        """Where the hand goes (and the base stands for it, and the head looks): a door's handle
+        to open or close it (and on the way to a closable place with the hand empty); the next
+        spot of a place to put the held object in (and on the way there with it); a little below
+        an object's top to pick it (and on the way to it); else the object's position."""
+        held = self.view.held()
+        place = self.view.place_in(object_id)
+        if skill in ("open", "close") or (skill == "navigate" and place is not None and not held):
+            return self.view.handle_of(object_id) or position
+        if place is not None and skill in ("place", "navigate"):
+            return release_point(place, self.view.height_of(held) if held else None, self.profile.arm.place_above_m)
+        if place is None and skill in ("pick", "navigate"):
+            return grasp_point(position, self.view.height_of(object_id))
+        return position
+
     def _precheck(self, request: SkillRequest) -> SkillResult | None:
         held = self.view.held()
         subject = request.object_id
         if request.skill == "pick" and held:
             return _fail(HAND_FULL, subject, f"already holding {held}")
+        if request.skill in ("open", "close") and held:
+            # the gripper that holds it is the hand that pulls the handle: opening would drop it
+            return _fail(HAND_FULL, subject, f"holding {held}; a door takes the hand that holds it: "
+                         "put it down first")
         if request.skill == "place" and not held:
             return _fail(NOT_HOLDING, subject, "nothing to put down")
         if request.skill == "place" and self.view.is_closed(subject):
@@ -163,7 +191,8 @@ class RobotSkillExecutor:
             else:
                 return _fail(NOT_VISIBLE, subject, f"not found in a look-around of "
                              f"{len(self.profile.head.look_around_pans)} headings")
-        return self._run(self.sequencer.navigate(position, self.view.base_pose(), self.view.front_of(subject)),
+        target = self._target("navigate", subject, position)
+        return self._run(self.sequencer.navigate(target, self.view.base_pose(), self.view.front_of(subject)),
                          subject, generation)
 
     def _run(self, steps: list[Step], subject: str, generation: int) -> SkillResult:

@@ -148,12 +148,15 @@ class SkillSequencer:
 
     def navigate(self, target: Vec3, base: BasePose | None, front: BasePose | None = None) -> list[Step]:
         """The arm to its carry pose first (IK mode, with a kinematic model: a manipulation
-        leaves it out in front, where driving would sweep it into furniture), then the base."""
+        leaves it out in front, where driving would sweep it into furniture), then the base,
+        then the head at the target: the robot arrives looking at what it came for (AI2-THOR's
+        NavigateToObject leaves the object in view, and a planner asks whether it is visible)."""
         position, yaw = self.standoff(target, base, front)
         self.begin_action()
         goal = NavigateGoal(self.profile.base.navigate_action, self.profile.base.map_frame, position, yaw,
                             self.profile.timeouts.navigate_s)
-        return self.carry() + [Step(goal, "drive to the stand-off pose")]
+        arrived = BasePose(position[0], position[1], yaw)
+        return self.carry() + [Step(goal, "drive to the stand-off pose")] + self.look_at(target, arrived)
 
     def _carry_joints(self) -> tuple[float, ...] | None:
         """The arm's joints in the carry pose (solved once): the seed of a manipulation's first

@@ -17,6 +17,7 @@ from task_learning.perception.skills import ACTION_TO_SKILL, SkillRequest
 from task_learning.perception.synthetic import SimulatedRobot
 from task_learning.robot.executor import RobotSkillExecutor
 from task_learning.robot.goals import NavigateGoal, Vec3
+from task_learning.robot.placing import Place
 from task_learning.robot.sequences import BasePose
 from task_learning.world.scene import Scene
 
@@ -64,6 +65,12 @@ class StandInRobotWorld:
         return None
 
     def handle_of(self, object_id: str) -> Vec3 | None:
+        return None
+
+    def height_of(self, object_id: str) -> float | None:
+        return None
+
+    def place_in(self, object_id: str) -> Place | None:
         return None
 
     def front_of(self, object_id: str) -> BasePose | None:

@@ -186,3 +186,12 @@ def test_planner_goals_reach_every_preferred_place_and_close_it(scene):
         result = run_goals(world, goals, HeuristicEngine())
         assert result.success, (object_id, place, result.failure, result.action_log)
         assert result.actions <= 20
+
+
+def test_a_robot_world_is_near_only_what_it_navigated_to():
+    metadata = {"objects": [{"objectId": "Mug|1", "objectType": "Mug", "distance": 0.8},
+                            {"objectId": "Fridge|1", "objectType": "Fridge", "distance": 1.2}],
+                "agent": {"location": "Fridge|1"}}
+    assert StateView(metadata).is_near("Mug|1")  # AI2-THOR: within 1.75 m
+    robot = StateView({**metadata, "agent": {"location": "Fridge|1", "reachM": 0.0}})
+    assert robot.is_near("Fridge|1") and not robot.is_near("Mug|1")

@@ -125,10 +125,18 @@ def test_metadata_world_state_round_trip():
     assert back["sceneName"] == "tidy_kitchen"
     assert back["inventoryObjects"] == metadata["inventoryObjects"]
     assert back["agent"]["location"] == "kitchen"
+    assert "reachM" not in back["agent"]  # AI2-THOR's reach: the world said nothing
     assert back["agent"]["position"] == metadata["agent"]["position"]
     assert _angle_close(back["agent"]["rotation"]["y"], 90.0)
     for original, restored in zip(metadata["objects"], back["objects"]):
         _assert_records_equal(original, restored)
+
+
+def test_a_robots_reach_crosses_the_topic():
+    metadata = _metadata()
+    metadata["agent"] = {**metadata["agent"], "reachM": 0.0}
+    back = convert.metadata_from_world_state_msg(convert.world_state_msg_from_metadata(metadata))
+    assert back["agent"]["reachM"] == 0.0
 
 
 def test_typed_world_state_round_trip():

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Callable
 
 from task_learning.robot.goals import GoalOutcome, RobotGoal, Vec3
+from task_learning.robot.placing import Place
 from task_learning.robot.sequences import BasePose
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "robot"
@@ -39,6 +40,8 @@ class FakeView:
     views: int = 0
     yaws: dict[str, float] = field(default_factory=dict)
     fronts: dict[str, BasePose] = field(default_factory=dict)
+    heights: dict[str, float] = field(default_factory=dict)
+    places: dict[str, Place] = field(default_factory=dict)
 
     def object_position(self, object_id: str) -> Vec3 | None:
         return self.objects.get(object_id)
@@ -60,6 +63,12 @@ class FakeView:
 
     def handle_of(self, object_id: str) -> Vec3 | None:
         return None
+
+    def height_of(self, object_id: str) -> float | None:
+        return self.heights.get(object_id)
+
+    def place_in(self, object_id: str) -> Place | None:
+        return self.places.get(object_id)
 
     def front_of(self, object_id: str) -> BasePose | None:
         return self.fronts.get(object_id)

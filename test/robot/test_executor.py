@@ -26,9 +26,10 @@ def executor(robot="tiago", runner=None, view=None, gate=None):
 def test_navigate_and_pick_send_their_goals():
     ex, runner, _, _ = executor()
     assert ex.execute(SkillRequest("navigate", "Mug|1")).success
-    assert [g.kind for g in runner.goals] == ["navigate"]
+    # the base, then the head at the object: the robot arrives looking at it
+    assert [getattr(g, "purpose", g.kind) for g in runner.goals] == ["navigate", "head"]
     assert ex.execute(SkillRequest("pick", "Mug|1")).success
-    assert [g.kind for g in runner.goals[1:]] == ["trajectory", "trajectory", "move_group", "move_group",
+    assert [g.kind for g in runner.goals[2:]] == ["trajectory", "trajectory", "move_group", "move_group",
                                                   "trajectory", "move_group"]
 
 
@@ -62,7 +63,8 @@ def test_visual_search_sweeps_the_head_until_the_object_is_seen():
     view = FakeView(hidden={"Mug|1": MUG}, appears_after_views={"Mug|1": 3})
     ex, runner, _, _ = executor("fetch", view=view)
     assert ex.execute(SkillRequest("search", "Mug|1")).success
-    assert [getattr(g, "purpose", g.kind) for g in runner.goals] == ["head", "head", "head", "navigate"]
+    assert [getattr(g, "purpose", g.kind) for g in runner.goals] == ["head", "head", "head", "navigate",
+                                                                            "point_head"]
 
 
 def test_visual_search_gives_up_after_the_whole_sweep():

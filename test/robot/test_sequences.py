@@ -17,7 +17,8 @@ ORIGIN = BasePose(0.0, 0.0, 0.0)
 
 def test_navigate_stops_short_of_the_object_facing_it():
     seq = SkillSequencer(load_profile("fetch"))
-    (step,) = seq.navigate((3.0, 4.0, 0.8), ORIGIN)
+    step, look = seq.navigate((3.0, 4.0, 0.8), ORIGIN)
+    assert isinstance(look.goal, PointHeadGoal) and look.goal.target == (3.0, 4.0, 0.8)  # arrives looking at it
     goal = step.goal
     assert isinstance(goal, NavigateGoal) and goal.server == "navigate_to_pose" and goal.frame == "map"
     assert math.hypot(3.0 - goal.position[0], 4.0 - goal.position[1]) == pytest.approx(0.65)

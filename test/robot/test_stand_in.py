@@ -36,7 +36,8 @@ def test_an_action_runs_on_the_robot_then_in_the_scene(fetch_kinematics):
     world = stand_in(runner, fetch_kinematics)
     item = next(o["objectId"] for o in world.metadata["objects"] if o.get("pickupable") and o.get("visible"))
     assert world.step("NavigateToObject", objectId=item)["lastActionSuccess"]
-    assert [g.kind for g in runner.goals] == ["trajectory", "navigate"]  # the arm to its carry pose, then the base
+    # the arm to its carry pose, the base, the head at the object
+    assert [g.kind for g in runner.goals] == ["trajectory", "navigate", "point_head"]
     after = world.step("PickupObject", objectId=item)
     assert after["lastActionSuccess"], after["errorMessage"]
     assert world.held() == item and any(g.kind == "gripper" for g in runner.goals)
