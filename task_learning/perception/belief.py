@@ -2,7 +2,12 @@
 
 - An object stays known when out of view: its last pose, `lastSeen` stamp and a `confidence`
   that halves every `half_life_s` since it was last seen (1.0 in the latest frame).
-- `visible` means seen in the latest frame (AI2-THOR's meaning), or held.
+- `visible` means in the latest frame's view (AI2-THOR's meaning: in view, within distance), or
+  held: its marker seen in it, or, for an object the robot already knows, where the robot
+  believes it projects into the image within IN_VIEW_M and the depth there does not show the
+  camera seeing past it. A marker hidden behind a bag's wall from where the arm must stand is
+  still in view; an object that is not where it was believed (the camera sees the floor behind
+  that point) is not.
 - Containment: an object is in/on the receptacle whose registered volume holds its centre (the
   smallest, if volumes nest).
 - Open/closed: the door marker's orientation against the body marker's (a door swung open is
@@ -40,6 +45,8 @@ log = logging.getLogger(__name__)
 DOOR_OPEN_ANGLE_DEG = 30.0
 DOOR_MOVED_M = 0.06  # a drawer front this far from where it closes is open (a centimetre-level pose is far inside)
 DOOR_DEPTH_GAP_M = 0.05
+IN_VIEW_M = 2.5  # a known object this near in the image is in view though its marker is hidden
+SEE_PAST_M = 0.1  # ... unless the depth there is this much farther than where it is believed
 HAND_IN_BASE = (0.45, 0.0, 0.9)
 HORIZONTAL_AXIS_SIN = 0.7  # a marker axis within ~45 degrees of level says which way the object lies
 
@@ -141,8 +148,31 @@ class BeliefWorld:
         if depth is not None and camera is not None:
             for object_id in seen - set(doors_seen):
                 self._door_from_depth(self.tracks[object_id], T_world_camera, depth, camera)
+            seen |= self._in_view(seen, T_world_camera, depth, camera)
         self.visible = seen
         self.version += 1
+
+    def _in_view(self, seen: set[str], T_world_camera: np.ndarray, depth: np.ndarray,
+                 camera: CameraModel) -> set[str]:
+        """Known objects not seen in this frame whose believed centre projects into it, in front
+        of the camera within IN_VIEW_M, where the depth is not farther than that centre by more
+        than SEE_PAST_M (the camera would see past where it is believed: it is not there)."""
+        T_camera_world = g.invert(T_world_camera)
+        out: set[str] = set()
+        for object_id, track in self.tracks.items():
+            if object_id in seen or object_id == self.held or track.spec.receptacle is not None:
+                continue
+            where = g.apply(T_camera_world, track.position)
+            if not 0.1 < where[2] <= IN_VIEW_M:
+                continue
+            (u, v), = camera.project(where[None, :])[0]
+            if not (0 <= u < camera.width and 0 <= v < camera.height):
+                continue
+            measured = float(depth[int(v), int(u)])
+            if np.isfinite(measured) and measured > 0 and measured > where[2] + SEE_PAST_M:
+                continue
+            out.add(object_id)
+        return out
 
     def _door_from_depth(self, track: Track, T_world_camera: np.ndarray, depth: np.ndarray,
                          camera: CameraModel) -> None:

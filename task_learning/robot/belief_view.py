@@ -104,10 +104,15 @@ class BeliefView:
             enclosed = track.spec.door is not None and volume.walls <= 0.0
             holding = sum(1 for parent in self.world.belief.containment().values() if parent == object_id)
         half = np.asarray(volume.size) / 2
-        corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * half + volume.center
-        world = corners @ T[:3, :3].T + T[:3, 3]
-        centre = T[:3, :3] @ np.asarray(volume.center) + T[:3, 3]
-        floor, top = float(world[:, 2].min()), float(world[:, 2].max())
+        R = T[:3, :3]
+        centre = R @ np.asarray(volume.center) + T[:3, 3]
+        # the floor and the top where the volume's up axis (the marker axis nearest the map's z)
+        # meets them over its centre: a marker seen a few degrees tilted moves them a few mm,
+        # where the lowest and the highest corner would move them centimetres (and a release
+        # aimed at a floor believed too low pressed the held object into the table)
+        up = int(np.argmax(np.abs(R[2])))
+        rise = abs(float(R[2, up])) * float(half[up])
+        floor, top = float(centre[2]) - rise, float(centre[2]) + rise
         return Place(float(centre[0]), float(centre[1]), math.atan2(float(T[1, 2]), float(T[0, 2])),
                      float(half[2]), float(half[0]), floor, top, floor + volume.walls, enclosed, holding)
 

@@ -112,6 +112,11 @@ def test_a_stale_transform_is_a_status_naming_the_frame_and_its_range(ros_graph)
     g = Graph(ros_graph, ["fault:=tf_stops"], ["tf_wait_s:=0.2", "block_after_s:=1.0"])
     state = g.states.wait_for(lambda s: "extrapolation into the future" in s.status, timeout=90.0)
     assert "skipped: tf: lookup map -> " in state.status and "'base_link' (parent 'map') has transforms from" in state.status
+    # actions are refused once no frame was used for block_after_s: the first skipped frame set
+    # may come sooner (under load it did), so wait until the status has lasted longer than that
+    first = time.monotonic()
+    g.states.wait_for(lambda s: "extrapolation into the future" in s.status and time.monotonic() - first > 1.5,
+                      timeout=90.0)
     outcome, _ = g.execute("NavigateToObject", "Fridge|1")
     assert not outcome.success
     assert g.procs["perception"].poll() is None

@@ -163,6 +163,33 @@ def test_the_stacks_detector_finds_the_groceries_on_the_table_where_they_are(mar
         assert np.linalg.norm(centre - truth) < 0.02, (object_id, centre, truth)
 
 
+def test_a_known_object_whose_marker_is_hidden_is_in_view_where_it_is_and_not_where_it_is_not(marked):
+    """The belief's `visible`: a known object that projects into the frame counts as in view
+    though no marker of it was read (hidden behind a bag's wall from where the arm stands);
+    believed in mid-air, where the camera sees the table and the floor behind, it does not."""
+    from task_learning.perception.belief import BeliefWorld, Track
+    from task_learning.perception.detect import Detections
+
+    world, _, registry = marked
+    sim = Simulator(world)
+    frame = _frame_from_front(sim, "DiningTable|1", 0.5, ("CanOfBeans|1",))
+    belief = BeliefWorld(registry, load_scene(str(SHORT)).types)
+    spec = registry.by_object["CanOfBeans|1"]
+    T = np.eye(4)
+    T[:3, 3] = sim.data.body("CanOfBeans|1").xpos - np.asarray(spec.offset)
+    belief.tracks["CanOfBeans|1"] = Track(spec, T, 0.0)
+    belief.update(Detections(), frame.T_world_camera, 1.0, frame.depth, frame.camera)
+    assert "CanOfBeans|1" in belief.visible
+    floating = T.copy()
+    floating[2, 3] += 0.25
+    belief.tracks["CanOfBeans|1"] = Track(spec, floating, 0.0)
+    where = np.linalg.inv(frame.T_world_camera) @ np.append(belief.tracks["CanOfBeans|1"].position, 1.0)
+    (u, v), = frame.camera.project(where[None, :3])[0]
+    assert 0 <= u < frame.camera.width and 0 <= v < frame.camera.height  # in the image: the depth decides
+    belief.update(Detections(), frame.T_world_camera, 2.0, frame.depth, frame.camera)
+    assert "CanOfBeans|1" not in belief.visible
+
+
 def test_the_cupboards_door_closed_then_swung_open_as_the_belief_reads_it(marked):
     """Closed: both markers seen, the door's where the registry puts it. Swung wide open: the door
     marker is out of sight, and the depth where the closed door would be shows the cupboard's
