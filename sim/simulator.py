@@ -103,9 +103,11 @@ class Simulator:
 
     def robot_touches(self) -> list[str]:
         """Names of the bodies (not the floor, not the robot, not a loose object) a robot link
-        touches, outside what the hand holds: what stops the base. A loose object (one the
-        scene's items, dropped on the floor or carried) is pushed, as a real base's bumper would
-        not notice a can; furniture stops it."""
+        or the object welded in the hand touches, outside what the hand holds: what stops the
+        base. A loose object (one the scene's items, dropped on the floor or carried) is pushed,
+        as a real base's bumper would not notice a can; furniture stops it, also where the
+        carried object meets it (driven on, the weld pressed it into the piece, and the solver
+        threw it across the room when the gripper let go)."""
         return [name for name, _ in self._touches()]
 
     def robot_contacts(self) -> list[Contact]:
@@ -115,11 +117,12 @@ class Simulator:
 
     def _touches(self) -> list[tuple[str, Contact]]:
         touched = []
+        carried = {self.model.body(self.assists.welded).id} if self.assists.welded else set()
         for contact in self.data.contact[:self.data.ncon]:
             a, b = int(self.model.geom_bodyid[contact.geom1]), int(self.model.geom_bodyid[contact.geom2])
             for mine, other, sign in ((a, b, 1.0), (b, a, -1.0)):  # the frame's normal points from geom1 to geom2
-                if mine in self.robot and other not in self.robot and other != 0 and mine not in self.hand \
-                        and other not in self._loose:
+                if ((mine in self.robot and mine not in self.hand) or mine in carried) and other not in self.robot \
+                        and other != 0 and other not in self._loose:
                     normal = sign * contact.frame[:2]
                     touched.append((self.model.body(other).name, (float(contact.pos[0]), float(contact.pos[1]),
                                                                  float(normal[0]), float(normal[1]))))

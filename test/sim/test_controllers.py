@@ -179,3 +179,19 @@ def test_a_can_on_the_counter_is_grasped_by_friction_alone_and_lifted(sim):
     sim.run_for(1.0)
     assert lift.code is TrajectoryCode.SUCCESSFUL
     assert sim.data.body("CanOfBeans|1").xpos[2] - before == pytest.approx(0.1, abs=0.025)
+
+
+def test_what_the_hand_carries_touching_furniture_stops_the_base_as_the_robot_would():
+    """The object welded in the hand is part of what the base must not drive into: a carried
+    can pressed against the counter is a touch (and a loose can on the floor is not)."""
+    sim = Simulator(build_world(load_scene("store_groceries")), grasp_weld=True)
+    counter = sim.world.receptacles["CounterTop|1"]
+    x, y, yaw = counter.pose
+    can = sim.data.joint(sim.model.body("CanOfBeans|1").jntadr[0])
+    edge = counter.depth / 2 + 0.03  # the can's centre 3 cm out of the counter's front, touching it
+    can.qpos[:3] = [x + edge * math.cos(yaw), y + edge * math.sin(yaw), 0.85]
+    mujoco.mj_forward(sim.model, sim.data)
+    assert "CounterTop|1" not in sim.robot_touches()  # loose: pushed, not a collision
+    sim.assists._weld("CanOfBeans|1")
+    mujoco.mj_forward(sim.model, sim.data)
+    assert "CounterTop|1" in sim.robot_touches()
