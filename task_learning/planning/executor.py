@@ -19,7 +19,7 @@ from task_learning.errors import TaskLearningError
 from task_learning.kb import OBJECT_VAR, KnowledgeBase, Policy, goal_key, lift_literals
 from task_learning.oversight.flow import OversightCounts
 from task_learning.planning.policy_review import PolicyVerdict, policy_problem
-from task_learning.types import ActionCall, ActionOutcome, GoalLiteral
+from task_learning.types import ActionCall, ActionOutcome, GoalLiteral, Truth
 from task_learning.world.backend import WorldBackend, WorldUnavailableError
 from task_learning.world.outcome import run_action
 from task_learning.world.resolve import describe
@@ -87,6 +87,25 @@ def ground_action(call: ActionCall, object_id: str, ids_by_type: Mapping[str, li
         return call
     ids = sorted(ids_by_type.get(call.object_id, []))
     return ActionCall(call.action, ids[0], call.params) if ids else None
+
+
+def doors_to_open_first(metadata: Mapping[str, Any], literals: list[GoalLiteral]) -> list[GoalLiteral]:
+    """open(r) for each closed, openable r an object must end up inside, when the hand is empty:
+    opened before the object is carried there, as a person (and a one-armed robot, whose hand
+    that opens the door is the one that carries) does; BCR alone picks the object up first and
+    then meets the closed door with its hand full."""
+    state = StateView(metadata)
+    if state.held:
+        return []
+    out = []
+    for lit in literals:
+        if lit.predicate != "inside" or lit.truth is not Truth.TRUE or len(lit.args) != 2:
+            continue
+        receptacle = state.get(lit.args[1])
+        if receptacle is not None and receptacle.get("openable") and not receptacle.get("isOpen") \
+                and not holds(lit, state):
+            out.append(GoalLiteral("open", (lit.args[1],)))
+    return out
 
 
 class GoalExecutor:
@@ -212,8 +231,15 @@ class GoalExecutor:
                 return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
             return ReachResult(bool(reached.success), outcomes, message=str(reached.message or ""))
         try:
+            first = doors_to_open_first(world.metadata, literals)
+            if first:
+                opened = run_goals(world, first, self.engine_factory(), self.domain, max_actions=self.max_actions,
+                                   on_outcome=record, on_decision=self.on_decision)
+                if not opened.success:
+                    log.info("opening %s first failed (%s); selecting actions for the goal as it is",
+                             ", ".join(str(lit) for lit in first), opened.failure_detail)
             trial = run_goals(world, literals, self.engine_factory(), self.domain,
-                              max_actions=self.max_actions, on_outcome=record,
+                              max_actions=max(1, self.max_actions - len(outcomes)), on_outcome=record,
                               on_decision=self.on_decision)
         except WorldUnavailableError:
             raise  # no plan can help: the caller stops (a planner goal aborts naming the world)
