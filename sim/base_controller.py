@@ -1,12 +1,12 @@
-"""The base controller behind `navigate_to_pose`: it follows the planner's path (sim/base_planner.py)
-leg by leg (turn toward the leg's end, drive straight), then turns to the goal's heading, with
-bounded speeds and accelerations; the planar base's servos track that motion in physics. A goal
-the planner found no path to ends at once (NO_PATH). A touch between the robot and anything but the floor aborts the goal (the
-base stops where it is) when the base's next motion would push the touching point further into
-what it touches; motion away from a contact (backing out of a piece it touched) goes on, as a
-real base's local planner drives away from an obstacle it is against. A base that cannot follow
-its path (pushed against something) or a goal not reached in time also aborts. Cancel brakes to
-a stop."""
+"""The base controller behind `navigate_to_pose`: it follows the planner's path
+(sim/base_planner.py) leg by leg (turn toward the leg's end, drive straight), then turns to the
+goal's heading, with bounded speeds and accelerations; the planar base's servos track that motion
+in physics. A goal the planner found no path to ends at once (NO_PATH). A touch between the robot
+and anything but the floor aborts the goal (the base stops where it is) when the base's next
+motion would push the touching point further into what it touches; motion away from a contact
+(backing out of a piece it touched) goes on, as a real base's local planner drives away from an
+obstacle it is against. A base that cannot follow its path (pushed against something) or a goal
+not reached in time also aborts. Cancel brakes to a stop."""
 from __future__ import annotations
 
 import math

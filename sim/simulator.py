@@ -8,7 +8,6 @@ Goals are counted per interface (`goal_counts`), as the run's JSON reports them.
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter
 
 import mujoco
@@ -72,7 +71,6 @@ class Simulator:
         self.assists = Assists(self.model, self.data, world.receptacles, list(world.items), grasp_weld=grasp_weld)
         self._steps = 0
         self._closing = False
-        self.planning_s: list[float] = []  # wall time of each navigation goal's planning
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -181,10 +179,8 @@ class Simulator:
         without a path ends at once (NavOutcome.NO_PATH)."""
         self.goal_counts["navigate_to_pose"] += 1
         pose = self.base_pose()
-        began = time.perf_counter()
         costmap = build_costmap(self.obstacle_outlines(), [pose[:2], (x, y)])
         path = plan_path(costmap, pose[:2], (x, y))
-        self.planning_s.append(time.perf_counter() - began)
         return self.base.start(x, y, yaw, pose, self.time, path)
 
     def follow(self, controller: str, trajectory: Trajectory) -> TrajectoryRun:
