@@ -31,6 +31,9 @@ INFLATION_M = 0.15  # beyond the radius, where the cost falls to nothing
 # path at the base's radius from furniture weighs as much as 1 + this many metres in the open
 INFLATION_COST = 10.0
 MARGIN_M = 1.0  # free floor kept around the obstacles, the start and the goal
+# the map ends this far beyond the obstacles: a goal further out has no path (a real map ends
+# too), and a far goal cannot make the grid unboundedly large
+MAP_REACH_M = 20.0
 # how far a straightened leg may cut into the inflated band where the grid path kept out of it:
 # round a piece's corner the grid path follows the band's edge, and without this slack the legs
 # would be many short chords of that arc
@@ -58,6 +61,12 @@ class Costmap:
         row = int(round((point[1] - self.origin[1]) / self.resolution))
         return min(max(row, 0), rows - 1), min(max(col, 0), cols - 1)
 
+    def contains(self, point: Point) -> bool:
+        rows, cols = self.occupied.shape
+        col = (point[0] - self.origin[0]) / self.resolution
+        row = (point[1] - self.origin[1]) / self.resolution
+        return bool(-0.5 <= col <= cols - 0.5 and -0.5 <= row <= rows - 0.5)
+
     def centre(self, row: int, col: int) -> Point:
         return self.origin[0] + col * self.resolution, self.origin[1] + row * self.resolution
 
@@ -75,9 +84,15 @@ class Costmap:
 def build_costmap(outlines: list[np.ndarray], around: list[Point], resolution: float = RESOLUTION_M) -> Costmap:
     """The grid over the obstacles' `outlines` (each an (n, 2) array of points whose convex hull
     is the obstacle's footprint on the floor) and the points `around` (the start, the goal), with
-    MARGIN_M of floor around them. A cell is occupied when any part of it touches an outline."""
-    points = np.vstack([*outlines, np.array(around, dtype=float).reshape(-1, 2)])
+    MARGIN_M of floor around them, up to MAP_REACH_M beyond the obstacles. A cell is occupied when
+    any part of it touches an outline."""
+    extra = np.array(around, dtype=float).reshape(-1, 2)
+    points = np.vstack([*outlines, extra])
     low, high = points.min(axis=0) - MARGIN_M, points.max(axis=0) + MARGIN_M
+    if outlines:
+        solid = np.vstack(outlines)
+        low = np.maximum(low, solid.min(axis=0) - MAP_REACH_M)
+        high = np.minimum(high, solid.max(axis=0) + MAP_REACH_M)
     cols, rows = (np.ceil((high - low) / resolution).astype(int) + 1).tolist()
     occupied = np.zeros((rows, cols), dtype=bool)
     origin = (float(low[0]), float(low[1]))
@@ -120,7 +135,9 @@ def plan_path(costmap: Costmap, start: Point, goal: Point, radius: float = FOOTP
               inflation: float = INFLATION_M) -> list[Point] | None:
     """The base's path from `start` to `goal` as waypoints (the start first, the goal last, the
     straight legs between them simplified), or None when no path exists (the goal in an
-    obstacle, or walled in)."""
+    obstacle, walled in, or off the map)."""
+    if not (costmap.contains(start) and costmap.contains(goal)):
+        return None
     open_cells = _open_cells(costmap, start, goal, radius)
     s, g = costmap.cell(start), costmap.cell(goal)
     if costmap.occupied[g] or not open_cells[g]:

@@ -104,3 +104,10 @@ def test_a_walled_in_goal_or_one_inside_an_obstacle_has_no_path(goal):
     ring = [box(0.7, -0.5, 0.75, 0.5), box(1.65, -0.5, 1.7, 0.5), box(0.7, -0.55, 1.7, -0.5), box(0.7, 0.5, 1.7, 0.55),
             box(3.0, 3.0, 3.6, 3.6)]
     assert plan_path(build_costmap(ring, [(0.0, 0.0), goal]), (0.0, 0.0), goal) is None
+
+
+def test_a_goal_far_off_the_map_has_no_path_and_the_grid_stays_bounded():
+    table = box(1.0, -0.5, 1.8, 0.5)
+    costmap = build_costmap([table], [(0.0, 0.0), (1000.0, 0.0)])
+    assert costmap.occupied.size < 1_000_000
+    assert plan_path(costmap, (0.0, 0.0), (1000.0, 0.0)) is None
