@@ -1,11 +1,12 @@
-"""The loopback base controller behind `navigate_to_pose`: turn toward the goal, drive straight,
-turn to the goal's heading, with bounded speeds and accelerations; the planar base's servos track
-that path in physics. A touch between the robot and anything but the floor aborts the goal (the
-base stops where it is) when the base's next motion would push the touching point further into
-what it touches; motion away from a contact (backing out of a piece it touched) goes on, as a
-real base's local planner drives away from an obstacle it is against. A base that cannot follow
-its path (pushed against something) or a goal not reached in time also aborts. Cancel brakes to
-a stop."""
+"""The base controller behind `navigate_to_pose`: it follows the planner's path
+(sim/base_planner.py) leg by leg (turn toward the leg's end, drive straight), then turns to the
+goal's heading, with bounded speeds and accelerations; the planar base's servos track that motion
+in physics. A goal the planner found no path to ends at once (NO_PATH). A touch between the robot
+and anything but the floor aborts the goal (the base stops where it is) when the base's next
+motion would push the touching point further into what it touches; motion away from a contact
+(backing out of a piece it touched) goes on, as a real base's local planner drives away from an
+obstacle it is against. A base that cannot follow its path (pushed against something) or a goal
+not reached in time also aborts. Cancel brakes to a stop."""
 from __future__ import annotations
 
 import math
@@ -38,6 +39,12 @@ class NavOutcome(Enum):
     COLLISION = "collision"
     STUCK = "stuck"
     TIMEOUT = "timeout"
+    NO_PATH = "no_path"
+
+
+# Nav2's result codes for the outcomes that abort a goal: FollowPath NO_VALID_CONTROL (106) and
+# FAILED_TO_MAKE_PROGRESS (105), ComputePathToPose NO_VALID_PATH (208), the navigator's TIMEOUT (9003).
+NAV_CODES = {NavOutcome.COLLISION: 106, NavOutcome.STUCK: 105, NavOutcome.NO_PATH: 208, NavOutcome.TIMEOUT: 9003}
 
 
 def wrap(angle: float) -> float:
@@ -46,14 +53,17 @@ def wrap(angle: float) -> float:
 
 @dataclass
 class BaseGoal:
-    """One navigation goal (x, y, yaw in `odom`) and its progress through three phases."""
+    """One navigation goal (x, y, yaw in `odom`), its path's waypoints after the start (the goal's
+    x, y last) and its progress: each leg's turn and drive, then the turn to the goal's heading."""
 
     x: float
     y: float
     yaw: float
     start: tuple[float, float, float]
     started_at: float
-    phase: int = 0  # 0 turn toward the goal, 1 drive, 2 turn to the goal's heading, 3 settle
+    waypoints: list[tuple[float, float]] = field(default_factory=list)
+    leg: int = 0  # the waypoint the base drives toward
+    phase: int = 0  # 0 turn toward the leg's end, 1 drive, 2 turn to the goal's heading, 3 settle
     reverse: bool = False  # drive backwards (the goal is close behind)
     ramp: Ramp | None = None
     anchor: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -62,7 +72,11 @@ class BaseGoal:
     deadline: float = field(default=0.0)
 
     def distance_left(self, pose: tuple[float, float, float]) -> float:
-        return math.hypot(self.x - pose[0], self.y - pose[1])
+        """Along the path: to the current leg's end, then the legs after it."""
+        if not self.waypoints:
+            return math.hypot(self.x - pose[0], self.y - pose[1])
+        ahead = self.waypoints[self.leg:]
+        return math.dist(pose[:2], ahead[0]) + sum(math.dist(a, b) for a, b in zip(ahead, ahead[1:]))
 
 
 class BaseController:
@@ -72,16 +86,25 @@ class BaseController:
         self.setpoint = pose
         self.goal: BaseGoal | None = None
 
-    def start(self, x: float, y: float, yaw: float, pose: tuple[float, float, float], now: float) -> BaseGoal:
-        """A new goal, replacing any goal in flight (which ends canceled)."""
+    def start(self, x: float, y: float, yaw: float, pose: tuple[float, float, float], now: float,
+              path: list[tuple[float, float]] | None) -> BaseGoal:
+        """A new goal along `path` (the planner's waypoints from the base's position to the
+        goal's; None: no path, the goal ends NO_PATH at once), replacing any goal in flight
+        (which ends canceled)."""
         if self.goal is not None and self.goal.outcome is NavOutcome.RUNNING:
             self.goal.outcome = NavOutcome.CANCELED
         self.setpoint = pose
-        goal = BaseGoal(x, y, yaw, pose, now)
-        distance = math.hypot(x - pose[0], y - pose[1])
-        turns = abs(wrap(math.atan2(y - pose[1], x - pose[0]) - pose[2])) + math.pi
-        goal.deadline = now + distance / MAX_SPEED_M_S + turns / MAX_TURN_RAD_S + TIMEOUT_MARGIN_S
+        goal = BaseGoal(x, y, yaw, pose, now, waypoints=[(float(px), float(py)) for px, py in (path or [])[1:]])
         self.goal = goal
+        if path is None:
+            goal.outcome = NavOutcome.NO_PATH
+            return goal
+        if not goal.waypoints:
+            goal.waypoints = [(x, y)]
+        corners = [pose[:2], *goal.waypoints]
+        headings = [math.atan2(b[1] - a[1], b[0] - a[0]) for a, b in zip(corners, corners[1:])]
+        turns = sum(abs(wrap(b - a)) for a, b in zip([pose[2], *headings], headings)) + math.pi
+        goal.deadline = now + goal.distance_left(pose) / MAX_SPEED_M_S + turns / MAX_TURN_RAD_S + TIMEOUT_MARGIN_S
         return goal
 
     def cancel(self) -> None:
@@ -115,7 +138,7 @@ class BaseController:
                 goal.ramp = None
                 if goal.canceling:
                     return self._end(goal, NavOutcome.CANCELED, pose)
-                goal.phase += 1
+                _next(goal)
         elif goal.canceling:
             return self._end(goal, NavOutcome.CANCELED, pose)
         if goal.phase >= 3 and self._arrived(goal, pose):
@@ -124,9 +147,10 @@ class BaseController:
     def _next_phase(self, goal: BaseGoal) -> None:
         x, y, yaw = self.setpoint
         goal.anchor = self.setpoint
-        distance = math.hypot(goal.x - x, goal.y - y)
+        to_x, to_y = goal.waypoints[goal.leg] if goal.waypoints else (goal.x, goal.y)
+        distance = math.hypot(to_x - x, to_y - y)
         if goal.phase == 0 and distance > POSITION_TOLERANCE_M / 2:
-            heading = math.atan2(goal.y - y, goal.x - x)
+            heading = math.atan2(to_y - y, to_x - x)
             goal.reverse = distance < REVERSE_WITHIN_M and abs(wrap(heading - yaw)) > math.pi / 2
             turn = wrap(heading + math.pi - yaw) if goal.reverse else wrap(heading - yaw)
             goal.ramp = Ramp(0.0, turn, MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
@@ -135,7 +159,7 @@ class BaseController:
         elif goal.phase == 2:
             goal.ramp = Ramp(0.0, wrap(goal.yaw - yaw), MAX_TURN_RAD_S, MAX_TURN_ACCEL_RAD_S2)
         elif goal.phase < 3:
-            goal.phase += 1
+            _next(goal)
 
     def _along(self, goal: BaseGoal) -> tuple[float, float, float]:
         assert goal.ramp is not None
@@ -152,6 +176,15 @@ class BaseController:
         """End the goal: the base holds where it is now (no push into what it touched)."""
         goal.outcome = outcome
         self.setpoint = pose
+
+
+def _next(goal: BaseGoal) -> None:
+    """The next phase: after a leg's drive the next leg's turn, after the last leg's the turn to
+    the goal's heading."""
+    goal.phase += 1
+    if goal.phase == 2 and goal.leg < len(goal.waypoints) - 1:
+        goal.leg += 1
+        goal.phase = 0
 
 
 def _into(before: tuple[float, float, float], after: tuple[float, float, float], pose: tuple[float, float, float],

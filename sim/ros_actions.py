@@ -4,8 +4,9 @@ FollowJointTrajectory, PointHead and GripperCommand, each goal run by the simula
 Every server accepts cancel; a cancelled goal stops its motion (the base brakes, the joints hold
 where they are) and ends canceled. Results carry the standard codes: NavigateToPose's error_code
 (FollowPath 106 NO_VALID_CONTROL for a contact, 105 FAILED_TO_MAKE_PROGRESS for a base that cannot
-follow its path, ComputePathToPose 206 GOAL_OCCUPIED for a goal inside furniture, the navigator's
-9002 TF_ERROR for a frame it does not know and 9003 TIMEOUT), FollowJointTrajectory's error_code,
+follow its path, ComputePathToPose 206 GOAL_OCCUPIED for a goal inside furniture and 208
+NO_VALID_PATH for a goal the planner finds no way to, the navigator's 9002 TF_ERROR for a frame it
+does not know and 9003 TIMEOUT), FollowJointTrajectory's error_code,
 GripperCommand's stalled / reached_goal.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 
 from task_learning_nodes.plumbing.qos import action_server_qos
-from task_learning_sim.base_controller import NavOutcome
+from task_learning_sim.base_controller import NAV_CODES, NavOutcome
 from task_learning_sim.fetch_model import ROOT_LINK
 from task_learning_sim.ros_convert import duration, seconds_of, trajectory_of, yaw_of
 from task_learning_sim.simulator import CONTROLLERS, occupied_by
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from task_learning_sim.ros_node import SimNode
 
 POLL_S = 0.02
-NAV_CODES = {NavOutcome.COLLISION: 106, NavOutcome.STUCK: 105, NavOutcome.TIMEOUT: 9003}
 GOAL_OCCUPIED = 206
 TF_ERROR = 9002
 WORLD_FRAMES = ("map", "odom", "")
@@ -118,7 +118,9 @@ class ActionServers:
             return message
 
         self._wait(handle, lambda: goal.outcome is not NavOutcome.RUNNING, self.node.sim.base.cancel, feedback)
-        if goal.outcome not in (NavOutcome.SUCCEEDED, NavOutcome.CANCELED):
+        if goal.outcome is NavOutcome.NO_PATH:
+            _set(result, error_code=NAV_CODES[goal.outcome], error_msg="no path to the goal round the obstacles")
+        elif goal.outcome not in (NavOutcome.SUCCEEDED, NavOutcome.CANCELED):
             _set(result, error_code=NAV_CODES[goal.outcome], error_msg=f"the base stopped: {goal.outcome.value}")
         _end(handle, stopped=goal.outcome is NavOutcome.CANCELED, succeeded=goal.outcome is NavOutcome.SUCCEEDED)
         return result

@@ -15,6 +15,7 @@ import numpy as np
 
 from task_learning_sim.assists import Assists, add_grasp_welds
 from task_learning_sim.base_controller import BaseController, BaseGoal, Contact
+from task_learning_sim.base_planner import build_costmap, plan_path
 from task_learning_sim.fetch_model import ARM_JOINTS, BASE_JOINTS, FINGER_JOINTS, HEAD_JOINTS, ROOT_LINK, TORSO_JOINT
 from task_learning_sim.gripper_controller import DEFAULT_EFFORT_N, GripperRun
 from task_learning_sim.head import pan_tilt_toward
@@ -35,6 +36,11 @@ TUCKED = {TORSO_JOINT: 0.05, "shoulder_pan_joint": 1.32, "shoulder_lift_joint": 
           "head_pan_joint": 0.0, "head_tilt_joint": 0.3, "l_gripper_finger_joint": 0.04, "r_gripper_finger_joint": 0.04}
 POINT_HEAD_SPEED_RAD_S = 1.0
 STATE_JOINTS = (TORSO_JOINT, *HEAD_JOINTS, *ARM_JOINTS, *FINGER_JOINTS)
+# A loose object whose lowest point is this near the floor stands on it (a dropped can): the
+# planner goes round it; one on or in a piece is within the piece's footprint anyway.
+ON_FLOOR_M = 0.05
+# the eight corners of a geom's bounding box, as signs of its half sizes
+CORNERS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
 
 
 class Simulator:
@@ -137,11 +143,48 @@ class Simulator:
                 return True
         return False
 
+    def _corners(self, geom: int) -> np.ndarray:
+        """The world coordinates of the corners of a geom's bounding box (in its own frame)."""
+        centre, half = self.model.geom_aabb[geom, :3], self.model.geom_aabb[geom, 3:]
+        local = centre + CORNERS * half
+        corners: np.ndarray = self.data.geom_xpos[geom] + local @ self.data.geom_xmat[geom].reshape(3, 3).T
+        return corners
+
+    def obstacle_outlines(self) -> list[np.ndarray]:
+        """What the base must go round, now: the footprint on the floor (the corners of each
+        geom's bounding box, projected) of every geom of furniture, doors and drawers where their
+        joints stand, and of loose objects standing on the floor that the robot does not touch
+        (not what it carries or pushes); not the robot, not the floor. A geom whose lowest point
+        is above the robot's highest point (at goal time) is left out: it passes over the robot."""
+        robot_geoms = [g for g in range(self.model.ngeom) if int(self.model.geom_bodyid[g]) in self.robot]
+        top = max(float(self._corners(g)[:, 2].max()) for g in robot_geoms)
+        touched = set()
+        for contact in self.data.contact[:self.data.ncon]:
+            pair = {int(self.model.geom_bodyid[contact.geom1]), int(self.model.geom_bodyid[contact.geom2])}
+            if pair & self.robot:
+                touched |= pair - self.robot
+        outlines = []
+        for geom in range(self.model.ngeom):
+            body = int(self.model.geom_bodyid[geom])
+            if body in self.robot or self.model.geom_type[geom] == mujoco.mjtGeom.mjGEOM_PLANE:
+                continue
+            corners = self._corners(geom)
+            bottom = float(corners[:, 2].min())
+            if bottom > top or (body in self._loose and (bottom > ON_FLOOR_M or body in touched)):
+                continue
+            outlines.append(corners[:, :2])
+        return outlines
+
     # ---- goals ---------------------------------------------------------------------------------
     def navigate(self, x: float, y: float, yaw: float) -> BaseGoal:
-        """Start a base goal in odom (the map frame: the simulated odometry does not drift)."""
+        """Start a base goal in odom (the map frame: the simulated odometry does not drift),
+        along a path planned now round what stands on the floor (sim/base_planner.py); a goal
+        without a path ends at once (NavOutcome.NO_PATH)."""
         self.goal_counts["navigate_to_pose"] += 1
-        return self.base.start(x, y, yaw, self.base_pose(), self.time)
+        pose = self.base_pose()
+        costmap = build_costmap(self.obstacle_outlines(), [pose[:2], (x, y)])
+        path = plan_path(costmap, pose[:2], (x, y))
+        return self.base.start(x, y, yaw, pose, self.time, path)
 
     def follow(self, controller: str, trajectory: Trajectory) -> TrajectoryRun:
         """Start a trajectory on `controller`'s joints (TrajectoryRefused if it cannot run); a run

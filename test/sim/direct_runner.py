@@ -8,11 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from task_learning.robot.goals import GoalOutcome, RobotGoal
-from task_learning_sim.base_controller import NavOutcome
+from task_learning_sim.base_controller import NAV_CODES, NavOutcome
 from task_learning_sim.simulator import CONTROLLERS, Simulator, occupied_by
 from task_learning_sim.trajectory_controller import Trajectory, TrajectoryCode, TrajectoryRefused
 
-NAV_CODES = {NavOutcome.COLLISION: 106, NavOutcome.STUCK: 105, NavOutcome.TIMEOUT: 9003}
 STEP = 10  # physics steps between checks
 
 

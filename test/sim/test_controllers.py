@@ -10,7 +10,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 from task_learning.world.scene import load_scene  # noqa: E402
-from task_learning_sim.base_controller import MAX_SPEED_M_S, NavOutcome  # noqa: E402
+from task_learning_sim.base_controller import MAX_SPEED_M_S, NAV_CODES, NavOutcome  # noqa: E402
 from task_learning_sim.fetch_model import ARM_JOINTS, TORSO_JOINT  # noqa: E402
 from task_learning_sim.scene_world import build_world  # noqa: E402
 from task_learning_sim.simulator import Simulator  # noqa: E402
@@ -44,10 +44,74 @@ def test_a_goal_one_metre_ahead_moves_the_base_one_metre_within_the_speed_limit(
     assert sim.goal_counts["navigate_to_pose"] == 1
 
 
-def test_driving_into_furniture_aborts_with_a_collision_and_the_base_stops(sim):
+def _before(piece, out_m: float) -> tuple[float, float, float]:
+    """A base pose `out_m` out of a piece's front (base_link's centre), facing the piece."""
+    x, y, yaw = piece.pose
+    ahead = piece.depth / 2 + out_m
+    return x + ahead * math.cos(yaw), y + ahead * math.sin(yaw), yaw + math.pi
+
+
+def _touches_while(sim, goal, limit_s):
+    """Run the goal to its end; the names the robot touched on the way."""
+    touched = set()
+    deadline = sim.time + limit_s
+    while goal.outcome is NavOutcome.RUNNING and sim.time < deadline:
+        sim.run_for(0.05)
+        touched |= set(sim.robot_touches())
+    return touched
+
+
+def test_a_goal_behind_furniture_is_reached_round_it_without_touching_it(sim):
+    piece = sim.world.receptacles["DiningTable|1"]
+    x, y, yaw = _before(piece, -(piece.depth + 0.6))  # 0.6 m behind its back: the straight line crosses it
+    goal = sim.navigate(x, y, yaw)
+    assert len(goal.waypoints) > 1  # not the straight line
+    touched = _touches_while(sim, goal, 60)
+    assert goal.outcome is NavOutcome.SUCCEEDED, goal.outcome
+    assert not touched
+    bx, by, byaw = sim.base_pose()
+    assert math.hypot(bx - x, by - y) < 0.03 and abs(math.remainder(byaw - yaw, 2 * math.pi)) < 0.05
+
+
+def test_a_goal_past_an_open_door_goes_round_the_door():
+    world = build_world(load_scene("store_groceries"))
+    sim = Simulator(world)
+    fridge = world.receptacles["Fridge|1"]
+    sim.data.joint(fridge.joint).qpos[0] = 1.75  # opened, as the door assist leaves it
+    sim.run_for(0.1)
+    start = sim.navigate(*_before(fridge, 0.45))
+    _until(sim, lambda: start.outcome is not NavOutcome.RUNNING, 60)
+    assert start.outcome is NavOutcome.SUCCEEDED, start.outcome
+    neighbour = world.receptacles["Cupboard|1"]  # on the door's side (the hinge is on its left)
+    goal = sim.navigate(*_before(neighbour, 0.45))
+    touched = _touches_while(sim, goal, 60)
+    assert goal.outcome is NavOutcome.SUCCEEDED and not touched, (goal.outcome, touched)
+
+
+def test_a_goal_inside_furniture_has_no_path_and_the_base_stays(sim):
     piece = sim.world.receptacles["Fridge|1"]
     goal = sim.navigate(piece.pose[0], piece.pose[1], 0.0)  # the fridge's centre
-    _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 40)
+    assert goal.outcome is NavOutcome.NO_PATH and NAV_CODES[goal.outcome] == 208
+    sim.run_for(0.5)
+    assert math.hypot(*sim.base_pose()[:2]) < 0.01
+
+
+def test_a_goal_walled_in_all_round_has_no_path_at_once():
+    world = build_world(load_scene("store_groceries"))
+    for name, pos, half in (("w", (0.7, 0), (0.025, 0.5)), ("e", (1.7, 0), (0.025, 0.5)),
+                            ("s", (1.2, -0.5), (0.5, 0.025)), ("n", (1.2, 0.5), (0.5, 0.025))):
+        world.spec.worldbody.add_geom(name=f"wall_{name}", type=mujoco.mjtGeom.mjGEOM_BOX, pos=[*pos, 0.25],
+                                      size=[*half, 0.25])
+    sim = Simulator(world)
+    goal = sim.navigate(1.2, 0.0, 0.0)
+    assert goal.outcome is NavOutcome.NO_PATH
+    assert sim.time == 0.0  # decided before any motion
+
+
+def test_driving_into_furniture_aborts_with_a_collision_and_the_base_stops(sim):
+    piece = sim.world.receptacles["Fridge|1"]
+    goal = sim.navigate(*_before(piece, 0.12))  # the base's circle overlaps the fridge
+    _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 60)
     assert goal.outcome is NavOutcome.COLLISION
     stopped = sim.base_pose()
     sim.run_for(1.0)
@@ -57,16 +121,15 @@ def test_driving_into_furniture_aborts_with_a_collision_and_the_base_stops(sim):
 def test_a_base_against_furniture_drives_away_from_it_but_not_further_in(sim):
     """As a base with a local planner: a goal away from the contact runs, one into it aborts."""
     piece = sim.world.receptacles["Fridge|1"]
-    goal = sim.navigate(piece.pose[0], piece.pose[1], 0.0)
-    _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 40)
+    goal = sim.navigate(*_before(piece, 0.12))
+    _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 60)
     assert goal.outcome is NavOutcome.COLLISION and sim.robot_touches()
     x, y, yaw = sim.base_pose()
     away = sim.navigate(x - 0.3 * math.cos(yaw), y - 0.3 * math.sin(yaw), yaw)  # reverse out of it
     # the base turns to face its goal first (the turn moves the touching point sideways, not in)
     _until(sim, lambda: away.outcome is not NavOutcome.RUNNING, 40)
     assert away.outcome is NavOutcome.SUCCEEDED, away.outcome
-    x, y, _ = sim.base_pose()
-    again = sim.navigate(piece.pose[0], piece.pose[1], 0.0)
+    again = sim.navigate(*_before(piece, 0.12))
     _until(sim, lambda: again.outcome is not NavOutcome.RUNNING, 40)
     assert again.outcome is NavOutcome.COLLISION
 
