@@ -240,14 +240,15 @@ def rule_grammar(decision: Choice, subtasks: Sequence[str]) -> str | None:
         return None
     ctx = MatchContext(decision.task, decision.env, WorldKnowledge())  # no oracle: `knows` is not offered
     bound = {k: v for k, v in plan.binding.items() if k not in plan.fresh}
-    anchor_rules = []
+    anchor_rules, width = [], 0
     for i, var in enumerate(plan.fresh):
         options = anchors(plan, ctx, var, bound)
         if not options:
             return None
         anchor_rules.append(f"anchor{i} ::= " + " | ".join(_condition_text(o) for o in options))
+        width += max(len(o) for o in options)
         bound[var] = plan.binding[var]
-    room = max(0, MAX_CONDITIONS - len(plan.fresh))
+    room = max(0, MAX_CONDITIONS - width)
     fact = "fact ::= " + " | ".join(sorted({_condition_text([c]) for c in facts(plan, ctx)}))
     if plan.fresh:
         head = ' ", " '.join(f"anchor{i}" for i in range(len(plan.fresh)))
