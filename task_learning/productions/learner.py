@@ -161,7 +161,8 @@ class LLMAdvisor:
     def generate(self, decision: Decision, messages: list[tuple[str, str]], selection_text: str,
                  answer: prompts.SelectionAnswer) -> Production | None:
         rule_constraint = grounded.structured_rule(self.patterns_for(decision.task), decision.env,
-                                                   [f.pattern for f in self.families], answer.option, decision.task)
+                                                   [f.pattern for f in self.families], answer.option,
+                                                   decision.task) if self.grounded else None
         if self.grounded and rule_constraint is None:
             self.stats.unwritable += 1
             log.info("no rule of the language replays to %r on this state: none asked", answer.option)
