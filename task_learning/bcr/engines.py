@@ -123,10 +123,11 @@ class LLMEngine:
         last_prompt = ""
         notes = self.state_notes() if self.state_notes is not None else ""
         bound = bound_for("bcr_selection", self.answers)
+        allowed = live_choices(context) if self.grounded else None
         for attempt in range(self.max_reasks + 1):
             request = build_request(context.goals, context.completed, texts, context.history,
                                     errors, scope=self.scope, mode=self.mode, state_notes=notes,
-                                    answers=self.answers, grounded=self.grounded)
+                                    answers=self.answers, grounded=self.grounded, allowed=allowed)
             last_prompt = request.messages[0][1] if request.messages else request.prompt
             response = self.client.complete(request)
             requests += 1
@@ -163,6 +164,18 @@ class LLMEngine:
         chosen.note = f"no valid answer after {self.max_reasks} re-asks; heuristic"
         chosen.prompt = last_prompt
         return chosen
+
+
+def live_choices(context: DecisionContext) -> list[str]:
+    """What grounded decoding lets the model choose: the candidates whose retry in this very
+    state can change something (`DecisionContext.dead_here`: not one already done or failed here,
+    nor one blocked here whose resolutions were all tried here); every candidate when none is.
+    Measured (apple_in_fridge, 2026-12-02): constrained to every candidate, the model chose
+    NavigateToObject(Fridge|1) again and again in front of the fridge, each time "ok" with nothing
+    changed, then the put failed again, to the 100-action cap. The same state gives the same
+    result, in any mode: the prompt still lists every candidate, as the paper's does."""
+    live = [c.text for c in context.candidates if c.action not in context.dead_here]
+    return live or list(context.texts)
 
 
 def _no_choice(context: DecisionContext, requests: int, reasks: int, kind: str, note: str,

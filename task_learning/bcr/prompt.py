@@ -69,12 +69,15 @@ def build_prompt(goals: list[GoalLiteral], completed: list[GoalLiteral], candida
 def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candidates: list[str],
                   history: list[str], errors: list[str], scope: str = "",
                   mode: str = "guarded", state_notes: str = "", answers: str = "paper",
-                  grounded: bool = False) -> LLMRequest:
+                  grounded: bool = False, allowed: list[str] | None = None) -> LLMRequest:
     """A fresh one-message conversation per decision, with the structured context the offline
     model reads (keys agreed in COMMON: goal, candidates, history, errors; plus completed, and
     the agent's mode: the offline chooser adds its repeat penalty in `guarded` mode only; and
     `llm_state`, the notes shown, only when there are any). `grounded` (--decoding grounded): the
-    answer can only be one of the candidates, in the answer form the prompt asks for."""
+    answer can only be one of the candidates, in the answer form the prompt asks for; with
+    `allowed`, one of those (the engine's: the candidates a retry of which can change something),
+    the prompt still listing every candidate."""
+    choices = [c for c in candidates if allowed is None or c in allowed] if grounded else []
     prompt = build_prompt(goals, completed, candidates, history, errors, state_notes)
     context: dict[str, Any] = {
         "goal": [literal_text(g) for g in goals],
@@ -90,7 +93,7 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
         context["llm_state"] = notes
     bound = bound_for("bcr_selection", answers)
     if bound is not None:  # the same context: the offline stand-in answers the same
-        constraint = Constraint(tuple(f" {c}" for c in candidates)) if grounded and candidates else None
+        constraint = Constraint(tuple(f" {c}" for c in choices)) if choices else None
         return LLMRequest(prompt_type="bcr_selection", prompt=bound.prompt(prompt), max_tokens=bound.max_tokens,
                           stop=bound.stop, temperature=0.0, context=context, scope=scope, constraint=constraint)
     return LLMRequest(
@@ -100,7 +103,7 @@ def build_request(goals: list[GoalLiteral], completed: list[GoalLiteral], candid
         temperature=0.0,
         context=context,
         scope=scope,
-        constraint=Constraint(tuple(f" $$ {c} $$" for c in candidates)) if grounded and candidates else None,
+        constraint=Constraint(tuple(f" $$ {c} $$" for c in choices)) if choices else None,
     )
 
 

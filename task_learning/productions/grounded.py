@@ -14,6 +14,11 @@ use, as grammars for the text after each cue (config/prompts/bounded_answers.yam
   perceived (a statement or a task, quoted, for the two predicates that take one; a bound kind
   where the language needs one), at most `MAX_CONDITIONS` conditions, the effect of the kind and
   verb of the option chosen (a motor action's arguments variables), as its replay must give it.
+  That is the language's generic grammar (`rule_language`); a rule made for a decision is decoded
+  in a narrower one, generated from the same table and the decision's state: only rules that
+  replay there, each condition a literal that holds on that state, the effect the chosen option
+  with its arguments variables the conditions bind to it (`replayable.py`; measured: inside the
+  generic grammar every rule the model wrote was refused by its replay).
 A grammar bounds the form only: what the model writes inside it is still parsed as data, replayed
 on the state it was made for and revised as before (docs/llm.md); nothing of it is executed.
 """
@@ -23,6 +28,7 @@ import re
 from typing import Sequence
 
 from task_learning.llm.constraints import Constraint, gbnf_literal
+from task_learning.productions import replayable
 from task_learning.productions.knowledge import EnvKnowledge
 from task_learning.productions.language import (
     DONE,
@@ -35,13 +41,13 @@ from task_learning.productions.language import (
     normalize_effect,
     task_binding,
 )
+from task_learning.productions.replayable import MAX_CONDITIONS
 
 SPECIAL = ("special action: 'done'", "special action: 'quit'")
 # An English word or a <variable>: letters only (measured: with digits allowed the model wrote
 # "AND <object> 111111111111111111111111 1111…" to its 96 tokens, with '-' "---------------- …"),
 # bounded in length and number.
 WORD = "([a-zA-Z]{1,16} | variable)"
-MAX_CONDITIONS = 5  # the families' rules have 2-6; a 270M model's longer lists were copies
 # The predicates whose argument is quoted text, not a variable or a kind: a statement the world
 # knowledge is asked about ("<object> is commonly stored in a/an <kind>"), a task done earlier.
 QUOTED = {"knows": "statement", "previous": "subtask"}
@@ -156,36 +162,16 @@ def predicate_form(predicate: Predicate) -> str:
     return f'{gbnf_literal(predicate.name + "(")} {args} {gbnf_literal(")")}'
 
 
-def unreplayable(patterns: Sequence[str], task: str, option: str) -> set[str]:
-    """The task's variables a motor effect cannot name and still give `option` on replay: the task
-    binds them to something the chosen action does not name (exploring the sink binds
-    `<receptacle>` to the sink; "move to <receptacle>" then replays to the sink, not to the
-    stove burner the model chose: measured, the replay's first refusal). Computed from the
-    decision's task and choice, as the replay computes them; the rule is not written for the
-    model: any other variable stays open, bound by whatever conditions it writes."""
-    chosen = normalize_effect(option) if option else ""
-    if not task or not chosen.startswith(MOTOR):
-        return set()
-    named = chosen[len(MOTOR):].split()
-    out: set[str] = set()
-    for pattern in patterns:
-        for name, value in (task_binding(pattern, task) or {}).items():
-            if value not in named:
-                out.add(name)
-    return out
-
-
 def rule_language(patterns: Sequence[str], env: EnvKnowledge | None = None,
-                  subtasks: Sequence[str] | None = None, option: str = "", task: str = "") -> str:
+                  subtasks: Sequence[str] | None = None, option: str = "") -> str:
     """The GBNF of a production's JSON object after its cue ('{"name": "'), generated from the
     rule language's definition and the robot's knowledge (module docstring): the rule's task one
     of `patterns` (the decision's family), a subtask effect one of `subtasks` (every family;
-    `patterns` when not given), the effect of `option`'s kind and verb when given, its
-    arguments no variable the decision's `task` binds to another object (`unreplayable`)."""
+    `patterns` when not given), the effect of `option`'s kind and verb when given. What a rule
+    made for a decision is decoded in is `replayable.rule_grammar` (`structured_rule`)."""
     subtasks = list(patterns if subtasks is None else subtasks)
     task_variables = sorted({v for p in patterns for v in _VARIABLE.findall(p)})
-    barred = unreplayable(patterns, task, option)
-    effect_variables = [n for n in variables([*patterns, *subtasks]) if n not in barred]
+    effect_variables = variables([*patterns, *subtasks])
     q = '\\"'  # a quote inside the JSON text, as GBNF reads it
     return "\n".join([
         f'root ::= name "{q}, {q}task{q}: {q}" task "{q}, {q}conditions{q}: [" conditions '
@@ -223,5 +209,13 @@ def english_rule(patterns: Sequence[str], subtasks: Sequence[str] | None = None,
 
 
 def structured_rule(patterns: Sequence[str], env: EnvKnowledge | None = None,
-                    subtasks: Sequence[str] | None = None, option: str = "", task: str = "") -> Constraint:
-    return Constraint(grammar=rule_language(patterns, env, subtasks, option, task))
+                    subtasks: Sequence[str] | None = None, option: str = "", task: str = "") -> Constraint | None:
+    """The rule's grammar: for a decision (its `task`, state `env` and chosen `option` given),
+    only the rules that replay on that state (`replayable`; None when no rule of the language
+    gives the option there); otherwise the language's generic grammar (`rule_language`)."""
+    subtasks = list(patterns if subtasks is None else subtasks)
+    own = [p for p in patterns if task_binding(p, task) is not None] if task else []
+    if env is not None and option and own:
+        grammar = replayable.rule_grammar(replayable.Choice(own[0], task, env, option), subtasks)
+        return None if grammar is None else Constraint(grammar=grammar)
+    return Constraint(grammar=rule_language(patterns, env, subtasks, option))

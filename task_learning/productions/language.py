@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from task_learning.errors import TaskLearningError
 from task_learning.productions.knowledge import EnvKnowledge, UnknownStatement, WorldKnowledge, name_equal
@@ -622,6 +622,13 @@ def _solve(conditions: list[Condition], binding: Binding, ctx: MatchContext,
     for extended in solutions:
         budget.spend()
         yield from _solve(rest, extended, ctx, budget)
+
+
+def first_solution(conditions: Sequence[Condition], binding: Binding, ctx: MatchContext) -> Binding | None:
+    """The first binding extending `binding` under which `conditions` hold, in the order a rule's
+    match tries them (what a rule with these conditions would bind on this state), or None.
+    RuleError / UnknownStatement propagate, as in `first_match`."""
+    return next(_solve(list(conditions), dict(binding), ctx, _Budget("probe")), None)
 
 
 def first_match(rule: Production, ctx: MatchContext) -> Binding | None:

@@ -69,6 +69,8 @@ class GenerationStats:
     rejected: int = 0
     revisions: int = 0
     replay_failures: list[str] = field(default_factory=list)
+    # grounded decoding: choices no rule of the language replays to on their state (no rule asked)
+    unwritable: int = 0
 
 
 class LLMAdvisor:
@@ -158,6 +160,13 @@ class LLMAdvisor:
     # ------------------------------------------------------------------------------ generation
     def generate(self, decision: Decision, messages: list[tuple[str, str]], selection_text: str,
                  answer: prompts.SelectionAnswer) -> Production | None:
+        rule_constraint = grounded.structured_rule(self.patterns_for(decision.task), decision.env,
+                                                   [f.pattern for f in self.families], answer.option,
+                                                   decision.task) if self.grounded else None
+        if self.grounded and rule_constraint is None:
+            self.stats.unwritable += 1
+            log.info("no rule of the language replays to %r on this state: none asked", answer.option)
+            return None
         conversation = messages + [("assistant", selection_text), ("user", prompts.ENGLISH_INSTRUCTIONS)]
         base = {"task": decision.task, "env": decision.env.to_dict(), "option": answer.option}
         english_text = self._ask(prompts.ENGLISH, conversation, base,
@@ -168,10 +177,7 @@ class LLMAdvisor:
             return None
         rule_messages = [("system", prompts.rule_system_prompt()),
                          ("user", english_text + "\n\n" + prompts.RULE_INSTRUCTIONS)]
-        rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english},
-                              grounded.structured_rule(self.patterns_for(decision.task), decision.env,
-                                                       [f.pattern for f in self.families], answer.option,
-                                                       decision.task))
+        rule_text = self._ask(prompts.RULE, rule_messages, base | {"english": english}, rule_constraint)
         ctx = MatchContext(decision.task, decision.env, decision.world)
         production = self.check_and_revise(rule_text, ctx, answer.option, messages[1][1], base | {"english": english})
         if production is None:
@@ -241,14 +247,14 @@ class LLMAdvisor:
             elif verdict == "modify" and english and p.provenance.get("state"):
                 state = EnvKnowledge.from_dict(p.provenance["state"])
                 ctx = MatchContext(str(p.provenance.get("task", "")), state, world)
-                rule_text = self._ask(prompts.RULE, [("system", prompts.rule_system_prompt()),
-                                                     ("user", f"[Generalized Rule]\n{english}\n\n" + prompts.RULE_INSTRUCTIONS)],
-                                      {"english": english, "task": ctx.task, "env": p.provenance["state"],
-                                       "option": p.provenance.get("option", "")},
-                                      grounded.structured_rule(self.patterns_for(ctx.task), state,
-                                                               [f.pattern for f in self.families],
-                                                               str(p.provenance.get("option", ""))))
-                new = self.check_and_revise(rule_text, ctx, str(p.provenance.get("option", "")), "", {"english": english})
+                option = str(p.provenance.get("option", ""))
+                constraint = grounded.structured_rule(self.patterns_for(ctx.task), state,
+                                                      [f.pattern for f in self.families], option, ctx.task)
+                rule_text = "" if self.grounded and constraint is None else self._ask(
+                    prompts.RULE, [("system", prompts.rule_system_prompt()),
+                                   ("user", f"[Generalized Rule]\n{english}\n\n" + prompts.RULE_INSTRUCTIONS)],
+                    {"english": english, "task": ctx.task, "env": p.provenance["state"], "option": option}, constraint)
+                new = self.check_and_revise(rule_text, ctx, option, "", {"english": english}) if rule_text else None
                 if new is None:
                     verdict = "keep (modification failed its replay check)"
                 else:

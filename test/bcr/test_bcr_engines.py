@@ -179,3 +179,45 @@ def test_llm_engine_with_the_offline_model_solves_45_of_50(task):
     assert summary["successes"] >= 45, [(r.seed, r.failure) for r in results if not r.success]
     assert summary["llm_requests"] > 0
     assert client.usage.by_type["bcr_selection"].calls == summary["llm_requests"]
+
+
+class Navigator:
+    """A model under the grammar that takes the first navigation it is allowed (what Gemma 3 270M
+    did on apple_in_fridge, measured: NavigateToObject(Fridge|1) again and again in front of the
+    fridge, each time "ok" with nothing changed)."""
+
+    name = "navigator"
+    model = "navigator"
+
+    def __init__(self) -> None:
+        self.narrowed = 0  # requests whose grammar left out some candidate of their prompt
+
+    def complete(self, request: LLMRequest, timeout_s: float) -> LLMResponse:
+        assert request.constraint is not None
+        choices = request.constraint.choices
+        self.narrowed += len(choices) < len(request.context["candidates"])
+        pick = next((c for c in choices if "NavigateToObject" in c), choices[0])
+        return LLMResponse(text=pick, prompt_tokens=1, completion_tokens=1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_grounded_decoding_offers_no_candidate_whose_retry_here_changes_nothing(seed):
+    """Paper mode, bounded answers, grounded: the grammar leaves out a candidate already done or
+    failed in this very state (the prompt still lists it), so the navigator does the task where,
+    offered every candidate, it loops to the 100-action cap (4 of these 5 seeds, as the model did)."""
+    provider = Navigator()
+    result = run_trial("bcr_kitchen", "apple_in_fridge", "llm", LLMClient(provider, cache=None), seed=seed,
+                       mode="paper", answers="bounded", decoding="grounded")
+    assert result.success, result.action_log[-4:]
+    assert provider.narrowed or seed == 2  # seed 2: no retry was offered
+
+
+def test_every_candidate_is_offered_when_each_retry_would_change_nothing():
+    from task_learning.bcr.engines import live_choices
+
+    context = first_context()
+    assert live_choices(context) == context.texts  # nothing tried yet: every candidate
+    context.__dict__["dead_here"] = {c.action for c in context.candidates}
+    assert live_choices(context) == context.texts  # all dead: every one again, never none
+    context.__dict__["dead_here"] = {context.candidates[0].action}
+    assert live_choices(context) == context.texts[1:]

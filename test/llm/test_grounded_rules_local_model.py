@@ -1,10 +1,10 @@
 """--decoding grounded with the real model (Gemma 3 270M on llama.cpp's llama-server, `make llm`)
 for the bootstrapped productions and LLM-State: every answer the model writes under its grammar is
 read by the protocol's parser. The selection is a listed option; the generalized rule the asked
-form (no instructions' dots); the rule implementation JSON of the rule language, each condition a
-predicate of its table with its arity (whether its variables are bound in order is the parser's and
-the replay's to say, as before); LLM-State's plan numbered primitive calls on observed objects,
-none dropped.
+form (no instructions' dots); the rule implementation and each revision a rule of the rule language
+that replays on the state it was made for and gives the chosen option (the decision's grammar:
+productions/replayable.py); LLM-State's plan numbered primitive calls on observed objects, none
+dropped.
 
 No fake, temperature 0. The assertions hold for any answer inside the grammars, never its wording
 or whether a rule is learned or the task done: that is measured in docs/llm.md. With
@@ -25,7 +25,8 @@ from task_learning.llm.local_provider import ENV_LOCAL_URL
 from task_learning.llm.local_server import LocalServer
 from task_learning.llm_state.calls import parse_plan
 from task_learning.productions import prompts
-from task_learning.productions.language import RuleError, parse_condition, parse_rule_text, validate_effect
+from task_learning.productions.knowledge import EnvKnowledge, WorldKnowledge
+from task_learning.productions.language import MatchContext, check_replay, parse_rule_text
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -68,14 +69,10 @@ def test_every_grounded_production_answer_is_read_by_its_parser(base_url, tmp_pa
         elif kind == prompts.ENGLISH:
             assert prompts.parse_generalized_rule(english.answer(text)), text
         elif kind in (prompts.RULE, prompts.REVISION):
-            data = json.loads(rule.answer(text).split("```json\n", 1)[-1])
-            for i, condition in enumerate(data["conditions"]):
-                parse_condition(condition, f"conditions[{i}]")
-            validate_effect(data["effect"], "effect")
-            try:
-                parse_rule_text(rule.answer(text))
-            except RuleError as exc:  # the variables' order only: the grammar cannot know it
-                assert "bind" in str(exc) or "bound" in str(exc), exc
+            context = call["request"]["context"]
+            production = parse_rule_text(rule.answer(text))
+            state = MatchContext(context["task"], EnvKnowledge.from_dict(context["env"]), WorldKnowledge())
+            assert check_replay(production, state, context["option"]) == "", text
 
 
 def test_every_grounded_llm_state_plan_is_primitives_on_observed_objects(base_url, tmp_path, capsys):

@@ -17,11 +17,13 @@ import pytest
 import yaml
 
 from task_learning.productions import grounded
-from task_learning.productions.knowledge import EnvKnowledge, Receptacle, Thing
+from task_learning.productions.knowledge import EnvKnowledge, Receptacle, Thing, WorldKnowledge
 from task_learning.productions.language import (
     MOTOR_FORMS,
     PREDICATES,
+    MatchContext,
     RuleError,
+    check_replay,
     parse_condition,
     parse_rule_text,
     validate_effect,
@@ -217,20 +219,97 @@ def test_every_rule_a_grammar_names_is_defined(option):
         assert all(re.fullmatch(r"[a-zA-Z0-9-]+", name) for name in grammar.rules)  # GBNF's names: no '_'
 
 
+SINK, BURNER, DRAWER, DRAWER2 = ("Sink|-01.90|+00.97|-01.50|SinkBasin", "StoveBurner|-00.47|+00.92|-02.37",
+                                 "Drawer|-01.56|+00.33|-00.20", "Drawer|-01.56|+00.84|+00.20")
 
-def test_a_motor_effect_names_no_variable_the_task_binds_to_another_object():
-    """Exploring the sink, the model chose to move to a stove burner and wrote "move to
-    <receptacle>", which the task binds to the sink: its replay gave the sink (measured, the
-    first refusal). The effect may not name a task variable bound to something the choice does not
-    name; every other variable stays open, and one bound to the chosen object stays allowed."""
-    sink, burner = "Sink|-01.90|+00.00|-00.50", "StoveBurner|-00.47|+00.92|-02.37"
 
-    def effect_variables(task: str, option: str) -> str:
-        text = grounded.rule_language(PATTERNS[:1], _env(), PATTERNS, option, task)
-        return text.split("effectvariable ::= ", 1)[1].split("\n", 1)[0]
+def _kitchen(location: str = "kitchen", held: str = "") -> EnvKnowledge:
+    """A state of the explore decisions recorded with the model (FloorPlan1, 2026-12-02)."""
+    receptacles = {SINK: Receptacle(SINK, "SinkBasin", 1.5), BURNER: Receptacle(BURNER, "StoveBurner", 2.0),
+                   DRAWER: Receptacle(DRAWER, "Drawer", 1.0, openable=True),
+                   DRAWER2: Receptacle(DRAWER2, "Drawer", 1.2, openable=True),
+                   "CounterTop|+01.00|+00.90|-00.50": Receptacle("CounterTop|+01.00|+00.90|-00.50", "CounterTop", 0.5)}
+    objects = {"Apple|+00.20|+00.95|-00.40": Thing("Apple|+00.20|+00.95|-00.40", "Apple", DRAWER),
+               "Knife|+00.10|+00.95|-00.40": Thing("Knife|+00.10|+00.95|-00.40", "Knife", held or DRAWER)}
+    return EnvKnowledge(location=location, receptacles=receptacles, objects=objects)
 
-    away = effect_variables(f"explore {sink}", f"motor action: move to {burner}")
-    assert '"<receptacle>"' not in away and '"<r>"' in away and '"<x>"' in away
-    assert '"<receptacle>"' in effect_variables(f"explore {sink}", f"motor action: move to {sink}")
-    assert '"<receptacle>"' in effect_variables("", f"motor action: move to {burner}")  # no task given
-    assert grounded.unreplayable(PATTERNS[:1], f"explore {sink}", "special action: done") == set()
+
+DECISIONS = [  # (pattern, task, state, chosen option)
+    ("explore <receptacle>", f"explore {SINK}", _kitchen(), f"motor action: move to {SINK}"),
+    ("explore <receptacle>", f"explore {SINK}", _kitchen(SINK), f"motor action: move to {BURNER}"),
+    ("explore <receptacle>", f"explore {SINK}", _kitchen(SINK), f"motor action: move to {DRAWER}"),
+    ("explore <receptacle>", f"explore {DRAWER}", _kitchen(DRAWER), f"motor action: open {DRAWER}"),
+    ("explore <receptacle>", f"explore {SINK}", _kitchen(SINK), "special action: done"),
+    ("find a/an <object>", "find a/an apple", _kitchen(DRAWER), "motor action: pick up Apple|+00.20|+00.95|-00.40"),
+    ("find a/an <object>", "find a/an apple", _kitchen(SINK, "RobotGripper"),
+     "motor action: put Knife|+00.10|+00.95|-00.40 on CounterTop|+01.00|+00.90|-00.50"),
+    ("find a/an <object>", "find a/an apple", _kitchen(), f"attend to subtask: explore {DRAWER}"),
+]
+
+
+@pytest.mark.parametrize("decision", DECISIONS, ids=lambda d: d[3].split(":")[1][:24])
+def test_every_rule_the_grammar_of_a_decision_allows_replays_on_its_state(decision):
+    """Random rules of the decision's grammar: each parses, applies on the state it is made for and
+    gives the chosen option (the replay check the learner runs, unchanged), whatever conditions the
+    model picks, in any number up to the bound."""
+    pattern, task, env, option = decision
+    constraint = grounded.structured_rule([pattern], env, PATTERNS, option, task)
+    assert constraint is not None and constraint.grammar
+    grammar = Grammar(constraint.grammar)
+    ctx = MatchContext(task, env, WorldKnowledge())
+    rng = random.Random(0)
+    for _ in range(60):
+        text = RULE_CUE + grammar.sample(rng)
+        rule = parse_rule_text(text)
+        assert rule.task == pattern and len(rule.conditions) <= grounded.MAX_CONDITIONS
+        assert check_replay(rule, ctx, option) == "", text
+        assert "|" not in text  # kinds and variables, never an instance's id
+
+
+def test_the_rules_the_model_wrote_and_its_replay_refused_are_outside_the_grammar_of_their_decision():
+    """Measured 2026-12-02 (docs/llm.md): each was refused by its replay."""
+    task = f"explore {SINK}"
+    first = Grammar(grounded.structured_rule(PATTERNS[:1], _kitchen(), PATTERNS, f"motor action: move to {SINK}", task).grammar)
+    away = Grammar(grounded.structured_rule(PATTERNS[:1], _kitchen(SINK), PATTERNS, f"motor action: move to {DRAWER}",
+                                            task).grammar)
+    inside, outside_first, outside_away = re.compile(first.regex()), first, re.compile(away.regex())
+
+    def rule(conditions: list[str], effect: str) -> str:
+        return json.dumps({"name": "m", "task": "explore <receptacle>", "conditions": conditions,
+                           "effect": effect})[len(RULE_CUE):]
+    move = "motor action: move to <receptacle>"
+    assert inside.fullmatch(rule(["not at(<receptacle>)", "not explored(<receptacle>)"], move))
+    assert not inside.fullmatch(rule(["openable(<receptacle>)"], move))  # the sink does not open
+    assert not inside.fullmatch(rule(["not at_type(<t>)", "at_type(<t>)"], move))  # contradictory, <t> free
+    assert not re.compile(outside_first.regex()).fullmatch(rule([], "motor action: move to <object>"))
+    # the drawer chosen in front of the sink: "move to <receptacle>" replays to the sink; the drawer
+    # is bound by a condition whose first solution it is (the nearest drawer)
+    assert not outside_away.fullmatch(rule([], move))
+    assert outside_away.fullmatch(rule(["nearest(<r>, Drawer)", "not explored(<r>)"], "motor action: move to <r>"))
+    assert not outside_away.fullmatch(rule(["is(<r>, Drawer)", "explored(<r>)"], "motor action: move to <r>"))
+
+
+def test_no_grammar_when_no_rule_of_the_language_gives_the_choice_and_the_learner_asks_for_none():
+    """The farthest of three closed, unexplored, empty drawers, the robot at none of them: no
+    condition of the language (nor a condition and a filter: "not nearest" gives the second) picks
+    it first, so no rule can replay to it; the learner asks for none (no call is made)."""
+    from task_learning.productions.agent import Decision
+    from task_learning.productions.learner import Family, LLMAdvisor
+    from task_learning.productions.prompts import SelectionAnswer
+
+    third = "Drawer|-01.56|+00.84|+00.90"
+    option = f"motor action: move to {third}"
+    task = f"explore {SINK}"
+    env = _kitchen()
+    env.objects.clear()  # the drawers differ by their distance only
+    env.receptacles[third] = Receptacle(third, "Drawer", 1.4, openable=True)
+    assert grounded.structured_rule(PATTERNS[:1], env, PATTERNS, option, task) is None
+    advisor = LLMAdvisor(None, [Family(p) for p in PATTERNS], learn=True, decoding="grounded")  # type: ignore[arg-type]
+    decision = Decision(task=task, env=env, world=WorldKnowledge(), options=[option], history=[], blacklist=[], reason="no_production")
+    assert advisor.generate(decision, [], "", SelectionAnswer(option=option, purpose="", text="")) is None  # no call made
+    assert advisor.stats.unwritable == 1
+
+
+def test_without_a_decision_the_rule_is_decoded_in_the_languages_generic_grammar():
+    constraint = grounded.structured_rule(PATTERNS, _env(), PATTERNS, "", "")
+    assert constraint is not None and constraint.grammar == grounded.rule_language(PATTERNS, _env(), PATTERNS)
