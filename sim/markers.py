@@ -31,6 +31,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from task_learning_sim.assists import DOOR_OPEN_RAD
 from task_learning_sim.furniture import DRAWER_TRAVEL, WALL_M, Receptacle
 from task_learning_sim.scene_world import SceneWorld
 
@@ -249,6 +250,11 @@ def _entry(world: SceneWorld, model: mujoco.MjModel, data: mujoco.MjData, marker
         entry["door"] = {"marker": door_id, "size": round(door_size, 4),
                          "closed_at": _in_marker(T, data.geom(door_geom).xpos),
                          "handle": _in_marker(_pose(data, door_geom), data.geom(f"{object_id}/handle").xpos)}
+        if receptacle.form == "cabinet":  # a hinged door: where the assist's stop holds it open
+            joint = model.joint(receptacle.joint).id
+            axis = T[:3, :3].T @ data.xaxis[joint]
+            entry["door"]["swing"] = {"hinge": _in_marker(T, data.xanchor[joint]),
+                                      "axis": [round(float(v), 4) for v in axis], "angle": DOOR_OPEN_RAD}
     return entry
 
 

@@ -219,6 +219,9 @@ class BeliefWorld:
                 moved.placed_in = receptacle.spec.object_id
         elif skill in ("open", "close") and track is not None:
             track.is_open, track.open_known = skill == "open", True
+            # the door as the robot left it, until a frame shows it: a hinged door at its stop
+            # (its marker then faces away from the camera), a closed one where it closes
+            track.T_world_door = swung_open(track) if skill == "open" else None
         self.version += 1
 
     # -- output ---------------------------------------------------------------------------------
@@ -345,6 +348,27 @@ def heading_deg(R_world_marker: np.ndarray, spec: MarkerSpec) -> float:
         return 0.0
     yaw = math.degrees(math.atan2(R_world_marker[1, axis], R_world_marker[0, axis]))
     return (yaw + 90.0) % 180.0 - 90.0
+
+
+def swung_open(track: "Track") -> np.ndarray | None:
+    """The door marker's pose with the door turned to its stop about its hinge (the registry's
+    `door.swing`), from the closed door's pose; None without a swing (a drawer: its front is
+    seen where the hand left it)."""
+    door = track.spec.door
+    if door is None or door.swing is None:
+        return None
+    from scipy.spatial.transform import Rotation
+
+    T_closed = track.T_world_marker.copy()
+    T_closed[:3, 3] = g.apply(track.T_world_marker, np.asarray(door.closed_at))
+    R_marker = track.T_world_marker[:3, :3]
+    axis = R_marker @ np.asarray(door.swing.axis, dtype=float)
+    turn = Rotation.from_rotvec(axis / float(np.linalg.norm(axis)) * door.swing.angle).as_matrix()
+    hinge = g.apply(track.T_world_marker, np.asarray(door.swing.hinge))
+    T_open = np.eye(4)
+    T_open[:3, :3] = turn @ T_closed[:3, :3]
+    T_open[:3, 3] = hinge + turn @ (T_closed[:3, 3] - hinge)
+    return T_open
 
 
 def door_is_open(track: "Track", T_world_door: np.ndarray) -> bool:

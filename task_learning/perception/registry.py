@@ -22,6 +22,10 @@ YAML (validated on load; an error names the file and the key):
           size: 0.12
           closed_at: [0, 0.34, 0.02] # door marker centre in the body marker frame when closed
           handle: [-0.2, 0, 0.03]    # optional: the handle's centre in the door marker's frame
+          swing:                     # optional, a hinged door: where it stands once opened
+            hinge: [0.3, 0.2, 0.0]   # a point of the hinge's axis, body marker frame
+            axis: [0, 1, 0]          # the axis (body marker frame), turning by the right hand
+            angle: 1.75              # rad the door stands open at (its stop)
         state: {isDirty: false}      # optional: states a camera cannot see (AI2-THOR keys)
 
 The marker frame is OpenCV's: origin at the marker centre, x to the right, y up, z out of the face.
@@ -29,6 +33,7 @@ The marker frame is OpenCV's: origin at the marker centre, x to the right, y up,
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Mapping
@@ -64,11 +69,22 @@ class Volume:
 
 
 @dataclass(frozen=True)
+class Swing:
+    """A hinged door's axis (a point and a direction, body marker frame) and the angle it stands
+    open at: where an opened door is when its own marker faces away from the camera."""
+
+    hinge: tuple[float, float, float]
+    axis: tuple[float, float, float]
+    angle: float
+
+
+@dataclass(frozen=True)
 class Door:
     marker_id: int
     size: float
     closed_at: tuple[float, float, float]
     handle: tuple[float, float, float] | None = None  # in the door marker's frame: where the hand pulls
+    swing: Swing | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +114,9 @@ class MarkerSpec:
         if self.door is not None:
             out["door"] = {"marker": self.door.marker_id, "size": self.door.size,
                            "closed_at": list(self.door.closed_at),
-                           **({"handle": list(self.door.handle)} if self.door.handle is not None else {})}
+                           **({"handle": list(self.door.handle)} if self.door.handle is not None else {}),
+                           **({"swing": {"hinge": list(self.door.swing.hinge), "axis": list(self.door.swing.axis),
+                                         "angle": self.door.swing.angle}} if self.door.swing is not None else {})}
         if self.state:
             out["state"] = dict(self.state)
         return out
@@ -169,11 +187,18 @@ class VolumeDoc(Schema):
     walls: Annotated[float, bounded(low=0.0)] = 0.0
 
 
+class SwingDoc(Schema):
+    hinge: Vector
+    axis: Vector
+    angle: Annotated[float, bounded(low=-math.pi, high=math.pi)]
+
+
 class DoorDoc(Schema):
     marker: MarkerId
     size: MarkerSize
     closed_at: Vector
     handle: Vector | None = None
+    swing: SwingDoc | None = None
 
 
 class MarkerDoc(Schema):
@@ -225,8 +250,12 @@ def registry_from_dict(data: Any, *, source: str = "<registry>",
         objects.add(entry.object)
         door = None
         if entry.door is not None:
+            swing = entry.door.swing
+            if swing is not None and not any(swing.axis):
+                raise ConfigError(file, join_key(key, "door.swing.axis"), "a zero vector is no axis")
             door = Door(entry.door.marker, entry.door.size, _vec(entry.door.closed_at),
-                        _vec(entry.door.handle) if entry.door.handle is not None else None)
+                        _vec(entry.door.handle) if entry.door.handle is not None else None,
+                        Swing(_vec(swing.hinge), _vec(swing.axis), swing.angle) if swing is not None else None)
         spec = MarkerSpec(
             marker_id=entry.id, object_id=entry.object, object_type=entry.type, size=entry.size,
             name=entry.name or "", offset=_vec(entry.offset),

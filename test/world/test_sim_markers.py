@@ -262,3 +262,28 @@ def test_the_registry_says_where_each_handle_is_closed_and_open(marked):
         moved = sim.data.geom(f"{spec.object_id}/handle").xpos
         assert np.linalg.norm(moved - handle) > 0.05  # the handle did move with its door
         assert np.linalg.norm(track.handle() - moved) < 0.01, spec.object_id
+
+
+def test_an_opened_door_is_believed_at_its_stop_though_its_marker_faces_away(marked):
+    """After the robot opened a hinged door (the assist swings it to its stop), the belief puts
+    its handle where the physics has it from the registry's `door.swing` alone: the door's own
+    marker then faces away from a camera in front of the piece."""
+    from task_learning.perception.belief import BeliefWorld, Track
+    from task_learning_sim.assists import DOOR_OPEN_RAD
+
+    world, _, registry = marked
+    sim = Simulator(world)
+    spec = registry.by_object["Cupboard|1"]
+    assert spec.door is not None and spec.door.swing is not None and spec.door.swing.angle == DOOR_OPEN_RAD
+    T = np.eye(4)
+    T[:3, :3] = sim.data.geom(f"marker{spec.marker_id}").xmat.reshape(3, 3)
+    T[:3, 3] = sim.data.geom(f"marker{spec.marker_id}").xpos
+    belief = BeliefWorld(registry, load_scene(str(SHORT)).types)
+    belief.tracks["Cupboard|1"] = Track(spec, T, 0.0)
+    joint = world.receptacles["Cupboard|1"].joint
+    sim.data.joint(joint).qpos[0] = DOOR_OPEN_RAD
+    mujoco.mj_forward(sim.model, sim.data)
+    belief.robot_did("open", "Cupboard|1")
+    handle = belief.tracks["Cupboard|1"].handle()
+    assert handle is not None
+    assert np.linalg.norm(handle - sim.data.geom("Cupboard|1/handle").xpos) < 0.02
