@@ -120,6 +120,9 @@ class ActionServers:
         self._wait(handle, lambda: goal.outcome is not NavOutcome.RUNNING, self.node.sim.base.cancel, feedback)
         if goal.outcome is NavOutcome.NO_PATH:
             _set(result, error_code=NAV_CODES[goal.outcome], error_msg="no path to the goal round the obstacles")
+        elif goal.outcome is NavOutcome.COLLISION:  # say what it touched: a robotics user's first question
+            touched = ", ".join(sorted(set(self.node.sim.robot_touches()))) or "nothing left in contact"
+            _set(result, error_code=NAV_CODES[goal.outcome], error_msg=f"the base stopped: collision ({touched})")
         elif goal.outcome not in (NavOutcome.SUCCEEDED, NavOutcome.CANCELED):
             _set(result, error_code=NAV_CODES[goal.outcome], error_msg=f"the base stopped: {goal.outcome.value}")
         _end(handle, stopped=goal.outcome is NavOutcome.CANCELED, succeeded=goal.outcome is NavOutcome.SUCCEEDED)
