@@ -231,14 +231,15 @@ class GoalExecutor:
                 return ReachResult(False, outcomes, message=f"cannot plan for these literals: {exc}")
             return ReachResult(bool(reached.success), outcomes, message=str(reached.message or ""))
         try:
+            engine = self.engine_factory()
             first = doors_to_open_first(world.metadata, literals)
             if first:
-                opened = run_goals(world, first, self.engine_factory(), self.domain, max_actions=self.max_actions,
+                opened = run_goals(world, first, engine, self.domain, max_actions=self.max_actions,
                                    on_outcome=record, on_decision=self.on_decision)
                 if not opened.success:
                     log.info("opening %s first failed (%s); selecting actions for the goal as it is",
                              ", ".join(str(lit) for lit in first), opened.failure_detail)
-            trial = run_goals(world, literals, self.engine_factory(), self.domain,
+            trial = run_goals(world, literals, engine, self.domain,
                               max_actions=max(1, self.max_actions - len(outcomes)), on_outcome=record,
                               on_decision=self.on_decision)
         except WorldUnavailableError:

@@ -190,7 +190,7 @@ def test_an_in_scope_imported_policy_is_replayed_only_after_the_operator_approve
         questions = [q for q in kb.question_log() if q["request_id"].startswith("policy-")]
         assert len(questions) == 15 and all(q["answer"] in ("yes", "no") for q in questions)
         butter_q = next(q for q in questions if q["context"] == "butter in bag")
-        assert butter_q["answer"] == "no" and "then open the refrigerator, then" in butter_q["question"]
+        assert butter_q["answer"] == "no" and "open the refrigerator, then" in butter_q["question"]
         assert "Afterwards: the refrigerator open; the butter in the refrigerator." in butter_q["question"]
         approvals = {p.object_type: p.approval for p in kb.policies()}
         assert approvals.pop("Butter") == "learned"  # replaced by the plan BCR learned
