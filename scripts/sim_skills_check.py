@@ -248,8 +248,7 @@ def run_direct(scene: str, grasp_weld: bool, say: Callable[[str], None] = print,
     world = build_world(load_scene(scene))
     sim = Simulator(world, grasp_weld=grasp_weld)
     profile = load_profile("fetch")
-    kinematics = ArmKinematics.from_urdf(fetch_urdf(sim.model), profile.arm.root_link, profile.arm.tip_link,
-                                         profile.arm.joints, profile.arm.tolerance_m)
+    kinematics = ArmKinematics.for_arm(fetch_urdf(sim.model), profile.arm)
     view = GroundTruthView(lambda: ground_truth(sim), profile.arm.place_above_m)
     executor = RobotSkillExecutor(SkillSequencer(profile, kinematics), DirectGoalRunner(sim), view, MotionGate())
     report = run_plan(executor, view, _only(world.scene.preferences, only), list(world.scene.closable),

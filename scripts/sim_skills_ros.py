@@ -106,8 +106,7 @@ def run_ros(scene: str, grasp_weld: bool, domain: int, only: set[str], verbose: 
         first = truth.wait(timeout_s=START_TIMEOUT_S)
         started_sim, started_wall = float(first["sim_time_s"]), time.monotonic()
         profile = load_profile("fetch")
-        kinematics = ArmKinematics.from_urdf(urdf[0], profile.arm.root_link, profile.arm.tip_link,
-                                             profile.arm.joints, profile.arm.tolerance_m)
+        kinematics = ArmKinematics.for_arm(urdf[0], profile.arm)
         gate = MotionGate()
         view = GroundTruthView(lambda: truth.value or first, profile.arm.place_above_m)
         runner = RosGoalRunner(node, profile, gate)

@@ -217,8 +217,7 @@ def _ready_steps(watch: SimWatch, profile: RobotProfile, home: BasePose | None) 
         urdf = watch.robot_description
     if home is None or not urdf or profile.arm.mode != "ik":
         return []
-    arm = profile.arm
-    kinematics = ArmKinematics.from_urdf(urdf, arm.root_link, arm.tip_link, arm.joints, arm.tolerance_m)
+    kinematics = ArmKinematics.for_arm(urdf, profile.arm)
     drive = Step(NavigateGoal(profile.base.navigate_action, profile.base.map_frame, (home.x, home.y, 0.0), home.yaw,
                               profile.timeouts.navigate_s), "back to where the survey started")
     return [drive] + SkillSequencer(profile, kinematics).carry()

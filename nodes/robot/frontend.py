@@ -72,7 +72,7 @@ class RobotSkillsFrontend:
             with self._loading:
                 arm = self.profile.arm
                 try:
-                    kinematics = ArmKinematics.from_urdf(text, arm.root_link, arm.tip_link, arm.joints, arm.tolerance_m)
+                    kinematics = ArmKinematics.for_arm(text, arm)
                 except TaskLearningError as exc:
                     self.node.get_logger().error(f"{self.profile.robot_description_topic}: {exc}")
                     return

@@ -15,11 +15,14 @@ import tempfile
 import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from task_learning.errors import TaskLearningError
+
+if TYPE_CHECKING:
+    from task_learning.robot.profile import ArmSpec
 
 # how far a solution's tip frame may be turned from the one asked for (a grasp still closes
 # across the object at that angle)
@@ -70,6 +73,11 @@ class ArmKinematics:
     chain: object
     joints: tuple[str, ...]
     tolerance_m: float
+
+    @classmethod
+    def for_arm(cls, urdf: str, arm: "ArmSpec") -> "ArmKinematics":
+        """The chain a robot profile's arm names: its root and tip links, its joints, its tolerance."""
+        return cls.from_urdf(urdf, arm.root_link, arm.tip_link, arm.joints, arm.tolerance_m)
 
     @classmethod
     def from_urdf(cls, urdf: str, root: str, tip: str, joints: Sequence[str], tolerance_m: float = 0.02) -> "ArmKinematics":
