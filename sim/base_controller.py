@@ -5,7 +5,9 @@ in physics. A goal the planner found no path to ends at once (NO_PATH). A touch 
 and anything but the floor aborts the goal (the base stops where it is) when the base's next
 motion would push the touching point further into what it touches; motion away from a contact
 (backing out of a piece it touched) goes on, as a real base's local planner drives away from an
-obstacle it is against. A base that cannot follow its path (pushed against something) or a goal
+obstacle it is against; and a goal that starts in contact first backs (or pulls) the base straight
+out of it along its heading (`back_out`), as Nav2's BackUp recovery does, so that the turns of the
+new path do not sweep what it touches. A base that cannot follow its path (pushed against something) or a goal
 not reached in time also aborts. Cancel brakes to a stop."""
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ TIMEOUT_MARGIN_S = 10.0
 # A goal behind the base and nearer than this is reached backing up, as Nav2's controllers may
 # reverse (Regulated Pure Pursuit's allow_reversing): the way out of a piece the robot drove up to.
 REVERSE_WITHIN_M = 1.0
+BACK_OUT_M = 0.15  # how far a goal that starts in contact first backs out of it
 INTO_CONTACT_M = 1e-6  # a touching point moving this far a tick toward what it touches: a collision
 # A touch: the contact point (x, y) and the horizontal normal (nx, ny) from the robot toward
 # what it touches, in odom.
@@ -185,6 +188,20 @@ def _next(goal: BaseGoal) -> None:
     if goal.phase == 2 and goal.leg < len(goal.waypoints) - 1:
         goal.leg += 1
         goal.phase = 0
+
+
+def back_out(pose: tuple[float, float, float], contacts: list[Contact]) -> tuple[float, float] | None:
+    """Where the base goes first when a goal starts with the robot touching something: BACK_OUT_M
+    straight back when what it touches is ahead of it (their normals' mean points forward),
+    straight on when behind; None when not touching, or when that move would still push a
+    touching point in (touched on both sides)."""
+    if not contacts:
+        return None
+    heading = (math.cos(pose[2]), math.sin(pose[2]))
+    ahead = sum(nx * heading[0] + ny * heading[1] for _, _, nx, ny in contacts)
+    sign = -1.0 if ahead > 0 else 1.0
+    after = (pose[0] + sign * BACK_OUT_M * heading[0], pose[1] + sign * BACK_OUT_M * heading[1], pose[2])
+    return None if _into(pose, after, pose, contacts) else after[:2]
 
 
 def _into(before: tuple[float, float, float], after: tuple[float, float, float], pose: tuple[float, float, float],

@@ -12,6 +12,12 @@ touched something, a goal closer to a piece than the inflation, as Nav2's planne
 allows): every cell of the base's own circle at the start and at the goal that is not an
 obstacle is open, so the path leaves the start's and enters the goal's band by the cheapest way,
 the goal's as its straight last leg.
+
+A goal's heading shapes the path's end, as Nav2's planners that plan with heading (Smac's hybrid
+A*, its state lattice) shape it: the last leg arrives along the heading from APPROACH_M out when
+there is room, so the base does not turn in place beside the piece it came to, where whatever
+stands out from it (the arm in front, what the hand carries) would sweep what stands beside
+(a door opened to its stop).
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ MAP_REACH_M = 20.0
 # round a piece's corner the grid path follows the band's edge, and without this slack the legs
 # would be many short chords of that arc
 SHORTCUT_SLACK_M = 0.05
+APPROACH_M = 0.5  # the last leg arrives along the goal's heading from this far out
+ALIGNED_RAD = 0.2  # a last leg this close to the heading (and APPROACH_M long) arrives along it already
 HALF_DIAGONAL = math.sqrt(0.5)  # of a cell, in cells: how far a cell's area reaches from its centre
 
 Point = tuple[float, float]
@@ -151,6 +159,28 @@ def plan_path(costmap: Costmap, start: Point, goal: Point, radius: float = FOOTP
         return None
     points = [start, *(costmap.centre(*divmod(index, cols)) for index in cells[1:-1]), goal]
     return shortcut(costmap, points, radius + inflation - SHORTCUT_SLACK_M)
+
+
+def plan_approach(costmap: Costmap, start: Point, goal: Point, heading: float, radius: float = FOOTPRINT_RADIUS_M,
+                  inflation: float = INFLATION_M) -> list[Point] | None:
+    """`plan_path` whose last leg arrives along `heading` from APPROACH_M out: through the
+    approach point when it stands clear of the lethal band and the leg from it comes no nearer
+    to anything than the goal itself stands; the plain path when the start is that near, the
+    path arrives so already, or there is no room for the approach."""
+    direct = plan_path(costmap, start, goal, radius, inflation)
+    if direct is None or math.dist(start, goal) <= APPROACH_M:
+        return direct
+    last = direct[-2]
+    arriving = math.atan2(goal[1] - last[1], goal[0] - last[0])
+    if math.dist(last, goal) >= APPROACH_M - 1e-9 and abs(math.remainder(arriving - heading, math.tau)) <= ALIGNED_RAD:
+        return direct
+    approach = (goal[0] - APPROACH_M * math.cos(heading), goal[1] - APPROACH_M * math.sin(heading))
+    if not costmap.contains(approach) or costmap.clearance[costmap.cell(approach)] < radius:
+        return direct
+    if costmap.clearance_along(approach, goal) < min(radius, float(costmap.clearance[costmap.cell(goal)])) - 1e-9:
+        return direct
+    to_approach = plan_path(costmap, start, approach, radius, inflation)
+    return direct if to_approach is None else [*to_approach, goal]
 
 
 def _open_cells(costmap: Costmap, start: Point, goal: Point, radius: float) -> np.ndarray:

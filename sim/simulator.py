@@ -14,8 +14,8 @@ import mujoco
 import numpy as np
 
 from task_learning_sim.assists import Assists, add_grasp_welds
-from task_learning_sim.base_controller import BaseController, BaseGoal, Contact
-from task_learning_sim.base_planner import build_costmap, plan_path
+from task_learning_sim.base_controller import BaseController, BaseGoal, Contact, back_out
+from task_learning_sim.base_planner import build_costmap, plan_approach
 from task_learning_sim.fetch_model import ARM_JOINTS, BASE_JOINTS, FINGER_JOINTS, HEAD_JOINTS, ROOT_LINK, TORSO_JOINT
 from task_learning_sim.gripper_controller import DEFAULT_EFFORT_N, GripperRun
 from task_learning_sim.head import pan_tilt_toward
@@ -178,12 +178,16 @@ class Simulator:
     # ---- goals ---------------------------------------------------------------------------------
     def navigate(self, x: float, y: float, yaw: float) -> BaseGoal:
         """Start a base goal in odom (the map frame: the simulated odometry does not drift),
-        along a path planned now round what stands on the floor (sim/base_planner.py); a goal
-        without a path ends at once (NavOutcome.NO_PATH)."""
+        along a path planned now round what stands on the floor, arriving along the goal's heading
+        where there is room (sim/base_planner.py), after backing out of whatever the robot touches
+        (base_controller.back_out); a goal without a path ends at once (NavOutcome.NO_PATH)."""
         self.goal_counts["navigate_to_pose"] += 1
         pose = self.base_pose()
         costmap = build_costmap(self.obstacle_outlines(), [pose[:2], (x, y)])
-        path = plan_path(costmap, pose[:2], (x, y))
+        out = back_out(pose, self.robot_contacts())
+        path = plan_approach(costmap, out or pose[:2], (x, y), yaw)
+        if out is not None and path is not None:
+            path = [pose[:2], *path]
         return self.base.start(x, y, yaw, pose, self.time, path)
 
     def follow(self, controller: str, trajectory: Trajectory) -> TrajectoryRun:

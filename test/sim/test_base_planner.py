@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from task_learning_sim.base_planner import (
+    APPROACH_M,
     FOOTPRINT_RADIUS_M,
     INFLATION_M,
     build_costmap,
     path_length,
+    plan_approach,
     plan_path,
 )
 
@@ -111,3 +113,27 @@ def test_a_goal_far_off_the_map_has_no_path_and_the_grid_stays_bounded():
     costmap = build_costmap([table], [(0.0, 0.0), (1000.0, 0.0)])
     assert costmap.occupied.size < 1_000_000
     assert plan_path(costmap, (0.0, 0.0), (1000.0, 0.0)) is None
+
+
+def test_the_last_leg_arrives_along_the_goal_heading_past_a_door_beside_the_goal():
+    """A piece's front at x = 0 (the piece at x < 0), its door open beside the goal (a leaf out
+    of the face along y = 0.45): a base coming from the side turns out in the open and drives
+    straight in, rather than arriving sideways and turning beside the door."""
+    piece, door = box(-0.6, -0.4, 0.0, 0.4), box(0.0, 0.43, 0.8, 0.47)
+    start, goal, heading = (2.0, -1.5), (0.77, 0.0), math.pi  # facing the piece
+    costmap = build_costmap([piece, door], [start, goal])
+    path = plan_approach(costmap, start, goal, heading)
+    assert path is not None and path[0] == start and path[-1] == goal
+    (ax, ay), (gx, gy) = path[-2], path[-1]
+    assert math.dist(path[-2], goal) == pytest.approx(APPROACH_M)
+    assert abs(math.remainder(math.atan2(gy - ay, gx - ax) - heading, math.tau)) < 1e-6
+    assert nearest_along(path, [piece, door]) >= FOOTPRINT_RADIUS_M - 1e-6
+
+
+def test_an_approach_with_no_room_or_a_near_start_keeps_the_plain_path():
+    wall = box(1.05, -2.0, 1.2, 2.0)  # right behind the approach point: no room for the base there
+    start, goal, heading = (0.0, 1.5), (0.0, 0.0), 0.0  # facing +x, the approach point at x = -0.5
+    costmap = build_costmap([wall, box(-0.9, -2.0, -0.75, 2.0)], [start, goal])
+    assert plan_approach(costmap, start, goal, heading) == plan_path(costmap, start, goal)
+    near = (0.0, 0.3)
+    assert plan_approach(costmap, near, goal, heading) == plan_path(costmap, near, goal)

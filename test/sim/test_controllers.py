@@ -10,7 +10,7 @@ import pytest
 
 mujoco = pytest.importorskip("mujoco")
 from task_learning.world.scene import load_scene  # noqa: E402
-from task_learning_sim.base_controller import MAX_SPEED_M_S, NAV_CODES, NavOutcome  # noqa: E402
+from task_learning_sim.base_controller import BACK_OUT_M, MAX_SPEED_M_S, NAV_CODES, NavOutcome, back_out  # noqa: E402
 from task_learning_sim.fetch_model import ARM_JOINTS, TORSO_JOINT  # noqa: E402
 from task_learning_sim.scene_world import build_world  # noqa: E402
 from task_learning_sim.simulator import Simulator  # noqa: E402
@@ -132,6 +132,27 @@ def test_a_base_against_furniture_drives_away_from_it_but_not_further_in(sim):
     again = sim.navigate(*_before(piece, 0.12))
     _until(sim, lambda: again.outcome is not NavOutcome.RUNNING, 40)
     assert again.outcome is NavOutcome.COLLISION
+
+
+def test_back_out_goes_straight_away_from_what_the_base_touches():
+    pose = (1.0, 2.0, 0.0)  # facing +x
+    assert back_out(pose, []) is None
+    assert back_out(pose, [(1.28, 2.0, 1.0, 0.0)]) == pytest.approx((1.0 - BACK_OUT_M, 2.0))  # ahead: back up
+    assert back_out(pose, [(0.72, 2.0, -1.0, 0.0)]) == pytest.approx((1.0 + BACK_OUT_M, 2.0))  # behind: pull on
+    assert back_out(pose, [(1.28, 2.0, 1.0, 0.0), (0.72, 2.0, -1.0, 0.0)]) is None  # wedged
+
+
+def test_a_goal_that_starts_against_furniture_backs_out_first_then_goes_round(sim):
+    piece = sim.world.receptacles["Fridge|1"]
+    goal = sim.navigate(*_before(piece, 0.12))
+    _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 60)
+    assert goal.outcome is NavOutcome.COLLISION and sim.robot_touches()
+    x, y, yaw = sim.base_pose()
+    gx, gy, _ = _before(piece, 0.9)  # 0.9 m out of the face and 1.2 m along it, on the open side
+    side = sim.navigate(gx - 1.2 * math.sin(yaw), gy + 1.2 * math.cos(yaw), yaw)
+    assert math.dist(side.waypoints[0], (x - BACK_OUT_M * math.cos(yaw), y - BACK_OUT_M * math.sin(yaw))) < 1e-6
+    touched = _touches_while(sim, side, 60)
+    assert side.outcome is NavOutcome.SUCCEEDED, (side.outcome, touched)
 
 
 def test_cancel_brakes_the_base_short_of_its_goal(sim):
