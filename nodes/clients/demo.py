@@ -85,8 +85,15 @@ def nodes_on_domain(domain_id: int, wait_s: float = 2.0) -> list[str]:
         rclpy.shutdown(context=context)
 
 
-def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dict[str, Any]:
-    """Send one PerformTask goal and wait for its result, printing a line per object."""
+CANCEL_WAIT_S = 180.0  # how long a cancelled PerformTask may take to stop its motion and answer
+
+
+def perform_task(scene: str, task: str, condition: str, timeout_s: float, *,
+                 cancel_at_timeout: bool = False) -> dict[str, Any]:
+    """Send one PerformTask goal and wait for its result, printing a line per object. With
+    `cancel_at_timeout` a goal still running after `timeout_s` is cancelled (the planner stops
+    the motion and keeps what was learned) and its result comes back marked `stopped`; without
+    it, or when the cancel is not answered within CANCEL_WAIT_S, no result is an error."""
     with spinning_node("demo_client") as node:
         client = ActionClient(node, PerformTask, "perform_task", **action_client_qos())
         if not client.wait_for_server(timeout_sec=60.0):
@@ -112,20 +119,29 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float) -> dic
                 box["error"] = "the planner rejected the goal"
                 done.set()
                 return
+            box["handle"] = handle
             handle.get_result_async().add_done_callback(on_result)
 
         goal = PerformTask.Goal(task=task, scene=scene, condition=condition)
         client.send_goal_async(goal, feedback_callback=feedback).add_done_callback(on_goal)
+        stopped = ""
         if not done.wait(timeout_s):
-            raise TaskLearningError(f"no result within {timeout_s:.0f} s")
+            if not cancel_at_timeout or "handle" not in box:
+                raise TaskLearningError(f"no result within {timeout_s:.0f} s")
+            box["handle"].cancel_goal_async()
+            stopped = f"time limit: cancelled after {timeout_s:.0f} s"
+            if not done.wait(CANCEL_WAIT_S):
+                raise TaskLearningError(f"no result within {timeout_s:.0f} s, nor {CANCEL_WAIT_S:.0f} s after "
+                                        "cancelling")
         if "error" in box:
             raise TaskLearningError(box["error"])
         result = box["result"]
-        if box["status"] != GoalStatus.STATUS_SUCCEEDED:  # aborted: the task did not run to its end
+        ended = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED) if stopped else (GoalStatus.STATUS_SUCCEEDED,)
+        if box["status"] not in ended:  # aborted: the task did not run to its end
             raise TaskLearningError(f"perform task failed: {result.message}")
         if sys.stdout.isatty():
             print("\r" + " " * 80 + "\r", end="")
-        return {
+        return {**({"stopped": stopped} if stopped else {}),
             "success": result.success, "message": result.message,
             "incomplete": list(result.incomplete),
             "objects": [object_row(o) for o in result.objects],

@@ -53,6 +53,7 @@ TIMEOUT_MARGIN = 1.2
 MAX_BAG_S = 86_400.0
 LEVEL_TILT_RAD = 0.1  # the second sweep's tilt (the profile's first looks down at the floor)
 TORSO_MOVE_S = 4.0    # the Fetch's torso lifts ~0.1 m/s: its whole travel in 4 s
+TIME_LIMIT_S = 10_800.0  # wall seconds for the task (a whole scene at a real-time factor of 0.5 took ~1 h)
 SETTLE_WAIT_S = 120.0  # wall seconds for a view's frames (at a real-time factor of 0.1, 2 frames take ~10 s)
 
 
@@ -353,9 +354,11 @@ def cpu_split(procs: list[subprocess.Popen]) -> dict[str, float]:
 
 
 def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline", operator: str = "simulated",
-               logs: str | None = None, timeout_s: float = 3600.0, real_time_factor: float = 1.0,
+               logs: str | None = None, time_limit_s: float = TIME_LIMIT_S, real_time_factor: float = 1.0,
                camera_rate: float = 2.0, bag: str | None = None, grasp_weld: bool = False) -> dict[str, Any]:
-    """`grasp_weld`: the simulator's grasp assist (docs/sim.md; counted in `assists`)."""
+    """`grasp_weld`: the simulator's grasp assist (docs/sim.md; counted in `assists`).
+    `time_limit_s`: the task (after the survey) is cancelled after this much wall time; the
+    result then says `stopped`, its completion read from the physics at that moment."""
     scene = load_scene(scene_name)
     profile = load_profile("fetch")
     logdir = Path(logs) if logs else Path(tempfile.mkdtemp(prefix="mujoco_run_"))
@@ -372,7 +375,7 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
                              "--db", str(db)], logdir / "operator.log"))
     watch = SimWatch()
     try:
-        result = _trial(watch, scene, condition, profile, timeout_s, logdir, wall_started,
+        result = _trial(watch, scene, condition, profile, time_limit_s, logdir, wall_started,
                       dict(scene=scene_name, db=str(db), llm=llm, real_time_factor_limit=real_time_factor,
                            camera_rate=camera_rate, grasp_weld=grasp_weld), bag)
         result["cpu_s"] = cpu_split(procs)
@@ -410,7 +413,7 @@ def _perform(watch: SimWatch, scene: Any, condition: str, timeout_s: float, extr
     with watch.lock:
         extra["robot_goals_before_task"] = dict(watch.status.get("robot_goals", {}))
     with contextlib.redirect_stdout(sys.stderr):  # progress lines; stdout stays for the result
-        return perform_task(extra["scene"], scene.task, condition, timeout_s=timeout_s)
+        return perform_task(extra["scene"], scene.task, condition, timeout_s=timeout_s, cancel_at_timeout=True)
 
 
 def _report(watch: SimWatch, scene: Any, condition: str, result: dict[str, Any], surveyed: dict[str, Any],
@@ -425,7 +428,8 @@ def _report(watch: SimWatch, scene: Any, condition: str, result: dict[str, Any],
     physics = status.get("completion", {})
     result.update(
         condition=condition, backend="mujoco", **extra,
-        completion_believed=result["completion"], completion=physics.get("percent"),
+        # a task cancelled at its time limit has no measure of its own (the planner stopped mid-way)
+        completion_believed=None if result.get("stopped") else result["completion"], completion=physics.get("percent"),
         satisfied=physics.get("satisfied"), assertions=physics.get("total"),
         completion_failures=physics.get("failures", []), completion_source=physics.get("completion_source", ""),
         robot_goals=status.get("robot_goals", {}),

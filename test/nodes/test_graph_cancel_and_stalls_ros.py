@@ -4,8 +4,10 @@ oversight node, a simulated operator that outlives an oversight restart, a 5 MB 
 and a node started with ROS security on and no enclave."""
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 import threading
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from task_learning.kb import KnowledgeBase
 from task_learning.types import AnswerKind, ConfirmationRequest
 from test.oversight_identity import paired
-from test.ros_testing import CLI, VENV_BIN, wait_until
+from test.ros_testing import CLI, ROOT, VENV_BIN, wait_until
 
 pytest.importorskip("rclpy")
 from task_learning_interfaces.action import PerformTask
@@ -90,6 +92,19 @@ def test_cancel_withdraws_the_question_and_ends_the_whole_goal(ros_graph, tmp_pa
         client.close()
         code, out = graph.stop(signal.SIGINT, timeout=60)
     assert "Ignoring unexpected result response" not in out, out[-3000:]
+
+
+def test_a_task_past_its_time_limit_is_cancelled_and_its_result_says_stopped(ros_graph, tmp_path):
+    """`run --backend mujoco --time-limit`'s client: a goal still running at the limit (here: its
+    first question never answered) is cancelled, and the result comes back marked `stopped`."""
+    _bringup(ros_graph, tmp_path / "kb.sqlite")
+    helper = ros_graph.start([sys.executable, str(ROOT / "test" / "perform_task_helper.py"), SCENE, "tidy kitchen",
+                              "STARS+O", "30", "cancel"], name="perform_task_helper")
+    helper.wait(300)
+    (line,) = [text for text in helper.stdout.splitlines() if text.startswith("{")]
+    result = json.loads(line)["result"]
+    assert result["stopped"] == "time limit: cancelled after 30 s"
+    assert not result["success"] and "canceled after 0 object(s)" in result["message"]
 
 
 def test_a_stopped_oversight_node_ends_the_goal_naming_it(ros_graph, tmp_path):

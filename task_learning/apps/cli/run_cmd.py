@@ -50,6 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grasp-weld", action="store_true",
                    help="with --backend mujoco: the simulator's grasp assist (what both fingers pinch is welded to "
                         "the gripper until it opens; counted in the result's assists)")
+    p.add_argument("--time-limit", metavar="SECONDS", type=bounded_int(60, 86400), default=None,
+                   help="with --backend mujoco: the task's wall-clock limit (default 10800): a task still running "
+                        "then is cancelled (the motion stopped, what was learned kept) and the result, completion "
+                        "from physics at that moment, says `stopped`")
     p.add_argument("--json", action="store_true", help="print the measures as JSON")
     p.add_argument("--record", metavar="EPISODE.mcap", default=None,
                    help="record the run as one MCAP episode: world, trees, questions and answers, actions, "
@@ -68,6 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.requires("--synthetic", "--backend=fetch", why="the simulated robot is a Fetch")
     p.requires("--bag", "--backend=mujoco", why="the bag records the simulated Fetch's camera and tf")
     p.requires("--grasp-weld", "--backend=mujoco", why="it is the simulator's assist")
+    p.requires("--time-limit", "--backend=mujoco", why="it bounds the simulated Fetch's task")
     p.requires("--backend=fetch", "--synthetic",
                why="here only the simulated robot; on a robot start `task-learning bringup --backend fetch --param "
                    "perception.marker_registry:=<file>` and send perform_task")
@@ -207,17 +212,18 @@ def _run_fetch(args: argparse.Namespace) -> int:
 
 def _run_mujoco(args: argparse.Namespace) -> int:
     """The trial through the ROS graph with the MuJoCo-simulated Fetch (nodes/clients/mujoco_run.py)."""
-    from task_learning_nodes.clients.mujoco_run import run_mujoco
+    from task_learning_nodes.clients.mujoco_run import TIME_LIMIT_S, run_mujoco
 
     data = run_mujoco(args.scene, args.condition, str(args.db), llm=args.llm, operator=args.operator, bag=args.bag,
-                      grasp_weld=args.grasp_weld)
+                      grasp_weld=args.grasp_weld, time_limit_s=float(args.time_limit or TIME_LIMIT_S))
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
     print(f"{args.scene} {args.condition} (MuJoCo Fetch, through ROS): completion {data['completion']}% from "
           f"physics ({data['satisfied']}/{data['assertions']} assertions; the stack believed "
           f"{data['completion_believed']}%); goals {data['robot_goals']}; assists {data['assists'] or 'none'}; "
-          f"{data['sim_time_s']} s simulated, real-time factor {data['real_time_factor']}, {data['wall_time_s']} s wall")
+          f"{data['sim_time_s']} s simulated, real-time factor {data['real_time_factor']}, {data['wall_time_s']} s wall"
+          + (f"; {data['stopped']}" if data.get("stopped") else ""))
     for key in ("retrieved", "proposed", "sourced", "instructions", "yes_no", "words", "calls"):
         print(f"  {key:<22}{data[key]}")
     return 0
