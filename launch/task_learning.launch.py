@@ -3,7 +3,7 @@
 
     ros2 launch task_learning task_learning.launch.py [scene:=tidy_kitchen] [backend:=symbolic]
         [nodes:=perception,grounding] [db:=kb.sqlite] [web:=true] [web_port:=8765]
-        [llm:=local] [llm_base_url:=URL] [llm_model:=NAME] [llm_selection_model:=NAME]
+        [llm:=local] [llm_base_url:=URL] [llm_model:=NAME] [llm_selection_model:=NAME] [decoding:=free]
 
 The node list, parameter files and exit policy come from config/bringup.yaml (installed under
 share/task_learning/config), so both bring-ups stay the same. `scene` / `backend`, when given,
@@ -17,6 +17,8 @@ $ROS_HOME/task_learning/task_learning.sqlite (~/.ros/...), so it does not depend
 without a URL also starts the llm_server node (llama.cpp's server with the installed model) on a
 free port and points the LLM nodes at it: the graph's managed LLM process, stopped with it
 (task_learning.apps.bringup.llm_wiring, shared with `task-learning bringup --llm local`).
+`decoding` (auto | free | grounded) goes to every node with an LLM (empty: as in config/nodes/,
+auto: grounded with local, free otherwise; docs/llm.md).
 
 Errors end the launch with exit code 1 and one line saying why: a name in `nodes:=` that
 config/bringup.yaml does not list (nothing is started), a `backend:=` that is not a backend, and
@@ -39,7 +41,7 @@ from task_learning.world.factory import BACKENDS
 from task_learning_nodes.plumbing.launch_support import PACKAGE, default_db
 
 OVERRIDABLE = ("scene", "backend")
-LLM_ARGUMENTS = ("llm", "llm_base_url", "llm_model", "llm_selection_model")
+LLM_ARGUMENTS = ("llm", "llm_base_url", "llm_model", "llm_selection_model", "decoding")
 
 
 def _nodes(context, *args, **kwargs):
@@ -56,7 +58,8 @@ def _nodes(context, *args, **kwargs):
         raise TaskLearningError(f"web_port:={web_port} is not a TCP port (0-65535; 0: any free port)")
     llm = {key: LaunchConfiguration(key).perform(context) for key in LLM_ARGUMENTS}
     wanted, wiring = llm_wiring(config, wanted, llm["llm"], base_url=llm["llm_base_url"],
-                                model=llm["llm_model"], selection_model=llm["llm_selection_model"])
+                                model=llm["llm_model"], selection_model=llm["llm_selection_model"],
+                                decoding=llm["decoding"])
     wanted = wanted or []
     overrides = {key: LaunchConfiguration(key).perform(context) for key in OVERRIDABLE}
     overrides.update(wiring)
@@ -98,5 +101,8 @@ def generate_launch_description():
                               description="completions model (openai) or the GGUF file llm_server serves (local)"),
         DeclareLaunchArgument("llm_selection_model", default_value="",
                               description="model for selection and chat prompts (openai)"),
+        DeclareLaunchArgument("decoding", default_value="",
+                              description="decoding of every node with an LLM: auto | free | grounded; "
+                                          "empty: as in config/nodes/ (auto: grounded with local)"),
         OpaqueFunction(function=_nodes),
     ])

@@ -193,13 +193,22 @@ def print_learned(objects: list[dict[str, Any]]) -> None:
               flush=True)
 
 
-def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: str,
-                      backend: str = "symbolic", llm: str = "offline",
-                      llm_options: dict[str, str] | None = None) -> dict[str, Any]:
-    cli = str(BIN / "task-learning")
-    command = [cli, "bringup", "--scene", scene, "--db", str(db), "--backend", backend, "--llm", llm]
+def bringup_command(cli: str, scene: str, db: Path, backend: str, llm: str,
+                    llm_options: dict[str, str] | None = None, decoding: str = "auto") -> list[str]:
+    """The `task-learning bringup` command line of the demo's graph: the demo's model, where it is
+    and its `--decoding`, given to every node that has an LLM."""
+    command = [cli, "bringup", "--scene", scene, "--db", str(db), "--backend", backend, "--llm", llm,
+               "--decoding", decoding]
     for option, value in (llm_options or {}).items():
         command += [BRINGUP_LLM_OPTIONS[option], value]
+    return command
+
+
+def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: str,
+                      backend: str = "symbolic", llm: str = "offline",
+                      llm_options: dict[str, str] | None = None, decoding: str = "auto") -> dict[str, Any]:
+    cli = str(BIN / "task-learning")
+    command = bringup_command(cli, scene, db, backend, llm, llm_options, decoding)
     procs = [_start(command, logs / f"bringup_{label}.log")]
     if condition.endswith("+O"):
         procs.append(_start([cli, "operator", "--simulated", scene, "--wait", "60", "--db", str(db)],
@@ -216,8 +225,9 @@ def trial_through_ros(scene: str, condition: str, db: Path, logs: Path, label: s
 
 def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: str | Path = "artifacts/demo",
              baselines: tuple[str, ...] = ("TBP", "TBP+O"), backend: str = "symbolic", llm: str = "offline",
-             llm_options: dict[str, str] | None = None) -> int:
-    """`llm`, `llm_options`: the model of the graph (bringup --llm ...) and of the baselines."""
+             llm_options: dict[str, str] | None = None, decoding: str = "auto") -> int:
+    """`llm`, `llm_options`, `decoding`: the model of the graph (bringup --llm ... --decoding ...)
+    and of the baselines."""
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / "knowledge.sqlite"
@@ -231,7 +241,7 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
     plot_path.unlink(missing_ok=True)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     try:
-        return _run_demo(scene, condition, workdir, db, baseline_dbs, plot_path, backend, llm, llm_options)
+        return _run_demo(scene, condition, workdir, db, baseline_dbs, plot_path, backend, llm, llm_options, decoding)
     except KeyboardInterrupt:
         print(f"\ninterrupted: {workdir} holds this run's partial knowledge base and no plot "
               "(the next demo starts from nothing)", flush=True)
@@ -239,21 +249,21 @@ def run_demo(scene: str = "tidy_kitchen", condition: str = "STARS+O", workdir: s
 
 
 def _run_demo(scene: str, condition: str, workdir: Path, db: Path, baseline_dbs: dict[str, Path], plot_path: Path,
-              backend: str, llm: str, llm_options: dict[str, str] | None) -> int:
+              backend: str, llm: str, llm_options: dict[str, str] | None, decoding: str = "auto") -> int:
     rows: list[tuple[str, dict[str, Any]]] = []
     model = "offline model (not a language model)" if llm == "offline" else f"LLM {llm}"
     print(f"== {scene}: learning the task through the ROS graph ({condition}, {model}, "
           f"simulated operator, {backend} world)", flush=True)
     started = time.time()
     rows.append((f"{condition} (ROS)", trial_through_ros(scene, condition, db, workdir, "trial1", backend,
-                                                          llm, llm_options)))
+                                                          llm, llm_options, decoding)))
     print("   what was learned, per object:", flush=True)
     print_learned(rows[-1][1]["objects"])
     print(f"   {rows[-1][1]['message']} ({time.time() - started:.0f} s)", flush=True)
     print("== Trial #2: the graph restarted on the same knowledge base", flush=True)
     started = time.time()
     rows.append(("Trial #2 (ROS)", trial_through_ros(scene, condition, db, workdir, "trial2", backend,
-                                                     llm, llm_options)))
+                                                     llm, llm_options, decoding)))
     print_learned(rows[-1][1]["objects"])
     print(f"   {rows[-1][1]['message']} ({time.time() - started:.0f} s), "
           f"{rows[-1][1]['calls']} LLM calls, {rows[-1][1]['yes_no']} questions", flush=True)
@@ -262,7 +272,7 @@ def _run_demo(scene: str, condition: str, workdir: Path, db: Path, baseline_dbs:
         operator = "simulated" if baseline.endswith("+O") else "none"
         metrics, _ = run_in_process(RunSpec(scene=scene, condition=baseline, operator=operator, backend=backend,
                                             db=baseline_dbs[baseline], llm=llm,
-                                            llm_options=dict(llm_options or {})))
+                                            llm_options=dict(llm_options or {}), decoding=decoding))
         data = metrics.to_dict()
         rows.insert(len(rows) - 2, (baseline, data))
     print()

@@ -79,8 +79,15 @@ class ActionSelectorNode(Node):
             from task_learning.llm.client import make_client
 
             client = make_client(params.llm, **llm_client_options(params))
-        options = {"max_reasks": params.max_reasks, "scope": "action_selector",
-                   "answers": resolve(params.answers, params.llm)} if engine_name == "llm" else {}
+        options: dict[str, Any] = {}
+        if client is not None:
+            from task_learning.llm.constraints import resolve_decoding
+
+            decoding, notice = resolve_decoding(params.decoding, params.llm, client.provider)
+            if notice:
+                self.get_logger().warning(notice)
+            options = {"max_reasks": params.max_reasks, "scope": "action_selector",
+                       "answers": resolve(params.answers, params.llm), "decoding": decoding.value}
         self.client = client  # diagnostics probe its endpoint
         engine = make_engine(engine_name, client, **options)
         self.selector = ActionSelector(domain, engine, client,
@@ -105,7 +112,8 @@ class ActionSelectorNode(Node):
         self.create_service(SelectNextAction, params.service_name, self._on_select,
                             qos_profile=service_qos(),
                             callback_group=group)
-        self.get_logger().info(f"serving {params.service_name} (engine {engine_name}); world "
+        decoding_note = f", decoding {options['decoding']}" if "decoding" in options else ""
+        self.get_logger().info(f"serving {params.service_name} (engine {engine_name}{decoding_note}); world "
                                f"state from {params.world_state_topic} ({self.world.source} until then)")
 
     def _on_select(self, request: SelectNextAction.Request,

@@ -125,6 +125,11 @@ class AnticipationNode(Node):
                                              self.params.stack_key_file or None))
         self._withdraw_left_confirmations("start")
         self._server = self._actions.serve(AnticipateDay, "anticipate_day", self._run_day, self._refusal)
+        from task_learning.llm.constraints import resolve_decoding
+
+        _, notice = resolve_decoding(self.params.decoding, self.params.llm, None, supported=False, what="anticipation")
+        if notice:  # `decoding` auto with llm local, or grounded: said once, never silently free
+            self.get_logger().warning(notice)
         self.get_logger().info(f"anticipation ready (db {resolve_db_path(self.params.db_path)}, llm {self.params.llm})")
 
     def _withdraw_left_confirmations(self, when: str) -> None:

@@ -15,6 +15,7 @@ it. The whole safety policy: docs/safety.md.
 from __future__ import annotations
 
 import datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -115,6 +116,7 @@ class PlannerNode(Node):
         self._episode_topics = RosSink(self, {episode_msgs.ACTION, episode_msgs.ACTION_OUTCOME, episode_msgs.BCR_TREE,
                                               episode_msgs.LEARNED_GOAL, episode_msgs.KB_CHANGES})
         self._tap: GraphTap | None = None  # the graph's channels, subscribed on the first recorded task
+        self._decoding_notices: set[str] = set()  # each said once (_reach_settings)
         self.get_logger().info(f"planner ready (db {resolve_db_path(self._params().db_path)}, condition {condition}, "
                                f"strategy {self._params().strategy}, "
                                f"require_confirmation {self._params().require_confirmation})")
@@ -174,12 +176,24 @@ class PlannerNode(Node):
         params = self._params()
         return make_client(params.llm, **llm_client_options(params)) if self._reach_settings().needs_llm else None
 
-    def _reach_settings(self) -> ReachSettings:
+    def _reach_settings(self, client: LLMClient | None = None) -> ReachSettings:
+        """The settings of a goal executor; with its client, the decoding its `decoding` parameter
+        chose for it (a fallback to free decoding said once in the log, never silently)."""
+        from task_learning.llm.constraints import resolve_decoding
+
         p = self._params()
-        return ReachSettings(engine=p.engine, strategy=p.strategy, llm_state_method=p.llm_state_method,
-                             max_actions=p.max_actions, use_productions=p.use_productions,
-                             productions_require_approval=p.productions_require_approval,
-                             productions_ask_operator=p.productions_ask_operator)
+        settings = ReachSettings(engine=p.engine, strategy=p.strategy, llm_state_method=p.llm_state_method,
+                                 max_actions=p.max_actions, use_productions=p.use_productions,
+                                 productions_require_approval=p.productions_require_approval,
+                                 productions_ask_operator=p.productions_ask_operator)
+        if client is None:
+            return settings
+        decoding, notice = resolve_decoding(p.decoding, p.llm, client.provider, supported=p.strategy != "llm_state",
+                                            what="LLM-State on the planner's world")
+        if notice and notice not in self._decoding_notices:
+            self._decoding_notices.add(notice)
+            self.get_logger().warning(notice)
+        return replace(settings, decoding=decoding.value)
 
     def _executor(self, kb: KnowledgeBase | None, client: LLMClient | None = None,
                   review: PolicyReview | None = None) -> GoalExecutor:
@@ -187,7 +201,8 @@ class PlannerNode(Node):
         put to the operator through the oversight node when it is there."""
         approval = ProductionApproval(self._asks, lambda: self._oversight.available(self._params().service_timeout_s),
                                       self.get_logger().info, self.get_logger().warning)
-        return goal_executor(self._reach_settings(), self.domain, kb, client if client is not None else self._llm_client(),
+        client = client if client is not None else self._llm_client()
+        return goal_executor(self._reach_settings(client), self.domain, kb, client,
                              review=review, approval=approval, on_llm_state=self._publish_llm_state)
 
     def _publish_llm_state(self, state: OpenState, goal: str) -> None:

@@ -279,7 +279,8 @@ class LLMEndpointParameters(NodeParameters):
                            "llm_base_url); empty: config/llm.yaml")
     llm_selection_model: str = param("", "Model for selection and chat prompts (llm openai); empty: config/llm.yaml")
     decoding: str = param("auto", "free: the papers' protocols; grounded: answers constrained to what the robot "
-                          "can ground (STARS goals; docs/llm.md); auto: grounded with llm local, free otherwise")
+                          "can ground (STARS goals, BCR's choice; a node whose protocol has no grounded form "
+                          "says so in one line; docs/llm.md); auto: grounded with llm local, free otherwise")
 
 
 def llm_client_options(values: LLMEndpointParameters) -> dict[str, str]:

@@ -178,17 +178,23 @@ LLM_SERVER_NODE = "llm_server"
 
 
 def llm_wiring(config: BringupConfig, selected: Sequence[str] | None, llm: str = "", *, base_url: str = "",
-               model: str = "", selection_model: str = "", port: int | None = None
+               model: str = "", selection_model: str = "", port: int | None = None, decoding: str = ""
                ) -> tuple[list[str] | None, dict[str, Any]]:
     """What `--llm X [--base-url U] [--llm-model M]` means for a graph: (the nodes to start, the
     parameter overrides). Every node with an `llm` parameter gets X (and U, M as llm_base_url,
     llm_model...). `local` without a URL adds the llm_server node on a free port (or `port`) and
     points the others at it; M is then the GGUF file it serves. Shared by `task-learning bringup`
     and the launch file, so both wire a graph the same way. Values keep their parameter's type
-    (the port is an int: the launch passes them as typed parameters)."""
+    (the port is an int: the launch passes them as typed parameters). `decoding` (auto | free |
+    grounded) goes to every node with a `decoding` parameter; empty: as in config/nodes/."""
     overrides: dict[str, Any] = {}
     if llm:
         overrides["llm"] = llm
+    if decoding:
+        from task_learning.llm.constraints import parse_decoding
+
+        parse_decoding(decoding)  # a typo: one line naming the choices, before any node starts
+        overrides["decoding"] = decoding.strip().lower()
     if selection_model:
         overrides["llm_selection_model"] = selection_model
     if llm.strip().lower() == "local" and not base_url:

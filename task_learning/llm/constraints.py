@@ -212,3 +212,15 @@ def effective_decoding(provider: object, decoding: Decoding) -> tuple[Decoding, 
         return decoding, ""
     line = notice(str(getattr(inner, "name", "the LLM")), style)
     return (Decoding.FREE, line) if line else (decoding, "")
+
+
+def resolve_decoding(value: str | Decoding | None, llm_spec: str | None, provider: object, *,
+                     supported: bool = True, what: str = "") -> tuple[Decoding, str]:
+    """What a `decoding` setting (a node's parameter, a command's option: auto | free | grounded)
+    means for a client of `llm_spec` on `provider`, and the one line to say when grounded was asked
+    for and is not given: the protocol has no grounded form (`supported` False, `what` names it)
+    or the endpoint cannot constrain. Never silently free."""
+    decoding = parse_decoding(value, llm_spec)
+    if decoding is Decoding.GROUNDED and not supported:
+        return Decoding.FREE, f"decoding grounded: {what or 'this protocol'} has no grounded form yet; free decoding"
+    return effective_decoding(provider, decoding)

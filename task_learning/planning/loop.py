@@ -148,7 +148,9 @@ class TaskLearner:
     def run(self) -> RunMetrics:
         scene = self.scene
         if not scene.subtasks:
-            raise TaskLearningError(f"scene {scene.name!r} defines no subtasks for task {scene.task!r}")
+            raise TaskLearningError(f"scene {scene.name!r} defines no subtasks for task {scene.task!r}: no task "
+                                    "object for STARS to learn (a BCR testbed such as bcr_kitchen runs with "
+                                    "`task-learning bcr --scene NAME --task TASK`)")
         metrics = RunMetrics(assertions=scene.assertions)
         already_learned = any(g.task == scene.task for g in self.kb.goals())
         if already_learned:

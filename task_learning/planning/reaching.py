@@ -33,6 +33,9 @@ class ReachSettings:
     use_productions: bool = True
     productions_require_approval: bool = True
     productions_ask_operator: bool = True
+    # free | grounded: how the llm engine's choice is decoded, as the caller resolved it for its
+    # client (llm/constraints.py effective_decoding); LLM-State here has no grounded form yet
+    decoding: str = "free"
 
     @property
     def needs_llm(self) -> bool:
@@ -72,7 +75,8 @@ def goal_executor(settings: ReachSettings, domain: Domain, kb: KnowledgeBase | N
             ask_production_approval(kb, approval)
         productions = reacher_from_kb(kb, approved_only=approved_only)
     engine = settings.engine
-    return GoalExecutor(domain, lambda: make_engine(engine, client), kb, max_actions=settings.max_actions,
+    options = {"decoding": settings.decoding} if engine == "llm" else {}
+    return GoalExecutor(domain, lambda: make_engine(engine, client, **options), kb, max_actions=settings.max_actions,
                         reacher=reacher, productions=productions, review=review)
 
 

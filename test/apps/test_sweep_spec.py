@@ -136,3 +136,51 @@ def test_an_unreachable_cluster_address_is_one_line_at_once(tmp_path):
         port = server.getsockname()[1]  # bound, not listening: refused
         with pytest.raises(SweepError, match=rf"^cannot reach the Ray cluster at 127.0.0.1:{port}: "):
             check_reachable(f"127.0.0.1:{port}", timeout_s=5)
+
+
+def test_a_grid_decodes_freely_unless_it_says_grounded_and_free_keys_stay_as_they_were(monkeypatch, tmp_path):
+    """Issue 43: `decoding` on every command that talks to a model, sweeps too. Free (the
+    default, as `--decoding auto` with the sweep's providers) adds no parameter, so a sweep
+    written before the option keeps its trials' keys; grounded is its own cell and reaches BCR's
+    engine (the offline stand-in reads the constraint itself: no fallback line)."""
+    free = expand(parse_sweep({"name": "x", "experiments": [STARS]}, "f.yaml"))
+    assert all("decoding" not in t.params for t in free)
+    assert [t.key for t in expand(parse_sweep({"name": "x", "experiments": [dict(STARS, decoding="free")]}, "f.yaml"))] \
+        == [t.key for t in free]
+    grounded = expand(parse_sweep({"name": "x", "experiments": [dict(STARS, decoding="grounded")]}, "f.yaml"))
+    assert {t.params["decoding"] for t in grounded} == {"grounded"} and not {t.key for t in grounded} & {t.key for t in free}
+    assert "grounded" in grounded[0].label
+    with pytest.raises(ConfigError, match=r"experiments\[0\]\.decoding"):
+        parse_sweep({"name": "x", "experiments": [dict(STARS, decoding="constrained")]}, "f.yaml")
+
+    from task_learning.apps.sweeps import trial as trial_module
+    from task_learning.bcr import runner
+
+    seen: list[str] = []
+    real = runner.run_trial
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["decoding"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_trial", spy)
+    bcr = {"kind": "bcr", "tasks": ["make_coffee"], "seeds": 1, "trials": 1, "max_actions": 5}
+    for decoding in ("grounded", "free"):
+        (one,) = expand(parse_sweep({"name": "x", "experiments": [dict(bcr, decoding=decoding)]}, "f.yaml"))
+        result = trial_module.run_trial("bcr", one.params, str(tmp_path), one.key)
+        assert "error" not in result, result
+    assert seen == ["grounded", "free"]
+
+
+def test_free_and_grounded_cells_are_rows_of_their_own_named_by_their_decoding():
+    from task_learning.apps.sweeps.results import StoredTrial
+    from task_learning.apps.sweeps.summary import build_tables
+
+    def stored(decoding: str | None, seed: int, completion: float) -> StoredTrial:
+        params = {"scene": "tidy_kitchen", "condition": "STARS", "llm": {"name": "openai"}, "seed": seed,
+                  **({"decoding": decoding} if decoding else {})}
+        return StoredTrial(f"k{decoding}{seed}", "stars", "", params, "done", 1, {"completion": completion}, "", 1.0, "")
+
+    (table,) = build_tables([stored(None, 0, 10.0), stored(None, 1, 20.0), stored("grounded", 0, 50.0)])
+    assert [(row.cell["decoding"], row.estimates["completion"].mean) for row in table.rows] == [("free", 15.0),
+                                                                                            ("grounded", 50.0)]

@@ -162,3 +162,12 @@ def test_success_only_when_every_object_reached_its_goal():
         "1 object(s) without a goal: not_confirmed: the operator refused every proposal (Fork|1)"]
     nothing = summarize([], 40, 40)
     assert nothing.success and "nothing to do" in nothing.message
+
+
+def test_run_on_a_scene_without_a_stars_task_is_one_line_naming_the_command_that_runs_it(tmp_path, capsys):
+    """Issue 43's check of every packaged scene: bcr_kitchen (BCR's testbed) has no STARS task
+    object; `run` says so in one line, before any LLM call, and names `task-learning bcr`."""
+    code = main(["run", "--scene", "bcr_kitchen", "--condition", "STARS", "--db", str(tmp_path / "kb.sqlite")])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1
+    assert "'bcr_kitchen' defines no subtasks" in err[0] and "task-learning bcr --scene NAME --task TASK" in err[0]

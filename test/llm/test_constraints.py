@@ -18,6 +18,7 @@ from task_learning.llm.constraints import (
     notice,
     parse_decoding,
     request_body,
+    resolve_decoding,
 )
 from task_learning.llm.local_provider import LocalProvider, with_api_path
 from task_learning.llm.openai_provider import OpenAIProvider
@@ -77,6 +78,34 @@ def test_an_endpoint_that_cannot_constrain_gets_one_line_and_free_decoding():
     assert effective_decoding(local, Decoding.GROUNDED) == (Decoding.GROUNDED, "")
     assert effective_decoding(openai, Decoding.FREE) == (Decoding.FREE, "")
     assert "JSON schema, not a grammar" in notice("openai", ConstraintStyle.OLLAMA)
+
+
+def test_a_nodes_decoding_parameter_resolves_with_one_line_for_every_fallback():
+    """resolve_decoding is what the nodes (action_selector, planner, anticipation) do with their
+    `decoding` parameter: auto is grounded with local; a protocol without a grounded form and an
+    endpoint that cannot constrain each fall back to free decoding with one line, never silently."""
+    local = LocalProvider(base_url="http://127.0.0.1:9/v1", model_name="m")
+    openai = OpenAIProvider(base_url="http://127.0.0.1:9/v1", completion_model="m")
+    assert resolve_decoding("auto", "local", local) == (Decoding.GROUNDED, "")
+    assert resolve_decoding("auto", "openai", openai) == (Decoding.FREE, "")
+    decoding, line = resolve_decoding("grounded", "openai", openai)
+    assert decoding is Decoding.FREE and "cannot constrain decoding" in line and "\n" not in line
+    decoding, line = resolve_decoding("auto", "local", None, supported=False, what="anticipation")
+    assert decoding is Decoding.FREE and line == "decoding grounded: anticipation has no grounded form yet; free decoding"
+    assert resolve_decoding("free", "local", local, supported=False) == (Decoding.FREE, "")
+
+
+def test_the_planners_llm_engine_decodes_as_its_settings_say():
+    """The planner node's goal executor (planning.reaching) gives its BCR llm engine the decoding
+    the node resolved; before, the planner's engine always decoded freely."""
+    from task_learning.bcr.domain import load_domain
+    from task_learning.llm.client import make_client
+    from task_learning.planning.reaching import ReachSettings, goal_executor
+
+    with make_client("offline") as client:
+        for decoding, grounded in (("grounded", True), ("free", False)):
+            executor = goal_executor(ReachSettings(engine="llm", decoding=decoding), load_domain("household"), None, client)
+            assert executor.engine_factory().grounded is grounded  # type: ignore[attr-defined]
 
 
 def test_the_local_provider_sends_the_grammar_to_llama_cpp_and_keys_lists_by_it():

@@ -32,3 +32,32 @@ def test_a_given_url_or_another_provider_starts_no_server():
 def test_the_gguf_to_serve_goes_to_the_server_node_only():
     nodes, overrides = llm_wiring(load_bringup_config(), None, "local", model="/models/other.gguf", port=40124)
     assert overrides[f"{LLM_SERVER_NODE}.model"] == "/models/other.gguf" and "llm_model" not in overrides
+
+
+def test_decoding_goes_to_every_node_with_an_llm_and_a_typo_is_one_line():
+    """`bringup --decoding X` / `decoding:=X`: every node that talks to a model gets it (the nodes
+    resolve auto themselves: grounded with local); empty leaves config/nodes/ as it is."""
+    import pytest
+
+    from task_learning.errors import TaskLearningError
+
+    nodes = ["goal_elicitation", "action_selector", "planner", "anticipation", "perception"]
+    _, overrides = llm_wiring(load_bringup_config(), nodes, "openai", decoding="Grounded")
+    commands = _commands(nodes, overrides)
+    for name in ("goal_elicitation", "action_selector", "planner", "anticipation"):
+        assert "decoding:=grounded" in commands[name]
+    assert "decoding" not in commands["perception"]
+    assert "decoding" not in llm_wiring(load_bringup_config(), None, "local", port=40125)[1]
+    with pytest.raises(TaskLearningError, match="unknown decoding 'constrained'"):
+        llm_wiring(load_bringup_config(), None, "local", port=40126, decoding="constrained")
+
+
+def test_the_demo_gives_its_decoding_to_the_graph():
+    from pathlib import Path
+
+    from task_learning_nodes.clients.demo import bringup_command
+
+    command = bringup_command("task-learning", "tidy_kitchen", Path("kb.sqlite"), "symbolic", "local",
+                              {"base_url": "http://127.0.0.1:8091/v1"}, decoding="free")
+    assert command[command.index("--decoding") + 1] == "free"
+    assert command[command.index("--base-url") + 1] == "http://127.0.0.1:8091/v1"

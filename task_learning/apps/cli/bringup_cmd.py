@@ -32,6 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="model for selection and chat prompts (openai)")
     parser.add_argument("--base-url", default="", metavar="URL",
                         help="the LLM endpoint (openai), or a running llama-server (local)")
+    parser.add_argument("--decoding", default="", choices=("", "auto", "free", "grounded"),
+                        help="decoding of every node with an LLM: free (the papers' protocols), grounded "
+                             "(answers constrained to what the robot can ground) or auto (grounded with "
+                             "local, free otherwise); default: as in config/nodes/ (auto); docs/llm.md")
     parser.add_argument("--config", help="bring-up file (default: config/bringup.yaml)")
     parser.add_argument("--keep-going", action="store_true",
                         help="keep the other nodes running when one dies")
@@ -52,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
             raise bringup.TaskLearningError(parser_error)
         overrides[key] = value
     nodes, wiring = bringup.llm_wiring(config, args.nodes, args.llm, base_url=args.base_url,
-                                       model=args.llm_model, selection_model=args.llm_selection_model)
+                                       model=args.llm_model, selection_model=args.llm_selection_model,
+                                       decoding=args.decoding)
     return bringup.run_bringup(nodes, {**wiring, **overrides}, config=config,
                                on_node_exit="continue" if args.keep_going else None)

@@ -51,6 +51,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"ROS graph on domain {claim.domain_id} (ROS_DOMAIN_ID={claim.domain_id} to watch it)", flush=True)
     try:
         return run_demo(args.scene, args.condition, args.workdir, baselines, backend=args.backend, llm=args.llm,
-                        llm_options=llm_options(args))
+                        llm_options=llm_options(args), decoding=args.decoding)
     finally:
         claim.close()

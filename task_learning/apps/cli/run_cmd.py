@@ -21,7 +21,11 @@ from task_learning.planning.summary import summarize
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("run", help="learn and perform a task (in-process)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scene", required=True, help="tidy_kitchen | store_groceries | organize_office | a YAML path")
+    from task_learning.world.scene import available_scenes
+
+    p.add_argument("--scene", required=True,
+                   help=f"a packaged scene ({', '.join(available_scenes())}; bcr_kitchen is BCR's, no STARS task) "
+                        "or a scene file (YAML; recorded AI2-THOR metadata: file.json[#scene])")
     p.add_argument("--task", default=None, help="the task to perform (default: the scene's own)")
     p.add_argument("--condition", default="STARS+O", type=str.upper, choices=CONDITIONS)
     add_llm_arguments(p)

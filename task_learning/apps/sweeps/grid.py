@@ -45,10 +45,11 @@ class Trial:
         """A short human name: kind, the grid values, the seed."""
         p = self.params
         llm = p["llm"]["name"]
+        grounded = " grounded" if p.get("decoding") == "grounded" else ""
         if self.kind == "stars":
-            return f"stars {p['scene']} {p['condition']} {llm} seed {p['seed']}"
+            return f"stars {p['scene']} {p['condition']} {llm}{grounded} seed {p['seed']}"
         if self.kind == "bcr":
-            return f"bcr {p['task']} {p['mode']} {p['engine']} {llm} seed {p['seed']}"
+            return f"bcr {p['task']} {p['mode']} {p['engine']} {llm}{grounded} seed {p['seed']}"
         return f"llm_state {p['task']} {p['method']} {llm} seed {p['seed']}"
 
 
@@ -59,11 +60,17 @@ def _llm(entry: LLMEntry) -> dict[str, Any]:
     return data
 
 
+def _decoding(decoding: str) -> dict[str, str]:
+    """Grounded decoding as a parameter of the trial; free (the default) is left out, so the keys
+    of sweeps written before the option existed stay what they were (a rerun skips their trials)."""
+    return {"decoding": decoding} if decoding != "free" else {}
+
+
 def _stars(grid: StarsGrid) -> Iterator[Trial]:
     for scene, condition, llm, seed in itertools.product(grid.scenes, grid.conditions, grid.llm, grid.seeds):
         yield Trial("stars", {"scene": scene, "condition": condition, "llm": _llm(llm), "seed": seed,
                               "elicitation": grid.elicitation, "engine": grid.engine,
-                              "trial2": grid.trial2 and condition.endswith("+O")})
+                              "trial2": grid.trial2 and condition.endswith("+O"), **_decoding(grid.decoding)})
 
 
 def _bcr(grid: BCRGrid) -> Iterator[Trial]:
@@ -71,7 +78,7 @@ def _bcr(grid: BCRGrid) -> Iterator[Trial]:
                                                            grid.seeds):
         yield Trial("bcr", {"scene": grid.scene, "task": task, "mode": mode, "engine": engine,
                             "llm": _llm(llm), "seed": seed, "trials": grid.trials,
-                            "max_actions": grid.max_actions})
+                            "max_actions": grid.max_actions, **_decoding(grid.decoding)})
 
 
 def _llm_state(grid: LLMStateGrid) -> Iterator[Trial]:

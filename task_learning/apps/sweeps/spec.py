@@ -169,6 +169,14 @@ class LLMEntry(Schema):
 LLMs = Annotated[list[LLMEntry], Field(min_length=1), AfterValidator(_unique)]
 
 
+# How the grid's model answers (docs/llm.md, grounded decoding): the sweep's providers (offline,
+# openai, replay) all decode freely unless asked, as `--decoding auto` does with them; grounded
+# sends the constraint where the endpoint takes one (config/llm.yaml openai.constraints) and
+# falls back to free decoding with one line where it does not. LLM-State's grounded form needs
+# its bounded answers, which its grid does not ask for: it has no decoding here.
+Decoding = Literal["free", "grounded"]
+
+
 # The grids' list defaults are plain lists: pydantic copies a default for every instance (ruff
 # knows that of BaseModel's direct subclasses only, hence its RUF012 notes on these lines).
 class StarsGrid(Schema):
@@ -184,6 +192,7 @@ class StarsGrid(Schema):
     elicitation: Literal["batched", "concurrent", "across-objects"] = "batched"
     engine: Literal["heuristic", "llm"] = "heuristic"
     trial2: bool = False
+    decoding: Decoding = "free"
 
     @model_validator(mode="after")
     def _stars_star(self) -> "StarsGrid":
@@ -213,6 +222,7 @@ class BCRGrid(Schema):
     seeds: Seeds
     trials: int = Field(default=10, ge=1, le=MAX_TRIALS_PER_CELL)
     max_actions: int = Field(default=100, ge=1, le=10_000)
+    decoding: Decoding = "free"
     llm: LLMs = Field(default_factory=lambda: [LLMEntry(provider="offline")])
 
     def axes(self) -> dict[str, int]:

@@ -24,8 +24,8 @@ KIND_TITLES = {"stars": "STARS", "bcr": "BCR", "llm_state": "LLM-State"}
 # Parameters that name a row, per kind, in column order (those that take one value in the sweep
 # go into the table's heading instead). The seed is what the rows average over.
 ROW_PARAMS = {
-    "stars": ("scene", "condition", "llm", "elicitation", "engine"),
-    "bcr": ("scene", "task", "mode", "engine", "llm", "trials", "max_actions"),
+    "stars": ("scene", "condition", "llm", "decoding", "elicitation", "engine"),
+    "bcr": ("scene", "task", "mode", "engine", "llm", "decoding", "trials", "max_actions"),
     "llm_state": ("task", "method", "llm", "maps", "trials", "temperature", "prompts", "hands"),
 }
 
@@ -88,6 +88,8 @@ class Table:
         return {"kind": self.kind, "fixed": self.fixed, "ci": CI_METHOD,
                 "rows": [{**r.cell, "seeds": r.seeds, **{k: e.to_dict() for k, e in r.estimates.items()}}
                          for r in self.rows]}
+# What a trial without the parameter ran with (grid.py leaves free decoding out of the key).
+ROW_DEFAULTS = {"decoding": "free"}
 
 
 def build_tables(trials: Iterable[StoredTrial]) -> list[Table]:
@@ -102,12 +104,12 @@ def build_tables(trials: Iterable[StoredTrial]) -> list[Table]:
         if not done:
             continue
         names = [p for p in ROW_PARAMS[kind] if any(p in t.params for t in done)]
-        values = {p: {_shown(t.params.get(p)) for t in done} for p in names}
+        values = {p: {_shown(t.params.get(p, ROW_DEFAULTS.get(p))) for t in done} for p in names}
         columns = [p for p in names if len(values[p]) > 1 or p in ("scene", "condition", "task", "method")]
         fixed = {p: next(iter(values[p])) for p in names if p not in columns}
         cells: dict[tuple[str, ...], list[StoredTrial]] = {}
         for trial in done:
-            cells.setdefault(tuple(_shown(trial.params.get(p)) for p in columns), []).append(trial)
+            cells.setdefault(tuple(_shown(trial.params.get(p, ROW_DEFAULTS.get(p))) for p in columns), []).append(trial)
         present = [m for m in MEASURES[kind] if any(m[0] in t.measures for t in done)]
         table = Table(kind, fixed, columns, present)
         for cell, members in cells.items():

@@ -7,6 +7,7 @@ error instead. The measures are what the sweep's tables average over seeds.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import statistics
@@ -63,7 +64,7 @@ def _stars(params: Mapping[str, Any], kb_dir: Path, key: str) -> dict[str, Any]:
     spec = RunSpec(scene=params["scene"], condition=condition, llm=spec_str, llm_options=options,
                    operator="simulated" if condition.endswith("+O") else "none",
                    db=_fresh(kb_dir / f"{key}.sqlite"), seed=params["seed"], engine=params["engine"],
-                   elicitation=params["elicitation"])
+                   elicitation=params["elicitation"], decoding=params.get("decoding", "free"))
     metrics, _ = run_in_process(spec)
     data = metrics.to_dict()
     measures = {"completion": data["completion"], "yes_no": data["yes_no"], "words": data["words"],
@@ -81,11 +82,19 @@ def _bcr(params: Mapping[str, Any], _kb_dir: Path, _key: str) -> dict[str, Any]:
     from task_learning.bcr.runner import run_trial as bcr_trial
 
     client = make_trial_client(params["llm"], params["seed"]) if params["engine"] == "llm" else None
+    decoding = "free"
+    if client is not None:
+        from task_learning.llm.constraints import resolve_decoding
+
+        chosen, notice = resolve_decoding(params.get("decoding", "free"), client_spec(params["llm"])[0], client.provider)
+        decoding = chosen.value
+        if notice:  # on the worker's log, as the in-process STARS run says it: never silently free
+            logging.getLogger(__name__).warning("%s", notice)
     n = int(params["trials"])
     results = []
     for i in range(n):
         results.append(bcr_trial(params["scene"], params["task"], params["engine"], client, params["seed"] * n + i,
-                                 max_actions=params["max_actions"], mode=params["mode"]))
+                                 max_actions=params["max_actions"], mode=params["mode"], decoding=decoding))
         if client is not None:
             client.raise_if_unavailable()
     return {"success_rate": 100.0 * sum(r.success for r in results) / n,
