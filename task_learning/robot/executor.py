@@ -170,8 +170,8 @@ class RobotSkillExecutor:
         return hold_of(self.view.height_of(held) if held else None, None, None)
 
     def _reach(self) -> float:
-        """How far the held object reaches past the fingers (0 with an empty hand)."""
-        return self._held().ahead if self.view.held() else 0.0
+        """How far the held object reaches past the fingertips (0 with an empty hand)."""
+        return self._held().past_fingertips if self.view.held() else 0.0
 
     def _target(self, skill: str, object_id: str, position: Vec3) -> Vec3:
         """Where the hand goes (and the base stands for it, and the head looks): a door's handle

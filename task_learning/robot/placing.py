@@ -86,6 +86,12 @@ class Hold:
     below_down: float
     below_level: float
 
+    @property
+    def past_fingertips(self) -> float:
+        """How far it reaches past the fingertips (PADS_ABOVE_BOTTOM_M past the pads' centre:
+        the hand's own reach, which the approaches already keep out of the furniture)."""
+        return max(0.0, self.ahead - PADS_ABOVE_BOTTOM_M)
+
 
 def hold_of(height: float | None, length: float | None, from_above: bool | None) -> Hold:
     """How an object `height` tall, `length` long (its long level side, across which the

@@ -64,7 +64,7 @@ FACE_MARGIN_M = 0.03
 LEVEL_ENTRY_M = 0.9
 # ... and the nearest the base it starts (base frame x, m): measured from the carry pose, straight
 # lines to level points at 0.93 m jump branches at 0.55-0.65 m ahead, not at 0.7 m; the deepest
-# spots start 0.67 m ahead and work. A held object reaching past the fingers moves the base back.
+# spots start 0.67 m ahead and work. A held object reaching past the fingertips moves the base back.
 LEVEL_START_M = 0.67
 STRAIGHT_STEP_M = 0.04
 TRANSIT_STEP_M = 0.1  # ... on the way from where the arm is to a motion's first waypoint
@@ -139,7 +139,7 @@ class SkillSequencer:
         square to that face, at least FRONT_CLEARANCE_M out of it (`level_front_m` out of it for a
         target inside the piece that the arm reaches level, and far enough that the level approach
         starts LEVEL_START_M ahead of the base with the held object, reaching `reach` past the
-        fingers, FACE_MARGIN_M out of the face);
+        fingertips, FACE_MARGIN_M out of the face);
         else on the line from the robot."""
         d = self.profile.base.standoff_m
         if front is not None:
@@ -401,7 +401,7 @@ class SkillSequencer:
                     front: BasePose | None, from_above: bool, reach: float) -> float:
         """How far before the target the straight approach starts: `pregrasp_m`, or for a level
         pick or place inside a piece (front known), from FACE_MARGIN_M in front of its face (what
-        the hand holds, reaching `reach` past the fingers, too)."""
+        the hand holds, reaching `reach` past the fingertips, too)."""
         pregrasp = self.profile.arm.pregrasp_m
         if from_above or front is None or skill not in ("pick", "place"):
             return pregrasp
@@ -416,7 +416,7 @@ class SkillSequencer:
         TOP_DOWN_BELOW_M come from above (the fingers closing along `grasp_yaw`, the heading of
         the object's narrow side in `map`, when known); the rest, and doors and switches, level
         from the side, square into `front` (the holding piece's front face) when known. `reach`:
-        how far a held object reaches past the fingers (a level place starts with it out of the
+        how far a held object reaches past the fingertips (a level place starts with it out of the
         piece's face)."""
         self.begin_action()
         try:

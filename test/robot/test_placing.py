@@ -52,6 +52,7 @@ def test_how_an_object_sits_in_the_hand_depends_on_how_it_was_taken():
     mug = hold_of(0.1, 0.08, from_above=False)  # taken level from a table, it stands as it stood
     assert mug.below_level == pytest.approx(0.1 - GRASP_BELOW_TOP_M) and mug.ahead == pytest.approx(0.04)
     assert hold_of(0.2, None, None) == Hold(0.0, 0.2 - GRASP_BELOW_TOP_M, 0.2 - GRASP_BELOW_TOP_M)
+    assert pot.past_fingertips == 0.0 and carton.past_fingertips == pytest.approx(carton.ahead - PADS_ABOVE_BOTTOM_M)
 
 
 def test_a_release_clears_the_floor_the_rim_or_the_hands_housing():
@@ -120,4 +121,5 @@ def test_the_executor_releases_a_picked_object_as_the_pick_left_it_in_the_hand()
     look = next(g for g in runner.goals if isinstance(g, PointHeadGoal))
     assert look.target == pytest.approx(release_point(fridge, hold_of(0.3, 0.1, True), profile.arm.place_above_m))
     drive = next(g for g in runner.goals if isinstance(g, NavigateGoal))
-    assert drive.position[0] == pytest.approx(2.315 + LEVEL_START_M + 0.265 + FACE_MARGIN_M)  # it starts out of the face
+    reach = 0.3 - GRASP_BELOW_TOP_M - PADS_ABOVE_BOTTOM_M  # past the fingertips
+    assert drive.position[0] == pytest.approx(2.315 + LEVEL_START_M + reach + FACE_MARGIN_M)  # it starts out of the face
