@@ -59,9 +59,11 @@ HUB_POINT = (0.65, 0.0, 1.0)
 ON_FACE_M = 0.03
 FACE_MARGIN_M = 0.03
 # The lowest a level place goes in (base frame z, m): lower, straight lines out of the carry pose
-# leave the IK's branch (measured on the Fetch: 0.8 m jumps, 0.87 m and up does not); a release
-# below it is reached straight down from over the spot.
-LEVEL_ENTRY_M = 0.9
+# leave the IK's branch (measured on the Fetch's URDF: to 0.67 m ahead at 0.9 m they jumped, and
+# the joint-space fallback swept the elbow into the fridge's door; at 1.0 m every segment of a
+# place 0.12-0.32 m into the fridge, 0.15 m to either side, stays within 0.35 rad between points);
+# a release below it is reached straight down from over the spot.
+LEVEL_ENTRY_M = 1.0
 # ... and the nearest the base it starts (base frame x, m): measured from the carry pose, straight
 # lines to level points at 0.93 m jump branches at 0.55-0.65 m ahead, not at 0.7 m; the deepest
 # spots start 0.67 m ahead and work. A held object reaching past the fingertips moves the base back.
