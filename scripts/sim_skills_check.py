@@ -114,6 +114,10 @@ class GroundTruthView:
         record = self.snapshot()["objects"].get(object_id)
         return None if record is None or self.focus != "object" else record.get("narrow_width")
 
+    def length_of(self, object_id: str) -> float | None:
+        record = self.snapshot()["objects"].get(object_id)
+        return None if record is None or self.focus == "approach" else record.get("long_width")
+
     def handle_of(self, object_id: str) -> Vec3 | None:
         piece = self.snapshot()["receptacles"].get(object_id)
         if piece is None or "handle" not in piece or self.focus == "approach":

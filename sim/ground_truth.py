@@ -23,7 +23,7 @@ def _object(sim: Simulator, item_id: str) -> dict[str, Any]:
     centre = sim.data.body(item_id).xpos
     return {"position": _r(centre), "top": round(float(centre[2]) + half_z, 4),
             "bottom": round(float(centre[2]) - half_z, 4), "narrow_yaw": _narrow_yaw(sim, item_id),
-            "narrow_width": round(_narrow_width(sim, item_id), 4)}
+            "narrow_width": round(_narrow_width(sim, item_id), 4), "long_width": round(_long_width(sim, item_id), 4)}
 
 
 def _narrow_width(sim: Simulator, item_id: str) -> float:
@@ -32,6 +32,14 @@ def _narrow_width(sim: Simulator, item_id: str) -> float:
     half = _half_extent(sim, item_id)
     level = [i for i in range(3) if abs(axes[2, i]) < 0.5] or [0, 1]
     return 2 * float(min(half[i] for i in level))
+
+
+def _long_width(sim: Simulator, item_id: str) -> float:
+    """The object's extent along its longest level side (a standing cylinder's diameter)."""
+    axes = sim.data.geom(item_id).xmat.reshape(3, 3)
+    half = _half_extent(sim, item_id)
+    level = [i for i in range(3) if abs(axes[2, i]) < 0.5] or [0, 1]
+    return 2 * float(max(half[i] for i in level))
 
 
 def _narrow_yaw(sim: Simulator, item_id: str) -> float | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from task_learning.perception.belief import narrow_width
+from task_learning.perception.belief import HORIZONTAL_AXIS_SIN, narrow_width
 from task_learning.perception.bridge import FetchWorld
 from task_learning.robot.goals import Vec3
 from task_learning.robot.placing import Place
@@ -89,6 +89,19 @@ class BeliefView:
             R = track.T_world_marker[:3, :3].copy()
             extent = np.asarray(track.spec.extent)
         return float(np.abs(R[2]) @ extent)
+
+    def length_of(self, object_id: str) -> float | None:
+        """The object's extent along its long level side: the largest of the registry's extents
+        along its marker's axes that lie level (within ~45 degrees), turned as the belief last
+        saw it; None for furniture or without an extent (or no axis level)."""
+        with self.world._cond:
+            track = self.world.belief.tracks.get(object_id)
+            if track is None or track.spec.receptacle is not None or track.spec.extent is None:
+                return None
+            R = track.T_world_marker[:3, :3].copy()
+            extent = np.asarray(track.spec.extent)
+        level = [i for i in range(3) if abs(float(R[2, i])) < HORIZONTAL_AXIS_SIN]
+        return max((float(extent[i]) for i in level), default=None)
 
     def place_in(self, object_id: str) -> Place | None:
         """The receptacle's volume from the registry where its marker was last seen: centre,

@@ -28,8 +28,8 @@ from task_learning.robot.failures import (
 )
 from task_learning.robot.gate import MotionGate
 from task_learning.robot.goals import GoalOutcome, RobotGoal, Step, TrajectoryGoal, Vec3
-from task_learning.robot.placing import Place, grasp_point, release_point
-from task_learning.robot.sequences import MANIPULATIONS, BasePose, SkillSequencer, Unreachable
+from task_learning.robot.placing import Hold, Place, grasp_point, hold_of, release_point
+from task_learning.robot.sequences import MANIPULATIONS, TOP_DOWN_BELOW_M, BasePose, SkillSequencer, Unreachable
 from task_learning.world.backend import WORLD_UNAVAILABLE
 
 log = logging.getLogger(__name__)
@@ -77,6 +77,12 @@ class RobotView(Protocol):
         """How tall the object stands (m); None when not known (the hand goes to its centre)."""
         ...
 
+    def length_of(self, object_id: str) -> float | None:
+        """The object's extent (m) along its long level side, the one across which the fingers
+        do not close (a round object's diameter): taken from above and turned level, it stands
+        that tall in the hand; None when not known."""
+        ...
+
     def place_in(self, object_id: str) -> Place | None:
         """What the robot believes of the receptacle as a place to put things (robot.placing);
         None when not known (the hand goes to the receptacle's position)."""
@@ -111,6 +117,7 @@ class RobotSkillExecutor:
         self.on_step = on_step
         self.view_timeout_s = view_timeout_s
         self.log = ExecutionLog()
+        self._hold: tuple[str, Hold] | None = None  # what the hand took, and how it sits there
 
     def execute(self, request: SkillRequest) -> SkillResult:
         subject = request.object_id or "the object"
@@ -130,7 +137,7 @@ class RobotSkillExecutor:
         front = self.view.front_of(request.object_id)
         position = self._target(request.skill, request.object_id, position)
         if request.skill == "navigate":
-            return self._run(self.sequencer.navigate(position, base, front), subject, generation)
+            return self._run(self.sequencer.navigate(position, base, front, self._reach()), subject, generation)
         if base is None:
             return _fail(ROBOT_FAULT, subject, "the base's pose in the map is unknown (no transform map -> "
                          f"{self.profile.base.base_frame})")
@@ -139,10 +146,32 @@ class RobotSkillExecutor:
         try:
             steps = self.sequencer.manipulate(request.skill, position, base, front,
                                               self.view.grasp_yaw(request.object_id),
-                                              self.view.grasp_width(request.object_id))
+                                              self.view.grasp_width(request.object_id),
+                                              self._reach() if request.skill == "place" else 0.0)
         except Unreachable as exc:
             return _fail(NOT_NEAR, subject, str(exc))
-        return self._run(steps, subject, generation)
+        result = self._run(steps, subject, generation)
+        if result.success and request.skill in ("pick", "place"):
+            self._hold = (request.object_id, self._taken(request.object_id, position)) \
+                if request.skill == "pick" else None
+        return result
+
+    def _taken(self, object_id: str, grasp: Vec3) -> Hold:
+        """How the object just picked at `grasp` sits in the hand (robot.placing.hold_of): taken
+        from above below TOP_DOWN_BELOW_M, as the sequencer does."""
+        return hold_of(self.view.height_of(object_id), self.view.length_of(object_id), grasp[2] < TOP_DOWN_BELOW_M)
+
+    def _held(self) -> Hold:
+        """How the held object sits in the hand: as recorded when it was picked, else from its
+        height alone (not knowing how it was taken)."""
+        held = self.view.held()
+        if self._hold is not None and self._hold[0] == held:
+            return self._hold[1]
+        return hold_of(self.view.height_of(held) if held else None, None, None)
+
+    def _reach(self) -> float:
+        """How far the held object reaches past the fingertips (0 with an empty hand)."""
+        return self._held().past_fingertips if self.view.held() else 0.0
 
     def _target(self, skill: str, object_id: str, position: Vec3) -> Vec3:
         """Where the hand goes (and the base stands for it, and the head looks): a door's handle
@@ -154,7 +183,7 @@ class RobotSkillExecutor:
         if skill in ("open", "close") or (skill == "navigate" and place is not None and not held):
             return self.view.handle_of(object_id) or position
         if place is not None and skill in ("place", "navigate"):
-            return release_point(place, self.view.height_of(held) if held else None, self.profile.arm.place_above_m)
+            return release_point(place, self._held(), self.profile.arm.place_above_m)
         if place is None and skill in ("pick", "navigate"):
             return grasp_point(position, self.view.height_of(object_id))
         return position
@@ -192,8 +221,8 @@ class RobotSkillExecutor:
                 return _fail(NOT_VISIBLE, subject, f"not found in a look-around of "
                              f"{len(self.profile.head.look_around_pans)} headings")
         target = self._target("navigate", subject, position)
-        return self._run(self.sequencer.navigate(target, self.view.base_pose(), self.view.front_of(subject)),
-                         subject, generation)
+        return self._run(self.sequencer.navigate(target, self.view.base_pose(), self.view.front_of(subject),
+                                                 self._reach()), subject, generation)
 
     def _run(self, steps: list[Step], subject: str, generation: int) -> SkillResult:
         sent: list[Step] = []

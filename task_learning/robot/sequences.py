@@ -58,6 +58,16 @@ HUB_POINT = (0.65, 0.0, 1.0)
 # approach starts FACE_MARGIN_M in front of the face (not inside the piece's frame).
 ON_FACE_M = 0.03
 FACE_MARGIN_M = 0.03
+# The lowest a level place goes in (base frame z, m): lower, straight lines out of the carry pose
+# leave the IK's branch (measured on the Fetch's URDF: to 0.67 m ahead at 0.9 m they jumped, and
+# the joint-space fallback swept the elbow into the fridge's door; at 1.0 m every segment of a
+# place 0.12-0.32 m into the fridge, 0.15 m to either side, stays within 0.35 rad between points);
+# a release below it is reached straight down from over the spot.
+LEVEL_ENTRY_M = 1.0
+# ... and the nearest the base it starts (base frame x, m): measured from the carry pose, straight
+# lines to level points at 0.93 m jump branches at 0.55-0.65 m ahead, not at 0.7 m; the deepest
+# spots start 0.67 m ahead and work. A held object reaching past the fingertips moves the base back.
+LEVEL_START_M = 0.67
 STRAIGHT_STEP_M = 0.04
 TRANSIT_STEP_M = 0.1  # ... on the way from where the arm is to a motion's first waypoint
 TURN_STEP_RAD = 0.3  # ... and at most this much turn of the gripper between IK points
@@ -124,18 +134,23 @@ class SkillSequencer:
 
     # -- base and head --------------------------------------------------------------------------
 
-    def standoff(self, target: Vec3, base: BasePose | None, front: BasePose | None = None) -> tuple[Vec3, float]:
+    def standoff(self, target: Vec3, base: BasePose | None, front: BasePose | None = None,
+                 reach: float = 0.0) -> tuple[Vec3, float]:
         """Where the base stops for an object at `target` (map) and its heading: in front of
         `front` (the front face's centre of the piece holding it, heading out of it) when known,
         square to that face, at least FRONT_CLEARANCE_M out of it (`level_front_m` out of it for a
-        target inside the piece that the arm reaches level); else on the line from the robot."""
+        target inside the piece that the arm reaches level, and far enough that the level approach
+        starts LEVEL_START_M ahead of the base with the held object, reaching `reach` past the
+        fingertips, FACE_MARGIN_M out of the face);
+        else on the line from the robot."""
         d = self.profile.base.standoff_m
         if front is not None:
             out = np.array([math.cos(front.yaw), math.sin(front.yaw)])
             behind = float((np.array([front.x, front.y]) - np.array(target[:2])) @ out)
             level = self.profile.base.level_front_m
             if level is not None and target[2] >= TOP_DOWN_BELOW_M and behind > ON_FACE_M:
-                d = behind + min(level, self.profile.base.level_reach_m - behind)
+                d = behind + max(min(level, self.profile.base.level_reach_m - behind),
+                                 LEVEL_START_M + reach + FACE_MARGIN_M if reach > 0 else 0.0)
             away = behind + max(d - behind, FRONT_CLEARANCE_M)
             yaw = front.yaw + math.pi - self.profile.base.facing_rad
             return ((target[0] + away * out[0], target[1] + away * out[1], 0.0),
@@ -146,12 +161,13 @@ class SkillSequencer:
         yaw = bearing - self.profile.base.facing_rad
         return (ox - d * math.cos(bearing), oy - d * math.sin(bearing), 0.0), math.atan2(math.sin(yaw), math.cos(yaw))
 
-    def navigate(self, target: Vec3, base: BasePose | None, front: BasePose | None = None) -> list[Step]:
+    def navigate(self, target: Vec3, base: BasePose | None, front: BasePose | None = None,
+                 reach: float = 0.0) -> list[Step]:
         """The arm to its carry pose first (IK mode, with a kinematic model: a manipulation
         leaves it out in front, where driving would sweep it into furniture), then the base,
         then the head at the target: the robot arrives looking at what it came for (AI2-THOR's
         NavigateToObject leaves the object in view, and a planner asks whether it is visible)."""
-        position, yaw = self.standoff(target, base, front)
+        position, yaw = self.standoff(target, base, front, reach)
         self.begin_action()
         goal = NavigateGoal(self.profile.base.navigate_action, self.profile.base.map_frame, position, yaw,
                             self.profile.timeouts.navigate_s)
@@ -384,31 +400,35 @@ class SkillSequencer:
         return next((c for c in candidates if self._solve(c, None, frame) is not None), candidates[0])
 
     def _approach_m(self, skill: str, p: np.ndarray, approach: np.ndarray, base: BasePose,
-                    front: BasePose | None, from_above: bool) -> float:
+                    front: BasePose | None, from_above: bool, reach: float) -> float:
         """How far before the target the straight approach starts: `pregrasp_m`, or for a level
-        pick or place inside a piece (front known), from FACE_MARGIN_M in front of its face."""
+        pick or place inside a piece (front known), from FACE_MARGIN_M in front of its face (what
+        the hand holds, reaching `reach` past the fingertips, too)."""
         pregrasp = self.profile.arm.pregrasp_m
         if from_above or front is None or skill not in ("pick", "place"):
             return pregrasp
         face = base.to_base((front.x, front.y, 0.0))
-        return max(pregrasp, float((p[:2] - face[:2]) @ approach[:2]) + FACE_MARGIN_M)
+        return max(pregrasp, float((p[:2] - face[:2]) @ approach[:2]) + FACE_MARGIN_M + reach)
 
     def manipulate(self, skill: str, target: Vec3, base: BasePose, front: BasePose | None = None,
-                   grasp_yaw: float | None = None, grasp_width: float | None = None) -> list[Step]:
+                   grasp_yaw: float | None = None, grasp_width: float | None = None, reach: float = 0.0
+                   ) -> list[Step]:
         """The goals of a manipulation of the object at `target` (map); Unreachable when the
         arm cannot get there from `base` (nothing is planned then). Picks and places below
         TOP_DOWN_BELOW_M come from above (the fingers closing along `grasp_yaw`, the heading of
         the object's narrow side in `map`, when known); the rest, and doors and switches, level
-        from the side, square into `front` (the holding piece's front face) when known."""
+        from the side, square into `front` (the holding piece's front face) when known. `reach`:
+        how far a held object reaches past the fingertips (a level place starts with it out of the
+        piece's face)."""
         self.begin_action()
         try:
-            return self._manipulate(skill, target, base, front, grasp_yaw, grasp_width)
+            return self._manipulate(skill, target, base, front, grasp_yaw, grasp_width, reach)
         except Unreachable:
             self._at = self._action_start
             raise
 
     def _manipulate(self, skill: str, target: Vec3, base: BasePose, front: BasePose | None,
-                    grasp_yaw: float | None, grasp_width: float | None) -> list[Step]:
+                    grasp_yaw: float | None, grasp_width: float | None, reach: float) -> list[Step]:
         arm = self.profile.arm
         p = base.to_base(target)
         toward = np.array([p[0], p[1], 0.0])
@@ -420,7 +440,7 @@ class SkillSequencer:
         approach = np.array([0.0, 0.0, -1.0]) if from_above else toward
         if from_above and skill == "pick" and grasp_yaw is not None:
             toward = across(grasp_yaw - base.yaw, toward)
-        back = p - approach * self._approach_m(skill, p, approach, base, front, from_above)
+        back = p - approach * self._approach_m(skill, p, approach, base, front, from_above, reach)
         up = np.array([0.0, 0.0, arm.place_above_m])
         look = self.look_at(target, base)
         if from_above:  # over at the carry height, down to twice the approach distance above, through once
@@ -438,11 +458,17 @@ class SkillSequencer:
                 [self.gripper(False, grasp=True)] + self.arm_path(lift, approach, toward, transit=False)
         if skill == "place":
             release = p + up
-            above = over[:1] + [(release + np.array([0.0, 0.0, arm.pregrasp_m]), "above the receptacle")] if from_above \
-                else [(self._reachable([back + up + np.array([0.0, 0.0, dz]) for dz in (0.0, 0.06, 0.12, -0.06)],
-                                       approach, toward), "above the receptacle, back")]
+            if from_above:
+                above = over[:1] + [(release + np.array([0.0, 0.0, arm.pregrasp_m]), "above the receptacle")]
+            else:  # level, in at LEVEL_ENTRY_M at least (lower, the IK leaves its branch), then down
+                entry = np.array([0.0, 0.0, max(0.0, LEVEL_ENTRY_M - release[2])])
+                above = [(self._reachable([back + up + entry + np.array([0.0, 0.0, dz])
+                                           for dz in (0.0, 0.06, 0.12, -0.06)], approach, toward),
+                          "above the receptacle, back")]
+                above += [(above[0][0] + (p - back), "over the spot")] if entry[2] > 0 else []
+            retreat = above[::-1][:1] if from_above else above[::-1]
             return look + self.arm_path(above + [(release, "release pose")], approach, toward) + \
-                [self.gripper(True)] + self.arm_path(above[::-1][:1], approach, toward, transit=False)
+                [self.gripper(True)] + self.arm_path(retreat, approach, toward, transit=False)
         if skill in ("open", "close"):
             # open: pull the handle back to where the hand came from; close: push it in half the
             # approach further; then let go and back off to where the hand came from

@@ -70,6 +70,9 @@ class StandInRobotWorld:
     def height_of(self, object_id: str) -> float | None:
         return None
 
+    def length_of(self, object_id: str) -> float | None:
+        return None
+
     def place_in(self, object_id: str) -> Place | None:
         return None
 

@@ -42,6 +42,7 @@ class FakeView:
     fronts: dict[str, BasePose] = field(default_factory=dict)
     heights: dict[str, float] = field(default_factory=dict)
     places: dict[str, Place] = field(default_factory=dict)
+    lengths: dict[str, float] = field(default_factory=dict)
 
     def object_position(self, object_id: str) -> Vec3 | None:
         return self.objects.get(object_id)
@@ -66,6 +67,9 @@ class FakeView:
 
     def height_of(self, object_id: str) -> float | None:
         return self.heights.get(object_id)
+
+    def length_of(self, object_id: str) -> float | None:
+        return self.lengths.get(object_id)
 
     def place_in(self, object_id: str) -> Place | None:
         return self.places.get(object_id)

@@ -1,4 +1,4 @@
-"""BeliefView reads the grasp's width from the belief: perception's narrow_width of the track."""
+"""BeliefView reads the grasp's width and the object's length from the belief (the track's extent as it lies)."""
 from __future__ import annotations
 
 import math
@@ -34,3 +34,19 @@ def test_no_grasp_width_without_an_extent_for_furniture_the_held_object_or_the_u
     assert view.grasp_width("Pantry|1") is None
     assert view.grasp_width("Nothing|1") is None
     assert BeliefView(_world(0.0, held="Granola|1")).grasp_width("Granola|1") is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("turn_deg", [0.0, 35.0])
+def test_length_is_the_extent_along_the_long_level_side(turn_deg):
+    view = BeliefView(_world(turn_deg))  # type: ignore[arg-type]
+    assert view.length_of("Granola|1") == pytest.approx(0.15)  # not its height (0.2): that axis stands up
+
+
+def test_a_box_lying_on_its_side_is_as_long_as_its_longest_level_extent():
+    world = _world(0.0)
+    lying = np.eye(4)
+    lying[:3, :3] = [[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]]  # its y axis up, its z level
+    world.belief.tracks["Granola|1"].T_world_marker = lying
+    assert BeliefView(world).length_of("Granola|1") == pytest.approx(0.2)  # type: ignore[arg-type]
+    assert BeliefView(world).length_of("Apple|1") is None  # type: ignore[arg-type]
+    assert BeliefView(world).length_of("Pantry|1") is None  # type: ignore[arg-type]

@@ -9,7 +9,14 @@ import pytest
 from task_learning.robot.goals import GripperGoal, MoveGroupGoal, NavigateGoal, PointHeadGoal, TrajectoryGoal
 from task_learning.robot.ik import ArmKinematics
 from task_learning.robot.profile import load_profile
-from task_learning.robot.sequences import BasePose, SkillSequencer, Unreachable
+from task_learning.robot.sequences import (
+    FACE_MARGIN_M,
+    LEVEL_ENTRY_M,
+    LEVEL_START_M,
+    BasePose,
+    SkillSequencer,
+    Unreachable,
+)
 from test.robot.helpers import TEST_URDF
 
 ORIGIN = BasePose(0.0, 0.0, 0.0)
@@ -169,6 +176,29 @@ def test_a_target_inside_a_piece_reached_level_is_reached_from_in_front_of_its_f
     assert isinstance(handle, NavigateGoal) and handle.position[0] == pytest.approx(2.02 + 0.65)
 
 
+def test_a_level_place_starts_with_the_held_object_out_of_the_face_and_goes_in_no_lower_than_the_entry():
+    """A carton reaching 0.27 m past the fingers: the base stands back so that the approach
+    starts LEVEL_START_M ahead of it with the carton out of the face; a release low in the
+    compartment is reached in at LEVEL_ENTRY_M, then straight down over the spot, and left the
+    same way."""
+    fetch = load_profile("fetch")
+    seq = SkillSequencer(fetch.model_copy(update={"arm": fetch.arm.model_copy(update={"mode": "moveit"})}))
+    front = BasePose(2.0, 0.0, 0.0)  # the face at x = 2, facing +x; the spot 0.12 m behind it
+    drive = next(s.goal for s in seq.navigate((1.88, 0.0, 0.68), ORIGIN, front, reach=0.27)
+                 if isinstance(s.goal, NavigateGoal))
+    assert isinstance(drive, NavigateGoal) and drive.position[0] == pytest.approx(2.0 + LEVEL_START_M + 0.27 + FACE_MARGIN_M)
+    base = BasePose(drive.position[0], 0.0, drive.yaw)
+    steps = seq.manipulate("place", (1.88, 0.0, 0.68), base, front, reach=0.27)
+    ways = {s.why: s.goal.position for s in steps if isinstance(s.goal, MoveGroupGoal)}
+    assert list(ways) == ["above the receptacle, back", "over the spot", "release pose"]
+    assert ways["above the receptacle, back"][0] == pytest.approx(LEVEL_START_M)  # base frame: ahead of the base
+    assert ways["above the receptacle, back"][2] >= LEVEL_ENTRY_M - 0.06 - 1e-9
+    assert ways["over the spot"][2] == pytest.approx(ways["above the receptacle, back"][2])
+    assert ways["release pose"][2] == pytest.approx(0.68 + fetch.arm.place_above_m)
+    whys = [s.why for s in steps]
+    assert whys[-2:] == ["over the spot", "above the receptacle, back"]  # out the way it came
+
+
 @pytest.fixture(scope="module")
 def fetch_sequencer() -> SkillSequencer:
     from test.robot.helpers import DATA
@@ -194,7 +224,8 @@ def test_a_place_into_a_compartment_goes_straight_out_of_the_carry_pose_on_one_i
     seq.carry()
     steps = seq.manipulate("place", (depth, 0.0, height), ORIGIN, BasePose(0.77, 0.0, math.pi))
     arm = [s.goal for s in steps if isinstance(s.goal, TrajectoryGoal) and s.goal.purpose == "arm"]
-    assert [len(goal.points) > 1 for goal in arm] == [True] * 3
+    low = height + seq.profile.arm.place_above_m < LEVEL_ENTRY_M  # in at the entry height, then down and up
+    assert [len(goal.points) > 1 for goal in arm] == [True] * (5 if low else 3)
     previous = np.array(seq._carry_joints())
     for goal in arm:
         for joints, _ in goal.points:
