@@ -32,6 +32,7 @@ from rclpy.task import Future
 
 from task_learning.errors import TaskLearningError
 from task_learning.experiments.table import OFFLINE_NOTE, format_table, plot_rows
+from task_learning.inputs.safe_text import printable
 from task_learning.kb import remove_knowledge_base
 from task_learning.lifecycle.child_process import die_with_parent
 from task_learning.planning.session import RunSpec, run_in_process
@@ -136,12 +137,14 @@ def perform_task(scene: str, task: str, condition: str, timeout_s: float, *,
         if "error" in box:
             raise TaskLearningError(box["error"])
         result = box["result"]
-        ended = (GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED) if stopped else (GoalStatus.STATUS_SUCCEEDED,)
-        if box["status"] not in ended:  # aborted: the task did not run to its end
+        # after our cancel any end is the stopped task's (a cancel that stops a motion mid-action
+        # comes back aborted, "the task was cancelled", from the robot-skills layer)
+        if box["status"] != GoalStatus.STATUS_SUCCEEDED and not stopped:  # aborted: the task did not run to its end
             raise TaskLearningError(f"perform task failed: {result.message}")
         if sys.stdout.isatty():
             print("\r" + " " * 80 + "\r", end="")
-        return {**({"stopped": stopped} if stopped else {}),
+        return {**({"stopped": f"{stopped} ({printable(result.message)})" if result.message else stopped}
+                   if stopped else {}),
             "success": result.success, "message": result.message,
             "incomplete": list(result.incomplete),
             "objects": [object_row(o) for o in result.objects],
