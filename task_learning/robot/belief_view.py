@@ -82,26 +82,31 @@ class BeliefView:
     def height_of(self, object_id: str) -> float | None:
         """How tall the object stands (the registry's extent along its marker's axes, turned as
         the belief last saw it); None for furniture or without an extent."""
-        with self.world._cond:
-            track = self.world.belief.tracks.get(object_id)
-            if track is None or track.spec.receptacle is not None or track.spec.extent is None:
-                return None
-            R = track.T_world_marker[:3, :3].copy()
-            extent = np.asarray(track.spec.extent)
+        turned = self._extent_as_seen(object_id)
+        if turned is None:
+            return None
+        R, extent = turned
         return float(np.abs(R[2]) @ extent)
 
     def length_of(self, object_id: str) -> float | None:
         """The object's extent along its long level side: the largest of the registry's extents
         along its marker's axes that lie level (within ~45 degrees), turned as the belief last
         saw it; None for furniture or without an extent (or no axis level)."""
+        turned = self._extent_as_seen(object_id)
+        if turned is None:
+            return None
+        R, extent = turned
+        level = [i for i in range(3) if abs(float(R[2, i])) < HORIZONTAL_AXIS_SIN]
+        return max((float(extent[i]) for i in level), default=None)
+
+    def _extent_as_seen(self, object_id: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The object's marker rotation as the belief last saw it and the registry's extent along
+        the marker's axes; None for furniture, an unknown object or one without an extent."""
         with self.world._cond:
             track = self.world.belief.tracks.get(object_id)
             if track is None or track.spec.receptacle is not None or track.spec.extent is None:
                 return None
-            R = track.T_world_marker[:3, :3].copy()
-            extent = np.asarray(track.spec.extent)
-        level = [i for i in range(3) if abs(float(R[2, i])) < HORIZONTAL_AXIS_SIN]
-        return max((float(extent[i]) for i in level), default=None)
+            return track.T_world_marker[:3, :3].copy(), np.asarray(track.spec.extent)
 
     def place_in(self, object_id: str) -> Place | None:
         """The receptacle's volume from the registry where its marker was last seen: centre,

@@ -118,12 +118,19 @@ def test_driving_into_furniture_aborts_with_a_collision_and_the_base_stops(sim):
     assert np.hypot(sim.base_pose()[0] - stopped[0], sim.base_pose()[1] - stopped[1]) < 0.05
 
 
-def test_a_base_against_furniture_drives_away_from_it_but_not_further_in(sim):
-    """As a base with a local planner: a goal away from the contact runs, one into it aborts."""
+def _driven_into_the_fridge(sim):
+    """The base driven into the fridge's front until the collision stops it, left touching it;
+    the fridge."""
     piece = sim.world.receptacles["Fridge|1"]
     goal = sim.navigate(*_before(piece, 0.12))
     _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 60)
     assert goal.outcome is NavOutcome.COLLISION and sim.robot_touches()
+    return piece
+
+
+def test_a_base_against_furniture_drives_away_from_it_but_not_further_in(sim):
+    """As a base with a local planner: a goal away from the contact runs, one into it aborts."""
+    piece = _driven_into_the_fridge(sim)
     x, y, yaw = sim.base_pose()
     away = sim.navigate(x - 0.3 * math.cos(yaw), y - 0.3 * math.sin(yaw), yaw)  # reverse out of it
     # the base turns to face its goal first (the turn moves the touching point sideways, not in)
@@ -143,10 +150,7 @@ def test_back_out_goes_straight_away_from_what_the_base_touches():
 
 
 def test_a_goal_that_starts_against_furniture_backs_out_first_then_goes_round(sim):
-    piece = sim.world.receptacles["Fridge|1"]
-    goal = sim.navigate(*_before(piece, 0.12))
-    _until(sim, lambda: goal.outcome is not NavOutcome.RUNNING, 60)
-    assert goal.outcome is NavOutcome.COLLISION and sim.robot_touches()
+    piece = _driven_into_the_fridge(sim)
     x, y, yaw = sim.base_pose()
     gx, gy, _ = _before(piece, 0.9)  # 0.9 m out of the face and 1.2 m along it, on the open side
     side = sim.navigate(gx - 1.2 * math.sin(yaw), gy + 1.2 * math.cos(yaw), yaw)
