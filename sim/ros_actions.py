@@ -36,6 +36,12 @@ POLL_S = 0.02
 GOAL_OCCUPIED = 206
 TF_ERROR = 9002
 WORLD_FRAMES = ("map", "odom", "")
+NAV_UNKNOWN = 9000  # NavigateToPose's error_code UNKNOWN
+STOPPED = "the simulator has stopped (shut down, or its physics failed: its log says which)"
+
+
+class SimulatorStopping(Exception):
+    """Raised inside a goal's wait when the simulator node stops: the goal ends aborted."""
 
 
 def _set(message: Any, **fields: Any) -> None:
@@ -59,18 +65,35 @@ class ActionServers:
         self.servers.append(self._server(GripperCommand, "gripper_controller/gripper_action", self.grip))
 
     def _server(self, kind: Any, name: str, execute: Callable[[ServerGoalHandle], Any]) -> ActionServer:
-        return ActionServer(self.node, kind, name, execute, callback_group=self.group,
+        def run(handle: ServerGoalHandle) -> Any:
+            try:
+                return execute(handle)
+            except SimulatorStopping:  # no physics will end this goal: abort it, saying why
+                result = kind.Result()
+                _set(result, error_msg=STOPPED, error_string=STOPPED)
+                if kind is NavigateToPose:
+                    _set(result, error_code=NAV_UNKNOWN)
+                handle.abort()
+                return result
+
+        return ActionServer(self.node, kind, name, run, callback_group=self.group,
                             cancel_callback=lambda _request: CancelResponse.ACCEPT, **action_server_qos())
 
     def _wait(self, handle: ServerGoalHandle, done: Callable[[], bool], cancel: Callable[[], None],
               feedback: Callable[[], Any] | None = None) -> bool:
-        """Until `done()` (under the lock); a cancel request or the node's stop calls `cancel()`
-        once. True when the goal was cancelled."""
+        """Until `done()` (under the lock); a cancel request calls `cancel()` once. True when the
+        goal was cancelled. The node's stop (shutdown, or the physics failed) cancels the motion
+        and raises SimulatorStopping at once: the physics thread has ended or is ending, so
+        `done()` might never come, and a goal waiting for it would hold the node's shutdown."""
         canceled = False
         while True:
             time.sleep(POLL_S)
             with self.node.lock:
-                if not canceled and (handle.is_cancel_requested or self.node.stopping.is_set()):
+                if self.node.stopping.is_set():
+                    if not canceled:
+                        cancel()
+                    raise SimulatorStopping(STOPPED)
+                if not canceled and handle.is_cancel_requested:
                     cancel()
                     canceled = True
                 if done():

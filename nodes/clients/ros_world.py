@@ -92,12 +92,19 @@ class RosWorld:
                 self._cancel_motion()
         response = wait_future(future, self._action_timeout_s, "execute_action", alive=self._execute.service_is_ready)
         outcome = convert.action_outcome_from_msg(response.outcome)
-        if outcome.blocking_condition == WORLD_UNAVAILABLE:
+        # An action that failed once the stop was asked for failed because of it (the cancel
+        # stopped the robot's motion: "the robot cannot act: cancelled"): the run was stopped, it
+        # did not fail. The world it left is kept first, for the result's report.
+        stopped = self._stop is not None and self._stop.requested
+        if outcome.blocking_condition == WORLD_UNAVAILABLE and not stopped:
             raise WorldUnavailableError(f"perception: {outcome.error_message}")
         metadata = convert.metadata_from_world_state_msg(response.world)
         metadata.update(lastAction=action, lastActionSuccess=outcome.success,
                         errorMessage=outcome.error_message, errorCode=outcome.blocking_condition)
         self._metadata = metadata
+        if stopped and not outcome.success:
+            raise RunStopped(self._stop.reason if self._stop is not None and self._stop.reason
+                             else f"stopped while {action} ran: {outcome.error_message}")
         return metadata
 
     def _require(self, client: Client, what: str) -> None:

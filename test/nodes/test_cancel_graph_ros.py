@@ -28,6 +28,7 @@ from task_learning.kb import KnowledgeBase
 from task_learning.kb.store import Confirmation
 from task_learning.planning.session import RunSpec, run_in_process
 from task_learning.types import Truth
+from task_learning.world.backend import WorldUnavailableError
 from test.oversight_identity import paired
 from test.ros_testing import ROOT, RosGraph, wait_future, wait_until
 
@@ -58,12 +59,16 @@ class Gate:
         self._open = threading.Event()
         self._open.set()
         self.holding = threading.Event()
+        self._robot_stopped = False
 
     def arm(self) -> None:
         self.holding.clear()
         self._open.clear()
 
-    def release(self) -> None:
+    def release(self, *, robot_stopped: bool = False) -> None:
+        """Let the held action go on; `robot_stopped`: it ends as a robot whose motion the cancel
+        stopped ends it (the robot-skills layer's "the robot cannot act: ... cancelled")."""
+        self._robot_stopped = robot_stopped
         self._open.set()
 
     def step(self, action: str, **params: Any) -> dict[str, Any]:
@@ -71,6 +76,8 @@ class Gate:
         if not self._open.is_set():
             self.holding.set()
             assert self._open.wait(300), "the gate was never released"
+            if self._robot_stopped:
+                raise WorldUnavailableError(f"the robot cannot act: {action} stopped: the goal was cancelled")
         return self._backend.step(action, **params)
 
     def __getattr__(self, name: str) -> Any:
@@ -113,9 +120,11 @@ def _answer(client: Any, operator: Any, request_id: str, reply: str) -> bool:
                             AnswerConfirmation.Request(answer=msg, signature=signature), timeout=60).accepted)
 
 
-def _cancel_while_acting(client: Any, gate: Gate, action: Any, name: str, goal: Any) -> tuple[Any, int, list[str]]:
-    """Send `goal`, let its first primitive action start and hold it, cancel, release: returns
-    (wrapped result, steps when the cancel was accepted, every step seen)."""
+def _cancel_while_acting(client: Any, gate: Gate, action: Any, name: str, goal: Any, *,
+                        robot_stopped: bool = False) -> tuple[Any, int, list[str]]:
+    """Send `goal`, let its first primitive action start and hold it, cancel, release (the held
+    action failing as the stopped robot's with `robot_stopped`): returns (wrapped result, steps
+    when the cancel was accepted, every step seen)."""
     actions = ActionClient(client.node, action, name)
     assert actions.wait_for_server(timeout_sec=120), f"{name} not available"
     gate.arm()
@@ -126,7 +135,7 @@ def _cancel_while_acting(client: Any, gate: Gate, action: Any, name: str, goal: 
     cancel = wait_future(handle.cancel_goal_async(), 60, "cancel")
     assert len(cancel.goals_canceling) == 1, "the cancel was not accepted"
     at_cancel = len(gate.steps)
-    gate.release()
+    gate.release(robot_stopped=robot_stopped)
     wrapped = wait_future(result, 300, f"result of {name}")
     return wrapped, at_cancel, list(gate.steps)
 
@@ -207,7 +216,8 @@ def test_a_reach_goal_cancelled_while_llm_state_acts(ros_graph, gated, tmp_path)
         fridge = next(o["objectId"] for o in metadata["objects"] if o["objectType"] == "Fridge")
         assert any(lit.truth is Truth.TRUE and lit.predicate == "inside" for g in goals for lit in g.literals)
         wrapped, at_cancel, steps = _cancel_while_acting(
-            client, gate, ReachGoal, "reach_goal", ReachGoal.Goal(goal=[_literal("inside", [butter, fridge])]))
+            client, gate, ReachGoal, "reach_goal", ReachGoal.Goal(goal=[_literal("inside", [butter, fridge])]),
+            robot_stopped=True)  # a robot's cancelled motion fails the action: still CANCELED
         assert wrapped.status == STATUS_CANCELED and "canceled" in wrapped.result.message, wrapped.result.message
         assert at_cancel == 1 and len(steps) == 1, steps
         assert _pending(client) == []

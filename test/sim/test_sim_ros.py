@@ -16,7 +16,7 @@ from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from test.ros_testing import RosGraph  # noqa: E402
+from test.ros_testing import RosGraph, wait_future, wait_until  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 START_S = 90.0  # building the world and the first frame on a loaded 2-core machine
@@ -119,3 +119,35 @@ def test_tf_reaches_the_head_camera_and_the_robot_publishes_its_description_and_
     assert depth.encoding == "32FC1"
     joints = client.subscribe_collect(JointState, "joint_states").wait_for(timeout=30)
     assert {"torso_lift_joint", "head_pan_joint", "wrist_roll_joint", "l_gripper_finger_joint"} <= set(joints.name)
+
+
+def test_stopping_the_simulator_mid_motion_ends_the_goal_and_exits_cleanly(ros_graph: RosGraph):
+    """SIGINT while the base drives: the goal in flight ends (aborted, saying the simulator
+    stopped) instead of waiting for physics that has ended, and the process exits 0 with no
+    traceback (it exited 1 with a faulthandler dump, the goal's thread still waiting)."""
+    from task_learning_nodes.plumbing.node_base import ActionClient
+    from task_learning_nodes.plumbing.qos import action_client_qos
+
+    # Slowed to a fifth of real time and no camera: the drive is still under way at the signal.
+    proc = ros_graph.start_cli("sim", "--robot", "fetch", "--scene", "store_groceries",
+                               "--real-time-factor", "0.2", "--camera-rate", "0", name="sim")
+    proc.wait_for_line(r"simulated Fetch in scene store_groceries", timeout=START_S)
+    client = ros_graph.client("stopper")
+    actions = ActionClient(client.node, nav2.NavigateToPose, "navigate_to_pose", **action_client_qos())
+    assert actions.wait_for_server(timeout_sec=60)
+    goal = nav2.NavigateToPose.Goal()
+    goal.pose.header.frame_id = "base_link"
+    goal.pose.pose.position.x = 1.0
+    goal.pose.pose.orientation.w = 1.0
+    moving = []
+    handle = wait_future(actions.send_goal_async(goal, feedback_callback=moving.append), 60, "the goal")
+    assert handle.accepted
+    result = handle.get_result_async()
+    wait_until(lambda: moving, 60, "feedback: the base under way")
+    code, out = proc.stop(timeout=30)
+    assert code == 0, out[-3000:]
+    assert "Traceback" not in out and "Fatal Python error" not in out, out[-3000:]
+    if result.done():  # the abort reached the client before the process left the graph
+        wrapped = result.result()
+        assert wrapped.status == 6 and "the simulator has stopped" in wrapped.result.error_msg, wrapped
+    client.close()
