@@ -134,6 +134,10 @@ class BCRAgent:
         self._tried: dict[StateSignature, dict[GroundAction, str]] = {}
         self._pending: tuple[GroundAction, StateSignature, int] | None = None  # proposed, not reported
         self._last_condition: dict[tuple[StateSignature, GroundAction], list[GroundAction]] = {}
+        self._retried: set[tuple[StateSignature, GroundAction]] = set()  # see _retry_once
+        # actions the world refused here with an error a blocking condition reads ("too far
+        # away"): what made them fail may be what the state summary does not show
+        self._failed_in_world: set[tuple[StateSignature, GroundAction]] = set()
 
     # ---- public ------------------------------------------------------------------------------
     def remaining(self, state: StateView) -> list[GoalLiteral]:
@@ -191,7 +195,7 @@ class BCRAgent:
             self.tree.mark_selected(chosen.node)
             repeat_key = (signature, action)
             self._repeats[repeat_key] = self._repeats.get(repeat_key, 0) + 1
-            if action in tried and self.guarded:
+            if action in tried and self.guarded and not self._retry_once(signature, action, tried):
                 self._break_loop(chosen, signature, tried, state, len(candidates))
                 continue
             blocked = self.domain.check_blocking(action, state)
@@ -230,6 +234,7 @@ class BCRAgent:
         blocked = self.domain.check_blocking(action, state, error_text=error)
         if blocked is not None and nodes:
             tried[action] = "blocked"
+            self._failed_in_world.add((signature, action))
             self._last_condition[(signature, action)] = blocked.actions
             self._apply_block_node(nodes[0], blocked.condition, error, blocked.actions,
                                    self._exclude(self._tried.setdefault(self._signature(state), {})))
@@ -265,6 +270,20 @@ class BCRAgent:
             if all(r in tried for r in resolutions):
                 dead.add(action)
         return dead
+
+    def _retry_once(self, signature: StateSignature, action: GroundAction, tried: dict[GroundAction, str]) -> bool:
+        """True (once per action and state) when the world refused `action` here with an error
+        a blocking condition reads and one of its resolutions has since succeeded here. The state summary does not see everything a
+        resolution changes: a robot that drove to the fridge's handle from where it put the
+        butter in is "at the fridge" before and after, yet can now reach the handle. Without
+        this retry the blocked action would count as a loop and the goal would fail."""
+        if (signature, action) not in self._failed_in_world or (signature, action) in self._retried:
+            return False
+        resolutions = self._last_condition.get((signature, action)) or []
+        if not any(tried.get(r) == "success" for r in resolutions):
+            return False
+        self._retried.add((signature, action))
+        return True
 
     def _break_loop(self, cand: Candidate, signature: StateSignature, tried: dict[GroundAction, str],
                     state: StateView, n_candidates: int) -> None:

@@ -195,3 +195,18 @@ def test_a_robot_world_is_near_only_what_it_navigated_to():
     assert StateView(metadata).is_near("Mug|1")  # AI2-THOR: within 1.75 m
     robot = StateView({**metadata, "agent": {"location": "Fridge|1", "reachM": 0.0}})
     assert robot.is_near("Fridge|1") and not robot.is_near("Mug|1")
+
+
+def test_a_close_whose_arm_was_blocked_on_the_way_to_the_handle_comes_to_the_piece_again():
+    """A robot's CloseObject blocked before the handle ("obstructed", the arm stopped by the
+    piece from where it put something in) is resolved by navigating to the piece: without a
+    condition it was a dead end (the eggs' fridge in a MuJoCo run, left open)."""
+    domain = load_domain("household")
+    world = make_world(load_scene("store_groceries"), None)
+    world.step("NavigateToObject", objectId="Fridge|1")
+    assert world.step("OpenObject", objectId="Fridge|1")["lastActionSuccess"]
+    blocked = domain.check_blocking(GroundAction("CloseObject", ("Fridge|1",)), StateView(world.metadata),
+                                    error_text="Fridge|1 is obstructed (not interactable from here): a joint "
+                                               "did not reach its goal (blocked) (while 'before the handle')")
+    assert blocked is not None and blocked.condition == "not_reachable"
+    assert blocked.actions == [GroundAction("NavigateToObject", ("Fridge|1",))]

@@ -149,3 +149,49 @@ def test_cli_paper_mode_gives_per_trial_success_actions_and_failure(capsys):
                                         "invalid_answer")
     assert main(["bcr", "--task", "wash_mug", "--mode", "loose"]) == 2
     assert "invalid choice: 'loose'" in capsys.readouterr().err
+
+
+class FarFromTheHandle:
+    """A symbolic world whose first `failing` CloseObject calls fail as a robot's from where it put
+    something in ("too far away": the handle out of the arm's reach there) and whose
+    NavigateToObject to the piece the robot is already at changes nothing the state summary sees."""
+
+    def __init__(self, world, failing: int) -> None:
+        self.world = world
+        self.failing = failing
+
+    @property
+    def metadata(self):
+        return self.world.metadata
+
+    def step(self, action, **params):
+        if action == "CloseObject" and self.failing > 0:
+            self.failing -= 1
+            return dict(self.world.metadata, lastAction=action, lastActionSuccess=False,
+                        errorMessage=f"{params['objectId']} is too far away to be interacted with: "
+                                     "no inverse kinematics solution for before the handle")
+        return self.world.step(action, **params)
+
+
+def test_a_blocked_action_is_retried_once_after_its_resolution_succeeds_in_a_state_that_looks_the_same():
+    """The butter's fridge in a MuJoCo run: CloseObject failed (too far), NavigateToObject(Fridge)
+    succeeded, but the state looked as before it (the robot "at the fridge" both times), so the
+    retry counted as a loop and the goal ended "no candidate action left". Now it is retried once;
+    a second failure there still ends the goal (no endless retries)."""
+    from task_learning.world.outcome import action_outcome
+
+    for failing, succeeds in ((1, True), (99, False)):
+        world = FarFromTheHandle(make_world(load_scene("bcr_kitchen"), 5), failing)
+        for action in ("NavigateToObject", "OpenObject"):
+            assert world.world.step(action, objectId="Fridge|1")["lastActionSuccess"]
+        agent = BCRAgent(DOMAIN, [parse_literal("not open(Fridge|1)")], FirstCandidate(), mode="guarded")
+        executed, last = [], None
+        while (proposal := agent.next_action(world.metadata, last)) is not None:
+            action, call = proposal
+            last = action_outcome(call, world.step(call.action, **call.step_kwargs()))
+            executed.append(str(action))
+        assert executed[:3] == ["CloseObject(Fridge|1)", "NavigateToObject(Fridge|1)", "CloseObject(Fridge|1)"], \
+            (executed, agent.failure)
+        assert (agent.status == "success") is succeeds, (agent.status, agent.failure)
+        if not succeeds:
+            assert len(executed) == 3 and agent.failure_kind == "no_candidates"
