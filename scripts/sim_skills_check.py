@@ -95,9 +95,9 @@ class GroundTruthView:
         return Place(cx, cy, piece["yaw"], hx, hy, floor, top, rim, piece["form"] == "cabinet",
                      self.placed.get(object_id, 0))
 
-    def is_closed(self, object_id: str) -> bool:
+    def open_state(self, object_id: str) -> bool | None:
         piece = self.snapshot()["receptacles"].get(object_id, {})
-        return bool(piece.get("closed", False))
+        return not piece["closed"] if "closed" in piece else None
 
     def held(self) -> str | None:
         return self.holding or None
@@ -175,7 +175,7 @@ def _door(executor: Executor, view: GroundTruthView, skill: str, piece: str, set
     result = _act(executor, view, skill, piece, "handle", settle)
     if not result.success:
         return f"{skill}: {result.error_message}"
-    if view.is_closed(piece) == (skill == "open"):
+    if view.open_state(piece) != (skill == "open"):
         return f"{skill}: it is still {'closed' if skill == 'open' else 'open'}"
     return "ok"
 

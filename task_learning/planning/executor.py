@@ -108,6 +108,23 @@ def doors_to_open_first(metadata: Mapping[str, Any], literals: list[GoalLiteral]
     return out
 
 
+# A replayed door action and whether it leaves the door open.
+DOOR_EFFECTS = {"OpenObject": True, "CloseObject": False}
+
+
+def door_already_so(state: StateView, call: ActionCall) -> bool:
+    """Whether the world already shows the door as `call` would leave it: a policy learned with
+    the door closed opens it first, but a goal before may have left it open. Running it anyway
+    fails in AI2-THOR (already open), which ends the replay for nothing, and on a robot it is
+    worse: the hand that takes an open door's handle and pulls swings it (in the MuJoCo Fetch the
+    door assist drives it shut), and the next step finds it closed. An open state the robot has
+    not seen (`openStateKnown` false) is not known to be so."""
+    record = state.get(call.object_id)
+    if record is None or not record.get("openable") or record.get("openStateKnown") is False:
+        return False
+    return bool(record.get("isOpen")) == DOOR_EFFECTS[call.action]
+
+
 class GoalExecutor:
     """Reaches goals for one task, with policies kept in the knowledge base."""
 
@@ -207,6 +224,9 @@ class GoalExecutor:
     def _replay(self, world: WorldBackend, calls: list[ActionCall], outcomes: list[ActionOutcome],
                 on_outcome: OutcomeCallback | None) -> bool:
         for call in calls:
+            if call.action in DOOR_EFFECTS and door_already_so(StateView(world.metadata), call):
+                log.info("policy step %s skipped: the world shows it done already", call)
+                continue
             outcome = run_action(world, call)
             outcomes.append(outcome)
             if on_outcome:

@@ -34,10 +34,12 @@ class BeliefView:
             p = track.position
         return (float(p[0]), float(p[1]), float(p[2]))
 
-    def is_closed(self, object_id: str) -> bool:
+    def open_state(self, object_id: str) -> bool | None:
         with self.world._cond:
             track = self.world.belief.tracks.get(object_id)
-            return track is not None and track.open_known and not track.is_open
+            if track is None or not track.open_known:
+                return None
+            return track.is_open
 
     def held(self) -> str | None:
         with self.world._cond:

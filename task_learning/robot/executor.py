@@ -4,7 +4,7 @@ It implements the perception layer's `SkillClient`, so `FetchWorld` drives a rob
 interfaces (Nav2, controllers, MoveIt) instead of a private skill server. Each action: refused
 while the `MotionGate` is stopped; checked against what the robot believes (an object never seen
 is not_visible, a pick with a full hand hand_full, a place with an empty one not_holding, a place
-into a closed receptacle receptacle_closed); turned into goals by the `SkillSequencer`; sent one
+into a closed receptacle receptacle_closed, opening an open door already_open); turned into goals by the `SkillSequencer`; sent one
 at a time through a `GoalRunner` (the ROS layer's action clients); the first goal that fails
 ends the action with its blocking condition (robot.failures). `search` (VisualSearch) looks
 around with the head before it gives up.
@@ -17,6 +17,8 @@ from typing import Callable, Protocol
 
 from task_learning.perception.skills import SkillRequest, SkillResult
 from task_learning.robot.failures import (
+    ALREADY_CLOSED,
+    ALREADY_OPEN,
     HAND_FULL,
     NOT_HOLDING,
     NOT_NEAR,
@@ -49,7 +51,9 @@ class RobotView(Protocol):
     def object_position(self, object_id: str) -> Vec3 | None:
         ...
 
-    def is_closed(self, object_id: str) -> bool:
+    def open_state(self, object_id: str) -> bool | None:
+        """Whether the robot believes the door or drawer open (True) or closed (False); None
+        when it does not know (never seen it) or the object has none."""
         ...
 
     def held(self) -> str | None:
@@ -193,13 +197,18 @@ class RobotSkillExecutor:
         subject = request.object_id
         if request.skill == "pick" and held:
             return _fail(HAND_FULL, subject, f"already holding {held}")
+        if request.skill in ("open", "close") and self.view.open_state(subject) == (request.skill == "open"):
+            # as AI2-THOR refuses it; on a robot it is worse than nothing: the hand that pulls an
+            # open door's handle swings it, and the put after the "open" finds the door shut
+            condition = ALREADY_OPEN if request.skill == "open" else ALREADY_CLOSED
+            return _fail(condition, subject, "the robot saw it so; the action would change nothing")
         if request.skill in ("open", "close") and held:
             # the gripper that holds it is the hand that pulls the handle: opening would drop it
             return _fail(HAND_FULL, subject, f"holding {held}; a door takes the hand that holds it: "
                          "put it down first")
         if request.skill == "place" and not held:
             return _fail(NOT_HOLDING, subject, "nothing to put down")
-        if request.skill == "place" and self.view.is_closed(subject):
+        if request.skill == "place" and self.view.open_state(subject) is False:
             return _fail(RECEPTACLE_CLOSED, subject, f"open it before putting {held} in it")
         return None
 

@@ -28,6 +28,8 @@ NOT_VISIBLE = "not_visible"
 HAND_FULL = "hand_full"
 NOT_HOLDING = "not_holding"
 RECEPTACLE_CLOSED = "receptacle_closed"
+ALREADY_OPEN = "already_open"
+ALREADY_CLOSED = "already_closed"
 ROBOT_FAULT = "robot_fault"
 ROBOT_TIMEOUT = "robot_timeout"
 
@@ -40,6 +42,8 @@ WORDS = {
     HAND_FULL: "the hand is full",
     NOT_HOLDING: "the hand holds nothing",
     RECEPTACLE_CLOSED: "is closed",
+    ALREADY_OPEN: "is already open",
+    ALREADY_CLOSED: "is already closed",
     ROBOT_FAULT: "the robot reported a fault",
     ROBOT_TIMEOUT: "did not finish in time",
     WORLD_UNAVAILABLE: "the robot cannot act",

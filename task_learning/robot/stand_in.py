@@ -46,9 +46,9 @@ class StandInRobotWorld:
         p = lay.true_position(object_id)
         return (float(p[0]), float(p[1]), float(p[2]))
 
-    def is_closed(self, object_id: str) -> bool:
+    def open_state(self, object_id: str) -> bool | None:
         record = self._record(object_id)
-        return bool(record and record.get("openable") and not record.get("isOpen"))
+        return bool(record.get("isOpen")) if record and record.get("openable") else None
 
     def held(self) -> str | None:
         return self.robot.world.held_object

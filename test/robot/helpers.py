@@ -33,6 +33,7 @@ class ScriptedRunner:
 class FakeView:
     objects: dict[str, Vec3] = field(default_factory=dict)
     closed: set[str] = field(default_factory=set)
+    opened: set[str] = field(default_factory=set)
     holding: str | None = None
     base: BasePose | None = BasePose(0.0, 0.0, 0.0)
     appears_after_views: dict[str, int] = field(default_factory=dict)  # object -> views until seen
@@ -47,8 +48,8 @@ class FakeView:
     def object_position(self, object_id: str) -> Vec3 | None:
         return self.objects.get(object_id)
 
-    def is_closed(self, object_id: str) -> bool:
-        return object_id in self.closed
+    def open_state(self, object_id: str) -> bool | None:
+        return False if object_id in self.closed else True if object_id in self.opened else None
 
     def held(self) -> str | None:
         return self.holding

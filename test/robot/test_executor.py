@@ -46,6 +46,23 @@ def test_belief_prechecks_send_nothing():
     assert runner.goals == []
 
 
+def test_a_door_the_robot_saw_open_is_not_opened_again_nor_a_closed_one_closed():
+    """AI2-THOR's refusals (already_open, already_closed), with no goal sent: on the Fetch in
+    MuJoCo the hand that took an open door's handle and pulled swung it shut, "ok", and the
+    next put found the fridge closed (a policy replayed after a goal had left it open)."""
+    ex, runner, view, _ = executor()
+    view.opened = {"Fridge|1"}
+    opened = ex.execute(SkillRequest("open", "Fridge|1"))
+    assert opened.error_code == f.ALREADY_OPEN and "Fridge|1 is already open" in opened.error_message
+    view.opened, view.closed = set(), {"Fridge|1"}
+    closed = ex.execute(SkillRequest("close", "Fridge|1"))
+    assert closed.error_code == f.ALREADY_CLOSED and "Fridge|1 is already closed" in closed.error_message
+    assert runner.goals == []
+    # not known either way (never seen): the robot goes and does it
+    view.closed = set()
+    assert ex.execute(SkillRequest("open", "Fridge|1")).success and runner.goals
+
+
 def test_the_first_failing_goal_ends_the_action_with_its_condition():
     def script(goal):
         if goal.kind == "move_group":
