@@ -1,7 +1,8 @@
-"""The world's ground truth as plain data, published on `sim/ground_truth` for tests and the
-skills check only (scripts/sim_skills_check.py): where every object is and how tall, where each
-receptacle's place volume, handle and door stand, where the base is. A robot has no such topic:
-the stack's perception never reads it, and a run of the stack must not.
+"""The world's ground truth as plain data, published on `sim/ground_truth` for tests, the skills
+check (scripts/sim_skills_check.py) and a run's diagnosis log (`truth.jsonl`, written by
+`task-learning run --backend mujoco` beside the belief, for a reader): where every object is and
+how tall, where each receptacle's place volume, handle and door stand, where the base is. A robot
+has no such topic: no node of the stack reads it.
 """
 from __future__ import annotations
 

@@ -13,8 +13,8 @@
   interface, assists, and the completion measure from the physics. For scoring a run only; the
   stack's perception never reads it.
 - `sim/ground_truth` (std_msgs/String, JSON, latched, every GROUND_TRUTH_EVERY_S simulated):
-  where every object, place volume, handle and door is (sim/ground_truth.py). For tests and the
-  skills check only; a robot has no such topic.
+  where every object, place volume, handle and door is (sim/ground_truth.py). For tests, the
+  skills check and a run's diagnosis log only; a robot has no such topic.
 
 One thread steps the physics (paced to `real_time_factor` times the wall clock; 0: as fast as it
 goes) and publishes; the action callbacks start and watch goals under the same lock.

@@ -12,7 +12,8 @@ in physics (the `task-learning-sim` program, robot-side: run, never imported).
    as a robot explores a kitchen before it is asked to tidy it.
 4. PerformTask; then the result with `completion` from the simulator's `sim/status` (physics:
    scoring only, perception never reads it), the goals per interface, assists, simulated and
-   wall time.
+   wall time. `truth.jsonl` in the logs: each change of a door, an object's place or the hand,
+   as the simulator has it and as perception believes it (run_truth).
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ from task_learning.world.scene import load_scene
 from task_learning_interfaces.msg import WorldState
 from task_learning_nodes.clients.demo import _start, _stop, perform_task
 from task_learning_nodes.clients.fetch_run import BIN, GraphWatch
+from task_learning_nodes.clients.run_truth import TruthLog
 from task_learning_nodes.robot.runner import RosGoalRunner
 
 SIM = "task-learning-sim"
@@ -58,12 +60,14 @@ SETTLE_WAIT_S = 120.0  # wall seconds for a view's frames (at a real-time factor
 
 
 class SimWatch(GraphWatch):
-    """GraphWatch plus the simulator's latched `sim/status` (for the result only)."""
+    """GraphWatch plus the simulator's latched `sim/status` (for the result only) and, when
+    `truth` is given, its `sim/ground_truth` beside perception's belief in that log (run_truth)."""
 
-    def __init__(self) -> None:
+    def __init__(self, truth: TruthLog | None = None) -> None:
         # before GraphWatch starts spinning: its world_state callback (_on_world) records frames
         self.status: dict[str, Any] = {}
         self.frame_stamps: collections.deque[float] = collections.deque(maxlen=64)
+        self.truth = truth
         super().__init__()
         # the survey's goal timeouts in simulated seconds, as the stack's nodes count them (/clock)
         self.node.set_parameters([Parameter("use_sim_time", Parameter.Type.BOOL, True)])
@@ -72,6 +76,12 @@ class SimWatch(GraphWatch):
         self.node.create_subscription(String, "sim/status", self._on_status, latched)
         self.robot_description = ""
         self.node.create_subscription(String, "/robot_description", self._on_description, latched)
+        if truth is not None:
+            self.node.create_subscription(String, "sim/ground_truth", self._on_truth, latched)
+
+    def _on_truth(self, msg: Any) -> None:
+        if self.truth is not None:
+            self.truth.truth(json.loads(msg.data))
 
     def _on_description(self, msg: Any) -> None:
         with self.lock:
@@ -86,6 +96,10 @@ class SimWatch(GraphWatch):
             self.world = msg
             if msg.robot_pose_map.header.frame_id and (not self.frame_stamps or seen > self.frame_stamps[-1]):
                 self.frame_stamps.append(seen)
+        if self.truth is not None:
+            self.truth.belief(seen, {o.object_id: o.is_open if _open_known(o) else None for o in msg.objects if o.openable},
+                              {o.object_id: (list(o.parent_receptacles) or [""])[0] for o in msg.objects if o.pickupable},
+                              list(msg.held_object_ids))
 
     def now_s(self) -> float:
         """The watcher's clock in seconds: simulated time (it runs on /clock)."""
@@ -109,6 +123,11 @@ class SimWatch(GraphWatch):
                     return True
             time.sleep(0.1)
         return False
+
+
+def _open_known(thing: Any) -> bool:
+    """Whether perception has seen the piece's door (its `openStateKnown`, in `extra`)."""
+    return next((kv.value != "false" for kv in thing.extra if kv.key == "openStateKnown"), True)
 
 
 def write_registry(scene: str, path: Path) -> None:
@@ -373,7 +392,8 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
     if condition.endswith("+O") and operator == "simulated":
         procs.append(_start([str(BIN / "task-learning"), "operator", "--simulated", scene_name, "--wait", "60",
                              "--db", str(db)], logdir / "operator.log"))
-    watch = SimWatch()
+    truth = TruthLog(logdir / "truth.jsonl")
+    watch = SimWatch(truth)
     try:
         result = _trial(watch, scene, condition, profile, time_limit_s, logdir, wall_started,
                       dict(scene=scene_name, db=str(db), llm=llm, real_time_factor_limit=real_time_factor,
@@ -382,6 +402,7 @@ def run_mujoco(scene_name: str, condition: str, db: str, *, llm: str = "offline"
         return result
     finally:
         watch.close()
+        truth.close()
         _stop(procs)
         for proc in procs:
             if proc.returncode not in (0, 130, -signal.SIGINT):
