@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 CAMERA = "head_camera_rgb"
 CAMERA_FRAME = "head_camera_rgb_optical_frame"
 CAMERA_FOV_DEG = 50.0  # the model's head camera (fovy)
-STEP_EVERY_S = 0.01  # physics stepped in slices of this much simulated time between publishing and pacing
+CLOCK_EVERY_S = 0.01
 STATUS_EVERY_S = 1.0
 GROUND_TRUTH_EVERY_S = 0.25
 
@@ -64,9 +64,6 @@ class SimParameters(NodeParameters):
     real_time_factor: float = param(1.0, "simulated seconds per wall second at most (0: as fast as it goes)",
                                     min=0.0, max=100.0)
     state_rate_hz: float = param(50.0, "/joint_states and /tf per simulated second", min=1.0, max=200.0)
-    # every node on sim time wakes for each /clock message: an idle node of the stack's shape took
-    # 0.062 CPU s a simulated second at 100 Hz, 0.044 at 25 (bench/bench_clock_rate.py)
-    clock_rate_hz: float = param(25.0, "/clock messages per simulated second", min=1.0, max=1000.0)
     camera_rate_hz: float = param(2.0, "head camera frames per simulated second (0: no camera)", min=0.0, max=30.0)
     camera_width: int = param(640, "head camera image width (px)", min=16, max=1920)
     camera_height: int = param(480, "head camera image height (px)", min=16, max=1080)
@@ -149,16 +146,14 @@ class SimNode(Node):
                 renderer.close()  # before the interpreter's exit tears EGL down
 
     def _loop(self, renderer: mujoco.Renderer | None) -> None:
-        next_clock = next_state = next_camera = next_status = next_truth = 0.0
+        next_state = next_camera = next_status = next_truth = 0.0
         sim_started = self.sim.time
-        steps = max(1, int(round(STEP_EVERY_S / self.sim.model.opt.timestep)))
+        steps = max(1, int(round(CLOCK_EVERY_S / self.sim.model.opt.timestep)))
         while not self.stopping.is_set():
             with self.lock:
                 self.sim.step(steps)
                 now = self.sim.time
-                if now >= next_clock:
-                    next_clock = now + 1.0 / self.params.clock_rate_hz
-                    self.clock_pub.publish(Clock(clock=stamp(now)))
+                self.clock_pub.publish(Clock(clock=stamp(now)))
                 if now >= next_state:
                     next_state = now + 1.0 / self.params.state_rate_hz
                     self.joint_pub.publish(joint_state(*self.sim.joint_state(), stamp(now)))
