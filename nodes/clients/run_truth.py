@@ -22,7 +22,6 @@ class TruthLog:
     """Keeps the last value of each (source, key) and writes a line when it changes."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         self._file: TextIO | None = path.open("a", encoding="utf-8")
         self._last: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()

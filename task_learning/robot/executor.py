@@ -4,8 +4,9 @@ It implements the perception layer's `SkillClient`, so `FetchWorld` drives a rob
 interfaces (Nav2, controllers, MoveIt) instead of a private skill server. Each action: refused
 while the `MotionGate` is stopped; checked against what the robot believes (an object never seen
 is not_visible, a pick with a full hand hand_full, a place with an empty one not_holding, a place
-into a closed receptacle receptacle_closed, opening an open door already_open); turned into goals by the `SkillSequencer`; sent one
-at a time through a `GoalRunner` (the ROS layer's action clients); the first goal that fails
+into a closed receptacle receptacle_closed, an open of a door seen open already_open, a close of
+one seen closed already_closed); turned into goals by the `SkillSequencer`; sent one at a time
+through a `GoalRunner` (the ROS layer's action clients); the first goal that fails
 ends the action with its blocking condition (robot.failures). `search` (VisualSearch) looks
 around with the head before it gives up.
 """
